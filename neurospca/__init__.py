@@ -1,0 +1,26 @@
+"""neurospca: structured sparse PCA (SPCA-TV and friends) for brain data."""
+
+# --- operators and volumes
+from .masking import tv_from_mask
+from .operators import GroupOperator, chain_operator, stack_operators
+
+# --- engine: SPCA-TV (issue 2)
+
+# --- meshes and image front ends (issue 3)
+
+# --- structured sparse PCA and tree-structured dictionary learning (issue 6)
+
+# --- nonnegative sparse PCA and (k, q)-trace norm PCA (issue 7)
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "GroupOperator",
+    "chain_operator",
+    "stack_operators",
+    "tv_from_mask",
+    # --- issue 2
+    # --- issue 3
+    # --- issue 6
+    # --- issue 7
+]

@@ -1,0 +1,295 @@
+"""The group operator shared by volumes, meshes and group penalties.
+
+A structured penalty of the SPCA-TV paper (equation 8) is
+
+.. math::
+
+    s(v) = \\sum_{g \\in \\mathcal{G}} \\| A_g v \\|_2 ,
+
+where ``A`` is the vertical stack of the blocks ``A_g``.  :class:`GroupOperator`
+stores ``A`` as one CSR matrix plus ``group_ptr``: group ``g`` is the rows
+``group_ptr[g]:group_ptr[g + 1]``.  Total variation on a mask or a mesh, group
+lasso and overlapping groups are all instances.  Operators are never densified.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import eigsh
+
+__all__ = ["GroupOperator", "chain_operator", "stack_operators"]
+
+
+class GroupOperator:
+    """Sparse linear operator ``A`` with rows grouped into blocks ``A_g``.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse matrix of shape (n_rows, n_features)
+        The stacked operator ``A``; converted to CSR (float64, sorted indices).
+    group_ptr : array-like of int, shape (n_groups + 1,)
+        Group ``g`` holds rows ``group_ptr[g]:group_ptr[g + 1]``. Must start at 0,
+        be non-decreasing and end at ``n_rows``. A group may be empty.
+    norm2 : float, optional
+        An upper bound of the squared spectral norm ``||A||_2^2``. Builders pass
+        a closed-form bound where one is tight (grids, meshes). If None, it is
+        computed on first use by Lanczos and cached.
+    norm2_is_exact : bool, default=False
+        Whether ``norm2`` is the exact value rather than an upper bound
+        (informational).
+
+    Attributes
+    ----------
+    matrix : scipy.sparse.csr_matrix
+    group_ptr : ndarray of int64
+    n_groups : int
+    n_features : int
+    """
+
+    def __init__(self, matrix, group_ptr, norm2=None, norm2_is_exact=False):
+        if not sp.issparse(matrix):
+            raise TypeError(
+                "matrix must be a scipy.sparse matrix, got "
+                f"{type(matrix).__name__}; operators are never dense."
+            )
+        matrix = sp.csr_matrix(matrix, dtype=np.float64)
+        matrix.sum_duplicates()
+        matrix.sort_indices()
+        if not np.all(np.isfinite(matrix.data)):
+            raise ValueError("matrix contains NaN or infinite entries.")
+        group_ptr = np.asarray(group_ptr)
+        if group_ptr.ndim != 1 or group_ptr.size < 1:
+            raise ValueError("group_ptr must be a 1-D array of length n_groups + 1.")
+        if not np.issubdtype(group_ptr.dtype, np.integer):
+            raise TypeError(f"group_ptr must hold integers, got dtype {group_ptr.dtype}.")
+        group_ptr = group_ptr.astype(np.int64)
+        if group_ptr[0] != 0 or group_ptr[-1] != matrix.shape[0]:
+            raise ValueError(
+                f"group_ptr must start at 0 and end at the number of rows "
+                f"({matrix.shape[0]}), got {group_ptr[0]} and {group_ptr[-1]}."
+            )
+        if np.any(np.diff(group_ptr) < 0):
+            raise ValueError("group_ptr must be non-decreasing.")
+        if norm2 is not None:
+            if not isinstance(norm2, numbers.Real) or not np.isfinite(norm2) or norm2 < 0:
+                raise ValueError(f"norm2 must be a finite number >= 0, got {norm2!r}.")
+            norm2 = float(norm2)
+        self.matrix = matrix
+        self.group_ptr = group_ptr
+        self._norm2 = norm2
+        self.norm2_is_exact = bool(norm2_is_exact)
+        self._matrix_t = None
+        self._row_group = None
+
+    def __repr__(self):
+        return (
+            f"GroupOperator(n_rows={self.n_rows}, n_features={self.n_features}, "
+            f"n_groups={self.n_groups}, nnz={self.matrix.nnz})"
+        )
+
+    @property
+    def n_features(self):
+        """Number of columns ``P`` (voxels, vertices, features)."""
+        return self.matrix.shape[1]
+
+    @property
+    def n_rows(self):
+        """Number of rows of the stacked operator."""
+        return self.matrix.shape[0]
+
+    @property
+    def n_groups(self):
+        """Number of groups ``|G|``."""
+        return self.group_ptr.size - 1
+
+    @property
+    def shape(self):
+        return self.matrix.shape
+
+    @property
+    def matrix_t(self):
+        """``A^T`` as a CSR matrix (cached), for fast ``A^T w`` products."""
+        if self._matrix_t is None:
+            mt = self.matrix.T.tocsr()
+            mt.sort_indices()
+            self._matrix_t = mt
+        return self._matrix_t
+
+    @property
+    def row_group(self):
+        """Group index of each row, shape (n_rows,) (cached)."""
+        if self._row_group is None:
+            self._row_group = np.repeat(
+                np.arange(self.n_groups, dtype=np.int64), np.diff(self.group_ptr)
+            )
+        return self._row_group
+
+    @property
+    def norm2(self):
+        """Upper bound of ``||A||_2^2`` (closed form or Lanczos, cached)."""
+        if self._norm2 is None:
+            self._norm2 = lanczos_norm2(self.matrix)
+        return self._norm2
+
+    def group_norms(self, z):
+        """Euclidean norm of each group of a row vector ``z = A v``.
+
+        Parameters
+        ----------
+        z : ndarray of shape (n_rows,)
+
+        Returns
+        -------
+        ndarray of shape (n_groups,)
+        """
+        sq = np.bincount(self.row_group, weights=z * z, minlength=self.n_groups)
+        return np.sqrt(sq)
+
+    def value(self, v):
+        """The group penalty ``s(v) = sum_g ||A_g v||_2``.
+
+        Parameters
+        ----------
+        v : ndarray of shape (n_features,)
+
+        Returns
+        -------
+        float
+        """
+        v = np.asarray(v, dtype=np.float64)
+        if v.shape != (self.n_features,):
+            raise ValueError(
+                f"v must have shape ({self.n_features},), got {v.shape}."
+            )
+        return float(self.group_norms(self.matrix @ v).sum())
+
+    def matvec(self, v):
+        """``A v``."""
+        return self.matrix @ v
+
+    def rmatvec(self, w):
+        """``A^T w``."""
+        return self.matrix_t @ w
+
+    def scaled(self, weight):
+        """Return the operator of ``weight * s(v)`` (rows multiplied by ``weight``)."""
+        weight = float(weight)
+        if not np.isfinite(weight) or weight < 0:
+            raise ValueError(f"weight must be a finite number >= 0, got {weight!r}.")
+        norm2 = None if self._norm2 is None else self._norm2 * weight**2
+        return GroupOperator(self.matrix * weight, self.group_ptr, norm2, self.norm2_is_exact)
+
+
+def lanczos_norm2(matrix, tol=1e-6, safety=1e-3):
+    """Squared spectral norm of a sparse matrix, computed once by Lanczos.
+
+    The top eigenvalue of ``A^T A`` (or ``A A^T``, whichever is smaller) is
+    computed with a fixed start vector, so the result is reproducible, then
+    inflated by ``safety`` so that it can serve as a Lipschitz bound.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse matrix
+    tol : float
+        Relative tolerance passed to ``eigsh``.
+    safety : float
+        Relative inflation of the result.
+
+    Returns
+    -------
+    float
+    """
+    matrix = sp.csr_matrix(matrix)
+    n_rows, n_cols = matrix.shape
+    if matrix.nnz == 0:
+        return 0.0
+    small = min(n_rows, n_cols)
+    if small <= 200:
+        dense = matrix.toarray()
+        return float(np.linalg.norm(dense, 2) ** 2) * (1.0 + 1e-12)
+    mt = matrix.T.tocsr()
+    if n_cols <= n_rows:
+        gram = sp.linalg.LinearOperator(
+            (n_cols, n_cols), matvec=lambda x: mt @ (matrix @ x), dtype=np.float64
+        )
+        n = n_cols
+    else:
+        gram = sp.linalg.LinearOperator(
+            (n_rows, n_rows), matvec=lambda x: matrix @ (mt @ x), dtype=np.float64
+        )
+        n = n_rows
+    v0 = np.random.default_rng(0).standard_normal(n)
+    val = eigsh(gram, k=1, which="LA", v0=v0, tol=tol, return_eigenvectors=False)[0]
+    return float(val) * (1.0 + safety)
+
+
+def chain_operator(n_features):
+    """First differences on a 1-D chain of features: ``(A v)_g = v[g+1] - v[g]``.
+
+    This is the default structure of :class:`neurospca.SPCATV` on plain arrays.
+    Group ``g`` holds the single row of feature ``g`` (the last group is empty).
+
+    Parameters
+    ----------
+    n_features : int
+
+    Returns
+    -------
+    GroupOperator
+    """
+    n = int(n_features)
+    if n < 1:
+        raise ValueError(f"n_features must be >= 1, got {n_features}.")
+    rows = np.arange(n - 1)
+    data = np.concatenate([-np.ones(n - 1), np.ones(n - 1)])
+    mat = sp.csr_matrix(
+        (data, (np.concatenate([rows, rows]), np.concatenate([rows, rows + 1]))),
+        shape=(n - 1, n),
+    )
+    group_ptr = np.concatenate([np.arange(n), [n - 1]])
+    # A^T A is the path-graph Laplacian, whose eigenvalues are < 4.
+    return GroupOperator(mat, group_ptr, norm2=4.0)
+
+
+def stack_operators(operators, weights=None):
+    """Stack operators on the same features: ``sum_i w_i s_i(v)`` as one operator.
+
+    Parameters
+    ----------
+    operators : sequence of GroupOperator
+        All with the same ``n_features``.
+    weights : sequence of float, optional
+        Non-negative weight of each penalty (default 1).
+
+    Returns
+    -------
+    GroupOperator
+        Groups of the first operator come first; ``norm2`` is the sum of the
+        (weighted) bounds, an upper bound of the stacked norm.
+    """
+    operators = list(operators)
+    if not operators:
+        raise ValueError("operators must hold at least one GroupOperator.")
+    if weights is None:
+        weights = [1.0] * len(operators)
+    if len(weights) != len(operators):
+        raise ValueError(
+            f"weights has {len(weights)} entries for {len(operators)} operators."
+        )
+    n_features = operators[0].n_features
+    parts, ptrs, offset, norm2 = [], [], 0, 0.0
+    for op, w in zip(operators, weights):
+        if not isinstance(op, GroupOperator):
+            raise TypeError(f"operators must be GroupOperator, got {type(op).__name__}.")
+        if op.n_features != n_features:
+            raise ValueError(
+                f"operators disagree on n_features: {op.n_features} != {n_features}."
+            )
+        op = op.scaled(w)
+        parts.append(op.matrix)
+        ptrs.append(op.group_ptr[:-1] + offset)
+        offset += op.n_rows
+        norm2 += op.norm2
+    group_ptr = np.concatenate(ptrs + [[offset]])
+    return GroupOperator(sp.vstack(parts, format="csr"), group_ptr, norm2=norm2)
