@@ -5,6 +5,7 @@ from .masking import tv_from_mask
 from .operators import GroupOperator, chain_operator, stack_operators
 
 # --- engine: SPCA-TV (issue 2)
+from .decomposition.spcatv import SPCATV, ratios_from_weights, spca_tv, weights_from_ratios
 
 # --- meshes and image front ends (issue 3)
 
@@ -20,6 +21,10 @@ __all__ = [
     "stack_operators",
     "tv_from_mask",
     # --- issue 2
+    "SPCATV",
+    "spca_tv",
+    "weights_from_ratios",
+    "ratios_from_weights",
     # --- issue 3
     # --- issue 6
     # --- issue 7

@@ -1,0 +1,323 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython kernels of the SPCA-TV v-step solvers.
+
+Every kernel has a pure NumPy twin in :mod:`neurospca.solvers._numpy_kernels`
+and the tests check they agree.  No validation happens here: callers
+(:mod:`neurospca.solvers.prox`, :mod:`neurospca.solvers.conesta`) validate once.
+
+Sparse matrices are passed as CSR arrays ``(indptr, indices, data)`` with
+int64 indices; ``A`` has ``n_rows`` rows grouped by ``group_ptr`` and ``At`` is
+its transpose in CSR form.
+"""
+
+from libc.math cimport sqrt, fabs
+
+ctypedef int idx_t
+
+
+cdef inline double _soft(double x, double t) noexcept nogil:
+    if x > t:
+        return x - t
+    if x < -t:
+        return x + t
+    return 0.0
+
+
+def soft_threshold(const double[::1] x, double t, double[::1] out):
+    """``out = sign(x) * max(|x| - t, 0)``."""
+    cdef Py_ssize_t j, n = x.shape[0]
+    with nogil:
+        for j in range(n):
+            out[j] = _soft(x[j], t)
+
+
+def csr_matvec(const idx_t[::1] indptr, const idx_t[::1] indices,
+               const double[::1] data, const double[::1] x, double[::1] out):
+    """``out = M x`` for a CSR matrix ``M``."""
+    cdef Py_ssize_t i, k, n = out.shape[0]
+    cdef double s
+    with nogil:
+        for i in range(n):
+            s = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                s = s + data[k] * x[indices[k]]
+            out[i] = s
+
+
+def project_groups(double[::1] z, const idx_t[::1] group_ptr, double radius):
+    """Project each group of ``z`` onto the Euclidean ball of ``radius``, in place."""
+    cdef Py_ssize_t g, r, n_groups = group_ptr.shape[0] - 1
+    cdef double nrm, scale, r2 = radius * radius
+    with nogil:
+        for g in range(n_groups):
+            nrm = 0.0
+            for r in range(group_ptr[g], group_ptr[g + 1]):
+                nrm = nrm + z[r] * z[r]
+            if nrm > r2:
+                scale = radius / sqrt(nrm)
+                for r in range(group_ptr[g], group_ptr[g + 1]):
+                    z[r] = z[r] * scale
+
+
+def group_norm_sum(const double[::1] z, const idx_t[::1] group_ptr):
+    """``sum_g ||z_g||_2`` for a row vector ``z`` split by ``group_ptr``."""
+    cdef Py_ssize_t g, r, n_groups = group_ptr.shape[0] - 1
+    cdef double nrm, total = 0.0
+    with nogil:
+        for g in range(n_groups):
+            nrm = 0.0
+            for r in range(group_ptr[g], group_ptr[g + 1]):
+                nrm = nrm + z[r] * z[r]
+            total = total + sqrt(nrm)
+    return total
+
+
+# ---------------------------------------------------------------------------
+# Exact-prox dual solver (accelerated projected gradient on the group duals)
+# ---------------------------------------------------------------------------
+
+def dual_iterations(int n_iter,
+                    const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
+                    const double[::1] A_data,
+                    const idx_t[::1] At_indptr, const idx_t[::1] At_indices,
+                    const double[::1] At_data,
+                    const idx_t[::1] group_ptr,
+                    const double[::1] y, double l1, double radius, double step,
+                    double[::1] w, double[::1] w_old, double[::1] qbuf,
+                    double[::1] ATw, double[::1] ATw_old,
+                    double[::1] vq, double t, bint restart):
+    """Run ``n_iter`` accelerated projected-gradient steps on the prox dual.
+
+    The dual of ``min_v ||v - y||^2/2 + l1 ||v||_1 + radius sum_g ||A_g v||`` is
+    ``max_{||w_g|| <= radius} D(w) = ||y||^2/2 - ||soft(y - A^T w, l1)||^2/2``;
+    its gradient is ``A v(w)`` with ``v(w) = soft(y - A^T w, l1)``, Lipschitz
+    with constant ``||A||^2`` (``step = 1/||A||^2``).
+
+    The state ``(w, w_old, ATw = A^T w, ATw_old = A^T w_old, t)`` is updated in
+    place. ``A^T q`` at the extrapolated point ``q = w + beta (w - w_old)`` is
+    formed from ``ATw`` and ``ATw_old`` by linearity, so one iteration costs one
+    product with ``A`` (fused with the projection) and one with ``A^T``.
+    With ``restart``, momentum is reset (``t = 1``) when it opposes the
+    projected ascent step (gradient restart of O'Donoghue and Candes).
+
+    Returns
+    -------
+    t : float
+        The momentum parameter after the last iteration.
+    n_restarts : int
+    """
+    cdef Py_ssize_t it, j, g, r, k
+    cdef Py_ssize_t P = y.shape[0]
+    cdef Py_ssize_t n_groups = group_ptr.shape[0] - 1
+    cdef double t_new, beta, s, q, nrm, scale, wr, wn, r2 = radius * radius
+    cdef double align
+    cdef int n_restarts = 0
+    with nogil:
+        for it in range(n_iter):
+            t_new = 0.5 * (1.0 + sqrt(1.0 + 4.0 * t * t))
+            beta = (t - 1.0) / t_new
+            # v at the extrapolated point q = w + beta (w - w_old)
+            for j in range(P):
+                s = ATw[j] + beta * (ATw[j] - ATw_old[j])
+                vq[j] = _soft(y[j] - s, l1)
+            # ascent step from q, projected group by group; w_old <- w
+            align = 0.0
+            for g in range(n_groups):
+                nrm = 0.0
+                for r in range(group_ptr[g], group_ptr[g + 1]):
+                    s = 0.0
+                    for k in range(A_indptr[r], A_indptr[r + 1]):
+                        s = s + A_data[k] * vq[A_indices[k]]
+                    wr = w[r]
+                    q = wr + beta * (wr - w_old[r])
+                    qbuf[r] = q
+                    w_old[r] = wr
+                    s = q + step * s
+                    w[r] = s
+                    nrm = nrm + s * s
+                scale = 1.0
+                if nrm > r2:
+                    scale = radius / sqrt(nrm)
+                for r in range(group_ptr[g], group_ptr[g + 1]):
+                    wn = w[r] * scale
+                    w[r] = wn
+                    align = align + (wn - qbuf[r]) * (wn - w_old[r])
+            # ATw_old <- ATw ; ATw <- A^T w
+            for j in range(P):
+                ATw_old[j] = ATw[j]
+                s = 0.0
+                for k in range(At_indptr[j], At_indptr[j + 1]):
+                    s = s + At_data[k] * w[At_indices[k]]
+                ATw[j] = s
+            t = t_new
+            if restart and align < 0.0:
+                t = 1.0
+                n_restarts = n_restarts + 1
+    return t, n_restarts
+
+
+def dual_gap_terms(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
+                   const double[::1] A_data, const idx_t[::1] group_ptr,
+                   const double[::1] y, const double[::1] ATw,
+                   double l1, double radius, double[::1] v):
+    """Primal and dual objectives of the prox problem at ``w`` (given ``A^T w``).
+
+    Fills ``v = soft(y - A^T w, l1)`` and returns
+    ``(P(v), D(w), sum_g ||A_g v||)`` with
+    ``P(v) = ||v - y||^2/2 + l1 ||v||_1 + radius sum_g ||A_g v||`` and
+    ``D(w) = ||y||^2/2 - ||v||^2/2``. ``P(v) - D(w)`` is the certified gap.
+    """
+    cdef Py_ssize_t j, g, r, k
+    cdef Py_ssize_t P = y.shape[0]
+    cdef Py_ssize_t n_groups = group_ptr.shape[0] - 1
+    cdef double s, d, nrm, quad = 0.0, l1sum = 0.0, vv = 0.0, yy = 0.0, tv = 0.0
+    with nogil:
+        for j in range(P):
+            s = _soft(y[j] - ATw[j], l1)
+            v[j] = s
+            d = s - y[j]
+            quad = quad + d * d
+            l1sum = l1sum + fabs(s)
+            vv = vv + s * s
+            yy = yy + y[j] * y[j]
+        for g in range(n_groups):
+            nrm = 0.0
+            for r in range(group_ptr[g], group_ptr[g + 1]):
+                s = 0.0
+                for k in range(A_indptr[r], A_indptr[r + 1]):
+                    s = s + A_data[k] * v[A_indices[k]]
+                nrm = nrm + s * s
+            tv = tv + sqrt(nrm)
+    return (0.5 * quad + l1 * l1sum + radius * tv, 0.5 * yy - 0.5 * vv, tv)
+
+
+# ---------------------------------------------------------------------------
+# CONESTA: FISTA on the Nesterov-smoothed problem (paper eqs. 11-19) and the
+# Fenchel gap of eqs. 20-24, in the paper's formulation (eq. 17):
+#   f_mu(v) = ||v - yp||^2/2 + ||v||^2/2 + kappa s_mu(v) + eta ||v||_1
+# ---------------------------------------------------------------------------
+
+cdef double _smoothed_alpha(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
+                            const double[::1] A_data, const idx_t[::1] group_ptr,
+                            const double[::1] x, double mu, double[::1] alpha,
+                            double* out) noexcept nogil:
+    """alpha = proj_{unit balls}(A x / mu); returns ||alpha||^2.
+
+    Sets ``out[0] = alpha^T A x`` and ``out[1] = sum_g ||A_g x||``.
+    """
+    cdef Py_ssize_t g, r, k, n_groups = group_ptr.shape[0] - 1
+    cdef double s, nrm, scale, aa = 0.0, ax = 0.0, sx = 0.0
+    for g in range(n_groups):
+        nrm = 0.0
+        for r in range(group_ptr[g], group_ptr[g + 1]):
+            s = 0.0
+            for k in range(A_indptr[r], A_indptr[r + 1]):
+                s = s + A_data[k] * x[A_indices[k]]
+            alpha[r] = s
+            nrm = nrm + s * s
+        nrm = sqrt(nrm)
+        sx = sx + nrm
+        # A_g x / mu projected on the unit ball
+        scale = 1.0 / mu
+        if nrm > mu:
+            scale = 1.0 / nrm
+        for r in range(group_ptr[g], group_ptr[g + 1]):
+            ax = ax + alpha[r] * alpha[r] * scale
+            alpha[r] = alpha[r] * scale
+            aa = aa + alpha[r] * alpha[r]
+    out[0] = ax
+    out[1] = sx
+    return aa
+
+
+def smoothed_alpha(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
+                   const double[::1] A_data, const idx_t[::1] group_ptr,
+                   const double[::1] x, double mu, double[::1] alpha):
+    """``alpha*_mu(x) = proj_K(A x / mu)`` (eq. 12), written into ``alpha``.
+
+    Returns ``(||alpha||^2, alpha^T A x, sum_g ||A_g x||)``, so that
+    ``s_mu(x) = alpha^T A x - mu ||alpha||^2 / 2`` (eq. 11) and ``s(x)`` is the
+    third value.
+    """
+    cdef double out[2]
+    cdef double aa
+    with nogil:
+        aa = _smoothed_alpha(A_indptr, A_indices, A_data, group_ptr, x, mu, alpha, out)
+    return aa, out[0], out[1]
+
+
+def fista_iterations(int n_iter, int k,
+                     const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
+                     const double[::1] A_data,
+                     const idx_t[::1] At_indptr, const idx_t[::1] At_indices,
+                     const double[::1] At_data,
+                     const idx_t[::1] group_ptr,
+                     const double[::1] yp, double kappa, double eta, double mu,
+                     double step,
+                     double[::1] v, double[::1] v_old, double[::1] z,
+                     double[::1] alpha):
+    """Run ``n_iter`` FISTA iterations of the paper's Algorithm 1.
+
+    ``z = v + (k-2)/(k+1) (v - v_old)``;
+    ``v <- soft(z - step * ((2 z - yp) + kappa A^T alpha*_mu(z)), step * eta)``
+    (gradient of eq. 18, exact prox of ``eta ||.||_1``). ``k`` is the FISTA
+    counter of Algorithm 1 (starts at 2). Returns the updated ``k``.
+    """
+    cdef Py_ssize_t it, j, kk
+    cdef Py_ssize_t P = yp.shape[0]
+    cdef double beta, s, grad, thr = step * eta
+    cdef double out[2]
+    with nogil:
+        for it in range(n_iter):
+            beta = (k - 2.0) / (k + 1.0)
+            for j in range(P):
+                z[j] = v[j] + beta * (v[j] - v_old[j])
+            _smoothed_alpha(A_indptr, A_indices, A_data, group_ptr, z, mu, alpha, out)
+            for j in range(P):
+                s = 0.0
+                for kk in range(At_indptr[j], At_indptr[j + 1]):
+                    s = s + At_data[kk] * alpha[At_indices[kk]]
+                grad = 2.0 * z[j] - yp[j] + kappa * s
+                v_old[j] = v[j]
+                v[j] = _soft(z[j] - step * grad, thr)
+            k = k + 1
+    return k
+
+
+def conesta_gap_terms(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
+                      const double[::1] A_data,
+                      const idx_t[::1] At_indptr, const idx_t[::1] At_indices,
+                      const double[::1] At_data,
+                      const idx_t[::1] group_ptr,
+                      const double[::1] yp, double kappa, double eta, double mu,
+                      const double[::1] v, double[::1] alpha):
+    """The terms of the Fenchel gap of eqs. 20-24 at ``v`` for smoothing ``mu``.
+
+    With ``alpha = alpha*_mu(v)`` (written into ``alpha``) and
+    ``sigma = v - yp`` (eq. 22), returns a tuple
+    ``(||alpha||^2, alpha^T A v, s(v), ||v - yp||^2, ||v||^2, ||v||_1,
+    L*(sigma), c)`` where ``L*(sigma) = ||sigma||^2/2 + sigma^T yp`` (eq. 23) and
+    ``c = 1/2 sum_j [|-sigma_j - kappa (A^T alpha)_j| - eta]_+^2``, the first
+    term of ``psi*_mu(-sigma)`` (eq. 24). :func:`neurospca.solvers.gap.conesta_gap`
+    assembles the gap from them.
+    """
+    cdef Py_ssize_t j, kk
+    cdef Py_ssize_t P = yp.shape[0]
+    cdef double aa, s, d, sig, quad = 0.0, vv = 0.0, l1sum = 0.0
+    cdef double lstar = 0.0, psi = 0.0
+    cdef double out[2]
+    with nogil:
+        aa = _smoothed_alpha(A_indptr, A_indices, A_data, group_ptr, v, mu, alpha, out)
+        for j in range(P):
+            s = 0.0
+            for kk in range(At_indptr[j], At_indptr[j + 1]):
+                s = s + At_data[kk] * alpha[At_indices[kk]]
+            sig = v[j] - yp[j]
+            quad = quad + sig * sig
+            vv = vv + v[j] * v[j]
+            l1sum = l1sum + fabs(v[j])
+            lstar = lstar + 0.5 * sig * sig + sig * yp[j]
+            d = fabs(-sig - kappa * s) - eta
+            if d > 0.0:
+                psi = psi + 0.5 * d * d
+    return aa, out[0], out[1], quad, vv, l1sum, lstar, psi
