@@ -2,7 +2,7 @@
 
 - ``simulation_2d``: the SPCA-TV paper's simulation (section III-A): 100x100
   images, loadings of two upper dots, two lower dots and one middle dot,
-  Gaussian scores, noise at SNR 0.1 (variance ratio), 250 samples.
+  Gaussian scores, noise at SNR 0.1 (ratio of standard deviations), 250 samples.
 - ``fmri_like``: N = 83 maps over the P = 64,030 voxels of nilearn's MNI152
   brain mask at 3 mm (threshold 0.48), three smooth sparse patterns plus noise.
 """
@@ -34,7 +34,7 @@ def simulation_2d(n_samples=250, snr=0.1, seed=0, shape=(100, 100)):
     scores = rng.standard_normal((n_samples, 3)) * scales
     signal = scores @ patterns
     noise = rng.standard_normal(signal.shape)
-    noise *= np.sqrt(signal.var() / (snr * noise.var()))
+    noise *= signal.std() / (snr * noise.std())  # SNR = std(signal) / std(noise)
     return signal + noise, patterns, np.ones(shape, dtype=bool)
 
 

@@ -207,7 +207,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         u = _init_u(defl, gram, init, rng)
         v = np.zeros(n_features)
         w = None
-        resid_prev = np.sqrt(defl.sqnorm)
+        resid_prev, change = np.sqrt(defl.sqnorm), np.inf
         history, mu_hist, inner, outer_ok = [], [], 0, False
         res = None
         for it in range(1, max_iter + 1):
@@ -238,7 +238,11 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                 break
             u = Xv / nrm
             resid = np.sqrt(max(defl.sqnorm - nrm * nrm / vv, 0.0))
+            # eq. 26 compares two iterates: the first v-step has no predecessor
+            # (v^0 = 0 would compare against ||X_k||), so it never stops the loop.
             change = abs(resid - resid_prev) / resid if resid > 0 else 0.0
+            if it == 1:
+                change = np.inf
             resid_prev = resid
             if verbose:
                 logger.info("component %d, iteration %d: residual %.6g, change %.2e, "
@@ -379,7 +383,8 @@ class SPCATV(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Fit the model on ``X`` (n_samples, n_features). ``y`` is ignored."""
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
+                          ensure_all_finite=False)
         X = check_data(X)
         l1, l2, tv = weights_from_ratios(self.alpha, self.l1_ratio, self.tv_ratio)
         n_components = check_n_components(self.n_components, *X.shape)
@@ -414,7 +419,7 @@ class SPCATV(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Least-squares scores ``S`` with ``X - mean_ ~ S components_``."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
         X = check_data(X, min_samples=1)
         C = self.components_
         return (X - self.mean_) @ C.T @ np.linalg.pinv(C @ C.T)

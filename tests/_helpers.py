@@ -1,0 +1,47 @@
+"""Test helpers: random operators and an independent cvxpy solver."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from neurospca import GroupOperator
+
+
+def random_group_operator(n_features, n_groups, rng, max_rows=4, density=0.3):
+    """A random (non-TV) GroupOperator: random group sizes (some empty), random data."""
+    sizes = rng.integers(0, max_rows + 1, size=n_groups)
+    n_rows = int(sizes.sum())
+    mat = sp.random(n_rows, n_features, density=density, random_state=rng,
+                    data_rvs=rng.standard_normal, format="csr")
+    return GroupOperator(mat, np.concatenate([[0], np.cumsum(sizes)]))
+
+
+def cvxpy_prox(y, operator, l1, group):
+    """Solve min 0.5||v-y||^2 + l1||v||_1 + group sum_g ||A_g v|| with cvxpy.
+
+    Returns (v*, P(v*)) with P evaluated in NumPy at cvxpy's solution.
+    """
+    import cvxpy as cp
+
+    A = operator.matrix.tocsr()
+    v = cp.Variable(y.size)
+    Av = A @ v
+    sizes = np.diff(operator.group_ptr)
+    # group norms: stack the s-th row of each group into a (max_size, n_groups) matrix
+    n_groups = operator.n_groups
+    cols = []
+    for s in range(int(sizes.max(initial=0))):
+        sel = sp.csr_matrix(
+            (np.ones(int((sizes > s).sum())),
+             (np.flatnonzero(sizes > s), operator.group_ptr[:-1][sizes > s] + s)),
+            shape=(n_groups, A.shape[0]),
+        )
+        cols.append(sel @ Av)
+    obj = 0.5 * cp.sum_squares(v - y) + l1 * cp.norm1(v)
+    if cols and group > 0:
+        obj = obj + group * cp.sum(cp.norm(cp.vstack(cols), 2, axis=0))
+    prob = cp.Problem(cp.Minimize(obj))
+    prob.solve(solver=cp.CLARABEL)
+    vs = np.asarray(v.value).ravel()
+    from neurospca.solvers import prox_objective
+
+    return vs, prox_objective(vs, y, operator, l1, group)
