@@ -8,6 +8,25 @@ from .operators import GroupOperator, chain_operator, stack_operators
 from .decomposition.spcatv import SPCATV, ratios_from_weights, spca_tv, weights_from_ratios
 
 # --- meshes and image front ends (issue 3)
+from .masking import (
+    VolumeMasker,
+    images_to_data,
+    load_mask_img,
+    load_volume_data,
+    unmask,
+)
+from .surface import (
+    Hemispheres,
+    icosphere,
+    load_cortex_mask,
+    load_surf_data,
+    load_surf_mesh,
+    load_surface_data,
+    tv_from_hemispheres,
+    tv_from_mesh,
+    write_surf_data,
+    write_surf_mesh,
+)
 
 # --- structured sparse PCA and tree-structured dictionary learning (issue 6)
 
@@ -26,6 +45,21 @@ __all__ = [
     "weights_from_ratios",
     "ratios_from_weights",
     # --- issue 3
+    "VolumeMasker",
+    "images_to_data",
+    "load_mask_img",
+    "load_volume_data",
+    "unmask",
+    "Hemispheres",
+    "icosphere",
+    "load_cortex_mask",
+    "load_surf_data",
+    "load_surf_mesh",
+    "load_surface_data",
+    "tv_from_hemispheres",
+    "tv_from_mesh",
+    "write_surf_data",
+    "write_surf_mesh",
     # --- issue 6
     # --- issue 7
 ]
