@@ -140,7 +140,7 @@ def _load_image(obj, name):
 def _binarise(data, name, threshold):
     """Boolean mask from image or array values, explicitly."""
     if threshold is not None:
-        if isinstance(threshold, bool) or not np.isscalar(threshold):
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number)):
             raise TypeError(f"threshold must be a number, got {type(threshold).__name__}.")
         with np.errstate(invalid="ignore"):
             return np.asarray(data) > float(threshold)
