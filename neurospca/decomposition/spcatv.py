@@ -218,6 +218,8 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                                 check_input=False)
                 w = res.w
             else:
+                if it == 1:  # v^0 of Algorithm 2: the l1-only prox, not the trivial 0
+                    v = np.sign(y) * np.maximum(np.abs(y) - a, 0.0)
                 res = conesta(y, operator, a, b, tol=tol, v0=v, max_iter=max_inner_iter,
                               gap_every=gap_every, kernels=kernels, check_input=False)
                 mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
@@ -285,9 +287,9 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         if verbose:
             logger.info("component %d done: %d alternations, %d solver iterations, "
                         "gap %.3e, %.2f s", k, it, inner, info["gaps"][-1], info["time"][-1])
-    if zero_from is not None:
+    if zero_from is not None:  # not computed: NaN gaps, no iterations
         for k in range(zero_from, n_components):
-            for key, value in (("d", 0.0), ("gaps", 0.0), ("rel_gaps", 0.0),
+            for key, value in (("d", 0.0), ("gaps", np.nan), ("rel_gaps", np.nan),
                                ("n_iter", 0), ("n_inner_iter", 0), ("gap_history", []),
                                ("mu_history", []), ("converged", False), ("time", 0.0)):
                 info[key].append(value)
