@@ -62,6 +62,9 @@ MEDIAL_WALL_NAMES = ("unknown", "medial_wall", "medialwall", "???", "corpuscallo
 
 _GIFTI_EXT = (".gii", ".gii.gz")
 _MGH_EXT = (".mgh", ".mgz")
+# extensions that are clearly not FreeSurfer morphometry (lh.thickness, lh.curv...)
+_NOT_MORPH_EXT = (".nii", ".nii.gz", ".img", ".hdr", ".npy", ".npz", ".txt", ".csv",
+                  ".json", ".vtk", ".ply", ".obj")
 
 
 # --------------------------------------------------------------------------
@@ -553,9 +556,9 @@ def write_surf_mesh(coords, faces, path):
                                      datatype="NIFTI_TYPE_INT32"),
         ])
         return _atomic_save(img.to_filename, path)
-    if _ext(path):
-        raise ValueError(f"path: cannot write a surface mesh as {_ext(path)!r}; use .gii "
-                         "or a FreeSurfer name such as lh.white.")
+    if _ext(path) or path.lower().endswith(_NOT_MORPH_EXT):
+        raise ValueError(f"path: cannot write a surface mesh to {os.path.basename(path)!r}; "
+                         "use .gii or a FreeSurfer name such as lh.white.")
     return _atomic_save(lambda tmp: nib.freesurfer.write_geometry(tmp, c32, f32), path)
 
 
@@ -600,6 +603,13 @@ def load_surf_data(data, name="data"):
         return _mgh_values(nib.load(path), name)
     if ext in (".annot", ".label"):
         raise ValueError(f"{name}: {path!r} is a {ext} file; use load_cortex_mask.")
+    with open(path, "rb") as fh:
+        magic = fh.read(3)
+    if magic != b"\xff\xff\xff":  # FreeSurfer's "new" curv format (all since 2000)
+        raise ValueError(
+            f"{name}: cannot read {path!r}: not FreeSurfer morphometry (curv format), "
+            "MGH (.mgh/.mgz) or GIFTI (.gii) data."
+        )
     try:
         return nib.freesurfer.read_morph_data(path)
     except Exception as exc:
@@ -670,8 +680,11 @@ def write_surf_data(values, path, *, dtype=np.float32):
         shape = (arr.shape[0], 1, 1) + (() if arr.ndim == 1 else (arr.shape[1],))
         img = nib.freesurfer.MGHImage(arr.reshape(shape), np.eye(4))
         return _atomic_save(img.to_filename, path)
-    if ext:
-        raise ValueError(f"path: cannot write per-vertex data as {ext!r}.")
+    if ext or path.lower().endswith(_NOT_MORPH_EXT):
+        raise ValueError(
+            f"path: cannot write per-vertex data to {os.path.basename(path)!r}; use .gii, "
+            ".mgh/.mgz or a FreeSurfer name such as lh.thickness."
+        )
     if arr.ndim != 1:
         raise ValueError(
             "values: FreeSurfer morphometry files hold one map; got "
