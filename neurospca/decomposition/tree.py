@@ -1,0 +1,822 @@
+"""Tree-structured sparsity: exact proximal operator, FISTA, dictionary learning.
+
+Jenatton, Mairal, Obozinski and Bach, *Proximal methods for sparse
+hierarchical dictionary learning* (ICML 2010). The ``p`` dictionary elements
+are the nodes of a rooted tree (or forest) given by a parent array; the group
+``g_j`` of node ``j`` holds ``j`` and all its descendants, and
+
+.. math::
+
+    \\Omega(\\alpha) = \\sum_{j=1}^p w_j \\|\\alpha_{|g_j}\\| ,
+    \\qquad \\|\\cdot\\| \\in \\{\\ell_2, \\ell_\\infty\\}.
+
+A zero group is a whole subtree, so a selected node has all its ancestors
+selected. The proximal operator of ``lam * Omega`` is computed exactly in one
+pass of group soft-thresholdings visited from the leaves to the root
+(Proposition 1 of the paper); visiting the root first is *not* exact.
+"""
+
+import logging
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_data, check_nonneg
+
+logger = logging.getLogger("neurospca")
+
+__all__ = [
+    "Tree",
+    "check_tree",
+    "balanced_tree",
+    "prox_tree",
+    "project_l1_ball",
+    "tree_norm",
+    "tree_sparse_coding",
+    "HierarchicalDictionaryLearning",
+]
+
+_NORMS = ("l2", "linf")
+
+
+# --------------------------------------------------------------------------- trees
+
+
+class Tree:
+    """A validated rooted forest in depth-first (pre-)order.
+
+    Build it with :func:`check_tree` from a parent array. In pre-order every
+    subtree is a contiguous range, so group ``g_j`` is the slice
+    ``order[pos[j]:end[pos[j]]]``, and walking the positions backwards visits
+    every node after all its descendants (leaves to root).
+
+    Attributes
+    ----------
+    parent : ndarray of int64, shape (n_nodes,)
+        ``parent[j]`` is the parent of node ``j``, ``-1`` for a root.
+    order : ndarray of int64, shape (n_nodes,)
+        Nodes in depth-first pre-order.
+    end : ndarray of int64, shape (n_nodes,)
+        ``end[i]``: one past the last pre-order position of the subtree rooted
+        at ``order[i]``.
+    depth : ndarray of int64, shape (n_nodes,)
+        Depth of each node (roots have depth 0).
+    """
+
+    def __init__(self, parent, order, end, depth):
+        self.parent = parent
+        self.order = order
+        self.end = end
+        self.depth = depth
+
+    @property
+    def n_nodes(self):
+        return self.parent.size
+
+    def groups(self):
+        """Group ``g_j`` (node and descendants) of every node ``j``, as index arrays."""
+        out = [None] * self.n_nodes
+        for i, node in enumerate(self.order):
+            out[node] = np.sort(self.order[i:self.end[i]])
+        return out
+
+    def __repr__(self):
+        return (f"Tree(n_nodes={self.n_nodes}, n_roots={int((self.parent < 0).sum())}, "
+                f"max_depth={int(self.depth.max(initial=0))})")
+
+
+def check_tree(tree, n_nodes=None, name="tree"):
+    """Validate a parent array and return a :class:`Tree`.
+
+    Parameters
+    ----------
+    tree : array-like of int or Tree
+        ``tree[j]`` is the parent of node ``j``; roots have parent ``-1``.
+        A forest (several roots) is allowed.
+    n_nodes : int, optional
+        Expected number of nodes.
+    name : str
+        Name used in error messages.
+
+    Returns
+    -------
+    Tree
+
+    Raises
+    ------
+    TypeError
+        If the parents are not integers.
+    ValueError
+        Empty tree, parents out of range, a node that is its own parent, a
+        cycle (a node that does not reach a root), or a size mismatch.
+    """
+    if isinstance(tree, Tree):
+        parent = tree.parent
+        if n_nodes is not None and parent.size != n_nodes:
+            raise ValueError(f"{name} has {parent.size} nodes, expected {n_nodes}.")
+        return tree
+    arr = np.asarray(tree)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
+        if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(
+            arr == np.round(arr)
+        ):
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(
+                f"{name} must be a parent array of ints (parent of each node, -1 for "
+                f"a root), got dtype {arr.dtype}."
+            )
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D parent array, got shape {arr.shape}.")
+    parent = arr.astype(np.int64)
+    p = parent.size
+    if n_nodes is not None and p != n_nodes:
+        raise ValueError(f"{name} has {p} nodes, expected {n_nodes}.")
+    bad = np.flatnonzero((parent < -1) | (parent >= p))
+    if bad.size:
+        raise ValueError(
+            f"{name}: parent of node {bad[0]} is {parent[bad[0]]}, outside [-1, {p - 1}]."
+        )
+    selfp = np.flatnonzero(parent == np.arange(p))
+    if selfp.size:
+        raise ValueError(f"{name}: node {selfp[0]} is its own parent; roots use -1.")
+    roots = np.flatnonzero(parent < 0)
+    if roots.size == 0:
+        raise ValueError(f"{name} has no root (no parent equal to -1): it contains a cycle.")
+    # children lists in CSR form, children in increasing index order
+    child_sort = np.argsort(parent, kind="stable")
+    n_roots = roots.size
+    kids = child_sort[n_roots:]
+    kid_ptr = np.searchsorted(parent[kids], np.arange(p + 1))
+    order = np.empty(p, dtype=np.int64)
+    depth = np.zeros(p, dtype=np.int64)
+    n = 0
+    stack = list(roots[::-1])
+    while stack:
+        node = stack.pop()
+        order[n] = node
+        n += 1
+        ch = kids[kid_ptr[node]:kid_ptr[node + 1]]
+        depth[ch] = depth[node] + 1
+        stack.extend(ch[::-1].tolist())
+    if n != p:
+        seen = np.zeros(p, dtype=bool)
+        seen[order[:n]] = True
+        lost = np.flatnonzero(~seen)
+        raise ValueError(
+            f"{name} contains a cycle: node {lost[0]} never reaches a root "
+            f"({lost.size} node(s) affected)."
+        )
+    # subtree end positions: size of subtree accumulated leaves to root
+    size = np.ones(p, dtype=np.int64)
+    for node in order[::-1]:
+        if parent[node] >= 0:
+            size[parent[node]] += size[node]
+    end = np.arange(p, dtype=np.int64) + size[order]
+    return Tree(parent, order, end, depth)
+
+
+def balanced_tree(branching):
+    """Parent array of a balanced tree (the paper's trees).
+
+    Parameters
+    ----------
+    branching : sequence of int
+        ``branching[k]`` children for every node at depth ``k``; ``()`` gives a
+        single root. ``(10, 2)`` is the paper's depth-3 tree with 31 nodes.
+
+    Returns
+    -------
+    ndarray of int64
+        Parent array in breadth-first order (node 0 is the root).
+    """
+    parent = [-1]
+    level = [0]
+    for b in branching:
+        if isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 1:
+            raise ValueError(f"branching factors must be positive ints, got {b!r}.")
+        nxt = []
+        for node in level:
+            for _ in range(int(b)):
+                parent.append(node)
+                nxt.append(len(parent) - 1)
+        level = nxt
+    return np.asarray(parent, dtype=np.int64)
+
+
+def _check_weights(weights, n_nodes, name="weights"):
+    if weights is None:
+        return np.ones(n_nodes)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n_nodes, float(w))
+    if w.shape != (n_nodes,):
+        raise ValueError(f"{name} must be a scalar or have shape ({n_nodes},), got {w.shape}.")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    if np.any(w < 0):
+        raise ValueError(f"{name} must be >= 0, got a minimum of {w.min()}.")
+    return w
+
+
+def _check_norm(norm):
+    if norm not in _NORMS:
+        raise ValueError(f"norm must be one of {_NORMS}, got {norm!r}.")
+    return norm
+
+
+# ----------------------------------------------------------------------- the prox
+
+
+def project_l1_ball(Z, radius):
+    """Euclidean projection of each row of ``Z`` on the ℓ1 ball of ``radius``.
+
+    .. math::
+
+        \\Pi(z) = \\arg\\min_{\\|x\\|_1 \\le r} \\|x - z\\|_2
+
+    Sort-based (Duchi et al. 2008), vectorised over rows.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d) or (d,)
+    radius : float or ndarray of shape (n,)
+        Non-negative radius (per row).
+
+    Returns
+    -------
+    ndarray of the shape of ``Z``
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    one_d = Z.ndim == 1
+    Z2 = np.atleast_2d(Z)
+    r = np.broadcast_to(np.asarray(radius, dtype=np.float64), (Z2.shape[0],))
+    A = np.abs(Z2)
+    inside = A.sum(axis=1) <= r
+    out = Z2.copy()
+    if not np.all(inside):
+        rows = np.flatnonzero(~inside)
+        S = -np.sort(-A[rows], axis=1)
+        cs = np.cumsum(S, axis=1) - r[rows, None]
+        k = np.arange(1, S.shape[1] + 1)
+        cond = S - cs / k > 0
+        rho = S.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)
+        theta = np.maximum(cs[np.arange(rows.size), rho] / (rho + 1), 0.0)
+        out[rows] = np.sign(Z2[rows]) * np.maximum(A[rows] - theta[:, None], 0.0)
+    return out[0] if one_d else out
+
+
+def _prox_tree_core(Z, tree, radii, norm, root_first=False, return_dual=False,
+                    row_scale=None):
+    """Leaves-to-root (or, wrongly, root-first) group shrinkages.
+
+    ``Z`` is (n, p) in the node order of the tree; ``radii[j] = lam * w_j``,
+    multiplied by ``row_scale[i]`` for row ``i`` if given (FISTA steps). With
+    ``return_dual`` also returns the dual variables ``xi_g`` of Algorithm 1 as
+    a dict ``node -> (xi (n, |g|), node indices of g)``.
+    """
+    order, end = tree.order, tree.end
+    Zp = Z[:, order]
+    positions = range(order.size) if root_first else range(order.size - 1, -1, -1)
+    duals = {}
+    for i in positions:
+        r = radii[order[i]]
+        if r <= 0.0:
+            continue
+        if row_scale is not None:
+            r = r * row_scale
+        block = Zp[:, i:end[i]]
+        if norm == "l2":
+            nrm = np.sqrt(np.einsum("ij,ij->i", block, block))
+            scale = np.where(nrm > r, 1.0 - r / np.where(nrm > 0, nrm, 1.0), 0.0)
+            xi = block * (1.0 - scale)[:, None]
+            block *= scale[:, None]
+        else:
+            xi = project_l1_ball(block, r)
+            block -= xi
+        if return_dual:
+            duals[order[i]] = (xi.copy(), order[i:end[i]].copy())
+    out = np.empty_like(Zp)
+    out[:, order] = Zp
+    if return_dual:
+        return out, duals
+    return out
+
+
+def prox_tree(v, tree, lam=1.0, *, weights=None, norm="l2", l1=0.0, nonneg=False):
+    """Exact proximal operator of the tree-structured norm (plus ℓ1).
+
+    .. math::
+
+        \\mathrm{prox}(u) = \\arg\\min_v \\tfrac12 \\|v - u\\|_2^2
+        + \\mathrm{lam} \\sum_{j} w_j \\|v_{|g_j}\\| + l_1 \\|v\\|_1
+        \\;[+\\, \\iota_{v \\ge 0}]
+
+    where ``g_j`` is node ``j`` and its descendants and ``||.||`` is ℓ2 or ℓ∞.
+    One pass of group shrinkages from the leaves to the root is exact
+    (Jenatton et al. 2010, Proposition 1); ℓ1 adds singleton groups, which are
+    processed first (soft-thresholding). With ``nonneg`` the prox is taken at
+    ``max(u, 0)``.
+
+    Parameters
+    ----------
+    v : array-like of shape (n_nodes,) or (n_samples, n_nodes)
+        Point(s) ``u``; each row is a separate problem.
+    tree : array-like of int or Tree
+        Parent array (``-1`` for roots); see :func:`check_tree`.
+    lam : float, default=1.0
+        Weight of the tree norm (>= 0).
+    weights : float or array-like of shape (n_nodes,), optional
+        Group weights ``w_j >= 0`` (default 1).
+    norm : {"l2", "linf"}, default="l2"
+    l1 : float, default=0.0
+        Weight of the ℓ1 norm (>= 0).
+    nonneg : bool, default=False
+        Add the constraint ``v >= 0``.
+
+    Returns
+    -------
+    ndarray of the shape of ``v``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from neurospca import prox_tree
+    >>> prox_tree(np.array([3.0, 0.5, 2.0]), [-1, 0, 0], lam=0.5)
+    array([2.5527..., 0.        , 1.2763...])
+    """
+    tree = check_tree(tree)
+    V = np.array(v, dtype=np.float64)
+    if V.ndim not in (1, 2) or V.shape[-1] != tree.n_nodes:
+        raise ValueError(
+            f"v must have shape ({tree.n_nodes},) or (n_samples, {tree.n_nodes}) to match "
+            f"the tree, got {V.shape}."
+        )
+    if not np.all(np.isfinite(V)):
+        raise ValueError("v contains NaN or infinite values.")
+    lam = check_nonneg(lam, "lam")
+    l1 = check_nonneg(l1, "l1")
+    norm = _check_norm(norm)
+    w = _check_weights(weights, tree.n_nodes)
+    out = _prox(np.atleast_2d(V), tree, lam * w, norm, l1, bool(nonneg))
+    return out[0] if V.ndim == 1 else out
+
+
+def _prox(Z, tree, radii, norm, l1, nonneg):
+    """Unchecked prox on (n, p) rows."""
+    if nonneg:
+        Z = np.maximum(Z, 0.0)
+    if l1 > 0:
+        Z = np.sign(Z) * np.maximum(np.abs(Z) - l1, 0.0)
+    return _prox_tree_core(Z, tree, radii, norm)
+
+
+def tree_norm(v, tree, *, weights=None, norm="l2"):
+    """Value of ``sum_j w_j ||v_{g_j}||`` for each row of ``v``.
+
+    Parameters
+    ----------
+    v : array-like of shape (n_nodes,) or (n_samples, n_nodes)
+    tree : array-like of int or Tree
+    weights : float or array-like of shape (n_nodes,), optional
+    norm : {"l2", "linf"}, default="l2"
+
+    Returns
+    -------
+    float or ndarray of shape (n_samples,)
+    """
+    tree = check_tree(tree)
+    V = np.asarray(v, dtype=np.float64)
+    w = _check_weights(weights, tree.n_nodes)
+    norm = _check_norm(norm)
+    val = _tree_norm(np.atleast_2d(V), tree, w, norm)
+    return float(val[0]) if V.ndim == 1 else val
+
+
+def _tree_norm(Z, tree, w, norm):
+    Zp = np.abs(Z[:, tree.order])
+    total = np.zeros(Z.shape[0])
+    for i, node in enumerate(tree.order):
+        if w[node] == 0:
+            continue
+        block = Zp[:, i:tree.end[i]]
+        if norm == "l2":
+            total += w[node] * np.sqrt(np.einsum("ij,ij->i", block, block))
+        else:
+            total += w[node] * block.max(axis=1)
+    return total
+
+
+# ---------------------------------------------------------------------- FISTA coding
+
+
+def _masked_lipschitz(C, mask):
+    """Per-sample ``||C diag(m_i) C^T||_2`` for 0/1 masks (rows of ``mask``)."""
+    n = mask.shape[0]
+    L = np.empty(n)
+    chunk = max(1, 4_000_000 // max(C.size, 1))
+    for s in range(0, n, chunk):
+        M = mask[s:s + chunk]
+        Ct = C[None, :, :] * M[:, None, :]  # (b, p, m)
+        L[s:s + chunk] = np.linalg.norm(Ct, ord=2, axis=(1, 2)) ** 2
+    return L
+
+
+def _sparse_code(X, C, tree, radii, norm, l1, nonneg, mask, A0, max_iter, tol):
+    """FISTA on ``sum_i 1/2 ||m_i o (x_i - a_i C)||^2 + Omega(a_i)`` (unchecked).
+
+    Rows are independent problems sharing the dictionary ``C`` (p, m); each
+    has its own step ``1 / L_i``. Returns codes (n, p), the number of
+    iterations and whether the relative change fell below ``tol``.
+    """
+    n, p = X.shape[0], C.shape[0]
+    if mask is None:
+        L = np.full(n, np.linalg.norm(C @ C.T, 2))
+        CX = X @ C.T
+    else:
+        L = _masked_lipschitz(C, mask)
+        CX = (X * mask) @ C.T
+    step = 1.0 / np.maximum(L, 1e-12)
+    G = C @ C.T
+    A = np.zeros((n, p)) if A0 is None else np.array(A0, dtype=np.float64)
+    Y = A.copy()
+    t = 1.0
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):
+        if mask is None:
+            grad = Y @ G - CX
+        else:
+            grad = ((Y @ C) * mask) @ C.T - CX
+        Z = Y - step[:, None] * grad
+        if nonneg:
+            Z = np.maximum(Z, 0.0)
+        if l1 > 0:
+            Z = np.sign(Z) * np.maximum(np.abs(Z) - (step * l1)[:, None], 0.0)
+        A_new = _prox_tree_core(Z, tree, radii, norm, row_scale=step)
+        diff = A_new - A
+        # adaptive restart (O'Donoghue and Candes): momentum against progress
+        if np.einsum("ij,ij->", Y - A_new, diff) > 0:
+            t = 1.0
+        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        Y = A_new + ((t - 1.0) / t_new) * diff
+        A, t = A_new, t_new
+        dn = np.sqrt(np.einsum("ij,ij->", diff, diff))
+        an = np.sqrt(np.einsum("ij,ij->", A, A))
+        if dn <= tol * max(an, 1e-12):
+            converged = True
+            break
+    return A, it, converged
+
+
+def _check_positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    return int(value)
+
+
+def _check_mask(mask, shape):
+    if mask is None:
+        return None
+    M = np.asarray(mask)
+    if M.shape != shape:
+        raise ValueError(f"mask must have the shape of X {shape}, got {M.shape}.")
+    if M.dtype != bool:
+        if not np.all(np.isin(M, (0, 1))):
+            raise ValueError("mask must be boolean (True = observed entry).")
+    return M.astype(np.float64)
+
+
+def tree_sparse_coding(X, dictionary, tree, lam, *, weights=None, norm="l2", l1=0.0,
+                       nonneg=False, mask=None, init=None, max_iter=500, tol=1e-4):
+    """Tree-structured sparse coding by FISTA with the exact tree prox.
+
+    Each row ``x_i`` of ``X`` is coded independently:
+
+    .. math::
+
+        \\min_{a_i} \\tfrac12 \\|m_i \\circ (x_i - D^T a_i)\\|_2^2
+        + \\mathrm{lam} \\sum_j w_j \\|a_{i|g_j}\\| + l_1 \\|a_i\\|_1
+
+    where ``D`` is ``dictionary`` (atoms as rows) and ``m_i`` the optional 0/1
+    observation mask (inpainting: missing entries are ignored, Jenatton et al.
+    2010, section 4). The step of sample ``i`` is ``1 / ||D diag(m_i) D^T||``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    dictionary : array-like of shape (n_nodes, n_features)
+    tree : array-like of int or Tree
+        Parent array over the ``n_nodes`` atoms.
+    lam : float
+        Weight of the tree norm (>= 0).
+    weights : float or array-like of shape (n_nodes,), optional
+    norm : {"l2", "linf"}, default="l2"
+    l1 : float, default=0.0
+    nonneg : bool, default=False
+    mask : array-like of bool, shape (n_samples, n_features), optional
+        True where ``X`` is observed.
+    init : array-like of shape (n_samples, n_nodes), optional
+        Warm start.
+    max_iter : int, default=500
+    tol : float, default=1e-4
+        Stop when ``||A_k - A_{k-1}||_F <= tol ||A_k||_F``.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_samples, n_nodes)
+    """
+    X = check_data(X, min_samples=1)
+    if mask is not None:
+        mask_arr = np.asarray(mask)
+    D = np.asarray(dictionary, dtype=np.float64)
+    if D.ndim != 2 or D.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"dictionary must have shape (n_nodes, {X.shape[1]}), got {D.shape}."
+        )
+    if not np.all(np.isfinite(D)):
+        raise ValueError("dictionary contains NaN or infinite values.")
+    tree = check_tree(tree, n_nodes=D.shape[0])
+    lam = check_nonneg(lam, "lam")
+    l1 = check_nonneg(l1, "l1")
+    norm = _check_norm(norm)
+    w = _check_weights(weights, tree.n_nodes)
+    M = _check_mask(mask_arr, X.shape) if mask is not None else None
+    max_iter = _check_positive_int(max_iter, "max_iter")
+    tol = check_nonneg(tol, "tol", strict=True)
+    if init is not None:
+        init = np.asarray(init, dtype=np.float64)
+        if init.shape != (X.shape[0], D.shape[0]):
+            raise ValueError(
+                f"init must have shape ({X.shape[0]}, {D.shape[0]}), got {init.shape}."
+            )
+    A, n_iter, conv = _sparse_code(X, D, tree, lam * w, norm, l1, bool(nonneg), M, init,
+                                   max_iter, tol)
+    if not conv:
+        warnings.warn(
+            f"tree_sparse_coding did not converge in {max_iter} iterations "
+            f"(tol={tol}); increase max_iter.", ConvergenceWarning, stacklevel=2)
+    return A
+
+
+# ------------------------------------------------------------------ dictionary step
+
+
+def _project_dict_ball(b, mu, nonneg):
+    """Projection on ``{d : mu ||d||_1 + (1 - mu) ||d||_2^2 <= 1}`` (and ``d >= 0``).
+
+    KKT: ``d = soft(b, t mu) / (1 + 2 t (1 - mu))`` with ``t >= 0`` found by
+    bisection so that the constraint is active (or ``t = 0`` if inside).
+    """
+    if nonneg:
+        b = np.maximum(b, 0.0)
+
+    def g(t):
+        d = np.sign(b) * np.maximum(np.abs(b) - t * mu, 0.0) / (1.0 + 2.0 * t * (1.0 - mu))
+        return d, mu * np.abs(d).sum() + (1.0 - mu) * float(d @ d)
+
+    d, val = g(0.0)
+    if val <= 1.0:
+        return d
+    if mu == 0.0:
+        return b / np.sqrt(float(b @ b))
+    lo, hi = 0.0, 1.0
+    while g(hi)[1] > 1.0:
+        hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if g(mid)[1] > 1.0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-14 * max(hi, 1.0):
+            break
+    return g(hi)[0]
+
+
+def _update_dictionary(C, X, A, mu, nonneg, n_passes, rng):
+    """Block coordinate descent on the atoms (Mairal et al. 2010), in place.
+
+    ``C`` (p, m) atoms as rows; minimises ``1/2 ||X - A C||_F^2`` over the
+    constraint set, one atom at a time. Unused atoms are re-drawn from the data.
+    """
+    Gm = A.T @ A
+    B = A.T @ X
+    for _ in range(n_passes):
+        for j in range(C.shape[0]):
+            if Gm[j, j] <= 1e-12:
+                x = X[rng.integers(X.shape[0])]
+                C[j] = _project_dict_ball(x + 1e-3 * rng.standard_normal(x.size), mu, nonneg)
+                continue
+            C[j] = _project_dict_ball(C[j] + (B[j] - Gm[j] @ C) / Gm[j, j], mu, nonneg)
+    return C
+
+
+def _dl_objective(X, A, C, tree, radii, norm, l1):
+    R = X - A @ C
+    n = X.shape[0]
+    pen = _tree_norm(A, tree, np.where(radii > 0, radii, 0.0), norm).sum()
+    pen += l1 * np.abs(A).sum()
+    return (0.5 * float(np.einsum("ij,ij->", R, R)) + pen) / n
+
+
+class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
+    """Dictionary learning with tree-structured sparse codes.
+
+    Solves (Jenatton, Mairal, Obozinski and Bach 2010, eq. 1)
+
+    .. math::
+
+        \\min_{D \\in \\mathcal{D}_\\mu, A} \\frac1n \\sum_{i=1}^n
+        \\tfrac12 \\|x_i - D^T a_i\\|_2^2 + \\mathrm{lam}\\, \\Omega(a_i)
+        + l_1 \\|a_i\\|_1,
+        \\qquad \\Omega(a) = \\sum_j w_j \\|a_{|g_j}\\|
+
+    where the atoms (rows of ``D``) are the nodes of ``tree``, ``g_j`` is node
+    ``j`` and its descendants, and the atoms lie in
+    ``D_mu = {d : mu ||d||_1 + (1 - mu) ||d||_2^2 <= 1}`` (``mu = 0``: unit ℓ2
+    ball, the paper's choice for image patches; ``mu = 1`` with
+    ``positive_dict``: the nonnegative ℓ1 ball used for text). Codes are
+    computed by FISTA with the exact prox (:func:`prox_tree`), warm-started;
+    atoms by block coordinate descent. The outer loop stops on the relative
+    decrease of the objective.
+
+    Parameters
+    ----------
+    tree : array-like of int, optional
+        Parent array of the atoms (``-1`` for roots), e.g. from
+        :func:`balanced_tree`. Default: ``n_components`` roots, i.e. a flat
+        dictionary with the ℓ2 (or ℓ∞) norm of singletons, an ℓ1 penalty.
+    n_components : int, default=8
+        Number of atoms when ``tree`` is None (ignored otherwise).
+    lam : float, default=0.1
+        Weight of the tree norm.
+    norm : {"l2", "linf"}, default="l2"
+    weights : float or array-like of shape (n_nodes,), optional
+        Group weights (default 1).
+    l1 : float, default=0.0
+        Extra ℓ1 weight on the codes.
+    mu : float in [0, 1], default=0.0
+        Dictionary constraint ``D_mu``.
+    positive_code, positive_dict : bool, default=False
+    max_iter : int, default=30
+        Outer alternations.
+    n_dict_passes : int, default=5
+        Block-coordinate passes over the atoms per alternation.
+    max_coding_iter : int, default=200
+        FISTA iterations per coding step.
+    tol : float, default=1e-4
+        Relative decrease of the objective that stops the outer loop.
+    transform_lam : float, optional
+        Tree-norm weight used by :meth:`transform` (the paper tunes a separate
+        test-time weight); default ``lam``.
+    random_state : int, RandomState or None
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_nodes, n_features)
+        The atoms.
+    tree_ : Tree
+    objective_ : list of float
+        Objective after each alternation.
+    n_iter_ : int
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from neurospca import HierarchicalDictionaryLearning, balanced_tree
+    >>> X = np.random.default_rng(0).standard_normal((50, 16))
+    >>> model = HierarchicalDictionaryLearning(balanced_tree((2, 2)), lam=0.1).fit(X)
+    >>> model.components_.shape
+    (7, 16)
+    """
+
+    def __init__(self, tree=None, *, n_components=8, lam=0.1, norm="l2", weights=None,
+                 l1=0.0, mu=0.0, positive_code=False, positive_dict=False, max_iter=30,
+                 n_dict_passes=5, max_coding_iter=200, tol=1e-4, transform_lam=None,
+                 random_state=None):
+        self.tree = tree
+        self.n_components = n_components
+        self.lam = lam
+        self.norm = norm
+        self.weights = weights
+        self.l1 = l1
+        self.mu = mu
+        self.positive_code = positive_code
+        self.positive_dict = positive_dict
+        self.max_iter = max_iter
+        self.n_dict_passes = n_dict_passes
+        self.max_coding_iter = max_coding_iter
+        self.tol = tol
+        self.transform_lam = transform_lam
+        self.random_state = random_state
+
+    def _check_params(self):
+        if self.tree is None:
+            n = _check_positive_int(self.n_components, "n_components")
+            tree = check_tree(-np.ones(n, dtype=np.int64))
+        else:
+            tree = check_tree(self.tree)
+        lam = check_nonneg(self.lam, "lam")
+        l1 = check_nonneg(self.l1, "l1")
+        mu = check_nonneg(self.mu, "mu")
+        if mu > 1:
+            raise ValueError(f"mu must be in [0, 1], got {mu}.")
+        norm = _check_norm(self.norm)
+        w = _check_weights(self.weights, tree.n_nodes)
+        for name in ("max_iter", "n_dict_passes", "max_coding_iter"):
+            _check_positive_int(getattr(self, name), name)
+        tol = check_nonneg(self.tol, "tol", strict=True)
+        if self.transform_lam is not None:
+            check_nonneg(self.transform_lam, "transform_lam")
+        return tree, lam, l1, mu, norm, w, tol
+
+    def fit(self, X, y=None):
+        """Learn the dictionary from ``X`` (n_samples, n_features). ``y`` is ignored."""
+        self.fit_transform(X)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Learn the dictionary and return the training codes (n_samples, n_nodes)."""
+        X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False)
+        X = check_data(X, min_samples=1)
+        tree, lam, l1, mu, norm, w, tol = self._check_params()
+        rng = check_random_state(self.random_state)
+        n, m = X.shape
+        p = tree.n_nodes
+        pos = self.positive_dict
+        idx = rng.choice(n, size=p, replace=n < p)
+        C = X[idx] + 0.01 * np.std(X) * rng.standard_normal((p, m))
+        for j in range(p):
+            C[j] = _project_dict_ball(C[j], mu, pos) if np.any(C[j]) else C[j]
+        radii = lam * w
+        A = None
+        objective = []
+        it = 0
+        for it in range(1, self.max_iter + 1):
+            A, _, _ = _sparse_code(X, C, tree, radii, norm, l1, self.positive_code, None, A,
+                                   self.max_coding_iter, 1e-4)
+            C = _update_dictionary(C, X, A, mu, pos, self.n_dict_passes, rng)
+            objective.append(_dl_objective(X, A, C, tree, radii, norm, l1))
+            logger.debug("HierarchicalDictionaryLearning: iteration %d, objective %.6g",
+                         it, objective[-1])
+            if it > 1 and abs(objective[-2] - objective[-1]) <= tol * max(abs(objective[-1]),
+                                                                         1e-300):
+                break
+        else:
+            if self.max_iter > 1:
+                warnings.warn(
+                    f"HierarchicalDictionaryLearning did not converge in {self.max_iter} "
+                    f"iterations (relative decrease > tol={tol}); increase max_iter.",
+                    ConvergenceWarning, stacklevel=2)
+        self.components_ = C
+        self.tree_ = tree
+        self.objective_ = objective
+        self.n_iter_ = it
+        return A
+
+    def transform(self, X, mask=None):
+        """Tree-structured codes of ``X`` on the learned dictionary.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        mask : array-like of bool, shape (n_samples, n_features), optional
+            True where ``X`` is observed (inpainting); missing entries are
+            ignored by the fit.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_nodes)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
+        X = check_data(X, min_samples=1)
+        tree, lam, l1, mu, norm, w, tol = self._check_params()
+        lam_te = lam if self.transform_lam is None else float(self.transform_lam)
+        M = _check_mask(mask, X.shape)
+        A, _, conv = _sparse_code(X, self.components_, self.tree_, lam_te * w, norm, l1,
+                                  self.positive_code, M, None, self.max_coding_iter * 5,
+                                  1e-5)
+        return A
+
+    def inverse_transform(self, X):
+        """Signals from codes: ``codes @ components_``."""
+        check_is_fitted(self)
+        A = np.asarray(X, dtype=np.float64)
+        if A.ndim != 2 or A.shape[1] != self.components_.shape[0]:
+            raise ValueError(
+                f"X must have shape (n_samples, {self.components_.shape[0]}), got {A.shape}."
+            )
+        return A @ self.components_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
