@@ -83,7 +83,7 @@ def dual_iterations(int n_iter,
                     const double[::1] At_data,
                     const idx_t[::1] group_ptr,
                     const double[::1] y, double l1, double radius, double step,
-                    double[::1] w, double[::1] w_old, double[::1] qbuf,
+                    double[::1] w, double[::1] w_old,
                     double[::1] ATw, double[::1] ATw_old,
                     double[::1] vq, double t, bint restart):
     """Run ``n_iter`` accelerated projected-gradient steps on the prox dual.
@@ -96,9 +96,11 @@ def dual_iterations(int n_iter,
     The state ``(w, w_old, ATw = A^T w, ATw_old = A^T w_old, t)`` is updated in
     place. ``A^T q`` at the extrapolated point ``q = w + beta (w - w_old)`` is
     formed from ``ATw`` and ``ATw_old`` by linearity, so one iteration costs one
-    product with ``A`` (fused with the projection) and one with ``A^T``.
-    With ``restart``, momentum is reset (``t = 1``) when it opposes the
-    projected ascent step (gradient restart of O'Donoghue and Candes).
+    product with ``A`` (fused with the ascent step and the projection) and one
+    with ``A^T``. With ``restart``, momentum is reset (``t = 1``) when it
+    opposes the projected ascent step, ``(w+ - q)^T (w+ - w) < 0`` (gradient
+    restart of O'Donoghue and Candes); that inner product is accumulated per
+    group from three sums, so ``q`` is never stored.
 
     Returns
     -------
@@ -109,8 +111,8 @@ def dual_iterations(int n_iter,
     cdef Py_ssize_t it, j, g, r, k
     cdef Py_ssize_t P = y.shape[0]
     cdef Py_ssize_t n_groups = group_ptr.shape[0] - 1
-    cdef double t_new, beta, s, q, nrm, scale, wr, wn, r2 = radius * radius
-    cdef double align
+    cdef double t_new, beta, s, q, nrm, scale, wr, r2 = radius * radius
+    cdef double sqw, sqs, align
     cdef int n_restarts = 0
     with nogil:
         for it in range(n_iter):
@@ -124,24 +126,27 @@ def dual_iterations(int n_iter,
             align = 0.0
             for g in range(n_groups):
                 nrm = 0.0
+                sqs = 0.0
+                sqw = 0.0
                 for r in range(group_ptr[g], group_ptr[g + 1]):
                     s = 0.0
                     for k in range(A_indptr[r], A_indptr[r + 1]):
                         s = s + A_data[k] * vq[A_indices[k]]
                     wr = w[r]
                     q = wr + beta * (wr - w_old[r])
-                    qbuf[r] = q
                     w_old[r] = wr
                     s = q + step * s
                     w[r] = s
                     nrm = nrm + s * s
+                    sqs = sqs + s * (q + wr)
+                    sqw = sqw + q * wr
                 scale = 1.0
                 if nrm > r2:
                     scale = radius / sqrt(nrm)
-                for r in range(group_ptr[g], group_ptr[g + 1]):
-                    wn = w[r] * scale
-                    w[r] = wn
-                    align = align + (wn - qbuf[r]) * (wn - w_old[r])
+                    for r in range(group_ptr[g], group_ptr[g + 1]):
+                        w[r] = w[r] * scale
+                # sum_r (scale s - q)(scale s - wr)
+                align = align + scale * scale * nrm - scale * sqs + sqw
             # ATw_old <- ATw ; ATw <- A^T w
             for j in range(P):
                 ATw_old[j] = ATw[j]

@@ -39,7 +39,7 @@ def group_norm_sum(z, group_ptr):
 
 
 def dual_iterations(n_iter, A_indptr, A_indices, A_data, At_indptr, At_indices,
-                    At_data, group_ptr, y, l1, radius, step, w, w_old, qbuf,
+                    At_data, group_ptr, y, l1, radius, step, w, w_old,
                     ATw, ATw_old, vq, t, restart):
     A = _csr(A_indptr, A_indices, A_data, y.size)
     At = _csr(At_indptr, At_indices, At_data, w.size)
@@ -50,7 +50,6 @@ def dual_iterations(n_iter, A_indptr, A_indices, A_data, At_indptr, At_indices,
         vq[:] = y - (ATw + beta * (ATw - ATw_old))
         soft_threshold(vq.copy(), l1, vq)
         q = w + beta * (w - w_old)
-        qbuf[:] = q
         w_old[:] = w
         w[:] = q + step * (A @ vq)
         project_groups(w, group_ptr, radius)

@@ -109,7 +109,7 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     ATw = np.empty_like(y)
     K.csr_matvec(At_ip, At_ix, At_d, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
-    qbuf, vq = np.empty(n_rows), np.empty_like(y)
+    vq = np.empty_like(y)
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
     while True:
@@ -120,7 +120,7 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
             break
         n_run = min(gap_every, max_iter - n_iter)
         t, _ = K.dual_iterations(n_run, A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr,
-                                 y, l1, group, step, w, w_old, qbuf, ATw, ATw_old,
+                                 y, l1, group, step, w, w_old, ATw, ATw_old,
                                  vq, t, restart)
         n_iter += n_run
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
