@@ -32,6 +32,10 @@ from .surface import (
 
 # --- nonnegative sparse PCA and (k, q)-trace norm PCA (issue 7)
 
+# --- reporting, saved models (issue 4)
+
+# --- model selection and datasets (issue 5)
+
 __version__ = "0.1.0.dev0"
 
 __all__ = [
@@ -62,4 +66,6 @@ __all__ = [
     "write_surf_mesh",
     # --- issue 6
     # --- issue 7
+    # --- issue 4
+    # --- issue 5
 ]
