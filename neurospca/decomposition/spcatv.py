@@ -209,7 +209,6 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         w = None
         resid_prev, change = np.sqrt(defl.sqnorm), np.inf
         history, mu_hist, inner, outer_ok = [], [], 0, False
-        res = None
         for it in range(1, max_iter + 1):
             y = defl.tdot(u) * scale_y
             if solver == "dual":
@@ -225,13 +224,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                 mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
             history.extend((inner + i, 2.0 * l2 * g) for i, g in res.gap_history)
             inner += res.n_iter
-            if not res.converged:
-                warnings.warn(
-                    f"component {k}: the v-step reached max_inner_iter={max_inner_iter} "
-                    f"with certified gap {res.gap:.3e} > tol * P(0) = {res.tol_abs:.3e} "
-                    f"(tol={tol}); increase max_inner_iter or tol.",
-                    ConvergenceWarning,
-                )
+            vstep_ok = res.converged
             v = res.v
             Xv = defl.dot(v)
             nrm = float(np.linalg.norm(Xv))
@@ -252,8 +245,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
             if change <= tol:
                 outer_ok = True
                 break
-        vv = float(v @ v)
-        if vv == 0.0:
+        if nrm == 0.0 or vv == 0.0:
             zero_from = k
             warnings.warn(
                 f"component {k} is identically zero: the penalties are too strong "
@@ -262,6 +254,13 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                 UserWarning,
             )
             break
+        if not vstep_ok:
+            warnings.warn(
+                f"component {k}: the v-step reached max_inner_iter={max_inner_iter} "
+                f"with certified gap {res.gap:.3e} > tol * P(0) = {res.tol_abs:.3e} "
+                f"(tol={tol}); increase max_inner_iter or tol.",
+                ConvergenceWarning,
+            )
         if not outer_ok:
             warnings.warn(
                 f"component {k}: the alternating minimisation did not reach "
@@ -269,15 +268,15 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                 f"{change:.3e}); increase max_iter.",
                 ConvergenceWarning,
             )
-        d = float(u @ defl.dot(v)) / vv
+        # least-squares scale: d = u^T X_k v / ||v||^2 with u = X_k v / ||X_k v||
+        d = nrm / vv
         if gram is not None:
-            Xv = defl.dot(v)
             gram -= d * (np.outer(Xv, u) + np.outer(u, Xv)) - d * d * vv * np.outer(u, u)
         defl.deflate(u, v, d)
         U[:, k], V[:, k] = u, v
         info["d"].append(d)
         info["gaps"].append(2.0 * l2 * res.gap)
-        info["rel_gaps"].append(res.gap / res.tol_abs * tol if res.tol_abs > 0 else 0.0)
+        info["rel_gaps"].append(res.gap / (0.5 * float(y @ y)))
         info["n_iter"].append(it)
         info["n_inner_iter"].append(inner)
         info["gap_history"].append(history)
