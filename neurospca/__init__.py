@@ -29,6 +29,15 @@ from .surface import (
 )
 
 # --- structured sparse PCA and tree-structured dictionary learning (issue 6)
+from .decomposition.sspca import SSPCA, sspca
+from .decomposition.tree import (
+    HierarchicalDictionaryLearning,
+    balanced_tree,
+    check_tree,
+    prox_tree,
+    tree_sparse_coding,
+)
+from .groups import grid_halfspace_groups, group_lasso_operator
 
 # --- nonnegative sparse PCA and (k, q)-trace norm PCA (issue 7)
 
@@ -65,6 +74,15 @@ __all__ = [
     "write_surf_data",
     "write_surf_mesh",
     # --- issue 6
+    "SSPCA",
+    "sspca",
+    "grid_halfspace_groups",
+    "group_lasso_operator",
+    "HierarchicalDictionaryLearning",
+    "prox_tree",
+    "tree_sparse_coding",
+    "balanced_tree",
+    "check_tree",
     # --- issue 7
     # --- issue 4
     # --- issue 5

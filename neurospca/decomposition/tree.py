@@ -610,7 +610,7 @@ def _update_dictionary(C, X, A, mu, nonneg, n_passes, rng):
     for _ in range(n_passes):
         for j in range(C.shape[0]):
             if Gm[j, j] <= 1e-12:
-                x = X[rng.integers(X.shape[0])]
+                x = X[rng.randint(X.shape[0])]
                 C[j] = _project_dict_ball(x + 1e-3 * rng.standard_normal(x.size), mu, nonneg)
                 continue
             C[j] = _project_dict_ball(C[j] + (B[j] - Gm[j] @ C) / Gm[j, j], mu, nonneg)
@@ -739,11 +739,6 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Learn the dictionary from ``X`` (n_samples, n_features). ``y`` is ignored."""
-        self.fit_transform(X)
-        return self
-
-    def fit_transform(self, X, y=None):
-        """Learn the dictionary and return the training codes (n_samples, n_nodes)."""
         X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False)
         X = check_data(X, min_samples=1)
         tree, lam, l1, mu, norm, w, tol = self._check_params()
@@ -779,7 +774,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         self.tree_ = tree
         self.objective_ = objective
         self.n_iter_ = it
-        return A
+        return self
 
     def transform(self, X, mask=None):
         """Tree-structured codes of ``X`` on the learned dictionary.
