@@ -431,8 +431,10 @@ def _sparse_code(X, C, tree, radii, norm, l1, nonneg, mask, A0, max_iter, tol):
     """FISTA on ``sum_i 1/2 ||m_i o (x_i - a_i C)||^2 + Omega(a_i)`` (unchecked).
 
     Rows are independent problems sharing the dictionary ``C`` (p, m); each
-    has its own step ``1 / L_i``. Returns codes (n, p), the number of
-    iterations and whether the relative change fell below ``tol``.
+    has its own step ``1 / L_i``, momentum, adaptive restart and stopping
+    test ``||a_k - a_{k-1}|| <= tol ||a_k||`` (a converged row is frozen), so
+    the code of a row does not depend on the other rows. Returns codes (n, p),
+    the number of iterations and whether every row converged.
     """
     n, p = X.shape[0], C.shape[0]
     if mask is None:
@@ -445,33 +447,37 @@ def _sparse_code(X, C, tree, radii, norm, l1, nonneg, mask, A0, max_iter, tol):
     G = C @ C.T
     A = np.zeros((n, p)) if A0 is None else np.array(A0, dtype=np.float64)
     Y = A.copy()
-    t = 1.0
-    converged = False
+    t = np.ones(n)
+    active = np.arange(n)
     it = 0
     for it in range(1, max_iter + 1):
+        Ya, sa = Y[active], step[active]
         if mask is None:
-            grad = Y @ G - CX
+            grad = Ya @ G - CX[active]
         else:
-            grad = ((Y @ C) * mask) @ C.T - CX
-        Z = Y - step[:, None] * grad
+            grad = ((Ya @ C) * mask[active]) @ C.T - CX[active]
+        Z = Ya - sa[:, None] * grad
         if nonneg:
             Z = np.maximum(Z, 0.0)
         if l1 > 0:
-            Z = np.sign(Z) * np.maximum(np.abs(Z) - (step * l1)[:, None], 0.0)
-        A_new = _prox_tree_core(Z, tree, radii, norm, row_scale=step)
-        diff = A_new - A
+            Z = np.sign(Z) * np.maximum(np.abs(Z) - (sa * l1)[:, None], 0.0)
+        A_new = _prox_tree_core(Z, tree, radii, norm, row_scale=sa)
+        diff = A_new - A[active]
+        ta = t[active]
         # adaptive restart (O'Donoghue and Candes): momentum against progress
-        if np.einsum("ij,ij->", Y - A_new, diff) > 0:
-            t = 1.0
-        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        Y = A_new + ((t - 1.0) / t_new) * diff
-        A, t = A_new, t_new
-        dn = np.sqrt(np.einsum("ij,ij->", diff, diff))
-        an = np.sqrt(np.einsum("ij,ij->", A, A))
-        if dn <= tol * max(an, 1e-12):
-            converged = True
-            break
-    return A, it, converged
+        ta = np.where(np.einsum("ij,ij->i", Ya - A_new, diff) > 0, 1.0, ta)
+        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * ta * ta))
+        Y[active] = A_new + ((ta - 1.0) / t_new)[:, None] * diff
+        A[active] = A_new
+        t[active] = t_new
+        dn = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+        an = np.sqrt(np.einsum("ij,ij->i", A_new, A_new))
+        done = dn <= tol * np.maximum(an, 1e-12)
+        if np.any(done):
+            active = active[~done]
+            if active.size == 0:
+                break
+    return A, it, active.size == 0
 
 
 def _check_positive_int(value, name):
