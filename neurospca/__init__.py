@@ -10,6 +10,7 @@ from .decomposition.spcatv import SPCATV, ratios_from_weights, spca_tv, weights_
 # --- meshes and image front ends (issue 3)
 from .masking import (
     VolumeMasker,
+    fit_images,
     images_to_data,
     load_mask_img,
     load_volume_data,
@@ -17,6 +18,7 @@ from .masking import (
 )
 from .surface import (
     Hemispheres,
+    fit_surfaces,
     icosphere,
     load_cortex_mask,
     load_surf_data,
@@ -42,6 +44,7 @@ from .groups import grid_halfspace_groups, group_lasso_operator
 # --- nonnegative sparse PCA and (k, q)-trace norm PCA (issue 7)
 
 # --- reporting, saved models (issue 4)
+from .persistence import SavedModel, load_model, save_model
 
 # --- model selection and datasets (issue 5)
 
@@ -59,6 +62,8 @@ __all__ = [
     "ratios_from_weights",
     # --- issue 3
     "VolumeMasker",
+    "fit_images",
+    "fit_surfaces",
     "images_to_data",
     "load_mask_img",
     "load_volume_data",
@@ -85,5 +90,8 @@ __all__ = [
     "check_tree",
     # --- issue 7
     # --- issue 4
+    "SavedModel",
+    "load_model",
+    "save_model",
     # --- issue 5
 ]

@@ -29,6 +29,7 @@ from .operators import GroupOperator
 
 __all__ = [
     "VolumeMasker",
+    "fit_images",
     "grid_tv_operator",
     "images_to_data",
     "load_mask_img",
@@ -472,6 +473,56 @@ def load_volume_data(imgs, mask, *, threshold=None, resample=False):
     X, mask_img = images_to_data(imgs, mask, threshold=threshold, resample=resample)
     masker = VolumeMasker(mask_img, resample=resample)
     return X, masker.operator(), masker
+
+
+def _with_operator(estimator, operator):
+    """An unfitted copy of ``estimator`` (default ``SPCATV()``) using ``operator``."""
+    from sklearn.base import clone
+
+    if estimator is None:
+        from .decomposition.spcatv import SPCATV
+
+        estimator = SPCATV()
+    if not hasattr(estimator, "fit") or "operator" not in estimator.get_params():
+        raise TypeError(
+            "estimator must be an unfitted estimator with an 'operator' parameter "
+            f"(e.g. neurospca.SPCATV(n_components=3)), got {type(estimator).__name__}."
+        )
+    return clone(estimator).set_params(operator=operator)
+
+
+def fit_images(imgs, mask, estimator=None, *, threshold=None, resample=False):
+    """Fit SPCA-TV on NIfTI maps inside a mask; loadings back as an image.
+
+    Parameters
+    ----------
+    imgs : list of images or paths, 4-D image, path or glob pattern
+        One map per subject (see :func:`images_to_data`).
+    mask : nibabel image, path or 3-D ndarray
+        Brain mask (see :func:`load_mask_img`).
+    estimator : estimator, optional
+        An unfitted estimator with an ``operator`` parameter, e.g.
+        ``neurospca.SPCATV(n_components=3, alpha=0.1, tv_ratio=0.5)`` (the
+        default is ``SPCATV()``). It is cloned and its ``operator`` set to the
+        mask's TV operator.
+    threshold : float, optional
+        Binarise the mask as ``mask > threshold``.
+    resample : bool, default=False
+        Resample images whose grid differs from the mask's (nilearn).
+
+    Returns
+    -------
+    estimator : the fitted clone
+    loadings_img : nibabel.Nifti1Image
+        4-D, one volume per component (``estimator.components_``), with the
+        mask's affine and header.
+    masker : VolumeMasker
+        Maps further results (e.g. ``estimator.mean_``) back to images.
+    """
+    X, operator, masker = load_volume_data(imgs, mask, threshold=threshold,
+                                           resample=resample)
+    estimator = _with_operator(estimator, operator).fit(X)
+    return estimator, masker.inverse_transform(estimator.components_), masker
 
 
 def tv_from_mask(mask, *, threshold=None):

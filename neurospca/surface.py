@@ -45,11 +45,14 @@ from .operators import GroupOperator
 
 __all__ = [
     "Hemispheres",
+    "block_diag_operators",
+    "fit_surfaces",
     "icosphere",
     "load_cortex_mask",
     "load_surf_data",
     "load_surf_mesh",
     "load_surface_data",
+    "mesh_edges",
     "tv_from_hemispheres",
     "tv_from_mesh",
     "write_surf_data",
@@ -1086,3 +1089,41 @@ def load_surface_data(left_data, right_data, left_mesh, right_mesh, *,
         )
     operator, hemis = tv_from_hemispheres(meshes[0], meshes[1], masks[0], masks[1], kind)
     return hemis.transform(maps[0], maps[1]), operator, hemis
+
+
+def fit_surfaces(left_data, right_data, left_mesh, right_mesh, estimator=None, *,
+                 mask_left=None, mask_right=None, kind="edges"):
+    """Fit SPCA-TV on per-subject maps of both hemispheres; loadings back per hemisphere.
+
+    Parameters
+    ----------
+    left_data, right_data : list of paths/arrays, path or array-like
+        One map per subject (see :func:`load_surface_data`), e.g. the
+        subjects' ``lh.thickness`` / ``rh.thickness`` files resampled to a
+        common surface.
+    left_mesh, right_mesh : path, (coords, faces) or mesh object
+        The common surfaces (see :func:`load_surf_mesh`).
+    estimator : estimator, optional
+        An unfitted estimator with an ``operator`` parameter (default
+        ``neurospca.SPCATV()``); it is cloned and given the two-hemisphere TV
+        operator.
+    mask_left, mask_right : array-like of bool or path, optional
+        Cortex masks (see :func:`load_cortex_mask`).
+    kind : {"edges", "gradient"}, default="edges"
+        See :func:`tv_from_mesh`.
+
+    Returns
+    -------
+    estimator : the fitted clone
+    loadings : dict
+        ``{"left": (n_vertices_left, n_components), "right": ...}``, zero on
+        masked vertices; write them with :meth:`Hemispheres.save`.
+    hemispheres : Hemispheres
+    """
+    from .masking import _with_operator
+
+    X, operator, hemis = load_surface_data(
+        left_data, right_data, left_mesh, right_mesh,
+        mask_left=mask_left, mask_right=mask_right, kind=kind)
+    estimator = _with_operator(estimator, operator).fit(X)
+    return estimator, hemis.inverse_transform(estimator.components_), hemis

@@ -295,10 +295,14 @@ def test_spcatv_end_to_end_on_a_real_mask_returns_loading_images(small_mask, tmp
     for i in range(n):
         vol = w[i, 0] * blobs[0] + w[i, 1] * blobs[1] + 0.3 * rng.standard_normal(arr.shape)
         nib.Nifti1Image(vol, small_mask.affine).to_filename(tmp_path / f"s{i:02d}.nii.gz")
-    X, op, masker = load_volume_data(str(tmp_path / "s*.nii.gz"), small_mask)
-    est = neurospca.SPCATV(n_components=2, alpha=0.1, l1_ratio=0.1, tv_ratio=0.5,
-                           operator=op).fit(X)
-    img = masker.inverse_transform(est.components_)
+    template = neurospca.SPCATV(n_components=2, alpha=0.1, l1_ratio=0.1, tv_ratio=0.5)
+    est, img, masker = neurospca.fit_images(str(tmp_path / "s*.nii.gz"), small_mask, template)
+    assert template.operator is None and not hasattr(template, "components_")  # cloned
+    assert est.operator.n_features == masker.n_features == est.components_.shape[1]
+    # the same as preparing the data by hand
+    X, op, _ = load_volume_data(str(tmp_path / "s*.nii.gz"), small_mask)
+    np.testing.assert_allclose(est.mean_, X.mean(axis=0))
+    assert (op.matrix != est.operator.matrix).nnz == 0
     assert img.shape == arr.shape + (2,)
     np.testing.assert_array_equal(img.affine, small_mask.affine)
     loadings = img.get_fdata()
@@ -309,3 +313,8 @@ def test_spcatv_end_to_end_on_a_real_mask_returns_loading_images(small_mask, tmp
     assert max(corr[0, 0] + corr[1, 1], corr[0, 1] + corr[1, 0]) > 1.8, corr
     # sparse: most voxels are exactly zero, unlike plain PCA
     assert np.all(np.mean(est.components_ == 0, axis=1) > 0.5)
+
+
+def test_fit_images_rejects_bad_estimator(small_mask):
+    with pytest.raises(TypeError, match="estimator must be an unfitted estimator"):
+        neurospca.fit_images(_maps(small_mask, 3), small_mask, estimator="SPCATV")

@@ -597,12 +597,11 @@ def test_load_surface_data_from_thickness_files(fs5, tmp_path):
 def test_spcatv_end_to_end_on_fsaverage5(fs5, tmp_path):
     sim = _simulated_thickness(fs5, 60, seed=1)
     ml, mr = sim["left"]["mask"], sim["right"]["mask"]
-    X, op, hemis = load_surface_data(sim["left"]["maps"], sim["right"]["maps"],
-                                     fs5["white_left"], fs5["white_right"],
-                                     mask_left=ml, mask_right=mr)
-    est = neurospca.SPCATV(n_components=2, alpha=0.01, l1_ratio=0.1, tv_ratio=0.5,
-                           operator=op).fit(X)
-    maps = hemis.inverse_transform(est.components_)
+    template = neurospca.SPCATV(n_components=2, alpha=0.01, l1_ratio=0.1, tv_ratio=0.5)
+    est, maps, hemis = neurospca.fit_surfaces(
+        sim["left"]["maps"], sim["right"]["maps"], fs5["white_left"], fs5["white_right"],
+        template, mask_left=ml, mask_right=mr)
+    assert template.operator is None and est.operator.n_features == ml.sum() + mr.sum()
     assert maps["left"].shape == (10242, 2) and maps["right"].shape == (10242, 2)
     np.testing.assert_array_equal(maps["left"][~ml], 0.0)
     truth = [np.concatenate([sim["left"]["patterns"][k][ml], sim["right"]["patterns"][k][mr]])
@@ -621,7 +620,7 @@ def test_spcatv_end_to_end_on_fsaverage5(fs5, tmp_path):
 
 
 def test_public_names():
-    for name in ("tv_from_mesh", "icosphere", "load_surf_mesh", "load_surf_data",
+    for name in ("fit_images", "fit_surfaces", "tv_from_mesh", "icosphere", "load_surf_mesh", "load_surf_data",
                  "write_surf_data", "write_surf_mesh", "load_cortex_mask", "Hemispheres",
                  "tv_from_hemispheres", "load_surface_data", "load_volume_data", "unmask",
                  "images_to_data", "load_mask_img", "VolumeMasker"):
