@@ -44,6 +44,7 @@ from .groups import grid_halfspace_groups, group_lasso_operator
 # --- nonnegative sparse PCA and (k, q)-trace norm PCA (issue 7)
 
 # --- reporting, saved models (issue 4)
+from .persistence import SavedModel, load_model, save_model
 
 # --- model selection and datasets (issue 5)
 
@@ -89,5 +90,8 @@ __all__ = [
     "check_tree",
     # --- issue 7
     # --- issue 4
+    "SavedModel",
+    "load_model",
+    "save_model",
     # --- issue 5
 ]

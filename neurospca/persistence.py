@@ -1,0 +1,456 @@
+"""Saved models without pickle: one ``.npz`` file holding arrays and a JSON header.
+
+A fitted estimator is written as a NumPy ``.npz`` archive (read back with
+``allow_pickle=False``): every fitted array is stored as is (bit-identical on
+reload), scalars, parameters and metadata go into a JSON document stored in
+the archive as UTF-8 bytes (key ``"meta.json"``), and ragged histories
+(``gap_history_``, ``mu_history_``) are stored one 2-D array per component.
+The structure operator is saved as its CSR arrays plus ``group_ptr`` and
+``norm2``. The space needed to put loadings back on the brain is saved too:
+the mask (data and affine) for volumes, the kept vertices of each hemisphere
+for surfaces, and optionally the meshes used to draw them.
+
+Files are written to a temporary name in the target directory and then renamed,
+so a saved model is complete or absent.
+
+>>> save_model(model, "model.npz", space=masker)          # doctest: +SKIP
+>>> saved = load_model("model.npz")                        # doctest: +SKIP
+>>> saved.estimator.components_.shape                      # doctest: +SKIP
+(3, 64030)
+"""
+
+import io
+import json
+import logging
+import numbers
+import os
+import uuid
+import zipfile
+from typing import NamedTuple
+
+import nibabel as nib
+import numpy as np
+import scipy.sparse as sp
+
+from .masking import VolumeMasker
+from .operators import GroupOperator
+from .surface import Hemispheres
+
+logger = logging.getLogger("neurospca")
+
+__all__ = ["SavedModel", "save_model", "load_model"]
+
+FORMAT_NAME = "neurospca-model"
+FORMAT_VERSION = 1
+_META_KEY = "meta.json"
+_HEMIS = ("left", "right")
+
+
+class SavedModel(NamedTuple):
+    """What :func:`load_model` returns.
+
+    Attributes
+    ----------
+    estimator : estimator
+        The fitted estimator (e.g. :class:`neurospca.SPCATV`), with its
+        operator.
+    space : VolumeMasker, Hemispheres or None
+        How columns map to voxels or vertices.
+    meshes : dict or None
+        ``{"left": (coords, faces), "right": (coords, faces)}`` used to draw
+        surface loadings, and optionally ``"bg_left"``/``"bg_right"``
+        per-vertex background maps (e.g. sulcal depth).
+    metadata : dict
+        JSON-compatible user metadata (title, data description, sample
+        labels...).
+    """
+
+    estimator: object
+    space: object
+    meshes: object
+    metadata: dict
+
+
+# --------------------------------------------------------------------------
+# encoding helpers
+# --------------------------------------------------------------------------
+
+
+def _json_scalar(value):
+    """A JSON-compatible copy of a scalar, or raise TypeError."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(type(value).__name__)
+
+
+def _encode_ragged(name, value, arrays):
+    """A list of lists of numeric tuples -> one 2-D float64 array per item."""
+    items = []
+    for k, seq in enumerate(value):
+        rows = [tuple(r) for r in seq]
+        width = len(rows[0]) if rows else 0
+        if any(len(r) != width for r in rows):
+            raise TypeError(f"{name}[{k}] has rows of different lengths")
+        int_cols = [all(isinstance(r[j], numbers.Integral) for r in rows) for j in range(width)]
+        arr = np.array(rows, dtype=np.float64).reshape(len(rows), width)
+        if any(int_cols[j] and np.any(np.abs(arr[:, j]) >= 2**53) for j in range(width)):
+            raise TypeError(f"{name}[{k}] holds integers too large for exact storage")
+        arrays[f"ragged/{name}/{k}"] = arr
+        items.append({"int_columns": int_cols})
+    return {"kind": "ragged", "items": items}
+
+
+def _encode_attr(name, value, arrays):
+    """Store one fitted attribute; return its JSON description."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            if all(isinstance(x, str) for x in value.ravel()):
+                arrays[f"attr/{name}"] = value.astype(str)
+                return {"kind": "array", "object_str": True}
+            raise TypeError("object array")
+        arrays[f"attr/{name}"] = value
+        return {"kind": "array"}
+    if isinstance(value, list) and all(isinstance(x, (list, tuple)) for x in value):
+        return _encode_ragged(name, value, arrays)
+    return {"kind": "scalar", "value": _json_scalar(value)}
+
+
+def _decode_attr(name, desc, arrays):
+    kind = desc.get("kind")
+    if kind == "array":
+        arr = arrays[f"attr/{name}"]
+        return arr.astype(object) if desc.get("object_str") else arr
+    if kind == "scalar":
+        return desc["value"]
+    if kind == "ragged":
+        out = []
+        for k, item in enumerate(desc["items"]):
+            arr = arrays[f"ragged/{name}/{k}"]
+            int_cols = item["int_columns"]
+            if arr.ndim != 2 or arr.shape[1] != len(int_cols):
+                raise ValueError(f"ragged/{name}/{k} has shape {arr.shape}")
+            cols = [arr[:, j].astype(np.int64).tolist() if is_int else arr[:, j].tolist()
+                    for j, is_int in enumerate(int_cols)]
+            out.append(list(zip(*cols)) if cols else [() for _ in range(arr.shape[0])])
+        return out
+    raise ValueError(f"unknown attribute kind {kind!r} for {name}")
+
+
+def _encode_operator(op, arrays, prefix):
+    mat = op.matrix
+    arrays[f"{prefix}/data"] = mat.data
+    arrays[f"{prefix}/indices"] = mat.indices
+    arrays[f"{prefix}/indptr"] = mat.indptr
+    arrays[f"{prefix}/group_ptr"] = op.group_ptr
+    return {"shape": [int(s) for s in mat.shape], "norm2": op._norm2,
+            "norm2_is_exact": bool(op.norm2_is_exact)}
+
+
+def _decode_operator(desc, arrays, prefix):
+    shape = tuple(int(s) for s in desc["shape"])
+    mat = sp.csr_matrix((arrays[f"{prefix}/data"], arrays[f"{prefix}/indices"],
+                         arrays[f"{prefix}/indptr"]), shape=shape)
+    return GroupOperator(mat, arrays[f"{prefix}/group_ptr"], norm2=desc["norm2"],
+                         norm2_is_exact=desc["norm2_is_exact"])
+
+
+def _encode_space(space, arrays):
+    if space is None:
+        return None
+    if isinstance(space, VolumeMasker):
+        arrays["space/mask"] = space.mask
+        arrays["space/affine"] = np.asarray(space.mask_img.affine, dtype=np.float64)
+        return {"kind": "volume"}
+    if isinstance(space, Hemispheres):
+        arrays["space/vertices_left"] = space.vertices[0]
+        arrays["space/vertices_right"] = space.vertices[1]
+        return {"kind": "surface", "n_vertices": list(space.n_vertices)}
+    raise TypeError(
+        f"space must be a VolumeMasker, a Hemispheres or None, got {type(space).__name__}."
+    )
+
+
+def _decode_space(desc, arrays):
+    if desc is None:
+        return None
+    if desc["kind"] == "volume":
+        mask = arrays["space/mask"]
+        affine = arrays["space/affine"]
+        if mask.dtype != bool or mask.ndim != 3 or affine.shape != (4, 4):
+            raise ValueError("the saved mask must be a 3-D boolean array with a 4x4 affine")
+        return VolumeMasker(nib.Nifti1Image(mask.astype(np.uint8), affine))
+    if desc["kind"] == "surface":
+        n_vertices = [int(n) for n in desc["n_vertices"]]
+        masks = []
+        for h, hemi in enumerate(_HEMIS):
+            idx = arrays[f"space/vertices_{hemi}"]
+            if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= n_vertices[h])):
+                raise ValueError(f"the saved {hemi} vertices are out of range")
+            m = np.zeros(n_vertices[h], dtype=bool)
+            m[idx] = True
+            masks.append(m)
+        return Hemispheres(n_vertices, masks)
+    raise ValueError(f"unknown space kind {desc['kind']!r}")
+
+
+def _check_meshes(meshes, space):
+    if meshes is None:
+        return None
+    if not isinstance(meshes, dict) or not set(_HEMIS) <= set(meshes):
+        raise TypeError("meshes must be a dict with 'left' and 'right' (coords, faces) pairs.")
+    if not isinstance(space, Hemispheres):
+        raise ValueError("meshes are only meaningful with a Hemispheres space.")
+    out = {}
+    for h, hemi in enumerate(_HEMIS):
+        coords, faces = meshes[hemi]
+        coords = np.asarray(coords, dtype=np.float64)
+        faces = np.asarray(faces).astype(np.int64)
+        if coords.ndim != 2 or coords.shape != (space.n_vertices[h], 3):
+            raise ValueError(
+                f"meshes['{hemi}'] has coords of shape {coords.shape}, expected "
+                f"({space.n_vertices[h]}, 3) (the {hemi} hemisphere's vertices)."
+            )
+        if faces.ndim != 2 or faces.shape[1] != 3:
+            raise ValueError(f"meshes['{hemi}'] faces must have shape (n_faces, 3).")
+        out[hemi] = (coords, faces)
+        bg = meshes.get(f"bg_{hemi}")
+        if bg is not None:
+            bg = np.asarray(bg, dtype=np.float64)
+            if bg.shape != (space.n_vertices[h],):
+                raise ValueError(f"meshes['bg_{hemi}'] must have shape "
+                                 f"({space.n_vertices[h]},), got {bg.shape}.")
+            out[f"bg_{hemi}"] = bg
+    return out
+
+
+# --------------------------------------------------------------------------
+# public functions
+# --------------------------------------------------------------------------
+
+
+def _fitted_attributes(estimator):
+    return sorted(k for k in vars(estimator) if k.endswith("_") and not k.startswith("_"))
+
+
+def save_model(estimator, path, *, space=None, meshes=None, metadata=None):
+    """Save a fitted estimator (and how to map it to the brain) without pickle.
+
+    Parameters
+    ----------
+    estimator : fitted neurospca estimator
+        E.g. :class:`neurospca.SPCATV`. Its parameters must be JSON values,
+        except ``operator`` (saved as CSR arrays, ``group_ptr`` and ``norm2``)
+        and ``random_state`` (a RandomState/Generator is saved as None).
+    path : str or os.PathLike
+        Target file, conventionally ``*.npz``. Written to a temporary name in
+        the same directory then renamed: the file is complete or absent.
+    space : VolumeMasker or Hemispheres, optional
+        The column -> voxel/vertex mapping (mask and affine, or kept vertices).
+    meshes : dict, optional
+        ``{"left": (coords, faces), "right": (coords, faces)}`` to draw
+        surface loadings (e.g. inflated meshes), plus optional
+        ``"bg_left"``/``"bg_right"`` background maps. Needs a Hemispheres
+        ``space``.
+    metadata : dict, optional
+        JSON-compatible values (str, numbers, lists, dicts): title, data
+        description, sample labels...
+
+    Returns
+    -------
+    str
+        The path written.
+    """
+    from sklearn.base import BaseEstimator
+
+    if not isinstance(estimator, BaseEstimator):
+        raise TypeError(f"estimator must be a scikit-learn style estimator, got "
+                        f"{type(estimator).__name__}.")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
+    attrs = _fitted_attributes(estimator)
+    if not attrs:
+        raise ValueError(f"estimator: this {type(estimator).__name__} is not fitted; call "
+                         "fit before save_model.")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}.")
+    try:
+        metadata_json = json.loads(json.dumps(metadata, allow_nan=True))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"metadata must hold JSON values only: {exc}") from None
+
+    arrays = {}
+    params = {}
+    for name, value in estimator.get_params(deep=False).items():
+        if isinstance(value, GroupOperator):
+            params[name] = {"kind": "operator",
+                            "operator": _encode_operator(value, arrays, f"param/{name}")}
+        elif isinstance(value, (np.random.RandomState, np.random.Generator)):
+            logger.warning("save_model: %s=%r is not saved (saved as None).", name, value)
+            params[name] = {"kind": "scalar", "value": None}
+        else:
+            try:
+                params[name] = {"kind": "scalar", "value": _json_scalar(value)}
+            except TypeError:
+                raise TypeError(
+                    f"estimator parameter {name}={value!r} cannot be saved without pickle "
+                    "(only numbers, strings, booleans, None and GroupOperator are)."
+                ) from None
+    fitted = {}
+    for name in attrs:
+        try:
+            fitted[name] = _encode_attr(name, getattr(estimator, name), arrays)
+        except TypeError as exc:
+            raise TypeError(f"estimator attribute {name} cannot be saved without pickle "
+                            f"({exc}).") from None
+    space_desc = _encode_space(space, arrays)
+    meshes = _check_meshes(meshes, space)
+    if meshes is not None:
+        for key, value in meshes.items():
+            if key.startswith("bg_"):
+                arrays[f"mesh/{key}"] = value
+            else:
+                arrays[f"mesh/{key}/coords"], arrays[f"mesh/{key}/faces"] = value
+    meta = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "class": type(estimator).__name__,
+        "params": params,
+        "fitted": fitted,
+        "space": space_desc,
+        "meshes": None if meshes is None else sorted(meshes),
+        "metadata": metadata_json,
+        "arrays": sorted(arrays),
+    }
+    arrays[_META_KEY] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+    for key, value in arrays.items():
+        if value.dtype.hasobject:  # never write anything that would need pickle
+            raise TypeError(f"{key} is an object array and cannot be saved without pickle.")
+
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"path: the directory {directory!r} does not exist.")
+    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex[:12]}-{os.path.basename(path)}")
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def _estimator_class(name):
+    import neurospca
+
+    cls = getattr(neurospca, name, None) if name in neurospca.__all__ else None
+    if cls is None or not isinstance(cls, type):
+        raise ValueError(f"the file holds a {name!r}, which is not a neurospca estimator.")
+    return cls
+
+
+def load_model(path):
+    """Load a model written by :func:`save_model`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    SavedModel
+        ``(estimator, space, meshes, metadata)``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the file is not a neurospca model, is truncated or corrupted, or
+        its arrays are inconsistent (never unpickles anything).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"model: no such file {path!r}.")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError, zipfile.LargeZipFile,
+            NotImplementedError) as exc:
+        raise ValueError(
+            f"model: {path!r} is not a readable neurospca model file (truncated, corrupted "
+            f"or not an .npz archive): {exc}"
+        ) from None
+    if _META_KEY not in arrays:
+        raise ValueError(f"model: {path!r} is an .npz archive but not a neurospca model "
+                         f"(no {_META_KEY}).")
+    try:
+        meta = json.loads(arrays.pop(_META_KEY).tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"model: {path!r} has a malformed header: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+        raise ValueError(f"model: {path!r} is not a neurospca model file.")
+    if meta.get("version") != FORMAT_VERSION:
+        raise ValueError(f"model: {path!r} has format version {meta.get('version')!r}; this "
+                         f"neurospca reads version {FORMAT_VERSION}.")
+    try:
+        missing = sorted(set(meta["arrays"]) - set(arrays) - {_META_KEY})
+        if missing:
+            raise ValueError(f"arrays missing: {missing[:5]}")
+        cls = _estimator_class(meta["class"])
+        params = {}
+        for name, desc in meta["params"].items():
+            if desc["kind"] == "operator":
+                params[name] = _decode_operator(desc["operator"], arrays, f"param/{name}")
+            else:
+                params[name] = desc["value"]
+        estimator = cls(**params)
+        for name, desc in meta["fitted"].items():
+            setattr(estimator, name, _decode_attr(name, desc, arrays))
+        space = _decode_space(meta["space"], arrays)
+        meshes = None
+        if meta["meshes"] is not None:
+            meshes = {}
+            for key in meta["meshes"]:
+                if key.startswith("bg_"):
+                    meshes[key] = arrays[f"mesh/{key}"]
+                else:
+                    meshes[key] = (arrays[f"mesh/{key}/coords"], arrays[f"mesh/{key}/faces"])
+        metadata = meta["metadata"]
+    except ValueError as exc:
+        raise ValueError(f"model: {path!r} is malformed: {exc}") from None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"model: {path!r} is malformed: missing or invalid entry {exc}") \
+            from None
+    _check_consistency(estimator, space, path)
+    return SavedModel(estimator, space, meshes, metadata)
+
+
+def _check_consistency(estimator, space, path):
+    comps = getattr(estimator, "components_", None)
+    if comps is None:
+        return
+    if not isinstance(comps, np.ndarray) or comps.ndim != 2:
+        raise ValueError(f"model: {path!r} is malformed: components_ is not a 2-D array.")
+    n_features = comps.shape[1]
+    op = getattr(estimator, "operator", None)
+    if isinstance(op, GroupOperator) and op.n_features != n_features:
+        raise ValueError(f"model: {path!r} is malformed: the operator has {op.n_features} "
+                         f"columns but components_ has {n_features}.")
+    if space is not None and space.n_features != n_features:
+        raise ValueError(f"model: {path!r} is malformed: the saved space has "
+                         f"{space.n_features} voxels/vertices but components_ has "
+                         f"{n_features} columns.")

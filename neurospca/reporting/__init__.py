@@ -1,0 +1,34 @@
+"""Loadings back on the brain: image files, figures and the HTML report.
+
+matplotlib, nilearn, jinja2 and pyvista are imported only when a figure or a
+report is made (``pip install "neurospca[report]"``).
+"""
+
+from .images import loadings_to_nifti, loadings_to_surface, save_loadings
+from .plotting import (
+    plot_convergence,
+    plot_explained_variance,
+    plot_scores,
+    plot_surface_component,
+    plot_volume_component,
+    pyvista_available,
+    surface_background,
+)
+from .report import component_scores, library_versions, make_report, save_report
+
+__all__ = [
+    "component_scores",
+    "library_versions",
+    "loadings_to_nifti",
+    "loadings_to_surface",
+    "make_report",
+    "plot_convergence",
+    "plot_explained_variance",
+    "plot_scores",
+    "plot_surface_component",
+    "plot_volume_component",
+    "pyvista_available",
+    "save_loadings",
+    "save_report",
+    "surface_background",
+]

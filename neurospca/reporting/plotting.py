@@ -1,0 +1,439 @@
+"""Figures of loadings on the brain, scores, explained variance and convergence.
+
+Every function returns a matplotlib ``Figure`` (Agg-friendly, nothing shown).
+matplotlib, nilearn and pyvista are imported inside the functions, with an
+install hint when missing (``pip install "neurospca[report]"``).
+
+- Volumes (:func:`plot_volume_component`): nilearn stat-map slices through
+  the peak and a glass brain, symmetric colour scale, zeros transparent.
+- Surfaces (:func:`plot_surface_component`): lateral and medial views of both
+  hemispheres. pyvista renders them off-screen when it can; whether it can is
+  probed once in a subprocess (:func:`pyvista_available`), because VTK can
+  crash the process without EGL or OSMesa. Otherwise nilearn's matplotlib
+  surface plots are used.
+"""
+
+import base64
+import io
+import logging
+import os
+import subprocess
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+
+logger = logging.getLogger("neurospca")
+
+__all__ = [
+    "figure_to_png",
+    "figure_to_data_uri",
+    "plot_convergence",
+    "plot_explained_variance",
+    "plot_scores",
+    "plot_surface_component",
+    "plot_volume_component",
+    "pyvista_available",
+    "surface_background",
+]
+
+INSTALL_HINT = 'install the report extra: pip install "neurospca[report]"'
+CMAP = "cold_hot"
+_PYVISTA_OK = None
+
+_PROBE = """
+import os
+os.environ.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
+import pyvista as pv
+pv.OFF_SCREEN = True
+p = pv.Plotter(off_screen=True, window_size=(64, 64))
+p.add_mesh(pv.Sphere(), color="red")
+img = p.screenshot(return_img=True)
+p.close()
+assert img.std() > 0
+print("ok")
+"""
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
+            matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError(f"plotting needs matplotlib: {INSTALL_HINT}.") from None
+    return plt
+
+
+def _nilearn_plotting():
+    try:
+        from nilearn import plotting
+    except ImportError:
+        raise ImportError(f"brain plots need nilearn: {INSTALL_HINT}.") from None
+    return plotting
+
+
+def figure_to_png(fig, dpi=80):
+    """PNG bytes of a matplotlib figure (the figure is closed).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    dpi : int, default=80
+
+    Returns
+    -------
+    bytes
+    """
+    plt = _pyplot()
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def figure_to_data_uri(fig, dpi=80):
+    """``data:image/png;base64,...`` URI of a figure (embedded in the HTML report)."""
+    return "data:image/png;base64," + base64.b64encode(figure_to_png(fig, dpi)).decode("ascii")
+
+
+def _symmetric_scale(values):
+    """(vmax, threshold): symmetric colour limit and a threshold that hides exact zeros."""
+    absval = np.abs(np.asarray(values, dtype=np.float64))
+    absval = absval[np.isfinite(absval)]
+    nonzero = absval[absval > 0]
+    if nonzero.size == 0:
+        return 0.0, 0.0
+    return float(nonzero.max()), float(0.5 * nonzero.min())
+
+
+def _empty_figure(title, message, figsize=(8, 2)):
+    plt = _pyplot()
+    fig = plt.figure(figsize=figsize)
+    fig.text(0.5, 0.5, message, ha="center", va="center", fontsize=12)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# volumes
+# --------------------------------------------------------------------------
+
+
+def plot_volume_component(img, title=None, *, bg_img=None):
+    """Stat-map slices (through the peak) and a glass brain of one loading map.
+
+    Parameters
+    ----------
+    img : nibabel image
+        A 3-D loading map (e.g. a volume of :func:`loadings_to_nifti`).
+    title : str, optional
+    bg_img : nibabel image or path, optional
+        Anatomical background of the slices (default: nilearn's bundled
+        MNI152 template).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Zero voxels are transparent; the colour scale is symmetric about zero.
+    """
+    plt = _pyplot()
+    plotting = _nilearn_plotting()
+    data = np.asanyarray(img.dataobj)
+    vmax, threshold = _symmetric_scale(data)
+    if vmax == 0:
+        return _empty_figure(title, "this component is identically zero")
+    peak = np.unravel_index(np.argmax(np.abs(data)), data.shape)
+    cut = img.affine[:3, :3] @ np.asarray(peak, dtype=np.float64) + img.affine[:3, 3]
+    fig = plt.figure(figsize=(11, 3.2))
+    ax1 = fig.add_axes([0.0, 0.0, 0.5, 0.9])
+    ax2 = fig.add_axes([0.5, 0.0, 0.5, 0.9])
+    kwargs = {} if bg_img is None else {"bg_img": bg_img}
+    plotting.plot_stat_map(img, cut_coords=tuple(cut), display_mode="ortho", axes=ax1,
+                           figure=fig, threshold=threshold, vmax=vmax, cmap=CMAP,
+                           symmetric_cbar=True, colorbar=True, draw_cross=False,
+                           annotate=True, **kwargs)
+    plotting.plot_glass_brain(img, display_mode="lzr", axes=ax2, figure=fig,
+                              threshold=threshold, vmax=vmax, cmap=CMAP, plot_abs=False,
+                              symmetric_cbar=True, colorbar=True)
+    if title:
+        fig.suptitle(title, fontsize=12)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# surfaces
+# --------------------------------------------------------------------------
+
+
+def surface_background(coords, faces):
+    """A sulcal shading map from a folded mesh (white or pial): convexity per vertex.
+
+    For each vertex, the offset of the mean of its neighbours from it, along
+    the vertex normal (positive in sulci, negative on gyral crowns), scaled to
+    about [-1, 1]. Draw it on the inflated mesh of the same vertices.
+
+    Parameters
+    ----------
+    coords : ndarray of shape (n_vertices, 3)
+    faces : ndarray of shape (n_faces, 3)
+
+    Returns
+    -------
+    ndarray of shape (n_vertices,)
+    """
+    coords = np.asarray(coords, dtype=np.float64)
+    faces = np.asarray(faces, dtype=np.int64)
+    n = coords.shape[0]
+    a, b = faces.ravel(), faces[:, [1, 2, 0]].ravel()
+    adj = sp.csr_matrix((np.ones(2 * a.size), (np.r_[a, b], np.r_[b, a])), shape=(n, n))
+    adj.data[:] = 1.0
+    deg = np.asarray(adj.sum(axis=1)).ravel()
+    mean_nb = (adj @ coords) / np.maximum(deg, 1)[:, None]
+    fn = np.cross(coords[faces[:, 1]] - coords[faces[:, 0]],
+                  coords[faces[:, 2]] - coords[faces[:, 0]])
+    normals = np.zeros_like(coords)
+    for j in range(3):
+        np.add.at(normals, faces[:, j], fn)
+    normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
+    conv = np.einsum("ij,ij->i", mean_nb - coords, normals)
+    scale = np.percentile(np.abs(conv), 95)
+    return np.clip(conv / scale, -1, 1) if scale > 0 else conv
+
+
+def pyvista_available():
+    """Whether pyvista can render off-screen here (probed once, in a subprocess).
+
+    Set ``NEUROSPCA_NO_PYVISTA=1`` to force the matplotlib fallback.
+
+    Returns
+    -------
+    bool
+    """
+    global _PYVISTA_OK
+    if _PYVISTA_OK is None:
+        if os.environ.get("NEUROSPCA_NO_PYVISTA"):
+            _PYVISTA_OK = False
+            return False
+        try:
+            import importlib.util
+
+            if importlib.util.find_spec("pyvista") is None:
+                _PYVISTA_OK = False
+                return False
+            env = dict(os.environ)
+            env.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
+            res = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True,
+                                 timeout=120, env=env, text=True)
+            _PYVISTA_OK = res.returncode == 0 and "ok" in res.stdout
+        except (OSError, subprocess.SubprocessError):
+            _PYVISTA_OK = False
+        if not _PYVISTA_OK:
+            logger.info("pyvista off-screen rendering unavailable; using matplotlib.")
+    return _PYVISTA_OK
+
+
+_VIEWS = (("left", "lateral", (-1, 0, 0)), ("left", "medial", (1, 0, 0)),
+          ("right", "lateral", (1, 0, 0)), ("right", "medial", (-1, 0, 0)))
+
+
+def _vertex_colors(values, bg, vmax, threshold, cmap):
+    """RGB per vertex: grey shading where the loading is zero, colormap elsewhere."""
+    from matplotlib.colors import Normalize
+
+    shade = np.full(values.shape, 0.75) if bg is None else 0.7 - 0.2 * np.clip(bg, -1, 1)
+    rgb = np.repeat(shade[:, None], 3, axis=1)
+    on = np.abs(values) > threshold
+    rgb[on] = cmap(Normalize(-vmax, vmax)(values[on]))[:, :3]
+    return (rgb * 255).astype(np.uint8)
+
+
+def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, size=(420, 320)):
+    os.environ.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
+    import pyvista as pv
+
+    pv.OFF_SCREEN = True
+    shots = []
+    for hemi in ("left", "right"):
+        coords, faces = meshes[hemi]
+        cells = np.hstack([np.full((faces.shape[0], 1), 3), faces]).astype(np.int64).ravel()
+        mesh = pv.PolyData(np.asarray(coords, dtype=np.float64), cells)
+        mesh.point_data["rgb"] = _vertex_colors(maps[hemi], bgs.get(hemi), vmax, threshold,
+                                                cmap)
+        plotter = pv.Plotter(off_screen=True, window_size=size)
+        try:
+            plotter.set_background("white")
+            plotter.add_mesh(mesh, scalars="rgb", rgb=True, smooth_shading=True)
+            for h, _, direction in _VIEWS:
+                if h != hemi:
+                    continue
+                plotter.view_vector(direction, viewup=(0, 0, 1))
+                plotter.reset_camera()
+                plotter.camera.zoom(1.5)
+                shots.append(plotter.screenshot(return_img=True))
+        finally:
+            plotter.close()
+    return shots
+
+
+def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="auto"):
+    """Lateral and medial views of one loading on both hemispheres.
+
+    Parameters
+    ----------
+    maps : dict
+        ``{"left": (n_vertices_left,), "right": (n_vertices_right,)}`` values
+        of one component (e.g. a column of :func:`loadings_to_surface`).
+    meshes : dict
+        ``{"left": (coords, faces), "right": (coords, faces)}``: the surfaces
+        to draw on (inflated or pial).
+    title : str, optional
+    bg_maps : dict, optional
+        ``{"left": ..., "right": ...}`` background shading (sulcal depth or
+        :func:`surface_background`), shown where the loading is zero.
+    engine : {"auto", "pyvista", "matplotlib"}, default="auto"
+        ``"auto"`` uses pyvista when :func:`pyvista_available`, else nilearn's
+        matplotlib surface plots.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if engine not in ("auto", "pyvista", "matplotlib"):
+        raise ValueError(f"engine must be 'auto', 'pyvista' or 'matplotlib', got {engine!r}.")
+    plt = _pyplot()
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    maps = {h: np.asarray(maps[h], dtype=np.float64) for h in ("left", "right")}
+    bgs = dict(bg_maps or {})
+    vmax, threshold = _symmetric_scale(np.concatenate([maps["left"], maps["right"]]))
+    if vmax == 0:
+        return _empty_figure(title, "this component is identically zero")
+    try:
+        cmap = colormaps[CMAP]
+    except KeyError:  # cold_hot is registered by nilearn
+        _nilearn_plotting()
+        cmap = colormaps.get(CMAP, colormaps["RdBu_r"])
+    if engine == "auto":
+        engine = "pyvista" if pyvista_available() else "matplotlib"
+    fig = plt.figure(figsize=(11, 3.0))
+    if engine == "pyvista":
+        shots = _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap)
+        for i, ((hemi, view, _), shot) in enumerate(zip(_VIEWS, shots)):
+            ax = fig.add_axes([i * 0.225, 0.0, 0.225, 0.9])
+            ax.imshow(shot)
+            ax.set_axis_off()
+            ax.set_title(f"{hemi} {view}", fontsize=9)
+    else:
+        plotting = _nilearn_plotting()
+        for i, (hemi, view, _) in enumerate(_VIEWS):
+            ax = fig.add_axes([i * 0.225, 0.0, 0.225, 0.9], projection="3d")
+            coords, faces = meshes[hemi]
+            plotting.plot_surf_stat_map(
+                [np.asarray(coords), np.asarray(faces)], maps[hemi], bg_map=bgs.get(hemi),
+                hemi=hemi, view=view, engine="matplotlib", cmap=cmap, colorbar=False,
+                threshold=threshold, vmax=vmax, symmetric_cbar=True, axes=ax, figure=fig,
+            )
+            ax.set_title(f"{hemi} {view}", fontsize=9)
+    cax = fig.add_axes([0.92, 0.15, 0.012, 0.6])
+    fig.colorbar(ScalarMappable(Normalize(-vmax, vmax), cmap), cax=cax)
+    if title:
+        fig.suptitle(title, fontsize=12)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# summaries
+# --------------------------------------------------------------------------
+
+
+def plot_convergence(gap_history, title="Certified duality gap"):
+    """Certified gap against (cumulative) solver iteration, one line per component.
+
+    Parameters
+    ----------
+    gap_history : list of list of (int, float)
+        E.g. ``SPCATV.gap_history_``.
+    title : str
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    drawn = False
+    for k, hist in enumerate(gap_history):
+        arr = np.asarray(hist, dtype=np.float64).reshape(-1, 2) if len(hist) else None
+        if arr is None:
+            continue
+        keep = arr[:, 1] > 0
+        if keep.any():
+            ax.semilogy(arr[keep, 0], arr[keep, 1], marker=".", ms=3, label=f"component {k + 1}")
+            drawn = True
+    ax.set_xlabel("solver iteration (cumulative over alternations)")
+    ax.set_ylabel("certified gap")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_explained_variance(ratios):
+    """Bar chart of the (adjusted) explained variance ratio of each component."""
+    plt = _pyplot()
+    ratios = np.asarray(ratios, dtype=np.float64)
+    fig, ax = plt.subplots(figsize=(5, 3))
+    idx = np.arange(1, ratios.size + 1)
+    ax.bar(idx, 100 * ratios, color="#4c72b0", label="component")
+    ax.plot(idx, 100 * np.cumsum(ratios), "o-", color="#dd8452", label="cumulative")
+    ax.set_xticks(idx)
+    ax.set_xlabel("component")
+    ax.set_ylabel("explained variance (%)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_scores(scores):
+    """Scores of each sample on each component (strip plot), and components 1 vs 2.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_samples, n_components)
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plt = _pyplot()
+    scores = np.asarray(scores, dtype=np.float64)
+    n_comp = scores.shape[1]
+    fig, axes = plt.subplots(1, 2 if n_comp > 1 else 1, figsize=(9 if n_comp > 1 else 5, 3.2),
+                             squeeze=False)
+    ax = axes[0, 0]
+    jitter = np.random.default_rng(0).uniform(-0.15, 0.15, size=scores.shape[0])
+    for k in range(n_comp):
+        ax.scatter(k + 1 + jitter, scores[:, k], s=8, alpha=0.7)
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_xticks(np.arange(1, n_comp + 1))
+    ax.set_xlabel("component")
+    ax.set_ylabel("score")
+    if n_comp > 1:
+        ax = axes[0, 1]
+        ax.scatter(scores[:, 0], scores[:, 1], s=10, alpha=0.7)
+        ax.set_xlabel("component 1")
+        ax.set_ylabel("component 2")
+        ax.axhline(0, color="grey", lw=0.5)
+        ax.axvline(0, color="grey", lw=0.5)
+    fig.tight_layout()
+    return fig
