@@ -353,6 +353,14 @@ def tv_from_mesh(coords, faces, mask=None, kind="edges"):
     -------
     GroupOperator
 
+    Notes
+    -----
+    The two kinds have different units, so a TV weight tuned for one does not
+    carry over to the other: the edge TV sums differences over about three
+    edges per vertex (dimensionless in the mesh size), the gradient TV is an
+    integral, in value x area (mm^2 on FreeSurfer surfaces; about 4 pi x the
+    value's variation on a unit sphere).
+
     Examples
     --------
     >>> from neurospca import icosphere, tv_from_mesh
