@@ -434,7 +434,7 @@ def _write_label(path, vertices):
 
 
 def test_cortex_mask_from_annot_and_label(fs5_left, tmp_path):
-    _, _, thick = fs5_left
+    coords, faces, thick = fs5_left
     cortex = thick > 0  # fsaverage's medial wall has zero thickness
     assert 9000 < cortex.sum() < 10242
     labels = np.where(cortex, 1 + (np.arange(thick.size) % 2), 0).astype(np.int32)
@@ -449,6 +449,12 @@ def test_cortex_mask_from_annot_and_label(fs5_left, tmp_path):
     _write_label(tmp_path / "lh.cortex.label", np.flatnonzero(cortex))
     (tmp_path / "lh.cortex.label.txt").write_text("")
     np.testing.assert_array_equal(load_cortex_mask(tmp_path / "lh.cortex.label", 10242), cortex)
+    # masks given as files to the two-hemisphere builders
+    op, hemis = tv_from_hemispheres((coords, faces), (coords, faces),
+                                    tmp_path / "lh.cortex.label", tmp_path / "lh.aparc.annot")
+    np.testing.assert_array_equal(hemis.vertices[0], np.flatnonzero(cortex))
+    np.testing.assert_array_equal(hemis.vertices[1], np.flatnonzero(cortex))
+    assert op.n_features == 2 * cortex.sum()
     with pytest.raises(ValueError, match="n_vertices is required"):
         load_cortex_mask(tmp_path / "lh.cortex.label")
     with pytest.raises(ValueError, match="out of range for n_vertices=100"):
