@@ -153,9 +153,13 @@ def check_groups(groups, n_features, weights=None, name="groups",
     if weights is None:
         wts = [np.ones(g.size) for g in out]
     else:
-        if np.ndim(weights) == 1 and len(weights) == len(out) and all(
-            np.ndim(w) == 0 for w in weights
+        if isinstance(weights, numbers.Real) or (
+            isinstance(weights, np.ndarray) and weights.ndim == 0
         ):
+            raise TypeError(
+                f"{weights_name} must be one weight per group or one array per group."
+            )
+        if all(np.ndim(w) == 0 for w in weights) and len(weights) == len(out):
             wts = [np.full(g.size, float(w)) for g, w in zip(out, weights)]
         else:
             if len(weights) != len(out):
