@@ -269,6 +269,7 @@ def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, size=(420, 320)):
         try:
             plotter.set_background("white")
             plotter.add_mesh(mesh, scalars="rgb", rgb=True, smooth_shading=True)
+            plotter.enable_parallel_projection()
             for h, _, direction in _VIEWS:
                 if h != hemi:
                     continue

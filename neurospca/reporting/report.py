@@ -13,7 +13,6 @@ Policy forbids it) and needs no JavaScript.
 """
 
 import datetime
-import importlib
 import logging
 import os
 import platform
@@ -46,19 +45,21 @@ def _jinja_env():
 def library_versions():
     """Versions of Python and of the libraries the fit and the report used.
 
+    Read from the installed distributions' metadata (nothing is imported).
+
     Returns
     -------
     dict
         Name -> version string ("not installed" when missing).
     """
+    from importlib import metadata
+
     out = {"python": platform.python_version()}
-    for name, module in (("neurospca", "neurospca"), ("numpy", "numpy"), ("scipy", "scipy"),
-                         ("scikit-learn", "sklearn"), ("nibabel", "nibabel"),
-                         ("nilearn", "nilearn"), ("matplotlib", "matplotlib"),
-                         ("jinja2", "jinja2"), ("pyvista", "pyvista")):
+    for name in ("neurospca", "numpy", "scipy", "scikit-learn", "nibabel", "nilearn",
+                 "matplotlib", "jinja2", "pyvista"):
         try:
-            out[name] = str(importlib.import_module(module).__version__)
-        except ImportError:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
             out[name] = "not installed"
     return out
 
