@@ -131,6 +131,9 @@ def main(argv=None):
           f"{', '.join(f'{t:.2f}' for t in np.atleast_1d(est.component_times_))} s; "
           f"alternations {np.asarray(est.n_iter_).tolist()}, inner iterations "
           f"{np.asarray(est.n_inner_iter_).tolist()})")
+    outside = t_fit - float(np.sum(est.component_times_))
+    print(f"  of which outside the components (validation, centring, X X^T for the SVD "
+          f"init, explained variance): {outside:.2f} s")
     print(f"certified v-step gaps: {', '.join(f'{g:.2e}' for g in est.dual_gaps_)}")
     print(f"zero fraction per loading: "
           f"{', '.join(f'{z:.2f}' for z in np.mean(est.components_ == 0, axis=1))}")
