@@ -35,7 +35,7 @@ def loadings_to_nifti(components, space):
 
     Parameters
     ----------
-    components : array-like of shape (n_components, n_features)
+    components : array-like of shape (n_components, n_features) or (n_features,)
         E.g. ``SPCATV.components_``; column ``g`` is the ``g``-th in-mask voxel.
     space : VolumeMasker, nibabel image, path or 3-D boolean array
         The mask that produced the columns.
@@ -43,12 +43,12 @@ def loadings_to_nifti(components, space):
     Returns
     -------
     nibabel.Nifti1Image
-        float64, 4-D, the mask's affine; zero outside the mask.
+        float64, 4-D (3-D for a single vector), the mask's affine; zero
+        outside the mask.
     """
     comps = _check_components(components)
     mask = space.mask_img if isinstance(space, VolumeMasker) else space
-    img = unmask(comps, mask)
-    return img
+    return unmask(comps[0] if np.ndim(components) == 1 else comps, mask)
 
 
 def loadings_to_surface(components, space, fill_value=0.0):

@@ -144,7 +144,14 @@ def plot_volume_component(img, title=None, *, bg_img=None):
     """
     plt = _pyplot()
     plotting = _nilearn_plotting()
+    import nibabel as nib
+
     data = np.asanyarray(img.dataobj)
+    if data.ndim == 4 and data.shape[3] == 1:
+        data = data[..., 0]
+        img = nib.Nifti1Image(data, img.affine)
+    if data.ndim != 3:
+        raise ValueError(f"img must be a 3-D image (one component), got shape {data.shape}.")
     vmax, threshold = _symmetric_scale(data)
     if vmax == 0:
         return _empty_figure(title, "this component is identically zero")
