@@ -281,6 +281,18 @@ def _check_grid(label, img, mask_img, resample):
                            force_resample=True, copy_header=True)
 
 
+def _raw_matrix(imgs, mask_img, mask_arr, resample):
+    """In-mask values of every image, one row per 3-D volume (NaN kept)."""
+    if not isinstance(resample, (bool, np.bool_)):
+        raise TypeError(f"resample must be True or False, got {resample!r}.")
+    rows = []
+    for label, img in _collect_images(imgs):
+        img = _check_grid(label, img, mask_img, resample)
+        values = np.asarray(np.asanyarray(img.dataobj)[mask_arr], dtype=np.float64)
+        rows.append(values[None, :] if values.ndim == 1 else values.T)  # (P,) or (P, T)
+    return np.ascontiguousarray(np.concatenate(rows, axis=0))
+
+
 def images_to_data(imgs, mask, *, threshold=None, resample=False):
     """Data matrix ``X`` (N x P) of the in-mask voxels of a set of images.
 
@@ -308,19 +320,9 @@ def images_to_data(imgs, mask, *, threshold=None, resample=False):
         are removed from it (with a warning saying how many), so ``X`` is
         finite and its columns match ``mask_img``.
     """
-    if not isinstance(resample, (bool, np.bool_)):
-        raise TypeError(f"resample must be True or False, got {resample!r}.")
     mask_img = load_mask_img(mask, threshold=threshold)
     mask_arr = _mask_array(mask_img)
-    rows = []
-    for label, img in _collect_images(imgs):
-        img = _check_grid(label, img, mask_img, resample)
-        data = np.asanyarray(img.dataobj)
-        values = data[mask_arr]  # (P,) or (P, T)
-        values = np.asarray(values, dtype=np.float64)
-        rows.append(values[None, :] if values.ndim == 1 else values.T)
-    X = np.concatenate(rows, axis=0) if len(rows) > 1 else rows[0]
-    X = np.ascontiguousarray(X)
+    X = _raw_matrix(imgs, mask_img, mask_arr, resample)
     bad = ~np.all(np.isfinite(X), axis=0)
     n_bad = int(bad.sum())
     if n_bad:
@@ -423,12 +425,14 @@ class VolumeMasker:
         Raises ``ValueError`` if an in-mask voxel is NaN or infinite (the
         columns are fixed here; use :func:`images_to_data` to drop them).
         """
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", UserWarning)
-            try:
-                X, _ = images_to_data(imgs, self.mask_img, resample=self.resample)
-            except UserWarning as exc:
-                raise ValueError(f"imgs: {exc}") from None
+        X = _raw_matrix(imgs, self.mask_img, self.mask, self.resample)
+        n_bad = int(np.sum(~np.all(np.isfinite(X), axis=0)))
+        if n_bad:
+            raise ValueError(
+                f"imgs: {n_bad} voxel(s) of the mask are NaN or infinite in at least one "
+                "image; this masker's columns are fixed (use images_to_data or "
+                "load_volume_data to drop them)."
+            )
         return X
 
     def inverse_transform(self, V):

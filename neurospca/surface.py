@@ -559,10 +559,13 @@ def load_surf_mesh(surf, name="surf"):
     if isinstance(surf, nib.gifti.GiftiImage):
         img = surf
     elif hasattr(surf, "coordinates") and hasattr(surf, "faces"):
-        return np.asarray(surf.coordinates, dtype=np.float64), np.asarray(surf.faces).astype(np.int64)
+        return (np.asarray(surf.coordinates, dtype=np.float64),
+                np.asarray(surf.faces).astype(np.int64))
     elif isinstance(surf, (tuple, list)):
         if len(surf) != 2:
-            raise ValueError(f"{name} as a sequence must be (coords, faces), got {len(surf)} items.")
+            raise ValueError(
+                f"{name} as a sequence must be (coords, faces), got {len(surf)} items."
+            )
         return np.asarray(surf[0], dtype=np.float64), np.asarray(surf[1]).astype(np.int64)
     else:
         path = _existing(surf, name)
@@ -732,7 +735,7 @@ def write_surf_data(values, path, *, dtype=np.float32):
     dtype = np.dtype(dtype)
     arr = arr.astype(dtype)
     if ext in _GIFTI_EXT:
-        cols = [arr] if arr.ndim == 1 else [np.ascontiguousarray(arr[:, k]) for k in range(arr.shape[1])]
+        cols = [arr] if arr.ndim == 1 else [np.ascontiguousarray(c) for c in arr.T]
         img = nib.gifti.GiftiImage(darrays=[
             nib.gifti.GiftiDataArray(c, intent="NIFTI_INTENT_NONE", datatype=dtype)
             for c in cols
@@ -752,7 +755,8 @@ def write_surf_data(values, path, *, dtype=np.float32):
             "values: FreeSurfer morphometry files hold one map; got "
             f"{arr.shape[1]} columns (use .gii or .mgh for several)."
         )
-    return _atomic_save(lambda tmp: nib.freesurfer.write_morph_data(tmp, arr.astype(np.float32)), path)
+    values32 = arr.astype(np.float32)
+    return _atomic_save(lambda tmp: nib.freesurfer.write_morph_data(tmp, values32), path)
 
 
 def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_NAMES):

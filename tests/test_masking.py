@@ -4,7 +4,6 @@ Only nilearn's bundled data is used (no download): the MNI152 brain mask at
 3 mm (64,030 voxels) and the sample motor t-map (on another grid).
 """
 
-import warnings
 
 import nibabel as nib
 import numpy as np
@@ -182,6 +181,11 @@ def test_shape_mismatch_raises_and_resample_fixes(mni_mask):
                           force_resample=True, copy_header=True).get_fdata()
     kept = np.asanyarray(mask_img.dataobj).astype(bool)
     np.testing.assert_allclose(X[0], ref[kept])
+    assert kept.sum() == 64030  # nothing NaN after resampling (fill value 0)
+    masker = VolumeMasker(mni_mask, resample=True)
+    np.testing.assert_array_equal(masker.transform(motor), X[:1])
+    with pytest.raises(ValueError, match="resample=True"):
+        VolumeMasker(mni_mask).transform(motor)
 
 
 def test_affine_mismatch_raises(small_mask):

@@ -626,7 +626,8 @@ def test_spcatv_end_to_end_on_fsaverage5(fs5, tmp_path):
 
 
 def test_public_names():
-    for name in ("fit_images", "fit_surfaces", "tv_from_mesh", "icosphere", "load_surf_mesh", "load_surf_data",
+    for name in ("fit_images", "fit_surfaces", "tv_from_mesh", "icosphere", "load_surf_mesh",
+                 "load_surf_data",
                  "write_surf_data", "write_surf_mesh", "load_cortex_mask", "Hemispheres",
                  "tv_from_hemispheres", "load_surface_data", "load_volume_data", "unmask",
                  "images_to_data", "load_mask_img", "VolumeMasker"):
