@@ -298,13 +298,14 @@ def test_spcatv_end_to_end_on_a_real_mask_returns_loading_images(small_mask, tmp
     w = rng.standard_normal((n, 2)) * [3.0, 2.0]
     for i in range(n):
         vol = w[i, 0] * blobs[0] + w[i, 1] * blobs[1] + 0.3 * rng.standard_normal(arr.shape)
-        nib.Nifti1Image(vol, small_mask.affine).to_filename(tmp_path / f"s{i:02d}.nii.gz")
+        img = nib.Nifti1Image(vol.astype(np.float32), small_mask.affine)
+        img.to_filename(tmp_path / f"s{i:02d}.nii")
     template = neurospca.SPCATV(n_components=2, alpha=0.1, l1_ratio=0.1, tv_ratio=0.5)
-    est, img, masker = neurospca.fit_images(str(tmp_path / "s*.nii.gz"), small_mask, template)
+    est, img, masker = neurospca.fit_images(str(tmp_path / "s*.nii"), small_mask, template)
     assert template.operator is None and not hasattr(template, "components_")  # cloned
     assert est.operator.n_features == masker.n_features == est.components_.shape[1]
     # the same as preparing the data by hand
-    X, op, _ = load_volume_data(str(tmp_path / "s*.nii.gz"), small_mask)
+    X, op, _ = load_volume_data(str(tmp_path / "s*.nii"), small_mask)
     np.testing.assert_allclose(est.mean_, X.mean(axis=0))
     assert (op.matrix != est.operator.matrix).nnz == 0
     assert img.shape == arr.shape + (2,)
