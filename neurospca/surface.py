@@ -24,7 +24,12 @@ kinds:
         = \\int_S |\\nabla v_h| \\, dA ,
 
     the exact total variation of the interpolant, which converges to
-    :math:`\\int |\\nabla f| dA` as the mesh is refined. Group = triangle.
+    :math:`\\int |\\nabla f| dA` as the mesh is refined (second order on
+    spheres: ``f = z`` on the unit sphere gives :math:`\\pi^2`). Group =
+    triangle. The rows are weighted by the area itself, not its square root:
+    ``sqrt(area)`` rows would sum to :math:`\\sum_t \\sqrt{a_t} |\\nabla v_h|_t`,
+    which has no continuous limit (it diverges under refinement). ``norm2`` is
+    a Gershgorin bound of ``A^T A`` (the area-weighted cotangent Laplacian).
 
 Two hemispheres form one problem through :func:`tv_from_hemispheres`: a
 block-diagonal operator whose columns are the kept left vertices then the kept
