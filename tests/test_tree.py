@@ -200,6 +200,25 @@ def test_root_first_order_is_not_the_prox(norm):
     assert worse >= 3
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_l2_level_recursion_matches_group_by_group_twin(seed):
+    from neurospca.decomposition.tree import _prox_l2_levels
+
+    rng = np.random.default_rng(seed)
+    for parent in (balanced_tree((4, 3, 2)), random_tree(30, rng, n_roots=3),
+                   -np.ones(5, dtype=np.int64)):
+        tree = check_tree(parent)
+        Z = 2 * rng.standard_normal((50, parent.size))
+        radii = rng.uniform(0, 1.5, parent.size)
+        radii[rng.integers(parent.size)] = 0.0
+        step = rng.uniform(0.2, 1.0, 50)
+        for rs in (None, step):
+            twin = _prox_tree_core(Z.copy(), tree, radii, "l2", return_dual=True,
+                                   row_scale=rs)[0]
+            np.testing.assert_allclose(_prox_l2_levels(Z, tree, radii, rs), twin,
+                                       atol=1e-13)
+
+
 def test_prox_special_cases():
     rng = np.random.default_rng(0)
     u = rng.standard_normal(8)
