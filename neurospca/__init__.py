@@ -42,6 +42,17 @@ from .decomposition.tree import (
 from .groups import grid_halfspace_groups, group_lasso_operator
 
 # --- nonnegative sparse PCA and (k, q)-trace norm PCA (issue 7)
+from .decomposition.ktrace import (
+    KTraceNormPCA,
+    ktrace_pca,
+    psd_threshold,
+    sequential_spca_covariance,
+    soft_threshold_covariance,
+    trace_l1_covariance,
+    trace_psd_covariance,
+    truncated_power_iteration,
+)
+from .decomposition.nspca import NonnegativeSparsePCA, nspca
 
 # --- reporting, saved models (issue 4)
 from .persistence import SavedModel, load_model, save_model
@@ -89,6 +100,16 @@ __all__ = [
     "balanced_tree",
     "check_tree",
     # --- issue 7
+    "NonnegativeSparsePCA",
+    "nspca",
+    "KTraceNormPCA",
+    "ktrace_pca",
+    "truncated_power_iteration",
+    "psd_threshold",
+    "soft_threshold_covariance",
+    "trace_psd_covariance",
+    "trace_l1_covariance",
+    "sequential_spca_covariance",
     # --- issue 4
     "SavedModel",
     "load_model",
