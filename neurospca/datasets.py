@@ -10,7 +10,13 @@
 
 import numpy as np
 
-__all__ = ["make_paper_simulation", "make_fmri_like", "paper_patterns"]
+__all__ = [
+    "make_paper_simulation",
+    "make_paper_simulation_split",
+    "make_fmri_like",
+    "make_cortical_atrophy",
+    "paper_patterns",
+]
 
 
 def _blob(shape, center, radius):
@@ -91,3 +97,131 @@ def make_fmri_like(n_samples=83, noise=1.0, random_state=0):
     scores = rng.standard_normal((n_samples, 3)) * np.array([3.0, 2.0, 1.5])
     X = scores @ patterns + noise * rng.standard_normal((n_samples, int(mask.sum())))
     return X, patterns, mask
+
+
+def make_paper_simulation_split(n_train=250, n_test=250, snr=0.1, random_state=0,
+                                shape=(100, 100)):
+    """The paper's simulation split into a training and a test set.
+
+    One data set of ``n_train + n_test`` images is drawn with
+    :func:`make_paper_simulation` (the SNR is that of the whole set); the
+    first ``n_train`` rows are the training set, the others the test set, as
+    in section III-A (250 + 250 images).
+
+    Parameters
+    ----------
+    n_train : int, default=250
+    n_test : int, default=250
+    snr : float, default=0.1
+    random_state : int, default=0
+    shape : tuple of int, default=(100, 100)
+
+    Returns
+    -------
+    X_train : ndarray of shape (n_train, height * width)
+    X_test : ndarray of shape (n_test, height * width)
+    patterns : ndarray of shape (3, height * width)
+    mask : ndarray of bool, shape ``shape``
+    """
+    for name, value in (("n_train", n_train), ("n_test", n_test)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 2:
+            raise ValueError(f"{name} must be an int >= 2, got {value!r}.")
+    X, patterns, mask = make_paper_simulation(int(n_train) + int(n_test), snr=snr,
+                                              random_state=random_state, shape=shape)
+    return X[:n_train], X[n_train:], patterns, mask
+
+
+# Centres (approximate MNI coordinates on the pial surface, mm) of the atrophy
+# patterns of :func:`make_cortical_atrophy`: (hemisphere, x, y, z) per patch.
+ATROPHY_CENTRES = (
+    # 1: bilateral medial temporal lobe (entorhinal / parahippocampal)
+    (("left", -25.0, -15.0, -30.0), ("right", 25.0, -15.0, -30.0)),
+    # 2: bilateral lateral prefrontal cortex
+    (("left", -40.0, 35.0, 25.0), ("right", 40.0, 35.0, 25.0)),
+    # 3: left precuneus / posterior cingulate
+    (("left", -8.0, -60.0, 40.0),),
+)
+
+
+def _angular_patch(sphere, centre_vertex, radius_deg):
+    """Truncated Gaussian bump of the great-circle angle on a sphere mesh."""
+    unit = sphere / np.linalg.norm(sphere, axis=1, keepdims=True)
+    cosang = np.clip(unit @ unit[centre_vertex], -1.0, 1.0)
+    ang = np.degrees(np.arccos(cosang))
+    return np.exp(-(ang**2) / (2.0 * (radius_deg / 2.0) ** 2)) * (ang <= radius_deg)
+
+
+def make_cortical_atrophy(n_samples=100, noise=0.3, radius=18.0, random_state=0):
+    """Cortical-thickness maps with three atrophy patterns on fsaverage5.
+
+    Thickness of subject ``i`` at vertex ``j`` (both hemispheres, left first,
+    10,242 vertices each)::
+
+        X[i, j] = baseline[j] - sum_k s[i, k] * patterns[k, j] + noise[i, j]
+
+    ``baseline`` is fsaverage5's mean thickness map (bundled with nilearn, no
+    download), the patterns are smooth patches (truncated Gaussian bumps of the
+    great-circle angle on the sphere mesh, ``radius`` degrees, peak 1 mm):
+    (1) bilateral medial temporal lobe, (2) bilateral lateral prefrontal
+    cortex, (3) left precuneus (centres in :data:`ATROPHY_CENTRES`). Atrophy
+    severities ``s`` are half-normal with scales 0.8, 0.6, 0.5 mm; the noise
+    is i.i.d. Gaussian with standard deviation ``noise`` mm. Needs nilearn.
+
+    Parameters
+    ----------
+    n_samples : int, default=100
+    noise : float, default=0.3
+        Noise standard deviation (mm), >= 0.
+    radius : float, default=18.0
+        Patch radius in degrees on the sphere (support of each bump).
+    random_state : int, default=0
+
+    Returns
+    -------
+    data : sklearn.utils.Bunch
+        ``X`` (n_samples, 20484), ``patterns`` (3, 20484), ``scores``
+        (n_samples, 3), ``baseline`` (20484,), ``mesh_left`` and
+        ``mesh_right`` (pial ``(coords, faces)``), ``inflated_left`` and
+        ``inflated_right`` (inflated ``(coords, faces)``, for display),
+        ``n_vertices`` (10242, 10242).
+    """
+    from nilearn.datasets import load_fsaverage, load_fsaverage_data
+    from sklearn.utils import Bunch
+
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) \
+            or n_samples < 2:
+        raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}.")
+    if not (np.isfinite(noise) and noise >= 0):
+        raise ValueError(f"noise must be a finite float >= 0, got {noise!r}.")
+    if not (np.isfinite(radius) and 0 < radius <= 180):
+        raise ValueError(f"radius must be in (0, 180] degrees, got {radius!r}.")
+    fs = load_fsaverage("fsaverage5")
+    thick = load_fsaverage_data(mesh="fsaverage5", mesh_type="pial", data_type="thickness")
+    meshes, spheres, inflated, baseline = {}, {}, {}, []
+    for hemi in ("left", "right"):
+        pial = fs["pial"].parts[hemi]
+        meshes[hemi] = (np.asarray(pial.coordinates, float), np.asarray(pial.faces, np.int64))
+        spheres[hemi] = np.asarray(fs["sphere"].parts[hemi].coordinates, float)
+        infl = fs["inflated"].parts[hemi]
+        inflated[hemi] = (np.asarray(infl.coordinates, float), np.asarray(infl.faces, np.int64))
+        baseline.append(np.asarray(thick.data.parts[hemi], float).ravel())
+    n_left = meshes["left"][0].shape[0]
+    n_right = meshes["right"][0].shape[0]
+    patterns = np.zeros((3, n_left + n_right))
+    for k, patches in enumerate(ATROPHY_CENTRES):
+        for hemi, *xyz in patches:
+            coords = meshes[hemi][0]
+            centre = int(np.argmin(((coords - np.asarray(xyz)) ** 2).sum(axis=1)))
+            bump = _angular_patch(spheres[hemi], centre, radius)
+            if hemi == "left":
+                patterns[k, :n_left] = np.maximum(patterns[k, :n_left], bump)
+            else:
+                patterns[k, n_left:] = np.maximum(patterns[k, n_left:], bump)
+    rng = np.random.default_rng(random_state)
+    scores = np.abs(rng.standard_normal((int(n_samples), 3))) * np.array([0.8, 0.6, 0.5])
+    baseline = np.concatenate(baseline)
+    X = baseline - scores @ patterns + noise * rng.standard_normal((int(n_samples), patterns.shape[1]))
+    return Bunch(X=X, patterns=patterns, scores=scores, baseline=baseline,
+                 mesh_left=meshes["left"], mesh_right=meshes["right"],
+                 inflated_left=inflated["left"], inflated_right=inflated["right"],
+                 n_vertices=(n_left, n_right))
