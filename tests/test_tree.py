@@ -320,6 +320,17 @@ def test_tree_sparse_coding_warns_and_validates():
         tree_sparse_coding(X, D, [-1, 0], 0.1)
     with pytest.raises(ValueError, match="mask must have the shape"):
         tree_sparse_coding(X, D, [-1, 0, 0], 0.1, mask=np.ones((4, 4), bool))
+    with pytest.raises(ValueError, match="mask must be boolean"):
+        tree_sparse_coding(X, D, [-1, 0, 0], 0.1, mask=np.full(X.shape, 2))
+    # NaN is fine where the mask says missing, and ignored
+    mask = np.ones(X.shape, bool)
+    mask[0, 0] = False
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    X0 = X.copy()
+    X0[0, 0] = 123.0
+    np.testing.assert_allclose(tree_sparse_coding(Xn, D, [-1, 0, 0], 0.1, mask=mask),
+                               tree_sparse_coding(X0, D, [-1, 0, 0], 0.1, mask=mask))
 
 
 # -------------------------------------------------------- dictionary learning

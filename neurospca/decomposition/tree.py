@@ -566,7 +566,8 @@ def tree_sparse_coding(X, dictionary, tree, lam, *, weights=None, norm="l2", l1=
     l1 : float, default=0.0
     nonneg : bool, default=False
     mask : array-like of bool, shape (n_samples, n_features), optional
-        True where ``X`` is observed.
+        True where ``X`` is observed; missing entries are ignored (they may
+        be NaN).
     init : array-like of shape (n_samples, n_nodes), optional
         Warm start.
     max_iter : int, default=500
@@ -577,9 +578,10 @@ def tree_sparse_coding(X, dictionary, tree, lam, *, weights=None, norm="l2", l1=
     -------
     codes : ndarray of shape (n_samples, n_nodes)
     """
+    if mask is not None:  # missing entries may hold anything, NaN included
+        X = np.asarray(X, dtype=np.float64)
+        X = np.where(_check_mask(mask, X.shape) > 0, X, 0.0)
     X = check_data(X, min_samples=1)
-    if mask is not None:
-        mask_arr = np.asarray(mask)
     D = np.asarray(dictionary, dtype=np.float64)
     if D.ndim != 2 or D.shape[1] != X.shape[1]:
         raise ValueError(
@@ -592,7 +594,7 @@ def tree_sparse_coding(X, dictionary, tree, lam, *, weights=None, norm="l2", l1=
     l1 = check_nonneg(l1, "l1")
     norm = _check_norm(norm)
     w = _check_weights(weights, tree.n_nodes)
-    M = _check_mask(mask_arr, X.shape) if mask is not None else None
+    M = _check_mask(mask, X.shape)
     max_iter = _check_positive_int(max_iter, "max_iter")
     tol = check_nonneg(tol, "tol", strict=True)
     if init is not None:
@@ -666,7 +668,7 @@ def _update_dictionary(C, X, A, mu, nonneg, n_passes, rng):
 def _dl_objective(X, A, C, tree, radii, norm, l1):
     R = X - A @ C
     n = X.shape[0]
-    pen = _tree_norm(A, tree, np.where(radii > 0, radii, 0.0), norm).sum()
+    pen = _tree_norm(A, tree, radii, norm).sum()
     pen += l1 * np.abs(A).sum()
     return (0.5 * float(np.einsum("ij,ij->", R, R)) + pen) / n
 
@@ -738,7 +740,8 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
     >>> import numpy as np
     >>> from neurospca import HierarchicalDictionaryLearning, balanced_tree
     >>> X = np.random.default_rng(0).standard_normal((50, 16))
-    >>> model = HierarchicalDictionaryLearning(balanced_tree((2, 2)), lam=0.1).fit(X)
+    >>> model = HierarchicalDictionaryLearning(balanced_tree((2, 2)), lam=0.1,
+    ...                                        tol=1e-2).fit(X)
     >>> model.components_.shape
     (7, 16)
     """
@@ -830,7 +833,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         mask : array-like of bool, shape (n_samples, n_features), optional
             True where ``X`` is observed (inpainting); missing entries are
-            ignored by the fit.
+            ignored (they may be NaN).
 
         Returns
         -------
@@ -838,13 +841,14 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
+        M = _check_mask(mask, X.shape)
+        if M is not None:  # missing entries may hold anything, NaN included
+            X = np.where(M > 0, X, 0.0)
         X = check_data(X, min_samples=1)
         tree, lam, l1, mu, norm, w, tol = self._check_params()
         lam_te = lam if self.transform_lam is None else float(self.transform_lam)
-        M = _check_mask(mask, X.shape)
-        A, _, conv = _sparse_code(X, self.components_, self.tree_, lam_te * w, norm, l1,
-                                  self.positive_code, M, None, self.max_coding_iter * 5,
-                                  1e-5)
+        A, _, _ = _sparse_code(X, self.components_, self.tree_, lam_te * w, norm, l1,
+                               self.positive_code, M, None, self.max_coding_iter * 5, 1e-5)
         return A
 
     def inverse_transform(self, X):
