@@ -340,7 +340,9 @@ def _fit_volume(args):
                                                    threshold=args.mask_threshold,
                                                    resample=args.resample)
     except (ValueError, TypeError) as exc:
-        raise UserError(f"--images/--mask: {exc}") from None
+        raise UserError(f"--images/--mask: {exc}".replace("(pass resample=True, which uses "
+                                                          "nilearn.image.resample_to_img)",
+                                                          "(pass --resample)")) from None
     _print_warnings(caught)
     if X.shape[0] < 2:
         raise UserError(f"--images: need at least 2 maps, got {X.shape[0]}.")

@@ -277,15 +277,31 @@ def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, size=(420, 320)):
             plotter.set_background("white")
             plotter.add_mesh(mesh, scalars="rgb", rgb=True, smooth_shading=True)
             plotter.enable_parallel_projection()
+            lo, hi = mesh.points.min(axis=0), mesh.points.max(axis=0)
+            center = (lo + hi) / 2
+            # the same scale for every view, fitting the y (front-back) and z extents
+            scale = 0.5 * max(hi[2] - lo[2], (hi[1] - lo[1]) * size[1] / size[0]) * 1.05
+            plotter.show(auto_close=False)  # the first render resets the camera: do it now
             for h, _, direction in _VIEWS:
                 if h != hemi:
                     continue
                 plotter.view_vector(direction, viewup=(0, 0, 1))
-                plotter.reset_camera()
-                plotter.camera.zoom(1.5)
+                plotter.camera.focal_point = tuple(center)
+                plotter.camera.position = tuple(center + 4 * float(np.max(hi - lo))
+                                                * np.asarray(direction, dtype=np.float64))
+                plotter.camera.parallel_scale = scale
+                plotter.reset_camera_clipping_range()
                 shots.append(plotter.screenshot(return_img=True))
         finally:
             plotter.close()
+    # crop the white margins, with one box for all views so that scales stay equal
+    ink = np.zeros(shots[0].shape[:2], dtype=bool)
+    for shot in shots:
+        ink |= np.any(shot[..., :3] < 250, axis=-1)
+    rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+    if rows.size and cols.size:
+        shots = [shot[max(rows[0] - 4, 0):rows[-1] + 5, max(cols[0] - 4, 0):cols[-1] + 5]
+                 for shot in shots]
     return shots
 
 
