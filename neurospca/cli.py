@@ -159,6 +159,17 @@ def _fit(args, estimator, X):
 # --------------------------------------------------------------------------
 
 
+def _check_report_dependencies():
+    """Fail before any work when the report's libraries are missing."""
+    import importlib.util
+
+    missing = [m for m in ("jinja2", "matplotlib", "nilearn")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UserError(f"the report needs {', '.join(missing)}: pip install "
+                        '"neurospca[report]"')
+
+
 def _prepare_output(path):
     """Absolute output folder path and a fresh temporary folder next to it."""
     out = os.path.abspath(os.fspath(path))
@@ -604,6 +615,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     args.argv = argv
     try:
+        _check_report_dependencies()
         return args.func(args)
     except KeyboardInterrupt:
         print("neurospca: interrupted; no report or model was written.", file=sys.stderr)

@@ -363,3 +363,14 @@ def test_demo(tmp_path, capsys):
     assert saved.estimator.components_.shape == (1, 64030)
     assert nib.load(out / "loadings.nii.gz").shape[-1] == 1
     assert "neurospca demo" in (out / "report.html").read_text()
+
+
+def test_missing_report_libraries_fail_first(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "jinja2" else real(name, *a))
+    err = _error(capsys, ["demo", "--output", str(tmp_path / "d")])
+    assert 'jinja2: pip install "neurospca[report]"' in err
+    assert not os.listdir(tmp_path)
