@@ -58,6 +58,23 @@ from .decomposition.nspca import NonnegativeSparsePCA, nspca
 from .persistence import SavedModel, load_model, save_model
 
 # --- model selection and datasets (issue 5)
+from .datasets import (
+    make_cortical_atrophy,
+    make_fmri_like,
+    make_paper_simulation,
+    make_paper_simulation_split,
+)
+from .model_selection import (
+    dice_index,
+    grid_search_cv,
+    match_components,
+    mse_to_truth,
+    neg_reconstruction_error,
+    pairwise_dice,
+    reconstruction_error,
+    sign_permutation_test,
+    sparsity_rule,
+)
 
 __version__ = "0.1.0.dev0"
 
@@ -115,4 +132,17 @@ __all__ = [
     "load_model",
     "save_model",
     # --- issue 5
+    "make_cortical_atrophy",
+    "make_fmri_like",
+    "make_paper_simulation",
+    "make_paper_simulation_split",
+    "dice_index",
+    "grid_search_cv",
+    "match_components",
+    "mse_to_truth",
+    "neg_reconstruction_error",
+    "pairwise_dice",
+    "reconstruction_error",
+    "sign_permutation_test",
+    "sparsity_rule",
 ]

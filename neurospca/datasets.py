@@ -6,6 +6,11 @@
 - :func:`make_fmri_like`: maps over nilearn's MNI152 brain mask at 3 mm
   (64,030 voxels, the size of the paper's fMRI set) with three smooth sparse
   patterns plus noise. Needs nilearn (its bundled template, no download).
+- :func:`make_paper_simulation_split`: the paper's 250 training + 250 test
+  images.
+- :func:`make_cortical_atrophy`: cortical-thickness maps on fsaverage5 (both
+  hemispheres) with three smooth atrophy patterns. Needs nilearn (bundled
+  meshes and thickness map, no download).
 """
 
 import numpy as np

@@ -1,0 +1,250 @@
+"""Model selection: held-out error, Dice, matching, MSE, sparsity rule, grids, dask."""
+
+import logging
+
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA
+from sklearn.model_selection import GridSearchCV, KFold
+
+from neurospca import SPCATV, tv_from_mask
+from neurospca.datasets import make_paper_simulation
+from neurospca.model_selection import (
+    dice_index,
+    format_grid_table,
+    grid_search_cv,
+    match_components,
+    mse_to_truth,
+    neg_reconstruction_error,
+    pairwise_dice,
+    reconstruction_error,
+    sign_permutation_test,
+    sparsity_rule,
+)
+
+
+@pytest.fixture(scope="module")
+def small_sim():
+    X, patterns, mask = make_paper_simulation(60, snr=0.5, random_state=3, shape=(16, 16))
+    return X, patterns, mask
+
+
+# --------------------------------------------------------------------------
+# reconstruction error
+# --------------------------------------------------------------------------
+
+
+def test_reconstruction_error_matches_pca_inverse_transform():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 12)) @ rng.standard_normal((12, 12))
+    pca = PCA(3).fit(X[:30])
+    expected = np.linalg.norm(X[30:] - pca.inverse_transform(pca.transform(X[30:])))
+    assert reconstruction_error(X[30:], pca) == pytest.approx(expected, rel=1e-12)
+    assert reconstruction_error(X[30:], pca.components_, pca.mean_) == pytest.approx(expected)
+    assert neg_reconstruction_error(pca, X[30:]) == pytest.approx(-expected)
+
+
+def test_reconstruction_error_non_orthogonal_components_is_least_squares():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((15, 9))
+    C = rng.standard_normal((3, 9)) * np.array([[1.0], [5.0], [0.01]])  # skewed scales
+    mean = rng.standard_normal(9)
+    Xc = X - mean
+    S = np.linalg.lstsq(C.T, Xc.T, rcond=None)[0].T  # independent: least-squares scores
+    expected = np.linalg.norm(Xc - S @ C)
+    assert reconstruction_error(X, C, mean) == pytest.approx(expected, rel=1e-10)
+    # a zero component changes nothing; no component leaves the centred norm
+    C0 = np.vstack([C, np.zeros(9)])
+    assert reconstruction_error(X, C0, mean) == pytest.approx(expected, rel=1e-10)
+    assert reconstruction_error(X, np.zeros((2, 9)), mean) == pytest.approx(np.linalg.norm(Xc))
+
+
+def test_reconstruction_error_validation():
+    with pytest.raises(ValueError, match="X has 4 features"):
+        reconstruction_error(np.ones((3, 4)), np.ones((2, 5)))
+    with pytest.raises(ValueError, match="X contains NaN"):
+        reconstruction_error(np.full((3, 5), np.nan), np.ones((2, 5)))
+
+
+def test_scorer_works_in_gridsearchcv():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((50, 4)) @ rng.standard_normal((4, 10)) \
+        + 0.1 * rng.standard_normal((50, 10))
+    cv = KFold(5)
+    gs = GridSearchCV(PCA(), {"n_components": [1, 2, 4]}, scoring=neg_reconstruction_error,
+                      cv=cv).fit(X)
+    assert gs.best_params_ == {"n_components": 4}  # more components, smaller error
+    manual = [-reconstruction_error(X[te], PCA(2).fit(X[tr])) for tr, te in cv.split(X)]
+    assert gs.cv_results_["mean_test_score"][1] == pytest.approx(np.mean(manual), rel=1e-12)
+
+
+# --------------------------------------------------------------------------
+# Dice, matching, MSE, sparsity rule
+# --------------------------------------------------------------------------
+
+
+def test_dice_index_known_values():
+    a = np.array([1.0, -2.0, 3.0, 0.0, 0.0])
+    assert dice_index(a, a) == 1.0
+    assert dice_index(a, -a) == 1.0  # signs ignored
+    assert dice_index(a, np.array([0, 0, 0, 1.0, 1.0])) == 0.0  # disjoint
+    assert dice_index(a, np.array([0, 0, 5.0, 1.0, 0])) == pytest.approx(2 * 1 / (3 + 2))
+    assert dice_index(np.zeros(5), np.zeros(5)) == 1.0
+    assert dice_index(a, np.zeros(5)) == 0.0
+    # threshold: |a_j| <= 1 is out of the support -> {1, 2} vs {2}
+    assert dice_index(a, np.array([0, 0, 3.0, 0, 0]), threshold=1.0) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="same size"):
+        dice_index(a, np.ones(4))
+
+
+def test_match_components_recovers_permutation_and_signs():
+    rng = np.random.default_rng(4)
+    R = rng.standard_normal((3, 50))
+    C = np.stack([-2.0 * R[2], 0.5 * R[0], R[1]]) + 0.01 * rng.standard_normal((3, 50))
+    order, signs, sim = match_components(R, C)
+    np.testing.assert_array_equal(order, [1, 2, 0])
+    np.testing.assert_array_equal(signs, [1, 1, -1])
+    assert np.all(sim > 0.99)
+
+
+def test_pairwise_dice_with_and_without_matching():
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((3, 40)) * (rng.random((3, 40)) < 0.3)
+    fits = [base, base[[2, 0, 1]] * -1.0, base[[1, 2, 0]]]
+    d = pairwise_dice(fits)
+    assert d.shape == (3, 3)
+    np.testing.assert_allclose(d, 1.0)
+    d_raw = pairwise_dice(fits, match=False)
+    assert d_raw.mean() < 0.6  # supports of different components overlap little
+    np.testing.assert_allclose(d_raw[0, 0], dice_index(base[0], base[2]))
+    with pytest.raises(ValueError, match="at least 2 fits"):
+        pairwise_dice([base])
+
+
+def test_mse_to_truth_invariances_and_value():
+    rng = np.random.default_rng(6)
+    T = rng.standard_normal((3, 30))
+    C = np.stack([5 * T[1], -0.1 * T[2], T[0]])
+    assert mse_to_truth(C, T) == pytest.approx(0.0, abs=1e-12)
+    # one orthogonal component: 2 (1 - 0) for it, 0 for the others -> 2/3
+    q = rng.standard_normal(30)
+    q -= T.T @ np.linalg.lstsq(T.T, q, rcond=None)[0]
+    assert mse_to_truth(np.stack([T[0], T[1], q]), T) == pytest.approx(2 / 3, rel=1e-8)
+    # a single pair at a known angle: 2 (1 - |cos|)
+    t = np.array([[1.0, 0.0]])
+    c = np.array([[np.cos(0.3), -np.sin(0.3)]])
+    assert mse_to_truth(c, t) == pytest.approx(2 * (1 - np.cos(0.3)))
+    assert mse_to_truth(np.zeros((1, 2)), t) == pytest.approx(2.0)
+
+
+def test_sparsity_rule():
+    C = np.ones((3, 10))
+    assert not sparsity_rule(C)
+    C[1, :5] = 0
+    C[2, :6] = 0
+    assert sparsity_rule(C)  # component 1 (first) need not be sparse
+    C[2, :6] = 1
+    C[2, :4] = 0
+    assert not sparsity_rule(C)
+    assert sparsity_rule(C, min_zero_fraction=0.4)
+    assert sparsity_rule(np.ones((1, 10)))  # no second/third component to test
+
+
+def test_sign_permutation_test():
+    d = np.full(20, 0.3) + np.linspace(0, 0.01, 20)
+    stat, p = sign_permutation_test(d, n_permutations=999)
+    assert stat == pytest.approx(d.mean())
+    # every sign flip except the identity lowers |mean|: p at its minimum or next to it
+    assert p <= 3 / 1000
+    _, p_null = sign_permutation_test(np.array([1.0, -1.0, 1.0, -1.0]), 200)
+    assert p_null == 1.0  # observed mean 0: every permutation is as extreme
+    with pytest.raises(ValueError, match="n_permutations"):
+        sign_permutation_test(d, 0)
+
+
+# --------------------------------------------------------------------------
+# grid search
+# --------------------------------------------------------------------------
+
+
+def _l1_max(X):
+    Xc = X - X.mean(axis=0)
+    return float(np.sqrt((Xc**2).sum(axis=0)).max() / X.shape[0])
+
+
+def test_grid_search_picks_known_best_and_scores_match(small_sim):
+    X, patterns, mask = small_sim
+    op = tv_from_mask(mask)
+    scale = _l1_max(X)
+    # tiny alpha: dense loadings (fail the rule); huge alpha: everything zero
+    # (the held-out error is that of no component); middle: sparse and good.
+    grid = {"alpha": [1e-3 * scale, 0.5 * scale, 50.0 * scale], "l1_ratio": [0.1],
+            "tv_ratio": [0.3]}
+    est = SPCATV(3, operator=op, tol=1e-4)
+    with pytest.warns(UserWarning, match="identically zero"):
+        res = grid_search_cv(est, X, grid, cv=3, truth=patterns, n_jobs=1)
+    assert not res["passes_sparsity"][0]
+    assert res["passes_sparsity"][2]
+    assert res["best_index"] == 1 and res["best_passes_sparsity"]
+    assert res["best_params"]["alpha"] == pytest.approx(0.5 * scale)
+    # the table agrees with independent fits
+    folds = list(KFold(3).split(X))
+    tr, te = folds[1]
+    fit = SPCATV(3, operator=op, tol=1e-4, alpha=0.5 * scale, l1_ratio=0.1,
+                 tv_ratio=0.3).fit(X[tr])
+    Xc = X[te] - X[tr].mean(axis=0)
+    all_zero_err = np.linalg.norm(X[te] - X[tr].mean(axis=0))
+    assert res["fold_test_error"][1, 1] == pytest.approx(reconstruction_error(X[te], fit))
+    assert res["fold_test_error"][2, 1] == pytest.approx(all_zero_err)
+    assert res["fold_test_error"][1, 1] < np.linalg.norm(Xc)
+    assert res["mean_mse"][1] < 0.5 < res["mean_mse"][2]
+    assert 0.0 <= res["mean_dice"][1] <= 1.0
+    table = format_grid_table(res)
+    assert table.splitlines()[2].startswith("*")  # the selected (second) setting
+
+
+def test_grid_search_validation(small_sim):
+    X, _, _ = small_sim
+    with pytest.raises(ValueError, match="alpah"):
+        grid_search_cv(SPCATV(2), X, {"alpah": [1.0]})
+    with pytest.raises(ValueError, match="param_grid is empty"):
+        grid_search_cv(SPCATV(2), X, [])
+    with pytest.raises(TypeError, match="estimator"):
+        grid_search_cv("pca", X, {"alpha": [1.0]})
+
+
+def test_grid_search_logs_each_fit(small_sim, caplog):
+    X, _, _ = small_sim
+    with caplog.at_level(logging.INFO, logger="neurospca"):
+        grid_search_cv(PCA(), X, {"n_components": [2, 3]}, cv=2, sparse_indices=())
+    done = [r for r in caplog.records if "fits done" in r.getMessage()]
+    assert len(done) == 4 and done[-1].getMessage().endswith("4/4 fits done")
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_grid_search_on_dask_equals_serial(small_sim, processes):
+    distributed = pytest.importorskip("distributed")
+    from joblib import parallel_config
+
+    X, patterns, mask = small_sim
+    op = tv_from_mask(mask)
+    scale = _l1_max(X)
+    grid = {"alpha": [0.1 * scale, 0.2 * scale], "l1_ratio": [0.1], "tv_ratio": [0.0, 0.3]}
+    est = SPCATV(3, operator=op, tol=1e-4)
+    serial = grid_search_cv(est, X, grid, cv=3, truth=patterns, n_jobs=1)
+    # in-process workers need an explicit tcp protocol to bind to 127.0.0.1
+    protocol = {} if processes else {"protocol": "tcp://"}
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes,
+                                  host="127.0.0.1", dashboard_address=None,
+                                  **protocol) as cluster, \
+            distributed.Client(cluster) as client:
+        with parallel_config(backend="dask"):
+            remote = grid_search_cv(est, X, grid, cv=3, truth=patterns)
+        assert len(client.scheduler_info()["workers"]) == 2
+        assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+    for key in ("fold_test_error", "mean_dice", "mean_mse", "min_zero_fraction"):
+        np.testing.assert_allclose(remote[key], serial[key], rtol=1e-12, atol=1e-12)
+    assert remote["best_index"] == serial["best_index"]
+    for cs, cr in zip(serial["components"], remote["components"]):
+        for a, b in zip(cs, cr):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
