@@ -219,6 +219,28 @@ def test_l2_level_recursion_matches_group_by_group_twin(seed):
                                        atol=1e-13)
 
 
+@pytest.mark.parametrize("norm", ["l2", "linf"])
+@pytest.mark.parametrize("root_first", [False, True])
+def test_cython_kernel_matches_numpy_twin(norm, root_first):
+    from neurospca.decomposition import tree as tree_mod
+
+    if tree_mod._tree_fast is None:
+        pytest.skip("compiled kernel not built")
+    rng = np.random.default_rng(4)
+    for parent in (balanced_tree((4, 3, 2)), random_tree(40, rng, n_roots=2)):
+        tree = check_tree(parent)
+        Z = 2 * rng.standard_normal((30, parent.size))
+        radii = rng.uniform(0, 1.5, parent.size)
+        radii[:3] = 0.0
+        step = rng.uniform(0.2, 1.0, 30)
+        for rs in (None, step):
+            twin = _prox_tree_core(Z, tree, radii, norm, root_first=root_first,
+                                   row_scale=rs)
+            fast = tree_mod._prox_tree_fast(Z, tree, radii, norm, root_first=root_first,
+                                            row_scale=rs)
+            np.testing.assert_allclose(fast, twin, atol=1e-13)
+
+
 def test_prox_special_cases():
     rng = np.random.default_rng(0)
     u = rng.standard_normal(8)

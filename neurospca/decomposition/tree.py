@@ -28,6 +28,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_data, check_nonneg
 
+try:  # compiled twin of _prox_tree_core (python setup.py build_ext --inplace)
+    from . import _tree_fast
+except ImportError:  # pragma: no cover - the NumPy path is used instead
+    _tree_fast = None
+
 logger = logging.getLogger("neurospca")
 
 __all__ = [
@@ -277,6 +282,28 @@ def project_l1_ball(Z, radius):
     return out[0] if one_d else out
 
 
+def _prox_tree_fast(Z, tree, radii, norm, root_first=False, row_scale=None):
+    """The Cython kernel: same result as :func:`_prox_tree_core`."""
+    order = tree.order
+    Zp = np.ascontiguousarray(Z[:, order], dtype=np.float64)
+    scale = np.ones(Zp.shape[0]) if row_scale is None else np.ascontiguousarray(
+        row_scale, dtype=np.float64)
+    _tree_fast.prox_tree_rows(Zp, tree.end, np.ascontiguousarray(radii[order]),
+                              scale, int(norm == "linf"), int(root_first))
+    out = np.empty_like(Zp)
+    out[:, order] = Zp
+    return out
+
+
+def _prox_tree(Z, tree, radii, norm, row_scale=None):
+    """Fastest exact path: Cython kernel for ℓ∞, level recursion for ℓ2."""
+    if norm == "l2":
+        return _prox_l2_levels(Z, tree, radii, row_scale)
+    if _tree_fast is not None:
+        return _prox_tree_fast(Z, tree, radii, norm, row_scale=row_scale)
+    return _prox_tree_core(Z, tree, radii, norm, row_scale=row_scale)
+
+
 def _prox_tree_core(Z, tree, radii, norm, root_first=False, return_dual=False,
                     row_scale=None):
     """Leaves-to-root (or, wrongly, root-first) group shrinkages.
@@ -286,8 +313,6 @@ def _prox_tree_core(Z, tree, radii, norm, root_first=False, return_dual=False,
     ``return_dual`` also returns the dual variables ``xi_g`` of Algorithm 1 as
     a dict ``node -> (xi (n, |g|), node indices of g)``.
     """
-    if norm == "l2" and not root_first and not return_dual:
-        return _prox_l2_levels(Z, tree, radii, row_scale)
     order, end = tree.order, tree.end
     Zp = Z[:, order]
     positions = range(order.size) if root_first else range(order.size - 1, -1, -1)
@@ -413,7 +438,7 @@ def _prox(Z, tree, radii, norm, l1, nonneg):
         Z = np.maximum(Z, 0.0)
     if l1 > 0:
         Z = np.sign(Z) * np.maximum(np.abs(Z) - l1, 0.0)
-    return _prox_tree_core(Z, tree, radii, norm)
+    return _prox_tree(Z, tree, radii, norm)
 
 
 def tree_norm(v, tree, *, weights=None, norm="l2"):
@@ -501,7 +526,7 @@ def _sparse_code(X, C, tree, radii, norm, l1, nonneg, mask, A0, max_iter, tol):
             Z = np.maximum(Z, 0.0)
         if l1 > 0:
             Z = np.sign(Z) * np.maximum(np.abs(Z) - (sa * l1)[:, None], 0.0)
-        A_new = _prox_tree_core(Z, tree, radii, norm, row_scale=sa)
+        A_new = _prox_tree(Z, tree, radii, norm, row_scale=sa)
         diff = A_new - A[active]
         ta = t[active]
         # adaptive restart (O'Donoghue and Candes): momentum against progress
