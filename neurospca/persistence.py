@@ -75,70 +75,126 @@ class SavedModel(NamedTuple):
 # --------------------------------------------------------------------------
 
 
-def _json_scalar(value):
-    """A JSON-compatible copy of a scalar, or raise TypeError."""
+def _is_number(x):
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+
+
+def _encode_scalar(value):
+    """JSON description of a scalar, keeping its exact type; TypeError otherwise."""
     if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, np.bool_):
-        return bool(value)
+        return {"kind": "scalar", "value": value}
+    if isinstance(value, np.generic) and (value.dtype.kind in "biuf"):
+        return {"kind": "scalar", "value": value.item(), "dtype": value.dtype.str}
     if isinstance(value, numbers.Integral):
-        return int(value)
+        return {"kind": "scalar", "value": int(value)}
     if isinstance(value, numbers.Real):
-        return float(value)
+        return {"kind": "scalar", "value": float(value)}
     raise TypeError(type(value).__name__)
 
 
-def _encode_ragged(name, value, arrays):
+def _is_ragged_history(value):
+    """A list of lists of equal-width numeric tuples (gap_history_, mu_history_)."""
+    return (isinstance(value, list) and len(value) > 0 and all(
+        isinstance(seq, list) and all(
+            isinstance(r, tuple) and all(_is_number(x) for x in r) for r in seq)
+        for seq in value))
+
+
+def _encode_ragged(key, value, arrays):
     """A list of lists of numeric tuples -> one 2-D float64 array per item."""
     items = []
     for k, seq in enumerate(value):
-        rows = [tuple(r) for r in seq]
-        width = len(rows[0]) if rows else 0
-        if any(len(r) != width for r in rows):
-            raise TypeError(f"{name}[{k}] has rows of different lengths")
-        int_cols = [all(isinstance(r[j], numbers.Integral) for r in rows) for j in range(width)]
-        arr = np.array(rows, dtype=np.float64).reshape(len(rows), width)
+        width = len(seq[0]) if seq else 0
+        if any(len(r) != width for r in seq):
+            raise TypeError(f"{key}[{k}] has rows of different lengths")
+        int_cols = [all(isinstance(r[j], numbers.Integral) for r in seq) for j in range(width)]
+        arr = np.array(seq, dtype=np.float64).reshape(len(seq), width)
         if any(int_cols[j] and np.any(np.abs(arr[:, j]) >= 2**53) for j in range(width)):
-            raise TypeError(f"{name}[{k}] holds integers too large for exact storage")
-        arrays[f"ragged/{name}/{k}"] = arr
+            raise TypeError(f"{key}[{k}] holds integers too large for exact storage")
+        arrays[f"{key}/{k}"] = arr
         items.append({"int_columns": int_cols})
     return {"kind": "ragged", "items": items}
 
 
-def _encode_attr(name, value, arrays):
-    """Store one fitted attribute; return its JSON description."""
+def _encode(key, value, arrays):
+    """Store ``value`` under ``key`` (arrays in ``arrays``); return its JSON description.
+
+    Arrays are stored as they are; scalars keep their exact type; lists of numbers
+    become one array; histories (lists of lists of tuples) one array per item;
+    other lists, tuples and str-keyed dicts are encoded item by item. Anything
+    else raises TypeError (nothing is ever pickled).
+    """
+    if isinstance(value, GroupOperator):
+        return {"kind": "operator", "operator": _encode_operator(value, arrays, key)}
     if isinstance(value, np.ndarray):
         if value.dtype.hasobject:
-            if all(isinstance(x, str) for x in value.ravel()):
-                arrays[f"attr/{name}"] = value.astype(str)
+            if value.size and all(isinstance(x, str) for x in value.ravel()):
+                arrays[key] = value.astype(str)
                 return {"kind": "array", "object_str": True}
             raise TypeError("object array")
-        arrays[f"attr/{name}"] = value
+        arrays[key] = value
         return {"kind": "array"}
-    if isinstance(value, list) and all(isinstance(x, (list, tuple)) for x in value):
-        return _encode_ragged(name, value, arrays)
-    return {"kind": "scalar", "value": _json_scalar(value)}
+    if _is_ragged_history(value):
+        return _encode_ragged(key, value, arrays)
+    if isinstance(value, (list, tuple)):
+        container = "list" if isinstance(value, list) else "tuple"
+        if value and all(_is_number(x) and not isinstance(x, np.generic) for x in value):
+            is_int = [isinstance(x, numbers.Integral) for x in value]
+            arr = np.array(value, dtype=np.float64)
+            if any(i and abs(x) >= 2**53 for i, x in zip(is_int, value)):
+                raise TypeError("integers too large for exact storage")
+            arrays[key] = arr
+            return {"kind": "numbers", "container": container,
+                    "int": is_int if any(is_int) and not all(is_int) else all(is_int)}
+        if value and all(isinstance(x, np.generic) and x.dtype.kind in "biuf" for x in value) \
+                and len({x.dtype.str for x in value}) == 1:
+            arrays[key] = np.array(value)
+            return {"kind": "npscalars", "container": container}
+        return {"kind": "seq", "container": container,
+                "items": [_encode(f"{key}/{i}", x, arrays) for i, x in enumerate(value)]}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"kind": "dict",
+                "items": {k: _encode(f"{key}/{k}", v, arrays) for k, v in value.items()}}
+    return _encode_scalar(value)
 
 
-def _decode_attr(name, desc, arrays):
+def _decode(key, desc, arrays):
     kind = desc.get("kind")
+    if kind == "operator":
+        return _decode_operator(desc["operator"], arrays, key)
     if kind == "array":
-        arr = arrays[f"attr/{name}"]
+        arr = arrays[key]
         return arr.astype(object) if desc.get("object_str") else arr
     if kind == "scalar":
-        return desc["value"]
+        value = desc["value"]
+        return np.dtype(desc["dtype"]).type(value) if "dtype" in desc else value
     if kind == "ragged":
         out = []
         for k, item in enumerate(desc["items"]):
-            arr = arrays[f"ragged/{name}/{k}"]
+            arr = arrays[f"{key}/{k}"]
             int_cols = item["int_columns"]
             if arr.ndim != 2 or arr.shape[1] != len(int_cols):
-                raise ValueError(f"ragged/{name}/{k} has shape {arr.shape}")
+                raise ValueError(f"{key}/{k} has shape {arr.shape}")
             cols = [arr[:, j].astype(np.int64).tolist() if is_int else arr[:, j].tolist()
                     for j, is_int in enumerate(int_cols)]
             out.append(list(zip(*cols)) if cols else [() for _ in range(arr.shape[0])])
         return out
-    raise ValueError(f"unknown attribute kind {kind!r} for {name}")
+    wrap = tuple if desc.get("container") == "tuple" else list
+    if kind == "numbers":
+        arr = arrays[key]
+        flags = desc["int"]
+        if isinstance(flags, bool):
+            flags = [flags] * arr.size
+        if arr.ndim != 1 or len(flags) != arr.size:
+            raise ValueError(f"{key} has shape {arr.shape}")
+        return wrap(int(x) if i else float(x) for x, i in zip(arr.tolist(), flags))
+    if kind == "npscalars":
+        return wrap(arrays[key][i] for i in range(arrays[key].shape[0]))
+    if kind == "seq":
+        return wrap(_decode(f"{key}/{i}", d, arrays) for i, d in enumerate(desc["items"]))
+    if kind == "dict":
+        return {k: _decode(f"{key}/{k}", d, arrays) for k, d in desc["items"].items()}
+    raise ValueError(f"unknown kind {kind!r} for {key}")
 
 
 def _encode_operator(op, arrays, prefix):
@@ -288,24 +344,21 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None):
     arrays = {}
     params = {}
     for name, value in estimator.get_params(deep=False).items():
-        if isinstance(value, GroupOperator):
-            params[name] = {"kind": "operator",
-                            "operator": _encode_operator(value, arrays, f"param/{name}")}
-        elif isinstance(value, (np.random.RandomState, np.random.Generator)):
+        if isinstance(value, (np.random.RandomState, np.random.Generator)):
             logger.warning("save_model: %s=%r is not saved (saved as None).", name, value)
-            params[name] = {"kind": "scalar", "value": None}
-        else:
-            try:
-                params[name] = {"kind": "scalar", "value": _json_scalar(value)}
-            except TypeError:
-                raise TypeError(
-                    f"estimator parameter {name}={value!r} cannot be saved without pickle "
-                    "(only numbers, strings, booleans, None and GroupOperator are)."
-                ) from None
+            value = None
+        try:
+            params[name] = _encode(f"param/{name}", value, arrays)
+        except TypeError as exc:
+            raise TypeError(
+                f"estimator parameter {name}={value!r} cannot be saved without pickle "
+                f"({exc}): only arrays, numbers, strings, booleans, None, lists/dicts of "
+                "those and GroupOperator are."
+            ) from None
     fitted = {}
     for name in attrs:
         try:
-            fitted[name] = _encode_attr(name, getattr(estimator, name), arrays)
+            fitted[name] = _encode(f"attr/{name}", getattr(estimator, name), arrays)
         except TypeError as exc:
             raise TypeError(f"estimator attribute {name} cannot be saved without pickle "
                             f"({exc}).") from None
@@ -409,15 +462,11 @@ def load_model(path):
         if missing:
             raise ValueError(f"arrays missing: {missing[:5]}")
         cls = _estimator_class(meta["class"])
-        params = {}
-        for name, desc in meta["params"].items():
-            if desc["kind"] == "operator":
-                params[name] = _decode_operator(desc["operator"], arrays, f"param/{name}")
-            else:
-                params[name] = desc["value"]
+        params = {name: _decode(f"param/{name}", desc, arrays)
+                  for name, desc in meta["params"].items()}
         estimator = cls(**params)
         for name, desc in meta["fitted"].items():
-            setattr(estimator, name, _decode_attr(name, desc, arrays))
+            setattr(estimator, name, _decode(f"attr/{name}", desc, arrays))
         space = _decode_space(meta["space"], arrays)
         meshes = None
         if meta["meshes"] is not None:

@@ -138,11 +138,11 @@ def _component_figures(estimator, space, meshes, bg_img, engine, dpi):
         item = {"label": label, "image": None, "message": ""}
         t0 = time.perf_counter()
         if isinstance(space, VolumeMasker):
-            fig = plotting.plot_volume_component(unmask(comp, space.mask_img), label,
+            fig = plotting.plot_volume_component(unmask(comp, space.mask_img), None,
                                                  bg_img=bg_img)
         elif surface_maps is not None:
             maps = {h: surface_maps[h][:, k] for h in ("left", "right")}
-            fig = plotting.plot_surface_component(maps, meshes, label, bg_maps=bg_maps,
+            fig = plotting.plot_surface_component(maps, meshes, None, bg_maps=bg_maps,
                                                   engine=engine)
         elif isinstance(space, Hemispheres):
             item["message"] = "No meshes were given: the surface loadings are not drawn."
@@ -154,7 +154,6 @@ def _component_figures(estimator, space, meshes, bg_img, engine, dpi):
             ax.plot(comp, lw=0.8)
             ax.set_xlabel("feature")
             ax.set_ylabel("loading")
-            ax.set_title(label)
             fig.tight_layout()
         item["image"] = plotting.figure_to_data_uri(fig, dpi=dpi)
         logger.info("report: %s drawn in %.2f s", label, time.perf_counter() - t0)
