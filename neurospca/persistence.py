@@ -3,8 +3,10 @@
 A fitted estimator is written as a NumPy ``.npz`` archive (read back with
 ``allow_pickle=False``): every fitted array is stored as is (bit-identical on
 reload), scalars, parameters and metadata go into a JSON document stored in
-the archive as UTF-8 bytes (key ``"meta.json"``), and ragged histories
-(``gap_history_``, ``mu_history_``) are stored one 2-D array per component.
+the archive as UTF-8 bytes (key ``"meta.json"``), histories such as
+``gap_history_`` are stored one 2-D array per component, and other lists,
+tuples and dicts item by item (objects of other types are refused: nothing
+is ever pickled).
 The structure operator is saved as its CSR arrays plus ``group_ptr`` and
 ``norm2``. The space needed to put loadings back on the brain is saved too:
 the mask (data and affine) for volumes, the kept vertices of each hemisphere
