@@ -62,6 +62,19 @@ def surface_files(tmp_path_factory):
         ctab = np.array([[25, 5, 25, 0, 0], [220, 20, 10, 0, 0]], dtype=np.int32)
         nib.freesurfer.write_annot(str(root / f"{short}.aparc.annot"), labels, ctab,
                                    [b"unknown", b"cortex"], fill_ctab=True)
+        # the same in FreeSurfer's own formats: geometry, curv morphometry, .label
+        write_surf_mesh(fs["white_matter"].parts[hemi].coordinates,
+                        fs["white_matter"].parts[hemi].faces, root / f"{short}.white")
+        for i in range(N_SURF):
+            values = np.asarray(load_surf_data(root / f"sub-{i:02d}_{short}.thickness.mgh"))
+            (root / f"sub-{i:02d}").mkdir(exist_ok=True)
+            write_surf_data(values, root / f"sub-{i:02d}" / f"{short}.thickness")
+        kept = np.flatnonzero(labels == 1)
+        with open(root / f"{short}.cortex.label", "w") as fh:
+            fh.write(f"#!ascii label, from subject fsaverage5\n{kept.size}\n")
+            for v in kept:
+                x, y, z = coords[v]
+                fh.write(f"{v} {x:.3f} {y:.3f} {z:.3f} 0.0000000000\n")
     return root
 
 
@@ -312,6 +325,27 @@ def test_fit_surface_writes_everything(surface_files, tmp_path, capsys):
     assert saved.meshes["left"][0].shape == (10242, 3)
     html = (out / "report.html").read_text()
     assert html.count('alt="Component ') == 2 and "left lateral" not in html  # drawn, not text
+
+
+def test_fit_surface_freesurfer_files(surface_files, tmp_path, capsys):
+    """FreeSurfer geometry, curv-format maps in subject folders, .label cortex, MGH output."""
+    root = surface_files
+    out = tmp_path / "fs"
+    args = ["fit", "--n-components", "1", "--tol", "1e-2", "--engine", "matplotlib",
+            "--surface-format", "mgh", "--output", str(out), "-q"]
+    for hemi, short in (("left", "lh"), ("right", "rh")):
+        args += [f"--{hemi}-mesh", str(root / f"{short}.white"),
+                 f"--{hemi}-cortex", str(root / f"{short}.cortex.label"),
+                 f"--{hemi}-data", str(root / "sub-*" / f"{short}.thickness")]
+    assert main(args) == 0
+    assert sorted(os.listdir(out)) == ["loadings_lh.mgh", "loadings_rh.mgh", "model.npz",
+                                       "report.html", "scores.csv"]
+    saved = load_model(out / "model.npz")
+    assert saved.metadata["sample_labels"][0] == "sub-00/lh.thickness"
+    kept = saved.space.vertices[0]
+    left = np.asarray(load_surf_data(out / "loadings_lh.mgh"))
+    np.testing.assert_allclose(left[kept], saved.estimator.components_[0, :kept.size],
+                               rtol=1e-6, atol=1e-8)
 
 
 def test_surface_errors(surface_files, tmp_path, capsys):
