@@ -8,7 +8,6 @@ Needs Chromium (``apt-get install -y chromium``; ``.ci/run`` installs it) and
 the ``playwright`` Python package (the ``test`` extra); skipped otherwise.
 """
 
-import io
 import os
 import shutil
 
