@@ -262,8 +262,11 @@ def _vertex_colors(values, bg, vmax, threshold, cmap):
 
 def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, size=(420, 320)):
     os.environ.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
-    import pyvista as pv
-
+    try:
+        import pyvista as pv
+    except ImportError:
+        raise ImportError('engine="pyvista" needs pyvista: pip install "neurospca[plotting]", '
+                          'or use engine="matplotlib".') from None
     pv.OFF_SCREEN = True
     shots = []
     for hemi in ("left", "right"):
