@@ -244,7 +244,8 @@ def render_rst(chosen, scores, pvals, meta):
             c=meta["n_calibration"]),
         "(seeds 1000+) by the lowest mean test reconstruction error among the grid",
         "settings whose components 2 and 3 are at least half zeros (the paper's",
-        "sparsity rule). scikit-learn's SparsePCA ran with ``tol=1e-5, max_iter=100``. MSE is the mean over the three true loadings of",
+        "sparsity rule). scikit-learn's SparsePCA ran with ``tol=1e-5, max_iter=100``.",
+        "MSE is the mean over the three true loadings of",
         "``||t/||t|| - s c/||c|| ||^2 = 2 (1 - |cos|)`` after matching.",
         "",
         "Run: {date}, {machine}; {nproc} cores, ``n_jobs={jobs}``; wall time {wall:.0f} s.".format(
