@@ -343,6 +343,7 @@ def _fit_volume(args):
 
     images = _expand(args.images, "--images")
     _existing(args.mask, "--mask")
+    _existing(args.bg_img, "--bg-img")
     _say(args, f"loading {len(images)} image(s) in the mask {args.mask} ...")
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -364,8 +365,10 @@ def _fit_volume(args):
     data = {"images": f"{len(images)} file(s): " + ", ".join(base[:5])
                       + (" ..." if len(base) > 5 else ""),
             "mask": os.path.abspath(args.mask)}
-    _write_all(args, estimator, masker, meshes=None,
-               metadata=_metadata(args, args.title, data), sample_labels=labels,
+    metadata = _metadata(args, args.title, data)
+    if args.bg_img:
+        metadata["bg_img"] = os.path.abspath(args.bg_img)
+    _write_all(args, estimator, masker, meshes=None, metadata=metadata, sample_labels=labels,
                bg_img=args.bg_img)
     return 0
 
@@ -481,10 +484,13 @@ def _report_command(args):
     if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
         raise UserError(f"--output: the folder of {out!r} does not exist.")
     title = args.title or saved.metadata.get("title") or "neurospca report"
+    bg_img = _existing(args.bg_img, "--bg-img")
+    if bg_img is None and os.path.exists(str(saved.metadata.get("bg_img"))):
+        bg_img = saved.metadata["bg_img"]  # the background the fit's report used
     _say(args, f"drawing the report of {args.model} ...")
     html = report.make_report(saved.estimator, saved.space, meshes=saved.meshes, title=title,
                               data_description=saved.metadata.get("data"),
-                              bg_img=args.bg_img, engine=args.engine)
+                              bg_img=bg_img, engine=args.engine)
     report.save_report(html, out)
     print(f"wrote {out}")
     return 0

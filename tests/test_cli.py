@@ -164,8 +164,10 @@ def test_fit_volume_writes_everything(volume_files, tmp_path, capsys):
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temp folder left
 
     # the report command rebuilds the report from the saved model
+    # (with the fit's --bg-img, remembered in the model's metadata)
+    assert saved.metadata["bg_img"] == str(root / "mask.nii.gz")
     assert main(["report", str(out / "model.npz"), "--output", str(tmp_path / "again.html"),
-                 "--bg-img", str(root / "mask.nii.gz"), "-q"]) == 0
+                 "-q"]) == 0
     again = (tmp_path / "again.html").read_text()
     assert "Vol &lt;i&gt;study&lt;/i&gt;" in again and again.count('alt="Component ') == 2
 
@@ -197,6 +199,8 @@ def test_volume_errors(volume_files, tmp_path, capsys):
     assert "--images" in err and "matches no file" in err
     err = _error(capsys, ["fit", "--images", *paths, "--mask", str(tmp_path / "m.nii")])
     assert "--mask" in err and "no such file" in err
+    err = _error(capsys, ["fit", "--images", *paths, "--mask", mask, "--bg-img", "t1.nii"])
+    assert "--bg-img" in err and "no such file" in err
     err = _error(capsys, ["fit", "--images", *paths])
     assert "--mask is required" in err
     err = _error(capsys, ["fit", "--mask", mask])
