@@ -17,6 +17,7 @@ import datetime
 import glob
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -100,22 +101,28 @@ def _positive_int(text):
 
 
 class _Progress(logging.Handler):
-    """Print the estimator's per-component log lines to stderr."""
+    """Print the estimator's per-component log lines to stderr.
 
-    def __init__(self, n_components, verbose):
+    Every finished component gives one line; alternations are shown with
+    ``-v``, or every ``heartbeat`` seconds on long components.
+    """
+
+    def __init__(self, n_components, verbose, heartbeat=10.0):
         super().__init__(logging.INFO)
         self.n_components = n_components
         self.verbose = verbose
+        self.heartbeat = heartbeat
+        self.last = time.perf_counter()
 
     def emit(self, record):
         msg = record.getMessage()
-        if msg.startswith("component ") and " done:" in msg:
-            k = int(msg.split()[1])
-            rest = msg.split(" done:", 1)[1]
-            print(f"  component {k + 1}/{self.n_components} done:{rest}", file=sys.stderr,
-                  flush=True)
-        elif self.verbose:
+        now = time.perf_counter()
+        match = re.match(r"component (\d+)(.*)$", msg)
+        if match:  # the engine counts from 0; people count from 1
+            msg = f"component {int(match.group(1)) + 1}/{self.n_components}{match.group(2)}"
+        if " done:" in msg or self.verbose or now - self.last > self.heartbeat:
             print(f"  {msg}", file=sys.stderr, flush=True)
+            self.last = now
 
 
 def _print_warnings(caught):
