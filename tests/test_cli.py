@@ -412,3 +412,22 @@ def test_missing_report_libraries_fail_first(tmp_path, monkeypatch, capsys):
     err = _error(capsys, ["demo", "--output", str(tmp_path / "d")])
     assert 'jinja2: pip install "neurospca[report]"' in err
     assert not os.listdir(tmp_path)
+
+
+def test_progress_lines(capsys):
+    import logging
+
+    from neurospca.cli import _Progress
+
+    logger = logging.getLogger("neurospca.test_progress")
+    logger.setLevel(logging.INFO)
+    quiet, chatty = _Progress(3, verbose=0, heartbeat=3600), _Progress(3, verbose=0, heartbeat=0)
+    for handler in (quiet, chatty):
+        logger.addHandler(handler)
+        logger.info("component %d, iteration %d: residual %.6g", 0, 1, 3.0)
+        logger.info("component %d done: %d alternations", 2, 2)
+        logger.removeHandler(handler)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["  component 3/3 done: 2 alternations",  # quiet: finished components only
+                     "  component 1/3, iteration 1: residual 3",  # long fit: heartbeat
+                     "  component 3/3 done: 2 alternations"]
