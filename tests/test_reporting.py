@@ -277,3 +277,24 @@ def test_core_import_stays_light():
             "if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_pyvista_views_when_available(surface_model):
+    """Off-screen pyvista (when it renders here): four distinct views at one scale."""
+    if not pyvista_available():
+        pytest.skip("pyvista cannot render off-screen here (the matplotlib fallback is used)")
+    from matplotlib import colormaps
+
+    model, hemis, meshes, _ = surface_model
+    maps = loadings_to_surface(model.components_, hemis)
+    one = {h: maps[h][:, 0] for h in ("left", "right")}
+    vmax, thr = plotting._symmetric_scale(np.concatenate([one["left"], one["right"]]))
+    shots = plotting._render_pyvista(meshes, one, {}, vmax, thr, colormaps["RdBu_r"])
+    assert len(shots) == 4 and len({s.shape for s in shots}) == 1  # one crop box for all
+    left_lateral, left_medial = shots[0].astype(float), shots[1].astype(float)
+    assert left_lateral.std() > 10 and np.abs(left_lateral - left_medial).mean() > 1
+    # lateral and medial views of a sphere are mirror images: same silhouette width
+    width = [np.any(s[..., :3] < 250, axis=(0, 2)).sum() for s in shots[:2]]
+    assert abs(width[0] - width[1]) <= 0.05 * max(width)
+    fig = plot_surface_component(one, meshes, engine="pyvista")
+    assert plotting.figure_to_png(fig).startswith(b"\x89PNG")
