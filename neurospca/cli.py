@@ -193,10 +193,15 @@ def _prepare_output(path):
 
 
 def _commit_output(tmp, out, order):
-    """Move the finished files into ``out`` (the report last)."""
+    """Move the finished files into ``out``: one rename for a new folder; otherwise
+    the old report is removed first and the new one moved in last, so that a
+    report in ``out`` always goes with the files next to it."""
     if not os.path.exists(out):
         os.replace(tmp, out)
         return
+    old_report = os.path.join(out, "report.html")
+    if os.path.exists(old_report):
+        os.remove(old_report)
     for name in order:
         src = os.path.join(tmp, name)
         if os.path.exists(src):
