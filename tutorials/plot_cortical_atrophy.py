@@ -85,8 +85,7 @@ order, signs, _ = neurospca.match_components(data.patterns, spcatv)
 k = int(order[0])
 fig = plotting.plot_surf_stat_map(
     data.inflated_left, signs[0] * maps["left"][:, k], hemi="left", view="medial",
-    title="SPCA-TV loading matched to the medial temporal pattern", colorbar=True,
+    title="SPCA-TV: medial temporal", colorbar=True,
 )
 if not QUICK:
     plt.show()
-plt.close("all")

@@ -115,4 +115,3 @@ display = plotting.plot_stat_map(first, title="SPCA-TV loading matched to patter
                                  display_mode="ortho", colorbar=True)
 if not QUICK:
     plotting.show()
-display.close()
