@@ -172,6 +172,10 @@ def tests(scores, n_permutations=1000):
     return out
 
 
+def _fmt_p(p):
+    return "< 1e-300" if p == 0 else f"{p:.2g}"
+
+
 def _fmt_params(p):
     return ", ".join(f"{k}={v:g}" for k, v in p.items())
 
@@ -226,9 +230,9 @@ def render_rst(chosen, scores, pvals, meta):
         e, q, d = pvals[m]["error"], pvals[m]["mse"], pvals[m]["dice"]
         lines += [
             f"   * - {m} vs SPCA-TV",
-            f"     - {e['t']:.2f}, {e['p_ttest']:.2g}, {e['p_perm']:.3g}",
-            f"     - {q['t']:.2f}, {q['p_ttest']:.2g}, {q['p_perm']:.3g}",
-            f"     - {d['mean_difference']:+.3f}, {d['p_perm']:.3g}, {d['p_ttest']:.2g}",
+            f"     - {e['t']:.2f}, {_fmt_p(e['p_ttest'])}, {e['p_perm']:.3g}",
+            f"     - {q['t']:.2f}, {_fmt_p(q['p_ttest'])}, {q['p_perm']:.3g}",
+            f"     - {d['mean_difference']:+.3f}, {d['p_perm']:.3g}, {_fmt_p(d['p_ttest'])}",
         ]
     lines += [
         "",
