@@ -75,7 +75,7 @@ def inpainting_mse(model, X, mask, lam_te):
 
 def one_run(run, args):
     X, parent = make_patches(args.n_train + 2 * args.n_test, tuple(args.branching),
-                             seed=100 + run)
+                             side=args.side, seed=100 + run)
     ntr, nte = args.n_train, args.n_test
     Xtr, Xva, Xte = X[:ntr], X[ntr:ntr + nte], X[ntr + nte:]
     mrng = np.random.default_rng(1000 + run)
@@ -101,6 +101,7 @@ def one_run(run, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--branching", type=int, nargs="+", default=[10, 3, 2])
+    ap.add_argument("--side", type=int, default=8, help="patch side (8: 8 x 8 patches)")
     ap.add_argument("--norm", choices=("l2", "linf"), default="l2")
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--n-train", type=int, default=2000)
@@ -124,8 +125,8 @@ def main():
     print(f"Machine: {os.cpu_count()} CPUs ({cpu}), {platform.platform()}; "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
           f"{elapsed:.0f} s")
-    print(f"8x8 synthetic patches, tree {tuple(args.branching)} ({p} atoms), norm "
-          f"{args.norm}, {args.n_train} train / {args.n_test} val / {args.n_test} test, "
+    print(f"{args.side}x{args.side} synthetic patches, tree {tuple(args.branching)} "
+          f"({p} atoms), norm {args.norm}, {args.n_train} train / {args.n_test} val / {args.n_test} test, "
           f"{args.runs} runs; MSE x 100 on missing pixels, mean ± sd")
     print()
     print("| missing pixels | " + " | ".join(f"{int(100 * r)}%" for r in RATES) + " |")
