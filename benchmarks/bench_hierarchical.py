@@ -126,8 +126,8 @@ def main():
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
           f"{elapsed:.0f} s")
     print(f"{args.side}x{args.side} synthetic patches, tree {tuple(args.branching)} "
-          f"({p} atoms), norm {args.norm}, {args.n_train} train / {args.n_test} val / {args.n_test} test, "
-          f"{args.runs} runs; MSE x 100 on missing pixels, mean ± sd")
+          f"({p} atoms), norm {args.norm}, {args.n_train} train / {args.n_test} val / "
+          f"{args.n_test} test, {args.runs} runs; MSE x 100 on missing pixels, mean ± sd")
     print()
     print("| missing pixels | " + " | ".join(f"{int(100 * r)}%" for r in RATES) + " |")
     print("|---|" + "---|" * len(RATES))
