@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 from sklearn.decomposition import SparsePCA
 from sklearn.exceptions import ConvergenceWarning
