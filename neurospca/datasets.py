@@ -57,9 +57,13 @@ def make_paper_simulation(n_samples=250, snr=0.1, random_state=0, shape=(100, 10
     Parameters
     ----------
     n_samples : int, default=250
+        Number of images.
     snr : float, default=0.1
+        ``std(signal) / std(noise)`` over the whole data set (the paper's 0.1).
     random_state : int, default=0
+        Seed of the scores and the noise.
     shape : tuple of int, default=(100, 100)
+        Image shape.
 
     Returns
     -------
@@ -86,11 +90,20 @@ def make_fmri_like(n_samples=83, noise=1.0, random_state=0):
     Three Gaussian blobs (radius 8 voxels) at random in-mask centres, scores
     with standard deviations 3, 2, 1.5, plus i.i.d. Gaussian noise.
 
+    Parameters
+    ----------
+    n_samples : int, default=83
+        Number of maps (the paper's fMRI set has 83).
+    noise : float, default=1.0
+        Standard deviation of the i.i.d. Gaussian noise.
+    random_state : int, default=0
+        Seed of the blob centres, the scores and the noise.
+
     Returns
     -------
     X : ndarray of shape (n_samples, 64030)
     patterns : ndarray of shape (3, 64030)
-    mask : ndarray of bool, shape (61, 73, 61)
+    mask : ndarray of bool, shape (67, 79, 64)
     """
     from nilearn.datasets import load_mni152_brain_mask
 
