@@ -61,3 +61,12 @@ print("loadings:", written)
 # Open ``report.html`` in a browser. It carries the numbers shown below.
 print("certified duality gaps:", np.round(model.dual_gaps_, 6))
 assert "SPCA-TV on simulated activation maps" in html
+
+# %%
+# The report's convergence figure
+# -------------------------------
+# Each figure of the report is also available on its own, e.g. the certified
+# duality gap of every v-step along the iterations.
+from neurospca.reporting import plot_convergence  # noqa: E402
+
+fig = plot_convergence(model.gap_history_)
