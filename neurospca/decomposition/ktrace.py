@@ -32,11 +32,12 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
+from ._base import LoadingsTransformerMixin
 from .._validation import check_data, check_n_components, check_nonneg, check_not_constant
 from .nspca import check_covariance
 
@@ -782,7 +783,7 @@ def covariance_estimation_errors(X, sigma_star, k, *, methods=TABLE2_METHODS,
 # estimator
 # ----------------------------------------------------------------------------
 
-class KTraceNormPCA(TransformerMixin, BaseEstimator):
+class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
     """Sparse PCA with the (k, PSD) trace norm (Richard, Obozinski, Vert 2014).
 
     Estimates the covariance as a sum of k-sparse rank-one PSD atoms,
@@ -912,25 +913,3 @@ class KTraceNormPCA(TransformerMixin, BaseEstimator):
         self.converged_ = info["converged"]
         self.fit_time_ = info["time"]
         return self
-
-    def transform(self, X):
-        """Least-squares scores ``S`` with ``X - mean_ ~ S components_``."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        X = check_data(X, min_samples=1)
-        W = self.components_
-        return (X - self.mean_) @ W.T @ np.linalg.pinv(W @ W.T)
-
-    def inverse_transform(self, X):
-        """Map scores back to data space: ``S components_ + mean_``."""
-        check_is_fitted(self)
-        S = np.asarray(X, dtype=np.float64)
-        if S.ndim != 2 or S.shape[1] != self.components_.shape[0]:
-            raise ValueError(f"X must have shape (n_samples, {self.components_.shape[0]}), "
-                             f"got {S.shape}.")
-        return S @ self.components_ + self.mean_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        return tags

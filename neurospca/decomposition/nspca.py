@@ -11,11 +11,12 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
+from ._base import LoadingsTransformerMixin
 from .._validation import check_data, check_n_components, check_nonneg, check_not_constant
 
 logger = logging.getLogger("neurospca")
@@ -351,7 +352,7 @@ def nspca(C, n_components, *, alpha, beta=0.0, tol=1e-6, max_iter=200, init="svd
 # estimator
 # ----------------------------------------------------------------------------
 
-class NonnegativeSparsePCA(TransformerMixin, BaseEstimator):
+class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
     """Nonnegative sparse PCA (NSPCA, Zass and Shashua 2006).
 
     Finds nonnegative loadings ``U`` (n_features x n_components) maximising
@@ -473,28 +474,6 @@ class NonnegativeSparsePCA(TransformerMixin, BaseEstimator):
         self.explained_variance_, self.explained_variance_ratio_ = _adjusted_variance(
             C, self.components_)
         return self
-
-    def transform(self, X):
-        """Least-squares scores ``S`` with ``X - mean_ ~ S components_``."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        X = check_data(X, min_samples=1)
-        W = self.components_
-        return (X - self.mean_) @ W.T @ np.linalg.pinv(W @ W.T)
-
-    def inverse_transform(self, X):
-        """Map scores back to data space: ``S components_ + mean_``."""
-        check_is_fitted(self)
-        S = np.asarray(X, dtype=np.float64)
-        if S.ndim != 2 or S.shape[1] != self.components_.shape[0]:
-            raise ValueError(f"X must have shape (n_samples, {self.components_.shape[0]}), "
-                             f"got {S.shape}.")
-        return S @ self.components_ + self.mean_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        return tags
 
 
 def _adjusted_variance(C, components):

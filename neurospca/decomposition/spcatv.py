@@ -11,11 +11,12 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
+from ._base import LoadingsTransformerMixin
 from .._validation import (
     check_data,
     check_n_components,
@@ -297,7 +298,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
     return U, V, info
 
 
-class SPCATV(TransformerMixin, BaseEstimator):
+class SPCATV(LoadingsTransformerMixin, BaseEstimator):
     """Sparse and structured PCA with the TV-elastic-net penalty (SPCA-TV).
 
     Each component solves (de Pierrefeu et al., eq. 3), on the deflated data,
@@ -416,30 +417,6 @@ class SPCATV(TransformerMixin, BaseEstimator):
         )
         self.fit_time_ = time.perf_counter() - t0
         return self
-
-    def transform(self, X):
-        """Least-squares scores ``S`` with ``X - mean_ ~ S components_``."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
-        X = check_data(X, min_samples=1)
-        C = self.components_
-        return (X - self.mean_) @ C.T @ np.linalg.pinv(C @ C.T)
-
-    def inverse_transform(self, X):
-        """Map scores back to data space: ``S components_ + mean_``."""
-        check_is_fitted(self)
-        S = np.asarray(X, dtype=np.float64)
-        if S.ndim != 2 or S.shape[1] != self.components_.shape[0]:
-            raise ValueError(
-                f"X must have shape (n_samples, {self.components_.shape[0]}), "
-                f"got {S.shape}."
-            )
-        return S @ self.components_ + self.mean_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        return tags
 
 
 def _adjusted_variance(Xc, components):

@@ -29,11 +29,12 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
+from ._base import LoadingsTransformerMixin
 from .._validation import check_data, check_n_components, check_nonneg, check_not_constant
 from ..groups import check_groups
 from .tree import project_l1_ball
@@ -252,7 +253,7 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
     return U, V, info
 
 
-class SSPCA(TransformerMixin, BaseEstimator):
+class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     """Structured sparse PCA (Jenatton, Obozinski and Bach 2010).
 
     .. math::
@@ -355,26 +356,3 @@ class SSPCA(TransformerMixin, BaseEstimator):
         self.objective_ = info["objective"]
         self.n_iter_ = info["n_iter"]
         return self
-
-    def transform(self, X):
-        """Least-squares scores ``S`` with ``X - mean_ ~ S components_``."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
-        X = check_data(X, min_samples=1)
-        C = self.components_
-        return (X - self.mean_) @ C.T @ np.linalg.pinv(C @ C.T)
-
-    def inverse_transform(self, X):
-        """Map scores back to data space: ``S components_ + mean_``."""
-        check_is_fitted(self)
-        S = np.asarray(X, dtype=np.float64)
-        if S.ndim != 2 or S.shape[1] != self.components_.shape[0]:
-            raise ValueError(
-                f"X must have shape (n_samples, {self.components_.shape[0]}), got {S.shape}."
-            )
-        return S @ self.components_ + self.mean_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        return tags
