@@ -26,13 +26,13 @@ import json
 import logging
 import numbers
 import os
-import uuid
 from typing import NamedTuple
 
 import nibabel as nib
 import numpy as np
 import scipy.sparse as sp
 
+from ._io import atomic_write
 from .masking import VolumeMasker
 from .operators import GroupOperator
 from .surface import Hemispheres
@@ -388,19 +388,11 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None):
         if value.dtype.hasobject:  # never write anything that would need pickle
             raise TypeError(f"{key} is an object array and cannot be saved without pickle.")
 
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"path: the directory {directory!r} does not exist.")
-    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex[:12]}-{os.path.basename(path)}")
-    try:
+    def _write(tmp):
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
+
+    return atomic_write(_write, path)
 
 
 def _estimator_class(name):

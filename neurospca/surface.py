@@ -39,13 +39,13 @@ nilearn is never imported at module level.
 """
 
 import os
-import uuid
 import warnings
 
 import nibabel as nib
 import numpy as np
 import scipy.sparse as sp
 
+from ._io import atomic_write
 from .operators import GroupOperator
 
 __all__ = [
@@ -522,20 +522,6 @@ def _existing(obj, name):
     return path
 
 
-def _atomic_save(write, path):
-    """Call ``write(tmp)`` then rename to ``path``: the file is complete or absent."""
-    path = os.fspath(path)
-    directory, base = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex[:12]}-{base}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
-
-
 def _gifti_arrays(img, intent):
     code = nib.nifti1.intent_codes.code[intent]
     return [d.data for d in img.darrays if d.intent == code]
@@ -625,11 +611,11 @@ def write_surf_mesh(coords, faces, path):
             nib.gifti.GiftiDataArray(f32, intent="NIFTI_INTENT_TRIANGLE",
                                      datatype="NIFTI_TYPE_INT32"),
         ])
-        return _atomic_save(img.to_filename, path)
+        return atomic_write(img.to_filename, path)
     if _ext(path) or path.lower().endswith(_NOT_MORPH_EXT):
         raise ValueError(f"path: cannot write a surface mesh to {os.path.basename(path)!r}; "
                          "use .gii or a FreeSurfer name such as lh.white.")
-    return _atomic_save(lambda tmp: nib.freesurfer.write_geometry(tmp, c32, f32), path)
+    return atomic_write(lambda tmp: nib.freesurfer.write_geometry(tmp, c32, f32), path)
 
 
 def load_surf_data(data, name="data"):
@@ -745,11 +731,11 @@ def write_surf_data(values, path, *, dtype=np.float32):
             nib.gifti.GiftiDataArray(c, intent="NIFTI_INTENT_NONE", datatype=dtype)
             for c in cols
         ])
-        return _atomic_save(img.to_filename, path)
+        return atomic_write(img.to_filename, path)
     if ext in _MGH_EXT:
         shape = (arr.shape[0], 1, 1) + (() if arr.ndim == 1 else (arr.shape[1],))
         img = nib.freesurfer.MGHImage(arr.reshape(shape), np.eye(4))
-        return _atomic_save(img.to_filename, path)
+        return atomic_write(img.to_filename, path)
     if ext or path.lower().endswith(_NOT_MORPH_EXT):
         raise ValueError(
             f"path: cannot write per-vertex data to {os.path.basename(path)!r}; use .gii, "
@@ -761,7 +747,7 @@ def write_surf_data(values, path, *, dtype=np.float32):
             f"{arr.shape[1]} columns (use .gii or .mgh for several)."
         )
     values32 = arr.astype(np.float32)
-    return _atomic_save(lambda tmp: nib.freesurfer.write_morph_data(tmp, values32), path)
+    return atomic_write(lambda tmp: nib.freesurfer.write_morph_data(tmp, values32), path)
 
 
 def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_NAMES):

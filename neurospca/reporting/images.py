@@ -11,6 +11,7 @@ import os
 import nibabel as nib
 import numpy as np
 
+from .._io import atomic_write
 from ..masking import VolumeMasker, unmask
 from ..surface import Hemispheres, write_surf_data
 
@@ -113,13 +114,6 @@ def save_loadings(components, space, directory, *, prefix="loadings", surface_fo
     if isinstance(space, VolumeMasker) or isinstance(space, nib.spatialimages.SpatialImage):
         img = loadings_to_nifti(components, space)
         path = os.path.join(directory, f"{prefix}.nii.gz")
-        tmp = os.path.join(directory, f".tmp-{os.getpid()}-{prefix}.nii.gz")
-        try:
-            img.to_filename(tmp)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        return [path]
+        return [atomic_write(img.to_filename, path)]
     raise TypeError(f"space must be a VolumeMasker or a Hemispheres, got "
                     f"{type(space).__name__}.")

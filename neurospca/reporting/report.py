@@ -17,10 +17,10 @@ import logging
 import os
 import platform
 import time
-import uuid
 
 import numpy as np
 
+from .._io import atomic_write
 from ..masking import VolumeMasker, unmask
 from ..operators import GroupOperator
 from ..surface import Hemispheres
@@ -325,16 +325,8 @@ def save_report(html, path):
     """
     if not isinstance(html, str):
         raise TypeError(f"html must be a str, got {type(html).__name__}.")
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"path: the directory {directory!r} does not exist.")
-    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex[:12]}-{os.path.basename(path)}")
-    try:
+    def _write(tmp):
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(html)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
+
+    return atomic_write(_write, path)
