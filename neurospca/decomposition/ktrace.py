@@ -35,11 +35,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
 
 from ._base import LoadingsTransformerMixin
-from .._validation import check_data, check_n_components, check_nonneg, check_not_constant
-from .nspca import check_covariance
+from .._validation import check_data, check_n_components, check_nonneg
+from .nspca import check_covariance, covariance_input
 
 logger = logging.getLogger("neurospca")
 
@@ -58,7 +57,6 @@ __all__ = [
     "covariance_estimation_errors",
 ]
 
-_INPUTS = ("data", "covariance")
 _EXACT_POLAR_MAX_SUBSETS = 20_000
 
 
@@ -872,19 +870,7 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Fit on data ``X`` (n_samples, n_features) or, with
         ``input="covariance"``, on a covariance matrix. ``y`` is ignored."""
-        if self.input not in _INPUTS:
-            raise ValueError(f"input must be one of {_INPUTS}, got {self.input!r}.")
-        if self.input == "data":
-            X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-            X = check_data(X)
-            self.mean_ = X.mean(axis=0)
-            Xc = X - self.mean_
-            check_not_constant(Xc)
-            S = Xc.T @ Xc / X.shape[0]
-        else:
-            X = validate_data(self, X, dtype=np.float64, ensure_min_samples=1)
-            S = check_covariance(X, name="X")
-            self.mean_ = np.zeros(S.shape[0])
+        self.mean_, S, _ = covariance_input(self, X)
         p = S.shape[0]
         n_components = self.n_components
         if n_components is not None:

@@ -63,6 +63,33 @@ def check_covariance(C, name="covariance"):
 # the scalar update and its NumPy twins
 # ----------------------------------------------------------------------------
 
+
+def covariance_input(estimator, X):
+    """Validate ``X`` for an estimator with ``input`` in {"data", "covariance"}.
+
+    Returns
+    -------
+    mean : ndarray of shape (n_features,)
+        Column means of the data (zeros for a covariance input).
+    C : ndarray of shape (n_features, n_features)
+        ``Xc^T Xc / N`` for data, the validated matrix for a covariance.
+    n_samples : int
+        ``N`` for data, ``n_features`` for a covariance (for ``n_components``).
+    """
+    if estimator.input not in _INPUTS:
+        raise ValueError(f"input must be one of {_INPUTS}, got {estimator.input!r}.")
+    if estimator.input == "covariance":
+        X = validate_data(estimator, X, dtype=np.float64, ensure_min_samples=1)
+        C = check_covariance(X, name="X")
+        return np.zeros(C.shape[0]), C, C.shape[0]
+    X = validate_data(estimator, X, dtype=np.float64, ensure_min_samples=2)
+    X = check_data(X)
+    mean = X.mean(axis=0)
+    Xc = X - mean
+    check_not_constant(Xc)
+    return mean, Xc.T @ Xc / X.shape[0], X.shape[0]
+
+
 def _quartic(x, alpha, c2, c1):
     """``-(alpha/4) x^4 + (c2/2) x^2 + c1 x`` (eq. 4 without its constant)."""
     return x * (c1 + x * (0.5 * c2 - 0.25 * alpha * x * x))
@@ -443,21 +470,8 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Fit on data ``X`` (n_samples, n_features) or, with
         ``input="covariance"``, on a covariance matrix. ``y`` is ignored."""
-        if self.input not in _INPUTS:
-            raise ValueError(f"input must be one of {_INPUTS}, got {self.input!r}.")
-        if self.input == "data":
-            X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-            X = check_data(X)
-            self.mean_ = X.mean(axis=0)
-            Xc = X - self.mean_
-            check_not_constant(Xc)
-            C = Xc.T @ Xc / X.shape[0]
-            n_components = check_n_components(self.n_components, *X.shape)
-        else:
-            X = validate_data(self, X, dtype=np.float64, ensure_min_samples=1)
-            C = check_covariance(X, name="X")
-            self.mean_ = np.zeros(C.shape[0])
-            n_components = check_n_components(self.n_components, *C.shape)
+        self.mean_, C, n_samples = covariance_input(self, X)
+        n_components = check_n_components(self.n_components, n_samples, C.shape[0])
         U, info = nspca(C, n_components, alpha=self.alpha, beta=self.beta, tol=self.tol,
                         max_iter=self.max_iter, init=self.init, n_init=self.n_init,
                         random_state=self.random_state, kernels=self.kernels,
