@@ -733,7 +733,9 @@ def write_surf_data(values, path, *, dtype=np.float32):
         ])
         return atomic_write(img.to_filename, path)
     if ext in _MGH_EXT:
-        shape = (arr.shape[0], 1, 1) + (() if arr.ndim == 1 else (arr.shape[1],))
+        # MGH drops a trailing singleton frame axis: one map is (n_vertices, 1, 1)
+        n_maps = () if arr.ndim == 1 or arr.shape[1] == 1 else (arr.shape[1],)
+        shape = (arr.shape[0], 1, 1) + n_maps
         img = nib.freesurfer.MGHImage(arr.reshape(shape), np.eye(4))
         return atomic_write(img.to_filename, path)
     if ext or path.lower().endswith(_NOT_MORPH_EXT):

@@ -633,3 +633,12 @@ def test_public_names():
                  "tv_from_hemispheres", "load_surface_data", "load_volume_data", "unmask",
                  "images_to_data", "load_mask_img", "VolumeMasker"):
         assert name in neurospca.__all__ and hasattr(neurospca, name)
+
+
+def test_write_one_column_mgh(tmp_path):
+    """A single map given as one column is written as the (n, 1, 1) MGH volume."""
+    from neurospca import load_surf_data, write_surf_data
+
+    values = np.arange(12, dtype=np.float32).reshape(12, 1)
+    path = write_surf_data(values, tmp_path / "one.mgh")
+    np.testing.assert_array_equal(np.asarray(load_surf_data(path)).ravel(), values.ravel())

@@ -106,10 +106,7 @@ def save_loadings(components, space, directory, *, prefix="loadings", surface_fo
         paths = []
         for hemi, short in (("left", "lh"), ("right", "rh")):
             path = os.path.join(directory, f"{prefix}_{short}{ext}")
-            values = maps[hemi]
-            if values.shape[1] == 1 and surface_format == "mgh":
-                values = values[:, 0]  # one map: an MGH volume of shape (n_vertices, 1, 1)
-            paths.append(write_surf_data(values, path))
+            paths.append(write_surf_data(maps[hemi], path))
         return paths
     if isinstance(space, VolumeMasker) or isinstance(space, nib.spatialimages.SpatialImage):
         img = loadings_to_nifti(components, space)
