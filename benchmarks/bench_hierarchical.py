@@ -41,30 +41,10 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
-from neurospca import HierarchicalDictionaryLearning, balanced_tree, check_tree  # noqa: E402
+from neurospca import HierarchicalDictionaryLearning, balanced_tree  # noqa: E402
+from neurospca.datasets import make_tree_patches  # noqa: E402
 
 RATES = (0.5, 0.6, 0.7, 0.8, 0.9)
-
-
-def make_patches(n, branching, side=8, noise=0.1, seed=0, dict_seed=0):
-    """Patches from a fixed tree dictionary (``dict_seed``); codes and noise
-    from ``seed``."""
-    drng = np.random.default_rng(dict_seed)
-    parent = balanced_tree(branching)
-    p, m = parent.size, side * side
-    D = drng.standard_normal((p, m))
-    for node in check_tree(parent).order:
-        if parent[node] >= 0:
-            D[node] = 0.6 * D[parent[node]] + 0.8 * D[node]
-    D /= np.linalg.norm(D, axis=1, keepdims=True)
-    rng = np.random.default_rng(seed)
-    A = np.zeros((n, p))
-    for i in range(n):
-        node = rng.integers(p)
-        while node >= 0:
-            A[i, node] = rng.standard_normal() + 0.5 * np.sign(rng.standard_normal())
-            node = parent[node]
-    return A @ D + noise * rng.standard_normal((n, m)), parent
 
 
 def inpainting_mse(model, X, mask, lam_te):
@@ -74,8 +54,9 @@ def inpainting_mse(model, X, mask, lam_te):
 
 
 def one_run(run, args):
-    X, parent = make_patches(args.n_train + 2 * args.n_test, tuple(args.branching),
-                             side=args.side, seed=100 + run)
+    X, parent = make_tree_patches(args.n_train + 2 * args.n_test, tuple(args.branching),
+                                  side=args.side, random_state=100 + run,
+                                  dictionary_state=0)
     ntr, nte = args.n_train, args.n_test
     Xtr, Xva, Xte = X[:ntr], X[ntr:ntr + nte], X[ntr + nte:]
     mrng = np.random.default_rng(1000 + run)

@@ -21,6 +21,8 @@ __all__ = [
     "make_fmri_like",
     "make_cortical_atrophy",
     "paper_patterns",
+    "make_structured_images",
+    "make_tree_patches",
 ]
 
 
@@ -243,3 +245,82 @@ def make_cortical_atrophy(n_samples=100, noise=0.3, radius=18.0, random_state=0)
                  mesh_left=meshes["left"], mesh_right=meshes["right"],
                  inflated_left=inflated["left"], inflated_right=inflated["right"],
                  n_vertices=(n_left, n_right))
+
+
+def make_structured_images(random_state=0, shape=(16, 16), n_samples=100, noise=1.5):
+    """Images from three loadings with rectangular and convex supports (SSPCA).
+
+    The supports are a rectangle, a diamond (45 degree edges) and a second
+    rectangle, the shapes the half-space groups of Jenatton et al. can
+    select; each loading is a smooth cosine bump vanishing at the support's
+    edges, unit-norm. ``X = 8 U V + noise E`` with Gaussian ``U`` and ``E``.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, height * width)
+    supports : ndarray of bool, shape (3, height * width)
+    loadings : ndarray of shape (3, height * width)
+    """
+    rng = np.random.default_rng(random_state)
+    h, w = shape
+    yy, xx = np.mgrid[:h, :w]
+    supports = [(yy >= 1) & (yy < 7) & (xx >= 2) & (xx < 12),
+                np.abs(yy - 10.5) + np.abs(xx - 5.5) <= 4.5,
+                (yy >= 5) & (yy < 15) & (xx >= 11) & (xx < 15)]
+    V = np.zeros((3, h * w))
+    for k, sup in enumerate(supports):
+        cy, cx = yy[sup].mean(), xx[sup].mean()
+        ry, rx = np.ptp(yy[sup]) / 2 + 0.5, np.ptp(xx[sup]) / 2 + 0.5
+        bump = np.cos(np.pi / 2 * np.abs(yy - cy) / ry) * np.cos(np.pi / 2 * np.abs(xx - cx) / rx)
+        V[k, sup.ravel()] = bump[sup]
+        V[k] /= np.linalg.norm(V[k])
+    X = 8 * rng.standard_normal((n_samples, 3)) @ V + noise * rng.standard_normal((n_samples, h * w))
+    return X, np.array([sup.ravel() for sup in supports]), V
+
+
+def make_tree_patches(n_samples, branching=(4, 3), side=5, noise=0.1, random_state=0,
+                      dictionary_state=None):
+    """Patches from a tree-structured dictionary (hierarchical dictionary learning).
+
+    Each signal uses the atoms on a random root-to-node path (an
+    ancestor-closed support); atoms are correlated with their parents, as the
+    learned trees of Jenatton et al. are.
+
+    Parameters
+    ----------
+    n_samples : int
+    branching : tuple of int
+        Children per node at each depth (:func:`neurospca.decomposition.tree.balanced_tree`).
+    side : int
+        Patches are ``side x side``.
+    noise : float
+    random_state : int
+        Seed of the codes and the noise (and of the dictionary when
+        ``dictionary_state`` is None, drawn first from the same generator).
+    dictionary_state : int, optional
+        Separate seed of the dictionary, to draw several patch sets from one.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, side * side)
+    parent : ndarray of int
+        The tree as a parent array (-1 at the root).
+    """
+    from .decomposition.tree import balanced_tree, check_tree
+
+    rng = np.random.default_rng(random_state)
+    drng = rng if dictionary_state is None else np.random.default_rng(dictionary_state)
+    parent = balanced_tree(branching)
+    p, m = parent.size, side * side
+    D = drng.standard_normal((p, m))
+    for node in check_tree(parent).order:
+        if parent[node] >= 0:
+            D[node] = 0.6 * D[parent[node]] + 0.8 * D[node]
+    D /= np.linalg.norm(D, axis=1, keepdims=True)
+    A = np.zeros((n_samples, p))
+    for i in range(n_samples):
+        node = rng.integers(p)
+        while node >= 0:
+            A[i, node] = rng.standard_normal() + 0.5 * np.sign(rng.standard_normal())
+            node = parent[node]
+    return A @ D + noise * rng.standard_normal((n_samples, m)), parent

@@ -5,6 +5,8 @@ import warnings
 
 import numpy as np
 import pytest
+
+from neurospca.datasets import make_structured_images
 from scipy.optimize import linear_sum_assignment
 from sklearn.decomposition import SparsePCA
 from sklearn.exceptions import ConvergenceWarning
@@ -211,25 +213,9 @@ def test_code_constraints():
 # ---------------------------------------------------- support recovery vs SPCA
 
 
-def make_images(seed, shape=(16, 16), n=100, noise=1.5):
-    """Seeded images from 3 loadings with a rectangular, a convex (diamond, 45
-    degree edges) and a rectangular support, each a smooth bump vanishing at its
-    edges; Gaussian codes plus white noise."""
-    rng = np.random.default_rng(seed)
-    h, w = shape
-    yy, xx = np.mgrid[:h, :w]
-    supports = [(yy >= 1) & (yy < 7) & (xx >= 2) & (xx < 12),
-                np.abs(yy - 10.5) + np.abs(xx - 5.5) <= 4.5,
-                (yy >= 5) & (yy < 15) & (xx >= 11) & (xx < 15)]
-    V = np.zeros((3, h * w))
-    for k, s in enumerate(supports):
-        cy, cx = yy[s].mean(), xx[s].mean()
-        ry, rx = np.ptp(yy[s]) / 2 + 0.5, np.ptp(xx[s]) / 2 + 0.5
-        bump = np.cos(np.pi / 2 * np.abs(yy - cy) / ry) * np.cos(np.pi / 2 * np.abs(xx - cx) / rx)
-        V[k, s.ravel()] = bump[s]
-        V[k] /= np.linalg.norm(V[k])
-    X = 8 * rng.standard_normal((n, 3)) @ V + noise * rng.standard_normal((n, h * w))
-    return X, np.array([s.ravel() for s in supports])
+def make_images(seed, n=100):
+    X, supports, _ = make_structured_images(seed, n_samples=n)
+    return X, supports
 
 
 def support_dice(components, supports, threshold=0.05):

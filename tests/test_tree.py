@@ -5,6 +5,8 @@ import warnings
 
 import numpy as np
 import pytest
+
+from neurospca.datasets import make_tree_patches
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -358,25 +360,8 @@ def test_tree_sparse_coding_warns_and_validates():
 # -------------------------------------------------------- dictionary learning
 
 
-def make_patches(n, branching=(4, 3), side=5, noise=0.1, seed=0):
-    """Synthetic patches from a tree-structured dictionary: each signal uses the
-    atoms on a random root-to-node path (an ancestor-closed support), and atoms
-    are correlated with their parents (as the paper's learned trees are)."""
-    rng = np.random.default_rng(seed)
-    parent = balanced_tree(branching)
-    p, m = parent.size, side * side
-    D = rng.standard_normal((p, m))
-    for node in check_tree(parent).order:
-        if parent[node] >= 0:
-            D[node] = 0.6 * D[parent[node]] + 0.8 * D[node]
-    D /= np.linalg.norm(D, axis=1, keepdims=True)
-    A = np.zeros((n, p))
-    for i in range(n):
-        node = rng.integers(p)
-        while node >= 0:
-            A[i, node] = rng.standard_normal() + 0.5 * np.sign(rng.standard_normal())
-            node = parent[node]
-    return A @ D + noise * rng.standard_normal((n, m)), parent
+def make_patches(n, seed=0):
+    return make_tree_patches(n, random_state=seed)
 
 
 def inpainting_mse(model, X, rate, lam_te, seed):

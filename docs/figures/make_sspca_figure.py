@@ -30,27 +30,10 @@ from sklearn.decomposition import SparsePCA  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from neurospca import SSPCA, grid_halfspace_groups  # noqa: E402
+from neurospca.datasets import make_structured_images  # noqa: E402
 
 SHAPE = (16, 16)
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def make_images(seed, shape=SHAPE, n=100, noise=1.5):
-    rng = np.random.default_rng(seed)
-    h, w = shape
-    yy, xx = np.mgrid[:h, :w]
-    supports = [(yy >= 1) & (yy < 7) & (xx >= 2) & (xx < 12),
-                np.abs(yy - 10.5) + np.abs(xx - 5.5) <= 4.5,
-                (yy >= 5) & (yy < 15) & (xx >= 11) & (xx < 15)]
-    V = np.zeros((3, h * w))
-    for k, s in enumerate(supports):
-        cy, cx = yy[s].mean(), xx[s].mean()
-        ry, rx = np.ptp(yy[s]) / 2 + 0.5, np.ptp(xx[s]) / 2 + 0.5
-        bump = np.cos(np.pi / 2 * np.abs(yy - cy) / ry) * np.cos(np.pi / 2 * np.abs(xx - cx) / rx)
-        V[k, s.ravel()] = bump[s]
-        V[k] /= np.linalg.norm(V[k])
-    X = 8 * rng.standard_normal((n, 3)) @ V + noise * rng.standard_normal((n, h * w))
-    return X, np.array([s.ravel() for s in supports]), V
 
 
 def match(components, supports, threshold=0.05):
@@ -91,7 +74,7 @@ def main():
     rows = []
     fits0 = None
     for seed in (0, 1, 2):
-        X, S, V = make_images(seed)
+        X, S, V = make_structured_images(seed, shape=SHAPE)
         fits = fit_all(X, S, groups)
         if seed == 0:
             fits0 = (fits, S, V)
