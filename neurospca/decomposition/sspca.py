@@ -54,9 +54,17 @@ def _membership(groups, weights, n_features):
     return sp.csr_matrix((data, (rows, cols)), shape=(len(groups), n_features))
 
 
-def _group_norms(Msq, V):
-    """``N[G, k] = ||d^G o V^k||_2``, shape (n_groups, r)."""
-    return np.sqrt(np.maximum(Msq @ (V * V), 0.0))
+def _group_norms(Msq, V, classes=None):
+    """``N[G, k] = ||d^G o V^k||_2``, shape (n_groups, r).
+
+    With ``classes`` (an (r, n_classes) 0/1 matrix of a partition of the
+    components), the block norms ``N[G, M] = ||(d^G_j V_jk)_{j in G, k in M}||_F``
+    of the shared-pattern model, shape (n_groups, n_classes).
+    """
+    sq = Msq @ (V * V)
+    if classes is not None:
+        sq = sq @ classes
+    return np.sqrt(np.maximum(sq, 0.0))
 
 
 def _omega(N, alpha):
@@ -100,42 +108,86 @@ def _check_alpha(alpha):
     return alpha
 
 
-def _project_code(w, constraint):
-    """Projection on the unit ball of ``Omega_u``."""
+def _project_code(w, constraint, nonneg=False):
+    """Euclidean projection on the unit ball of ``Omega_u`` (intersected with the
+    nonnegative orthant if ``nonneg``: clipping first, then the ball, is exact
+    for these balls centred at 0)."""
+    if nonneg:
+        w = np.maximum(w, 0.0)
     if constraint == "l2":
         nrm = np.sqrt(float(w @ w))
         return w / nrm if nrm > 1.0 else w
     return project_l1_ball(w, 1.0)
 
 
-def _objective(X, U, V, Msq, lam, alpha):
+def _objective(X, U, V, Msq, lam, alpha, classes=None):
     n, p = X.shape
     R = X - U @ V.T
     return (0.5 * float(np.einsum("ij,ij->", R, R)) / (n * p)
-            + lam * float(_omega(_group_norms(Msq, V), alpha).sum()))
+            + lam * float(_omega(_group_norms(Msq, V, classes), alpha).sum()))
 
 
-def _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter, tol, rng):
+def _check_partition(partition, r):
+    """The (r, n_classes) 0/1 matrix and the class of each component, or Nones."""
+    if partition is None:
+        return None, None
+    if isinstance(partition, (str, bytes)) or not hasattr(partition, "__iter__"):
+        raise TypeError(
+            "partition must be a sequence of sequences of component indices, e.g. "
+            f"[[0, 1], [2]], got {type(partition).__name__}."
+        )
+    label = np.full(r, -1)
+    for m, block in enumerate(partition):
+        block = np.atleast_1d(np.asarray(block))
+        if block.size == 0 or block.ndim != 1 or not np.issubdtype(block.dtype, np.integer):
+            raise ValueError(
+                f"partition[{m}] must be a non-empty 1-D sequence of int component "
+                f"indices, got {block.tolist()!r}."
+            )
+        if block.min() < 0 or block.max() >= r:
+            raise ValueError(
+                f"partition[{m}] holds {block.tolist()}; component indices must be in "
+                f"[0, n_components={r})."
+            )
+        if np.any(label[block] >= 0) or np.unique(block).size != block.size:
+            raise ValueError(f"partition[{m}] repeats a component; the blocks must be disjoint.")
+        label[block] = m
+    if np.any(label < 0):
+        raise ValueError(
+            f"partition must cover every component; missing {np.flatnonzero(label < 0).tolist()}."
+        )
+    classes = np.zeros((r, label.max() + 1))
+    classes[np.arange(r), label] = 1.0
+    return classes, label
+
+
+def _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter, tol, rng,
+              classes=None, label=None, nonneg=False):
     """One run of Algorithm 1 from a random start. Returns U, V, eta, history."""
     n, p = X.shape
     U = rng.standard_normal((n, r))
-    U, _ = np.linalg.qr(U)
-    U = np.array([_project_code(u, code_constraint) for u in U.T]).T
+    U = np.abs(U) if nonneg else np.linalg.qr(U)[0]
+    U = np.array([_project_code(u, code_constraint, nonneg) for u in U.T]).T
     V = X.T @ U
+    if nonneg:
+        V = np.maximum(V, 0.0)
+    if label is None:
+        label = np.arange(r)
     npl = n * p * lam
-    history = [_objective(X, U, V, Msq, lam, alpha)]
+    history = [_objective(X, U, V, Msq, lam, alpha, classes)]
     eta = None
     converged = False
     for it in range(1, max_iter + 1):
-        # eta-step (Lemma 3.1): eta_G = N_G^(2-alpha) ||N||_alpha^(alpha-1) + eps
-        N = _group_norms(Msq, V)
+        # eta-step (Lemma 3.1): eta_G = N_G^(2-alpha) ||N||_alpha^(alpha-1) + eps,
+        # one column per component (or per class of the partition)
+        N = _group_norms(Msq, V, classes)
         nrm = _omega(N, alpha)
         safe = np.where(nrm > 0, nrm, 1.0)
         eta = N ** (2.0 - alpha) * safe ** (alpha - 1.0)
         top = eta.max(axis=0)
         eta = eta + eps * np.where(top > 0, top, 1.0)[None, :]
-        # zeta_jk = 1 / sum_{G ∋ j} (d^G_j)^2 / eta^G_k
-        zeta = 1.0 / (Msq.T @ (1.0 / eta))
+        # zeta_jk = 1 / sum_{G ∋ j} (d^G_j)^2 / eta^G_k (eta of the class of k)
+        zeta = (1.0 / (Msq.T @ (1.0 / eta)))[:, label]
         # U-step: projected BCD on the columns
         XV = X @ V
         VtV = V.T @ V
@@ -144,15 +196,17 @@ def _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter, to
                 if VtV[k, k] <= 0:
                     continue
                 w = U[:, k] + (XV[:, k] - U @ VtV[:, k]) / VtV[k, k]
-                U[:, k] = _project_code(w, code_constraint)
+                U[:, k] = _project_code(w, code_constraint, nonneg)
         # V-step: closed-form diagonal BCD on the columns
         XtU = X.T @ U
         UtU = U.T @ U
         for _ in range(n_inner):
             for k in range(r):
                 c = XtU[:, k] - V @ UtU[:, k] + UtU[k, k] * V[:, k]
-                V[:, k] = zeta[:, k] * c / (UtU[k, k] * zeta[:, k] + npl)
-        history.append(_objective(X, U, V, Msq, lam, alpha))
+                v = zeta[:, k] * c / (UtU[k, k] * zeta[:, k] + npl)
+                # the problem is separable in the coordinates: clipping is exact
+                V[:, k] = np.maximum(v, 0.0) if nonneg else v
+        history.append(_objective(X, U, V, Msq, lam, alpha, classes))
         prev, cur = history[-2], history[-1]
         if abs(prev - cur) <= tol * max(abs(cur), 1e-300):
             converged = True
@@ -161,8 +215,8 @@ def _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter, to
 
 
 def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=None,
-          code_constraint="l2", eps=1e-6, n_inner=3, max_iter=200, tol=1e-4, n_init=1,
-          random_state=None):
+          code_constraint="l2", partition=None, nonneg=False, eps=1e-6, n_inner=3,
+          max_iter=200, tol=1e-4, n_init=1, random_state=None):
     """Structured sparse PCA on centred data (Jenatton et al. 2010, Algorithm 1).
 
     .. math::
@@ -192,6 +246,16 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
         The weights ``d^G`` (the paper leaves them unspecified; default 1).
     code_constraint : {"l2", "l1"}, default="l2"
         ``Omega_u``: unit ℓ2 or ℓ1 ball on each code column.
+    partition : sequence of sequences of int, optional
+        Shared patterns (the paper's section 3.2): a partition ``M`` of the
+        components, e.g. ``[[0, 1], [2]]``. The components of a block share one
+        support: the penalty of a block ``M`` is
+        ``(sum_G ||(d^G_j V_jk)_{j in G, k in M}||_F^alpha)^(1/alpha)``, one
+        ``eta`` per block. Default: every component alone (the model above).
+    nonneg : bool, default=False
+        Constrain ``U >= 0`` and ``V >= 0`` (the paper's NMF-like variant): both
+        block updates are followed by the exact projection on the orthant.
+        Meant for nonnegative data that is not centred.
     eps : float, default=1e-6
         Smoothing of ``eta`` (``eta^G_k <- eta*^G_k + eps max_G eta*^G_k``),
         relative to the component's largest weight so that it does not depend
@@ -211,7 +275,8 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
     U : ndarray of shape (n_samples, n_components)
     V : ndarray of shape (n_features, n_components)
     info : dict
-        ``objective`` (history of the best run), ``eta`` (n_groups, r),
+        ``objective`` (history of the best run), ``eta`` (n_groups, r), or
+        (n_groups, n_blocks) with a ``partition``,
         ``n_iter``, ``converged``, ``objectives`` (final value of each run).
     """
     X = check_data(X)
@@ -227,6 +292,9 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
         raise ValueError(
             f"code_constraint must be one of {_CODE_CONSTRAINTS}, got {code_constraint!r}."
         )
+    classes, label = _check_partition(partition, r)
+    if not isinstance(nonneg, (bool, np.bool_)):
+        raise TypeError(f"nonneg must be a bool, got {type(nonneg).__name__}.")
     eps = check_nonneg(eps, "eps", strict=True)
     for name, value in (("n_inner", n_inner), ("max_iter", max_iter), ("n_init", n_init)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
@@ -237,7 +305,7 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
     best, finals = None, []
     for run in range(n_init):
         res = _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter,
-                        tol, rng)
+                        tol, rng, classes, label, bool(nonneg))
         finals.append(res[3][-1])
         logger.debug("sspca: run %d, %d iterations, objective %.6g", run, res[4], res[3][-1])
         if best is None or res[3][-1] < best[3][-1]:
@@ -276,6 +344,14 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     group_weights : None, array-like of shape (n_groups,) or sequence of arrays
         The positive weights ``d^G`` (default 1).
     code_constraint : {"l2", "l1"}, default="l2"
+    partition : sequence of sequences of int, optional
+        Shared patterns: components in one block share their support (see
+        :func:`sspca`), e.g. ``[[0, 1], [2, 3]]``.
+    nonneg : bool, default=False
+        Nonnegative codes and loadings (NMF-like); use with ``center=False`` on
+        nonnegative data.
+    center : bool, default=True
+        Subtract the feature means before fitting (``mean_``; zeros if False).
     eps : float, default=1e-6
     n_inner : int, default=3
     max_iter : int, default=200
@@ -297,7 +373,7 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         The training codes ``U``.
     supports_ : ndarray of bool, shape (n_components, n_features)
     mean_ : ndarray of shape (n_features,)
-    eta_ : ndarray of shape (n_groups, n_components)
+    eta_ : ndarray of shape (n_groups, n_components) or (n_groups, n_blocks)
     objective_ : list of float
     n_iter_ : int
     n_features_in_ : int
@@ -313,15 +389,18 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=3, *, lam=1e-3, alpha=0.5, groups=None,
-                 group_weights=None, code_constraint="l2", eps=1e-6, n_inner=3,
-                 max_iter=200, tol=1e-4, n_init=1, support_threshold=1e-3,
-                 random_state=None):
+                 group_weights=None, code_constraint="l2", partition=None, nonneg=False,
+                 center=True, eps=1e-6, n_inner=3, max_iter=200, tol=1e-4, n_init=1,
+                 support_threshold=1e-3, random_state=None):
         self.n_components = n_components
         self.lam = lam
         self.alpha = alpha
         self.groups = groups
         self.group_weights = group_weights
         self.code_constraint = code_constraint
+        self.partition = partition
+        self.nonneg = nonneg
+        self.center = center
         self.eps = eps
         self.n_inner = n_inner
         self.max_iter = max_iter
@@ -336,14 +415,15 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
                           ensure_all_finite=False)
         X = check_data(X)
         thr = check_nonneg(self.support_threshold, "support_threshold")
-        self.mean_ = X.mean(axis=0)
+        self.mean_ = X.mean(axis=0) if self.center else np.zeros(X.shape[1])
         Xc = X - self.mean_
         check_not_constant(Xc)
         U, V, info = sspca(
             Xc, self.n_components, groups=self.groups, lam=self.lam, alpha=self.alpha,
             group_weights=self.group_weights, code_constraint=self.code_constraint,
-            eps=self.eps, n_inner=self.n_inner, max_iter=self.max_iter, tol=self.tol,
-            n_init=self.n_init, random_state=self.random_state,
+            partition=self.partition, nonneg=self.nonneg, eps=self.eps,
+            n_inner=self.n_inner, max_iter=self.max_iter, tol=self.tol, n_init=self.n_init,
+            random_state=self.random_state,
         )
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
