@@ -290,9 +290,9 @@ def test_get_set_params():
     [
         ({"alpha": -1.0}, "ok", ValueError, "alpha"),
         ({"alpha": "x"}, "ok", TypeError, "alpha"),
-        ({"k": 0}, "ok", ValueError, "k must be"),
+        ({"k": 0}, "ok", ValueError, "'k' parameter of KTraceNormPCA must be an int"),
         ({"k": 11}, "ok", ValueError, "k must be"),
-        ({"k": 2.0}, "ok", TypeError, "k must be"),
+        ({"k": 2.0}, "ok", TypeError, "'k' parameter of KTraceNormPCA must be an int"),
         ({"n_components": 11}, "ok", ValueError, "n_components"),
         ({"tol": 0.0}, "ok", ValueError, "tol"),
         ({"n_restarts": 0}, "ok", ValueError, "n_restarts"),

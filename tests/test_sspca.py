@@ -285,7 +285,7 @@ def test_bad_input():
         SSPCA(2, groups=groups).fit(Xn)
     with pytest.raises(ValueError, match="n_components=11 must be between 1 and"):
         SSPCA(11).fit(X)
-    with pytest.raises(TypeError, match="n_components must be an int"):
+    with pytest.raises(TypeError, match="'n_components' parameter of SSPCA must be an int"):
         SSPCA(2.5).fit(X)
     with pytest.raises(ValueError, match="constant"):
         SSPCA(2).fit(np.ones((10, 16)))
@@ -297,17 +297,20 @@ def test_bad_input():
         SSPCA(2, groups=[[0, 1, 2]]).fit(X)
     with pytest.raises(ValueError, match=r"groups\[0\] has indices outside"):
         SSPCA(2, groups=[[0, 99]] + groups).fit(X)
+    # the function's own checks (the estimator's are _parameter_constraints,
+    # tests/test_param_validation.py)
+    Xc = X - X.mean(0)
     with pytest.raises(ValueError, match="lam must be >= 0"):
-        SSPCA(2, lam=-1.0).fit(X)
+        sspca(Xc, 2, lam=-1.0)
     with pytest.raises(ValueError, match="alpha must be in"):
-        SSPCA(2, alpha=1.5).fit(X)
+        sspca(Xc, 2, alpha=1.5)
     with pytest.raises(ValueError, match="alpha must be > 0"):
-        SSPCA(2, alpha=0.0).fit(X)
+        sspca(Xc, 2, alpha=0.0)
     with pytest.raises(ValueError, match="code_constraint must be one of"):
-        SSPCA(2, code_constraint="linf").fit(X)
+        sspca(Xc, 2, code_constraint="linf")
     with pytest.raises(ValueError, match="n_init must be a positive int"):
-        SSPCA(2, n_init=0).fit(X)
-    with pytest.raises(ValueError, match="support_threshold must be >= 0"):
+        sspca(Xc, 2, n_init=0)
+    with pytest.raises(ValueError, match="'support_threshold' parameter of SSPCA must be"):
         SSPCA(2, support_threshold=-1).fit(X)
     model = SSPCA(2, groups=groups, random_state=0).fit(X)
     with pytest.raises(ValueError, match="16 features"):

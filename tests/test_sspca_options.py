@@ -161,7 +161,11 @@ def test_partition_and_nonneg_bad_input():
                       ([[0.5, 1], [2]], "int component indices")):
         with pytest.raises(ValueError, match=msg):
             SSPCA(3, partition=part).fit(X)
-    with pytest.raises(TypeError, match="partition must be a sequence"):
+    with pytest.raises(TypeError, match="'partition' parameter of SSPCA must be an array-like"):
         SSPCA(3, partition=3).fit(X)
+    with pytest.raises(TypeError, match="partition must be a sequence"):
+        sspca(X, 3, partition=3)
+    with pytest.raises(TypeError, match="'nonneg' parameter of SSPCA must be"):
+        SSPCA(3, nonneg="yes").fit(X)
     with pytest.raises(TypeError, match="nonneg must be a bool"):
         sspca(X, 3, nonneg="yes")

@@ -1,10 +1,19 @@
 """What the loading-vector estimators share: least-squares scores and back."""
 
+from numbers import Integral, Real
+
 import numpy as np
-from sklearn.base import TransformerMixin
+from sklearn.base import TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_data
+
+# scikit-learn's declarative parameter validation (``_parameter_constraints``
+# checked by ``_fit_context``) is imported here only, the one place that
+# depends on these private names.
+__all__ = ["LoadingsTransformerMixin", "Integral", "Interval", "Real", "StrOptions",
+           "_fit_context"]
 
 
 class LoadingsTransformerMixin(TransformerMixin):

@@ -36,7 +36,9 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from ._base import LoadingsTransformerMixin
+from ._base import (
+    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
+)
 from .._validation import check_data, check_n_components, check_nonneg
 from .nspca import check_covariance, covariance_input
 
@@ -867,6 +869,21 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None, closed="left"), None],
+        "k": [Interval(Integral, 1, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "input": [StrOptions({"data", "covariance"})],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_blocks": [Interval(Integral, 1, None, closed="left"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_restarts": [Interval(Integral, 1, None, closed="left")],
+        "tpi_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit on data ``X`` (n_samples, n_features) or, with
         ``input="covariance"``, on a covariance matrix. ``y`` is ignored."""

@@ -16,7 +16,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from ._base import LoadingsTransformerMixin
+from ._base import (
+    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
+)
 from .._validation import check_data, check_n_components, check_nonneg, check_not_constant
 
 logger = logging.getLogger("neurospca")
@@ -467,6 +469,21 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
         self.kernels = kernels
         self.verbose = verbose
 
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "input": [StrOptions(set(_INPUTS))],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions(set(_INITS))],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "kernels": [StrOptions(set(_KERNELS))],
+        "verbose": ["verbose"],
+    }
+
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit on data ``X`` (n_samples, n_features) or, with
         ``input="covariance"``, on a covariance matrix. ``y`` is ignored."""

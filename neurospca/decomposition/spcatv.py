@@ -16,7 +16,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from ._base import LoadingsTransformerMixin
+from ._base import (
+    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
+)
 from .._validation import (
     check_data,
     check_n_components,
@@ -24,7 +26,7 @@ from .._validation import (
     check_not_constant,
     check_operator,
 )
-from ..operators import chain_operator
+from ..operators import GroupOperator, chain_operator
 from ..solvers import conesta, prox_dual
 
 logger = logging.getLogger("neurospca")
@@ -383,6 +385,22 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="left")],
+        "tv_ratio": [Interval(Real, 0, 1, closed="left")],
+        "operator": [GroupOperator, None],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "solver": [StrOptions(set(_SOLVERS))],
+        "max_inner_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "init": [StrOptions({"svd", "random"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit the model on ``X`` (n_samples, n_features). ``y`` is ignored."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,

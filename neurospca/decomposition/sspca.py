@@ -34,7 +34,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from ._base import LoadingsTransformerMixin
+from ._base import (
+    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
+)
 from .._validation import check_data, check_n_components, check_nonneg, check_not_constant
 from ..groups import check_groups
 from .tree import project_l1_ball
@@ -409,6 +411,26 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         self.support_threshold = support_threshold
         self.random_state = random_state
 
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, 1, closed="right")],
+        "groups": ["array-like", None],
+        "group_weights": ["array-like", None],
+        "code_constraint": [StrOptions(set(_CODE_CONSTRAINTS))],
+        "partition": ["array-like", None],
+        "nonneg": ["boolean"],
+        "center": ["boolean"],
+        "eps": [Interval(Real, 0, None, closed="neither")],
+        "n_inner": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "support_threshold": [Interval(Real, 0, 1, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit the model on ``X`` (n_samples, n_features). ``y`` is ignored."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
