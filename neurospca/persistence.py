@@ -8,7 +8,7 @@ the archive as UTF-8 bytes (key ``"meta.json"``), histories such as
 tuples and dicts item by item (objects of other types are refused: nothing
 is ever pickled).
 The structure operator is saved as its CSR arrays plus ``group_ptr`` and
-``norm2``. The space needed to put loadings back on the brain is saved too:
+``norm2``, a tree (hierarchical dictionary learning) as its parent array. The space needed to put loadings back on the brain is saved too:
 the mask (data and affine) for volumes, the kept vertices of each hemisphere
 for surfaces, and optionally the meshes used to draw them.
 
@@ -34,6 +34,7 @@ import scipy.sparse as sp
 
 from ._io import atomic_write
 from .masking import VolumeMasker
+from .decomposition.tree import Tree, check_tree
 from .operators import GroupOperator
 from .surface import Hemispheres
 
@@ -128,6 +129,10 @@ def _encode(key, value, arrays):
     """
     if isinstance(value, GroupOperator):
         return {"kind": "operator", "operator": _encode_operator(value, arrays, key)}
+    if isinstance(value, Tree):
+        # a validated tree is a function of its parent array
+        arrays[key] = value.parent
+        return {"kind": "tree"}
     if isinstance(value, np.ndarray):
         if value.dtype.hasobject:
             if value.size and all(isinstance(x, str) for x in value.ravel()):
@@ -164,6 +169,8 @@ def _decode(key, desc, arrays):
     kind = desc.get("kind")
     if kind == "operator":
         return _decode_operator(desc["operator"], arrays, key)
+    if kind == "tree":
+        return check_tree(arrays[key])
     if kind == "array":
         arr = arrays[key]
         return arr.astype(object) if desc.get("object_str") else arr

@@ -8,6 +8,7 @@ import zipfile
 import nibabel as nib
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from neurospca import (
     SPCATV,
@@ -332,6 +333,27 @@ def test_other_estimators_round_trip(tmp_path, name):
         else:
             assert value == other and type(value) is type(other), attr
     np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
+
+
+def test_hierarchical_dictionary_learning_round_trip(tmp_path):
+    """The fitted tree is stored as its parent array and validated again on load."""
+    from neurospca import HierarchicalDictionaryLearning
+    from neurospca.datasets import make_tree_patches
+
+    X, parent = make_tree_patches(60, random_state=0)
+    mask = np.random.default_rng(1).random(X.shape) > 0.5
+    model = HierarchicalDictionaryLearning(parent, n_components=parent.size, lam=0.1,
+                                           max_iter=3, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        model.fit(X)
+    save_model(model, tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz").estimator
+    for name in ("parent", "order", "end", "depth"):
+        np.testing.assert_array_equal(getattr(loaded.tree_, name), getattr(model.tree_, name))
+    assert loaded.components_.tobytes() == model.components_.tobytes()
+    assert loaded.objective_ == model.objective_
+    np.testing.assert_array_equal(loaded.transform(X * mask, mask=mask),
+                                  model.transform(X * mask, mask=mask))
 
 
 def test_unsupported_attribute_is_a_clear_error(tmp_path):
