@@ -247,13 +247,36 @@ def make_cortical_atrophy(n_samples=100, noise=0.3, radius=18.0, random_state=0)
                  n_vertices=(n_left, n_right))
 
 
-def make_structured_images(random_state=0, shape=(16, 16), n_samples=100, noise=1.5):
+def make_structured_images(random_state=0, shape=(16, 16), n_samples=100, noise=1.5, *,
+                           floor=0.0, layout="default"):
     """Images from three loadings with rectangular and convex supports (SSPCA).
 
-    The supports are a rectangle, a diamond (45 degree edges) and a second
-    rectangle, the shapes the half-space groups of Jenatton et al. can
-    select; each loading is a smooth cosine bump vanishing at the support's
-    edges, unit-norm. ``X = 8 U V + noise E`` with Gaussian ``U`` and ``E``.
+    The supports are two rectangles and a diamond (45 degree edges), the
+    shapes the half-space groups of Jenatton et al. can select. Each loading
+    is a smooth cosine bump, unit-norm. ``X = 8 U V + noise E`` with Gaussian
+    ``U`` and ``E``.
+
+    Parameters
+    ----------
+    random_state : int
+        Seed of the codes and the noise (the loadings are fixed).
+    shape : tuple of int, default=(16, 16)
+        Grid shape; the supports sit in the top-left 16 x 16 corner.
+    n_samples : int, default=100
+    noise : float, default=1.5
+        Standard deviation of the white noise.
+    floor : float in [0, 1), default=0.0
+        Amplitude at the support's edge relative to its peak: the loading is
+        ``floor + (1 - floor) * bump`` on the support. 0 is the bump alone,
+        which vanishes towards the edge (its border pixels are then weaker
+        than the noise).
+    layout : {"default", "overlapping"}, default="default"
+        ``"default"``: a 6 x 10 rectangle (rows 1-6, columns 2-11), a diamond
+        of radius 4.5 and a 10 x 4 rectangle (rows 5-14, columns 11-14), the
+        rectangles sharing 2 pixels. ``"overlapping"``: an 8 x 10 rectangle
+        (rows 1-8, columns 1-10), an 11 x 8 rectangle (rows 4-14, columns
+        7-14) overlapping it on 5 x 4 pixels, and a diamond of radius 4
+        touching the second rectangle.
 
     Returns
     -------
@@ -261,17 +284,28 @@ def make_structured_images(random_state=0, shape=(16, 16), n_samples=100, noise=
     supports : ndarray of bool, shape (3, height * width)
     loadings : ndarray of shape (3, height * width)
     """
+    if not 0.0 <= floor < 1.0:
+        raise ValueError(f"floor must be in [0, 1), got {floor!r}.")
     rng = np.random.default_rng(random_state)
     h, w = shape
     yy, xx = np.mgrid[:h, :w]
-    supports = [(yy >= 1) & (yy < 7) & (xx >= 2) & (xx < 12),
-                np.abs(yy - 10.5) + np.abs(xx - 5.5) <= 4.5,
-                (yy >= 5) & (yy < 15) & (xx >= 11) & (xx < 15)]
+    if layout == "default":
+        supports = [(yy >= 1) & (yy < 7) & (xx >= 2) & (xx < 12),
+                    np.abs(yy - 10.5) + np.abs(xx - 5.5) <= 4.5,
+                    (yy >= 5) & (yy < 15) & (xx >= 11) & (xx < 15)]
+    elif layout == "overlapping":
+        supports = [(yy >= 1) & (yy < 9) & (xx >= 1) & (xx < 11),
+                    (yy >= 4) & (yy < 15) & (xx >= 7) & (xx < 15),
+                    np.abs(yy - 11.5) + np.abs(xx - 4.5) <= 4]
+    else:
+        raise ValueError(f"layout must be 'default' or 'overlapping', got {layout!r}.")
     V = np.zeros((3, h * w))
     for k, sup in enumerate(supports):
         cy, cx = yy[sup].mean(), xx[sup].mean()
         ry, rx = np.ptp(yy[sup]) / 2 + 0.5, np.ptp(xx[sup]) / 2 + 0.5
         bump = np.cos(np.pi / 2 * np.abs(yy - cy) / ry) * np.cos(np.pi / 2 * np.abs(xx - cx) / rx)
+        if floor > 0:
+            bump = floor + (1.0 - floor) * bump / bump[sup].max()
         V[k, sup.ravel()] = bump[sup]
         V[k] /= np.linalg.norm(V[k])
     X = 8 * rng.standard_normal((n_samples, 3)) @ V + noise * rng.standard_normal((n_samples, h * w))
