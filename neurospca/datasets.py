@@ -313,12 +313,16 @@ def make_structured_images(random_state=0, shape=(16, 16), n_samples=100, noise=
 
 
 def make_tree_patches(n_samples, branching=(4, 3), side=5, noise=0.1, random_state=0,
-                      dictionary_state=None):
+                      dictionary_state=None, n_paths=1, codes="gaussian"):
     """Patches from a tree-structured dictionary (hierarchical dictionary learning).
 
-    Each signal uses the atoms on a random root-to-node path (an
-    ancestor-closed support); atoms are correlated with their parents, as the
-    learned trees of Jenatton et al. are.
+    Each signal uses the atoms on ``n_paths`` random root-to-node paths (the
+    union of the paths, an ancestor-closed support); atoms are correlated with
+    their parents, as the learned trees of Jenatton et al. are. With the
+    defaults (one path, Gaussian codes) a patch has one root-to-node path;
+    ``n_paths > 1`` makes patches mixtures of several branches, as natural
+    patches (an edge plus a texture) are, and ``codes="laplace"`` gives
+    heavier-tailed coefficients.
 
     Parameters
     ----------
@@ -328,11 +332,19 @@ def make_tree_patches(n_samples, branching=(4, 3), side=5, noise=0.1, random_sta
     side : int
         Patches are ``side x side``.
     noise : float
+        Standard deviation of the additive Gaussian noise.
     random_state : int
         Seed of the codes and the noise (and of the dictionary when
         ``dictionary_state`` is None, drawn first from the same generator).
     dictionary_state : int, optional
         Separate seed of the dictionary, to draw several patch sets from one.
+    n_paths : int, default=1
+        Root-to-node paths per patch (end nodes drawn uniformly with
+        replacement); the support is their union. A node shared by several
+        paths gets one coefficient.
+    codes : {"gaussian", "laplace"}, default="gaussian"
+        Distribution of a coefficient: ``N(0, 1) + 0.5 s`` (``s`` a random
+        sign), or a standard Laplace variable plus ``0.5 s`` (heavier tails).
 
     Returns
     -------
@@ -342,6 +354,10 @@ def make_tree_patches(n_samples, branching=(4, 3), side=5, noise=0.1, random_sta
     """
     from .decomposition.tree import balanced_tree, check_tree
 
+    if isinstance(n_paths, bool) or not isinstance(n_paths, (int, np.integer)) or n_paths < 1:
+        raise ValueError(f"n_paths must be a positive int, got {n_paths!r}.")
+    if codes not in ("gaussian", "laplace"):
+        raise ValueError(f"codes must be 'gaussian' or 'laplace', got {codes!r}.")
     rng = np.random.default_rng(random_state)
     drng = rng if dictionary_state is None else np.random.default_rng(dictionary_state)
     parent = balanced_tree(branching)
@@ -351,10 +367,13 @@ def make_tree_patches(n_samples, branching=(4, 3), side=5, noise=0.1, random_sta
         if parent[node] >= 0:
             D[node] = 0.6 * D[parent[node]] + 0.8 * D[node]
     D /= np.linalg.norm(D, axis=1, keepdims=True)
+    draw = rng.standard_normal if codes == "gaussian" else rng.laplace
     A = np.zeros((n_samples, p))
     for i in range(n_samples):
-        node = rng.integers(p)
-        while node >= 0:
-            A[i, node] = rng.standard_normal() + 0.5 * np.sign(rng.standard_normal())
-            node = parent[node]
+        for _ in range(int(n_paths)):
+            node = rng.integers(p)
+            while node >= 0:
+                if A[i, node] == 0.0:
+                    A[i, node] = draw() + 0.5 * np.sign(rng.standard_normal())
+                node = parent[node]
     return A @ D + noise * rng.standard_normal((n_samples, m)), parent
