@@ -169,3 +169,24 @@ def test_partition_and_nonneg_bad_input():
         SSPCA(3, nonneg="yes").fit(X)
     with pytest.raises(TypeError, match="nonneg must be a bool"):
         sspca(X, 3, nonneg="yes")
+
+
+def test_svd_init_is_the_leading_singular_subspace():
+    X, _ = shared_data(2)
+    kw = dict(groups=grid_halfspace_groups(SHAPE), lam=1e-6, init="svd", max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        U1, V1, _ = sspca(X, 3, random_state=0, **kw)
+        U2, V2, _ = sspca(X, 3, random_state=1, **kw)
+        Ur, _, _ = sspca(X, 3, random_state=0, **{**kw, "init": "random"})
+    # the start does not depend on the seed...
+    np.testing.assert_array_equal(U1, U2)
+    np.testing.assert_array_equal(V1, V2)
+    assert not np.allclose(U1, Ur)
+    # ...and after one iteration the codes still span about the leading left
+    # singular subspace (the data are rank 3 plus weak noise)
+    Q = np.linalg.svd(X, full_matrices=False)[0][:, :3]
+    cos = np.linalg.svd(Q.T @ np.linalg.qr(U1)[0], compute_uv=False)
+    assert cos.min() > 0.99
+    with pytest.raises(ValueError, match="init must be one of"):
+        sspca(X, 3, init="pca")

@@ -46,6 +46,7 @@ logger = logging.getLogger("neurospca")
 __all__ = ["SSPCA", "sspca", "structured_norm"]
 
 _CODE_CONSTRAINTS = ("l2", "l1")
+_INITS = ("random", "svd")
 
 
 def _membership(groups, weights, n_features):
@@ -164,10 +165,10 @@ def _check_partition(partition, r):
 
 
 def _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter, tol, rng,
-              classes=None, label=None, nonneg=False):
-    """One run of Algorithm 1 from a random start. Returns U, V, eta, history."""
+              classes=None, label=None, nonneg=False, U0=None):
+    """One run of Algorithm 1 from ``U0`` (random if None). Returns U, V, eta, history."""
     n, p = X.shape
-    U = rng.standard_normal((n, r))
+    U = rng.standard_normal((n, r)) if U0 is None else U0.copy()
     U = np.abs(U) if nonneg else np.linalg.qr(U)[0]
     U = np.array([_project_code(u, code_constraint, nonneg) for u in U.T]).T
     V = X.T @ U
@@ -217,8 +218,8 @@ def _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter, to
 
 
 def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=None,
-          code_constraint="l2", partition=None, nonneg=False, eps=1e-6, n_inner=3,
-          max_iter=200, tol=1e-4, n_init=1, random_state=None):
+          code_constraint="l2", partition=None, nonneg=False, init="random", eps=1e-6,
+          n_inner=3, max_iter=200, tol=1e-4, n_init=1, random_state=None):
     """Structured sparse PCA on centred data (Jenatton et al. 2010, Algorithm 1).
 
     .. math::
@@ -258,6 +259,10 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
         Constrain ``U >= 0`` and ``V >= 0`` (the paper's NMF-like variant): both
         block updates are followed by the exact projection on the orthant.
         Meant for nonnegative data that is not centred.
+    init : {"random", "svd"}, default="random"
+        Initial codes: Gaussian (the paper), or the leading left singular
+        vectors of ``X`` for the first run (their absolute values with
+        ``nonneg``); further ``n_init`` runs start at random.
     eps : float, default=1e-6
         Smoothing of ``eta`` (``eta^G_k <- eta*^G_k + eps max_G eta*^G_k``),
         relative to the component's largest weight so that it does not depend
@@ -295,6 +300,8 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
             f"code_constraint must be one of {_CODE_CONSTRAINTS}, got {code_constraint!r}."
         )
     classes, label = _check_partition(partition, r)
+    if init not in _INITS:
+        raise ValueError(f"init must be one of {_INITS}, got {init!r}.")
     if not isinstance(nonneg, (bool, np.bool_)):
         raise TypeError(f"nonneg must be a bool, got {type(nonneg).__name__}.")
     eps = check_nonneg(eps, "eps", strict=True)
@@ -305,9 +312,10 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
     rng = check_random_state(random_state)
     Msq = _membership(groups, wts, p)
     best, finals = None, []
+    U0 = np.linalg.svd(X, full_matrices=False)[0][:, :r] if init == "svd" else None
     for run in range(n_init):
         res = _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter,
-                        tol, rng, classes, label, bool(nonneg))
+                        tol, rng, classes, label, bool(nonneg), U0 if run == 0 else None)
         finals.append(res[3][-1])
         logger.debug("sspca: run %d, %d iterations, objective %.6g", run, res[4], res[3][-1])
         if best is None or res[3][-1] < best[3][-1]:
@@ -354,6 +362,9 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         nonnegative data.
     center : bool, default=True
         Subtract the feature means before fitting (``mean_``; zeros if False).
+    init : {"random", "svd"}, default="random"
+        Start of the first run: random codes (the paper) or the leading left
+        singular vectors.
     eps : float, default=1e-6
     n_inner : int, default=3
     max_iter : int, default=200
@@ -392,8 +403,8 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
 
     def __init__(self, n_components=3, *, lam=1e-3, alpha=0.5, groups=None,
                  group_weights=None, code_constraint="l2", partition=None, nonneg=False,
-                 center=True, eps=1e-6, n_inner=3, max_iter=200, tol=1e-4, n_init=1,
-                 support_threshold=1e-3, random_state=None):
+                 center=True, init="random", eps=1e-6, n_inner=3, max_iter=200, tol=1e-4,
+                 n_init=1, support_threshold=1e-3, random_state=None):
         self.n_components = n_components
         self.lam = lam
         self.alpha = alpha
@@ -403,6 +414,7 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         self.partition = partition
         self.nonneg = nonneg
         self.center = center
+        self.init = init
         self.eps = eps
         self.n_inner = n_inner
         self.max_iter = max_iter
@@ -421,6 +433,7 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         "partition": ["array-like", None],
         "nonneg": ["boolean"],
         "center": ["boolean"],
+        "init": [StrOptions(set(_INITS))],
         "eps": [Interval(Real, 0, None, closed="neither")],
         "n_inner": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -443,7 +456,7 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         U, V, info = sspca(
             Xc, self.n_components, groups=self.groups, lam=self.lam, alpha=self.alpha,
             group_weights=self.group_weights, code_constraint=self.code_constraint,
-            partition=self.partition, nonneg=self.nonneg, eps=self.eps,
+            partition=self.partition, nonneg=self.nonneg, init=self.init, eps=self.eps,
             n_inner=self.n_inner, max_iter=self.max_iter, tol=self.tol, n_init=self.n_init,
             random_state=self.random_state,
         )
