@@ -415,7 +415,6 @@ def test_tree_beats_flat_at_every_missing_rate():
     assert np.all(mse["tree"] < mse["flat"]), (mse["tree"], mse["flat"])
 
 
-
 def test_tree_beats_flat_at_every_missing_rate_8x8():
     """The same ordering on 8 x 8 patches from a depth-4 tree (10, 3, 2) with
     101 atoms, the paper's patch size, with the coarse-to-fine initialisation
@@ -456,22 +455,23 @@ def test_hierarchical_init_lowers_the_objective():
                 for init in ("data", "hierarchical")]
     assert obj["hierarchical"] < 0.98 * obj["data"], obj
     np.testing.assert_array_equal(flat[0], flat[1])
-    with pytest.raises(ValueError, match="init must be"):
+    with pytest.raises(ValueError, match="'init' parameter of HierarchicalDictionaryLearning"):
         HierarchicalDictionaryLearning(parent, init="random").fit(X)
+
 
 def test_dictionary_learning_bad_input():
     X, parent = make_patches(30, seed=0)
     with pytest.raises(ValueError, match="cycle"):
         HierarchicalDictionaryLearning([-1, 2, 3, 1]).fit(X)
-    with pytest.raises(ValueError, match="lam must be >= 0"):
+    with pytest.raises(ValueError, match="'lam' parameter of HierarchicalDictionaryLearning"):
         HierarchicalDictionaryLearning(parent, lam=-1).fit(X)
     with pytest.raises(ValueError, match="weights must be >= 0"):
         HierarchicalDictionaryLearning(parent, weights=-np.ones(parent.size)).fit(X)
-    with pytest.raises(ValueError, match="mu must be in"):
+    with pytest.raises(ValueError, match="'mu' parameter of HierarchicalDictionaryLearning"):
         HierarchicalDictionaryLearning(parent, mu=1.5).fit(X)
-    with pytest.raises(ValueError, match="norm must be"):
+    with pytest.raises(ValueError, match="'norm' parameter of HierarchicalDictionaryLearning"):
         HierarchicalDictionaryLearning(parent, norm="l3").fit(X)
-    with pytest.raises(ValueError, match="n_components must be a positive int"):
+    with pytest.raises(ValueError, match="'n_components' parameter of HierarchicalDictionaryLearning"):
         HierarchicalDictionaryLearning(n_components=0).fit(X)
     Xn = X.copy()
     Xn[1, 1] = np.inf

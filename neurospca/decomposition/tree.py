@@ -27,6 +27,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_data, check_nonneg
+from ._base import Integral, Interval, Real, StrOptions, _fit_context
 
 try:  # compiled twin of _prox_tree_core (python setup.py build_ext --inplace)
     from . import _tree_fast
@@ -846,6 +847,25 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         self.init = init
         self.random_state = random_state
 
+    _parameter_constraints = {
+        "tree": ["array-like", None],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "norm": [StrOptions(set(_NORMS))],
+        "weights": ["array-like", Interval(Real, 0, None, closed="left"), None],
+        "l1": [Interval(Real, 0, None, closed="left")],
+        "mu": [Interval(Real, 0, 1, closed="both")],
+        "positive_code": ["boolean"],
+        "positive_dict": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_dict_passes": [Interval(Integral, 1, None, closed="left")],
+        "max_coding_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "transform_lam": [Interval(Real, 0, None, closed="left"), None],
+        "init": [StrOptions({"data", "hierarchical"})],
+        "random_state": ["random_state"],
+    }
+
     def _check_params(self):
         if self.tree is None:
             n = _check_positive_int(self.n_components, "n_components")
@@ -868,6 +888,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
             raise ValueError(f"init must be 'data' or 'hierarchical', got {self.init!r}.")
         return tree, lam, l1, mu, norm, w, tol
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Learn the dictionary from ``X`` (n_samples, n_features). ``y`` is ignored."""
         X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False)
