@@ -3,13 +3,19 @@
 The suite runs in parallel workers (``pytest -n 2`` on 2 cores): BLAS and
 OpenMP pools are limited to one thread per worker, because oversubscribed
 OpenBLAS threads spin and slow everything down by an order of magnitude.
-Plots use the non-interactive Agg backend.
+The environment variables cover libraries loaded later; ``threadpool_limits``
+covers those already loaded, which is why NumPy and SciPy's BLAS are imported
+first. Plots use the non-interactive Agg backend.
 """
 
 import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
+import numpy  # noqa: E402,F401
+import scipy.linalg  # noqa: E402,F401
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 _THREAD_LIMITS = threadpool_limits(limits=1)
