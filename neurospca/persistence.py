@@ -8,9 +8,10 @@ the archive as UTF-8 bytes (key ``"meta.json"``), histories such as
 tuples and dicts item by item (objects of other types are refused: nothing
 is ever pickled).
 The structure operator is saved as its CSR arrays plus ``group_ptr`` and
-``norm2``, a tree (hierarchical dictionary learning) as its parent array. The space needed to put loadings back on the brain is saved too:
-the mask (data and affine) for volumes, the kept vertices of each hemisphere
-for surfaces, and optionally the meshes used to draw them.
+``norm2``, a tree (hierarchical dictionary learning) as its parent array.
+The space needed to put loadings back on the brain is saved too: the mask
+(data and affine) for volumes, the kept vertices of each hemisphere for
+surfaces, and optionally the meshes used to draw them.
 
 Files are written to a temporary name in the target directory and then renamed,
 so a saved model is complete or absent.

@@ -14,8 +14,9 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-import numpy  # noqa: E402,F401
-import scipy.linalg  # noqa: E402,F401
+import numpy  # noqa: E402
+import scipy.linalg  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
+_LOADED_FIRST = (numpy, scipy.linalg)
 _THREAD_LIMITS = threadpool_limits(limits=1)

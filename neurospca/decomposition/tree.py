@@ -791,18 +791,18 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
     transform_lam : float, optional
         Tree-norm weight used by :meth:`transform` (the paper tunes a separate
         test-time weight); default ``lam``.
-    init : {"data", "hierarchical"}, default="data"
-        Initial atoms. ``"data"``: every atom is a random training sample
-        (plus a little noise). ``"hierarchical"``: coarse to fine; the roots
-        start as random samples, the tree cut at each depth is learned
+    init : {"hierarchical", "data"}, default="hierarchical"
+        Initial atoms. ``"hierarchical"``: coarse to fine; the roots start as
+        random training samples, the tree cut at each depth is learned
         (``min(10, max_iter)`` alternations) and each atom of the next depth
-        starts as the residual of a sample that uses its parent. With random
-        atoms at every node, a child is often learned away from the samples
-        of its parent, a local minimum the alternations do not leave (on
-        depth-4 synthetic trees the ``"data"`` objective stays above that of
-        the generating dictionary); ``"hierarchical"`` avoids it and is
-        recommended for trees of depth >= 3. Same as ``"data"`` for a flat
-        dictionary (a forest of roots).
+        starts as the residual of a sample that uses its parent.
+        ``"data"``: every atom is a random training sample (plus a little
+        noise). With random atoms at every node, a child is often learned
+        away from the samples of its parent, a local minimum the alternations
+        do not leave (on depth-4 synthetic trees the ``"data"`` objective
+        stays above that of the generating dictionary, and the tree then
+        inpaints worse than a flat dictionary at low missing rates). The two
+        are the same for a flat dictionary (a forest of roots).
     random_state : int, RandomState or None
 
     Attributes
@@ -829,7 +829,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
     def __init__(self, tree=None, *, n_components=8, lam=0.1, norm="l2", weights=None,
                  l1=0.0, mu=0.0, positive_code=False, positive_dict=False, max_iter=30,
                  n_dict_passes=5, max_coding_iter=200, tol=1e-4, transform_lam=None,
-                 init="data", random_state=None):
+                 init="hierarchical", random_state=None):
         self.tree = tree
         self.n_components = n_components
         self.lam = lam
