@@ -63,6 +63,8 @@ from .datasets import (
     make_fmri_like,
     make_paper_simulation,
     make_paper_simulation_split,
+    make_structured_images,
+    make_tree_patches,
 )
 from .model_selection import (
     dice_index,
@@ -136,6 +138,8 @@ __all__ = [
     "make_fmri_like",
     "make_paper_simulation",
     "make_paper_simulation_split",
+    "make_structured_images",
+    "make_tree_patches",
     "dice_index",
     "grid_search_cv",
     "match_components",
