@@ -318,13 +318,19 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
     Parameters
     ----------
     n_components : int, default=3
-    alpha : float, default=1.0
-        Total penalty weight (> 0). Sparsity is driven by ``l1 = alpha *
-        l1_ratio`` relative to ``max_j ||X_j||_2 / N`` (no component survives
-        when ``l1`` exceeds it and ``tv_ratio = 0``).
+    alpha : float or None, default=None
+        Absolute total penalty weight (> 0), the paper's parametrisation. None
+        (the default) makes the penalties relative to the data:
+        ``alpha_ = alpha_rel * l1_max_`` with ``l1_max_ = max_j ||Xc_j||_2 / N``
+        of the centred training data, so the same settings suit maps of any
+        scale. Sparsity is driven by ``l1 = alpha * l1_ratio`` relative to
+        ``l1_max_`` (no component survives when ``l1`` exceeds it and
+        ``tv_ratio = 0``).
     l1_ratio : float, default=0.05
     tv_ratio : float, default=0.1
         ``l1_ratio + tv_ratio < 1``.
+    alpha_rel : float, default=5.0
+        ``alpha`` in units of ``l1_max_``, used when ``alpha`` is None.
     operator : GroupOperator, optional
         The structure, e.g. from :func:`neurospca.tv_from_mask` or
         :func:`neurospca.tv_from_mesh`. Default: a 1-D chain over the features.
@@ -344,6 +350,10 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
         Unit-norm loading vectors (zero rows for vanished components).
     loadings_ : ndarray of shape (n_features, n_components)
         The raw ``v_k`` of eq. 3.
+    alpha_ : float
+        The absolute ``alpha`` used (``alpha``, or ``alpha_rel * l1_max_``).
+    l1_max_ : float
+        ``max_j ||Xc_j||_2 / N`` of the centred training data.
     mean_ : ndarray of shape (n_features,)
     singular_values_ : ndarray of shape (n_components,)
         ``d_k ||v_k||``, the rank-one scales for unit loadings.
@@ -369,13 +379,14 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
     (2, 30)
     """
 
-    def __init__(self, n_components=3, *, alpha=1.0, l1_ratio=0.05, tv_ratio=0.1,
-                 operator=None, tol=1e-3, max_iter=100, solver="dual",
+    def __init__(self, n_components=3, *, alpha=None, l1_ratio=0.05, tv_ratio=0.1,
+                 alpha_rel=5.0, operator=None, tol=1e-3, max_iter=100, solver="dual",
                  max_inner_iter=None, init="svd", random_state=None, verbose=0):
         self.n_components = n_components
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.tv_ratio = tv_ratio
+        self.alpha_rel = alpha_rel
         self.operator = operator
         self.tol = tol
         self.max_iter = max_iter
@@ -387,7 +398,8 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither"), None],
+        "alpha_rel": [Interval(Real, 0, None, closed="neither")],
         "l1_ratio": [Interval(Real, 0, 1, closed="left")],
         "tv_ratio": [Interval(Real, 0, 1, closed="left")],
         "operator": [GroupOperator, None],
@@ -406,11 +418,15 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
                           ensure_all_finite=False)
         X = check_data(X)
-        l1, l2, tv = weights_from_ratios(self.alpha, self.l1_ratio, self.tv_ratio)
         n_components = check_n_components(self.n_components, *X.shape)
         t0 = time.perf_counter()
         self.mean_ = X.mean(axis=0)
         Xc = X - self.mean_
+        check_not_constant(Xc)
+        self.l1_max_ = float(np.sqrt(np.einsum("ij,ij->j", Xc, Xc)).max()) / X.shape[0]
+        alpha = self.alpha_rel * self.l1_max_ if self.alpha is None else self.alpha
+        self.alpha_ = float(alpha)
+        l1, l2, tv = weights_from_ratios(self.alpha_, self.l1_ratio, self.tv_ratio)
         U, V, info = spca_tv(
             Xc, n_components, l1=l1, l2=l2, tv=tv, operator=self.operator,
             tol=self.tol, max_iter=self.max_iter, solver=self.solver,

@@ -14,9 +14,10 @@ from .plotting import (
     pyvista_available,
     surface_background,
 )
-from .report import component_scores, library_versions, make_report, save_report
+from .report import HTMLReport, component_scores, library_versions, make_report, save_report
 
 __all__ = [
+    "HTMLReport",
     "component_scores",
     "library_versions",
     "loadings_to_nifti",

@@ -28,7 +28,7 @@ from . import plotting
 
 logger = logging.getLogger("neurospca")
 
-__all__ = ["make_report", "save_report", "component_scores", "library_versions"]
+__all__ = ["HTMLReport", "make_report", "save_report", "component_scores", "library_versions"]
 
 _TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
@@ -330,3 +330,63 @@ def save_report(html, path):
             fh.write(html)
 
     return atomic_write(_write, path)
+
+
+class HTMLReport:
+    """A rendered report, as nilearn's ``generate_report`` returns.
+
+    Parameters
+    ----------
+    html : str
+        The self-contained page (from :func:`make_report`).
+
+    Examples
+    --------
+    >>> report = image_model.generate_report()                    # doctest: +SKIP
+    >>> report.save_as_html("report.html")                        # doctest: +SKIP
+    """
+
+    def __init__(self, html):
+        if not isinstance(html, str):
+            raise TypeError(f"html must be a str, got {type(html).__name__}.")
+        self.html = html
+
+    def __str__(self):
+        return self.html
+
+    def __repr__(self):
+        return f"<HTMLReport: {len(self.html):,} characters>"
+
+    def _repr_html_(self):
+        return self.get_iframe()
+
+    def get_iframe(self, width=960, height=800):
+        """The page inside an ``<iframe srcdoc=...>`` (for notebooks).
+
+        Parameters
+        ----------
+        width, height : int
+            Size of the frame in pixels.
+
+        Returns
+        -------
+        str
+        """
+        import html as _html
+
+        return (f'<iframe srcdoc="{_html.escape(self.html, quote=True)}" '
+                f'width="{int(width)}" height="{int(height)}" frameborder="0"></iframe>')
+
+    def save_as_html(self, path):
+        """Write the page (temporary name, then rename: complete or absent).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+
+        Returns
+        -------
+        str
+            The path written.
+        """
+        return save_report(self.html, path)
