@@ -365,6 +365,7 @@ class ImageSPCATV(BaseEstimator):
         if user is not None:
             self._check_masker_params(user)
             params = {k: v for k, v in user.get_params().items() if k != "mask_img"}
+            params["standardize"] = _nilearn_standardize(params.get("standardize"))
         return params, user
 
     def _check_masker_params(self, masker):
@@ -476,6 +477,7 @@ class ImageSPCATV(BaseEstimator):
             user = self.mask
             self._check_masker_params(user)
             params = {k: v for k, v in user.get_params().items() if k != "mask_img"}
+            params["standardize"] = _nilearn_standardize(params.get("standardize"))
             if hasattr(user, "mask_img_"):
                 masks = _surface_mask_arrays(user.mask_img_, img)
             elif user.mask_img is not None:
@@ -493,9 +495,9 @@ class ImageSPCATV(BaseEstimator):
             n_const = sum(int((~masks[h]).sum()) for h in _HEMIS)
             if n_const:
                 warnings.warn(
-                    f"mask=None: {n_const} vertex(es) are constant across the samples (e.g. "
-                    f"the medial wall; left {int((~masks['left']).sum())}, right "
-                    f"{int((~masks['right']).sum())}) and were left out of the mask.",
+                    f"no mask was given: {n_const} vertex(es) constant across the samples "
+                    f"(e.g. the medial wall; left {int((~masks['left']).sum())}, right "
+                    f"{int((~masks['right']).sum())}) were left out of the mask.",
                     UserWarning, stacklevel=3)
         n_bad = 0
         for h in _HEMIS:
@@ -627,7 +629,8 @@ class ImageSPCATV(BaseEstimator):
         -------
         ndarray of shape (n_samples, n_components)
         """
-        return self.estimator_.transform(self._data(imgs, confounds))
+        X = self._data(imgs, confounds)
+        return self.estimator_.transform(X)
 
     def inverse_transform(self, S):
         """Images of scores: ``S components_ + mean_`` unmasked.

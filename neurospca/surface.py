@@ -869,7 +869,8 @@ def _gifti_cortex_mask(path, medial_wall_names):
                 or path.lower().endswith((".label.gii", ".label.gii.gz")))
     if is_label:
         labels = np.asarray(data).astype(np.int64)
-        names = {int(lab.key): (lab.label or "") for lab in img.labeltable.labels}
+        names = {int(lab.key): (getattr(lab, "label", None) or "")
+                 for lab in img.labeltable.labels}
         if any(names.values()):
             wall = {w.lower() for w in medial_wall_names}
             wall_keys = [k for k, n in names.items() if n.strip().lower() in wall]
