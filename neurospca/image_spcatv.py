@@ -79,9 +79,16 @@ def _is_surface_masker(obj):
 
 
 def _nilearn_standardize(standardize):
-    """nilearn >= 0.13 spells False as None and True as "zscore_sample"."""
+    """nilearn 0.14 spells False as None and True as "zscore_sample" (the booleans are
+    deprecated there); older versions keep the booleans."""
+    import nilearn
+
+    try:
+        new = tuple(int(x) for x in nilearn.__version__.split(".")[:2]) >= (0, 14)
+    except ValueError:  # pragma: no cover - development versions
+        new = True
     if standardize is False or standardize is None:
-        return None
+        return None if new else False
     if standardize is True:
         return "zscore_sample"
     return standardize
