@@ -352,6 +352,13 @@ class ImageSPCATV(BaseEstimator):
 
     def _prepare(self, imgs, confounds):
         """Masker, mask, operator, space from the images; returns X (N x P)."""
+        if not isinstance(self.resample, (bool, np.bool_)):
+            raise TypeError(f"resample must be True or False, got {self.resample!r}.")
+        fwhm = self.smoothing_fwhm
+        if fwhm is not None and (isinstance(fwhm, bool) or not isinstance(
+                fwhm, (int, float, np.number)) or not np.isfinite(fwhm) or fwhm < 0):
+            raise ValueError(f"smoothing_fwhm must be None or a number >= 0 (mm), got "
+                             f"{fwhm!r}.")
         if isinstance(imgs, (list, tuple)) and imgs and all(_is_surface_image(i)
                                                             for i in imgs):
             imgs = _concat_surface_images(list(imgs), "imgs")
@@ -656,14 +663,12 @@ class ImageSPCATV(BaseEstimator):
         self._check_fitted()
         return self._to_img(self.estimator_.inverse_transform(S))
 
-    def score(self, imgs, y=None, confounds=None):
+    def score(self, imgs, confounds=None):
         """Held-out fit of images, higher is better (``SPCATV.score`` on the masked data).
 
         Parameters
         ----------
         imgs : images as in :meth:`fit`
-        y : None
-            Ignored.
         confounds : array-like or path, optional
 
         Returns

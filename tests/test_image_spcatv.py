@@ -397,6 +397,17 @@ def test_confounds_and_standardize(small_volume):
     assert np.abs(c @ (X - X.mean(0))).max() < 1e-6 * np.abs(X).max() * n  # regressed out
     # the first component is not the confound's uniform map
     assert np.mean(model.components_[0] != 0) < 0.9
+    # smoothing is nilearn's, before masking
+    smooth = ImageSPCATV(1, mask=mask_img, smoothing_fwhm=6.0, alpha_rel=0.5, tol=1e-2)
+    smooth.fit(img)
+    Xn = NiftiMasker(mask_img=mask_img, smoothing_fwhm=6.0, standardize=None).fit().transform(img)
+    np.testing.assert_allclose(smooth.masker_.transform(img), Xn)
+    assert np.linalg.norm(Xn - img.get_fdata()[mask].T) > 0.1 * np.linalg.norm(Xn)
+    for bad in (-1.0, "6mm"):
+        with pytest.raises(ValueError, match="smoothing_fwhm must be None or a number"):
+            ImageSPCATV(1, mask=mask_img, smoothing_fwhm=bad).fit(img)
+    with pytest.raises(TypeError, match="resample must be True or False"):
+        ImageSPCATV(1, mask=mask_img, resample="yes").fit(img)
     std = ImageSPCATV(1, mask=mask_img, standardize=True, alpha_rel=0.5, tol=1e-2).fit(img)
     Xs = std.masker_.transform(img)
     np.testing.assert_allclose(Xs.std(axis=0, ddof=1), 1.0, rtol=1e-5)
