@@ -205,6 +205,34 @@ def _surface_mask_arrays(mask, img, name="mask"):
     return out
 
 
+def _stack_volumes(items, grid, resample):
+    """One 4-D image on ``grid`` from (label, 3-D/4-D image) items (grids checked).
+
+    The volumes are copied once into a Fortran-ordered array (NIfTI's own
+    order, so each copy is contiguous); float32 data stay float32.
+    """
+    import nibabel as nib
+
+    from .masking import _check_grid
+
+    imgs = [_check_grid(label, img, grid, resample) for label, img in items]
+    n = sum(1 if len(img.shape) == 3 else int(img.shape[3]) for img in imgs)
+    single = all(np.dtype(img.get_data_dtype()) == np.float32 for img in imgs)
+    out = np.empty(tuple(grid.shape[:3]) + (n,), dtype=np.float32 if single else np.float64,
+                   order="F")
+    j = 0
+    for img in imgs:
+        arr = np.asanyarray(img.dataobj)
+        if arr.ndim == 3:
+            out[..., j] = arr
+            j += 1
+        else:
+            out[..., j:j + arr.shape[3]] = arr
+            j += arr.shape[3]
+        del arr
+    return nib.Nifti1Image(out, grid.affine)
+
+
 # --------------------------------------------------------------------------
 # the estimator
 # --------------------------------------------------------------------------
@@ -393,11 +421,8 @@ class ImageSPCATV(BaseEstimator):
                     "or to ImageSPCATV, not both.")
 
     def _prepare_volume(self, imgs, confounds):
-        import nibabel as nib
-
         from .masking import (
             VolumeMasker,
-            _check_grid,
             _collect_images,
             _mask_array,
             _mask_img,
@@ -417,17 +442,9 @@ class ImageSPCATV(BaseEstimator):
         elif user is None and self.mask is not None:
             mask_img = load_mask_img(self.mask)
         ref = mask_img if mask_img is not None else items[0][1]
-        data, affine = [], ref.affine
         grid = mask_img if mask_img is not None else _mask_img(
             np.ones(ref.shape[:3], dtype=bool), ref.affine, None)
-        for label, img in items:
-            img = _check_grid(label, img, grid, self.resample and mask_img is not None)
-            arr = np.asanyarray(img.dataobj)
-            arr = arr if arr.dtype == np.float32 else arr.astype(np.float64)
-            data.append(arr[..., None] if arr.ndim == 3 else arr)
-        dtype = np.result_type(*[d.dtype for d in data])
-        img4d = nib.Nifti1Image(np.concatenate(data, axis=3).astype(dtype, copy=False), affine)
-        del data
+        img4d = _stack_volumes(items, grid, self.resample and mask_img is not None)
         n_samples = img4d.shape[3]
         confounds = self._check_confounds(confounds, n_samples)
         if mask_img is None:  # computed as nilearn does (or by the user's masker)
@@ -436,9 +453,8 @@ class ImageSPCATV(BaseEstimator):
                 warnings.simplefilter("ignore", DeprecationWarning)
                 mask_img = load_mask_img(auto.fit(img4d).mask_img_)
         mask = _mask_array(mask_img)
-        values = np.asarray(img4d.dataobj)[mask]
+        values = np.asarray(img4d.dataobj)[mask]  # (P, N), the masker's column order
         bad = ~np.all(np.isfinite(values), axis=1)
-        del values
         n_bad = int(bad.sum())
         if n_bad:
             if n_bad == bad.size:
@@ -453,9 +469,16 @@ class ImageSPCATV(BaseEstimator):
             mask_img = _mask_img(new, mask_img.affine, mask_img.header)
         self.mask_img_ = mask_img
         self.masker_ = maskers.NiftiMasker(mask_img=mask_img, **params)
+        plain = (user is None and not self.standardize and self.smoothing_fwhm is None
+                 and confounds is None)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            X = self._masker_transform(img4d, confounds, fit=True)
+            if plain:  # the masker would only copy: the in-mask values are X already
+                self.masker_.fit()
+                X = np.ascontiguousarray(values[~bad].T, dtype=np.float64)
+            else:
+                X = self._masker_transform(img4d, confounds, fit=True)
+        del values
         self.space_ = VolumeMasker(mask_img)
         self.operator_ = self.space_.operator()
         self.meshes_ = None
@@ -595,16 +618,9 @@ class ImageSPCATV(BaseEstimator):
         else:
             if self.meshes_ is not None:
                 raise TypeError("imgs: the model was fitted on surfaces; give a SurfaceImage.")
-            import nibabel as nib
+            from .masking import _collect_images
 
-            from .masking import _check_grid, _collect_images
-
-            vols = []
-            for label, img in _collect_images(imgs):
-                img = _check_grid(label, img, self.mask_img_, self.resample)
-                arr = np.asanyarray(img.dataobj)
-                vols.append(arr[..., None] if arr.ndim == 3 else arr)
-            source = nib.Nifti1Image(np.concatenate(vols, axis=3), self.mask_img_.affine)
+            source = _stack_volumes(_collect_images(imgs), self.mask_img_, self.resample)
             n_samples = source.shape[3]
         confounds = self._check_confounds(confounds, n_samples)
         with warnings.catch_warnings():

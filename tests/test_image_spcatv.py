@@ -24,7 +24,6 @@ from neurospca import (
     ImageSPCATV,
     VolumeMasker,
     load_cortex_mask,
-    load_surf_data,
     load_surface_image,
     tv_from_hemispheres,
     tv_from_mask,
