@@ -622,9 +622,12 @@ def _build_parser():
         srf.add_argument(f"--{hemi}-mesh", metavar="SURF",
                          help=f"{hemi} mesh defining neighbours (FreeSurfer or GIFTI)")
         srf.add_argument(f"--{hemi}-data", nargs="+", metavar="MAP",
-                         help=f"{hemi} per-subject maps (curv, .mgh, .gii; paths or globs)")
+                         help=f"{hemi} per-subject maps (curv, .mgh, .gii; paths or globs) "
+                              "or qcache stacks (one .mgh frame per subject)")
         srf.add_argument(f"--{hemi}-cortex", metavar="LABEL",
-                         help=f"{hemi} cortex .label or .annot (medial wall left out)")
+                         help=f"{hemi} cortex .label, .annot, .label.gii or 0/1 .shape.gii "
+                              "(medial wall left out; default: the vertices that vary "
+                              "across the maps)")
         srf.add_argument(f"--{hemi}-plot-mesh", metavar="SURF",
                          help=f"{hemi} mesh to draw on, e.g. inflated (default --{hemi}-mesh)")
         srf.add_argument(f"--{hemi}-bg", metavar="MAP",

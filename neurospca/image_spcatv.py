@@ -182,8 +182,8 @@ def _surface_mask_arrays(mask, img, name="mask"):
     out = {}
     for h in _HEMIS:
         value = items[h]
-        if value is None:
-            out[h] = np.ones(n[h], dtype=bool)
+        if value is None:  # computed by the caller, as for mask=None
+            out[h] = None
             continue
         if not isinstance(value, (str, bytes, os.PathLike)):
             value = np.asarray(value)
@@ -253,7 +253,7 @@ class ImageSPCATV(BaseEstimator):
         the mask: like ``NiftiMasker``'s default (``mask_strategy="background"``)
         for volumes; for surfaces every vertex that is constant across the
         samples (e.g. the medial wall) is left out, with a warning saying how
-        many. Voxels or vertices that are NaN or infinite in any image are
+        many (also for a hemisphere given as None in a pair). Voxels or vertices that are NaN or infinite in any image are
         always left out (with a warning).
     standardize : bool or str, default=False
         Passed to the nilearn masker: z-score every voxel/vertex across the
@@ -509,7 +509,6 @@ class ImageSPCATV(BaseEstimator):
         n_samples = parts["left"].shape[1]
         confounds = self._check_confounds(confounds, n_samples)
         params = {"standardize": _nilearn_standardize(self.standardize), "reports": False}
-        computed = False
         if _is_surface_masker(self.mask):
             user = self.mask
             self._check_masker_params(user)
@@ -523,19 +522,20 @@ class ImageSPCATV(BaseEstimator):
                 fitted = clone(user).fit(img)
                 masks = _surface_mask_arrays(fitted.mask_img_, img)
         elif self.mask is None:
-            computed = True
-            masks = {h: np.ptp(np.where(np.isfinite(parts[h]), parts[h], 0), axis=1) > 0
-                     for h in _HEMIS}
+            masks = {h: None for h in _HEMIS}
         else:
             masks = _surface_mask_arrays(self.mask, img)
-        if computed:
-            n_const = sum(int((~masks[h]).sum()) for h in _HEMIS)
-            if n_const:
-                warnings.warn(
-                    f"no mask was given: {n_const} vertex(es) constant across the samples "
-                    f"(e.g. the medial wall; left {int((~masks['left']).sum())}, right "
-                    f"{int((~masks['right']).sum())}) were left out of the mask.",
-                    UserWarning, stacklevel=3)
+        computed = [h for h in _HEMIS if masks[h] is None]
+        for h in computed:  # vertices that vary across the samples
+            masks[h] = np.ptp(np.where(np.isfinite(parts[h]), parts[h], 0), axis=1) > 0
+        n_const = {h: int((~masks[h]).sum()) for h in computed}
+        if sum(n_const.values()):
+            warnings.warn(
+                f"no mask was given for the {' and '.join(computed)} hemisphere"
+                f"{'s' if len(computed) > 1 else ''}: {sum(n_const.values())} vertex(es) "
+                "constant across the samples (e.g. the medial wall; "
+                + ", ".join(f"{h} {c}" for h, c in n_const.items())
+                + ") were left out of the mask.", UserWarning, stacklevel=3)
         n_bad = 0
         for h in _HEMIS:
             bad = masks[h] & ~np.all(np.isfinite(parts[h]), axis=1)

@@ -1247,9 +1247,9 @@ def fit_surfaces(left_data, right_data, left_mesh, right_mesh=None, estimator=No
         ``neurospca.SPCATV()``); it is cloned and given the two-hemisphere TV
         operator.
     mask_left, mask_right : array-like of bool or path, optional
-        Cortex masks (see :func:`load_cortex_mask`). With neither, vertices
-        constant across the maps (the medial wall) are left out, with a
-        warning.
+        Cortex masks (see :func:`load_cortex_mask`). A hemisphere without a
+        mask keeps the vertices that vary across the maps: the medial wall,
+        constant, is left out (with a warning saying how many).
     kind : {"edges", "gradient"}, default="edges"
         See :func:`tv_from_mesh`.
 

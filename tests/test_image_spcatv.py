@@ -290,7 +290,8 @@ def test_surface_round_trip_planted_vertices(fs5):
 
 def test_fsaverage5_thickness_default_penalties(thickness_img):
     img, patterns = thickness_img
-    with pytest.warns(UserWarning, match=r"no mask was given: \d+ vertex") as rec:
+    with pytest.warns(UserWarning, match=r"no mask was given for the left and right "
+                                         r"hemispheres: \d+ vertex") as rec:
         model = ImageSPCATV(3).fit(img)
     thick = load_fsaverage_data(mesh="fsaverage5", data_type="thickness")
     n_wall = sum(int(np.sum(np.asarray(thick.data.parts[h]) == 0)) for h in HEMIS)
@@ -617,11 +618,17 @@ def test_cli_alpha_options(small_volume, tmp_path, capsys):
     Xc = X - X.mean(0)
     l1_max = np.sqrt((Xc**2).sum(0)).max() / X.shape[0]
     np.testing.assert_allclose(saved.estimator.alpha_, 0.7 * l1_max, rtol=1e-6)
-    # defaults are SPCATV's
-    assert main(base + ["--output", str(tmp_path / "default")]) == 0
-    saved = load_model(tmp_path / "default" / "model.npz")
-    for name in ("alpha", "alpha_rel", "l1_ratio", "tv_ratio", "max_iter"):
-        assert saved.estimator.get_params()[name] == SPCATV().get_params()[name], name
+    # defaults are SPCATV's (the parser's and the model's, without fitting)
+    from neurospca.cli import _build_parser, _estimator
+
+    args = _build_parser().parse_args(base[:-1] + ["-q"])
+    model = _estimator(args, mask=mask_img)
+    for name in ("alpha", "alpha_rel", "l1_ratio", "tv_ratio", "max_iter", "solver"):
+        assert model.get_params()[name] == SPCATV().get_params()[name], name
+    args = _build_parser().parse_args(base + ["--alpha", "0.3", "--l1-ratio", "0.2"])
+    model = _estimator(args)
+    assert model.alpha == 0.3 and model.l1_ratio == 0.2
+    assert model.tv_ratio == SPCATV().tv_ratio
     capsys.readouterr()
     assert main(base + ["--alpha", "1", "--alpha-rel", "2", "--output",
                         str(tmp_path / "x")]) == 2
@@ -678,7 +685,7 @@ def test_generate_report_in_browser(kind, small_volume, thickness_img, browser, 
         img, _ = thickness_img
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            model = ImageSPCATV(2, tol=1e-2).fit(img)
+            model = ImageSPCATV(1, tol=1e-2).fit(img)  # one component: drawing is slow
     report = model.generate_report(title=f"ImageSPCATV {kind} <b>x</b>")
     assert isinstance(report, HTMLReport)
     assert "ImageSPCATV" in report._repr_html_()
@@ -687,9 +694,72 @@ def test_generate_report_in_browser(kind, small_volume, thickness_img, browser, 
     errors = [c for c in console if c[0] in ("error", "pageerror")]
     assert not errors, errors
     assert images_ok and all(images_ok)
-    assert sum(a.startswith("Component ") for a in alts) == 2, alts
+    assert sum(a.startswith("Component ") for a in alts) == model.n_components, alts
     assert f"ImageSPCATV {kind} <b>x</b>" in text  # escaped, shown as text
     if kind == "surface":
         assert "cortical surface" in text
     else:
         assert "volume (brain mask)" in text
+
+
+def test_surface_maskers_confounds_standardize(fs5):
+    rng = np.random.default_rng(8)
+    n = 12
+    confound = rng.standard_normal(n)
+    data = {h: rng.standard_normal((10242, n)) + 3.0 * confound for h in HEMIS}
+    img = SurfaceImage(mesh=fs5["pial"], data=data)
+    keep = {h: rng.random(10242) > 0.1 for h in HEMIS}
+    mask_img = SurfaceImage(mesh=fs5["pial"], data=keep)
+    ref = ImageSPCATV(1, mask=mask_img, alpha_rel=0.5, tol=1e-2).fit(img)
+    for masker in (SurfaceMasker(mask_img=mask_img), SurfaceMasker(mask_img=mask_img).fit()):
+        other = ImageSPCATV(1, mask=masker, alpha_rel=0.5, tol=1e-2).fit(img)
+        np.testing.assert_array_equal(other.space_.vertices[0], ref.space_.vertices[0])
+        np.testing.assert_allclose(other.components_, ref.components_, atol=1e-10)
+    model = ImageSPCATV(1, mask=mask_img, standardize=True, alpha_rel=0.5, tol=1e-2)
+    model.fit(img, confounds=confound)
+    X = model.masker_.transform(img, confounds=confound)
+    c = confound - confound.mean()
+    assert np.abs(c @ X).max() < 1e-6 * n  # the confound is regressed out
+    np.testing.assert_allclose(X.std(axis=0, ddof=1), 1.0, rtol=1e-5)
+    # confounds in transform too
+    assert model.transform(img, confounds=confound).shape == (n, 1)
+
+
+def test_cli_surface_qcache_and_gifti_cortex(fs5, tmp_path, capsys):
+    """The command line on a qcache stack per hemisphere and GIFTI cortex masks."""
+    from neurospca import load_model, write_surf_mesh
+    from neurospca.cli import main
+
+    rng = np.random.default_rng(21)
+    n = 8
+    thick = load_fsaverage_data(mesh="fsaverage5", data_type="thickness")
+    varying = {}
+    for hemi, short in (("left", "lh"), ("right", "rh")):
+        mesh = fs5["pial"].parts[hemi]
+        write_surf_mesh(mesh.coordinates, mesh.faces, tmp_path / f"{short}.pial.gii")
+        base = np.asarray(thick.data.parts[hemi], dtype=np.float64)
+        blob = _blob(mesh.coordinates, 2000, 12.0)
+        maps = base[:, None] + (blob[:, None] * rng.standard_normal(n)
+                                + 0.1 * rng.standard_normal((10242, n))) * (base > 0)[:, None]
+        maps = maps.astype(np.float32)
+        varying[hemi] = np.ptp(maps, axis=1) > 0
+        write_surf_data(maps, tmp_path / f"{short}.thickness.fwhm10.fsaverage5.mgh")
+        _write_label_gii(tmp_path / f"{short}.cortex.label.gii", (base > 0).astype(int),
+                         {0: "Medial_Wall", 1: "Cortex"})
+    args = ["fit", "--n-components", "1", "--tol", "1e-2", "--engine", "matplotlib", "-q"]
+    for hemi, short in (("left", "lh"), ("right", "rh")):
+        args += [f"--{hemi}-mesh", str(tmp_path / f"{short}.pial.gii"),
+                 f"--{hemi}-data", str(tmp_path / f"{short}.thickness.fwhm10.fsaverage5.mgh")]
+    # left: a GIFTI label cortex mask; right: none, so its constant medial wall is left out
+    args += ["--left-cortex", str(tmp_path / "lh.cortex.label.gii")]
+    capsys.readouterr()
+    assert main(args + ["--output", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "neurospca: warning: no mask was given for the right hemisphere: " in err
+    saved = load_model(tmp_path / "out" / "model.npz")
+    assert len(saved.metadata["sample_labels"]) == n  # one sample per frame of the stack
+    cortex_left = np.asarray(thick.data.parts["left"]) > 0  # the labels written above
+    np.testing.assert_array_equal(saved.space.vertices[0], np.flatnonzero(cortex_left))
+    np.testing.assert_array_equal(saved.space.vertices[1], np.flatnonzero(varying["right"]))
+    assert 200 < 10242 - saved.space.vertices[1].size < 400  # the medial wall
+    assert np.any(saved.estimator.components_ != 0)
