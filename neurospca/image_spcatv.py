@@ -469,8 +469,9 @@ class ImageSPCATV(BaseEstimator):
             mask_img = _mask_img(new, mask_img.affine, mask_img.header)
         self.mask_img_ = mask_img
         self.masker_ = maskers.NiftiMasker(mask_img=mask_img, **params)
-        plain = (user is None and not self.standardize and self.smoothing_fwhm is None
-                 and confounds is None)
+        self._plain_masker = (user is None and not self.standardize
+                              and self.smoothing_fwhm is None)
+        plain = self._plain_masker and confounds is None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             if plain:  # the masker would only copy: the in-mask values are X already
@@ -502,9 +503,9 @@ class ImageSPCATV(BaseEstimator):
         if isinstance(self.mask, maskers.NiftiMasker) or (
                 self.mask is not None and (_is_pathlike(self.mask) or hasattr(self.mask,
                                                                            "affine"))):
-            raise TypeError("mask: a volume mask was given for surface images; give a "
-                            "SurfaceImage mask, a SurfaceMasker, a (left, right) pair of "
-                            "arrays or cortex files, or None.")
+            raise TypeError("mask: a NIfTI mask, a NiftiMasker or a single path was given "
+                            "for surface images; give a SurfaceImage mask, a SurfaceMasker, "
+                            "a (left, right) pair of arrays or cortex files, or None.")
         parts = _surface_parts(img, "imgs")
         n_samples = parts["left"].shape[1]
         confounds = self._check_confounds(confounds, n_samples)
@@ -614,7 +615,9 @@ class ImageSPCATV(BaseEstimator):
                     raise ValueError(f"imgs: the {h} mesh has {parts[h].shape[0]} vertices, "
                                      f"the model's {self.space_.n_vertices[_HEMIS.index(h)]}.")
             n_samples = parts["left"].shape[1]
-            source = imgs
+            finite = all(np.all(np.isfinite(parts[h][self.space_.vertices[i]]))
+                         for i, h in enumerate(_HEMIS))
+            source, X = imgs, None
         else:
             if self.meshes_ is not None:
                 raise TypeError("imgs: the model was fitted on surfaces; give a SurfaceImage.")
@@ -622,13 +625,19 @@ class ImageSPCATV(BaseEstimator):
 
             source = _stack_volumes(_collect_images(imgs), self.mask_img_, self.resample)
             n_samples = source.shape[3]
-        confounds = self._check_confounds(confounds, n_samples)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            X = self._masker_transform(source, confounds)
-        if not np.all(np.isfinite(X)):
+            values = np.asarray(source.dataobj)[self.space_.mask]
+            finite = bool(np.all(np.isfinite(values)))
+            X = (np.ascontiguousarray(values.T, dtype=np.float64)
+                 if self._plain_masker and confounds is None else None)
+            del values
+        if not finite:  # checked before nilearn, which would replace them by zeros
             raise ValueError("imgs: some voxels/vertices of the mask are NaN or infinite; the "
                              "model's columns are fixed, so they cannot be left out here.")
+        confounds = self._check_confounds(confounds, n_samples)
+        if X is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                X = self._masker_transform(source, confounds)
         return X
 
     def _to_img(self, V):

@@ -586,13 +586,25 @@ def test_bad_input(small_volume, fs5, tmp_path):
                          data={h: np.ones(162, bool) for h in HEMIS})
     with pytest.raises(ValueError, match="mask: the mask's left mesh does not match"):
         ImageSPCATV(1, mask=small).fit(good)
-    with pytest.raises(TypeError, match="mask: a volume mask was given for surface images"):
+    with pytest.raises(TypeError, match="mask: a NIfTI mask, a NiftiMasker or a single path "
+                                        "was given for surface images"):
         ImageSPCATV(1, mask=mask_img).fit(good)
     with pytest.raises(ValueError, match="smoothing_fwhm is only available for volumes"):
         ImageSPCATV(1, smoothing_fwhm=6.0).fit(good)
     fitted = ImageSPCATV(1, alpha_rel=0.5, tol=1e-2).fit(good)
     with pytest.raises(TypeError, match="fitted on surfaces"):
         fitted.transform(img)
+    # new images with NaN inside the fitted mask: the columns are fixed
+    nan_surf = SurfaceImage(mesh=fs5["pial"], data={h: rng.standard_normal((10242, 2))
+                                                    for h in HEMIS})
+    nan_surf.data.parts["right"][5, 1] = np.nan
+    with pytest.raises(ValueError, match="imgs: some voxels/vertices of the mask are NaN"):
+        fitted.transform(nan_surf)
+    vol_model = ImageSPCATV(1, mask=mask_img, alpha_rel=0.5, tol=1e-2).fit(img)
+    nan_vol = img.get_fdata().copy()
+    nan_vol[tuple(np.argwhere(mask)[0]) + (0,)] = np.nan
+    with pytest.raises(ValueError, match="imgs: some voxels/vertices of the mask are NaN"):
+        vol_model.transform(nib.Nifti1Image(nan_vol, img.affine))
     with pytest.raises(ValueError, match="imgs.*no file"):
         ImageSPCATV(1).fit(str(tmp_path / "nothing-*.nii.gz"))
 
