@@ -24,11 +24,15 @@ from .surface import (
     load_surf_data,
     load_surf_mesh,
     load_surface_data,
+    load_surface_image,
     tv_from_hemispheres,
     tv_from_mesh,
     write_surf_data,
     write_surf_mesh,
 )
+
+# --- images in, images out (issue 12)
+from .image_spcatv import ImageSPCATV
 
 # --- structured sparse PCA and tree-structured dictionary learning (issue 6)
 from .decomposition.sspca import SSPCA, sspca
@@ -104,10 +108,13 @@ __all__ = [
     "load_surf_data",
     "load_surf_mesh",
     "load_surface_data",
+    "load_surface_image",
     "tv_from_hemispheres",
     "tv_from_mesh",
     "write_surf_data",
     "write_surf_mesh",
+    # --- issue 12
+    "ImageSPCATV",
     # --- issue 6
     "SSPCA",
     "sspca",

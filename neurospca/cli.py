@@ -28,11 +28,17 @@ import numpy as np
 
 __all__ = ["main"]
 
-# the reference implementation's example penalties, relative to l1_max:
-# l1 = 0.05, l2 = 1, tv = 0.1 (times l1_max = max_j ||X_j||_2 / N)
-DEFAULT_L1_RATIO = 0.05 / 1.15
-DEFAULT_TV_RATIO = 0.1 / 1.15
-DEFAULT_ALPHA_SCALE = 1.15
+
+
+def _spcatv_defaults():
+    """SPCATV's penalty defaults, read from its signature (the command follows them)."""
+    import inspect
+
+    from .decomposition.spcatv import SPCATV
+
+    params = inspect.signature(SPCATV.__init__).parameters
+    return {name: params[name].default
+            for name in ("alpha_rel", "l1_ratio", "tv_ratio", "max_iter")}
 
 EXAMPLES = """\
 examples:
@@ -137,28 +143,56 @@ def _say(args, message):
         print(message, file=sys.stderr, flush=True)
 
 
-def _fit(args, estimator, X):
-    """Fit with per-component progress lines; warnings become one-line notes."""
+def _load(args, model, imgs, option):
+    """Mask the images with ``model`` (an unfitted ImageSPCATV); returns X.
+
+    Warnings (left-out voxels/vertices) become one-line notes; errors name
+    ``option``.
+    """
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            X = model._prepare(imgs, None)
+    except (ValueError, TypeError) as exc:
+        raise UserError(f"{option}: {exc}".replace(
+            "(pass resample=True, which uses nilearn.image.resample_to_img)",
+            "(pass --resample)")) from None
+    _print_warnings(caught)
+    if X.shape[0] < 2:
+        raise UserError(f"{option}: need at least 2 maps, got {X.shape[0]}.")
+    if model.n_components > min(X.shape):
+        raise UserError(f"--n-components {model.n_components} is larger than the data allow "
+                        f"({X.shape[0]} samples x {X.shape[1]} features).")
+    return X
+
+
+def _fit(args, model, X):
+    """Fit SPCA-TV on the masked data of ``model`` with per-component progress lines;
+    warnings become one-line notes."""
     logger = logging.getLogger("neurospca")
-    handler = _Progress(estimator.n_components, getattr(args, "verbose", 0))
+    handler = _Progress(model.n_components, getattr(args, "verbose", 0))
     old_level = logger.level
     if not getattr(args, "quiet", False):
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
-        estimator.set_params(verbose=1)
+        model.set_params(verbose=1)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             t0 = time.perf_counter()
-            estimator.fit(X)
+            model._fit_matrix(X)
             elapsed = time.perf_counter() - t0
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
-        estimator.set_params(verbose=0)
+        model.set_params(verbose=0)
+        if hasattr(model, "estimator_"):
+            model.estimator_.set_params(verbose=0)
     _print_warnings(caught)
-    _say(args, f"fitted {estimator.n_components} component(s) in {elapsed:.2f} s")
-    return estimator
+    relative = "" if model.alpha is not None else f" ({model.alpha_rel:g} x l1_max)"
+    _say(args, f"fitted {model.n_components} component(s) in {elapsed:.2f} s "
+               f"(alpha = {model.estimator_.alpha_:.4g}{relative})")
+    return model
 
 
 # --------------------------------------------------------------------------
@@ -255,30 +289,34 @@ def _metadata(args, title, data):
                 timespec="seconds")}
 
 
-def _auto_alpha(X):
-    Xc = X - X.mean(axis=0)
-    l1_max = float(np.sqrt((Xc**2).sum(axis=0)).max()) / X.shape[0]
-    if l1_max <= 0:
-        raise UserError("the data are constant across samples: nothing to analyse.")
-    return DEFAULT_ALPHA_SCALE * l1_max
+def _estimator(args, **masking):
+    """The unfitted ImageSPCATV of the command line's penalties (and ``masking``)."""
+    from .image_spcatv import ImageSPCATV
 
-
-def _estimator(args, X, operator):
-    from . import SPCATV
-
-    alpha = args.alpha if args.alpha is not None else _auto_alpha(X)
-    if args.l1_ratio + args.tv_ratio >= 1:
-        raise UserError(f"--l1-ratio + --tv-ratio must be < 1, got {args.l1_ratio} + "
-                        f"{args.tv_ratio}.")
-    if args.n_components > min(X.shape):
-        raise UserError(f"--n-components {args.n_components} is larger than the data allow "
-                        f"({X.shape[0]} samples x {X.shape[1]} features).")
-    _say(args, f"SPCA-TV: {args.n_components} component(s), alpha={alpha:.4g}"
-         f"{'' if args.alpha is not None else ' (auto)'}, l1_ratio={args.l1_ratio:.4g}, "
-         f"tv_ratio={args.tv_ratio:.4g}, tol={args.tol:g}, solver={args.solver}")
-    return SPCATV(args.n_components, alpha=alpha, l1_ratio=args.l1_ratio,
-                  tv_ratio=args.tv_ratio, operator=operator, tol=args.tol,
-                  max_iter=args.max_iter, solver=args.solver)
+    defaults = _spcatv_defaults()
+    alpha = getattr(args, "alpha", None)
+    alpha_rel = getattr(args, "alpha_rel", None)
+    l1_ratio = getattr(args, "l1_ratio", None)
+    tv_ratio = getattr(args, "tv_ratio", None)
+    if alpha is not None and alpha_rel is not None:
+        raise UserError("give --alpha (absolute) or --alpha-rel (relative to l1_max), not "
+                        "both.")
+    alpha_rel = defaults["alpha_rel"] if alpha_rel is None else alpha_rel
+    l1_ratio = defaults["l1_ratio"] if l1_ratio is None else l1_ratio
+    tv_ratio = defaults["tv_ratio"] if tv_ratio is None else tv_ratio
+    if l1_ratio + tv_ratio >= 1:
+        raise UserError(f"--l1-ratio + --tv-ratio must be < 1, got {l1_ratio} + "
+                        f"{tv_ratio}.")
+    penalty = (f"alpha={alpha:.4g} (absolute)" if alpha is not None
+               else f"alpha={alpha_rel:g} x l1_max (relative)")
+    _say(args, f"SPCA-TV: {args.n_components} component(s), {penalty}, "
+               f"l1_ratio={l1_ratio:.4g}, tv_ratio={tv_ratio:.4g}, tol={args.tol:g}, "
+               f"solver={args.solver}")
+    return ImageSPCATV(args.n_components, alpha=alpha, alpha_rel=alpha_rel,
+                       l1_ratio=l1_ratio, tv_ratio=tv_ratio, tol=args.tol,
+                       max_iter=getattr(args, "max_iter", None) or defaults["max_iter"],
+                       solver=args.solver,
+                       **masking)
 
 
 # --------------------------------------------------------------------------
@@ -290,7 +328,6 @@ def _demo(args):
     import nibabel as nib
 
     from .datasets import make_fmri_like
-    from .masking import VolumeMasker
 
     try:
         from nilearn.datasets import load_mni152_brain_mask
@@ -300,15 +337,19 @@ def _demo(args):
                f"(seed {args.seed})")
     t0 = time.perf_counter()
     X, patterns, mask = make_fmri_like(random_state=args.seed)
-    mask_img = load_mni152_brain_mask(resolution=3, threshold=0.48)
-    if tuple(mask_img.shape) != tuple(mask.shape):  # pragma: no cover - consistency guard
+    mni = load_mni152_brain_mask(resolution=3, threshold=0.48)
+    if tuple(mni.shape) != tuple(mask.shape):  # pragma: no cover - consistency guard
         raise RuntimeError("the demo mask and nilearn's MNI152 mask disagree.")
-    masker = VolumeMasker(nib.Nifti1Image(mask.astype(np.uint8), mask_img.affine))
+    mask_img = nib.Nifti1Image(mask.astype(np.uint8), mni.affine)
+    data = np.zeros(mask.shape + (X.shape[0],), dtype=np.float32)
+    data[mask] = X.T
+    imgs = nib.Nifti1Image(data, mni.affine)  # the maps as a 4-D image, as users have them
+    del data
     _say(args, f"{X.shape[0]} maps x {X.shape[1]:,} voxels generated in "
                f"{time.perf_counter() - t0:.1f} s")
-    args.alpha, args.l1_ratio, args.tv_ratio, args.max_iter = None, DEFAULT_L1_RATIO, \
-        DEFAULT_TV_RATIO, 100
-    estimator = _fit(args, _estimator(args, X, masker.operator()), X)
+    model = _estimator(args, mask=mask_img)
+    model = _fit(args, model, _load(args, model, imgs, "demo"))
+    estimator = model.estimator_
     truth = patterns > 0.05
     support = estimator.components_ != 0
     print("component  support  explained var.  best Dice vs truth  certified gap")
@@ -321,7 +362,7 @@ def _demo(args):
     data = {"data set": "simulated fMRI-like maps (neurospca.datasets.make_fmri_like, "
                         f"seed {args.seed}): three Gaussian blobs plus noise",
             "mask": "nilearn MNI152 brain mask, 3 mm"}
-    _write_all(args, estimator, masker, meshes=None,
+    _write_all(args, estimator, model.space_, meshes=None,
                metadata=_metadata(args, "neurospca demo: SPCA-TV on simulated fMRI maps", data),
                sample_labels=labels)
     _say(args, f"total {time.perf_counter() - t0:.1f} s")
@@ -351,27 +392,20 @@ def _existing(path, option):
 
 
 def _fit_volume(args):
-    from .masking import load_volume_data
+    from .masking import load_mask_img
 
     images = _expand(args.images, "--images")
     _existing(args.mask, "--mask")
     _existing(args.bg_img, "--bg-img")
-    _say(args, f"loading {len(images)} image(s) in the mask {args.mask} ...")
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            X, operator, masker = load_volume_data(images, args.mask,
-                                                   threshold=args.mask_threshold,
-                                                   resample=args.resample)
+        mask_img = load_mask_img(args.mask, threshold=args.mask_threshold)
     except (ValueError, TypeError) as exc:
-        raise UserError(f"--images/--mask: {exc}".replace("(pass resample=True, which uses "
-                                                          "nilearn.image.resample_to_img)",
-                                                          "(pass --resample)")) from None
-    _print_warnings(caught)
-    if X.shape[0] < 2:
-        raise UserError(f"--images: need at least 2 maps, got {X.shape[0]}.")
+        raise UserError(f"--mask: {exc}") from None
+    model = _estimator(args, mask=mask_img, resample=args.resample)
+    _say(args, f"loading {len(images)} image(s) in the mask {args.mask} ...")
+    X = _load(args, model, images, "--images/--mask")
     _say(args, f"data: {X.shape[0]} maps x {X.shape[1]:,} voxels")
-    estimator = _fit(args, _estimator(args, X, operator), X)
+    model = _fit(args, model, X)
     base = [os.path.basename(p) for p in images]
     labels = base if len(base) == X.shape[0] else [f"sample_{i:04d}" for i in range(X.shape[0])]
     data = {"images": f"{len(images)} file(s): " + ", ".join(base[:5])
@@ -380,14 +414,14 @@ def _fit_volume(args):
     metadata = _metadata(args, args.title, data)
     if args.bg_img:
         metadata["bg_img"] = os.path.abspath(args.bg_img)
-    _write_all(args, estimator, masker, meshes=None, metadata=metadata, sample_labels=labels,
-               bg_img=args.bg_img)
+    _write_all(args, model.estimator_, model.space_, meshes=None, metadata=metadata,
+               sample_labels=labels, bg_img=args.bg_img)
     return 0
 
 
 def _fit_surface(args):
     from .reporting.plotting import surface_background
-    from .surface import load_surf_data, load_surf_mesh, load_surface_data
+    from .surface import load_surf_data, load_surf_mesh, load_surface_image
 
     for opt in ("left_mesh", "right_mesh", "left_data", "right_data"):
         if getattr(args, opt) is None:
@@ -407,21 +441,17 @@ def _fit_surface(args):
             meshes_fit[hemi] = load_surf_mesh(getattr(args, f"{hemi}_mesh"), f"--{hemi}-mesh")
         except (ValueError, TypeError) as exc:
             raise UserError(str(exc)) from None
-    _say(args, f"loading {len(data['left'])} map(s) per hemisphere ...")
+    _say(args, f"loading {len(data['left'])} file(s) per hemisphere ...")
+    option = "--left-data/--right-data/--left-mesh/--right-mesh"
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            X, operator, hemis = load_surface_data(
-                data["left"] if len(data["left"]) > 1 else data["left"][0],
-                data["right"] if len(data["right"]) > 1 else data["right"][0],
-                meshes_fit["left"], meshes_fit["right"],
-                mask_left=args.left_cortex, mask_right=args.right_cortex)
+        img = load_surface_image(data["left"], data["right"], meshes_fit["left"],
+                                 meshes_fit["right"])
     except (ValueError, TypeError) as exc:
-        raise UserError(f"--left-data/--right-data/--left-mesh/--right-mesh: {exc}") from None
-    _print_warnings(caught)
-    if X.shape[0] < 2:
-        raise UserError(f"--left-data/--right-data: need at least 2 maps per hemisphere, got "
-                        f"{X.shape[0]}.")
+        raise UserError(f"{option}: {exc}") from None
+    cortex = (args.left_cortex, args.right_cortex)
+    model = _estimator(args, mask=None if cortex == (None, None) else cortex)
+    X = _load(args, model, img, option)
+    hemis = model.space_
     _say(args, f"data: {X.shape[0]} maps x {X.shape[1]:,} vertices (both hemispheres)")
     meshes = {}
     for h, hemi in enumerate(("left", "right")):
@@ -446,7 +476,7 @@ def _fit_surface(args):
         else:
             bg = surface_background(*meshes_fit[hemi])
         meshes[f"bg_{hemi}"] = bg
-    estimator = _fit(args, _estimator(args, X, operator), X)
+    model = _fit(args, model, X)
     base = [os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p)
             if len({os.path.basename(q) for q in data["left"]}) < len(data["left"])
             else os.path.basename(p) for p in data["left"]]
@@ -456,8 +486,8 @@ def _fit_surface(args):
             "meshes": f"{args.left_mesh}, {args.right_mesh}"}
     if args.left_cortex or args.right_cortex:
         desc["cortex labels"] = f"{args.left_cortex}, {args.right_cortex}"
-    _write_all(args, estimator, hemis, meshes=meshes, metadata=_metadata(args, args.title, desc),
-               sample_labels=labels)
+    _write_all(args, model.estimator_, hemis, meshes=meshes,
+               metadata=_metadata(args, args.title, desc), sample_labels=labels)
     return 0
 
 
@@ -559,17 +589,23 @@ def _build_parser():
                     "report.html, the loadings, scores.csv and model.npz into --output.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(fit, "./neurospca_output")
-    pen = fit.add_argument_group("penalties (alpha = l1 + l2 + tv)")
+    defaults = _spcatv_defaults()
+    pen = fit.add_argument_group(
+        "penalties (alpha = l1 + l2 + tv; l1 = alpha l1_ratio, tv = alpha tv_ratio)")
     pen.add_argument("--alpha", type=_positive_float, default=None,
-                     help="total penalty weight (default: 1.15 x max_j ||X_j||_2 / N, the "
-                          "reference implementation's scale)")
-    pen.add_argument("--l1-ratio", type=_ratio, default=DEFAULT_L1_RATIO,
-                     help=f"l1 / alpha (default {DEFAULT_L1_RATIO:.4g})")
-    pen.add_argument("--tv-ratio", type=_ratio, default=DEFAULT_TV_RATIO,
-                     help=f"tv / alpha (default {DEFAULT_TV_RATIO:.4g}); l1_ratio + "
-                          "tv_ratio < 1")
-    pen.add_argument("--max-iter", type=_positive_int, default=100,
-                     help="alternations per component (default 100)")
+                     help="absolute total penalty weight, the paper's parametrisation "
+                          "(default: relative, see --alpha-rel)")
+    pen.add_argument("--alpha-rel", type=_positive_float, default=None,
+                     help="alpha in units of l1_max = max_j ||Xc_j||_2 / N of the centred "
+                          f"data, so that maps of any scale work (default "
+                          f"{defaults['alpha_rel']:g}, SPCATV's)")
+    pen.add_argument("--l1-ratio", type=_ratio, default=None,
+                     help=f"l1 / alpha (default {defaults['l1_ratio']:.4g}, SPCATV's)")
+    pen.add_argument("--tv-ratio", type=_ratio, default=None,
+                     help=f"tv / alpha (default {defaults['tv_ratio']:.4g}, SPCATV's); "
+                          "l1_ratio + tv_ratio < 1")
+    pen.add_argument("--max-iter", type=_positive_int, default=defaults["max_iter"],
+                     help=f"alternations per component (default {defaults['max_iter']})")
     fit.add_argument("--title", default="neurospca report", help="title of the report")
     vol = fit.add_argument_group("volumes")
     vol.add_argument("--images", nargs="+", metavar="IMG",
@@ -586,9 +622,12 @@ def _build_parser():
         srf.add_argument(f"--{hemi}-mesh", metavar="SURF",
                          help=f"{hemi} mesh defining neighbours (FreeSurfer or GIFTI)")
         srf.add_argument(f"--{hemi}-data", nargs="+", metavar="MAP",
-                         help=f"{hemi} per-subject maps (curv, .mgh, .gii; paths or globs)")
+                         help=f"{hemi} per-subject maps (curv, .mgh, .gii; paths or globs) "
+                              "or qcache stacks (one .mgh frame per subject)")
         srf.add_argument(f"--{hemi}-cortex", metavar="LABEL",
-                         help=f"{hemi} cortex .label or .annot (medial wall left out)")
+                         help=f"{hemi} cortex .label, .annot, .label.gii or 0/1 .shape.gii "
+                              "(medial wall left out; default: the vertices that vary "
+                              "across the maps)")
         srf.add_argument(f"--{hemi}-plot-mesh", metavar="SURF",
                          help=f"{hemi} mesh to draw on, e.g. inflated (default --{hemi}-mesh)")
         srf.add_argument(f"--{hemi}-bg", metavar="MAP",

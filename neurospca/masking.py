@@ -522,11 +522,20 @@ def fit_images(imgs, mask, estimator=None, *, threshold=None, resample=False):
         mask's affine and header.
     masker : VolumeMasker
         Maps further results (e.g. ``estimator.mean_``) back to images.
+
+    Notes
+    -----
+    A thin layer over :class:`neurospca.ImageSPCATV` (nilearn needed), which
+    also offers ``standardize``, ``smoothing_fwhm``, ``confounds`` and a
+    computed mask.
     """
-    X, operator, masker = load_volume_data(imgs, mask, threshold=threshold,
-                                           resample=resample)
-    estimator = _with_operator(estimator, operator).fit(X)
-    return estimator, masker.inverse_transform(estimator.components_), masker
+    from .image_spcatv import ImageSPCATV
+
+    template = _with_operator(estimator, None)
+    model = ImageSPCATV(mask=load_mask_img(mask, threshold=threshold), resample=resample)
+    model._template = template
+    model.fit(imgs)
+    return model.estimator_, model.components_img_, model.space_
 
 
 def tv_from_mask(mask, *, threshold=None):

@@ -57,6 +57,7 @@ __all__ = [
     "load_surf_data",
     "load_surf_mesh",
     "load_surface_data",
+    "load_surface_image",
     "mesh_edges",
     "tv_from_hemispheres",
     "tv_from_mesh",
@@ -522,6 +523,29 @@ def _existing(obj, name):
     return path
 
 
+def _is_polymesh(obj):
+    """A nilearn PolyMesh (duck-typed: ``parts`` dict of meshes, no coordinates)."""
+    parts = getattr(obj, "parts", None)
+    return (isinstance(parts, dict) and not hasattr(obj, "coordinates")
+            and all(hasattr(m, "coordinates") for m in parts.values()))
+
+
+def _split_polymesh(left_mesh, right_mesh, name="left_mesh"):
+    """(left, right) meshes, a PolyMesh given as ``left_mesh`` split in two."""
+    if _is_polymesh(left_mesh):
+        if right_mesh is not None:
+            raise ValueError(f"{name} is a PolyMesh (both hemispheres): leave right_mesh "
+                             "as None.")
+        missing = [h for h in _HEMIS if h not in left_mesh.parts]
+        if missing:
+            raise ValueError(f"{name}: the PolyMesh has no {' and '.join(missing)} part.")
+        return left_mesh.parts["left"], left_mesh.parts["right"]
+    if right_mesh is None:
+        raise TypeError("right_mesh is required unless left_mesh is a nilearn PolyMesh "
+                        "holding both hemispheres.")
+    return left_mesh, right_mesh
+
+
 def _gifti_arrays(img, intent):
     code = nib.nifti1.intent_codes.code[intent]
     return [d.data for d in img.darrays if d.intent == code]
@@ -536,7 +560,9 @@ def load_surf_mesh(surf, name="surf"):
         A FreeSurfer geometry file (``lh.white``, ``lh.pial``,
         ``lh.inflated``, ``lh.sphere``...), a GIFTI surface (``.gii`` or
         ``.gii.gz``), a pair of arrays, or any object with ``coordinates``
-        and ``faces`` attributes (nilearn's meshes).
+        and ``faces`` attributes (nilearn's ``SurfaceMesh``: ``InMemoryMesh``,
+        ``FileMesh``). A ``PolyMesh`` (both hemispheres) is a ``TypeError``:
+        pass one of its ``parts``.
     name : str
         Argument name used in error messages.
 
@@ -549,6 +575,12 @@ def load_surf_mesh(surf, name="surf"):
     """
     if isinstance(surf, nib.gifti.GiftiImage):
         img = surf
+    elif _is_polymesh(surf):
+        raise TypeError(
+            f"{name} is a nilearn PolyMesh holding {sorted(surf.parts)}; give one "
+            f"hemisphere, e.g. mesh.parts['left'] (tv_from_hemispheres and "
+            "load_surface_data take a PolyMesh as left_mesh with right_mesh=None)."
+        )
     elif hasattr(surf, "coordinates") and hasattr(surf, "faces"):
         return (np.asarray(surf.coordinates, dtype=np.float64),
                 np.asarray(surf.faces).astype(np.int64))
@@ -760,7 +792,10 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
     source : str, os.PathLike or array-like of bool
         A FreeSurfer ``.label`` listing the cortex vertices (``lh.cortex.label``),
         a ``.annot`` parcellation (vertices with no label or a label named as
-        in ``medial_wall_names`` are left out), or a boolean array.
+        in ``medial_wall_names`` are left out), a GIFTI ``.label.gii``
+        (the same rule on its label table; without names, label 0 is left
+        out), a GIFTI ``.shape.gii``/``.func.gii`` holding only 0 and 1, or a
+        boolean array.
     n_vertices : int, optional
         Number of vertices of the surface. Required for ``.label`` files (they
         list only the kept vertices); checked against the others.
@@ -791,6 +826,8 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
                 )
             mask = np.zeros(n_vertices, dtype=bool)
             mask[idx] = True
+        elif ext in _GIFTI_EXT:
+            mask = _gifti_cortex_mask(path, medial_wall_names)
         elif ext == ".annot":
             labels, _, names = nib.freesurfer.read_annot(path)
             names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
@@ -799,7 +836,8 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
             mask = ~is_wall[np.where(labels < 0, len(names), labels)]
         else:
             raise ValueError(
-                f"source: {path!r} is neither a .label nor an .annot file."
+                f"source: {path!r} is neither a .label nor an .annot file (nor a GIFTI "
+                ".label.gii or .shape.gii)."
             )
     else:
         mask = np.asarray(source)
@@ -814,6 +852,38 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
     if not mask.any():
         raise ValueError("source gives an empty cortex mask.")
     return mask
+
+
+def _gifti_cortex_mask(path, medial_wall_names):
+    """Cortex mask from a GIFTI label (.label.gii) or 0/1 shape (.shape.gii) file."""
+    img = nib.load(path)
+    if _gifti_arrays(img, "NIFTI_INTENT_POINTSET"):
+        raise ValueError(f"source: {path!r} is a surface mesh, not a cortex mask.")
+    if len(img.darrays) != 1:
+        raise ValueError(f"source: {path!r} holds {len(img.darrays)} data arrays; a cortex "
+                         "mask needs one.")
+    data = np.asarray(img.darrays[0].data)
+    if data.ndim == 2 and data.shape[1] == 1:
+        data = data[:, 0]
+    is_label = (img.darrays[0].intent == nib.nifti1.intent_codes.code["NIFTI_INTENT_LABEL"]
+                or path.lower().endswith((".label.gii", ".label.gii.gz")))
+    if is_label:
+        labels = np.asarray(data).astype(np.int64)
+        names = {int(lab.key): (getattr(lab, "label", None) or "")
+                 for lab in img.labeltable.labels}
+        if any(names.values()):
+            wall = {w.lower() for w in medial_wall_names}
+            wall_keys = [k for k, n in names.items() if n.strip().lower() in wall]
+            known = np.isin(labels, list(names))
+            return known & ~np.isin(labels, wall_keys)
+        return labels != 0
+    values = np.unique(data)
+    if not np.all(np.isin(values, [0, 1])):
+        raise ValueError(
+            f"source: {path!r} holds values other than 0 and 1 (e.g. "
+            f"{values[:5].tolist()}); a .shape.gii cortex mask must be binary: binarise it "
+            "(e.g. load_surf_data(path) > 0.5) and pass the array.")
+    return data.astype(bool)
 
 
 # --------------------------------------------------------------------------
@@ -966,14 +1036,15 @@ class Hemispheres:
         return SurfaceImage(mesh=mesh, data=self.inverse_transform(V, fill_value))
 
 
-def tv_from_hemispheres(left_mesh, right_mesh, mask_left=None, mask_right=None,
+def tv_from_hemispheres(left_mesh, right_mesh=None, mask_left=None, mask_right=None,
                         kind="edges"):
     """Block-diagonal TV operator of both hemispheres, and the column mapping.
 
     Parameters
     ----------
     left_mesh, right_mesh : path, (coords, faces) or mesh object
-        See :func:`load_surf_mesh`.
+        See :func:`load_surf_mesh`. A nilearn ``PolyMesh`` holding both
+        hemispheres may be given as ``left_mesh`` with ``right_mesh=None``.
     mask_left, mask_right : array-like of bool or path, optional
         Kept vertices (e.g. :func:`load_cortex_mask`); a path is read with
         :func:`load_cortex_mask`.
@@ -988,6 +1059,7 @@ def tv_from_hemispheres(left_mesh, right_mesh, mask_left=None, mask_right=None,
     hemispheres : Hemispheres
     """
     kind = _check_kind(kind)
+    left_mesh, right_mesh = _split_polymesh(left_mesh, right_mesh)
     ops, sizes, masks = [], [], []
     for hemi, mesh, mask in (("left", left_mesh, mask_left), ("right", right_mesh, mask_right)):
         coords, faces = load_surf_mesh(mesh, f"{hemi}_mesh")
@@ -1010,13 +1082,13 @@ def _subject_maps(data, n_vertices, name):
         rows = []
         for i, item in enumerate(data):
             arr = np.asarray(load_surf_data(item, f"{name}[{i}]"), dtype=np.float64)
-            if arr.ndim != 1 or arr.shape[0] != n_vertices:
+            if arr.ndim not in (1, 2) or arr.shape[0] != n_vertices:
                 raise ValueError(
-                    f"{name}[{i}] has shape {arr.shape}, expected ({n_vertices},): one "
-                    f"value per vertex of the mesh."
+                    f"{name}[{i}] has shape {arr.shape}, expected ({n_vertices},) or "
+                    f"({n_vertices}, n_maps): one value per vertex of the mesh."
                 )
-            rows.append(arr)
-        return np.stack(rows)
+            rows.append(arr[None, :] if arr.ndim == 1 else arr.T)  # files: vertex-major
+        return np.concatenate(rows, axis=0)
     arr = np.asarray(load_surf_data(data, name), dtype=np.float64)
     if isinstance(data, (str, bytes, os.PathLike)):
         arr = arr[:, None] if arr.ndim == 1 else arr  # files are vertex-major
@@ -1034,7 +1106,7 @@ def _subject_maps(data, n_vertices, name):
     return arr
 
 
-def load_surface_data(left_data, right_data, left_mesh, right_mesh, *,
+def load_surface_data(left_data, right_data, left_mesh, right_mesh=None, *,
                       mask_left=None, mask_right=None, kind="edges"):
     """Everything SPCA-TV needs from per-subject maps on two hemispheres.
 
@@ -1042,10 +1114,12 @@ def load_surface_data(left_data, right_data, left_mesh, right_mesh, *,
     ----------
     left_data, right_data : list of paths/arrays, path or array-like
         One map per subject: a list of files (``lh.thickness``, ``.mgh``,
-        ``.gii``) or of arrays, one multi-map file (vertex-major), or an array
-        of shape (n_samples, n_vertices).
+        ``.gii``) or of arrays, one multi-map file (vertex-major, e.g. a
+        FreeSurfer qcache stack ``lh.thickness.fwhm10.fsaverage.mgh`` with one
+        frame per subject), or an array of shape (n_samples, n_vertices).
     left_mesh, right_mesh : path, (coords, faces) or mesh object
-        Surfaces defining the neighbourhoods (white or sphere, say).
+        Surfaces defining the neighbourhoods (white or sphere, say); a
+        nilearn ``PolyMesh`` as ``left_mesh`` with ``right_mesh=None``.
     mask_left, mask_right : array-like of bool or path, optional
         Cortex masks (medial wall out); see :func:`load_cortex_mask`.
     kind : {"edges", "gradient"}, default="edges"
@@ -1062,6 +1136,7 @@ def load_surface_data(left_data, right_data, left_mesh, right_mesh, *,
         per hemisphere; ``hemispheres.save(...)`` writes them.
     """
     kind = _check_kind(kind)
+    left_mesh, right_mesh = _split_polymesh(left_mesh, right_mesh)
     meshes = []
     for hemi, mesh in (("left", left_mesh), ("right", right_mesh)):
         meshes.append(load_surf_mesh(mesh, f"{hemi}_mesh"))
@@ -1096,24 +1171,85 @@ def load_surface_data(left_data, right_data, left_mesh, right_mesh, *,
     return hemis.transform(maps[0], maps[1]), operator, hemis
 
 
-def fit_surfaces(left_data, right_data, left_mesh, right_mesh, estimator=None, *,
+def load_surface_image(left_data, right_data, left_mesh, right_mesh=None):
+    """A nilearn ``SurfaceImage`` of per-subject maps on two hemispheres.
+
+    What users have on disk (FreeSurfer or GIFTI meshes, per-subject
+    ``lh.thickness``/``.mgh``/``.gii`` files, FreeSurfer qcache stacks with one
+    frame per subject) becomes the input of :class:`neurospca.ImageSPCATV`.
+    Vertex order is the files' order; nothing is masked here.
+
+    Parameters
+    ----------
+    left_data, right_data : list of paths/arrays, path or array-like
+        One map per subject (see :func:`load_surface_data`): a list of files,
+        one multi-frame file (``lh.thickness.fwhm10.fsaverage.mgh`` holding N
+        frames gives N samples), or an array (n_samples, n_vertices).
+    left_mesh, right_mesh : path, (coords, faces) or mesh object
+        See :func:`load_surf_mesh`; a nilearn ``PolyMesh`` as ``left_mesh``
+        with ``right_mesh=None``. nilearn meshes are kept as they are.
+
+    Returns
+    -------
+    nilearn.surface.SurfaceImage
+        Data of shape (n_vertices, n_samples) per hemisphere.
+
+    Raises
+    ------
+    ValueError
+        Maps whose number of vertices differs from the mesh's, or a different
+        number of maps per hemisphere.
+    """
+    try:
+        from nilearn.surface import InMemoryMesh, PolyMesh, SurfaceImage
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError('load_surface_image needs nilearn: pip install "neurospca[report]" '
+                          "(or pip install nilearn).") from None
+    left_mesh, right_mesh = _split_polymesh(left_mesh, right_mesh)
+    meshes, maps = {}, {}
+    for hemi, mesh, data in (("left", left_mesh, left_data), ("right", right_mesh, right_data)):
+        coords, faces = load_surf_mesh(mesh, f"{hemi}_mesh")
+        coords = _check_coords(coords, f"{hemi}_mesh coords")
+        if hasattr(mesh, "coordinates") and hasattr(mesh, "n_vertices"):
+            meshes[hemi] = mesh  # a nilearn mesh: keep it (and its file, if any)
+        else:
+            meshes[hemi] = InMemoryMesh(coords, _check_faces(faces, coords.shape[0],
+                                                             f"{hemi}_mesh faces"))
+        maps[hemi] = _subject_maps(data, coords.shape[0], f"{hemi}_data")
+    if maps["left"].shape[0] != maps["right"].shape[0]:
+        raise ValueError(
+            f"left_data has {maps['left'].shape[0]} maps but right_data has "
+            f"{maps['right'].shape[0]}; give one map per subject for each hemisphere."
+        )
+    return SurfaceImage(mesh=PolyMesh(left=meshes["left"], right=meshes["right"]),
+                        data={h: np.ascontiguousarray(maps[h].T) for h in _HEMIS})
+
+
+def fit_surfaces(left_data, right_data, left_mesh, right_mesh=None, estimator=None, *,
                  mask_left=None, mask_right=None, kind="edges"):
     """Fit SPCA-TV on per-subject maps of both hemispheres; loadings back per hemisphere.
+
+    A thin layer over :class:`neurospca.ImageSPCATV` (nilearn needed): the
+    maps become a ``SurfaceImage`` (:func:`load_surface_image`) fitted with the
+    given masks.
 
     Parameters
     ----------
     left_data, right_data : list of paths/arrays, path or array-like
         One map per subject (see :func:`load_surface_data`), e.g. the
         subjects' ``lh.thickness`` / ``rh.thickness`` files resampled to a
-        common surface.
+        common surface, or qcache stacks.
     left_mesh, right_mesh : path, (coords, faces) or mesh object
-        The common surfaces (see :func:`load_surf_mesh`).
+        The common surfaces (see :func:`load_surf_mesh`); a nilearn
+        ``PolyMesh`` as ``left_mesh`` with ``right_mesh=None``.
     estimator : estimator, optional
         An unfitted estimator with an ``operator`` parameter (default
         ``neurospca.SPCATV()``); it is cloned and given the two-hemisphere TV
         operator.
     mask_left, mask_right : array-like of bool or path, optional
-        Cortex masks (see :func:`load_cortex_mask`).
+        Cortex masks (see :func:`load_cortex_mask`). A hemisphere without a
+        mask keeps the vertices that vary across the maps: the medial wall,
+        constant, is left out (with a warning saying how many).
     kind : {"edges", "gradient"}, default="edges"
         See :func:`tv_from_mesh`.
 
@@ -1125,10 +1261,15 @@ def fit_surfaces(left_data, right_data, left_mesh, right_mesh, estimator=None, *
         masked vertices; write them with :meth:`Hemispheres.save`.
     hemispheres : Hemispheres
     """
+    from .image_spcatv import ImageSPCATV
     from .masking import _with_operator
 
-    X, operator, hemis = load_surface_data(
-        left_data, right_data, left_mesh, right_mesh,
-        mask_left=mask_left, mask_right=mask_right, kind=kind)
-    estimator = _with_operator(estimator, operator).fit(X)
-    return estimator, hemis.inverse_transform(estimator.components_), hemis
+    kind = _check_kind(kind)
+    template = _with_operator(estimator, None)
+    img = load_surface_image(left_data, right_data, left_mesh, right_mesh)
+    mask = None if mask_left is None and mask_right is None else (mask_left, mask_right)
+    model = ImageSPCATV(mask=mask)
+    model._template, model._tv_kind = template, kind
+    model.fit(img)
+    hemis = model.space_
+    return model.estimator_, hemis.inverse_transform(model.estimator_.components_), hemis

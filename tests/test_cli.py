@@ -85,14 +85,16 @@ def _surface_args(root, out, n_subjects=N_SURF):
                  f"--{hemi}-plot-mesh", str(root / f"{short}.inflated.gii"),
                  f"--{hemi}-data"]
         args += [str(root / f"sub-{i:02d}_{short}.thickness.mgh") for i in range(n_subjects)]
+    # explicit penalties: one blob, so the second component is weak (not a test of defaults)
     return args + ["--output", str(out), "--n-components", "2", "--tol", "1e-2",
-                   "--engine", "matplotlib"]
+                   "--engine", "matplotlib", "--alpha-rel", "0.5"]
 
 
 def _volume_args(root, paths, out):
+    # explicit penalties: one blob, so the second component is weak (not a test of defaults)
     return ["fit", "--images", *paths, "--mask", str(root / "mask.nii.gz"),
             "--bg-img", str(root / "mask.nii.gz"), "--output", str(out),
-            "--n-components", "2", "--tol", "1e-2"]
+            "--alpha-rel", "0.5", "--n-components", "2", "--tol", "1e-2"]
 
 
 def _error(capsys, argv):

@@ -1,0 +1,776 @@
+"""Images in, images out: SPCA-TV on NIfTI volumes and nilearn surface images.
+
+:class:`ImageSPCATV` is to :class:`~neurospca.SPCATV` what nilearn's
+``DictLearning`` is to scikit-learn's: ``fit`` takes images (a 4-D NIfTI, a
+list or glob of 3-D NIfTI, or a nilearn ``SurfaceImage`` holding both
+hemispheres), masks them with a nilearn masker, builds the total-variation
+operator of the final mask (:func:`~neurospca.tv_from_mask` on the mask image,
+:func:`~neurospca.tv_from_hemispheres` on the image's meshes) and fits SPCA-TV;
+the loadings come back as images (``components_img_``).
+
+The columns of the data matrix, of the operator and of the report's space are
+the same voxels/vertices in the same order: nilearn's maskers take the in-mask
+voxels in C order (``data[mask]``), which is the column order of
+:func:`~neurospca.tv_from_mask`, and the kept left vertices then the kept right
+vertices in index order, which is the column order of
+:func:`~neurospca.tv_from_hemispheres` (``tests/test_image_spcatv.py`` checks
+both).
+
+>>> model = ImageSPCATV(n_components=5).fit("maps/sub-*.nii.gz")       # doctest: +SKIP
+>>> model.components_img_.shape                                        # doctest: +SKIP
+(91, 109, 91, 5)
+>>> model.generate_report().save_as_html("report.html")               # doctest: +SKIP
+
+nilearn is imported only when an image model is fitted (``pip install
+"neurospca[report]"``).
+"""
+
+import inspect
+import logging
+import os
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils.validation import check_is_fitted
+
+from .decomposition.spcatv import SPCATV
+
+logger = logging.getLogger("neurospca")
+
+__all__ = ["ImageSPCATV"]
+
+_HEMIS = ("left", "right")
+_INSTALL_HINT = 'pip install "neurospca[report]" (or pip install nilearn)'
+
+# SPCATV's defaults, read from its signature: the image model follows them.
+_SPCATV_DEFAULTS = {name: p.default for name, p in
+                    inspect.signature(SPCATV.__init__).parameters.items()
+                    if p.default is not inspect.Parameter.empty}
+
+
+def _nilearn_maskers():
+    try:
+        from nilearn import maskers
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError(f"ImageSPCATV needs nilearn: {_INSTALL_HINT}.") from None
+    return maskers
+
+
+def _surface_image_class():
+    try:
+        from nilearn.surface import SurfaceImage
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    return SurfaceImage
+
+
+def _is_surface_image(obj):
+    cls = _surface_image_class()
+    return cls is not None and isinstance(obj, cls)
+
+
+def _is_surface_masker(obj):
+    try:
+        from nilearn.maskers import SurfaceMasker
+    except ImportError:  # pragma: no cover - depends on the environment
+        return False
+    return isinstance(obj, SurfaceMasker)
+
+
+def _nilearn_standardize(standardize):
+    """nilearn 0.14 spells False as None and True as "zscore_sample" (the booleans are
+    deprecated there); older versions keep the booleans."""
+    import nilearn
+
+    try:
+        new = tuple(int(x) for x in nilearn.__version__.split(".")[:2]) >= (0, 14)
+    except ValueError:  # pragma: no cover - development versions
+        new = True
+    if standardize is False or standardize is None:
+        return None if new else False
+    if standardize is True:
+        return "zscore_sample"
+    return standardize
+
+
+# --------------------------------------------------------------------------
+# surfaces: validation of SurfaceImage inputs
+# --------------------------------------------------------------------------
+
+
+def _surface_parts(img, name):
+    """Vertex-major float arrays (n_vertices, n_samples) per hemisphere, checked
+    against the image's own mesh."""
+    mesh_parts = getattr(img.mesh, "parts", {})
+    data_parts = getattr(img.data, "parts", {})
+    missing = [h for h in _HEMIS if h not in mesh_parts or h not in data_parts
+               or data_parts[h] is None]
+    if missing:
+        raise ValueError(
+            f"{name} must hold both hemispheres ('left' and 'right' parts); "
+            f"{' and '.join(missing)} is missing.")
+    out = {}
+    for hemi in _HEMIS:
+        n_mesh = int(mesh_parts[hemi].n_vertices)
+        arr = np.asarray(data_parts[hemi])
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.ndim != 2 or arr.shape[0] != n_mesh:
+            raise ValueError(
+                f"{name}: the {hemi} data have shape {arr.shape} but the {hemi} mesh has "
+                f"{n_mesh} vertices; the data of a SurfaceImage must be (n_vertices,) or "
+                "(n_vertices, n_samples) on its own mesh.")
+        if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.floating)
+                                     or np.issubdtype(arr.dtype, np.integer)):
+            raise TypeError(f"{name}: the {hemi} data must be numeric, got {arr.dtype}.")
+        out[hemi] = arr
+    if out["left"].shape[1] != out["right"].shape[1]:
+        raise ValueError(
+            f"{name}: the left data hold {out['left'].shape[1]} samples but the right data "
+            f"hold {out['right'].shape[1]}.")
+    return out
+
+
+def _concat_surface_images(imgs, name):
+    """One SurfaceImage (samples stacked) from a list of SurfaceImages on one mesh."""
+    from nilearn.surface import SurfaceImage
+
+    if len(imgs) == 1:
+        return imgs[0]
+    first = imgs[0].mesh
+    parts = {h: [] for h in _HEMIS}
+    for i, img in enumerate(imgs):
+        if not _is_surface_image(img):
+            raise TypeError(f"{name}[{i}] is a {type(img).__name__}; a list must hold "
+                            "only SurfaceImages (or only NIfTI images).")
+        data = _surface_parts(img, f"{name}[{i}]")
+        for h in _HEMIS:
+            if img.mesh.parts[h].n_vertices != first.parts[h].n_vertices:
+                raise ValueError(f"{name}[{i}] is on a mesh with another number of {h} "
+                                 f"vertices than {name}[0].")
+            parts[h].append(data[h])
+    return SurfaceImage(mesh=first, data={h: np.concatenate(parts[h], axis=1)
+                                          for h in _HEMIS})
+
+
+def _surface_mask_arrays(mask, img, name="mask"):
+    """Per-hemisphere boolean arrays from a SurfaceImage mask, a pair/dict of arrays
+    or cortex files (.label, .annot, .label.gii, .shape.gii)."""
+    from .surface import load_cortex_mask
+
+    n = {h: int(img.mesh.parts[h].n_vertices) for h in _HEMIS}
+    if _is_surface_image(mask):
+        for h in _HEMIS:
+            if h not in mask.mesh.parts or int(mask.mesh.parts[h].n_vertices) != n[h]:
+                raise ValueError(
+                    f"{name}: the mask's {h} mesh does not match the images' ({n[h]} "
+                    "vertices); give a mask on the images' mesh.")
+        items = {h: np.asarray(mask.data.parts[h]) for h in _HEMIS}
+    elif isinstance(mask, dict):
+        if set(mask) != set(_HEMIS):
+            raise ValueError(f"{name} as a dict must have the keys 'left' and 'right', got "
+                             f"{sorted(mask)}.")
+        items = dict(mask)
+    elif isinstance(mask, (tuple, list)) and len(mask) == 2:
+        items = {"left": mask[0], "right": mask[1]}
+    else:
+        raise TypeError(
+            f"{name} for surface images must be a SurfaceImage mask, a SurfaceMasker, a "
+            "(left, right) pair of boolean arrays or cortex files, or None; got "
+            f"{type(mask).__name__}.")
+    out = {}
+    for h in _HEMIS:
+        value = items[h]
+        if value is None:  # computed by the caller, as for mask=None
+            out[h] = None
+            continue
+        if not isinstance(value, (str, bytes, os.PathLike)):
+            value = np.asarray(value)
+            if value.ndim == 2 and value.shape[1] == 1:
+                value = value[:, 0]
+            if value.ndim != 1 or value.shape[0] != n[h]:
+                raise ValueError(
+                    f"{name}: the {h} mask has shape {value.shape}, expected ({n[h]},): one "
+                    f"entry per vertex of the images' {h} mesh.")
+            if value.dtype != bool:
+                if not np.all(np.isin(np.unique(value), [0, 1])):
+                    raise ValueError(f"{name}: the {h} mask must be boolean or hold only 0 "
+                                     "and 1; binarise it explicitly.")
+                value = value.astype(bool)
+        try:
+            out[h] = load_cortex_mask(value, n[h])
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"{name} ({h}): {exc}") from None
+    return out
+
+
+def _stack_volumes(items, grid, resample):
+    """One 4-D image on ``grid`` from (label, 3-D/4-D image) items (grids checked).
+
+    The volumes are copied once into a Fortran-ordered array (NIfTI's own
+    order, so each copy is contiguous); float32 data stay float32.
+    """
+    import nibabel as nib
+
+    from .masking import _check_grid
+
+    imgs = [_check_grid(label, img, grid, resample) for label, img in items]
+    n = sum(1 if len(img.shape) == 3 else int(img.shape[3]) for img in imgs)
+    single = all(np.dtype(img.get_data_dtype()) == np.float32 for img in imgs)
+    out = np.empty(tuple(grid.shape[:3]) + (n,), dtype=np.float32 if single else np.float64,
+                   order="F")
+    j = 0
+    for img in imgs:
+        arr = np.asanyarray(img.dataobj)
+        if arr.ndim == 3:
+            out[..., j] = arr
+            j += 1
+        else:
+            out[..., j:j + arr.shape[3]] = arr
+            j += arr.shape[3]
+        del arr
+    return nib.Nifti1Image(out, grid.affine)
+
+
+# --------------------------------------------------------------------------
+# the estimator
+# --------------------------------------------------------------------------
+
+
+class ImageSPCATV(BaseEstimator):
+    """SPCA-TV on brain images: NIfTI volumes or nilearn surface images.
+
+    Parameters
+    ----------
+    n_components : int, default=3
+    mask : mask image, masker, pair of arrays or None, default=None
+        Volumes: a 3-D NIfTI mask (image or path) on the images' grid, or a
+        ``NiftiMasker`` (fitted or not; its own parameters are used). Surfaces:
+        a ``SurfaceImage`` mask, a ``SurfaceMasker``, or a ``(left, right)``
+        pair (or ``{"left", "right"}`` dict) of boolean arrays or cortex files
+        (``.label``, ``.annot``, ``.label.gii``, ``.shape.gii``). None computes
+        the mask: like ``NiftiMasker``'s default (``mask_strategy="background"``)
+        for volumes; for surfaces every vertex that is constant across the
+        samples (e.g. the medial wall) is left out, with a warning saying how
+        many (also for a hemisphere given as None in a pair). Voxels or vertices that are NaN or infinite in any image are
+        always left out (with a warning).
+    standardize : bool or str, default=False
+        Passed to the nilearn masker: z-score every voxel/vertex across the
+        samples (True) or not. Note that ``alpha=None`` already makes the
+        penalties scale-free.
+    smoothing_fwhm : float, optional
+        Gaussian smoothing (mm) of volumes before masking (nilearn). Not
+        available for surfaces.
+    resample : bool, default=False
+        Images whose shape or affine differ from the mask's raise a
+        ``ValueError`` unless True (resampled with
+        ``nilearn.image.resample_to_img``, continuous interpolation).
+    alpha, alpha_rel, l1_ratio, tv_ratio, tol, max_iter, solver, random_state, verbose
+        Passed to :class:`~neurospca.SPCATV` (same meaning and defaults):
+        ``alpha=None`` means ``alpha_ = alpha_rel * l1_max_`` (relative to the
+        data), a float is the paper's absolute weight.
+
+    Attributes
+    ----------
+    estimator_ : SPCATV
+        The fitted model on the masked data.
+    masker_ : nilearn NiftiMasker or SurfaceMasker
+        Fitted on the final mask; maps images to rows and rows to images.
+    mask_img_ : Nifti1Image or SurfaceImage
+        The final mask.
+    operator_ : GroupOperator
+        TV operator of the final mask (columns in the masker's order).
+    space_ : VolumeMasker or Hemispheres
+        The same columns for :func:`neurospca.reporting.make_report` and
+        :func:`neurospca.save_model`.
+    meshes_ : dict or None
+        Surfaces: ``{"left": (coords, faces), "right": (coords, faces)}`` of the
+        images' mesh (what the report draws on); None for volumes.
+    components_ : ndarray of shape (n_components, n_features)
+    components_img_ : Nifti1Image or SurfaceImage
+        4-D image with one volume per component, on the mask's grid; or a
+        SurfaceImage with one column per component on the images' mesh.
+    n_samples_ : int
+    explained_variance_ratio_, explained_variance_, dual_gaps_, alpha_, l1_max_,
+    n_iter_, converged_, mean_, scores_, singular_values_
+        The same attributes of ``estimator_``.
+
+    Examples
+    --------
+    >>> from nilearn.datasets import load_fsaverage_data                 # doctest: +SKIP
+    >>> model = ImageSPCATV(n_components=3).fit(surface_img)            # doctest: +SKIP
+    >>> model.components_img_.data.parts["left"].shape                  # doctest: +SKIP
+    (10242, 3)
+    """
+
+    def __init__(self, n_components=3, *, mask=None, standardize=False, smoothing_fwhm=None,
+                 resample=False, alpha=None, alpha_rel=_SPCATV_DEFAULTS["alpha_rel"],
+                 l1_ratio=_SPCATV_DEFAULTS["l1_ratio"], tv_ratio=_SPCATV_DEFAULTS["tv_ratio"],
+                 tol=_SPCATV_DEFAULTS["tol"], max_iter=_SPCATV_DEFAULTS["max_iter"],
+                 solver=_SPCATV_DEFAULTS["solver"], random_state=None, verbose=0):
+        self.n_components = n_components
+        self.mask = mask
+        self.standardize = standardize
+        self.smoothing_fwhm = smoothing_fwhm
+        self.resample = resample
+        self.alpha = alpha
+        self.alpha_rel = alpha_rel
+        self.l1_ratio = l1_ratio
+        self.tv_ratio = tv_ratio
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver = solver
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------
+    # fit
+    # ------------------------------------------------------------------
+
+    def fit(self, imgs, y=None, confounds=None):
+        """Mask the images, build the TV operator of the mask and fit SPCA-TV.
+
+        Parameters
+        ----------
+        imgs : 4-D NIfTI, list or glob of 3-D/4-D NIfTI (images or paths), or SurfaceImage
+            One sample per 3-D volume (in order; a glob is sorted) or per data
+            column of a SurfaceImage (both hemispheres; the mesh is the
+            image's). A list of SurfaceImages on one mesh is stacked.
+        y : None
+            Ignored.
+        confounds : array-like of shape (n_samples, n_confounds) or path, optional
+            Regressed out of every voxel/vertex by the nilearn masker.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            Images not on the mask's grid (without ``resample``), a
+            SurfaceImage whose data and mesh disagree, a mask of the wrong
+            shape, confounds with another number of rows than samples.
+        """
+        X = self._prepare(imgs, confounds)
+        return self._fit_matrix(X)
+
+    def fit_transform(self, imgs, y=None, confounds=None):
+        """Fit, then the scores of the training images (``transform``)."""
+        X = self._prepare(imgs, confounds)
+        self._fit_matrix(X)
+        return self.estimator_.transform(X)
+
+    def _make_estimator(self, operator):
+        """The unfitted SPCATV given the operator (fit_images swaps in a template)."""
+        template = getattr(self, "_template", None)
+        if template is not None:
+            return clone(template).set_params(operator=operator)
+        return SPCATV(self.n_components, alpha=self.alpha, alpha_rel=self.alpha_rel,
+                      l1_ratio=self.l1_ratio, tv_ratio=self.tv_ratio, operator=operator,
+                      tol=self.tol, max_iter=self.max_iter, solver=self.solver,
+                      random_state=self.random_state, verbose=self.verbose)
+
+    def _fit_matrix(self, X):
+        self.estimator_ = self._make_estimator(self.operator_).fit(X)
+        self.components_ = self.estimator_.components_
+        self.components_img_ = self._to_img(self.components_)
+        return self
+
+    def _prepare(self, imgs, confounds):
+        """Masker, mask, operator, space from the images; returns X (N x P)."""
+        if not isinstance(self.resample, (bool, np.bool_)):
+            raise TypeError(f"resample must be True or False, got {self.resample!r}.")
+        fwhm = self.smoothing_fwhm
+        if fwhm is not None and (isinstance(fwhm, bool) or not isinstance(
+                fwhm, (int, float, np.number)) or not np.isfinite(fwhm) or fwhm < 0):
+            raise ValueError(f"smoothing_fwhm must be None or a number >= 0 (mm), got "
+                             f"{fwhm!r}.")
+        if isinstance(imgs, (list, tuple)) and imgs and all(_is_surface_image(i)
+                                                            for i in imgs):
+            imgs = _concat_surface_images(list(imgs), "imgs")
+        if _is_surface_image(imgs):
+            return self._prepare_surface(imgs, confounds)
+        return self._prepare_volume(imgs, confounds)
+
+    # ------------------------------------------------------------------
+    # volumes
+    # ------------------------------------------------------------------
+
+    def _volume_masker_params(self):
+        """Params of the nilearn masker, and a user masker (or None)."""
+        maskers = _nilearn_maskers()
+        params = {"standardize": _nilearn_standardize(self.standardize),
+                  "smoothing_fwhm": self.smoothing_fwhm, "reports": False}
+        user = self.mask if isinstance(self.mask, maskers.NiftiMasker) else None
+        if user is not None:
+            self._check_masker_params(user)
+            params = {k: v for k, v in user.get_params().items() if k != "mask_img"}
+            params["standardize"] = _nilearn_standardize(params.get("standardize"))
+        return params, user
+
+    def _check_masker_params(self, masker):
+        for name, default in (("standardize", False), ("smoothing_fwhm", None)):
+            value = getattr(self, name)
+            if value != default and _nilearn_standardize(value) != _nilearn_standardize(
+                    masker.get_params().get(name)):
+                raise ValueError(
+                    f"{name}={value!r} conflicts with the masker's "
+                    f"{name}={masker.get_params().get(name)!r}: give {name} to the masker "
+                    "or to ImageSPCATV, not both.")
+
+    def _prepare_volume(self, imgs, confounds):
+        from .masking import (
+            VolumeMasker,
+            _collect_images,
+            _mask_array,
+            _mask_img,
+            load_mask_img,
+        )
+        maskers = _nilearn_maskers()
+        if _is_surface_masker(self.mask) or _is_surface_image(self.mask):
+            raise TypeError("mask: a surface mask was given for volume images; give a NIfTI "
+                            "mask, a NiftiMasker or None.")
+        params, user = self._volume_masker_params()
+        items = _collect_images(imgs)
+        mask_img = None
+        if user is not None and hasattr(user, "mask_img_"):
+            mask_img = load_mask_img(user.mask_img_)
+        elif user is not None and user.mask_img is not None:
+            mask_img = load_mask_img(user.mask_img)
+        elif user is None and self.mask is not None:
+            mask_img = load_mask_img(self.mask)
+        ref = mask_img if mask_img is not None else items[0][1]
+        grid = mask_img if mask_img is not None else _mask_img(
+            np.ones(ref.shape[:3], dtype=bool), ref.affine, None)
+        img4d = _stack_volumes(items, grid, self.resample and mask_img is not None)
+        n_samples = img4d.shape[3]
+        confounds = self._check_confounds(confounds, n_samples)
+        if mask_img is None:  # computed as nilearn does (or by the user's masker)
+            auto = clone(user) if user is not None else maskers.NiftiMasker(**params)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                mask_img = load_mask_img(auto.fit(img4d).mask_img_)
+        mask = _mask_array(mask_img)
+        values = np.asarray(img4d.dataobj)[mask]  # (P, N), the masker's column order
+        bad = ~np.all(np.isfinite(values), axis=1)
+        n_bad = int(bad.sum())
+        if n_bad:
+            if n_bad == bad.size:
+                raise ValueError("imgs are NaN or infinite in every voxel of the mask in at "
+                                 "least one image; nothing is left to analyse.")
+            warnings.warn(
+                f"{n_bad} voxel(s) of the mask are NaN or infinite in at least one image; "
+                f"they were removed from the mask ({bad.size} -> {bad.size - n_bad} voxels).",
+                UserWarning, stacklevel=3)
+            new = mask.copy()
+            new[mask] = ~bad
+            mask_img = _mask_img(new, mask_img.affine, mask_img.header)
+        self.mask_img_ = mask_img
+        self.masker_ = maskers.NiftiMasker(mask_img=mask_img, **params)
+        self._plain_masker = (user is None and not self.standardize
+                              and self.smoothing_fwhm is None)
+        plain = self._plain_masker and confounds is None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            if plain:  # the masker would only copy: the in-mask values are X already
+                self.masker_.fit()
+                X = np.ascontiguousarray(values[~bad].T, dtype=np.float64)
+            else:
+                X = self._masker_transform(img4d, confounds, fit=True)
+        del values
+        self.space_ = VolumeMasker(mask_img)
+        self.operator_ = self.space_.operator()
+        self.meshes_ = None
+        self.n_samples_ = int(n_samples)
+        return X
+
+    # ------------------------------------------------------------------
+    # surfaces
+    # ------------------------------------------------------------------
+
+    def _prepare_surface(self, img, confounds):
+        from nilearn.surface import SurfaceImage
+
+        from .masking import _is_pathlike
+        from .surface import load_surf_mesh, tv_from_hemispheres
+
+        maskers = _nilearn_maskers()
+        if self.smoothing_fwhm is not None:
+            raise ValueError("smoothing_fwhm is only available for volumes; smooth surface "
+                             "maps beforehand (e.g. FreeSurfer's qcache fwhm10 files).")
+        if isinstance(self.mask, maskers.NiftiMasker) or (
+                self.mask is not None and (_is_pathlike(self.mask) or hasattr(self.mask,
+                                                                           "affine"))):
+            raise TypeError("mask: a NIfTI mask, a NiftiMasker or a single path was given "
+                            "for surface images; give a SurfaceImage mask, a SurfaceMasker, "
+                            "a (left, right) pair of arrays or cortex files, or None.")
+        parts = _surface_parts(img, "imgs")
+        n_samples = parts["left"].shape[1]
+        confounds = self._check_confounds(confounds, n_samples)
+        params = {"standardize": _nilearn_standardize(self.standardize), "reports": False}
+        if _is_surface_masker(self.mask):
+            user = self.mask
+            self._check_masker_params(user)
+            params = {k: v for k, v in user.get_params().items() if k != "mask_img"}
+            params["standardize"] = _nilearn_standardize(params.get("standardize"))
+            if hasattr(user, "mask_img_"):
+                masks = _surface_mask_arrays(user.mask_img_, img)
+            elif user.mask_img is not None:
+                masks = _surface_mask_arrays(user.mask_img, img)
+            else:
+                fitted = clone(user).fit(img)
+                masks = _surface_mask_arrays(fitted.mask_img_, img)
+        elif self.mask is None:
+            masks = {h: None for h in _HEMIS}
+        else:
+            masks = _surface_mask_arrays(self.mask, img)
+        computed = [h for h in _HEMIS if masks[h] is None]
+        for h in computed:  # vertices that vary across the samples
+            masks[h] = np.ptp(np.where(np.isfinite(parts[h]), parts[h], 0), axis=1) > 0
+        n_const = {h: int((~masks[h]).sum()) for h in computed}
+        if sum(n_const.values()):
+            warnings.warn(
+                f"no mask was given for the {' and '.join(computed)} hemisphere"
+                f"{'s' if len(computed) > 1 else ''}: {sum(n_const.values())} vertex(es) "
+                "constant across the samples (e.g. the medial wall; "
+                + ", ".join(f"{h} {c}" for h, c in n_const.items())
+                + ") were left out of the mask.", UserWarning, stacklevel=3)
+        n_bad = 0
+        for h in _HEMIS:
+            bad = masks[h] & ~np.all(np.isfinite(parts[h]), axis=1)
+            if bad.any():
+                n_bad += int(bad.sum())
+                masks[h] = masks[h] & ~bad
+        if n_bad:
+            warnings.warn(f"{n_bad} vertex(es) are NaN or infinite in at least one map; they "
+                          "were removed from the mask.", UserWarning, stacklevel=3)
+        for h in _HEMIS:
+            if not masks[h].any():
+                raise ValueError(f"mask: the {h} mask keeps no vertex (after leaving out "
+                                 "constant and non-finite vertices).")
+        mesh = img.mesh
+        self.mask_img_ = SurfaceImage(mesh=mesh, data={h: masks[h] for h in _HEMIS})
+        self.masker_ = maskers.SurfaceMasker(mask_img=self.mask_img_, **params)
+        X = self._masker_transform(img, confounds, fit=True)
+        meshes = {h: load_surf_mesh(mesh.parts[h], f"imgs ({h} mesh)") for h in _HEMIS}
+        operator, hemis = tv_from_hemispheres(meshes["left"], meshes["right"],
+                                              masks["left"], masks["right"],
+                                              kind=getattr(self, "_tv_kind", "edges"))
+        self.operator_, self.space_, self.meshes_ = operator, hemis, meshes
+        self.n_samples_ = int(n_samples)
+        return X
+
+    # ------------------------------------------------------------------
+    # shared helpers
+    # ------------------------------------------------------------------
+
+    @staticmethod
+    def _check_confounds(confounds, n_samples):
+        if confounds is None or isinstance(confounds, (str, bytes, os.PathLike)):
+            return confounds
+        try:
+            arr = np.asarray(confounds, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"confounds must be a numeric array (n_samples, n_confounds), a "
+                            f"DataFrame or a path: {exc}") from None
+        if arr.ndim not in (1, 2):
+            raise ValueError(f"confounds must be 1-D or 2-D (n_samples, n_confounds), got "
+                             f"shape {arr.shape}.")
+        if arr.shape[0] != n_samples:
+            raise ValueError(
+                f"confounds has {arr.shape[0]} rows but imgs hold {n_samples} samples; give "
+                "one row of confounds per sample (3-D volume or surface map).")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("confounds contains NaN or infinite values.")
+        return confounds
+
+    def _masker_transform(self, imgs, confounds, fit=False):
+        if fit:
+            self.masker_.fit()
+        try:
+            X = self.masker_.transform(imgs, confounds=confounds)
+        except ValueError as exc:
+            if confounds is not None and "confound" in str(exc).lower():
+                raise ValueError(f"confounds: {exc}") from None
+            raise
+        return np.asarray(X, dtype=np.float64)
+
+    def _check_fitted(self):
+        check_is_fitted(self, "estimator_")
+
+    def _data(self, imgs, confounds):
+        """X of new images on the fitted mask (grid and mesh checked)."""
+        self._check_fitted()
+        if isinstance(imgs, (list, tuple)) and imgs and all(_is_surface_image(i)
+                                                            for i in imgs):
+            imgs = _concat_surface_images(list(imgs), "imgs")
+        if _is_surface_image(imgs):
+            if self.meshes_ is None:
+                raise TypeError("imgs: the model was fitted on volumes; give NIfTI images.")
+            parts = _surface_parts(imgs, "imgs")
+            for h in _HEMIS:
+                if parts[h].shape[0] != self.space_.n_vertices[_HEMIS.index(h)]:
+                    raise ValueError(f"imgs: the {h} mesh has {parts[h].shape[0]} vertices, "
+                                     f"the model's {self.space_.n_vertices[_HEMIS.index(h)]}.")
+            n_samples = parts["left"].shape[1]
+            finite = all(np.all(np.isfinite(parts[h][self.space_.vertices[i]]))
+                         for i, h in enumerate(_HEMIS))
+            source, X = imgs, None
+        else:
+            if self.meshes_ is not None:
+                raise TypeError("imgs: the model was fitted on surfaces; give a SurfaceImage.")
+            from .masking import _collect_images
+
+            source = _stack_volumes(_collect_images(imgs), self.mask_img_, self.resample)
+            n_samples = source.shape[3]
+            values = np.asarray(source.dataobj)[self.space_.mask]
+            finite = bool(np.all(np.isfinite(values)))
+            X = (np.ascontiguousarray(values.T, dtype=np.float64)
+                 if self._plain_masker and confounds is None else None)
+            del values
+        if not finite:  # checked before nilearn, which would replace them by zeros
+            raise ValueError("imgs: some voxels/vertices of the mask are NaN or infinite; the "
+                             "model's columns are fixed, so they cannot be left out here.")
+        confounds = self._check_confounds(confounds, n_samples)
+        if X is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                X = self._masker_transform(source, confounds)
+        return X
+
+    def _to_img(self, V):
+        """Rows (K x P) as images: 4-D NIfTI with the mask's affine, or SurfaceImage."""
+        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+        if self.meshes_ is None:
+            from .masking import unmask
+
+            return unmask(V, self.mask_img_)
+        from nilearn.surface import SurfaceImage
+
+        maps = self.space_.inverse_transform(V)
+        return SurfaceImage(mesh=self.mask_img_.mesh, data=maps)
+
+    # ------------------------------------------------------------------
+    # transform, score, report
+    # ------------------------------------------------------------------
+
+    def transform(self, imgs, confounds=None):
+        """Scores of images on the components (least squares, as SPCATV.transform).
+
+        Parameters
+        ----------
+        imgs : images as in :meth:`fit`
+        confounds : array-like or path, optional
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+        """
+        X = self._data(imgs, confounds)
+        return self.estimator_.transform(X)
+
+    def inverse_transform(self, S):
+        """Images of scores: ``S components_ + mean_`` unmasked.
+
+        Parameters
+        ----------
+        S : array-like of shape (n_samples, n_components)
+
+        Returns
+        -------
+        Nifti1Image or SurfaceImage
+            4-D (one volume per sample) with the mask's affine; or a
+            SurfaceImage with one column per sample. Standardisation and
+            confound removal (if used) are not undone.
+        """
+        self._check_fitted()
+        return self._to_img(self.estimator_.inverse_transform(S))
+
+    def score(self, imgs, confounds=None):
+        """Held-out fit of images, higher is better (``SPCATV.score`` on the masked data).
+
+        Parameters
+        ----------
+        imgs : images as in :meth:`fit`
+        confounds : array-like or path, optional
+
+        Returns
+        -------
+        float
+        """
+        X = self._data(imgs, confounds)
+        if hasattr(self.estimator_, "score"):
+            return float(self.estimator_.score(X))
+        # FALLBACK (SPCATV.score not available in this version): minus the
+        # held-out reconstruction error of the paper (model_selection).
+        from .model_selection import reconstruction_error
+
+        return -reconstruction_error(X, self.estimator_)
+
+    def generate_report(self, title=None, atlas=None, atlas_labels=None, selection=None,
+                        command=None):
+        """The HTML report of the fitted model (nilearn-style).
+
+        Parameters
+        ----------
+        title : str, optional
+            Default "neurospca report".
+        atlas : NIfTI image/path or (left, right) annot paths/label arrays, optional
+            Labels for the report's peaks and clusters (see
+            :func:`neurospca.reporting.make_report`).
+        atlas_labels : list or dict, optional
+            Names of the atlas labels.
+        selection : object, optional
+            The result of ``neurospca.model_selection.select_penalty``.
+        command : str, optional
+            The command line that produced the model.
+
+        Returns
+        -------
+        neurospca.reporting.HTMLReport
+        """
+        self._check_fitted()
+        from .reporting import HTMLReport, make_report
+
+        extras = {k: v for k, v in (("atlas", atlas), ("atlas_labels", atlas_labels),
+                                    ("selection", selection), ("command", command))
+                  if v is not None}
+        meshes = None
+        if self.meshes_ is not None:
+            from .reporting.plotting import surface_background
+
+            meshes = dict(self.meshes_)
+            for h in _HEMIS:
+                meshes[f"bg_{h}"] = surface_background(*self.meshes_[h])
+        html = make_report(self.estimator_, self.space_, meshes=meshes,
+                           title="neurospca report" if title is None else title,
+                           data_description=self._data_description(), **extras)
+        return HTMLReport(html)
+
+    def _data_description(self):
+        desc = {"input": "surface images (nilearn SurfaceImage)" if self.meshes_ is not None
+                else "NIfTI images", "samples (images)": self.n_samples_}
+        if self.standardize:
+            desc["standardize"] = str(self.standardize)
+        if self.smoothing_fwhm is not None:
+            desc["smoothing FWHM (mm)"] = self.smoothing_fwhm
+        return desc
+
+
+def _passthrough(name):
+    def getter(self):
+        check_is_fitted(self, "estimator_")
+        return getattr(self.estimator_, name)
+
+    getter.__name__ = name
+    getter.__doc__ = f"``estimator_.{name}``."
+    return property(getter)
+
+
+for _name in ("explained_variance_ratio_", "explained_variance_", "dual_gaps_", "alpha_",
+              "l1_max_", "n_iter_", "converged_", "mean_", "scores_", "singular_values_",
+              "gap_history_", "fit_time_"):
+    setattr(ImageSPCATV, _name, _passthrough(_name))
+del _name
