@@ -252,7 +252,13 @@ def project_l1_ball(Z, radius):
 
         \\Pi(z) = \\arg\\min_{\\|x\\|_1 \\le r} \\|x - z\\|_2
 
-    Sort-based (Duchi et al. 2008), vectorised over rows.
+    Sort-based (Duchi et al. 2008), vectorised over rows, written so that it
+    does not cancel when ``|z| >> r``: the support size ``rho`` is the largest
+    ``j`` with ``sum_{i <= j} (s_i - s_j) < r`` (``s`` sorted decreasingly; always
+    true for ``j = 0``), and the result is
+    ``x_j = [r - (sum_{i <= rho} s_i - (rho + 1) |z_j|)] / (rho + 1)`` clipped at
+    0, rescaled onto the sphere if rounding left it outside. The output is
+    always inside the ball.
 
     Parameters
     ----------
@@ -273,13 +279,21 @@ def project_l1_ball(Z, radius):
     out = Z2.copy()
     if not np.all(inside):
         rows = np.flatnonzero(~inside)
-        S = -np.sort(-A[rows], axis=1)
-        cs = np.cumsum(S, axis=1) - r[rows, None]
+        Ar, rr = A[rows], r[rows]
+        S = -np.sort(-Ar, axis=1)
+        cs = np.cumsum(S, axis=1)
         k = np.arange(1, S.shape[1] + 1)
-        cond = S - cs / k > 0
+        cond = (cs - k * S) < rr[:, None]  # sum_{i<=j} (s_i - s_j) < r
         rho = S.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)
-        theta = np.maximum(cs[np.arange(rows.size), rho] / (rho + 1), 0.0)
-        out[rows] = np.sign(Z2[rows]) * np.maximum(A[rows] - theta[:, None], 0.0)
+        idx = np.arange(rows.size)
+        n_sup = (rho + 1).astype(np.float64)
+        X = (rr[:, None] - (cs[idx, rho][:, None] - n_sup[:, None] * Ar)) / n_sup[:, None]
+        X = np.maximum(X, 0.0)
+        X[rr <= 0] = 0.0
+        total = X.sum(axis=1)
+        over = total > rr
+        X[over] *= (rr[over] / total[over])[:, None]
+        out[rows] = np.sign(Z2[rows]) * X
     return out[0] if one_d else out
 
 
