@@ -10,6 +10,11 @@ import numpy as np
 import scipy.sparse as sp
 
 
+class ComplexDataError(TypeError, ValueError):
+    """Complex input: a ``TypeError`` (wrong kind of number), also a
+    ``ValueError`` for scikit-learn's estimator checks."""
+
+
 def check_real(X, name="X"):
     """Raise TypeError if ``X`` holds complex numbers (never silently made real)."""
     dtype = getattr(X, "dtype", None)
@@ -19,8 +24,9 @@ def check_real(X, name="X"):
         except (TypeError, ValueError):  # ragged input: the caller's conversion says so
             return
     if np.issubdtype(dtype, np.complexfloating):
-        raise TypeError(
-            f"{name} is complex ({dtype}); neurospca works on real data. Pass the "
+        raise ComplexDataError(
+            f"{name} is complex ({dtype}): Complex data not supported; neurospca works "
+            "on real data. Pass the "
             f"real part (np.real({name})) or the magnitude (np.abs({name})) explicitly."
         )
 
@@ -54,11 +60,37 @@ def check_data(X, name="X", min_samples=2, min_features=1):
         raise ValueError(
             f"{name} has {X.shape[0]} sample(s); at least {min_samples} are required."
         )
+    check_scale(X, name)
     if X.shape[1] < min_features:
         raise ValueError(
             f"{name} has {X.shape[1]} feature(s); at least {min_features} are required."
         )
     return X
+
+
+def check_scale(X, name="X"):
+    """Raise if sums of squares of ``X`` would overflow or underflow float64.
+
+    Every estimator forms Gram matrices or norms (``sum x^2``): entries of
+    ``|X| >~ 1e154 / sqrt(n_samples n_features)`` overflow them and
+    ``0 < max|X| < 1e-150`` underflows them, which would surface as a
+    ``LinAlgError`` or NaN deep inside. Rescaling the data is the fix.
+    """
+    if X.size == 0:
+        return
+    top = float(np.max(np.abs(X)))
+    limit = np.sqrt(np.finfo(np.float64).max / (4.0 * X.size)) / 16.0
+    if top > limit:
+        raise ValueError(
+            f"{name} has entries up to {top:.3g}: its sums of squares overflow float64 "
+            f"(limit ~{limit:.1e} for this size). Rescale {name}, e.g. {name} / "
+            f"np.abs({name}).max(); the components do not depend on the scale."
+        )
+    if 0.0 < top < 1e-150:
+        raise ValueError(
+            f"{name} has entries of at most {top:.3g}: its sums of squares underflow "
+            f"float64. Rescale {name}, e.g. {name} / np.abs({name}).max()."
+        )
 
 
 def check_not_constant(Xc, name="X"):

@@ -26,7 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_data, check_nonneg
+from .._validation import check_data, check_nonneg, check_real
 from ._base import Integral, Interval, Real, StrOptions, _fit_context
 
 try:  # compiled twin of _prox_tree_core (python setup.py build_ext --inplace)
@@ -961,6 +961,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         ndarray of shape (n_samples, n_nodes)
         """
         check_is_fitted(self)
+        check_real(X, "X")
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
         M = _check_mask(mask, X.shape)
         if M is not None:  # missing entries may hold anything, NaN included
