@@ -112,6 +112,11 @@ def prox_gap(v, y, operator, l1, group, w):
     primal : float
         ``P(v)``.
     """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _prox_gap(v, y, operator, l1, group, w)
+
+
+def _prox_gap(v, y, operator, l1, group, w):
     v = np.asarray(v, dtype=np.float64)
     Av = operator.matvec(v)
     primal = (0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
@@ -143,8 +148,9 @@ def primal_certificate(v, y, operator, l1, group, mus=()):
     primal : float
         ``P(v)``.
     """
-    Av = operator.matvec(np.asarray(v, dtype=np.float64))
-    nrm = operator.group_norms(Av)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Av = operator.matvec(np.asarray(v, dtype=np.float64))
+        nrm = operator.group_norms(Av)
     best, primal = np.inf, np.nan
     for mu in tuple(mus) + (0.0,):
         denom = np.maximum(nrm, mu)
