@@ -62,6 +62,13 @@ def test_solver_gaps_bound_true_suboptimality(start):
     assert {("dual", True), ("conesta", True), ("conesta", False)} <= outcomes
 
 
+def test_conesta_hostile_start_regression():
+    """A hostile v0 on a 3-D grid where the old CONESTA certificate
+    (``min(eps, gap_0) / 2``) was 1.2-1.5x below the true suboptimality and
+    claimed converged=True above tol."""
+    _assert_rows(check_case(8, seed=7, tols=(1e-3, 1e-4), max_iters=(160, 640)))
+
+
 def test_reference_agrees_with_cvxpy():
     """The dual reference and cvxpy agree; the certificates hold against both."""
     for i in range(7):  # one case per structure
