@@ -70,8 +70,12 @@ class GroupOperator:
         group_ptr = check_group_ptr(group_ptr, matrix.shape[0], "group_ptr")
         if norm2 is not None:
             norm2 = check_norm2(norm2, matrix, "norm2")
-        self.matrix = matrix
-        self.group_ptr = group_ptr
+        # validated once: read-only from here on, so that the arrays the nogil
+        # kernels index cannot be corrupted after validation
+        for arr in (matrix.data, matrix.indices, matrix.indptr, group_ptr):
+            arr.flags.writeable = False
+        self._matrix = matrix
+        self._group_ptr = group_ptr
         self._norm2 = norm2
         self.norm2_is_exact = bool(norm2_is_exact)
         self._matrix_t = None
@@ -82,6 +86,16 @@ class GroupOperator:
             f"GroupOperator(n_rows={self.n_rows}, n_features={self.n_features}, "
             f"n_groups={self.n_groups}, nnz={self.matrix.nnz})"
         )
+
+    @property
+    def matrix(self):
+        """The validated CSR matrix ``A`` (read-only arrays)."""
+        return self._matrix
+
+    @property
+    def group_ptr(self):
+        """The validated group pointers (int64, read-only)."""
+        return self._group_ptr
 
     @property
     def n_features(self):
@@ -108,6 +122,8 @@ class GroupOperator:
         if self._matrix_t is None:
             mt = self.matrix.T.tocsr()
             mt.sort_indices()
+            for arr in (mt.data, mt.indices, mt.indptr):
+                arr.flags.writeable = False
             self._matrix_t = mt
         return self._matrix_t
 
