@@ -61,7 +61,7 @@ def main():
         worst = max(ratios) if ratios else float("nan")
         med = float(np.median(ratios)) if ratios else float("nan")
         print(f"| {solver} | {len(sel)} | {sum(r['converged'] for r in sel)} | {len(viol)} | "
-              f"{worst:.4f} | {med:.3f} |")
+              f"{worst:.6f} | {med:.3f} |")
     print()
     print("| structure | start | calls | violations |")
     print("|---|---|---|---|")
