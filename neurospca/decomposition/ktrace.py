@@ -424,6 +424,7 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
     n_iter = 0
     stalled = 0
     bcd_tol = tol * scale
+    small = math.comb(p, k) <= _EXACT_POLAR_MAX_SUBSETS
     while True:
         bcd_ok, sweeps = _block_descent(S, Z, supports, values, alpha, bcd_tol, max_iter)
         n_sweeps += sweeps
@@ -442,6 +443,11 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
             shift = max(0.0, float(np.max(np.sum(np.abs(Z), axis=1))) - lmin_S)
             cands = _tpi_candidates(K, k, n_restarts, tpi_max_iter, 1e-10, rng, shift)
         polar = cands[0][0]
+        if (not exact_polar and polar <= alpha * (1.0 + tol) and small
+                and _exact_polar_value(K, k) > alpha * (1.0 + tol)):
+            # TPI missed a violating support that enumeration finds: use it
+            cands = _exact_candidates(K, k)
+            polar = cands[0][0]
         if verbose:
             logger.info("working set of %d blocks: objective %.10g, polar estimate %.6g "
                         "(alpha %.6g)", len(supports), history[-1], polar, alpha)
@@ -901,10 +907,16 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         Final estimate of the polar of the residual (``<= alpha`` at
         convergence, up to ``tol`` and the accuracy of TPI).
     dual_gap_ : float
-        Duality gap computed with that estimate.
+        Certified duality gap: a true bound of the suboptimality, from the
+        exact polar (enumeration, when ``comb(p, k) <= 20,000``) or a
+        certified upper bound of it (:func:`polar_upper_bound`), never from
+        the TPI estimate alone.
     n_iter_ : int
         Supports added to the working set.
     converged_ : bool
+        True only when certified: the working-set criterion holds and
+        ``dual_gap_ <= tol * ||S||_F^2 / 2``; otherwise a ConvergenceWarning
+        says the result is not certified.
     n_features_in_ : int
 
     Examples
