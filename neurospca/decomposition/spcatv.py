@@ -206,8 +206,11 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
     V : ndarray of shape (n_features, n_components)
         The raw loadings ``v_k`` of eq. 3 (not renormalised).
     info : dict
-        ``d`` (rank-one scales), ``gaps`` (final certified v-step gaps in units
-        of ``f``, eq. 3), ``rel_gaps`` (gap over the prox objective at 0),
+        ``d`` (rank-one scales), ``gaps`` (certified v-step gaps of the
+        RETURNED pairs, in units of ``f``, eq. 3: ``f_{u_k}(v_k) - min_v
+        f_{u_k}(v) <= gaps[k]`` with ``X_k^T u_k`` from the returned ``u_k``;
+        the last v-step is re-solved for the final ``u_k`` when needed; see
+        docs/certificates.rst), ``rel_gaps`` (gap over the prox objective at 0),
         ``n_iter`` (alternations), ``n_inner_iter`` (solver iterations),
         ``gap_history`` (per component, ``(cumulative inner iteration, gap in f
         units)``), ``mu_history`` (CONESTA), ``converged``, ``time``.
@@ -413,7 +416,11 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
     singular_values_ : ndarray of shape (n_components,)
         ``d_k ||v_k||``, the rank-one scales for unit loadings.
     dual_gaps_ : ndarray of shape (n_components,)
-        Final certified v-step gaps, in units of the objective of eq. 3.
+        Certified v-step gaps of the returned pairs ``(u_k, v_k)`` (``u_k`` =
+        ``scores_[:, k]``, ``v_k`` = ``loadings_[:, k]``), in units of the
+        objective of eq. 3: ``v_k`` is within ``dual_gaps_[k]`` of the best
+        ``v`` for that ``u_k``. The alternation itself is non-convex and not
+        certified.
     n_iter_ : ndarray of shape (n_components,)
         Alternations per component.
     n_inner_iter_ : ndarray of shape (n_components,)
