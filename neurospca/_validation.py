@@ -341,6 +341,18 @@ def check_vector(x, size, name, dtype=np.float64):
     return np.ascontiguousarray(arr)
 
 
+def check_finite_array(x, name):
+    """A real, finite float64 array (any shape; a fresh copy)."""
+    check_real(x, name)
+    try:
+        arr = np.array(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array: {exc}") from None
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return arr
+
+
 def check_warm_start(x, size, name):
     """Validate a solver warm start (``v0`` or ``w0``): shape, real, finite."""
     return check_vector(x, size, name)

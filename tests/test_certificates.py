@@ -439,3 +439,23 @@ def test_tiny_alpha_errors_name_alpha():
         SPCATV(2, alpha=1e-300).fit(X)
     with pytest.raises(ValueError, match="alpha"):
         NonnegativeSparsePCA(2, alpha=1e-300).fit(X)
+
+
+@pytest.mark.parametrize("func, name", [
+    (lambda v: prox_tree(v, balanced_tree([2, 2]), 1.0), "v"),
+    (lambda v: prox_tree(v, balanced_tree([2, 2]), 1.0, norm="linf"), "v"),
+    (lambda v: project_l1_ball(v, 1.0), "Z"),
+])
+@pytest.mark.parametrize("bad, exc", [
+    (np.r_[np.nan, np.ones(6)], ValueError), (np.full(7, np.inf), ValueError),
+    (np.ones(7) * (1 + 1j), TypeError),
+])
+def test_tree_functions_reject_non_finite_and_complex(func, name, bad, exc):
+    with pytest.raises(exc, match=name):
+        func(bad)
+
+
+def test_project_l1_ball_rejects_bad_radius():
+    for r, match in ((np.nan, "radius"), (-1.0, "radius"), (np.ones(2), "radius")):
+        with pytest.raises(ValueError, match=match):
+            project_l1_ball(np.ones((3, 3)), r)

@@ -26,7 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_data, check_nonneg, check_real
+from .._validation import check_data, check_finite_array, check_nonneg, check_real
 from ._base import Integral, Interval, Real, StrOptions, _fit_context
 
 try:  # compiled twin of _prox_tree_core (python setup.py build_ext --inplace)
@@ -270,6 +270,20 @@ def project_l1_ball(Z, radius):
     -------
     ndarray of the shape of ``Z``
     """
+    Z = check_finite_array(Z, "Z")
+    if Z.ndim not in (1, 2):
+        raise ValueError(f"Z must be 1-D or 2-D, got {Z.ndim}-D.")
+    r = check_finite_array(radius, "radius")
+    if np.any(r < 0):
+        raise ValueError("radius must be >= 0.")
+    n_rows = 1 if Z.ndim == 1 else Z.shape[0]
+    if r.ndim > 1 or (r.ndim == 1 and r.size != n_rows):
+        raise ValueError(f"radius must be a number or have shape ({n_rows},), got {r.shape}.")
+    return _project_l1_ball(Z, r)
+
+
+def _project_l1_ball(Z, radius):
+    """:func:`project_l1_ball` without validation (hot loops)."""
     Z = np.asarray(Z, dtype=np.float64)
     one_d = Z.ndim == 1
     Z2 = np.atleast_2d(Z)
@@ -345,7 +359,7 @@ def _prox_tree_core(Z, tree, radii, norm, root_first=False, return_dual=False,
             xi = block * (1.0 - scale)[:, None]
             block *= scale[:, None]
         else:
-            xi = project_l1_ball(block, r)
+            xi = _project_l1_ball(block, r)
             block -= xi
         if return_dual:
             duals[order[i]] = (xi.copy(), order[i:end[i]].copy())
@@ -431,6 +445,7 @@ def prox_tree(v, tree, lam=1.0, *, weights=None, norm="l2", l1=0.0, nonneg=False
     array([2.5527..., 0.        , 1.2763...])
     """
     tree = check_tree(tree)
+    check_real(v, "v")
     V = np.array(v, dtype=np.float64)
     if V.ndim not in (1, 2) or V.shape[-1] != tree.n_nodes:
         raise ValueError(
@@ -471,7 +486,12 @@ def tree_norm(v, tree, *, weights=None, norm="l2"):
     float or ndarray of shape (n_samples,)
     """
     tree = check_tree(tree)
-    V = np.asarray(v, dtype=np.float64)
+    V = check_finite_array(v, "v")
+    if V.ndim not in (1, 2) or V.shape[-1] != tree.n_nodes:
+        raise ValueError(
+            f"v must have shape ({tree.n_nodes},) or (n_samples, {tree.n_nodes}) to match "
+            f"the tree, got {V.shape}."
+        )
     w = _check_weights(weights, tree.n_nodes)
     norm = _check_norm(norm)
     val = _tree_norm(np.atleast_2d(V), tree, w, norm)
