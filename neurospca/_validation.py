@@ -19,10 +19,21 @@ def check_real(X, name="X"):
     """Raise TypeError if ``X`` holds complex numbers (never silently made real)."""
     dtype = getattr(X, "dtype", None)
     if dtype is None:
-        try:
-            dtype = np.asarray(X).dtype
-        except (TypeError, ValueError):  # ragged input: the caller's conversion says so
+        if isinstance(X, complex):
+            dtype = np.dtype(complex)
+        elif isinstance(X, (list, tuple)):
+            try:
+                dtype = np.asarray(X).dtype
+            except Exception:  # ragged or exotic input: the caller's conversion says so
+                return
+        elif hasattr(X, "dtypes"):  # data frames
+            kinds = [np.dtype(d).kind for d in np.atleast_1d(getattr(X, "dtypes"))
+                     if isinstance(d, np.dtype)]
+            dtype = np.dtype(complex) if "c" in kinds else np.dtype(float)
+        else:  # images, paths, ...: not arrays, nothing to check here
             return
+    if not isinstance(dtype, np.dtype):
+        return
     if np.issubdtype(dtype, np.complexfloating):
         raise ComplexDataError(
             f"{name} is complex ({dtype}): Complex data not supported; neurospca works "
@@ -257,12 +268,10 @@ def check_sparse_matrix(matrix, name="matrix"):
         if not np.all(np.isfinite(data)):
             raise ValueError(f"{name} contains NaN or infinite entries.")
     # lil, dok and dia are converted by SciPy in Python code, which checks them.
-    try:
-        out = sp.csr_matrix(matrix, dtype=np.float64)
+    try:  # always a copy: the caller's matrix is never modified or frozen
+        out = sp.csr_matrix(matrix, dtype=np.float64, copy=True)
     except (TypeError, ValueError, IndexError, OverflowError) as exc:
         raise ValueError(f"{name} is not a valid sparse matrix: {exc}") from None
-    if out is matrix:
-        out = out.copy()
     out.sum_duplicates()
     out.sort_indices()
     if not np.all(np.isfinite(out.data)):
