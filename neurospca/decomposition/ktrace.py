@@ -465,8 +465,8 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
                 break
             bcd_tol *= 0.1
             continue
-        if len(supports) + len(new) > max_blocks:
-            break
+        if len(supports) + len(new) > max_blocks or n_iter >= 4 * max_blocks:
+            break  # (the second bound: supports dropped and re-added forever)
         supports = np.vstack([supports, np.asarray(new, dtype=np.intp)])
         values = np.concatenate([values, np.zeros((len(new), k, k))])
         n_iter += 1
