@@ -7,8 +7,39 @@ inputs.
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
-from .operators import GroupOperator
+
+class ComplexDataError(TypeError, ValueError):
+    """Complex input: a ``TypeError`` (wrong kind of number), also a
+    ``ValueError`` for scikit-learn's estimator checks."""
+
+
+def check_real(X, name="X"):
+    """Raise TypeError if ``X`` holds complex numbers (never silently made real)."""
+    dtype = getattr(X, "dtype", None)
+    if dtype is None:
+        if isinstance(X, complex):
+            dtype = np.dtype(complex)
+        elif isinstance(X, (list, tuple)):
+            try:
+                dtype = np.asarray(X).dtype
+            except Exception:  # ragged or exotic input: the caller's conversion says so
+                return
+        elif hasattr(X, "dtypes"):  # data frames
+            kinds = [np.dtype(d).kind for d in np.atleast_1d(getattr(X, "dtypes"))
+                     if isinstance(d, np.dtype)]
+            dtype = np.dtype(complex) if "c" in kinds else np.dtype(float)
+        else:  # images, paths, ...: not arrays, nothing to check here
+            return
+    if not isinstance(dtype, np.dtype):
+        return
+    if np.issubdtype(dtype, np.complexfloating):
+        raise ComplexDataError(
+            f"{name} is complex ({dtype}): Complex data not supported; neurospca works "
+            "on real data. Pass the "
+            f"real part (np.real({name})) or the magnitude (np.abs({name})) explicitly."
+        )
 
 
 def check_data(X, name="X", min_samples=2, min_features=1):
@@ -22,6 +53,7 @@ def check_data(X, name="X", min_samples=2, min_features=1):
     """
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError(f"{name} must be a dense array; sparse input is not supported.")
+    check_real(X, name)
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -39,11 +71,37 @@ def check_data(X, name="X", min_samples=2, min_features=1):
         raise ValueError(
             f"{name} has {X.shape[0]} sample(s); at least {min_samples} are required."
         )
+    check_scale(X, name)
     if X.shape[1] < min_features:
         raise ValueError(
             f"{name} has {X.shape[1]} feature(s); at least {min_features} are required."
         )
     return X
+
+
+def check_scale(X, name="X"):
+    """Raise if sums of squares of ``X`` would overflow or underflow float64.
+
+    Every estimator forms Gram matrices or norms (``sum x^2``): entries of
+    ``|X| >~ 1e154 / sqrt(n_samples n_features)`` overflow them and
+    ``0 < max|X| < 1e-150`` underflows them, which would surface as a
+    ``LinAlgError`` or NaN deep inside. Rescaling the data is the fix.
+    """
+    if X.size == 0:
+        return
+    top = float(np.max(np.abs(X)))
+    limit = np.sqrt(np.finfo(np.float64).max / (4.0 * X.size)) / 16.0
+    if top > limit:
+        raise ValueError(
+            f"{name} has entries up to {top:.3g}: its sums of squares overflow float64 "
+            f"(limit ~{limit:.1e} for this size). Rescale {name}, e.g. {name} / "
+            f"np.abs({name}).max(); the components do not depend on the scale."
+        )
+    if 0.0 < top < 1e-150:
+        raise ValueError(
+            f"{name} has entries of at most {top:.3g}: its sums of squares underflow "
+            f"float64. Rescale {name}, e.g. {name} / np.abs({name}).max()."
+        )
 
 
 def check_not_constant(Xc, name="X"):
@@ -84,6 +142,8 @@ def check_nonneg(value, name, strict=False):
 
 def check_operator(operator, n_features, name="operator"):
     """A GroupOperator whose columns match the data's features."""
+    from .operators import GroupOperator
+
     if not isinstance(operator, GroupOperator):
         raise TypeError(
             f"{name} must be a neurospca GroupOperator (e.g. from tv_from_mask or "
@@ -95,3 +155,213 @@ def check_operator(operator, n_features, name="operator"):
             f"{n_features} columns; build the operator from the same mask or mesh."
         )
     return operator
+
+
+# ---------------------------------------------------------------------------
+# Arrays that enter compiled kernels: operators, prox inputs and warm starts.
+# Everything below is checked once at the public boundary; the nogil kernels
+# of neurospca.solvers trust it (an index out of range there is a segfault).
+# ---------------------------------------------------------------------------
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def _check_index_array(arr, name, size_name):
+    arr = np.asarray(arr)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array, got {arr.ndim}-D.")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(
+            f"{name} must hold integers, got dtype {arr.dtype}; build the matrix "
+            f"with integer {size_name}."
+        )
+    return arr.astype(np.int64, copy=False)
+
+
+def check_sparse_matrix(matrix, name="matrix"):
+    """A valid real sparse matrix, returned as canonical CSR (float64, int32).
+
+    Checks the raw arrays *before* any SciPy conversion (SciPy's own C++
+    routines trust them too): index dtypes, ``indptr`` starting at 0,
+    non-decreasing and consistent with ``indices``/``data``, every column (row)
+    index in ``[0, n)``, real and finite data. Then sums duplicates and sorts
+    the indices.
+
+    Raises
+    ------
+    TypeError
+        Not a SciPy sparse matrix, complex data or non-integer indices.
+    ValueError
+        Inconsistent or out-of-range indices, NaN/inf entries, or a size that
+        does not fit the int32 kernels. The message names ``name``.
+    """
+    if not sp.issparse(matrix):
+        raise TypeError(
+            f"{name} must be a scipy.sparse matrix, got {type(matrix).__name__}; "
+            "operators are never dense."
+        )
+    shape = matrix.shape
+    if len(shape) != 2 or min(shape) < 0:
+        raise ValueError(f"{name} must be 2-D, got shape {shape}.")
+    n_rows, n_cols = (int(n) for n in shape)
+    if max(n_rows, n_cols) >= _INT32_MAX:
+        raise ValueError(f"{name} of shape {shape} is too large for the int32 kernels.")
+    fmt = matrix.format
+    data = np.asarray(matrix.data)
+    if np.issubdtype(data.dtype, np.complexfloating):
+        raise TypeError(f"{name} is complex ({data.dtype}); operators must be real.")
+    if not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
+        raise TypeError(f"{name} must hold numbers, got dtype {data.dtype}.")
+    if fmt in ("csr", "csc", "bsr"):
+        n_major = n_rows if fmt in ("csr",) else n_cols
+        n_minor = n_cols if fmt in ("csr",) else n_rows
+        if fmt == "bsr":
+            br, bc = matrix.blocksize
+            if br < 1 or bc < 1 or n_rows % br or n_cols % bc:
+                raise ValueError(f"{name}: blocksize {matrix.blocksize} does not divide "
+                                 f"shape {shape}.")
+            n_major, n_minor = n_rows // br, n_cols // bc
+            if data.ndim != 3 or data.shape[1:] != (br, bc):
+                raise ValueError(f"{name}: BSR data of shape {data.shape} does not match "
+                                 f"blocksize {matrix.blocksize}.")
+        indptr = _check_index_array(matrix.indptr, f"{name}.indptr", "indptr")
+        indices = _check_index_array(matrix.indices, f"{name}.indices", "indices")
+        if indptr.size != n_major + 1:
+            raise ValueError(
+                f"{name}.indptr has {indptr.size} entries; a {fmt.upper()} matrix of "
+                f"shape {shape} needs {n_major + 1}."
+            )
+        if indptr[0] != 0:
+            raise ValueError(f"{name}.indptr must start at 0, got {indptr[0]}.")
+        if np.any(np.diff(indptr) < 0):
+            raise ValueError(f"{name}.indptr must be non-decreasing (monotone).")
+        nnz = int(indptr[-1])
+        if nnz > indices.size or nnz > data.shape[0]:
+            raise ValueError(
+                f"{name}.indptr ends at {nnz} but {name} has only {indices.size} "
+                f"indices and {data.shape[0]} values."
+            )
+        used = indices[:nnz]
+        if used.size and (used.min() < 0 or used.max() >= n_minor):
+            raise ValueError(
+                f"{name}.indices must lie in [0, {n_minor}), got values in "
+                f"[{used.min()}, {used.max()}]."
+            )
+        if not np.all(np.isfinite(data[:nnz])):
+            raise ValueError(f"{name} contains NaN or infinite entries.")
+    elif fmt == "coo":
+        coords = getattr(matrix, "coords", None)
+        if coords is None:
+            coords = (matrix.row, matrix.col)
+        if len(coords) != 2:
+            raise ValueError(f"{name} must be 2-D.")
+        row = _check_index_array(coords[0], f"{name}.row", "row indices")
+        col = _check_index_array(coords[1], f"{name}.col", "column indices")
+        if not row.size == col.size == data.size:
+            raise ValueError(f"{name}: row, col and data have different lengths.")
+        for arr, n, what in ((row, n_rows, "row"), (col, n_cols, "col")):
+            if arr.size and (arr.min() < 0 or arr.max() >= n):
+                raise ValueError(
+                    f"{name}.{what} indices must lie in [0, {n}), got values in "
+                    f"[{arr.min()}, {arr.max()}]."
+                )
+        if not np.all(np.isfinite(data)):
+            raise ValueError(f"{name} contains NaN or infinite entries.")
+    # lil, dok and dia are converted by SciPy in Python code, which checks them.
+    try:  # always a copy: the caller's matrix is never modified or frozen
+        out = sp.csr_matrix(matrix, dtype=np.float64, copy=True)
+    except (TypeError, ValueError, IndexError, OverflowError) as exc:
+        raise ValueError(f"{name} is not a valid sparse matrix: {exc}") from None
+    out.sum_duplicates()
+    out.sort_indices()
+    if not np.all(np.isfinite(out.data)):
+        raise ValueError(f"{name} contains NaN or infinite entries (or entries that "
+                         "overflow when duplicates are summed).")
+    if out.nnz >= _INT32_MAX:
+        raise ValueError(f"{name} has {out.nnz} non-zeros, too many for the int32 kernels.")
+    out.indices = out.indices.astype(np.int32, copy=False)
+    out.indptr = out.indptr.astype(np.int32, copy=False)
+    return out
+
+
+def check_group_ptr(group_ptr, n_rows, name="group_ptr"):
+    """int64 group pointers: 1-D, start 0, non-decreasing, end at ``n_rows``."""
+    group_ptr = np.asarray(group_ptr)
+    if group_ptr.ndim != 1 or group_ptr.size < 1:
+        raise ValueError(f"{name} must be a 1-D array of length n_groups + 1.")
+    if not np.issubdtype(group_ptr.dtype, np.integer):
+        raise TypeError(f"{name} must hold integers, got dtype {group_ptr.dtype}.")
+    group_ptr = group_ptr.astype(np.int64)
+    if group_ptr[0] != 0 or group_ptr[-1] != n_rows:
+        raise ValueError(
+            f"{name} must start at 0 and end at the number of rows "
+            f"({n_rows}), got {group_ptr[0]} and {group_ptr[-1]}."
+        )
+    if np.any(np.diff(group_ptr) < 0):
+        raise ValueError(f"{name} must be non-decreasing.")
+    return group_ptr
+
+
+def norm2_lower_bound(matrix):
+    """A cheap lower bound of ``||A||_2^2``: the largest squared row or column norm."""
+    if matrix.nnz == 0:
+        return 0.0
+    sq = matrix.multiply(matrix)
+    rows = np.asarray(sq.sum(axis=1)).ravel()
+    cols = np.asarray(sq.sum(axis=0)).ravel()
+    return float(max(rows.max(), cols.max()))
+
+
+def check_norm2(norm2, matrix, name="norm2"):
+    """A finite upper bound of ``||A||_2^2``, at least the cheap lower bound.
+
+    A ``norm2`` below the true squared norm makes the dual step too long and the
+    certified gaps meaningless, so a value smaller than the largest squared row
+    or column norm (a lower bound of ``||A||^2``) is rejected, as is 0 for a
+    non-zero matrix.
+    """
+    if isinstance(norm2, bool) or not isinstance(norm2, numbers.Real):
+        raise TypeError(f"{name} must be a real number or None, got {type(norm2).__name__}.")
+    norm2 = float(norm2)
+    if not np.isfinite(norm2) or norm2 < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {norm2!r}.")
+    low = norm2_lower_bound(matrix)
+    if norm2 < low * (1.0 - 1e-9):
+        raise ValueError(
+            f"{name}={norm2!r} is smaller than a lower bound of ||A||_2^2 "
+            f"({low!r}, the largest squared row or column norm of the matrix); "
+            f"{name} must be an upper bound of the squared spectral norm. Pass "
+            "norm2=None to compute it."
+        )
+    return norm2
+
+
+def check_vector(x, size, name, dtype=np.float64):
+    """A finite real 1-D float64 array of length ``size`` (a fresh copy)."""
+    check_real(x, name)
+    try:
+        arr = np.array(x, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array: {exc}") from None
+    if arr.shape != (size,):
+        raise ValueError(f"{name} must have shape ({size},), got {arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return np.ascontiguousarray(arr)
+
+
+def check_finite_array(x, name):
+    """A real, finite float64 array (any shape; a fresh copy)."""
+    check_real(x, name)
+    try:
+        arr = np.array(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array: {exc}") from None
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return arr
+
+
+def check_warm_start(x, size, name):
+    """Validate a solver warm start (``v0`` or ``w0``): shape, real, finite."""
+    return check_vector(x, size, name)

@@ -12,11 +12,14 @@ stores ``A`` as one CSR matrix plus ``group_ptr``: group ``g`` is the rows
 lasso and overlapping groups are all instances.  Operators are never densified.
 """
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
+
+from ._validation import (
+    check_group_ptr, check_norm2, check_sparse_matrix, norm2_lower_bound,
+)
 
 __all__ = ["GroupOperator", "chain_operator", "stack_operators"]
 
@@ -27,17 +30,32 @@ class GroupOperator:
     Parameters
     ----------
     matrix : scipy.sparse matrix of shape (n_rows, n_features)
-        The stacked operator ``A``; converted to CSR (float64, sorted indices).
+        The stacked operator ``A``; validated (index dtypes and ranges,
+        monotone ``indptr``, finite real data) and converted to canonical CSR
+        (float64 data, int32 sorted indices, duplicates summed).
     group_ptr : array-like of int, shape (n_groups + 1,)
         Group ``g`` holds rows ``group_ptr[g]:group_ptr[g + 1]``. Must start at 0,
         be non-decreasing and end at ``n_rows``. A group may be empty.
     norm2 : float, optional
         An upper bound of the squared spectral norm ``||A||_2^2``. Builders pass
         a closed-form bound where one is tight (grids, meshes). If None, it is
-        computed on first use by Lanczos and cached.
+        computed on first use by Lanczos and cached. A value below the largest
+        squared row or column norm (a lower bound of ``||A||^2``, so 0 for any
+        non-zero matrix) is rejected: an under-estimate breaks the certified
+        gaps.
     norm2_is_exact : bool, default=False
         Whether ``norm2`` is the exact value rather than an upper bound
         (informational).
+
+    Raises
+    ------
+    TypeError
+        ``matrix`` not sparse, complex, or with non-integer indices;
+        ``group_ptr`` not integer; ``norm2`` not a real number.
+    ValueError
+        Malformed CSR arrays, indices out of range, NaN/inf entries,
+        ``group_ptr`` inconsistent with the rows, or ``norm2`` not finite or
+        below the lower bound.
 
     Attributes
     ----------
@@ -48,35 +66,16 @@ class GroupOperator:
     """
 
     def __init__(self, matrix, group_ptr, norm2=None, norm2_is_exact=False):
-        if not sp.issparse(matrix):
-            raise TypeError(
-                "matrix must be a scipy.sparse matrix, got "
-                f"{type(matrix).__name__}; operators are never dense."
-            )
-        matrix = sp.csr_matrix(matrix, dtype=np.float64)
-        matrix.sum_duplicates()
-        matrix.sort_indices()
-        if not np.all(np.isfinite(matrix.data)):
-            raise ValueError("matrix contains NaN or infinite entries.")
-        group_ptr = np.asarray(group_ptr)
-        if group_ptr.ndim != 1 or group_ptr.size < 1:
-            raise ValueError("group_ptr must be a 1-D array of length n_groups + 1.")
-        if not np.issubdtype(group_ptr.dtype, np.integer):
-            raise TypeError(f"group_ptr must hold integers, got dtype {group_ptr.dtype}.")
-        group_ptr = group_ptr.astype(np.int64)
-        if group_ptr[0] != 0 or group_ptr[-1] != matrix.shape[0]:
-            raise ValueError(
-                f"group_ptr must start at 0 and end at the number of rows "
-                f"({matrix.shape[0]}), got {group_ptr[0]} and {group_ptr[-1]}."
-            )
-        if np.any(np.diff(group_ptr) < 0):
-            raise ValueError("group_ptr must be non-decreasing.")
+        matrix = check_sparse_matrix(matrix, "matrix")
+        group_ptr = check_group_ptr(group_ptr, matrix.shape[0], "group_ptr")
         if norm2 is not None:
-            if not isinstance(norm2, numbers.Real) or not np.isfinite(norm2) or norm2 < 0:
-                raise ValueError(f"norm2 must be a finite number >= 0, got {norm2!r}.")
-            norm2 = float(norm2)
-        self.matrix = matrix
-        self.group_ptr = group_ptr
+            norm2 = check_norm2(norm2, matrix, "norm2")
+        # validated once: read-only from here on, so that the arrays the nogil
+        # kernels index cannot be corrupted after validation
+        for arr in (matrix.data, matrix.indices, matrix.indptr, group_ptr):
+            arr.flags.writeable = False
+        self._matrix = matrix
+        self._group_ptr = group_ptr
         self._norm2 = norm2
         self.norm2_is_exact = bool(norm2_is_exact)
         self._matrix_t = None
@@ -87,6 +86,16 @@ class GroupOperator:
             f"GroupOperator(n_rows={self.n_rows}, n_features={self.n_features}, "
             f"n_groups={self.n_groups}, nnz={self.matrix.nnz})"
         )
+
+    @property
+    def matrix(self):
+        """The validated CSR matrix ``A`` (read-only arrays)."""
+        return self._matrix
+
+    @property
+    def group_ptr(self):
+        """The validated group pointers (int64, read-only)."""
+        return self._group_ptr
 
     @property
     def n_features(self):
@@ -113,6 +122,8 @@ class GroupOperator:
         if self._matrix_t is None:
             mt = self.matrix.T.tocsr()
             mt.sort_indices()
+            for arr in (mt.data, mt.indices, mt.indptr):
+                arr.flags.writeable = False
             self._matrix_t = mt
         return self._matrix_t
 
@@ -129,7 +140,7 @@ class GroupOperator:
     def norm2(self):
         """Upper bound of ``||A||_2^2`` (closed form or Lanczos, cached)."""
         if self._norm2 is None:
-            self._norm2 = lanczos_norm2(self.matrix)
+            self._norm2 = max(lanczos_norm2(self.matrix), norm2_lower_bound(self.matrix))
         return self._norm2
 
     def group_norms(self, z):

@@ -1,19 +1,51 @@
 """What the loading-vector estimators share: least-squares scores and back."""
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import TransformerMixin, _fit_context
+from sklearn.base import TransformerMixin
+from sklearn.base import _fit_context as _sklearn_fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_data
+from .._validation import check_data, check_real
 
 # scikit-learn's declarative parameter validation (``_parameter_constraints``
 # checked by ``_fit_context``) is imported here only, the one place that
 # depends on these private names.
 __all__ = ["LoadingsTransformerMixin", "Integral", "Interval", "Real", "StrOptions",
            "_fit_context"]
+
+
+def _fit_context(prefer_skip_nested_validation):
+    """scikit-learn's ``_fit_context`` plus what every neurospca ``fit`` needs.
+
+    * complex ``X`` is a ``TypeError`` naming ``X`` (never silently made real);
+    * the fit is atomic: if it raises (or is interrupted, e.g. Ctrl-C), every
+      attribute of the estimator is restored to its state before the call, so
+      a failed refit never leaves ``mean_`` new and ``components_`` old.
+    """
+    sk_decorator = _sklearn_fit_context(
+        prefer_skip_nested_validation=prefer_skip_nested_validation)
+
+    def decorator(fit):
+        validated_fit = sk_decorator(fit)
+
+        @functools.wraps(fit)
+        def wrapper(self, X, *args, **kwargs):
+            check_real(X, "X")
+            saved = dict(self.__dict__)
+            try:
+                return validated_fit(self, X, *args, **kwargs)
+            except BaseException:
+                self.__dict__.clear()
+                self.__dict__.update(saved)
+                raise
+
+        return wrapper
+
+    return decorator
 
 
 class LoadingsTransformerMixin(TransformerMixin):
@@ -32,6 +64,7 @@ class LoadingsTransformerMixin(TransformerMixin):
         ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
+        check_real(X, "X")
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
         X = check_data(X, min_samples=1)
         C = self.components_
@@ -49,6 +82,7 @@ class LoadingsTransformerMixin(TransformerMixin):
         ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
+        check_real(X, "X")
         S = np.asarray(X, dtype=np.float64)
         if S.ndim != 2 or S.shape[1] != self.components_.shape[0]:
             raise ValueError(

@@ -36,9 +36,11 @@ cdef double _l1_ball_threshold(const double* v, Py_ssize_t k, double radius,
     if total <= radius:
         return -1.0
     qsort(buf, k, sizeof(double), _cmp_desc)
+    # support: sum_{i<=j} (s_i - s_j) < radius (always true at j = 0); this
+    # form does not cancel when |v| >> radius, unlike s_j > (cs_j - radius)/(j+1)
     for j in range(k):
         cs = cs + buf[j]
-        if buf[j] - (cs - radius) / (j + 1) > 0:
+        if cs - (j + 1) * buf[j] < radius:
             theta = (cs - radius) / (j + 1)
     if theta < 0:
         theta = 0.0

@@ -279,6 +279,41 @@ def _dual_value(S, K, alpha, polar):
     return float(np.sum(Kf * S) - 0.5 * np.sum(Kf * Kf))
 
 
+def _exact_polar_value(K, k):
+    """``max_{|I|=k} lambda_max(K_II)`` by batched enumeration (small problems)."""
+    idx = np.array(list(itertools.combinations(range(K.shape[0]), k)), dtype=np.intp)
+    best = -np.inf
+    for start in range(0, idx.shape[0], 4096):
+        chunk = idx[start:start + 4096]
+        blocks = K[chunk[:, :, None], chunk[:, None, :]]
+        best = max(best, float(np.linalg.eigvalsh(blocks)[:, -1].max()))
+    return best
+
+
+def polar_upper_bound(K, k):
+    """A certified upper bound of the polar ``max_{|I|=k} lambda_max(K_II)``.
+
+    The smaller of ``lambda_max(K)`` (Cauchy interlacing: a principal
+    submatrix has no larger eigenvalue) and a Gershgorin bound on every
+    ``k x k`` principal submatrix (``|K_ii|`` plus the ``k - 1`` largest
+    ``|K_ij|`` of row ``i``). Unlike the truncated power iteration estimate,
+    it can never miss a violating support, so the dual point
+    ``K min(1, alpha / bound)`` is feasible and its gap is a true bound.
+    """
+    p = K.shape[0]
+    lam = float(np.linalg.eigvalsh(K)[-1])
+    A = np.abs(K)
+    diag = np.diag(A).copy()
+    off = A.copy()
+    np.fill_diagonal(off, 0.0)
+    if k > 1 and p > 1:
+        top = -np.sort(-off, axis=1)[:, :k - 1].sum(axis=1)
+    else:
+        top = np.zeros(p)
+    gersh = float(np.max(diag + top))
+    return max(min(lam, gersh), 0.0)
+
+
 def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restarts=10,
                tpi_max_iter=100, max_add=5, exact_polar=False, random_state=None,
                verbose=0):
@@ -309,10 +344,17 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
        satisfy their optimality condition; the oracle brings them back if
        they become violating).
 
-    The polar estimate also gives a dual point ``K * min(1, alpha / polar)``
-    and a duality gap; it is certified only with ``exact_polar=True``
-    (enumeration of all supports, tiny problems only), since TPI can miss a
-    violating support.
+    The polar gives a dual point ``K * min(1, alpha / polar)`` and a duality
+    gap. TPI's estimate can miss a violating support, so its gap is not a
+    bound; the returned ``dual_gap`` uses the exact polar with
+    ``exact_polar=True`` or when ``comb(p, k) <= 20,000`` (enumeration, at
+    the end only) and otherwise the certified upper bound of
+    :func:`polar_upper_bound`: it is always a true
+    bound of the suboptimality. ``converged`` is True only when the
+    working-set criterion holds AND that certified gap is at most
+    ``tol * ||S||_F^2 / 2`` (the objective at ``Z = 0``); when the TPI
+    criterion holds but the certificate is looser, ``converged`` is False and
+    a ``ConvergenceWarning`` says the result is not certified.
 
     Parameters
     ----------
@@ -344,10 +386,13 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
         The nonzero blocks ``(I, Z^(I))``.
     info : dict
         ``objective`` (after each working-set solve), ``polar`` (final polar
-        estimate), ``dual_gap`` (gap with the polar estimate), ``n_blocks``
+        estimate), ``dual_gap`` (certified gap: exact polar or its certified
+        upper bound), ``dual_gap_estimate`` (gap with the TPI estimate, not a
+        bound), ``polar_bound`` (the polar value used by ``dual_gap``),
+        ``tol_abs`` (``tol * ||S||_F^2 / 2``), ``n_blocks``
         (final working-set size), ``n_iter``
         (working-set updates), ``n_sweeps`` (total BCD sweeps), ``converged``,
-        ``certified`` (True if the polar was exact), ``time``.
+        ``certified`` (True if ``dual_gap <= tol_abs``), ``time``.
     """
     S = check_covariance(S, name="S")
     p = S.shape[0]
@@ -379,6 +424,7 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
     n_iter = 0
     stalled = 0
     bcd_tol = tol * scale
+    small = math.comb(p, k) <= _EXACT_POLAR_MAX_SUBSETS
     while True:
         bcd_ok, sweeps = _block_descent(S, Z, supports, values, alpha, bcd_tol, max_iter)
         n_sweeps += sweeps
@@ -397,6 +443,11 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
             shift = max(0.0, float(np.max(np.sum(np.abs(Z), axis=1))) - lmin_S)
             cands = _tpi_candidates(K, k, n_restarts, tpi_max_iter, 1e-10, rng, shift)
         polar = cands[0][0]
+        if (not exact_polar and polar <= alpha * (1.0 + tol) and small
+                and _exact_polar_value(K, k) > alpha * (1.0 + tol)):
+            # TPI missed a violating support that enumeration finds: use it
+            cands = _exact_candidates(K, k)
+            polar = cands[0][0]
         if verbose:
             logger.info("working set of %d blocks: objective %.10g, polar estimate %.6g "
                         "(alpha %.6g)", len(supports), history[-1], polar, alpha)
@@ -414,8 +465,8 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
                 break
             bcd_tol *= 0.1
             continue
-        if len(supports) + len(new) > max_blocks:
-            break
+        if len(supports) + len(new) > max_blocks or n_iter >= 4 * max_blocks:
+            break  # (the second bound: supports dropped and re-added forever)
         supports = np.vstack([supports, np.asarray(new, dtype=np.intp)])
         values = np.concatenate([values, np.zeros((len(new), k, k))])
         n_iter += 1
@@ -427,10 +478,30 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
             "or max_iter.", ConvergenceWarning)
     blocks = [(I.copy(), V.copy()) for I, V in zip(supports, values)]
     primal = history[-1]
-    gap = primal - _dual_value(S, S - Z, alpha, polar)
+    K = S - Z
+    gap_estimate = primal - _dual_value(S, K, alpha, polar)
+    if exact_polar:
+        bound = polar
+    elif math.comb(p, k) <= _EXACT_POLAR_MAX_SUBSETS:  # small: certify exactly
+        bound = _exact_polar_value(K, k)
+    else:
+        bound = max(polar, polar_upper_bound(K, k))
+    gap = primal - _dual_value(S, K, alpha, bound)
+    tol_abs = tol * 0.5 * float(np.sum(S * S))
+    certified = bool(np.isfinite(gap) and gap <= tol_abs)
+    if converged and not certified:
+        converged = False
+        warnings.warn(
+            f"ktrace_pca: the truncated power iteration finds no violating support, "
+            f"but the certified duality gap {gap:.3e} (from the polar upper bound "
+            f"{bound:.6g}) exceeds tol * ||S||_F^2 / 2 = {tol_abs:.3e}: the result "
+            "is not certified. Use exact_polar=True on small problems for a "
+            "certificate.", ConvergenceWarning)
     info = {"objective": np.asarray(history), "polar": float(polar), "dual_gap": float(gap),
+            "dual_gap_estimate": float(gap_estimate), "polar_bound": float(bound),
+            "tol_abs": tol_abs,
             "n_blocks": len(supports), "n_iter": n_iter, "n_sweeps": n_sweeps,
-            "converged": converged, "certified": bool(exact_polar),
+            "converged": converged, "certified": certified,
             "time": time.perf_counter() - t0}
     return Z, blocks, info
 
@@ -836,10 +907,16 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         Final estimate of the polar of the residual (``<= alpha`` at
         convergence, up to ``tol`` and the accuracy of TPI).
     dual_gap_ : float
-        Duality gap computed with that estimate.
+        Certified duality gap: a true bound of the suboptimality, from the
+        exact polar (enumeration, when ``comb(p, k) <= 20,000``) or a
+        certified upper bound of it (:func:`polar_upper_bound`), never from
+        the TPI estimate alone.
     n_iter_ : int
         Supports added to the working set.
     converged_ : bool
+        True only when certified: the working-set criterion holds and
+        ``dual_gap_ <= tol * ||S||_F^2 / 2``; otherwise a ConvergenceWarning
+        says the result is not certified.
     n_features_in_ : int
 
     Examples

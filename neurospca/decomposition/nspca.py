@@ -19,7 +19,9 @@ from sklearn.utils.validation import validate_data
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
 )
-from .._validation import check_data, check_n_components, check_nonneg, check_not_constant
+from .._validation import (
+    check_data, check_n_components, check_nonneg, check_not_constant, check_scale,
+)
 
 logger = logging.getLogger("neurospca")
 
@@ -89,7 +91,17 @@ def covariance_input(estimator, X):
     mean = X.mean(axis=0)
     Xc = X - mean
     check_not_constant(Xc)
-    return mean, Xc.T @ Xc / X.shape[0], X.shape[0]
+    C = Xc.T @ Xc / X.shape[0]
+    try:
+        check_scale(C, "C")
+    except ValueError:
+        raise ValueError(
+            f"X has entries up to {np.max(np.abs(X)):.3g}: its covariance (entries up "
+            f"to {np.max(np.abs(C)):.3g}) overflows or underflows the solvers' float64 "
+            "arithmetic. Rescale X, e.g. X / np.abs(X).max() (alpha is in the "
+            "units of the covariance)."
+        ) from None
+    return mean, C, X.shape[0]
 
 
 def _quartic(x, alpha, c2, c1):
@@ -347,6 +359,14 @@ def nspca(C, n_components, *, alpha, beta=0.0, tol=1e-6, max_iter=200, init="svd
                              f"got {U_init.shape}.")
         if np.any(U_init < 0):
             raise ValueError("U_init must be nonnegative.")
+    ratio = float(np.max(np.abs(C))) / alpha
+    if not ratio < 1e100:  # the columns' norms are about sqrt(1 + lambda / alpha)
+        raise ValueError(
+            f"alpha={alpha:.3g} is too small for a covariance of scale "
+            f"{np.max(np.abs(C)):.3g}: the components would have norms about "
+            f"sqrt(lambda / alpha) ~ {np.sqrt(ratio):.1e} and the objective overflows. "
+            "Increase alpha (it is in the units of the covariance)."
+        )
     rng = check_random_state(random_state)
     sweep = _get_sweep(kernels)
 
@@ -365,6 +385,11 @@ def nspca(C, n_components, *, alpha, beta=0.0, tol=1e-6, max_iter=200, init="svd
         if best is None or hist[-1] > best[1][-1]:
             best = (U, hist, n_iter, converged)
     U, hist, n_iter, converged = best
+    if not (np.all(np.isfinite(U)) and np.isfinite(hist[-1])):
+        raise ValueError(
+            "NSPCA diverged to non-finite values (overflow); rescale C (or X) to unit "
+            f"scale and/or increase alpha (alpha={alpha:.3g})."
+        )
     if not converged:
         change = abs(hist[-1] - hist[-2]) / max(abs(hist[-1]), np.finfo(float).tiny)
         warnings.warn(

@@ -9,6 +9,7 @@ import logging
 import numbers
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -28,6 +29,7 @@ from .._validation import (
 )
 from ..operators import GroupOperator, chain_operator
 from ..solvers import conesta, prox_dual
+from ..solvers.gap import primal_certificate, prox_gap
 
 logger = logging.getLogger("neurospca")
 
@@ -115,6 +117,42 @@ def _init_u(defl, gram, init, rng):
     return u / nrm if nrm > 0 else u
 
 
+def _certify_pair(defl, u, v, w, res, scale_y, operator, a, b, tol, solver,
+                  max_inner_iter, gap_every, kernels):
+    """Certify the returned pair: the v-step gap of ``v`` for the FINAL ``u``.
+
+    The last v-step was solved for the previous ``u``; the u-step then moved
+    ``u``. The exact Fenchel gap of ``v`` for the prox problem of the final
+    ``u`` is evaluated (any dual point gives a bound: the last ``w`` and the
+    candidates of :func:`neurospca.solvers.gap.primal_certificate`); if it
+    exceeds ``tol * P_u(0)``, the v-step is re-solved for that ``u`` (warm
+    started) and its ``v`` replaces the old one.
+
+    Returns
+    -------
+    v, res, y, extra_iter
+        ``res.gap`` / ``res.converged`` then certify ``(u, v)``.
+    """
+    y = defl.tdot(u) * scale_y
+    tol_abs = tol * 0.5 * float(y @ y)
+    gap, obj = primal_certificate(v, y, operator, a, b, (1e-3, 1e-6))
+    if w is not None:
+        gap = min(gap, prox_gap(v, y, operator, a, b, w)[0])
+    if gap <= tol_abs or not np.any(v):
+        return v, replace(res, v=v, gap=gap, tol_abs=tol_abs, converged=bool(gap <= tol_abs),
+                          objective=obj), y, 0
+    if solver == "dual":
+        new = prox_dual(y, operator, a, b, tol=tol, max_iter=max_inner_iter, w0=w,
+                        gap_every=gap_every, kernels=kernels, check_input=False)
+    else:
+        new = conesta(y, operator, a, b, tol=tol, v0=v, max_iter=max_inner_iter,
+                      gap_every=gap_every, kernels=kernels, check_input=False)
+    if not np.any(new.v):  # keep a non-zero component; report its own bound
+        return v, replace(res, v=v, gap=gap, tol_abs=tol_abs, converged=False,
+                          objective=obj), y, new.n_iter
+    return new.v, new, y, new.n_iter
+
+
 def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=100,
             solver="dual", max_inner_iter=None, init="svd", random_state=None,
             gap_every=10, kernels="cython", verbose=0):
@@ -168,8 +206,11 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
     V : ndarray of shape (n_features, n_components)
         The raw loadings ``v_k`` of eq. 3 (not renormalised).
     info : dict
-        ``d`` (rank-one scales), ``gaps`` (final certified v-step gaps in units
-        of ``f``, eq. 3), ``rel_gaps`` (gap over the prox objective at 0),
+        ``d`` (rank-one scales), ``gaps`` (certified v-step gaps of the
+        RETURNED pairs, in units of ``f``, eq. 3: ``f_{u_k}(v_k) - min_v
+        f_{u_k}(v) <= gaps[k]`` with ``X_k^T u_k`` from the returned ``u_k``;
+        the last v-step is re-solved for the final ``u_k`` when needed; see
+        docs/certificates.rst), ``rel_gaps`` (gap over the prox objective at 0),
         ``n_iter`` (alternations), ``n_inner_iter`` (solver iterations),
         ``gap_history`` (per component, ``(cumulative inner iteration, gap in f
         units)``), ``mu_history`` (CONESTA), ``converged``, ``time``.
@@ -198,6 +239,15 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
 
     a, b = l1 / (2.0 * l2), tv / (2.0 * l2)
     scale_y = 1.0 / (2.0 * n_samples * l2)
+    # |y_j| = |X_j^T u| / (2 N l2) <= ||X_j|| / (2 N l2): the loadings' scale
+    y_bound = float(np.sqrt(np.einsum("ij,ij->j", X, X).max())) * scale_y
+    if not y_bound < 1e150:
+        raise ValueError(
+            f"l2={l2:.3g} (alpha * (1 - l1_ratio - tv_ratio) in SPCATV) is too small for "
+            f"data of this scale: the loadings ||X_j|| / (2 N l2) reach {y_bound:.1e} "
+            "and their squares overflow. Increase alpha (or use SPCATV(alpha=None) "
+            "for penalties relative to the data)."
+        )
     defl = _Deflated(X)
     gram = X @ X.T if init == "svd" else None
     U = np.zeros((n_samples, n_components))
@@ -248,6 +298,14 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
             if change <= tol:
                 outer_ok = True
                 break
+        if nrm > 0.0 and vv > 0.0:  # certify the returned (u, v), not (u_prev, v)
+            v, res, y, extra = _certify_pair(defl, u, v, w, res, scale_y, operator, a, b,
+                                             tol, solver, max_inner_iter, gap_every, kernels)
+            inner += extra
+            vstep_ok = res.converged
+            history.append((inner, 2.0 * l2 * res.gap))
+            Xv, vv = defl.dot(v), float(v @ v)
+            nrm = float(u @ Xv)
         if nrm == 0.0 or vv == 0.0:
             zero_from = k
             warnings.warn(
@@ -358,7 +416,11 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
     singular_values_ : ndarray of shape (n_components,)
         ``d_k ||v_k||``, the rank-one scales for unit loadings.
     dual_gaps_ : ndarray of shape (n_components,)
-        Final certified v-step gaps, in units of the objective of eq. 3.
+        Certified v-step gaps of the returned pairs ``(u_k, v_k)`` (``u_k`` =
+        ``scores_[:, k]``, ``v_k`` = ``loadings_[:, k]``), in units of the
+        objective of eq. 3: ``v_k`` is within ``dual_gaps_[k]`` of the best
+        ``v`` for that ``u_k``. The alternation itself is non-convex and not
+        certified.
     n_iter_ : ndarray of shape (n_components,)
         Alternations per component.
     n_inner_iter_ : ndarray of shape (n_components,)

@@ -37,9 +37,11 @@ from sklearn.utils.validation import validate_data
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
 )
-from .._validation import check_data, check_n_components, check_nonneg, check_not_constant
+from .._validation import (
+    check_data, check_finite_array, check_n_components, check_nonneg, check_not_constant,
+)
 from ..groups import check_groups
-from .tree import project_l1_ball
+from .tree import _project_l1_ball
 
 logger = logging.getLogger("neurospca")
 
@@ -95,7 +97,7 @@ def structured_norm(v, groups, *, alpha=1.0, weights=None):
     -------
     float
     """
-    v = np.asarray(v, dtype=np.float64)
+    v = check_finite_array(v, "v")
     if v.ndim != 1:
         raise ValueError(f"v must be 1-D, got {v.ndim}-D.")
     groups, wts = check_groups(groups, v.size, weights, require_cover=False)
@@ -120,7 +122,7 @@ def _project_code(w, constraint, nonneg=False):
     if constraint == "l2":
         nrm = np.sqrt(float(w @ w))
         return w / nrm if nrm > 1.0 else w
-    return project_l1_ball(w, 1.0)
+    return _project_l1_ball(w, 1.0)
 
 
 def _objective(X, U, V, Msq, lam, alpha, classes=None):
@@ -321,6 +323,11 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
         if best is None or res[3][-1] < best[3][-1]:
             best = res
     U, V, eta, history, n_iter, converged = best
+    if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V)) and np.isfinite(history[-1])):
+        raise ValueError(
+            "SSPCA diverged to non-finite values (overflow); rescale X to unit scale "
+            f"and/or change lam (lam={lam:.3g})."
+        )
     if not converged:
         warnings.warn(
             f"sspca did not converge in {max_iter} iterations (relative decrease "

@@ -26,7 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_data, check_nonneg
+from .._validation import check_data, check_finite_array, check_nonneg, check_real
 from ._base import Integral, Interval, Real, StrOptions, _fit_context
 
 try:  # compiled twin of _prox_tree_core (python setup.py build_ext --inplace)
@@ -252,7 +252,13 @@ def project_l1_ball(Z, radius):
 
         \\Pi(z) = \\arg\\min_{\\|x\\|_1 \\le r} \\|x - z\\|_2
 
-    Sort-based (Duchi et al. 2008), vectorised over rows.
+    Sort-based (Duchi et al. 2008), vectorised over rows, written so that it
+    does not cancel when ``|z| >> r``: the support size ``rho`` is the largest
+    ``j`` with ``sum_{i <= j} (s_i - s_j) < r`` (``s`` sorted decreasingly; always
+    true for ``j = 0``), and the result is
+    ``x_j = [r - (sum_{i <= rho} s_i - (rho + 1) |z_j|)] / (rho + 1)`` clipped at
+    0, rescaled onto the sphere if rounding left it outside. The output is
+    always inside the ball.
 
     Parameters
     ----------
@@ -264,6 +270,20 @@ def project_l1_ball(Z, radius):
     -------
     ndarray of the shape of ``Z``
     """
+    Z = check_finite_array(Z, "Z")
+    if Z.ndim not in (1, 2):
+        raise ValueError(f"Z must be 1-D or 2-D, got {Z.ndim}-D.")
+    r = check_finite_array(radius, "radius")
+    if np.any(r < 0):
+        raise ValueError("radius must be >= 0.")
+    n_rows = 1 if Z.ndim == 1 else Z.shape[0]
+    if r.ndim > 1 or (r.ndim == 1 and r.size != n_rows):
+        raise ValueError(f"radius must be a number or have shape ({n_rows},), got {r.shape}.")
+    return _project_l1_ball(Z, r)
+
+
+def _project_l1_ball(Z, radius):
+    """:func:`project_l1_ball` without validation (hot loops)."""
     Z = np.asarray(Z, dtype=np.float64)
     one_d = Z.ndim == 1
     Z2 = np.atleast_2d(Z)
@@ -273,13 +293,21 @@ def project_l1_ball(Z, radius):
     out = Z2.copy()
     if not np.all(inside):
         rows = np.flatnonzero(~inside)
-        S = -np.sort(-A[rows], axis=1)
-        cs = np.cumsum(S, axis=1) - r[rows, None]
+        Ar, rr = A[rows], r[rows]
+        S = -np.sort(-Ar, axis=1)
+        cs = np.cumsum(S, axis=1)
         k = np.arange(1, S.shape[1] + 1)
-        cond = S - cs / k > 0
+        cond = (cs - k * S) < rr[:, None]  # sum_{i<=j} (s_i - s_j) < r
         rho = S.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)
-        theta = np.maximum(cs[np.arange(rows.size), rho] / (rho + 1), 0.0)
-        out[rows] = np.sign(Z2[rows]) * np.maximum(A[rows] - theta[:, None], 0.0)
+        idx = np.arange(rows.size)
+        n_sup = (rho + 1).astype(np.float64)
+        X = (rr[:, None] - (cs[idx, rho][:, None] - n_sup[:, None] * Ar)) / n_sup[:, None]
+        X = np.maximum(X, 0.0)
+        X[rr <= 0] = 0.0
+        total = X.sum(axis=1)
+        over = total > rr
+        X[over] *= (rr[over] / total[over])[:, None]
+        out[rows] = np.sign(Z2[rows]) * X
     return out[0] if one_d else out
 
 
@@ -331,7 +359,7 @@ def _prox_tree_core(Z, tree, radii, norm, root_first=False, return_dual=False,
             xi = block * (1.0 - scale)[:, None]
             block *= scale[:, None]
         else:
-            xi = project_l1_ball(block, r)
+            xi = _project_l1_ball(block, r)
             block -= xi
         if return_dual:
             duals[order[i]] = (xi.copy(), order[i:end[i]].copy())
@@ -417,6 +445,7 @@ def prox_tree(v, tree, lam=1.0, *, weights=None, norm="l2", l1=0.0, nonneg=False
     array([2.5527..., 0.        , 1.2763...])
     """
     tree = check_tree(tree)
+    check_real(v, "v")
     V = np.array(v, dtype=np.float64)
     if V.ndim not in (1, 2) or V.shape[-1] != tree.n_nodes:
         raise ValueError(
@@ -457,7 +486,12 @@ def tree_norm(v, tree, *, weights=None, norm="l2"):
     float or ndarray of shape (n_samples,)
     """
     tree = check_tree(tree)
-    V = np.asarray(v, dtype=np.float64)
+    V = check_finite_array(v, "v")
+    if V.ndim not in (1, 2) or V.shape[-1] != tree.n_nodes:
+        raise ValueError(
+            f"v must have shape ({tree.n_nodes},) or (n_samples, {tree.n_nodes}) to match "
+            f"the tree, got {V.shape}."
+        )
     w = _check_weights(weights, tree.n_nodes)
     norm = _check_norm(norm)
     val = _tree_norm(np.atleast_2d(V), tree, w, norm)
@@ -947,6 +981,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         ndarray of shape (n_samples, n_nodes)
         """
         check_is_fitted(self)
+        check_real(X, "X")
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
         M = _check_mask(mask, X.shape)
         if M is not None:  # missing entries may hold anything, NaN included

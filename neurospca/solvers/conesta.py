@@ -18,12 +18,16 @@ Gaps returned to the caller are in prox units (half of eq.-17 units).
 """
 
 import logging
+import numbers
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
+from .._validation import check_nonneg, check_warm_start
 from ._base import SolverResult, get_kernels, operator_arrays
-from .gap import conesta_gap, mu_opt
-from .prox import _check_prox_input
+from .gap import conesta_gap, mu_opt, primal_certificate
+from .prox import _check_prox_input, _scale_of, _unscale
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +74,17 @@ def _fista(prob, v, mu, eps_mu, max_iter, gap_every):
     return v, n_iter, gap_mu, gap_0, history
 
 
+def _check_v0(v0, y):
+    return np.zeros_like(y) if v0 is None else check_warm_start(v0, y.size, "v0")
+
+
+def _warn_nonfinite(n_iter):
+    warnings.warn(
+        f"conesta: the duality gap became non-finite after {n_iter} FISTA iterations "
+        "(overflow); the result is not certified.", ConvergenceWarning, stacklevel=3,
+    )
+
+
 def fista(y, operator, l1, group, mu, *, eps=1e-6, v0=None, max_iter=10000,
           gap_every=10, kernels="cython"):
     """FISTA on the smoothed v-step for a fixed ``mu`` (the paper's Algorithm 1).
@@ -79,28 +94,33 @@ def fista(y, operator, l1, group, mu, *, eps=1e-6, v0=None, max_iter=10000,
     y, operator, l1, group
         The prox problem (see :func:`neurospca.solvers.prox_dual`).
     mu : float
-        Smoothing parameter (> 0).
+        Smoothing parameter (> 0, finite).
     eps : float
         Stop when the smoothed gap ``Gap_mu`` (prox units) is at most ``eps``.
     v0 : ndarray, optional
-        Starting point (default 0).
+        Starting point (default 0); finite, real, of shape ``(n_features,)``.
 
     Returns
     -------
     SolverResult
-        ``gap`` is the certified gap of the unsmoothed problem (prox units).
+        ``gap`` is the exact Fenchel gap of the unsmoothed problem at the
+        returned ``v`` (prox units, a true bound of ``P(v) - P(v*)``);
+        ``converged`` says that the SMOOTHED gap reached ``eps`` (the problem
+        FISTA solves), not the unsmoothed one.
     """
     y, l1, group, _ = _check_prox_input(y, operator, l1, group, 1.0, max_iter, gap_every)
-    if not mu > 0:
-        raise ValueError(f"mu must be > 0, got {mu!r}.")
+    mu = check_nonneg(mu, "mu", strict=True)
+    eps = check_nonneg(eps, "eps", strict=True)
+    v = _check_v0(v0, y)
     prob = _Problem(y, operator, l1, group, kernels)
-    v = np.zeros_like(y) if v0 is None else np.array(v0, dtype=np.float64)
     v, n_iter, gap_mu, gap_0, hist = _fista(prob, v, mu, 2.0 * eps, max_iter, gap_every)
-    _, gap_0, f_v = prob.gaps(v, mu)
-    return SolverResult(v=v, gap=gap_0 / 2.0, tol_abs=eps, n_iter=n_iter,
-                        converged=gap_mu / 2.0 <= eps,
-                        gap_history=[(i, g0 / 2.0) for i, _, g0 in hist],
-                        objective=0.5 * (f_v - float(y @ y)))
+    gap, objective = primal_certificate(v, y, operator, l1, group, (mu,))
+    if not np.isfinite(gap):
+        _warn_nonfinite(n_iter)
+    return SolverResult(v=v, gap=gap, tol_abs=eps, n_iter=n_iter,
+                        converged=bool(np.isfinite(gap) and gap_mu / 2.0 <= eps),
+                        gap_history=[(i, g0 / 2.0) for i, _, g0 in hist] + [(n_iter, gap)],
+                        objective=objective)
 
 
 def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=100000,
@@ -119,14 +139,15 @@ def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=1000
     l1, group : float
         Weights (>= 0) of the l1 and group norms.
     tol : float, default=1e-3
-        Scale-free: stop when the certified ``eps`` of Algorithm 2 is at most
-        ``tol * ||y||^2 / 2`` in prox units.
+        Scale-free: stop when the certified gap is at most ``tol * ||y||^2 / 2``
+        (``P(0)``) in prox units.
     v0 : ndarray, optional
-        Initial ``v^0`` (default 0).
+        Initial ``v^0`` (default 0); finite, real, of shape ``(n_features,)``.
     tau : float, default=0.5
         Decrease factor of the precision per continuation step.
     max_iter : int, default=100000
-        Maximum total number of FISTA iterations.
+        Maximum total number of FISTA iterations (also bounds the number of
+        continuation steps).
     gap_every : int, default=10
         FISTA checks its stopping gap every ``gap_every`` iterations (the
         paper's reference code does it at every one).
@@ -136,18 +157,37 @@ def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=1000
     Returns
     -------
     SolverResult
-        ``gap`` is the certified bound on ``P(v) - P(v*)``: the smaller of the
-        paper's ``eps = Gap_mu + mu gamma M`` and the unsmoothed Fenchel
-        certificate at the final ``v`` (both are valid bounds). ``mu_history``
-        lists ``(iteration, mu, eps)`` per continuation step.
+        ``gap`` is the exact (unsmoothed) Fenchel duality gap at the returned
+        ``v`` (eqs. 20-24 with ``mu = 0``, the dual point taken from the
+        Nesterov dual ``alpha*_mu(v)`` of eq. 12 and its ``mu -> 0`` limit, the
+        best of these): a true bound of ``P(v) - P(v*)`` in prox units,
+        evaluated at the ``v`` that is returned. ``converged`` is True only
+        when ``gap <= tol_abs``. The paper's running precision ``eps`` of
+        Algorithm 2 drives the continuation only; ``mu_history`` lists
+        ``(iteration, mu, eps)`` per continuation step. A non-finite gap stops
+        the solver with ``converged=False`` and a ``ConvergenceWarning``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        ``y`` or ``v0`` not finite real 1-D arrays of the right length, a
+        negative weight, ``tau`` outside (0, 1), a non-positive ``tol`` or
+        ``max_iter``.
     """
     if check_input:
         y, l1, group, tol = _check_prox_input(y, operator, l1, group, tol, max_iter, gap_every)
-        if not 0.0 < tau < 1.0:
-            raise ValueError(f"tau must be in (0, 1), got {tau!r}.")
+        if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not 0.0 < tau < 1.0:
+            raise ValueError(f"tau must be a number in (0, 1), got {tau!r}.")
+        v0 = None if v0 is None else check_warm_start(v0, y.size, "v0")
+    s = _scale_of(y)
+    if s != 1.0:  # solve at unit scale (positively homogeneous problem)
+        res = conesta(y / s, operator, l1 / s, group / s, tol=tol,
+                      v0=None if v0 is None else np.asarray(v0) / s, tau=tau,
+                      max_iter=max_iter, gap_every=gap_every, kernels=kernels,
+                      check_input=False)
+        return _unscale(res, s)
     prob = _Problem(y, operator, l1, group, kernels)
     tol_abs = tol * 0.5 * float(y @ y)
-    eps_target = 2.0 * tol_abs  # eq.-17 units
     v = np.zeros_like(y) if v0 is None else np.array(v0, dtype=np.float64)
     smoothing = prob.kappa > 0.0 and prob.norm2 > 0.0 and prob.M > 0.0
     gamma_M = prob.kappa * prob.M if smoothing else 0.0
@@ -155,27 +195,35 @@ def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=1000
     def _mu(eps):
         return mu_opt(eps, prob.kappa, prob.M, prob.norm2) if smoothing else 1.0
 
-    gap_mu, gap_0, _ = prob.gaps(v, 1e-8 if smoothing else 1.0)
-    n_iter, history, mu_history = 0, [(0, gap_0 / 2.0)], []
+    mu0 = 1e-8 if smoothing else 1.0
+    gap_mu, _, _ = prob.gaps(v, mu0)
+    gap, objective = primal_certificate(v, y, operator, l1, group, (mu0,))
+    n_iter, n_cont, history, mu_history = 0, 0, [(0, gap)], []
+    finite = np.isfinite(gap) and np.isfinite(gap_mu)
     eps = tau * gap_mu  # Algorithm 2, line 2
-    if gap_0 <= eps_target:  # v0 is already certified: nothing to do
-        eps = gap_0
-    while gap_0 > eps_target and n_iter < max_iter:
+    while finite and gap > tol_abs and n_iter < max_iter and n_cont < max_iter:
         mu = _mu(eps)  # lines 3 and 9
+        if not (np.isfinite(mu) and mu > 0.0):  # eps underflowed: nothing left to gain
+            break
         eps_mu = eps - mu * gamma_M  # line 5
-        v, it, gap_mu, gap_0, hist = _fista(prob, v, mu, eps_mu, max_iter - n_iter, gap_every)
+        v, it, gap_mu, _, hist = _fista(prob, v, mu, eps_mu, max_iter - n_iter, gap_every)
         history.extend((n_iter + i, g0 / 2.0) for i, _, g0 in hist)  # line 6
         n_iter += it
+        n_cont += 1
         eps = gap_mu + mu * gamma_M  # line 7
         mu_history.append((n_iter, mu, eps / 2.0))
-        if eps <= eps_target:  # line 10
+        # the returned certificate: the exact gap at the current v
+        gap, objective = primal_certificate(v, y, operator, l1, group, (mu,))
+        history.append((n_iter, gap))
+        finite = bool(np.isfinite(gap) and np.isfinite(eps) and np.all(np.isfinite(v)))
+        if not finite or gap <= tol_abs:  # line 10, on the true certificate
             break
         eps = tau * eps  # line 8
-    certified = min(eps, gap_0) / 2.0
-    _, _, f_v = prob.gaps(v, 1.0)
-    objective = 0.5 * (f_v - float(y @ y))  # P(v) = (f_17(v) - ||y||^2) / 2
+    if not finite:
+        gap = np.inf
+        _warn_nonfinite(n_iter)
     logger.debug("conesta: %d FISTA iterations, %d continuations, gap %.3e (tol %.3e)",
-                 n_iter, len(mu_history), certified, tol_abs)
-    return SolverResult(v=v, gap=certified, tol_abs=tol_abs, n_iter=n_iter,
-                        converged=certified <= tol_abs, gap_history=history,
+                 n_iter, n_cont, gap, tol_abs)
+    return SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
+                        converged=bool(gap <= tol_abs), gap_history=history,
                         mu_history=mu_history, objective=objective)

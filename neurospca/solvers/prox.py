@@ -20,21 +20,29 @@ smoothing; ``P(v(w)) - D(w) \\ge P(v(w)) - P(v^*)`` is a tight, certified gap.
 """
 
 import logging
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
-from .._validation import check_nonneg, check_operator
+from .._validation import check_nonneg, check_operator, check_real, check_warm_start
 from ._base import SolverResult, get_kernels, operator_arrays
 
 logger = logging.getLogger(__name__)
 
 
 def _check_prox_input(y, operator, l1, group, tol, max_iter, gap_every):
-    y = np.ascontiguousarray(y, dtype=np.float64)
+    """Validate a v-step once, before any array reaches the compiled kernels."""
+    check_real(y, "y")
+    try:
+        y = np.array(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"y must be a numeric array: {exc}") from None
     if y.ndim != 1:
         raise ValueError(f"y must be a 1-D array, got {y.ndim}-D.")
     if not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or infinite values.")
+    y = np.ascontiguousarray(y)
     check_operator(operator, y.size)
     l1 = check_nonneg(l1, "l1")
     group = check_nonneg(group, "group")
@@ -43,6 +51,40 @@ def _check_prox_input(y, operator, l1, group, tol, max_iter, gap_every):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}.")
     return y, l1, group, tol
+
+
+def _scale_of(y):
+    """The factor by which a prox problem is rescaled, or 1.0.
+
+    The prox is positively homogeneous: ``v*(s y; s a, s b) = s v*(y; a, b)``,
+    gaps scale by ``s^2``. Inputs whose largest entry is beyond ``1e100`` (or
+    non-zero below ``1e-100``) are solved at unit scale so that ``||y||^2``
+    and the gaps neither overflow nor underflow.
+    """
+    top = float(np.max(np.abs(y))) if y.size else 0.0
+    if not np.isfinite(float(np.sum((y / top) ** 2)) * top * top if top > 0 else 0.0):
+        raise ValueError(
+            f"y has entries up to {top:.3g}: ||y||^2 / 2, the scale of the objective "
+            "and of the gaps, overflows float64. Divide y, l1 and group by a common "
+            "factor (the solution scales with it)."
+        )
+    if top > 1e100 or 0.0 < top < 1e-100:
+        return top
+    return 1.0
+
+
+def _unscale(res, s):
+    """Map a result solved at scale ``1/s`` back to the caller's scale."""
+    s2 = s * s
+    res.v = res.v * s
+    res.gap = res.gap * s2
+    res.tol_abs = res.tol_abs * s2
+    res.objective = res.objective * s2
+    if res.w is not None:
+        res.w = res.w * s
+    res.gap_history = [(i, g * s2) for i, g in res.gap_history]
+    res.mu_history = [(i, mu, e * s2) for i, mu, e in res.mu_history]
+    return res
 
 
 def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
@@ -70,7 +112,10 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     max_iter : int, default=10000
         Maximum number of accelerated iterations.
     w0 : ndarray of shape (n_rows,), optional
-        Warm start for the dual variables (projected onto the balls first).
+        Warm start for the dual variables: finite, real, of shape
+        ``(n_rows,)``; any such ``w0`` is projected onto the dual balls
+        ``||w_g|| <= group`` first, so the certificate holds for every warm
+        start.
     gap_every : int, default=10
         Evaluate the gap every ``gap_every`` iterations.
     restart : bool, default=True
@@ -83,9 +128,28 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     -------
     SolverResult
         ``w`` holds the final dual variables, to warm-start the next call.
+        ``gap = P(v) - D(w)`` is the exact Fenchel duality gap at the returned
+        pair: ``v = soft(y - A^T w, l1)`` and a dual-feasible ``w``, so
+        ``P(v) - P(v*) <= gap`` always. ``converged`` is True only when
+        ``gap <= tol_abs``; a non-finite gap stops the loop with
+        ``converged=False`` and a ``ConvergenceWarning``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        ``y`` not a finite real 1-D array, ``w0`` of the wrong shape or not
+        finite, a negative weight, a non-positive ``tol`` or ``max_iter``.
     """
     if check_input:
         y, l1, group, tol = _check_prox_input(y, operator, l1, group, tol, max_iter, gap_every)
+        if w0 is not None:
+            w0 = check_warm_start(w0, operator.n_rows, "w0")
+    s = _scale_of(y)
+    if s != 1.0:
+        res = prox_dual(y / s, operator, l1 / s, group / s, tol=tol, max_iter=max_iter,
+                        w0=None if w0 is None else w0 / s, gap_every=gap_every,
+                        restart=restart, kernels=kernels, check_input=False)
+        return _unscale(res, s)
     K = get_kernels(kernels)
     tol_abs = tol * 0.5 * float(y @ y)
     v = np.empty_like(y)
@@ -114,7 +178,17 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     t, n_iter, history = 1.0, 0, []
     while True:
         primal, dual, _ = K.dual_gap_terms(A_ip, A_ix, A_d, gptr, y, ATw, l1, group, v)
-        gap = max(primal - dual, 0.0)
+        gap = primal - dual
+        if not np.isfinite(gap):  # overflow or a corrupt state: never certify it
+            gap = np.inf
+            history.append((n_iter, gap))
+            warnings.warn(
+                f"prox_dual: the duality gap became non-finite after {n_iter} "
+                "iterations (overflow); the result is not certified.",
+                ConvergenceWarning, stacklevel=2,
+            )
+            break
+        gap = max(gap, 0.0)
         history.append((n_iter, gap))
         if gap <= tol_abs or n_iter >= max_iter:
             break
