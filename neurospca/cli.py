@@ -496,9 +496,8 @@ def _report_command(args):
     if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
         raise UserError(f"--output: the folder of {out!r} does not exist.")
     title = args.title or saved.metadata.get("title") or "neurospca report"
+    # no path stored in a model file is ever opened: give --bg-img again if needed
     bg_img = _existing(args.bg_img, "--bg-img")
-    if bg_img is None and os.path.exists(str(saved.metadata.get("bg_img"))):
-        bg_img = saved.metadata["bg_img"]  # the background the fit's report used
     _say(args, f"drawing the report of {args.model} ...")
     html = report.make_report(saved.estimator, saved.space, meshes=saved.meshes, title=title,
                               data_description=saved.metadata.get("data"),

@@ -201,6 +201,36 @@ def _check_mesh(coords, faces, mask=None, prefix=""):
     return coords, faces, mask, cross, area2
 
 
+def check_plot_mesh(coords, faces, name="mesh"):
+    """Validate a mesh that is only drawn (report, saved model), before any rendering.
+
+    The checks of :func:`tv_from_mesh` that matter to a renderer: coords a
+    finite (n_vertices, 3) array, faces an integer (n_faces, 3) array of
+    in-range vertex indices, no face repeating a vertex, no duplicate face.
+    (Isolated vertices and zero-area faces are allowed: they draw fine.)
+
+    Parameters
+    ----------
+    coords : array-like of shape (n_vertices, 3)
+    faces : array-like of int, shape (n_faces, 3)
+    name : str
+        Argument name used in error messages.
+
+    Returns
+    -------
+    coords : ndarray of float64
+    faces : ndarray of int64
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming ``name``.
+    """
+    coords = _check_coords(coords, f"{name} coords")
+    faces = _check_faces(faces, coords.shape[0], f"{name} faces")
+    return coords, faces
+
+
 def _check_kind(kind):
     if kind not in ("edges", "gradient"):
         raise ValueError(f"kind must be 'edges' or 'gradient', got {kind!r}.")
