@@ -568,6 +568,17 @@ def _read_file(reader, path, name, what):
                          f"file?): {type(exc).__name__}: {exc}") from None
 
 
+def _read_label(path):
+    """Vertex indices of a FreeSurfer ASCII .label; its declared count must match."""
+    with open(path, "r", encoding="ascii") as fh:
+        fh.readline()
+        declared = int(fh.readline().split()[0])
+    idx = np.atleast_1d(nib.freesurfer.read_label(path))
+    if idx.size != declared:
+        raise ValueError(f"it declares {declared} vertices but lists {idx.size}")
+    return idx
+
+
 def _magic(path):
     with open(path, "rb") as fh:
         return fh.read(3)
@@ -840,8 +851,8 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
             if n_vertices is None:
                 raise ValueError("n_vertices is required for a .label file (it lists only "
                                  "the cortex vertices).")
-            idx = np.asarray(_read_file(nib.freesurfer.read_label, path, name,
-                                        "a FreeSurfer .label file"), dtype=np.int64)
+            idx = np.asarray(_read_file(_read_label, path, name, "a FreeSurfer .label file"),
+                             dtype=np.int64)
             if idx.size and (idx.min() < 0 or idx.max() >= n_vertices):
                 raise ValueError(
                     f"{name}: {path!r} lists vertex {int(idx.max())}, out of range for "
@@ -876,7 +887,8 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
             f"{name} has {mask.shape[0]} vertices but n_vertices={n_vertices}."
         )
     if not mask.any():
-        raise ValueError(f"{name} gives an empty cortex mask.")
+        where = f" ({path!r})" if isinstance(source, (str, bytes, os.PathLike)) else ""
+        raise ValueError(f"{name}{where} gives an empty cortex mask.")
     return mask
 
 
