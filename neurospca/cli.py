@@ -724,7 +724,8 @@ def _probe_writable(folder, option):
 
 
 def _check_before_work(args):
-    """Fail before loading or fitting anything: output writable, plot meshes valid."""
+    """Fail before loading or fitting anything: output writable, plot meshes and the
+    background image readable and valid (the report uses them after the fit)."""
     if args.command in ("fit", "demo"):
         out = os.path.abspath(os.fspath(args.output))
         if os.path.exists(out) and not os.path.isdir(out):
@@ -741,6 +742,14 @@ def _check_before_work(args):
         folder = os.path.dirname(os.path.abspath(out))
         if os.path.isdir(folder):
             _probe_writable(folder, "--output")
+    bg_img = getattr(args, "bg_img", None)
+    if bg_img is not None and os.path.exists(bg_img):  # read now, not after the fit
+        from .masking import _image_data, _load_image
+
+        try:
+            _image_data(_load_image(bg_img, "--bg-img"), "--bg-img")
+        except (ValueError, TypeError) as exc:
+            raise UserError(str(exc)) from None
     if args.command == "fit":
         from .surface import check_plot_mesh, load_surf_mesh
 

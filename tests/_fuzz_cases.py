@@ -25,7 +25,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-FUZZ = settings(max_examples=int(os.environ.get("NEUROSPCA_FUZZ_EXAMPLES", "40")),
+FUZZ = settings(max_examples=int(os.environ.get("NEUROSPCA_FUZZ_EXAMPLES", "30")),
                 derandomize=True, deadline=None, database=None, print_blob=False,
                 suppress_health_check=list(HealthCheck))
 

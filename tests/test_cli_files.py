@@ -214,6 +214,21 @@ def test_bad_meshes_refused_by_report_and_save_model(tmp_path):
                                {"left": (coords, faces), "right": (coords, faces)})
 
 
+@pytest.mark.parametrize("how", ["truncated", "empty"])
+def test_damaged_bg_img_fails_before_the_fit(files, tmp_path, capsys, monkeypatch, how):
+    from neurospca import SPCATV
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("the fit must not start")
+
+    monkeypatch.setattr(SPCATV, "fit", no_fit)
+    nib.Nifti1Image(np.random.default_rng(0).random((30, 30, 30)).astype(np.float32),
+                    np.eye(4)).to_filename(tmp_path / "t1.nii.gz")
+    bad = _damaged(tmp_path / "t1.nii.gz", tmp_path / "bad_t1.nii.gz", how)
+    err = _one_line_exit_2(capsys, _volume(files, tmp_path / "out") + ["--bg-img", bad])
+    assert "--bg-img" in err and bad in err
+
+
 # -------------------------------------------------------------------- output folders
 
 
