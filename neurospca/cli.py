@@ -222,6 +222,26 @@ def _commit_output(tmp, out, order):
     the new report is moved in last, so that a report in ``out`` always goes with
     the files next to it and no stale neurospca file stays. Files that neurospca
     does not write are left alone."""
+    blocked = _block_signals()  # a signal now would leave a half-replaced folder
+    try:
+        _move_outputs(tmp, out, order)
+    finally:
+        _unblock_signals(blocked)  # a pending SIGINT/SIGTERM is delivered here
+
+
+def _block_signals():
+    if not hasattr(signal, "pthread_sigmask") or \
+            threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _unblock_signals(previous):
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _move_outputs(tmp, out, order):
     if not os.path.exists(out):
         os.replace(tmp, out)
         _TEMP_DIRS.discard(tmp)

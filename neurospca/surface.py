@@ -579,6 +579,17 @@ def _read_label(path):
     return idx
 
 
+def _read_morph(path):
+    """FreeSurfer "new" curv data; the declared number of values must all be there."""
+    with open(path, "rb") as fh:
+        fh.read(3)
+        declared = int(np.frombuffer(fh.read(4), dtype=">i4")[0])
+    values = nib.freesurfer.read_morph_data(path)
+    if values.size != declared:
+        raise ValueError(f"it declares {declared} values but holds {values.size}")
+    return values
+
+
 def _magic(path):
     with open(path, "rb") as fh:
         return fh.read(3)
@@ -726,8 +737,7 @@ def load_surf_data(data, name="data"):
             f"{name}: cannot read {path!r}: not FreeSurfer morphometry (curv format), "
             "MGH (.mgh/.mgz) or GIFTI (.gii) data."
         )
-    return _read_file(nib.freesurfer.read_morph_data, path, name,
-                      "FreeSurfer morphometry, MGH or GIFTI data")
+    return _read_file(_read_morph, path, name, "FreeSurfer morphometry, MGH or GIFTI data")
 
 
 def _mgh_values(img, name):

@@ -263,7 +263,7 @@ def _unwritable_cases(tmp_path):
         os.chmod(ro, 0o555)
         cases += [(ro / "new", "parent"), (ro, "folder")]
     # root ignores permission bits; sysfs refuses new entries even to root
-    if os.path.isdir("/sys/kernel") and not os.access("/sys", os.W_OK) or os.geteuid() == 0:
+    if os.path.isdir("/sys/kernel"):
         try:
             os.mkdir("/sys/neurospca-probe")
             os.rmdir("/sys/neurospca-probe")
