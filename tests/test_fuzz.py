@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+pytest.importorskip("hypothesis")  # the test extra: pip install -e ".[test]"
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 60  # seconds per case (each takes 5-20 s on one core)
 
