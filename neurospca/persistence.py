@@ -16,6 +16,12 @@ surfaces, and optionally the meshes used to draw them.
 Files are written to a temporary name in the target directory and then renamed,
 so a saved model is complete or absent.
 
+:func:`load_model` treats a model file as untrusted input: it reads only the
+arrays its header declares, with sizes checked before decompressing
+(``max_bytes``), instantiates only the classes of ``MODEL_CLASSES``, validates
+parameters, restricts fitted names to ``name_``, checks every array before
+building objects from it and never opens a path stored in the file.
+
 >>> save_model(model, "model.npz", space=masker)          # doctest: +SKIP
 >>> saved = load_model("model.npz")                        # doctest: +SKIP
 >>> saved.estimator.components_.shape                      # doctest: +SKIP
@@ -527,6 +533,10 @@ def _read_entries(path, max_bytes):
     and are checked before anything is decompressed; a member is read up to
     its declared size only (zip bombs and undeclared members cost nothing).
     """
+    size = os.path.getsize(path)
+    if size > max_bytes + MAX_HEADER_BYTES:  # the zip directory alone would be read whole
+        raise ValueError(f"the file holds {size} bytes, more than max_bytes={max_bytes} "
+                         "(raise max_bytes to read a larger model)")
     with zipfile.ZipFile(path) as zf:
         infos = {info.filename: info for info in zf.infolist()}
         info = infos.get(_META_KEY + ".npy")
