@@ -79,6 +79,7 @@ _OUTPUT_FILE = re.compile(r"(report\.html|scores\.csv|model\.npz|"
                           r"loadings[A-Za-z0-9_.-]*\.(nii\.gz|nii|gii|mgh|mgz))\Z")
 # temporary folders of this process, removed on any exit (signals included)
 _TEMP_DIRS = set()
+_NOT_INSTALLED = object()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -703,8 +704,8 @@ def main(argv=None):
         return 2
     finally:
         _remove_temp_dirs()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if previous is not _NOT_INSTALLED:  # None: installed outside Python
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _one_line(exc):
@@ -719,11 +720,11 @@ def _on_sigterm(signum, frame):
 def _catch_sigterm():
     """Handle SIGTERM like SIGINT (clean up, exit 143); returns the previous handler."""
     if threading.current_thread() is not threading.main_thread():
-        return None
+        return _NOT_INSTALLED
     try:
         return signal.signal(signal.SIGTERM, _on_sigterm)
     except (ValueError, OSError):  # pragma: no cover - no signals here
-        return None
+        return _NOT_INSTALLED
 
 
 def _remove_temp_dirs():

@@ -370,3 +370,10 @@ def test_sigterm_keeps_an_existing_output_as_it_was(files, tmp_path):
     assert sorted(os.listdir(work)) == ["out"]
     assert sorted(os.listdir(out)) == ["keep.txt", "report.html"]
     assert (out / "report.html").read_text() == "old report"
+
+
+def test_sigterm_handler_is_restored_after_main(tmp_path, capsys):
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["report", str(tmp_path / "missing.npz")]) == 2
+    assert signal.getsignal(signal.SIGTERM) == before
+    capsys.readouterr()
