@@ -7,8 +7,17 @@ component scores (``scores.csv``) and the saved model (``model.npz``). All
 outputs are written into a temporary folder first and moved into place at
 the end: an interrupted or failed run leaves no partial report or model.
 
-Exit codes: 0 success, 2 user error (one-line message naming the argument),
-130 interrupted.
+The output folder is checked before any work (it must be creatable and
+writable, else exit 2). Re-using a folder replaces the outputs of the earlier
+run: every file neurospca writes there (``report.html``, ``scores.csv``,
+``model.npz``, ``loadings*``) that this run does not write is removed, so the
+folder's neurospca files are exactly this run's; other files are left alone.
+
+Exit codes: 0 success, 2 user error (one-line message naming the argument;
+unreadable, truncated or corrupted input files included), 130 interrupted
+(SIGINT, Ctrl-C), 143 terminated (SIGTERM, e.g. ``kill`` or a job scheduler's
+time limit). Interrupted or terminated runs remove their temporary folder and
+leave the output folder as it was.
 """
 
 import argparse
@@ -19,8 +28,10 @@ import logging
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 import warnings
 
@@ -63,6 +74,18 @@ examples:
 
 class UserError(Exception):
     """A problem with the command line or the inputs (exit code 2)."""
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived (exit code 143); like KeyboardInterrupt, not an Exception."""
+
+
+# files that neurospca writes into an output folder (stale ones are removed on re-use)
+_OUTPUT_FILE = re.compile(r"(report\.html|scores\.csv|model\.npz|"
+                          r"loadings[A-Za-z0-9_.-]*\.(nii\.gz|nii|gii|mgh|mgz))\Z")
+# temporary folders of this process, removed on any exit (signals included)
+_TEMP_DIRS = set()
+_NOT_INSTALLED = object()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -220,6 +243,7 @@ def _prepare_output(path):
     if not os.path.isdir(parent):
         raise UserError(f"--output: the parent folder {parent!r} does not exist.")
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=parent)
+    _TEMP_DIRS.add(tmp)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the output folder is not
@@ -228,14 +252,42 @@ def _prepare_output(path):
 
 def _commit_output(tmp, out, order):
     """Move the finished files into ``out``: one rename for a new folder; otherwise
-    the old report is removed first and the new one moved in last, so that a
-    report in ``out`` always goes with the files next to it."""
+    the old report is removed first, then the outputs of an earlier run that this
+    run does not write (e.g. ``loadings_lh.mgh`` after a ``.func.gii`` run), and
+    the new report is moved in last, so that a report in ``out`` always goes with
+    the files next to it and no stale neurospca file stays. Files that neurospca
+    does not write are left alone."""
+    blocked = _block_signals()  # a signal now would leave a half-replaced folder
+    try:
+        _move_outputs(tmp, out, order)
+    finally:
+        _unblock_signals(blocked)  # a pending SIGINT/SIGTERM is delivered here
+
+
+def _block_signals():
+    if not hasattr(signal, "pthread_sigmask") or \
+            threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _unblock_signals(previous):
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _move_outputs(tmp, out, order):
     if not os.path.exists(out):
         os.replace(tmp, out)
+        _TEMP_DIRS.discard(tmp)
         return
     old_report = os.path.join(out, "report.html")
     if os.path.exists(old_report):
         os.remove(old_report)
+    for name in sorted(os.listdir(out)):
+        path = os.path.join(out, name)
+        if _OUTPUT_FILE.match(name) and name not in order and os.path.isfile(path):
+            os.remove(path)
     for name in order:
         src = os.path.join(tmp, name)
         if os.path.exists(src):
@@ -526,9 +578,8 @@ def _report_command(args):
     if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
         raise UserError(f"--output: the folder of {out!r} does not exist.")
     title = args.title or saved.metadata.get("title") or "neurospca report"
+    # no path stored in a model file is ever opened: give --bg-img again if needed
     bg_img = _existing(args.bg_img, "--bg-img")
-    if bg_img is None and os.path.exists(str(saved.metadata.get("bg_img"))):
-        bg_img = saved.metadata["bg_img"]  # the background the fit's report used
     _say(args, f"drawing the report of {args.model} ...")
     html = report.make_report(saved.estimator, saved.space, meshes=saved.meshes, title=title,
                               data_description=saved.metadata.get("data"),
@@ -665,24 +716,114 @@ def main(argv=None):
     Returns
     -------
     int
-        Exit code: 0 success, 2 user error, 130 interrupted.
+        Exit code: 0 success, 2 user error, 130 interrupted (SIGINT), 143
+        terminated (SIGTERM).
     """
     parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     args.argv = argv
+    previous = _catch_sigterm()
     try:
         _check_report_dependencies()
+        _check_before_work(args)
         return args.func(args)
     except KeyboardInterrupt:
         print("neurospca: interrupted; no report or model was written.", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("neurospca: terminated (SIGTERM); no report or model was written.",
+              file=sys.stderr)
+        return 143
     except UserError as exc:
-        print(f"neurospca: error: {exc}", file=sys.stderr)
+        print(f"neurospca: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, OSError, ImportError) as exc:
-        print(f"neurospca: error: {exc}", file=sys.stderr)
+    except (ValueError, TypeError, OSError, ImportError, EOFError) as exc:
+        print(f"neurospca: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    finally:
+        _remove_temp_dirs()
+        if previous is not _NOT_INSTALLED:  # None: installed outside Python
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _one_line(exc):
+    return " ".join(str(exc).split())
+
+
+def _on_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not stop cleanup
+    raise _Terminated()
+
+
+def _catch_sigterm():
+    """Handle SIGTERM like SIGINT (clean up, exit 143); returns the previous handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return _NOT_INSTALLED
+    try:
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # pragma: no cover - no signals here
+        return _NOT_INSTALLED
+
+
+def _remove_temp_dirs():
+    for tmp in list(_TEMP_DIRS):
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not os.path.exists(tmp):
+            _TEMP_DIRS.discard(tmp)
+
+
+def _probe_writable(folder, option):
+    """Create and remove a folder in ``folder``: fails (UserError) if it is not writable."""
+    try:
+        probe = tempfile.mkdtemp(prefix=".neurospca-probe-", dir=folder)
+        os.rmdir(probe)
+    except OSError as exc:
+        raise UserError(f"{option}: cannot write in {folder!r} ({exc.strerror or exc}); "
+                        "choose a writable folder.") from None
+
+
+def _check_before_work(args):
+    """Fail before loading or fitting anything: output writable, plot meshes and the
+    background image readable and valid (the report uses them after the fit)."""
+    if args.command in ("fit", "demo"):
+        out = os.path.abspath(os.fspath(args.output))
+        if os.path.exists(out) and not os.path.isdir(out):
+            raise UserError(f"--output: {out!r} exists and is not a folder.")
+        parent = os.path.dirname(out)
+        if not os.path.isdir(parent):
+            raise UserError(f"--output: the parent folder {parent!r} does not exist.")
+        _probe_writable(parent, "--output")
+        if os.path.isdir(out):
+            _probe_writable(out, "--output")
+    elif args.command == "report":
+        out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.model)),
+                                          "report.html")
+        folder = os.path.dirname(os.path.abspath(out))
+        if os.path.isdir(folder):
+            _probe_writable(folder, "--output")
+    bg_img = getattr(args, "bg_img", None)
+    if bg_img is not None and os.path.exists(bg_img):  # read now, not after the fit
+        from .masking import _image_data, _load_image
+
+        try:
+            _image_data(_load_image(bg_img, "--bg-img"), "--bg-img")
+        except (ValueError, TypeError) as exc:
+            raise UserError(str(exc)) from None
+    if args.command == "fit":
+        from .surface import check_plot_mesh, load_surf_mesh
+
+        for hemi in ("left", "right"):
+            path = getattr(args, f"{hemi}_plot_mesh", None)
+            if path is None:
+                continue
+            option = f"--{hemi}-plot-mesh"
+            if not os.path.exists(path):
+                raise UserError(f"{option}: no such file {path!r}.")
+            try:
+                check_plot_mesh(*load_surf_mesh(path, option), name=option)
+            except (ValueError, TypeError) as exc:
+                raise UserError(str(exc)) from None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -138,6 +138,32 @@ def _load_image(obj, name):
     )
 
 
+def _image_data(img, name):
+    """The data of an image, read now: reader errors become ValueError naming ``name``.
+
+    nibabel loads lazily, so a truncated or corrupted file (``.nii.gz`` cut
+    short, bad gzip stream, header promising more data than the file holds)
+    fails only when the data are read; that read happens here.
+    """
+    try:
+        return np.asanyarray(img.dataobj)
+    except MemoryError:
+        raise ValueError(
+            f"{name}: the image header of {_describe(img)} promises shape {img.shape}, too "
+            "large to read; the file is corrupted or not a map."
+        ) from None
+    except Exception as exc:  # EOFError, zlib.error, OSError, struct.error, ValueError...
+        raise ValueError(
+            f"{name}: cannot read the data of {_describe(img)} (truncated or corrupted "
+            f"file?): {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _describe(img):
+    filename = img.get_filename() if hasattr(img, "get_filename") else None
+    return repr(filename) if filename else "the in-memory image"
+
+
 def _binarise(data, name, threshold):
     """Boolean mask from image or array values, explicitly."""
     if threshold is not None:
@@ -193,7 +219,7 @@ def load_mask_img(mask, *, threshold=None):
                 f"{img.shape}; for a 4-D mask pick one volume (e.g. "
                 "nilearn.image.index_img(mask, 0))."
             )
-        data = _binarise(np.asanyarray(img.dataobj), "mask", threshold)
+        data = _binarise(_image_data(img, "mask"), "mask", threshold)
         affine, header = img.affine, img.header
     if data.ndim != 3:
         raise ValueError(f"mask must be a 3-D array, got {data.ndim}-D.")
@@ -277,6 +303,8 @@ def _check_grid(label, img, mask_img, resample):
         raise ImportError(
             "resample=True needs nilearn: pip install nilearn (or neurospca[plotting])."
         ) from None
+    header = img.header if isinstance(img.header, nib.Nifti1Header) else None
+    img = nib.Nifti1Image(_image_data(img, label), img.affine, header)  # read errors named
     return resample_to_img(img, mask_img, interpolation="continuous",
                            force_resample=True, copy_header=True)
 
@@ -288,7 +316,7 @@ def _raw_matrix(imgs, mask_img, mask_arr, resample):
     rows = []
     for label, img in _collect_images(imgs):
         img = _check_grid(label, img, mask_img, resample)
-        values = np.asarray(np.asanyarray(img.dataobj)[mask_arr], dtype=np.float64)
+        values = np.asarray(_image_data(img, label)[mask_arr], dtype=np.float64)
         rows.append(values[None, :] if values.ndim == 1 else values.T)  # (P,) or (P, T)
     return np.ascontiguousarray(np.concatenate(rows, axis=0))
 

@@ -16,17 +16,24 @@ surfaces, and optionally the meshes used to draw them.
 Files are written to a temporary name in the target directory and then renamed,
 so a saved model is complete or absent.
 
+:func:`load_model` treats a model file as untrusted input: it reads only the
+arrays its header declares, with sizes checked before decompressing
+(``max_bytes``), instantiates only the classes of ``MODEL_CLASSES``, validates
+parameters, restricts fitted names to ``name_``, checks every array before
+building objects from it and never opens a path stored in the file.
+
 >>> save_model(model, "model.npz", space=masker)          # doctest: +SKIP
 >>> saved = load_model("model.npz")                        # doctest: +SKIP
 >>> saved.estimator.components_.shape                      # doctest: +SKIP
 (3, 64030)
 """
 
-import io
 import json
 import logging
 import numbers
 import os
+import re
+import zipfile
 from typing import NamedTuple
 
 import nibabel as nib
@@ -37,7 +44,7 @@ from ._io import atomic_write
 from .masking import VolumeMasker
 from .decomposition.tree import Tree, check_tree
 from .operators import GroupOperator
-from .surface import Hemispheres
+from .surface import Hemispheres, check_plot_mesh
 
 logger = logging.getLogger("neurospca")
 
@@ -47,6 +54,17 @@ FORMAT_NAME = "neurospca-model"
 FORMAT_VERSION = 1
 _META_KEY = "meta.json"
 _HEMIS = ("left", "right")
+
+# limits of what load_model reads (a model file must never exhaust the reader)
+MAX_BYTES = 2**31  # default cap on the total decompressed size of the declared arrays
+MAX_HEADER_BYTES = 16 * 2**20  # the JSON header
+MAX_DEPTH = 32  # nesting of the JSON header
+MAX_ENTRIES = 100_000  # declared arrays
+# estimators a model file may hold (explicit registry: nothing else is instantiated)
+MODEL_CLASSES = ("SPCATV", "SSPCA", "NonnegativeSparsePCA", "KTraceNormPCA",
+                 "HierarchicalDictionaryLearning")
+_FITTED_NAME = re.compile(r"[a-z][a-z0-9_]*_\Z")
+_SCALAR_KINDS = "biuf"
 
 
 class SavedModel(NamedTuple):
@@ -177,7 +195,15 @@ def _decode(key, desc, arrays):
         return arr.astype(object) if desc.get("object_str") else arr
     if kind == "scalar":
         value = desc["value"]
-        return np.dtype(desc["dtype"]).type(value) if "dtype" in desc else value
+        if value is not None and not isinstance(value, (bool, str, int, float)):
+            raise ValueError(f"{key} is not a scalar")
+        if "dtype" not in desc:
+            return value
+        dtype = np.dtype(str(desc["dtype"]))
+        if dtype.kind not in _SCALAR_KINDS or dtype.itemsize > 16 or \
+                isinstance(value, (str, type(None))):
+            raise ValueError(f"{key} has an invalid scalar type {desc['dtype']!r}")
+        return dtype.type(value)
     if kind == "ragged":
         out = []
         for k, item in enumerate(desc["items"]):
@@ -217,12 +243,42 @@ def _encode_operator(op, arrays, prefix):
             "norm2_is_exact": bool(op.norm2_is_exact)}
 
 
+def _index_array(arr, name):
+    if not isinstance(arr, np.ndarray) or arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be a 1-D integer array")
+    return arr.astype(np.int64)
+
+
 def _decode_operator(desc, arrays, prefix):
-    shape = tuple(int(s) for s in desc["shape"])
-    mat = sp.csr_matrix((arrays[f"{prefix}/data"], arrays[f"{prefix}/indices"],
-                         arrays[f"{prefix}/indptr"]), shape=shape)
-    return GroupOperator(mat, arrays[f"{prefix}/group_ptr"], norm2=desc["norm2"],
-                         norm2_is_exact=desc["norm2_is_exact"])
+    """A GroupOperator from its saved CSR arrays, every array checked first."""
+    shape = desc["shape"]
+    if not (isinstance(shape, list) and len(shape) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**31
+                    for n in shape)):
+        raise ValueError(f"{prefix} has an invalid shape {shape!r}")
+    n_rows, n_cols = shape
+    data = arrays[f"{prefix}/data"]
+    if data.ndim != 1 or data.dtype.kind != "f" or not np.all(np.isfinite(data)):
+        raise ValueError(f"{prefix}/data must be a 1-D finite float array")
+    indices = _index_array(arrays[f"{prefix}/indices"], f"{prefix}/indices")
+    indptr = _index_array(arrays[f"{prefix}/indptr"], f"{prefix}/indptr")
+    group_ptr = _index_array(arrays[f"{prefix}/group_ptr"], f"{prefix}/group_ptr")
+    if indptr.size != n_rows + 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0) \
+            or indptr[-1] != data.size or indices.size != data.size:
+        raise ValueError(f"{prefix}: indptr is not a valid CSR row pointer for "
+                         f"{n_rows} rows and {data.size} stored values")
+    if indices.size and (indices.min() < 0 or indices.max() >= n_cols):
+        raise ValueError(f"{prefix}: column indices out of range [0, {n_cols})")
+    if group_ptr.size < 1 or group_ptr[0] != 0 or group_ptr[-1] != n_rows \
+            or np.any(np.diff(group_ptr) < 0):
+        raise ValueError(f"{prefix}: group_ptr must rise from 0 to {n_rows}")
+    norm2, exact = desc["norm2"], desc["norm2_is_exact"]
+    if norm2 is not None and (not _is_number(norm2) or not np.isfinite(norm2) or norm2 < 0):
+        raise ValueError(f"{prefix}: norm2 must be a finite number >= 0, got {norm2!r}")
+    if not isinstance(exact, bool):
+        raise ValueError(f"{prefix}: norm2_is_exact must be a boolean")
+    mat = sp.csr_matrix((data.astype(np.float64), indices, indptr), shape=(n_rows, n_cols))
+    return GroupOperator(mat, group_ptr, norm2=norm2, norm2_is_exact=exact)
 
 
 def _encode_space(space, arrays):
@@ -247,16 +303,24 @@ def _decode_space(desc, arrays):
     if desc["kind"] == "volume":
         mask = arrays["space/mask"]
         affine = arrays["space/affine"]
-        if mask.dtype != bool or mask.ndim != 3 or affine.shape != (4, 4):
-            raise ValueError("the saved mask must be a 3-D boolean array with a 4x4 affine")
+        if mask.dtype != bool or mask.ndim != 3 or affine.shape != (4, 4) \
+                or affine.dtype.kind != "f" or not np.all(np.isfinite(affine)):
+            raise ValueError("the saved mask must be a 3-D boolean array with a finite 4x4 "
+                             "affine")
         return VolumeMasker(nib.Nifti1Image(mask.astype(np.uint8), affine))
     if desc["kind"] == "surface":
-        n_vertices = [int(n) for n in desc["n_vertices"]]
+        n_vertices = desc["n_vertices"]
+        if not (isinstance(n_vertices, list) and len(n_vertices) == 2 and all(
+                isinstance(n, int) and not isinstance(n, bool) and 0 < n < 2**31
+                for n in n_vertices)):
+            raise ValueError(f"the saved n_vertices {n_vertices!r} are not two positive ints")
         masks = []
         for h, hemi in enumerate(_HEMIS):
-            idx = arrays[f"space/vertices_{hemi}"]
-            if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= n_vertices[h])):
-                raise ValueError(f"the saved {hemi} vertices are out of range")
+            idx = _index_array(arrays[f"space/vertices_{hemi}"], f"space/vertices_{hemi}")
+            if idx.size and (idx.min() < 0 or idx.max() >= n_vertices[h]
+                             or np.any(np.diff(idx) <= 0)):
+                raise ValueError(f"the saved {hemi} vertices are out of range or not "
+                                 "increasing")
             m = np.zeros(n_vertices[h], dtype=bool)
             m[idx] = True
             masks.append(m)
@@ -271,11 +335,17 @@ def _check_meshes(meshes, space):
         raise TypeError("meshes must be a dict with 'left' and 'right' (coords, faces) pairs.")
     if not isinstance(space, Hemispheres):
         raise ValueError("meshes are only meaningful with a Hemispheres space.")
+    extra = sorted(set(meshes) - {"left", "right", "bg_left", "bg_right"})
+    if extra:
+        raise ValueError(f"meshes has unknown keys {extra[:3]}; use 'left', 'right', "
+                         "'bg_left', 'bg_right'.")
     out = {}
     for h, hemi in enumerate(_HEMIS):
-        coords, faces = meshes[hemi]
-        coords = np.asarray(coords, dtype=np.float64)
-        faces = np.asarray(faces).astype(np.int64)
+        try:
+            coords, faces = meshes[hemi]
+        except (TypeError, ValueError):
+            raise TypeError(f"meshes['{hemi}'] must be a (coords, faces) pair.") from None
+        coords, faces = check_plot_mesh(coords, faces, f"meshes['{hemi}']")
         if coords.ndim != 2 or coords.shape != (space.n_vertices[h], 3):
             raise ValueError(
                 f"meshes['{hemi}'] has coords of shape {coords.shape}, expected "
@@ -290,6 +360,8 @@ def _check_meshes(meshes, space):
             if bg.shape != (space.n_vertices[h],):
                 raise ValueError(f"meshes['bg_{hemi}'] must have shape "
                                  f"({space.n_vertices[h]},), got {bg.shape}.")
+            if not np.all(np.isfinite(bg)):
+                raise ValueError(f"meshes['bg_{hemi}'] contains NaN or infinite values.")
             out[f"bg_{hemi}"] = bg
     return out
 
@@ -338,6 +410,16 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None):
                         f"{type(estimator).__name__}.")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
+    import neurospca
+
+    if type(estimator).__name__ not in MODEL_CLASSES \
+            or type(estimator) is not getattr(neurospca, type(estimator).__name__):
+        raise TypeError(f"estimator: save_model saves {', '.join(MODEL_CLASSES)}; got "
+                        f"{type(estimator).__name__}.")
+    bad = [a for a in _fitted_attributes(estimator) if not _FITTED_NAME.match(a)]
+    if bad:
+        raise TypeError(f"estimator attribute {bad[0]} cannot be saved: fitted names are "
+                        "lowercase and end with '_'.")
     attrs = _fitted_attributes(estimator)
     if not attrs:
         raise ValueError(f"estimator: this {type(estimator).__name__} is not fitted; call "
@@ -404,20 +486,137 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None):
 
 
 def _estimator_class(name):
+    """The class named ``name`` from the explicit registry ``MODEL_CLASSES`` (or ValueError)."""
     import neurospca
 
-    cls = getattr(neurospca, name, None) if name in neurospca.__all__ else None
-    if cls is None or not isinstance(cls, type):
-        raise ValueError(f"the file holds a {name!r}, which is not a neurospca estimator.")
-    return cls
+    if not isinstance(name, str) or name not in MODEL_CLASSES:
+        raise ValueError(f"the file holds a {name!r}, which is not a neurospca estimator "
+                         f"that model files may hold ({', '.join(MODEL_CLASSES)}).")
+    return getattr(neurospca, name)
 
 
-def load_model(path):
+def _json_depth(value):
+    """Nesting depth of a parsed JSON value, without recursion."""
+    depth, stack = 0, [(value, 1)]
+    while stack:
+        item, d = stack.pop()
+        depth = max(depth, d)
+        if depth > MAX_DEPTH:
+            break
+        if isinstance(item, dict):
+            stack.extend((v, d + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, d + 1) for v in item)
+    return depth
+
+
+def _npy_header(fh, key):
+    """(shape, fortran_order, dtype, header length) of an .npy member, without its data."""
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:
+        raise ValueError(f"{key} has .npy format version {version}")
+    if dtype.hasobject or dtype.kind not in "biufcU" or dtype.fields is not None \
+            or dtype.subdtype is not None:
+        raise ValueError(f"{key} holds {dtype} values (only numbers, booleans and strings "
+                         "are read; nothing is unpickled)")
+    return shape, fortran, dtype, fh.tell()
+
+
+def _read_entries(path, max_bytes):
+    """The JSON header and the arrays it declares, reading nothing else.
+
+    Sizes come from the zip's central directory and each member's .npy header
+    and are checked before anything is decompressed; a member is read up to
+    its declared size only (zip bombs and undeclared members cost nothing).
+    """
+    size = os.path.getsize(path)
+    if size > max_bytes + MAX_HEADER_BYTES:  # the zip directory alone would be read whole
+        raise ValueError(f"the file holds {size} bytes, more than max_bytes={max_bytes} "
+                         "(raise max_bytes to read a larger model)")
+    with zipfile.ZipFile(path) as zf:
+        infos = {info.filename: info for info in zf.infolist()}
+        info = infos.get(_META_KEY + ".npy")
+        if info is None:
+            raise _NotAModel(f"an .npz archive but not a neurospca model (no {_META_KEY})")
+        if info.file_size > MAX_HEADER_BYTES:
+            raise ValueError(f"its header declares {info.file_size} bytes (limit "
+                             f"{MAX_HEADER_BYTES})")
+        raw = _read_member(zf, info, _META_KEY, MAX_HEADER_BYTES)
+        if raw.dtype != np.uint8 or raw.ndim != 1:
+            raise ValueError("its header is not a byte string")
+        try:
+            meta = json.loads(raw.tobytes().decode("utf-8"))
+        except RecursionError:
+            raise ValueError("malformed header: JSON nested too deeply") from None
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ValueError(f"malformed header: {exc}") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+            raise _NotAModel("not a neurospca model file")
+        if meta.get("version") != FORMAT_VERSION:
+            raise _NotAModel(f"format version {meta.get('version')!r}; this neurospca reads "
+                             f"version {FORMAT_VERSION}")
+        if _json_depth(meta) > MAX_DEPTH:
+            raise ValueError(f"malformed header: nested deeper than {MAX_DEPTH} levels")
+        names = meta.get("arrays")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names) \
+                or len(names) > MAX_ENTRIES or len(set(names)) != len(names):
+            raise ValueError("malformed header: 'arrays' must list distinct array names")
+        names = [n for n in names if n != _META_KEY]
+        missing = [n for n in names if n + ".npy" not in infos]
+        if missing:
+            raise ValueError(f"malformed: arrays missing: {missing[:5]}")
+        total = sum(infos[n + ".npy"].file_size for n in names)
+        if total > max_bytes:
+            raise ValueError(f"its declared arrays hold {total} bytes, more than max_bytes="
+                             f"{max_bytes} (raise max_bytes to read a larger model)")
+        arrays = {n: _read_member(zf, infos[n + ".npy"], n, max_bytes) for n in names}
+    return meta, arrays
+
+
+class _NotAModel(ValueError):
+    pass
+
+
+def _read_member(zf, info, key, limit):
+    """One .npy member, its size checked against the zip directory before reading."""
+    with zf.open(info) as fh:
+        shape, fortran, dtype, header_len = _npy_header(fh, key)
+    count = 1
+    for n in shape:
+        count *= n
+    nbytes = count * dtype.itemsize
+    if nbytes > limit or header_len + nbytes != info.file_size:
+        raise ValueError(f"{key} declares shape {shape} of {dtype} ({nbytes} bytes) but the "
+                         f"archive holds {info.file_size - header_len} bytes for it")
+    with zf.open(info) as fh:
+        arr = np.lib.format.read_array(fh, allow_pickle=False)
+        if fh.read(1):  # also makes zipfile check the member's CRC at its end
+            raise ValueError(f"{key} has trailing data")
+    return arr
+
+
+def load_model(path, *, max_bytes=MAX_BYTES):
     """Load a model written by :func:`save_model`.
+
+    A model file is untrusted input: only the arrays its header declares are
+    read, with their sizes checked from the zip directory before anything is
+    decompressed; the estimator class comes from a fixed registry
+    (``MODEL_CLASSES``); its parameters are validated as by ``fit``; fitted
+    attribute names must look like ``name_`` and may not shadow anything of
+    the class; operator, space and mesh arrays are checked (shapes, dtypes,
+    index ranges, finiteness) before any object is built; nothing is
+    unpickled and no path stored in the file is ever opened (``metadata`` is
+    returned as plain data).
 
     Parameters
     ----------
     path : str or os.PathLike
+    max_bytes : int, default=2**31
+        Cap on the total decompressed size of the declared arrays.
 
     Returns
     -------
@@ -429,72 +628,105 @@ def load_model(path):
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the file is not a neurospca model, is truncated or corrupted, or
-        its arrays are inconsistent (never unpickles anything).
+        If the file is not a neurospca model, is truncated, corrupted,
+        tampered with or larger than ``max_bytes``; the message names the
+        file.
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, numbers.Integral) \
+            or max_bytes < 1:
+        raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}.")
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"model: no such file {path!r}.")
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except Exception as exc:  # zipfile, zlib, numpy header errors: all mean "unreadable"
+        meta, arrays = _read_entries(path, int(max_bytes))
+    except _NotAModel as exc:
+        raise ValueError(f"model: {path!r} is {exc}.") from None
+    except ValueError as exc:
+        raise ValueError(f"model: {path!r} is not a readable neurospca model file: {exc}") \
+            from None
+    except MemoryError:
+        raise ValueError(f"model: {path!r} is not a readable neurospca model file: its "
+                         "arrays do not fit in memory") from None
+    except Exception as exc:  # zipfile, zlib, OSError, EOFError: all mean "unreadable"
         raise ValueError(
             f"model: {path!r} is not a readable neurospca model file (truncated, corrupted "
-            f"or not an .npz archive): {exc}"
+            f"or not an .npz archive): {type(exc).__name__}: {exc}"
         ) from None
-    if _META_KEY not in arrays:
-        raise ValueError(f"model: {path!r} is an .npz archive but not a neurospca model "
-                         f"(no {_META_KEY}).")
     try:
-        meta = json.loads(arrays.pop(_META_KEY).tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"model: {path!r} has a malformed header: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise ValueError(f"model: {path!r} is not a neurospca model file.")
-    if meta.get("version") != FORMAT_VERSION:
-        raise ValueError(f"model: {path!r} has format version {meta.get('version')!r}; this "
-                         f"neurospca reads version {FORMAT_VERSION}.")
-    try:
-        missing = sorted(set(meta["arrays"]) - set(arrays) - {_META_KEY})
-        if missing:
-            raise ValueError(f"arrays missing: {missing[:5]}")
-        cls = _estimator_class(meta["class"])
-        params = {name: _decode(f"param/{name}", desc, arrays)
-                  for name, desc in meta["params"].items()}
-        estimator = cls(**params)
-        for name, desc in meta["fitted"].items():
-            setattr(estimator, name, _decode(f"attr/{name}", desc, arrays))
-        space = _decode_space(meta["space"], arrays)
-        meshes = None
-        if meta["meshes"] is not None:
-            meshes = {}
-            for key in meta["meshes"]:
-                if key.startswith("bg_"):
-                    meshes[key] = arrays[f"mesh/{key}"]
-                else:
-                    meshes[key] = (arrays[f"mesh/{key}/coords"], arrays[f"mesh/{key}/faces"])
-        metadata = meta["metadata"]
+        estimator, space, meshes, metadata = _build(meta, arrays)
     except ValueError as exc:
         raise ValueError(f"model: {path!r} is malformed: {exc}") from None
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"model: {path!r} is malformed: missing or invalid entry {exc}") \
-            from None
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(f"model: {path!r} is malformed: missing or invalid entry "
+                         f"{type(exc).__name__}: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"model: {path!r} is malformed: nested too deeply") from None
     _check_consistency(estimator, space, path)
     return SavedModel(estimator, space, meshes, metadata)
+
+
+def _build(meta, arrays):
+    """Estimator, space, meshes and metadata from a checked header and its arrays."""
+    cls = _estimator_class(meta["class"])
+    if not isinstance(meta["params"], dict) or not isinstance(meta["fitted"], dict):
+        raise ValueError("'params' and 'fitted' must be objects")
+    valid = cls().get_params(deep=False)
+    unknown = sorted(set(meta["params"]) - set(valid))
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no parameter(s) {unknown[:5]}")
+    params = {name: _decode(f"param/{name}", desc, arrays)
+              for name, desc in meta["params"].items()}
+    estimator = cls(**params)
+    try:
+        estimator._validate_params()  # the constraints fit checks (sklearn)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"invalid parameter: {exc}") from None
+    for name, desc in meta["fitted"].items():
+        if not isinstance(name, str) or not _FITTED_NAME.match(name) or hasattr(cls, name):
+            raise ValueError(f"{name!r} is not a fitted attribute name (lowercase, ending "
+                             "with '_', not a name of the class)")
+        setattr(estimator, name, _decode(f"attr/{name}", desc, arrays))
+    space = _decode_space(meta["space"], arrays)
+    meshes = None
+    if meta["meshes"] is not None:
+        keys = meta["meshes"]
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise ValueError("'meshes' must list mesh names")
+        meshes = {}
+        for key in keys:
+            if key.startswith("bg_"):
+                meshes[key] = arrays[f"mesh/{key}"]
+            else:
+                meshes[key] = (arrays[f"mesh/{key}/coords"], arrays[f"mesh/{key}/faces"])
+        try:
+            meshes = _check_meshes(meshes, space)
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+    metadata = meta["metadata"]
+    if not isinstance(metadata, dict):
+        raise ValueError("'metadata' must be an object")
+    return estimator, space, meshes, metadata
 
 
 def _check_consistency(estimator, space, path):
     comps = getattr(estimator, "components_", None)
     if comps is None:
         return
-    if not isinstance(comps, np.ndarray) or comps.ndim != 2:
-        raise ValueError(f"model: {path!r} is malformed: components_ is not a 2-D array.")
+    if not isinstance(comps, np.ndarray) or comps.ndim != 2 or comps.dtype.kind != "f":
+        raise ValueError(f"model: {path!r} is malformed: components_ is not a 2-D float "
+                         "array.")
+    if not np.all(np.isfinite(comps)):
+        raise ValueError(f"model: {path!r} is malformed: components_ holds NaN or infinite "
+                         "values.")
     n_features = comps.shape[1]
+    mean = getattr(estimator, "mean_", None)
+    if mean is not None and (not isinstance(mean, np.ndarray) or mean.shape != (n_features,)
+                             or mean.dtype.kind != "f" or not np.all(np.isfinite(mean))):
+        raise ValueError(f"model: {path!r} is malformed: mean_ is not a finite float array "
+                         f"of shape ({n_features},).")
     op = getattr(estimator, "operator", None)
     if isinstance(op, GroupOperator) and op.n_features != n_features:
         raise ValueError(f"model: {path!r} is malformed: the operator has {op.n_features} "

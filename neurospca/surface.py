@@ -202,6 +202,36 @@ def _check_mesh(coords, faces, mask=None, prefix=""):
     return coords, faces, mask, cross, area2
 
 
+def check_plot_mesh(coords, faces, name="mesh"):
+    """Validate a mesh that is only drawn (report, saved model), before any rendering.
+
+    The checks of :func:`tv_from_mesh` that matter to a renderer: coords a
+    finite (n_vertices, 3) array, faces an integer (n_faces, 3) array of
+    in-range vertex indices, no face repeating a vertex, no duplicate face.
+    (Isolated vertices and zero-area faces are allowed: they draw fine.)
+
+    Parameters
+    ----------
+    coords : array-like of shape (n_vertices, 3)
+    faces : array-like of int, shape (n_faces, 3)
+    name : str
+        Argument name used in error messages.
+
+    Returns
+    -------
+    coords : ndarray of float64
+    faces : ndarray of int64
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming ``name``.
+    """
+    coords = _check_coords(coords, f"{name} coords")
+    faces = _check_faces(faces, coords.shape[0], f"{name} faces")
+    return coords, faces
+
+
 def _check_kind(kind):
     if kind not in ("edges", "gradient"):
         raise ValueError(f"kind must be 'edges' or 'gradient', got {kind!r}.")
@@ -546,6 +576,49 @@ def _split_polymesh(left_mesh, right_mesh, name="left_mesh"):
     return left_mesh, right_mesh
 
 
+def _read_file(reader, path, name, what):
+    """``reader(path)``; any reader error becomes a ValueError naming ``name`` and the file.
+
+    nibabel raises EOFError, ExpatError, zlib.error, struct.error, OSError,
+    IndexError... on truncated or corrupted files; the caller gets one type.
+    """
+    try:
+        return reader(path)
+    except MemoryError:
+        raise ValueError(f"{name}: {path!r} declares data too large to read; the file is "
+                         f"corrupted or not {what}.") from None
+    except Exception as exc:
+        raise ValueError(f"{name}: cannot read {path!r} as {what} (truncated or corrupted "
+                         f"file?): {type(exc).__name__}: {exc}") from None
+
+
+def _read_label(path):
+    """Vertex indices of a FreeSurfer ASCII .label; its declared count must match."""
+    with open(path, "r", encoding="ascii") as fh:
+        fh.readline()
+        declared = int(fh.readline().split()[0])
+    idx = np.atleast_1d(nib.freesurfer.read_label(path))
+    if idx.size != declared:
+        raise ValueError(f"it declares {declared} vertices but lists {idx.size}")
+    return idx
+
+
+def _read_morph(path):
+    """FreeSurfer "new" curv data; the declared number of values must all be there."""
+    with open(path, "rb") as fh:
+        fh.read(3)
+        declared = int(np.frombuffer(fh.read(4), dtype=">i4")[0])
+    values = nib.freesurfer.read_morph_data(path)
+    if values.size != declared:
+        raise ValueError(f"it declares {declared} values but holds {values.size}")
+    return values
+
+
+def _magic(path):
+    with open(path, "rb") as fh:
+        return fh.read(3)
+
+
 def _gifti_arrays(img, intent):
     code = nib.nifti1.intent_codes.code[intent]
     return [d.data for d in img.darrays if d.intent == code]
@@ -593,16 +666,13 @@ def load_surf_mesh(surf, name="surf"):
     else:
         path = _existing(surf, name)
         if _ext(path) in _GIFTI_EXT:
-            img = nib.load(path)
+            img = _read_file(nib.load, path, name, "a GIFTI surface")
         else:
-            try:
-                coords, faces = nib.freesurfer.read_geometry(path)
-            except Exception as exc:
-                raise ValueError(
-                    f"{name}: cannot read {path!r} as a FreeSurfer surface or GIFTI "
-                    f"(.gii) file: {exc}"
-                ) from None
+            coords, faces = _read_file(nib.freesurfer.read_geometry, path, name,
+                                       "a FreeSurfer surface or GIFTI (.gii) file")
             return coords.astype(np.float64), faces.astype(np.int64)
+    if not isinstance(img, nib.gifti.GiftiImage):
+        raise ValueError(f"{name}: {path!r} is not a GIFTI image.")
     points = _gifti_arrays(img, "NIFTI_INTENT_POINTSET")
     tris = _gifti_arrays(img, "NIFTI_INTENT_TRIANGLE")
     if len(points) != 1 or len(tris) != 1:
@@ -682,33 +752,32 @@ def load_surf_data(data, name="data"):
     path = _existing(data, name)
     ext = _ext(path)
     if ext in _GIFTI_EXT:
-        img = nib.load(path)
+        img = _read_file(nib.load, path, name, "GIFTI data")
+        if not isinstance(img, nib.gifti.GiftiImage):
+            raise ValueError(f"{name}: {path!r} is not a GIFTI image.")
         if _gifti_arrays(img, "NIFTI_INTENT_POINTSET"):
             raise ValueError(f"{name}: {path!r} is a surface mesh, not per-vertex data; "
                              "use load_surf_mesh.")
         return load_surf_data(img, name)
     if ext in _MGH_EXT:
-        return _mgh_values(nib.load(path), name)
+        return _mgh_values(_read_file(nib.load, path, name, "MGH (.mgh/.mgz) data"), name)
     if ext in (".annot", ".label"):
         raise ValueError(f"{name}: {path!r} is a {ext} file; use load_cortex_mask.")
-    with open(path, "rb") as fh:
-        magic = fh.read(3)
+    magic = _read_file(_magic, path, name, "a file")
     if magic != b"\xff\xff\xff":  # FreeSurfer's "new" curv format (all since 2000)
         raise ValueError(
             f"{name}: cannot read {path!r}: not FreeSurfer morphometry (curv format), "
             "MGH (.mgh/.mgz) or GIFTI (.gii) data."
         )
-    try:
-        return nib.freesurfer.read_morph_data(path)
-    except Exception as exc:
-        raise ValueError(
-            f"{name}: cannot read {path!r} as FreeSurfer morphometry, MGH or GIFTI data: "
-            f"{exc}"
-        ) from None
+    return _read_file(_read_morph, path, name, "FreeSurfer morphometry, MGH or GIFTI data")
 
 
 def _mgh_values(img, name):
-    arr = np.asanyarray(img.dataobj)
+    if not isinstance(img, nib.freesurfer.MGHImage):
+        raise ValueError(f"{name}: not an MGH image.")
+    filename = img.get_filename()
+    arr = _read_file(lambda _: np.asanyarray(img.dataobj), filename or "<in-memory image>",
+                     name, "MGH (.mgh/.mgz) data")  # nibabel reads the data lazily: now
     spatial = arr.shape[:3]
     n_vertices = int(np.prod(spatial))
     if sum(s > 1 for s in spatial) > 1:
@@ -784,7 +853,8 @@ def write_surf_data(values, path, *, dtype=np.float32):
     return atomic_write(lambda tmp: nib.freesurfer.write_morph_data(tmp, values32), path)
 
 
-def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_NAMES):
+def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_NAMES,
+                     name="source"):
     """Cortex mask (medial wall out) from a label or annotation file.
 
     Parameters
@@ -801,10 +871,18 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
         list only the kept vertices); checked against the others.
     medial_wall_names : sequence of str
         Annotation names (case-insensitive) that are not cortex.
+    name : str, default="source"
+        Argument name used in error messages.
 
     Returns
     -------
     ndarray of bool, shape (n_vertices,)
+
+    Raises
+    ------
+    ValueError
+        If the file is truncated or corrupted, lists vertices out of range,
+        or the mask is empty or of the wrong length.
     """
     if n_vertices is not None:
         if isinstance(n_vertices, bool) or not isinstance(n_vertices, (int, np.integer)) \
@@ -812,57 +890,66 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
             raise ValueError(f"n_vertices must be a positive int, got {n_vertices!r}.")
         n_vertices = int(n_vertices)
     if isinstance(source, (str, bytes, os.PathLike)):
-        path = _existing(source, "source")
+        path = _existing(source, name)
         ext = _ext(path)
         if ext == ".label":
             if n_vertices is None:
                 raise ValueError("n_vertices is required for a .label file (it lists only "
                                  "the cortex vertices).")
-            idx = np.asarray(nib.freesurfer.read_label(path), dtype=np.int64)
+            idx = np.asarray(_read_file(_read_label, path, name, "a FreeSurfer .label file"),
+                             dtype=np.int64)
             if idx.size and (idx.min() < 0 or idx.max() >= n_vertices):
                 raise ValueError(
-                    f"source: {path!r} lists vertex {int(idx.max())}, out of range for "
+                    f"{name}: {path!r} lists vertex {int(idx.max())}, out of range for "
                     f"n_vertices={n_vertices}."
                 )
             mask = np.zeros(n_vertices, dtype=bool)
             mask[idx] = True
         elif ext in _GIFTI_EXT:
-            mask = _gifti_cortex_mask(path, medial_wall_names)
+            mask = _gifti_cortex_mask(path, medial_wall_names, name)
         elif ext == ".annot":
-            labels, _, names = nib.freesurfer.read_annot(path)
+            labels, _, names = _read_file(nib.freesurfer.read_annot, path, name,
+                                          "a FreeSurfer .annot file")
+            labels = np.asarray(labels)
+            if labels.ndim != 1 or labels.size == 0 or not np.issubdtype(labels.dtype,
+                                                                         np.integer):
+                raise ValueError(f"{name}: {path!r} holds no per-vertex labels.")
+            labels = np.where(labels >= len(names), -1, labels)
             names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
             wall = {s.lower() for s in medial_wall_names}
             is_wall = np.array([n.lower() in wall for n in names] + [True])  # [-1] = no label
             mask = ~is_wall[np.where(labels < 0, len(names), labels)]
         else:
             raise ValueError(
-                f"source: {path!r} is neither a .label nor an .annot file (nor a GIFTI "
+                f"{name}: {path!r} is neither a .label nor an .annot file (nor a GIFTI "
                 ".label.gii or .shape.gii)."
             )
     else:
         mask = np.asarray(source)
         if mask.dtype != bool:
-            raise TypeError(f"source must be a path or a boolean array, got dtype {mask.dtype}.")
+            raise TypeError(f"{name} must be a path or a boolean array, got dtype {mask.dtype}.")
     if mask.ndim != 1:
-        raise ValueError(f"source must give a 1-D mask, got shape {mask.shape}.")
+        raise ValueError(f"{name} must give a 1-D mask, got shape {mask.shape}.")
     if n_vertices is not None and mask.shape[0] != n_vertices:
         raise ValueError(
-            f"source has {mask.shape[0]} vertices but n_vertices={n_vertices}."
+            f"{name} has {mask.shape[0]} vertices but n_vertices={n_vertices}."
         )
     if not mask.any():
-        raise ValueError("source gives an empty cortex mask.")
+        where = f" ({path!r})" if isinstance(source, (str, bytes, os.PathLike)) else ""
+        raise ValueError(f"{name}{where} gives an empty cortex mask.")
     return mask
 
 
-def _gifti_cortex_mask(path, medial_wall_names):
+def _gifti_cortex_mask(path, medial_wall_names, name="source"):
     """Cortex mask from a GIFTI label (.label.gii) or 0/1 shape (.shape.gii) file."""
-    img = nib.load(path)
+    img = _read_file(nib.load, path, name, "a GIFTI cortex mask")
     if _gifti_arrays(img, "NIFTI_INTENT_POINTSET"):
-        raise ValueError(f"source: {path!r} is a surface mesh, not a cortex mask.")
+        raise ValueError(f"{name}: {path!r} is a surface mesh, not a cortex mask.")
     if len(img.darrays) != 1:
-        raise ValueError(f"source: {path!r} holds {len(img.darrays)} data arrays; a cortex "
+        raise ValueError(f"{name}: {path!r} holds {len(img.darrays)} data arrays; a cortex "
                          "mask needs one.")
-    data = np.asarray(img.darrays[0].data)
+    data = np.asarray(_read_file(lambda _: img.darrays[0].data, path, name,
+                                 "a GIFTI cortex mask"))
     if data.ndim == 2 and data.shape[1] == 1:
         data = data[:, 0]
     is_label = (img.darrays[0].intent == nib.nifti1.intent_codes.code["NIFTI_INTENT_LABEL"]
@@ -880,7 +967,7 @@ def _gifti_cortex_mask(path, medial_wall_names):
     values = np.unique(data)
     if not np.all(np.isin(values, [0, 1])):
         raise ValueError(
-            f"source: {path!r} holds values other than 0 and 1 (e.g. "
+            f"{name}: {path!r} holds values other than 0 and 1 (e.g. "
             f"{values[:5].tolist()}); a .shape.gii cortex mask must be binary: binarise it "
             "(e.g. load_surf_data(path) > 0.5) and pass the array.")
     return data.astype(bool)
@@ -1065,7 +1152,7 @@ def tv_from_hemispheres(left_mesh, right_mesh=None, mask_left=None, mask_right=N
         coords, faces = load_surf_mesh(mesh, f"{hemi}_mesh")
         n = _check_coords(coords, f"{hemi}_mesh coords").shape[0]
         if isinstance(mask, (str, bytes, os.PathLike)):
-            mask = load_cortex_mask(mask, n)
+            mask = load_cortex_mask(mask, n, name=f"mask_{hemi}")
         mask = _check_mask(mask, n, f"mask_{hemi}", f"{hemi}_mesh")
         checked = _check_mesh(coords, faces, mask, prefix=f"{hemi}_mesh ")
         ops.append(_build(checked, kind))
@@ -1147,7 +1234,7 @@ def load_surface_data(left_data, right_data, left_mesh, right_mesh=None, *,
         n = meshes[h][0].shape[0]
         maps.append(_subject_maps(data, n, f"{hemi}_data"))
         if isinstance(mask, (str, bytes, os.PathLike)):
-            mask = load_cortex_mask(mask, n)
+            mask = load_cortex_mask(mask, n, name=f"mask_{hemi}")
         masks.append(_check_mask(mask, n, f"mask_{hemi}", f"{hemi}_mesh"))
     if maps[0].shape[0] != maps[1].shape[0]:
         raise ValueError(

@@ -166,7 +166,7 @@ def test_fit_volume_writes_everything(volume_files, tmp_path, capsys):
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temp folder left
 
     # the report command rebuilds the report from the saved model
-    # (with the fit's --bg-img, remembered in the model's metadata)
+    # (the fit's --bg-img is kept in the metadata as text only: never opened again)
     assert saved.metadata["bg_img"] == str(root / "mask.nii.gz")
     assert main(["report", str(out / "model.npz"), "--output", str(tmp_path / "again.html"),
                  "-q"]) == 0

@@ -339,6 +339,13 @@ def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="au
     from matplotlib.colors import Normalize
 
     maps = {h: np.asarray(maps[h], dtype=np.float64) for h in ("left", "right")}
+    from ..surface import check_plot_mesh  # a bad face index must never reach VTK
+
+    meshes = {h: check_plot_mesh(*meshes[h], name=f"meshes['{h}']") for h in ("left", "right")}
+    for h in ("left", "right"):
+        if maps[h].shape != (meshes[h][0].shape[0],):
+            raise ValueError(f"maps['{h}'] has shape {maps[h].shape}, expected "
+                             f"({meshes[h][0].shape[0]},) (one value per mesh vertex).")
     bgs = dict(bg_maps or {})
     vmax, threshold = _symmetric_scale(np.concatenate([maps["left"], maps["right"]]))
     if vmax == 0:
