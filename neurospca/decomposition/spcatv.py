@@ -341,7 +341,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
 AUTO_ALPHA_REL_PATH = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 #: ``alpha_rel="auto"`` stops at the first path point where every component has
 #: at most this fraction of non-zero loadings.
-AUTO_MAX_NONZERO = 0.5
+AUTO_MAX_NONZERO = 0.25
 #: Above this many features, ``operator=None`` (a 1-D chain) warns.
 CHAIN_WARNING_FEATURES = 500
 
@@ -380,7 +380,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         ``alpha`` in units of ``l1_max_``, used when ``alpha`` is None. "auto"
         walks the path :data:`AUTO_ALPHA_REL_PATH` (0.25, 0.5, 1, ..., 16;
         warm-started) and keeps the weakest penalty for which every component
-        has at most half of its loadings non-zero (without emptying a
+        has at most a quarter of its loadings non-zero (without emptying a
         component; if a component vanishes first, the last fit with all
         components non-empty is kept). The value used is ``alpha_rel_``.
     operator : GroupOperator, optional
@@ -580,7 +580,10 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.loadings_ = V
         self.components_ = (V / safe).T
         self.scores_ = U
-        self._duals = info["w"]
+        if self.warm_start:  # dual variables for the next warm start (not saved)
+            self._duals = info["w"]
+        elif hasattr(self, "_duals"):
+            del self._duals
         self.singular_values_ = info["d"] * norms
         self.dual_gaps_ = info["gaps"]
         self.rel_gaps_ = info["rel_gaps"]
