@@ -662,16 +662,25 @@ class PenaltySelection:
         return "\n".join(lines)
 
 
+def _paired_se(folds, best):
+    """Standard error of each setting's mean score difference to ``best``,
+    paired by fold (the folds' own difficulty cancels)."""
+    d = folds - folds[best]
+    n = folds.shape[1]
+    return d.std(axis=1, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(len(folds))
+
+
 def _choose(results, rule, n_folds):
     """Index of the chosen grid point (grid ordered weakest penalty first)."""
     n = len(results)
     ok = np.array([r["n_empty"] == 0 for r in results])
     cand = np.flatnonzero(ok) if ok.any() else np.arange(n)
     score = np.array([r["mean_score"] for r in results])
-    se = np.array([r["std_score"] for r in results]) / np.sqrt(max(n_folds - 1, 1))
+    folds = np.array([r["fold_scores"] for r in results])
     stab = np.array([r["stability"] for r in results])
     best = cand[np.argmax(score[cand])]
-    within = cand[score[cand] >= score[best] - se[best]]
+    se = _paired_se(folds, best)
+    within = cand[score[cand] >= score[best] - se[cand]]
     for i in range(n):
         results[i]["within_one_se"] = bool(i in within)
     if rule == "score":
@@ -713,7 +722,10 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, cv=5,
     - ``"score"``: the best held-out score alone (it prefers the weakest
       penalty; kept for comparison).
 
-    The standard error is ``std / sqrt(n_folds - 1)`` across folds.
+    "Within one standard error": ``mean_i >= mean_best - SE_i`` with
+    ``SE_i`` the standard error of the fold-paired differences
+    ``score_i - score_best`` (``std(ddof=1) / sqrt(n_folds)``): the folds
+    share their test sets, so their own difficulty cancels.
 
     Parameters
     ----------
@@ -817,7 +829,8 @@ def one_se_refit(cv_results, param="param_alpha_rel"):
     """``refit`` callable for ``GridSearchCV``: the one-standard-error rule.
 
     Among the candidates whose mean test score is within one standard error
-    (``std_test_score / sqrt(n_splits - 1)``) of the best, returns the index
+    of the best (standard error of the split-paired differences to the best,
+    as in :func:`select_penalty`), returns the index
     of the one with the largest ``param`` (the strongest penalty), as
     ``select_penalty(..., rule="one_se")`` does. Use it as
     ``GridSearchCV(SPCATV(operator=op), {"alpha_rel": [...]}, refit=one_se_refit)``
@@ -839,13 +852,15 @@ def one_se_refit(cv_results, param="param_alpha_rel"):
                          f"'param_<name>' of the penalty (columns: "
                          f"{sorted(k for k in cv_results if k.startswith('param_'))}).")
     mean = np.asarray(cv_results["mean_test_score"], dtype=float)
-    std = np.asarray(cv_results["std_test_score"], dtype=float)
-    n_splits = sum(1 for k in cv_results if k.startswith("split") and k.endswith("_test_score"))
+    splits = sorted((k for k in cv_results
+                     if k.startswith("split") and k.endswith("_test_score")),
+                    key=lambda k: int(k[5:].split("_")[0]))
+    folds = np.column_stack([np.asarray(cv_results[k], dtype=float) for k in splits])
     values = np.asarray(cv_results[param], dtype=float)
     finite = np.isfinite(mean)
     if not finite.any():
         raise ValueError("cv_results has no finite mean_test_score.")
     best = int(np.nanargmax(np.where(finite, mean, -np.inf)))
-    se = std[best] / np.sqrt(max(n_splits - 1, 1))
+    se = _paired_se(folds, best)
     within = np.flatnonzero(finite & (mean >= mean[best] - se))
     return int(within[np.argmax(values[within])])

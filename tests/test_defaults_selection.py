@@ -140,15 +140,19 @@ def test_gridsearchcv_over_pipeline_default_scoring_is_finite():
 
 
 def test_one_se_refit_picks_strongest_within_one_standard_error():
+    base = np.array([0.50, 0.52, 0.48, 0.51, 0.49])
+    noise = np.array([0.01, -0.01, 0.0, 0.02, -0.02])
+    splits = np.stack([base, base - 0.01 + noise, base - 0.02 + 0.1 * noise, base - 0.2])
     res = {"param_alpha_rel": np.array([0.5, 1.0, 2.0, 4.0]),
-           "mean_test_score": np.array([0.50, 0.49, 0.47, 0.30]),
-           "std_test_score": np.array([0.04, 0.04, 0.04, 0.04]),
-           "split0_test_score": 0, "split1_test_score": 0, "split2_test_score": 0,
-           "split3_test_score": 0, "split4_test_score": 0}
-    # SE = 0.04 / sqrt(4) = 0.02: 0.49 is within, 0.47 is not
+           "mean_test_score": splits.mean(axis=1), "std_test_score": splits.std(axis=1)}
+    res.update({f"split{f}_test_score": splits[:, f] for f in range(5)})
+    # paired SE of setting 1 vs 0: std(noise - 0.01, ddof=1) / sqrt(5) = 0.0071 < 0.01
+    # -> not within; setting 2: mean difference 0.02 > its paired SE 0.0007
+    assert one_se_refit(res) == 0
+    splits[1] = base - 0.005 + noise  # now within one paired SE
+    res["mean_test_score"] = splits.mean(axis=1)
+    res.update({f"split{f}_test_score": splits[:, f] for f in range(5)})
     assert one_se_refit(res) == 1
-    res["std_test_score"] = np.full(4, 0.08)  # SE 0.04: 0.47 is within
-    assert one_se_refit(res) == 2
     with pytest.raises(ValueError, match="param_spcatv__alpha_rel"):
         one_se_refit(res, "param_spcatv__alpha_rel")
 
@@ -225,7 +229,7 @@ def test_verbose_prints_unless_a_handler_listens(capsys):
 
 
 def test_warm_start_reuses_scores_and_duals():
-    X, _, mask = make_paper_simulation(80, random_state=2009, shape=(20, 20))
+    X, _, mask = make_paper_simulation(80, snr=0.5, random_state=2009, shape=(20, 20))
     Xc = X - X.mean(0)
     op = tv_from_mask(mask)
     l1m = np.sqrt((Xc**2).sum(0)).max() / len(X)
