@@ -31,8 +31,8 @@ from neurospca.model_selection import (  # noqa: E402
 )
 
 
-def instances(kind, n_seeds):
-    for seed in range(1001, 1001 + n_seeds):
+def instances(kind, n_seeds, first_seed=1001):
+    for seed in range(first_seed, first_seed + n_seeds):
         if kind == "paper":
             X, P, mask = make_paper_simulation(250, random_state=seed)
             yield seed, X, P, tv_from_mask(mask)
@@ -42,16 +42,20 @@ def instances(kind, n_seeds):
             yield seed, d.X, d.patterns, op
 
 
-def selection_table(kind, n_seeds, n_jobs):
+def selection_table(kind, n_seeds, n_jobs, first_seed=1001, dump=None):
     rows = {r: [] for r in SELECTION_RULES}
     weakest = []
     print(f"\n## {kind}: chosen alpha_rel per seed and rule; MSE / Dice to truth")
     print(f"{'seed':>5s} " + " ".join(f"{r:>17s}" for r in SELECTION_RULES)
           + f" {'weakest (0.25)':>17s}")
-    for seed, X, truth, op in instances(kind, n_seeds):
+    for seed, X, truth, op in instances(kind, n_seeds, first_seed):
         sel = select_penalty(SPCATV(3, operator=op), X, truth=truth, random_state=seed,
                              refit=False, n_jobs=n_jobs)
         res = sel.results_
+        if dump is not None:
+            dump.append({"kind": kind, "seed": seed, "results": [
+                {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()}
+                for r in res]})
         w = res[0]
         weakest.append((w["mse"], w["dice_truth"]))
         cells = []
@@ -61,7 +65,7 @@ def selection_table(kind, n_seeds, n_jobs):
             cells.append(f"{res[i]['alpha_rel']:4.2g} {res[i]['mse']:.3f}/{res[i]['dice_truth']:.2f}")
         print(f"{seed:5d} " + " ".join(f"{c:>17s}" for c in cells)
               + f" {w['mse']:.3f}/{w['dice_truth']:.2f}".rjust(18), flush=True)
-        if seed == 1001:
+        if seed == first_seed:
             print(sel.table())
     print(f"\n{'rule':>17s} {'mean MSE':>9s} {'mean Dice':>9s} {'beats weakest (MSE & Dice)':>27s}")
     wm = np.array(weakest)
@@ -100,16 +104,23 @@ def main():
     p.add_argument("--atrophy-seeds", type=int, default=5)
     p.add_argument("--n-jobs", type=int, default=1)
     p.add_argument("--skip", default="", help="comma list of: paper,atrophy,warm")
+    p.add_argument("--first-seed", type=int, default=1001)
+    p.add_argument("--json", default=None, help="write the per-seed results here")
     args = p.parse_args()
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"python {platform.python_version()}")
     skip = set(args.skip.split(","))
     if "warm" not in skip:
         warm_start_saving()
+    dump = []
     if "paper" not in skip:
-        selection_table("paper", args.seeds, args.n_jobs)
+        selection_table("paper", args.seeds, args.n_jobs, args.first_seed, dump)
     if "atrophy" not in skip:
-        selection_table("atrophy", args.atrophy_seeds, args.n_jobs)
+        selection_table("atrophy", args.atrophy_seeds, args.n_jobs, args.first_seed, dump)
+    if args.json:
+        import json
+        with open(args.json, "w") as f:
+            json.dump(dump, f)
 
 
 if __name__ == "__main__":

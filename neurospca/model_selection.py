@@ -42,6 +42,7 @@ __all__ = [
     "PenaltySelection",
     "one_se_refit",
     "dice_to_truth",
+    "corrected_stability",
 ]
 
 
@@ -566,7 +567,49 @@ def format_grid_table(results, float_format="{:.4g}"):
 
 #: Default grid of :func:`select_penalty` (relative penalties, weakest first).
 DEFAULT_ALPHA_REL_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-SELECTION_RULES = ("one_se_stability", "stability", "one_se", "sparsity", "score")
+SELECTION_RULES = ("weakest_stable", "one_se_stability", "stability", "one_se", "sparsity",
+                   "score")
+#: ``rule="weakest_stable"``: stability within this fraction of the best.
+STABLE_TOLERANCE = 0.05
+
+
+def corrected_stability(components_list):
+    """Chance-corrected pairwise Dice stability of the supports across fits.
+
+    For every pair of fits, after matching (:func:`match_components`), each
+    pair of supports with non-zero fractions ``f1, f2`` has Dice ``D`` and
+    chance Dice ``E = 2 f1 f2 / (f1 + f2)`` (two random supports of those
+    sizes); the corrected value is ``(D - E) / (1 - E)`` (1: identical, 0: as
+    random). Dense supports are trivially "stable" under the raw Dice
+    (two 95 % supports overlap by chance); the correction removes that.
+
+    Parameters
+    ----------
+    components_list : list of array-like (n_components, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_pairs, n_components)
+    """
+    comps = [_components_of(c, f"components_list[{i}]") for i, c in enumerate(components_list)]
+    if len(comps) < 2:
+        raise ValueError(f"components_list needs at least 2 fits, got {len(comps)}.")
+    rows = []
+    for i in range(len(comps)):
+        for j in range(i + 1, len(comps)):
+            order = match_components(comps[i], comps[j])[0]
+            row = []
+            for k in range(len(order)):
+                a, b = comps[i][k] != 0, comps[j][order[k]] != 0
+                f1, f2 = a.mean(), b.mean()
+                if f1 + f2 == 0:
+                    row.append(0.0)
+                    continue
+                d = dice_index(comps[i][k], comps[j][order[k]])
+                e = 2.0 * f1 * f2 / (f1 + f2)
+                row.append((d - e) / (1.0 - e) if e < 1 else 0.0)
+            rows.append(row)
+    return np.asarray(rows)
 
 
 def dice_to_truth(components, truth, threshold=0.0):
@@ -622,7 +665,8 @@ class PenaltySelection:
         One per grid point (weakest penalty first): ``params``, ``alpha_rel``,
         ``mean_score`` / ``std_score`` (held-out :meth:`SPCATV.score` across
         folds), ``fold_scores``, ``stability`` (mean pairwise Dice of the fold
-        fits), ``zero_fraction`` (mean over folds and components),
+        fits), ``stability_corrected`` (the same, chance-corrected),
+        ``zero_fraction`` (mean over folds and components),
         ``zero_fraction_per_component``, ``n_empty`` (fold fits with an
         all-zero component), ``passes_sparsity``, ``within_one_se``,
         ``mean_fit_time``, and with ``truth`` ``mse`` and ``dice_truth``.
@@ -646,14 +690,14 @@ class PenaltySelection:
 
     def table(self, float_format="{:.4g}"):
         """The results as aligned plain text (the chosen row marked ``*``)."""
-        cols = ["alpha_rel", "score", "std", "stability", "zeros", "empty"]
+        cols = ["alpha_rel", "score", "std", "stability", "corrected", "zeros", "empty"]
         has_truth = "mse" in self.results_[0]
         if has_truth:
             cols += ["mse", "dice_truth"]
         lines = ["  " + "  ".join(f"{c:>10s}" for c in cols)]
         for i, r in enumerate(self.results_):
             vals = [r["alpha_rel"], r["mean_score"], r["std_score"], r["stability"],
-                    r["zero_fraction"], r["n_empty"]]
+                    r["stability_corrected"], r["zero_fraction"], r["n_empty"]]
             if has_truth:
                 vals += [r["mse"], r["dice_truth"]]
             cells = [f"{float_format.format(v):>10s}" if isinstance(v, float)
@@ -677,7 +721,7 @@ def _choose(results, rule, n_folds):
     cand = np.flatnonzero(ok) if ok.any() else np.arange(n)
     score = np.array([r["mean_score"] for r in results])
     folds = np.array([r["fold_scores"] for r in results])
-    stab = np.array([r["stability"] for r in results])
+    stab = np.array([r["stability_corrected"] for r in results])
     best = cand[np.argmax(score[cand])]
     se = _paired_se(folds, best)
     within = cand[score[cand] >= score[best] - se[cand]]
@@ -691,6 +735,9 @@ def _choose(results, rule, n_folds):
         return int(cand[np.argmax(stab[cand])])
     if rule == "one_se_stability":
         return int(within[np.argmax(stab[within])])
+    if rule == "weakest_stable":  # weakest penalty nearly as stable as the most stable
+        top = stab[cand].max()
+        return int(cand[stab[cand] >= top - STABLE_TOLERANCE * abs(top)].min())
     # "sparsity": the paper's rule, then the best score
     passing = cand[[results[i]["passes_sparsity"] for i in cand]]
     pool = passing if passing.size else cand
@@ -698,7 +745,7 @@ def _choose(results, rule, n_folds):
 
 
 def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, cv=5,
-                   rule="one_se_stability", n_jobs=None, random_state=None, refit=True,
+                   rule="weakest_stable", n_jobs=None, random_state=None, refit=True,
                    truth=None, min_zero_fraction=0.5, sparse_indices=(1, 2)):
     """Choose SPCA-TV's relative penalty by held-out fit AND stability.
 
@@ -708,11 +755,16 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, cv=5,
     :meth:`SPCATV.score` (fraction of variance explained) and the components.
     Per grid point: mean and standard deviation of the held-out score, the
     stability (mean pairwise Dice of the supports across the fold fits,
-    :func:`pairwise_dice`), the zero fractions. Settings where a fold fit has
+    :func:`pairwise_dice`; and chance-corrected, :func:`corrected_stability`,
+    which the rules use), the zero fractions. Settings where a fold fit has
     an all-zero component are excluded. Rules:
 
-    - ``"one_se_stability"`` (default): among the settings whose mean score
-      is within one standard error of the best, the most stable one;
+    - ``"weakest_stable"`` (default): the weakest penalty whose corrected
+      stability is within 5 % (:data:`STABLE_TOLERANCE`) of the most stable
+      setting's: as reproducible as the penalties allow, with the least
+      shrinkage (the shrinkage of the loadings grows with the penalty);
+    - ``"one_se_stability"``: among the settings whose mean score is within
+      one standard error of the best, the most stable one;
     - ``"stability"``: the most stable setting;
     - ``"one_se"``: the strongest penalty within one standard error of the
       best score (as :func:`one_se_refit` does for ``GridSearchCV``);
@@ -737,7 +789,7 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, cv=5,
         Relative penalties (``alpha_ = alpha_rel * l1_max_``).
     cv : int, cross-validation splitter or iterable, default=5
         An int is a shuffled ``KFold`` seeded by ``random_state``.
-    rule : str, default="one_se_stability"
+    rule : str, default="weakest_stable"
     n_jobs : int, optional
         Folds run in parallel through joblib.
     random_state : int, optional
@@ -799,6 +851,7 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, cv=5,
             "std_score": float(scores.std()),
             "fold_scores": scores,
             "stability": float(pairwise_dice(comps).mean()),
+            "stability_corrected": float(corrected_stability(comps).mean()),
             "zero_fraction": float(zeros.mean()),
             "zero_fraction_per_component": zeros.mean(axis=0),
             "n_empty": int(np.sum(np.any(zeros == 1.0, axis=1))),

@@ -95,7 +95,7 @@ def test_selection_beats_weakest_penalty_on_paper_simulation():
     assert sel.component_stability_.shape == (3,)
     assert np.all((sel.component_stability_ >= 0) & (sel.component_stability_ <= 1))
     assert res[-1]["n_empty"] > 0  # too strong: excluded, never chosen
-    assert "*" in sel.table() and sel.rule == "one_se_stability"
+    assert "*" in sel.table() and sel.rule == "weakest_stable"
 
 
 def test_selection_scores_are_the_estimator_score_on_held_out_folds():
@@ -259,3 +259,17 @@ def test_select_penalty_bad_input():
         select_penalty(est, X, alpha_rel=[1.0, -1.0])
     with pytest.raises(TypeError, match="alpha_rel"):
         select_penalty(PCA(2), X)
+
+
+def test_corrected_stability_removes_chance_overlap():
+    from neurospca.model_selection import corrected_stability, pairwise_dice
+
+    rng = np.random.default_rng(0)
+    dense = [(rng.random((1, 1000)) < 0.95).astype(float) for _ in range(2)]
+    sparse = np.zeros((1, 1000))
+    sparse[0, :50] = 1.0
+    # two independent 95 % supports: raw Dice ~0.95, corrected ~0
+    assert pairwise_dice(dense).mean() > 0.9
+    assert abs(corrected_stability(dense).mean()) < 0.1
+    # identical sparse supports: both 1
+    assert corrected_stability([sparse, sparse.copy()]).mean() == pytest.approx(1.0)

@@ -227,7 +227,8 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
     a, b = l1 / (2.0 * l2), tv / (2.0 * l2)
     scale_y = 1.0 / (2.0 * n_samples * l2)
     defl = _Deflated(X)
-    gram = X @ X.T if init == "svd" else None
+    warm_u = u0 is not None and bool(np.all(np.any(u0, axis=0)))
+    gram = X @ X.T if init == "svd" and not warm_u else None
     U = np.zeros((n_samples, n_components))
     V = np.zeros((n_features, n_components))
     info = {key: [] for key in ("d", "gaps", "rel_gaps", "n_iter", "n_inner_iter",
@@ -236,9 +237,10 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
     zero_from = None
     for k in range(n_components):
         t0 = time.perf_counter()
-        u = _init_u(defl, gram, init, rng)
         if u0 is not None and np.any(u0[:, k]):
             u = u0[:, k] / np.linalg.norm(u0[:, k])
+        else:
+            u = _init_u(defl, gram, init, rng)
         v = np.zeros(n_features)
         w = None if w0 is None else w0[k]
         resid_prev, change = np.sqrt(defl.sqnorm), np.inf
@@ -338,7 +340,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
 
 
 #: The path of relative penalties tried by ``alpha_rel="auto"`` (weakest first).
-AUTO_ALPHA_REL_PATH = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 #: ``alpha_rel="auto"`` stops at the first path point where every component has
 #: at most this fraction of non-zero loadings.
 AUTO_MAX_NONZERO = 0.25
@@ -378,7 +380,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         ``l1_ratio + tv_ratio < 1``.
     alpha_rel : "auto" or float, default="auto"
         ``alpha`` in units of ``l1_max_``, used when ``alpha`` is None. "auto"
-        walks the path :data:`AUTO_ALPHA_REL_PATH` (0.25, 0.5, 1, ..., 16;
+        walks the path :data:`AUTO_ALPHA_REL_PATH` (0.5, 1, 2, ..., 16;
         warm-started) and keeps the weakest penalty for which every component
         has at most a quarter of its loadings non-zero (without emptying a
         component; if a component vanishes first, the last fit with all
