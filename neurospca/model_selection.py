@@ -570,7 +570,7 @@ DEFAULT_ALPHA_REL_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 SELECTION_RULES = ("weakest_stable", "one_se_stability", "stability", "one_se", "sparsity",
                    "score")
 #: ``rule="weakest_stable"``: stability within this fraction of the best.
-STABLE_TOLERANCE = 0.05
+STABLE_TOLERANCE = 0.1
 
 
 def corrected_stability(components_list):
@@ -760,7 +760,7 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, cv=5,
     an all-zero component are excluded. Rules:
 
     - ``"weakest_stable"`` (default): the weakest penalty whose corrected
-      stability is within 5 % (:data:`STABLE_TOLERANCE`) of the most stable
+      stability is within 10 % (:data:`STABLE_TOLERANCE`) of the most stable
       setting's: as reproducible as the penalties allow, with the least
       shrinkage (the shrinkage of the loadings grows with the penalty);
     - ``"one_se_stability"``: among the settings whose mean score is within
