@@ -60,11 +60,22 @@ def brainspace_rsfmri(n_samples=None, step=1):
     hemispheres (constant, i.e. medial-wall, vertices dropped) and the kept mask.
     ``step`` keeps every ``step``-th time point, ``n_samples`` the first ones.
     """
-    from brainspace.datasets import fetch_timeseries_preprocessing
+    import importlib.util
+    import os
+
+    import nibabel as nib
 
     from neurospca import tv_from_hemispheres
 
-    ts = np.asarray(fetch_timeseries_preprocessing(), dtype=np.float64)  # (20484, 652)
+    # brainspace.datasets.fetch_timeseries_preprocessing() reads these two files
+    # shipped in the wheel; reading them directly avoids importing vtk.
+    spec = importlib.util.find_spec("brainspace")
+    if spec is None:
+        raise ImportError("brainspace is not installed (pip install brainspace)")
+    root = os.path.join(os.path.dirname(spec.origin), "datasets", "preprocessing")
+    fname = "sub-010188_ses-02_task-rest_acq-AP_run-01.fsa5.{}.mgz"
+    ts = np.vstack([np.asarray(nib.load(os.path.join(root, fname.format(h))).get_fdata(),
+                               dtype=np.float64).squeeze() for h in ("lh", "rh")])
     keep = ts.std(axis=1) > 0
     X = ts[keep].T[::step]
     if n_samples is not None:
