@@ -76,8 +76,10 @@ from .model_selection import (
     match_components,
     mse_to_truth,
     neg_reconstruction_error,
+    one_se_refit,
     pairwise_dice,
     reconstruction_error,
+    select_penalty,
     sign_permutation_test,
     sparsity_rule,
 )
@@ -156,4 +158,7 @@ __all__ = [
     "reconstruction_error",
     "sign_permutation_test",
     "sparsity_rule",
+    # --- issue 12
+    "select_penalty",
+    "one_se_refit",
 ]

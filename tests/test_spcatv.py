@@ -174,7 +174,7 @@ def test_spca_tv_bad_weights(small_data):
         spca_tv(small_data, 1, l1=0.1, l2=1.0, tv=-0.1)
 
 
-@parametrize_with_checks([SPCATV(n_components=1, alpha=0.01)])
+@parametrize_with_checks([SPCATV(n_components=1, alpha=0.01), SPCATV(n_components=1)])
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -12,10 +12,11 @@ import warnings
 from dataclasses import replace
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
+from sklearn.utils.extmath import randomized_svd
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
@@ -107,6 +108,14 @@ class _Deflated:
         self.d.append(d)
 
 
+def _say(msg, *args):
+    """Progress line: an INFO record on ``"neurospca"``; printed to stdout too
+    when nothing is attached to that logger (scikit-learn-style ``verbose``)."""
+    logger.info(msg, *args)
+    if not logger.handlers:
+        print("[SPCATV] " + msg % args, flush=True)
+
+
 def _init_u(defl, gram, init, rng):
     if init == "random":
         u = rng.standard_normal(defl.X.shape[0])
@@ -155,7 +164,7 @@ def _certify_pair(defl, u, v, w, res, scale_y, operator, a, b, tol, solver,
 
 def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=100,
             solver="dual", max_inner_iter=None, init="svd", random_state=None,
-            gap_every=10, kernels="cython", verbose=0):
+            gap_every=10, kernels="cython", verbose=0, u0=None, w0=None):
     """SPCA-TV by alternating minimisation and deflation (paper Algorithm 3).
 
     Component ``k`` solves, on the deflated matrix ``X_k`` (``X_0 = X``),
@@ -197,7 +206,15 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         Evaluate the certified gap every ``gap_every`` inner iterations.
     kernels : {"cython", "numpy"}, default="cython"
     verbose : int, default=0
-        Log progress at INFO level (logger ``"neurospca"``) when > 0.
+        When > 0, log progress at INFO level (logger ``"neurospca"``); the
+        lines are also printed to stdout unless a handler is attached to that
+        logger.
+    u0 : ndarray of shape (n_samples, n_components), optional
+        Warm start: initial ``u`` of each component (a zero column falls back
+        to ``init``), e.g. the ``U`` of a fit at neighbouring penalties.
+    w0 : list of ndarray of shape (operator.n_rows,) or None, optional
+        Warm start of the dual variables of each component's v-steps
+        (``solver="dual"``), e.g. ``info["w"]`` of a neighbouring fit.
 
     Returns
     -------
@@ -213,7 +230,10 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         docs/certificates.rst), ``rel_gaps`` (gap over the prox objective at 0),
         ``n_iter`` (alternations), ``n_inner_iter`` (solver iterations),
         ``gap_history`` (per component, ``(cumulative inner iteration, gap in f
-        units)``), ``mu_history`` (CONESTA), ``converged``, ``time``.
+        units)``), ``rel_gap_history`` (the same gaps over the prox objective
+        at 0 of their v-step, the quantity compared with ``tol``),
+        ``mu_history`` (CONESTA), ``converged``, ``time``, ``w`` (final dual
+        variables per component, None for CONESTA; see ``w0``).
     """
     X = check_data(X)
     n_samples, n_features = X.shape
@@ -236,6 +256,14 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
     check_operator(operator, n_features)
     check_not_constant(X)
     rng = check_random_state(random_state)
+    if u0 is not None:
+        u0 = np.asarray(u0, dtype=np.float64)
+        if u0.shape != (n_samples, n_components) or not np.all(np.isfinite(u0)):
+            raise ValueError(f"u0 must be a finite array of shape ({n_samples}, "
+                             f"{n_components}), got shape {u0.shape}.")
+    if w0 is not None and len(w0) != n_components:
+        raise ValueError(f"w0 must hold one dual vector (or None) per component "
+                         f"({n_components}), got {len(w0)}.")
 
     a, b = l1 / (2.0 * l2), tv / (2.0 * l2)
     scale_y = 1.0 / (2.0 * n_samples * l2)
@@ -249,19 +277,24 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
             "for penalties relative to the data)."
         )
     defl = _Deflated(X)
-    gram = X @ X.T if init == "svd" else None
+    warm_u = u0 is not None and bool(np.all(np.any(u0, axis=0)))
+    gram = X @ X.T if init == "svd" and not warm_u else None
     U = np.zeros((n_samples, n_components))
     V = np.zeros((n_features, n_components))
     info = {key: [] for key in ("d", "gaps", "rel_gaps", "n_iter", "n_inner_iter",
-                                "gap_history", "mu_history", "converged", "time")}
+                                "gap_history", "rel_gap_history", "mu_history",
+                                "converged", "time", "w")}
     zero_from = None
     for k in range(n_components):
         t0 = time.perf_counter()
-        u = _init_u(defl, gram, init, rng)
+        if u0 is not None and np.any(u0[:, k]):
+            u = u0[:, k] / np.linalg.norm(u0[:, k])
+        else:
+            u = _init_u(defl, gram, init, rng)
         v = np.zeros(n_features)
-        w = None
+        w = None if w0 is None else w0[k]
         resid_prev, change = np.sqrt(defl.sqnorm), np.inf
-        history, mu_hist, inner, outer_ok = [], [], 0, False
+        history, rel_history, mu_hist, inner, outer_ok = [], [], [], 0, False
         for it in range(1, max_iter + 1):
             y = defl.tdot(u) * scale_y
             if solver == "dual":
@@ -276,6 +309,9 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                               gap_every=gap_every, kernels=kernels, check_input=False)
                 mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
             history.extend((inner + i, 2.0 * l2 * g) for i, g in res.gap_history)
+            p0 = 0.5 * float(y @ y)
+            rel_history.extend((inner + i, g / p0 if p0 > 0 else 0.0)
+                               for i, g in res.gap_history)
             inner += res.n_iter
             vstep_ok = res.converged
             v = res.v
@@ -293,8 +329,8 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                 change = np.inf
             resid_prev = resid
             if verbose:
-                logger.info("component %d, iteration %d: residual %.6g, change %.2e, "
-                            "gap %.2e", k, it, resid, change, res.gap)
+                _say("component %d, iteration %d: residual %.6g, change %.2e, "
+                     "gap %.2e", k, it, resid, change, res.gap)
             if change <= tol:
                 outer_ok = True
                 break
@@ -303,7 +339,11 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                                              tol, solver, max_inner_iter, gap_every, kernels)
             inner += extra
             vstep_ok = res.converged
+            if solver == "dual":
+                w = res.w
             history.append((inner, 2.0 * l2 * res.gap))
+            p0 = 0.5 * float(y @ y)
+            rel_history.append((inner, res.gap / p0 if p0 > 0 else 0.0))
             Xv, vv = defl.dot(v), float(v @ v)
             nrm = float(u @ Xv)
         if nrm == 0.0 or vv == 0.0:
@@ -341,24 +381,36 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         info["n_iter"].append(it)
         info["n_inner_iter"].append(inner)
         info["gap_history"].append(history)
+        info["rel_gap_history"].append(rel_history)
+        info["w"].append(w if solver == "dual" else None)
         info["mu_history"].append(mu_hist)
         info["converged"].append(outer_ok and res.converged)
         info["time"].append(time.perf_counter() - t0)
         if verbose:
-            logger.info("component %d done: %d alternations, %d solver iterations, "
-                        "gap %.3e, %.2f s", k, it, inner, info["gaps"][-1], info["time"][-1])
+            _say("component %d done: %d alternations, %d solver iterations, "
+                 "gap %.3e, %.2f s", k, it, inner, info["gaps"][-1], info["time"][-1])
     if zero_from is not None:  # not computed: NaN gaps, no iterations
         for k in range(zero_from, n_components):
             for key, value in (("d", 0.0), ("gaps", np.nan), ("rel_gaps", np.nan),
                                ("n_iter", 0), ("n_inner_iter", 0), ("gap_history", []),
-                               ("mu_history", []), ("converged", False), ("time", 0.0)):
+                               ("rel_gap_history", []), ("mu_history", []),
+                               ("converged", False), ("time", 0.0), ("w", None)):
                 info[key].append(value)
-    info = {key: (np.asarray(val) if key not in ("gap_history", "mu_history") else val)
-            for key, val in info.items()}
+    info = {key: (val if key in ("gap_history", "rel_gap_history", "mu_history", "w")
+                  else np.asarray(val)) for key, val in info.items()}
     return U, V, info
 
 
-class SPCATV(LoadingsTransformerMixin, BaseEstimator):
+#: The path of relative penalties tried by ``alpha_rel="auto"`` (weakest first).
+AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+#: ``alpha_rel="auto"`` stops at the first path point where every component has
+#: at most this fraction of non-zero loadings.
+AUTO_MAX_NONZERO = 0.25
+#: Above this many features, ``operator=None`` (a 1-D chain) warns.
+CHAIN_WARNING_FEATURES = 500
+
+
+class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEstimator):
     """Sparse and structured PCA with the TV-elastic-net penalty (SPCA-TV).
 
     Each component solves (de Pierrefeu et al., eq. 3), on the deflated data,
@@ -379,21 +431,29 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
     alpha : float or None, default=None
         Absolute total penalty weight (> 0), the paper's parametrisation. None
         (the default) makes the penalties relative to the data:
-        ``alpha_ = alpha_rel * l1_max_`` with ``l1_max_ = max_j ||Xc_j||_2 / N``
+        ``alpha_ = alpha_rel_ * l1_max_`` with ``l1_max_ = max_j ||Xc_j||_2 / N``
         of the centred training data, so the same settings suit maps of any
-        scale. Sparsity is driven by ``l1 = alpha * l1_ratio`` relative to
-        ``l1_max_`` (no component survives when ``l1`` exceeds it and
-        ``tv_ratio = 0``).
+        scale (``lambda_1 / l1_max_`` is a threshold on the correlation of a
+        feature with the component's scores, for features of the largest
+        norm). For fixed scores the normalised loadings depend only on
+        ``lambda_1`` and ``lambda``; ``lambda_2`` scales them.
     l1_ratio : float, default=0.05
     tv_ratio : float, default=0.1
         ``l1_ratio + tv_ratio < 1``.
-    alpha_rel : float, default=5.0
-        ``alpha`` in units of ``l1_max_``, used when ``alpha`` is None.
+    alpha_rel : "auto" or float, default="auto"
+        ``alpha`` in units of ``l1_max_``, used when ``alpha`` is None. "auto"
+        walks the path :data:`AUTO_ALPHA_REL_PATH` (0.5, 1, 2, ..., 16;
+        warm-started) and keeps the weakest penalty for which every component
+        has at most a quarter of its loadings non-zero (without emptying a
+        component; if a component vanishes first, the last fit with all
+        components non-empty is kept). The value used is ``alpha_rel_``.
     operator : GroupOperator, optional
         The structure, e.g. from :func:`neurospca.tv_from_mask` or
-        :func:`neurospca.tv_from_mesh`. Default: a 1-D chain over the features.
+        :func:`neurospca.tv_from_mesh`. Default: a 1-D chain over the features
+        in column order (warns above 500 features).
     tol : float, default=1e-3
-        Scale-free tolerance of the certified v-step gaps and of the outer loop.
+        Scale-free tolerance of the certified v-step gaps (``rel_gaps_``) and
+        of the outer loop.
     max_iter : int, default=100
         Maximum alternations per component.
     solver : {"dual", "conesta"}, default="dual"
@@ -401,15 +461,28 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
     init : {"svd", "random"}, default="svd"
     random_state : int, RandomState or None
     verbose : int, default=0
+        Print progress when > 0 (also INFO records on the ``"neurospca"``
+        logger; when a handler is attached there, nothing is printed).
+    warm_start : bool, default=False
+        Start from the previous fit's scores and dual variables (same data
+        shape), e.g. along a grid of penalties.
 
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
-        Unit-norm loading vectors (zero rows for vanished components).
+        Unit-norm loading vectors (zero rows for vanished components); each
+        component's largest-magnitude loading is positive.
     loadings_ : ndarray of shape (n_features, n_components)
-        The raw ``v_k`` of eq. 3.
+        The raw ``v_k`` of eq. 3 (same signs as ``components_``).
+    scores_ : ndarray of shape (n_samples, n_components)
+        The unit-norm ``u_k`` (signs flipped with the loadings).
     alpha_ : float
-        The absolute ``alpha`` used (``alpha``, or ``alpha_rel * l1_max_``).
+        The absolute ``alpha`` used (``alpha``, or ``alpha_rel_ * l1_max_``).
+    alpha_rel_ : float
+        ``alpha_ / l1_max_``.
+    auto_path_ : list of dict
+        With ``alpha_rel="auto"``: the path points tried (``alpha_rel``,
+        ``nonzero_fraction`` per component); else empty.
     l1_max_ : float
         ``max_j ||Xc_j||_2 / N`` of the centred training data.
     mean_ : ndarray of shape (n_features,)
@@ -421,13 +494,22 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
         objective of eq. 3: ``v_k`` is within ``dual_gaps_[k]`` of the best
         ``v`` for that ``u_k``. The alternation itself is non-convex and not
         certified.
-    n_iter_ : ndarray of shape (n_components,)
-        Alternations per component.
+    rel_gaps_ : ndarray of shape (n_components,)
+        The same gaps over the v-step's prox objective at 0: compared with
+        ``tol``.
+    rel_gap_history_ : list of list of (int, float)
+        Per component, ``(cumulative inner iteration, relative gap)``.
+    n_iter_ : int
+        Largest number of alternations over the components.
+    n_iter_per_component_ : ndarray of shape (n_components,)
     n_inner_iter_ : ndarray of shape (n_components,)
     gap_history_ : list of list of (int, float)
     explained_variance_ : ndarray of shape (n_components,)
         Adjusted variance (QR of the scores, Zou et al. 2006).
     explained_variance_ratio_ : ndarray of shape (n_components,)
+    pca_explained_variance_ratio_ : ndarray of shape (n_components,)
+        Plain PCA's explained variance ratios of the same centred data (top
+        ``n_components``), for comparison.
     n_features_in_ : int
     fit_time_ : float
 
@@ -442,8 +524,9 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=3, *, alpha=None, l1_ratio=0.05, tv_ratio=0.1,
-                 alpha_rel=5.0, operator=None, tol=1e-3, max_iter=100, solver="dual",
-                 max_inner_iter=None, init="svd", random_state=None, verbose=0):
+                 alpha_rel="auto", operator=None, tol=1e-3, max_iter=100, solver="dual",
+                 max_inner_iter=None, init="svd", random_state=None, verbose=0,
+                 warm_start=False):
         self.n_components = n_components
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -457,11 +540,12 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
         self.init = init
         self.random_state = random_state
         self.verbose = verbose
+        self.warm_start = warm_start
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "alpha": [Interval(Real, 0, None, closed="neither"), None],
-        "alpha_rel": [Interval(Real, 0, None, closed="neither")],
+        "alpha_rel": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "l1_ratio": [Interval(Real, 0, 1, closed="left")],
         "tv_ratio": [Interval(Real, 0, 1, closed="left")],
         "operator": [GroupOperator, None],
@@ -472,37 +556,108 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
         "init": [StrOptions({"svd", "random"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "warm_start": ["boolean"],
     }
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+    def _run(self, Xc, n_components, alpha, u0, w0):
+        """One spca_tv fit at absolute ``alpha``; warnings recorded, not shown."""
+        l1, l2, tv = weights_from_ratios(alpha, self.l1_ratio, self.tv_ratio)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            U, V, info = spca_tv(
+                Xc, n_components, l1=l1, l2=l2, tv=tv, operator=self.operator,
+                tol=self.tol, max_iter=self.max_iter, solver=self.solver,
+                max_inner_iter=self.max_inner_iter, init=self.init,
+                random_state=self.random_state, verbose=self.verbose, u0=u0, w0=w0,
+            )
+        return U, V, info, caught
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit the model on ``X`` (n_samples, n_features). ``y`` is ignored."""
+        warm = (self.warm_start and hasattr(self, "scores_")
+                and getattr(self, "n_features_in_", None) == np.shape(X)[-1])
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
                           ensure_all_finite=False)
         X = check_data(X)
         n_components = check_n_components(self.n_components, *X.shape)
+        if self.operator is None and X.shape[1] > CHAIN_WARNING_FEATURES:
+            warnings.warn(
+                f"operator is None: the TV penalty is a 1-D chain linking feature j to "
+                f"feature j+1 in column order, which is spatial structure only if the "
+                f"{X.shape[1]} columns are ordered along a line. For brain maps pass "
+                "operator=neurospca.tv_from_mask(mask) (volumes) or "
+                "neurospca.tv_from_mesh(coords, faces) / tv_from_hemispheres (surfaces).",
+                UserWarning,
+            )
         t0 = time.perf_counter()
         self.mean_ = X.mean(axis=0)
         Xc = X - self.mean_
         check_not_constant(Xc)
         self.l1_max_ = float(np.sqrt(np.einsum("ij,ij->j", Xc, Xc)).max()) / X.shape[0]
-        alpha = self.alpha_rel * self.l1_max_ if self.alpha is None else self.alpha
+        u0 = w0 = None
+        if warm and self.scores_.shape == (X.shape[0], n_components):
+            u0 = self.scores_
+            w0 = getattr(self, "_duals", None)
+            if w0 is not None and (self.solver != "dual" or len(w0) != n_components):
+                w0 = None
+        self.auto_path_ = []
+        if self.alpha is not None:
+            alphas = [float(self.alpha)]
+        elif isinstance(self.alpha_rel, str):  # "auto"
+            alphas = [a * self.l1_max_ for a in AUTO_ALPHA_REL_PATH]
+        else:
+            alphas = [float(self.alpha_rel) * self.l1_max_]
+        chosen = None
+        for alpha in alphas:
+            U, V, info, caught = self._run(Xc, n_components, alpha, u0, w0)
+            if len(alphas) == 1:
+                chosen = (alpha, U, V, info, caught)
+                break
+            nz = np.mean(V != 0, axis=0)
+            self.auto_path_.append({"alpha_rel": alpha / self.l1_max_,
+                                    "nonzero_fraction": nz})
+            if self.verbose:
+                _say("alpha_rel=%g: non-zero fractions %s", alpha / self.l1_max_,
+                     np.array2string(nz, precision=3))
+            if np.any(nz == 0):  # too strong: keep the last fit with no empty component
+                chosen = chosen or (alpha, U, V, info, caught)
+                break
+            chosen = (alpha, U, V, info, caught)
+            if np.all(nz <= AUTO_MAX_NONZERO):
+                break
+            u0, w0 = U, info["w"] if self.solver == "dual" else None
+        alpha, U, V, info, caught = chosen
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.alpha_ = float(alpha)
-        l1, l2, tv = weights_from_ratios(self.alpha_, self.l1_ratio, self.tv_ratio)
-        U, V, info = spca_tv(
-            Xc, n_components, l1=l1, l2=l2, tv=tv, operator=self.operator,
-            tol=self.tol, max_iter=self.max_iter, solver=self.solver,
-            max_inner_iter=self.max_inner_iter, init=self.init,
-            random_state=self.random_state, verbose=self.verbose,
-        )
+        self.alpha_rel_ = self.alpha_ / self.l1_max_
+        # deterministic signs: each component's largest-|loading| positive
+        for k in range(V.shape[1]):
+            j = int(np.argmax(np.abs(V[:, k])))
+            if V[j, k] < 0:
+                V[:, k], U[:, k] = -V[:, k], -U[:, k]
+                if info["w"][k] is not None:
+                    info["w"][k] = -info["w"][k]
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
         self.loadings_ = V
         self.components_ = (V / safe).T
         self.scores_ = U
+        if self.warm_start:  # dual variables for the next warm start (not saved)
+            self._duals = info["w"]
+        elif hasattr(self, "_duals"):
+            del self._duals
         self.singular_values_ = info["d"] * norms
         self.dual_gaps_ = info["gaps"]
-        self.n_iter_ = info["n_iter"]
+        self.rel_gaps_ = info["rel_gaps"]
+        self.rel_gap_history_ = info["rel_gap_history"]
+        self.n_iter_per_component_ = info["n_iter"]
+        self.n_iter_ = int(np.max(info["n_iter"]))
         self.n_inner_iter_ = info["n_inner_iter"]
         self.gap_history_ = info["gap_history"]
         self.mu_history_ = info["mu_history"]
@@ -511,8 +666,49 @@ class SPCATV(LoadingsTransformerMixin, BaseEstimator):
         self.explained_variance_, self.explained_variance_ratio_ = _adjusted_variance(
             Xc, self.components_
         )
+        self.pca_explained_variance_ratio_ = _pca_variance_ratio(Xc, n_components)
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    def score(self, X, y=None):
+        """Fraction of the variance of ``X`` explained by the components.
+
+        ``1 - ||Xc - Xc Q^T Q||_F^2 / ||Xc||_F^2`` with ``Xc = X - mean_``
+        (training mean) and ``Q`` an orthonormal basis of the loadings' span:
+        the held-out criterion of :func:`neurospca.model_selection.select_penalty`
+        and the default score of ``GridSearchCV`` / ``cross_val_score``
+        (higher is better; compare settings with it together with stability,
+        since it alone always prefers the weakest penalty).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        float
+        """
+        from ..model_selection import reconstruction_error
+
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
+        X = check_data(X, min_samples=1)
+        total = float(np.sum((X - self.mean_) ** 2))
+        err = reconstruction_error(X, self.components_, self.mean_) ** 2
+        if total == 0.0:
+            return 1.0
+        return 1.0 - err / total
+
+
+def _pca_variance_ratio(Xc, n_components):
+    """Plain PCA's top explained variance ratios (randomized SVD, fixed seed)."""
+    total = float(np.einsum("ij,ij->", Xc, Xc))
+    if min(Xc.shape) <= n_components + 10:
+        s = np.linalg.svd(Xc, compute_uv=False)[:n_components]
+    else:
+        _, s, _ = randomized_svd(Xc, n_components, n_iter=7, random_state=0)
+    return s**2 / total if total > 0 else np.zeros(n_components)
 
 
 def _adjusted_variance(Xc, components):
