@@ -32,6 +32,12 @@ _HEMIS = ("left", "right")
 _CONNECTIVITY = {6: 1, 18: 2, 26: 3}
 
 
+def _coord(c):
+    """A coordinate as an integer when it is one (to 0.05), else with one decimal."""
+    c = float(c)
+    return f"{c:.0f}" if abs(c - round(c)) < 0.05 else f"{c:.1f}"
+
+
 class Peak:
     """The largest-magnitude loading of a component.
 
@@ -60,7 +66,7 @@ class Peak:
 
     def describe(self):
         """Short text: ``(x, y, z) mm`` or ``left vertex 123 (x, y, z)``."""
-        xyz = None if self.xyz is None else "(" + ", ".join(f"{c:.1f}" for c in self.xyz) + ")"
+        xyz = None if self.xyz is None else "(" + ", ".join(_coord(c) for c in self.xyz) + ")"
         if self.ijk is not None:
             return f"{xyz} mm"
         if self.hemi is not None:

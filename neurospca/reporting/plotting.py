@@ -463,7 +463,7 @@ def plot_explained_variance(ratios, pca_ratios=None):
     """
     plt = _pyplot()
     ratios = np.asarray(ratios, dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
     idx = np.arange(1, ratios.size + 1)
     if pca_ratios is None:
         ax.bar(idx, 100 * ratios, color="#4c72b0", label="component")
@@ -479,7 +479,7 @@ def plot_explained_variance(ratios, pca_ratios=None):
     ax.set_xticks(idx)
     ax.set_xlabel("component")
     ax.set_ylabel("explained variance (%)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     fig.tight_layout()
     return fig
 

@@ -325,7 +325,7 @@ def _cluster_rows(clusters, space, atlas, max_clusters):
     for i, c in enumerate(clusters[:max_clusters]):
         row = [str(i + 1), c.sign, _fmt(c.size)]
         if isinstance(space, VolumeMasker):
-            row.append(_fmt(c.volume_mm3, ".0f"))
+            row.append(_fmt(c.volume_mm3, ",.0f"))
         row += [c.peak.describe(), _signed(c.peak.value), _signed(c.mean)]
         if atlas is not None:
             label, share = atlas.majority(c.features)
@@ -514,6 +514,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                      f"{value.n_groups:,} groups, ||A||^2 <= {value.norm2:.4g}")
         elif value is None and key == "operator":
             value = "1-D chain over the features"
+        elif value is None and key == "alpha" and hasattr(estimator, "alpha_rel"):
+            value = "None (data-relative: alpha_rel x l1_max_)"
         params.append((key, _fmt(value)))
     for key in ("alpha_", "l1_max_"):
         if hasattr(estimator, key):
@@ -582,7 +584,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
             row.append(_fmt(float(stability[k]), ".2f") if k < stability.size else "-")
         if rel_gaps is not None:
             row.append(_fmt(rel, ".2e"))
-        row += [_fmt(_per_component(estimator, "dual_gaps_", k, n_components), ".3e"),
+        row += [_fmt(_per_component(estimator, "dual_gaps_", k, n_components), ".2e"),
                 conv_text, _fmt(_per_component(estimator, "n_iter_", k, n_components)),
                 _fmt(_per_component(estimator, "n_inner_iter_", k, n_components))]
         rows.append(row)
