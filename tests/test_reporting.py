@@ -846,3 +846,23 @@ def test_chain_operator_warning():
     model = SPCATV(1, alpha=0.05, tol=1e-2).fit(X)
     text = _text(make_report(model))
     assert "1-D chain over the 400 features" in text
+
+
+def test_surface_cluster_area_from_anatomical_coords():
+    from neurospca.reporting.anatomy import vertex_areas
+
+    coords, faces = icosphere(3)
+    n = coords.shape[0]
+    areas = vertex_areas(coords, faces)
+    # the icosphere's triangles tile the unit sphere's area closely (from inside)
+    assert 0.97 * 4 * np.pi < areas.sum() < 4 * np.pi
+    np.testing.assert_allclose(vertex_areas(10 * coords, faces), 100 * areas)
+    hemis = Hemispheres((n, n))
+    cap = coords[:, 2] > 0.6
+    comp = np.concatenate([cap.astype(float), np.zeros(n)])
+    meshes = {"left": (coords, faces), "right": (coords, faces)}
+    (plain,) = cluster_table(comp, hemis, meshes=meshes)
+    assert plain.area_mm2 is None  # the drawn (maybe inflated) meshes give no area
+    (c,) = cluster_table(comp, hemis, meshes=meshes, surface_coords=(10 * coords, coords))
+    assert c.size == cap.sum()
+    assert c.area_mm2 == pytest.approx(100 * areas[cap].sum())

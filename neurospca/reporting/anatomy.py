@@ -26,7 +26,8 @@ from scipy.sparse.csgraph import connected_components
 from ..masking import VolumeMasker
 from ..surface import MEDIAL_WALL_NAMES, Hemispheres, load_surf_data, mesh_edges
 
-__all__ = ["Atlas", "Cluster", "Peak", "cluster_table", "load_atlas", "peak_coordinates"]
+__all__ = ["Atlas", "Cluster", "Peak", "cluster_table", "load_atlas", "peak_coordinates",
+           "vertex_areas"]
 
 _HEMIS = ("left", "right")
 _CONNECTIVITY = {6: 1, 18: 2, 26: 3}
@@ -89,14 +90,18 @@ class Cluster:
         Voxels or vertices.
     volume_mm3 : float or None
         Volumes only.
+    area_mm2 : float or None
+        Surfaces with anatomical ``surface_coords`` only: the summed vertex
+        areas (a third of each adjacent triangle's area).
     peak : Peak
         Its largest-magnitude loading.
     mean : float
         Mean loading over the cluster (signed).
     """
 
-    def __init__(self, sign, features, size, volume_mm3, peak, mean):
+    def __init__(self, sign, features, size, volume_mm3, peak, mean, area_mm2=None):
         self.sign = sign
+        self.area_mm2 = area_mm2
         self.features = features
         self.size = int(size)
         self.volume_mm3 = volume_mm3
@@ -173,12 +178,32 @@ def peak_coordinates(component, space=None, *, meshes=None, surface_coords=None)
     return _feature_peak(space, g, comp[g], coords)
 
 
-def _cluster_from_features(space, comp, feats, sign, voxel_mm3, hemi_coords):
+def vertex_areas(coords, faces):
+    """Area attributed to each vertex: a third of each adjacent triangle's area.
+
+    Parameters
+    ----------
+    coords : ndarray of shape (n_vertices, 3)
+    faces : ndarray of shape (n_faces, 3)
+
+    Returns
+    -------
+    ndarray of shape (n_vertices,)
+        Sums to the mesh's area.
+    """
+    coords = np.asarray(coords, dtype=np.float64)
+    faces = np.asarray(faces, dtype=np.int64)
+    cross = np.cross(coords[faces[:, 1]] - coords[faces[:, 0]],
+                     coords[faces[:, 2]] - coords[faces[:, 0]])
+    third = np.linalg.norm(cross, axis=1) / 6.0
+    return np.bincount(faces.ravel(), weights=np.repeat(third, 3), minlength=coords.shape[0])
+
+
+def _cluster_from_features(space, comp, feats, sign, hemi_coords, area=None):
     vals = comp[feats]
     j = int(np.argmax(np.abs(vals)))
     peak = _feature_peak(space, int(feats[j]), vals[j], hemi_coords)
-    vol = None if voxel_mm3 is None else feats.size * voxel_mm3
-    return Cluster(sign, feats, feats.size, vol, peak, vals.mean())
+    return Cluster(sign, feats, feats.size, None, peak, vals.mean(), area)
 
 
 def _volume_clusters(comp, masker, connectivity):
@@ -211,11 +236,12 @@ def _volume_clusters(comp, masker, connectivity):
     return out
 
 
-def _surface_clusters(comp, space, meshes, hemi_coords):
+def _surface_clusters(comp, space, meshes, hemi_coords, with_area):
     out = []
     for h, hemi in enumerate(_HEMIS):
         faces = np.asarray(meshes[hemi][1], dtype=np.int64)
         n = space.n_vertices[h]
+        areas = vertex_areas(hemi_coords[h], faces) if with_area else None
         verts = space.vertices[h]
         full = np.zeros(n)
         full[verts] = comp[space.slices[h]]
@@ -231,8 +257,10 @@ def _surface_clusters(comp, space, meshes, hemi_coords):
             sel = np.flatnonzero(on)
             lab = labels[sel]
             for value in np.unique(lab):
-                feats = col[sel[lab == value]]
-                out.append(_cluster_from_features(space, comp, feats, sign, None, hemi_coords))
+                verts = sel[lab == value]
+                area = None if areas is None else float(areas[verts].sum())
+                out.append(_cluster_from_features(space, comp, col[verts], sign, hemi_coords,
+                                                  area))
     return out
 
 
@@ -249,7 +277,9 @@ def cluster_table(component, space, *, meshes=None, surface_coords=None, connect
         ``{"left": (coords, faces), "right": (coords, faces)}``; required for
         surfaces (the faces give the graph).
     surface_coords : (ndarray, ndarray), optional
-        Coordinates for the peaks' xyz (surfaces; default the meshes').
+        Anatomical coordinates (e.g. pial or white) for the peaks' xyz
+        (surfaces; default the meshes'); with them, each cluster's area in
+        mm^2 is given too (never from the drawn, possibly inflated, meshes).
     connectivity : {6, 18, 26}, default=26
         Voxel neighbourhood (volumes): faces, faces and edges, or faces, edges
         and corners.
@@ -281,7 +311,8 @@ def cluster_table(component, space, *, meshes=None, surface_coords=None, connect
             raise ValueError("meshes are needed for the clusters of a surface component "
                              "(the mesh edges give the neighbourhoods).")
         clusters = _surface_clusters(comp, space, meshes,
-                                     _hemi_coords(space, meshes, surface_coords))
+                                     _hemi_coords(space, meshes, surface_coords),
+                                     with_area=surface_coords is not None)
     clusters.sort(key=lambda c: (-c.size, -abs(c.peak.value)))
     return clusters
 

@@ -320,12 +320,14 @@ def _same(a, b):
     return a == b
 
 
-def _cluster_rows(clusters, space, atlas, max_clusters):
+def _cluster_rows(clusters, space, atlas, max_clusters, with_area=False):
     rows = []
     for i, c in enumerate(clusters[:max_clusters]):
         row = [str(i + 1), c.sign, _fmt(c.size)]
         if isinstance(space, VolumeMasker):
             row.append(_fmt(c.volume_mm3, ",.0f"))
+        elif with_area:
+            row.append(_fmt(c.area_mm2, ",.0f"))
         row += [c.peak.describe(), _signed(c.peak.value), _signed(c.mean)]
         if atlas is not None:
             label, share = atlas.majority(c.features)
@@ -557,7 +559,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         clusters = None
         if can_cluster and support:
             clusters = anatomy.cluster_table(comp, space, meshes=meshes,
-                                             surface_coords=hemi_coords,
+                                             surface_coords=surface_coords,
                                              connectivity=cluster_connectivity)
         conv = _per_component(estimator, "converged_", k, n_components)
         rel = None if rel_gaps is None or k >= rel_gaps.size else float(rel_gaps[k])
@@ -597,9 +599,9 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
 
         # the component's own section
         label = f"Component {k + 1}"
-        heading = f"{label} \u00b7 {_fmt(100 * float(evr[k]), '.2f')} % explained variance"
+        heading = label
         if np.isfinite(evr[k]):
-            heading += " (adjusted)"
+            heading += f" \u00b7 {100 * float(evr[k]):.2f} % explained variance (adjusted)"
         if pca_evr is not None and k < pca_evr.size:
             heading += f" \u00b7 PCA {100 * float(pca_evr[k]):.2f} %"
         t0 = time.perf_counter()
@@ -627,6 +629,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         cluster_header = ["cluster", "sign", f"size ({unit})"]
         if isinstance(space, VolumeMasker):
             cluster_header.append("volume (mm\u00b3)")
+        elif surface_coords is not None:
+            cluster_header.append("area (mm\u00b2)")
         cluster_header += ["peak (x, y, z mm)" if isinstance(space, VolumeMasker)
                            else "peak (hemisphere, vertex, xyz)", "peak loading",
                            "mean loading"]
@@ -637,7 +641,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                                             "are not drawn.",
                 "cluster_header": cluster_header, "cluster_rows": [], "cluster_note": ""}
         if clusters:
-            item["cluster_rows"] = _cluster_rows(clusters, space, atlas_obj, max_clusters)
+            item["cluster_rows"] = _cluster_rows(clusters, space, atlas_obj, max_clusters,
+                                                 surface_coords is not None)
             item["cluster_note"] = _cluster_note(clusters, space, max_clusters,
                                                  cluster_connectivity)
         elif isinstance(space, Hemispheres) and meshes is None and support:
