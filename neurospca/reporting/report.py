@@ -241,8 +241,8 @@ def _methods_text(estimator, space, meshes, pen, n_samples, n_features, versions
             if pen["relative"] and pen["alpha_rel"] is not None:
                 text += (f"; alpha was set relative to the data as alpha_rel x l1_max = "
                          f"{float(pen['alpha_rel']):.4g} x {pen['l1_max']:.4g}, with l1_max = "
-                         "max_j ||x_j||_2 / N of the centred data (the smallest l1 weight "
-                         "that zeroes every loading without TV)")
+                         "max_j ||x_j||_2 / N of the centred data (the l1 weight above which "
+                         "every loading is zero without TV)")
             else:
                 text += (f" (absolute; {pen['alpha'] / pen['l1_max']:.4g} x l1_max, "
                          f"l1_max = max_j ||x_j||_2 / N = {pen['l1_max']:.4g})")
