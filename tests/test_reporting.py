@@ -866,3 +866,21 @@ def test_surface_cluster_area_from_anatomical_coords():
     (c,) = cluster_table(comp, hemis, meshes=meshes, surface_coords=(10 * coords, coords))
     assert c.size == cap.sum()
     assert c.area_mm2 == pytest.approx(100 * areas[cap].sum())
+
+
+def test_surface_atlas_gifti_label(tmp_path):
+    coords, faces = icosphere(2)
+    n = coords.shape[0]
+    lab = (coords[:, 0] > 0).astype(np.int32) + 1
+    table = nib.gifti.GiftiLabelTable()
+    for key, name in ((0, "???"), (1, "west"), (2, "east")):
+        label = nib.gifti.GiftiLabel(key=key)
+        label.label = name
+        table.labels.append(label)
+    img = nib.gifti.GiftiImage(labeltable=table, darrays=[nib.gifti.GiftiDataArray(
+        lab, intent="NIFTI_INTENT_LABEL", datatype="NIFTI_TYPE_INT32")])
+    path = str(tmp_path / "lh.test.label.gii")
+    nib.save(img, path)
+    atlas = load_atlas((path, path), Hemispheres((n, n)))
+    assert atlas.label(int(np.argmax(coords[:, 0]))) == "east"
+    assert atlas.label(n + int(np.argmin(coords[:, 0]))) == "west"
