@@ -128,6 +128,15 @@ def _per_component(estimator, name, k, n_components):
     return arr[k] if k < len(arr) else None
 
 
+class _Text(str):
+    """A table cell holding text (left-aligned, not wrapped), not a number."""
+
+
+def _cells(row):
+    """``(value, css class)`` pairs: numbers right-aligned, text left-aligned."""
+    return [(str(v), "txt" if isinstance(v, _Text) else "num") for v in row]
+
+
 def _signed(value):
     return f"{value:+.3g}"
 
@@ -328,11 +337,11 @@ def _cluster_rows(clusters, space, atlas, max_clusters, with_area=False):
             row.append(_fmt(c.volume_mm3, ",.0f"))
         elif with_area:
             row.append(_fmt(c.area_mm2, ",.0f"))
-        row += [c.peak.describe(), _signed(c.peak.value), _signed(c.mean)]
+        row += [_Text(c.peak.describe()), _signed(c.peak.value), _signed(c.mean)]
         if atlas is not None:
             label, share = atlas.majority(c.features)
-            row.append("no label" if label is None else f"{label} ({100 * share:.0f} %)")
-        rows.append(row)
+            row.append(_Text("no label" if label is None else f"{label} ({100 * share:.0f} %)"))
+        rows.append(_cells(row))
     return rows
 
 
@@ -543,7 +552,13 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         header.append("stability (Dice)")
     if rel_gaps is not None:
         header.append(f"relative gap (tol = {tol:g})" if tol is not None else "relative gap")
-    header += ["certified gap", "converged", "alternations", "solver iterations"]
+    header.append("converged")
+    conv_header = ["component"]
+    if rel_gaps is not None:
+        conv_header.append(f"relative gap (tol = {tol:g})" if tol is not None else "relative gap")
+    conv_header += ["certified gap", "converged", "alternations", "solver iterations",
+                    "time (s)"]
+    conv_rows = []
 
     rows, warnings_, components = [], [], []
     surface_maps, bg_maps = None, {}
@@ -581,15 +596,21 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         row += [_fmt(support), _fmt(100.0 * (1 - support / n_features), ".1f")]
         if space is not None:
             row.append(_fmt(len(clusters)) if clusters is not None else "-")
-        row.append(_peak_text(peak, atlas_obj))
+        row.append(_Text(_peak_text(peak, atlas_obj)))
         if stability is not None:
             row.append(_fmt(float(stability[k]), ".2f") if k < stability.size else "-")
         if rel_gaps is not None:
             row.append(_fmt(rel, ".2e"))
-        row += [_fmt(_per_component(estimator, "dual_gaps_", k, n_components), ".2e"),
-                conv_text, _fmt(_per_component(estimator, "n_iter_", k, n_components)),
-                _fmt(_per_component(estimator, "n_inner_iter_", k, n_components))]
-        rows.append(row)
+        row.append(_Text(conv_text))
+        rows.append(_cells(row))
+        conv_row = [str(k + 1)] + ([_fmt(rel, ".2e")] if rel_gaps is not None else [])
+        conv_row += [_fmt(_per_component(estimator, "dual_gaps_", k, n_components), ".2e"),
+                     _Text(conv_text),
+                     _fmt(_per_component(estimator, "n_iter_", k, n_components)),
+                     _fmt(_per_component(estimator, "n_inner_iter_", k, n_components)),
+                     _fmt(_per_component(estimator, "component_times_", k, n_components),
+                          ".3f")]
+        conv_rows.append(_cells(conv_row))
         if support == 0:
             warnings_.append(f"Component {k + 1} is identically zero: the penalties are too "
                              "strong for these data; decrease alpha.")
@@ -742,6 +763,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                      "against component 2. Scores are d_k ||v_k|| u_k, the samples' "
                      "coordinates on the unit loadings in the deflated data."),
         convergence_image=convergence_image,
+        convergence_header=conv_header,
+        convergence_rows=conv_rows,
         convergence_note=convergence_note,
         timings=timings,
     )
