@@ -842,10 +842,31 @@ def test_report_of_other_estimators():
 
 
 def test_chain_operator_warning():
-    X = np.random.default_rng(0).standard_normal((15, 400))
-    model = SPCATV(1, alpha=0.05, tol=1e-2).fit(X)
+    import warnings
+
+    X = np.random.default_rng(0).standard_normal((15, 600))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # SPCATV may warn at fit too
+        model = SPCATV(1, alpha=0.05, tol=1e-2).fit(X)
     text = _text(make_report(model))
-    assert "1-D chain over the 400 features" in text
+    assert "1-D chain over the 600 features" in text
+
+
+def test_methods_of_automatic_alpha_rel(planted_volume):
+    """alpha_rel="auto" (chosen along a path at fit time): the value used and the path."""
+    _, masker, X, _, _ = planted_volume
+    model = SPCATV(1, alpha=None, alpha_rel=2.0, l1_ratio=0.1, tv_ratio=0.2,
+                   operator=masker.operator(), tol=1e-2).fit(X)
+    model.alpha_rel = "auto"  # as the selection work's SPCATV records it
+    model.alpha_rel_ = 2.0
+    model.auto_path_ = [{"alpha_rel": 0.5, "nonzero_fraction": np.array([0.6])},
+                        {"alpha_rel": 1.0, "nonzero_fraction": np.array([0.4])},
+                        {"alpha_rel": 2.0, "nonzero_fraction": np.array([0.2])}]
+    text = _text(make_report(model))
+    assert f"alpha_rel x l1_max = 2 x {model.l1_max_:.4g}" in text
+    assert 'alpha_rel="auto"' in text
+    assert "tried, with the largest non-zero fraction of a component: 0.5 (60 %), " \
+           "1 (40 %), 2 (20 %)" in text
 
 
 def test_surface_cluster_area_from_anatomical_coords():

@@ -36,6 +36,10 @@ logger = logging.getLogger("neurospca")
 
 __all__ = ["HTMLReport", "make_report", "save_report", "component_scores", "library_versions"]
 
+#: Above this many features a model without a structure operator is flagged
+#: (SPCATV warns at fit time from the same size).
+_CHAIN_WARNING_FEATURES = 500
+
 _TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 
@@ -167,9 +171,39 @@ def _penalties(estimator):
     l1_max = float(l1_max) if l1_max is not None and np.isfinite(l1_max) and l1_max > 0 \
         else None
     relative = getattr(estimator, "alpha", 0.0) is None
+    given = getattr(estimator, "alpha_rel", None)
+    auto = isinstance(given, str)  # alpha_rel="auto": chosen along a path at fit time
+    alpha_rel = getattr(estimator, "alpha_rel_", None)
+    if alpha_rel is None and not auto and given is not None:
+        alpha_rel = given
+    if alpha_rel is None and l1_max is not None:
+        alpha_rel = alpha / l1_max
+    try:
+        alpha_rel = None if alpha_rel is None else float(alpha_rel)
+    except (TypeError, ValueError):
+        alpha_rel = None
     return {"alpha": alpha, "l1_ratio": l1_ratio, "tv_ratio": tv_ratio, "l1": l1, "l2": l2,
-            "tv": tv, "l1_max": l1_max, "relative": relative,
-            "alpha_rel": getattr(estimator, "alpha_rel", None)}
+            "tv": tv, "l1_max": l1_max, "relative": relative, "alpha_rel": alpha_rel,
+            "auto": auto and relative, "auto_path": getattr(estimator, "auto_path_", None)}
+
+
+def _auto_text(pen):
+    """How ``alpha_rel="auto"`` chose its value (from ``auto_path_``)."""
+    path = pen["auto_path"] or []
+    steps = []
+    for step in path:
+        try:
+            nz = np.asarray(step["nonzero_fraction"], dtype=np.float64)
+            steps.append(f"{float(step['alpha_rel']):g} ({100 * nz.max():.0f} %)")
+        except (KeyError, TypeError, ValueError):
+            continue
+    text = ("; alpha_rel was chosen automatically (alpha_rel=\"auto\": the weakest relative "
+            "penalty on a path for which every component keeps at most a small fraction of "
+            "non-zero loadings")
+    if steps:
+        text += ("; tried, with the largest non-zero fraction of a component: "
+                 + ", ".join(steps))
+    return text + ")"
 
 
 def _weights_text(pen):
@@ -252,6 +286,8 @@ def _methods_text(estimator, space, meshes, pen, n_samples, n_features, versions
                          f"{float(pen['alpha_rel']):.4g} x {pen['l1_max']:.4g}, with l1_max = "
                          "max_j ||x_j||_2 / N of the centred data (the l1 weight above which "
                          "every loading is zero without TV)")
+                if pen["auto"]:
+                    text += _auto_text(pen)
             else:
                 text += (f" (absolute; {pen['alpha'] / pen['l1_max']:.4g} x l1_max, "
                          f"l1_max = max_j ||x_j||_2 / N = {pen['l1_max']:.4g})")
@@ -528,7 +564,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         elif value is None and key == "alpha" and hasattr(estimator, "alpha_rel"):
             value = "None (data-relative: alpha_rel x l1_max_)"
         params.append((key, _fmt(value)))
-    for key in ("alpha_", "l1_max_"):
+    for key in ("alpha_", "alpha_rel_", "l1_max_"):
         if hasattr(estimator, key):
             params.append((f"{key} (fitted)", _fmt(getattr(estimator, key))))
 
@@ -672,7 +708,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         components.append(item)
 
     op = getattr(estimator, "operator", "absent")
-    if op is None and n_features > 300:
+    if op is None and n_features > _CHAIN_WARNING_FEATURES:
         warnings_.append(f"No structure operator: the TV penalty ran along a 1-D chain over "
                          f"the {n_features:,} features in column order, which is not the "
                          "brain's geometry; pass operator= (tv_from_mask, tv_from_mesh).")
