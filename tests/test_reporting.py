@@ -855,18 +855,18 @@ def test_chain_operator_warning():
 def test_methods_of_automatic_alpha_rel(planted_volume):
     """alpha_rel="auto" (chosen along a path at fit time): the value used and the path."""
     _, masker, X, _, _ = planted_volume
-    model = SPCATV(1, alpha=None, alpha_rel=2.0, l1_ratio=0.1, tv_ratio=0.2,
+    model = SPCATV(1, alpha=None, alpha_rel=0.5, l1_ratio=0.1, tv_ratio=0.2,
                    operator=masker.operator(), tol=1e-2).fit(X)
     model.alpha_rel = "auto"  # as the selection work's SPCATV records it
-    model.alpha_rel_ = 2.0
-    model.auto_path_ = [{"alpha_rel": 0.5, "nonzero_fraction": np.array([0.6])},
-                        {"alpha_rel": 1.0, "nonzero_fraction": np.array([0.4])},
-                        {"alpha_rel": 2.0, "nonzero_fraction": np.array([0.2])}]
+    model.alpha_rel_ = 0.5
+    model.auto_path_ = [{"alpha_rel": 0.125, "nonzero_fraction": np.array([0.6])},
+                        {"alpha_rel": 0.25, "nonzero_fraction": np.array([0.4])},
+                        {"alpha_rel": 0.5, "nonzero_fraction": np.array([0.2])}]
     text = _text(make_report(model))
-    assert f"alpha_rel x l1_max = 2 x {model.l1_max_:.4g}" in text
+    assert f"alpha_rel x l1_max = 0.5 x {model.l1_max_:.4g}" in text
     assert 'alpha_rel="auto"' in text
-    assert "tried, with the largest non-zero fraction of a component: 0.5 (60 %), " \
-           "1 (40 %), 2 (20 %)" in text
+    assert "tried, with the largest non-zero fraction of a component: 0.125 (60 %), " \
+           "0.25 (40 %), 0.5 (20 %)" in text
 
 
 def test_surface_cluster_area_from_anatomical_coords():
