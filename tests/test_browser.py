@@ -182,6 +182,10 @@ def test_demo_report_in_chromium(browser, demo_report, tmp_path):
     assert len(result["images_ok"]) == 2 + 3  # two components, variance, scores, convergence
     assert result["title"].startswith("neurospca demo")
     _not_blank(tmp_path / "demo.png")
+    # the command line's report records the command that produced it
+    parts = _paper_parts(browser, demo_report)
+    assert parts["command"].startswith("neurospca demo --output ")
+    assert len(parts["captions"]) == 2 and all(" mm " in c for c in parts["captions"])
 
 
 def test_surface_report_in_chromium(browser, surface_report, tmp_path):
