@@ -323,7 +323,7 @@ def _write_all(args, estimator, space, *, meshes, metadata, sample_labels, bg_im
         t0 = time.perf_counter()
         html = report.make_report(estimator, space, meshes=meshes, title=metadata["title"],
                                   data_description=metadata.get("data"), bg_img=bg_img,
-                                  engine=getattr(args, "engine", "auto"))
+                                  engine=getattr(args, "engine", "auto"), metadata=metadata)
         report.save_report(html, os.path.join(tmp, "report.html"))
         _say(args, f"report drawn in {time.perf_counter() - t0:.1f} s")
         _commit_output(tmp, out, names + ["scores.csv", "model.npz", "report.html"])
@@ -583,7 +583,7 @@ def _report_command(args):
     _say(args, f"drawing the report of {args.model} ...")
     html = report.make_report(saved.estimator, saved.space, meshes=saved.meshes, title=title,
                               data_description=saved.metadata.get("data"),
-                              bg_img=bg_img, engine=args.engine)
+                              bg_img=bg_img, engine=args.engine, metadata=saved.metadata)
     report.save_report(html, out)
     print(f"wrote {out}")
     return 0

@@ -1,14 +1,17 @@
-"""Headless Chromium opens the demo report and a surface report.
+"""Headless Chromium opens the demo report, a volume and a surface report.
 
 Checks: the screenshots are not blank, the console shows no error, no request
 leaves the file (every request is the file itself or a data: URI), every
-embedded image decodes, and a title holding ``<script>`` is shown as text.
+embedded image decodes, a title holding ``<script>`` is shown as text, and the
+paper-facing parts are laid out: a caption with the peak's coordinates and a
+cluster table under every component, the methods paragraph.
 
 Needs Chromium (``apt-get install -y chromium``; ``.ci/run`` installs it) and
 the ``playwright`` Python package (the ``test`` extra); skipped otherwise.
 """
 
 import os
+import re
 import shutil
 
 import numpy as np
@@ -72,11 +75,62 @@ def surface_report(tmp_path_factory):
     op, hemis = tv_from_hemispheres(fs["pial"].parts["left"], fs["pial"].parts["right"])
     X = hemis.transform(maps[0], maps[1])
     model = SPCATV(2, alpha=0.3, l1_ratio=0.05, tv_ratio=0.1, operator=op, tol=1e-2).fit(X)
+    pial = tuple(fs["pial"].parts[h].coordinates for h in ("left", "right"))
+    atlas = tuple((c[:, 1] > -20).astype(np.int32) for c in pial)
     html = make_report(model, hemis, meshes=meshes, title=f"Surface {EVIL}",
-                       data_description={EVIL: "fsaverage5 thickness + blobs"})
+                       data_description={EVIL: "fsaverage5 thickness + blobs"},
+                       surface_coords=pial, atlas=atlas,
+                       atlas_labels={0: "posterior", 1: f"anterior {EVIL}"},
+                       command=f"neurospca fit --title '{EVIL}'")
     path = tmp_path_factory.mktemp("surface") / "report.html"
     save_report(html, path)
     return path
+
+
+@pytest.fixture(scope="module")
+def volume_report(tmp_path_factory):
+    """A volume report in the MNI mask (4 mm), two planted blobs, default renderers."""
+    from nilearn.datasets import load_mni152_brain_mask
+
+    from neurospca import SPCATV, VolumeMasker
+    from neurospca.reporting import make_report, save_report
+
+    masker = VolumeMasker(load_mni152_brain_mask(resolution=4, threshold=0.48))
+    aff = masker.mask_img.affine
+    xyz = np.argwhere(masker.mask) @ aff[:3, :3].T + aff[:3, 3]
+    blobs = [np.exp(-((xyz - c) ** 2).sum(1) / (2 * 8.0**2)) for c in ([-38, -22, 56],
+                                                                       [30, -70, 4])]
+    rng = np.random.default_rng(3)
+    X = (rng.standard_normal((30, 2)) * [3, 2]) @ np.array(blobs)
+    X += 0.3 * rng.standard_normal(X.shape)
+    model = SPCATV(2, alpha_rel=0.5, l1_ratio=0.1, tv_ratio=0.2, operator=masker.operator(),
+                   tol=1e-3).fit(X)
+    html = make_report(model, masker, title="Volume report",
+                       command="neurospca fit maps/*.nii.gz --mask mni_4mm.nii.gz")
+    path = tmp_path_factory.mktemp("volume") / "report.html"
+    save_report(html, path)
+    return path
+
+
+def _paper_parts(browser, path):
+    """Captions, cluster tables and the methods paragraph as the browser lays them out."""
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.goto("file://" + os.path.abspath(path))
+    page.wait_for_load_state("load")
+    parts = page.evaluate("""() => ({
+        captions: Array.from(document.querySelectorAll('figure.component figcaption'))
+                       .map(e => e.innerText),
+        tables: Array.from(document.querySelectorAll('figure.component'))
+                     .map(f => f.querySelectorAll('table.clusters tr').length),
+        tableWidths: Array.from(document.querySelectorAll('table.clusters'))
+                          .map(t => t.getBoundingClientRect().width),
+        methods: document.querySelector('#methods p.methods').innerText,
+        command: (document.querySelector('#methods pre') || {innerText: ''}).innerText,
+        visible: Array.from(document.querySelectorAll('figure.component img'))
+                      .map(i => i.getBoundingClientRect().width > 300),
+    })""")
+    page.close()
+    return parts
 
 
 def _open(browser, path, shot):
@@ -128,6 +182,10 @@ def test_demo_report_in_chromium(browser, demo_report, tmp_path):
     assert len(result["images_ok"]) == 2 + 3  # two components, variance, scores, convergence
     assert result["title"].startswith("neurospca demo")
     _not_blank(tmp_path / "demo.png")
+    # the command line's report records the command that produced it
+    parts = _paper_parts(browser, demo_report)
+    assert parts["command"].startswith("neurospca demo --output ")
+    assert len(parts["captions"]) == 2 and all(" mm " in c for c in parts["captions"])
 
 
 def test_surface_report_in_chromium(browser, surface_report, tmp_path):
@@ -138,6 +196,32 @@ def test_surface_report_in_chromium(browser, surface_report, tmp_path):
     assert result["title"] == f"Surface {EVIL}"
     assert result["h1"] == f"Surface {EVIL}"
     _not_blank(tmp_path / "surface.png")
+
+
+def test_volume_report_in_chromium(browser, volume_report, tmp_path):
+    result = _open(browser, volume_report, tmp_path / "volume.png")
+    _check(result)
+    assert len(result["images_ok"]) == 2 + 3
+    _not_blank(tmp_path / "volume.png")
+    parts = _paper_parts(browser, volume_report)
+    assert len(parts["captions"]) == 2 and all(parts["visible"])
+    for caption in parts["captions"]:
+        assert re.search(r"Peak loading [+-][0-9.e-]+ at \(-?\d+, -?\d+, -?\d+\) mm "
+                         r"\(voxel \d+, \d+, \d+\)", caption), caption
+    assert all(rows >= 2 for rows in parts["tables"])  # header + at least one cluster
+    assert all(0 < w <= 1200 for w in parts["tableWidths"])
+    assert "de Pierrefeu" in parts["methods"] and "tol = 0.001" in parts["methods"]
+    assert parts["command"] == "neurospca fit maps/*.nii.gz --mask mni_4mm.nii.gz"
+
+
+def test_surface_report_paper_parts(browser, surface_report):
+    parts = _paper_parts(browser, surface_report)
+    assert len(parts["captions"]) == 2 and all(parts["visible"])
+    for caption in parts["captions"]:
+        assert re.search(r"at (left|right) vertex \d+ \(-?[0-9.]+, -?[0-9.]+, -?[0-9.]+\), "
+                         r"atlas label: (posterior|anterior)", caption), caption
+    assert all(rows >= 2 for rows in parts["tables"])
+    assert parts["command"] == f"neurospca fit --title '{EVIL}'"  # text, never run
 
 
 def test_injected_resource_would_be_caught(browser, tmp_path):

@@ -4,6 +4,7 @@ matplotlib, nilearn, jinja2 and pyvista are imported only when a figure or a
 report is made (``pip install "neurospca[report]"``).
 """
 
+from .anatomy import cluster_table, load_atlas, peak_coordinates
 from .images import loadings_to_nifti, loadings_to_surface, save_loadings
 from .plotting import (
     plot_convergence,
@@ -18,11 +19,14 @@ from .report import HTMLReport, component_scores, library_versions, make_report,
 
 __all__ = [
     "HTMLReport",
+    "cluster_table",
     "component_scores",
     "library_versions",
+    "load_atlas",
     "loadings_to_nifti",
     "loadings_to_surface",
     "make_report",
+    "peak_coordinates",
     "plot_convergence",
     "plot_explained_variance",
     "plot_scores",

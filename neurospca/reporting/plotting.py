@@ -125,7 +125,7 @@ def _empty_figure(title, message, figsize=(8, 2)):
 # --------------------------------------------------------------------------
 
 
-def plot_volume_component(img, title=None, *, bg_img=None):
+def plot_volume_component(img, title=None, *, bg_img=None, cmap=None):
     """Stat-map slices (through the peak) and a glass brain of one loading map.
 
     Parameters
@@ -136,11 +136,15 @@ def plot_volume_component(img, title=None, *, bg_img=None):
     bg_img : nibabel image or path, optional
         Anatomical background of the slices (default: nilearn's bundled
         MNI152 template).
+    cmap : str or matplotlib colormap, optional
+        Default nilearn's ``"cold_hot"``.
 
     Returns
     -------
     matplotlib.figure.Figure
-        Zero voxels are transparent; the colour scale is symmetric about zero.
+        Zero voxels are transparent (the threshold lies just above zero:
+        half the smallest non-zero magnitude); the colour scale is symmetric
+        about zero.
     """
     plt = _pyplot()
     plotting = _nilearn_plotting()
@@ -161,12 +165,13 @@ def plot_volume_component(img, title=None, *, bg_img=None):
     ax1 = fig.add_axes([0.0, 0.0, 0.5, 0.9])
     ax2 = fig.add_axes([0.5, 0.0, 0.5, 0.9])
     kwargs = {} if bg_img is None else {"bg_img": bg_img}
+    cmap = CMAP if cmap is None else cmap
     plotting.plot_stat_map(img, cut_coords=tuple(cut), display_mode="ortho", axes=ax1,
-                           figure=fig, threshold=threshold, vmax=vmax, cmap=CMAP,
+                           figure=fig, threshold=threshold, vmax=vmax, cmap=cmap,
                            symmetric_cbar=True, colorbar=True, draw_cross=False,
                            annotate=True, **kwargs)
     plotting.plot_glass_brain(img, display_mode="lzr", axes=ax2, figure=fig,
-                              threshold=threshold, vmax=vmax, cmap=CMAP, plot_abs=False,
+                              threshold=threshold, vmax=vmax, cmap=cmap, plot_abs=False,
                               symmetric_cbar=True, colorbar=True)
     if title:
         fig.suptitle(title, fontsize=12)
@@ -308,7 +313,8 @@ def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, size=(420, 320)):
     return shots
 
 
-def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="auto"):
+def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="auto",
+                           cmap=None):
     """Lateral and medial views of one loading on both hemispheres.
 
     Parameters
@@ -326,10 +332,15 @@ def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="au
     engine : {"auto", "pyvista", "matplotlib"}, default="auto"
         ``"auto"`` uses pyvista when :func:`pyvista_available`, else nilearn's
         matplotlib surface plots.
+    cmap : str or matplotlib colormap, optional
+        Default nilearn's ``"cold_hot"``.
 
     Returns
     -------
     matplotlib.figure.Figure
+        With either engine, vertices whose loading is exactly zero show the
+        background shading only (grey when no ``bg_maps``), never a colour
+        of the colormap.
     """
     if engine not in ("auto", "pyvista", "matplotlib"):
         raise ValueError(f"engine must be 'auto', 'pyvista' or 'matplotlib', got {engine!r}.")
@@ -350,11 +361,13 @@ def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="au
     vmax, threshold = _symmetric_scale(np.concatenate([maps["left"], maps["right"]]))
     if vmax == 0:
         return _empty_figure(title, "this component is identically zero")
-    try:
-        cmap = colormaps[CMAP]
-    except KeyError:  # cold_hot is registered by nilearn
-        _nilearn_plotting()
-        cmap = colormaps.get(CMAP, colormaps["RdBu_r"])
+    if cmap is None or isinstance(cmap, str):
+        name = CMAP if cmap is None else cmap
+        try:
+            cmap = colormaps[name]
+        except KeyError:  # cold_hot is registered by nilearn
+            _nilearn_plotting()
+            cmap = colormaps.get(name, colormaps["RdBu_r"])
     if engine == "auto":
         engine = "pyvista" if pyvista_available() else "matplotlib"
     fig = plt.figure(figsize=(11, 3.0))
@@ -373,7 +386,8 @@ def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="au
             plotting.plot_surf_stat_map(
                 [np.asarray(coords), np.asarray(faces)], maps[hemi], bg_map=bgs.get(hemi),
                 hemi=hemi, view=view, engine="matplotlib", cmap=cmap, colorbar=False,
-                threshold=threshold, vmax=vmax, symmetric_cbar=True, axes=ax, figure=fig,
+                threshold=threshold, vmax=vmax, symmetric_cbar=True, alpha=1.0, axes=ax,
+                figure=fig,
             )
             ax.set_title(f"{hemi} {view}", fontsize=9)
     cax = fig.add_axes([0.92, 0.15, 0.012, 0.6])
@@ -388,32 +402,50 @@ def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="au
 # --------------------------------------------------------------------------
 
 
-def plot_convergence(gap_history, title="Certified duality gap"):
-    """Certified gap against (cumulative) solver iteration, one line per component.
+def plot_convergence(gap_history, title=None, *, tol=None, relative=None):
+    """Duality gap against (cumulative) solver iteration, one line per component.
 
     Parameters
     ----------
     gap_history : list of list of (int, float)
-        E.g. ``SPCATV.gap_history_``.
-    title : str
+        Per component, ``(cumulative solver iteration, gap)`` pairs: e.g.
+        ``SPCATV.rel_gap_history_`` (gap / P(0), the quantity ``tol`` bounds)
+        or ``SPCATV.gap_history_`` (gap in units of the objective).
+    title : str, optional
+        Default "Relative duality gap" or "Certified duality gap".
+    tol : float, optional
+        Draw the stopping threshold as a horizontal line (only meaningful
+        with the relative gap history).
+    relative : bool, optional
+        Whether the history holds relative gaps (label of the y axis);
+        default True when ``tol`` is given.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    if relative is None:
+        relative = tol is not None
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
     drawn = False
     for k, hist in enumerate(gap_history):
         arr = np.asarray(hist, dtype=np.float64).reshape(-1, 2) if len(hist) else None
         if arr is None:
             continue
-        keep = arr[:, 1] > 0
+        keep = np.isfinite(arr[:, 1]) & (arr[:, 1] > 0)
         if keep.any():
             ax.semilogy(arr[keep, 0], arr[keep, 1], marker=".", ms=3, label=f"component {k + 1}")
             drawn = True
+    if tol is not None:
+        ax.axhline(float(tol), color="k", ls="--", lw=1, label=f"tol = {float(tol):g}")
+        if not drawn:
+            ax.set_yscale("log")
+        drawn = True
     ax.set_xlabel("solver iteration (cumulative over alternations)")
-    ax.set_ylabel("certified gap")
+    ax.set_ylabel("relative gap (gap / P(0))" if relative else "certified gap")
+    if title is None:
+        title = "Relative duality gap" if relative else "Certified duality gap"
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     if drawn:
@@ -422,18 +454,39 @@ def plot_convergence(gap_history, title="Certified duality gap"):
     return fig
 
 
-def plot_explained_variance(ratios):
-    """Bar chart of the (adjusted) explained variance ratio of each component."""
+def plot_explained_variance(ratios, pca_ratios=None):
+    """Bar chart of the (adjusted) explained variance ratio of each component.
+
+    Parameters
+    ----------
+    ratios : array-like of shape (n_components,)
+        E.g. ``SPCATV.explained_variance_ratio_``.
+    pca_ratios : array-like of shape (n_components,), optional
+        Plain PCA's ratios of the same data, drawn beside them.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     plt = _pyplot()
     ratios = np.asarray(ratios, dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
     idx = np.arange(1, ratios.size + 1)
-    ax.bar(idx, 100 * ratios, color="#4c72b0", label="component")
-    ax.plot(idx, 100 * np.cumsum(ratios), "o-", color="#dd8452", label="cumulative")
+    if pca_ratios is None:
+        ax.bar(idx, 100 * ratios, color="#4c72b0", label="component")
+        ax.plot(idx, 100 * np.cumsum(ratios), "o-", color="#dd8452", label="cumulative")
+    else:
+        pca = np.asarray(pca_ratios, dtype=np.float64)[:ratios.size]
+        ax.bar(idx - 0.2, 100 * ratios, width=0.4, color="#4c72b0", label="SPCA-TV (adjusted)")
+        ax.bar(idx[:pca.size] + 0.2, 100 * pca, width=0.4, color="#aaaaaa", label="PCA")
+        ax.plot(idx, 100 * np.cumsum(ratios), "o-", color="#4c72b0", lw=1,
+                label="SPCA-TV cumulative")
+        ax.plot(idx[:pca.size], 100 * np.cumsum(pca), "s--", color="#777777", lw=1,
+                label="PCA cumulative")
     ax.set_xticks(idx)
     ax.set_xlabel("component")
     ax.set_ylabel("explained variance (%)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     fig.tight_layout()
     return fig
 

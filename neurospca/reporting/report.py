@@ -1,10 +1,14 @@
-"""One self-contained HTML report of a fitted model.
+"""One self-contained HTML report of a fitted model, for a paper.
 
 The report (a jinja2 template shipped with the package, autoescaping on) holds
-the data summary, the parameters, a table of the components (explained
-variance, support size, sparsity, certified gap), a figure of each loading on
-the brain, the explained variance, the component scores, the convergence of
-the certified gaps, timings and library versions. Figures are embedded as
+a methods paragraph generated from the fitted estimator and the command line
+that produced it, the data summary, the parameters, a table of the components
+in fitted order (adjusted and PCA explained variance, support, clusters, peak,
+stability, relative gap against ``tol``, convergence), per component a figure
+(zero loadings transparent), a caption with the peak coordinates and a cluster
+table (with atlas labels when an atlas is given), the penalty selection, the
+explained variance, the component scores, the convergence of the relative
+gaps against ``tol``, timings and library versions. Figures are embedded as
 base64 PNG; the page loads nothing from the network (its Content Security
 Policy forbids it) and needs no JavaScript.
 
@@ -21,14 +25,20 @@ import time
 import numpy as np
 
 from .._io import atomic_write
+from ..decomposition.spcatv import weights_from_ratios
 from ..masking import VolumeMasker, unmask
 from ..operators import GroupOperator
 from ..surface import Hemispheres
-from . import plotting
+from . import anatomy, plotting
+from .anatomy import load_atlas
 
 logger = logging.getLogger("neurospca")
 
 __all__ = ["HTMLReport", "make_report", "save_report", "component_scores", "library_versions"]
+
+#: Above this many features a model without a structure operator is flagged
+#: (SPCATV warns at fit time from the same size).
+_CHAIN_WARNING_FEATURES = 500
 
 _TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
@@ -110,64 +120,331 @@ def _space_rows(space, n_features):
     return [("space", "features (no brain space given)"), ("features", _fmt(n_features))]
 
 
-def _peak_label(space, comp):
-    if not np.any(comp):
+def _per_component(estimator, name, k, n_components):
+    """Entry ``k`` of a per-component fitted attribute, or None (absent or a scalar)."""
+    if name == "n_iter_" and hasattr(estimator, "n_iter_per_component_"):
+        name = "n_iter_per_component_"
+    arr = getattr(estimator, name, None)
+    if arr is None:
+        return None
+    if np.ndim(arr) == 0:
+        return arr if n_components == 1 else None
+    return arr[k] if k < len(arr) else None
+
+
+class _Text(str):
+    """A table cell holding text (left-aligned, not wrapped), not a number."""
+
+
+def _cells(row):
+    """``(value, css class)`` pairs: numbers right-aligned, text left-aligned."""
+    return [(str(v), "txt" if isinstance(v, _Text) else "num") for v in row]
+
+
+def _signed(value):
+    return f"{value:+.3g}"
+
+
+def _peak_text(peak, atlas):
+    if peak is None:
         return "-"
-    g = int(np.argmax(np.abs(comp)))
-    if isinstance(space, VolumeMasker):
-        ijk = np.argwhere(space.mask)[g]
-        xyz = space.mask_img.affine[:3, :3] @ ijk + space.mask_img.affine[:3, 3]
-        return "(" + ", ".join(f"{c:.0f}" for c in xyz) + ") mm"
-    if isinstance(space, Hemispheres):
-        h = 0 if g < space.slices[0].stop else 1
-        vert = space.vertices[h][g - space.slices[h].start]
-        return f"{('left', 'right')[h]} vertex {vert}"
-    return f"feature {g}"
+    text = peak.describe()
+    if atlas is not None:
+        text += f" [{atlas.label(peak.feature) or 'no label'}]"
+    return text
 
 
-def _component_figures(estimator, space, meshes, bg_img, engine, dpi):
-    comps = np.asarray(estimator.components_, dtype=np.float64)
-    out = []
-    surface_maps = None
-    if isinstance(space, Hemispheres) and meshes is not None:
-        surface_maps = space.inverse_transform(comps)
-        bg_maps = {h: meshes.get(f"bg_{h}") for h in ("left", "right")}
-        bg_maps = {h: v for h, v in bg_maps.items() if v is not None}
-    for k, comp in enumerate(comps):
-        label = f"Component {k + 1}"
-        item = {"label": label, "image": None, "message": ""}
-        t0 = time.perf_counter()
-        if isinstance(space, VolumeMasker):
-            fig = plotting.plot_volume_component(unmask(comp, space.mask_img), None,
-                                                 bg_img=bg_img)
-        elif surface_maps is not None:
-            maps = {h: surface_maps[h][:, k] for h in ("left", "right")}
-            fig = plotting.plot_surface_component(maps, meshes, None, bg_maps=bg_maps,
-                                                  engine=engine)
-        elif isinstance(space, Hemispheres):
-            item["message"] = "No meshes were given: the surface loadings are not drawn."
-            out.append(item)
+def _penalties(estimator):
+    """Absolute and relative penalties of an SPCA-TV-like estimator, or None."""
+    if not all(hasattr(estimator, a) for a in ("l1_ratio", "tv_ratio")):
+        return None
+    alpha = getattr(estimator, "alpha_", None)
+    if alpha is None:
+        alpha = getattr(estimator, "alpha", None)
+    try:
+        alpha = float(alpha)
+        l1_ratio, tv_ratio = float(estimator.l1_ratio), float(estimator.tv_ratio)
+        l1, l2, tv = weights_from_ratios(alpha, l1_ratio, tv_ratio)
+    except (TypeError, ValueError):
+        return None
+    l1_max = getattr(estimator, "l1_max_", None)
+    l1_max = float(l1_max) if l1_max is not None and np.isfinite(l1_max) and l1_max > 0 \
+        else None
+    relative = getattr(estimator, "alpha", 0.0) is None
+    given = getattr(estimator, "alpha_rel", None)
+    auto = isinstance(given, str)  # alpha_rel="auto": chosen along a path at fit time
+    alpha_rel = getattr(estimator, "alpha_rel_", None)
+    if alpha_rel is None and not auto and given is not None:
+        alpha_rel = given
+    if alpha_rel is None and l1_max is not None:
+        alpha_rel = alpha / l1_max
+    try:
+        alpha_rel = None if alpha_rel is None else float(alpha_rel)
+    except (TypeError, ValueError):
+        alpha_rel = None
+    return {"alpha": alpha, "l1_ratio": l1_ratio, "tv_ratio": tv_ratio, "l1": l1, "l2": l2,
+            "tv": tv, "l1_max": l1_max, "relative": relative, "alpha_rel": alpha_rel,
+            "auto": auto and relative, "auto_path": getattr(estimator, "auto_path_", None)}
+
+
+def _auto_text(pen):
+    """How ``alpha_rel="auto"`` chose its value (from ``auto_path_``)."""
+    path = pen["auto_path"] or []
+    steps = []
+    for step in path:
+        try:
+            nz = np.asarray(step["nonzero_fraction"], dtype=np.float64)
+            steps.append(f"{float(step['alpha_rel']):g} ({100 * nz.max():.0f} %)")
+        except (KeyError, TypeError, ValueError):
             continue
+    text = ("; alpha_rel was chosen automatically (alpha_rel=\"auto\": the weakest relative "
+            "penalty on a path for which every component keeps at most a small fraction of "
+            "non-zero loadings")
+    if steps:
+        text += ("; tried, with the largest non-zero fraction of a component: "
+                 + ", ".join(steps))
+    return text + ")"
+
+
+def _weights_text(pen):
+    if pen is None:
+        return ""
+    text = (f"alpha = {pen['alpha']:.4g} (l1_ratio = {pen['l1_ratio']:.4g}, tv_ratio = "
+            f"{pen['tv_ratio']:.4g}): l1 = {pen['l1']:.4g}, l2 = {pen['l2']:.4g}, "
+            f"tv = {pen['tv']:.4g}")
+    if pen["l1_max"] is not None:
+        if pen["relative"] and pen["alpha_rel"] is not None:
+            text += (f". Data-relative: alpha = alpha_rel x l1_max = "
+                     f"{float(pen['alpha_rel']):.4g} x {pen['l1_max']:.4g}")
         else:
-            plt = plotting._pyplot()
-            fig, ax = plt.subplots(figsize=(8, 2.2))
-            ax.plot(comp, lw=0.8)
-            ax.set_xlabel("feature")
-            ax.set_ylabel("loading")
-            fig.tight_layout()
-        item["image"] = plotting.figure_to_data_uri(fig, dpi=dpi)
-        logger.info("report: %s drawn in %.2f s", label, time.perf_counter() - t0)
-        out.append(item)
-    return out
+            text += (f". Relative to l1_max = {pen['l1_max']:.4g}: alpha = "
+                     f"{pen['alpha'] / pen['l1_max']:.4g} x l1_max")
+        text += f"; l1 = {pen['l1'] / pen['l1_max']:.3g} x l1_max"
+    return text
+
+
+def _structure_text(estimator, space, meshes, n_features):
+    op = getattr(estimator, "operator", None)
+    if not hasattr(estimator, "operator"):
+        return None
+    if op is None:
+        return (f"a 1-D chain over the {n_features:,} features in column order (no spatial "
+                "structure was given)")
+    if not isinstance(op, GroupOperator):
+        return f"a {type(op).__name__} operator"
+    size = f"{op.n_groups:,} groups, {op.n_rows:,} rows, ||A||^2 <= {op.norm2:.3g}"
+    if isinstance(space, VolumeMasker) and space.mask.ndim == 3:
+        m = space.mask
+        pairs = int((m[1:] & m[:-1]).sum() + (m[:, 1:] & m[:, :-1]).sum()
+                    + (m[:, :, 1:] & m[:, :, :-1]).sum())
+        if pairs == op.n_rows:
+            return ("total variation over the brain mask's 3-D grid: forward differences "
+                    f"between 6-neighbour voxels ({size})")
+    if isinstance(space, Hemispheres) and meshes is not None:
+        from ..surface import mesh_edges
+
+        n_edges = 0
+        for h, hemi in enumerate(("left", "right")):
+            a, b = mesh_edges(np.asarray(meshes[hemi][1]), space.n_vertices[h])
+            kept = np.zeros(space.n_vertices[h], dtype=bool)
+            kept[space.vertices[h]] = True
+            n_edges += int((kept[a] & kept[b]).sum())
+        if n_edges == op.n_rows:
+            return ("total variation over the cortical meshes: differences along the mesh "
+                    f"edges of each hemisphere ({size})")
+    return f"a structure operator with {size}"
+
+
+def _methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
+                  rel_gaps, tol, selection, atlas_desc):
+    name = type(estimator).__name__
+    parts = []
+    if pen is not None:
+        parts.append(
+            "Components were estimated with structured sparse PCA with the TV-elastic-net "
+            "penalty (SPCA-TV; de Pierrefeu et al., Structured Sparse Principal Components "
+            "Analysis With the TV-Elastic Net Penalty, IEEE Transactions on Medical Imaging "
+            f"37(2):396-407, 2018) as implemented in neurospca {versions['neurospca']} "
+            f"({name}).")
+    else:
+        parts.append(f"Components were estimated with {name} (neurospca "
+                     f"{versions['neurospca']}).")
+    if n_samples is not None:
+        unit = ("voxels" if isinstance(space, VolumeMasker) else
+                "vertices" if isinstance(space, Hemispheres) else "features")
+        parts.append(f"The data held {n_samples:,} samples and {n_features:,} {unit}; they "
+                     "were centred and the components extracted one at a time by "
+                     "alternating minimisation and deflation." if pen is not None else
+                     f"The data held {n_samples:,} samples and {n_features:,} {unit}.")
+    if pen is not None:
+        text = (f"Penalties: alpha = {pen['alpha']:.4g}, l1_ratio = {pen['l1_ratio']:.4g}, "
+                f"tv_ratio = {pen['tv_ratio']:.4g}, i.e. lambda_1 (l1) = {pen['l1']:.4g}, "
+                f"lambda_2 (l2) = {pen['l2']:.4g}, lambda (TV) = {pen['tv']:.4g}")
+        if pen["l1_max"] is not None:
+            if pen["relative"] and pen["alpha_rel"] is not None:
+                text += (f"; alpha was set relative to the data as alpha_rel x l1_max = "
+                         f"{float(pen['alpha_rel']):.4g} x {pen['l1_max']:.4g}, with l1_max = "
+                         "max_j ||x_j||_2 / N of the centred data (the l1 weight above which "
+                         "every loading is zero without TV)")
+                if pen["auto"]:
+                    text += _auto_text(pen)
+            else:
+                text += (f" (absolute; {pen['alpha'] / pen['l1_max']:.4g} x l1_max, "
+                         f"l1_max = max_j ||x_j||_2 / N = {pen['l1_max']:.4g})")
+        parts.append(text + ".")
+    structure = _structure_text(estimator, space, meshes, n_features)
+    if structure is not None:
+        parts.append(f"Structure: {structure}.")
+    solver = getattr(estimator, "solver", None)
+    if pen is not None and tol is not None:
+        solver_name = {"dual": "the exact-proximal dual solver",
+                       "conesta": "CONESTA (paper Algorithm 2)"}.get(solver, str(solver))
+        text = (f"Each loading update was solved with {solver_name}, stopped when its "
+                f"certified duality gap was at most tol = {tol:g} times the objective at zero "
+                "(relative gap)")
+        finite = None if rel_gaps is None else np.asarray(rel_gaps, dtype=np.float64)
+        finite = None if finite is None else finite[np.isfinite(finite)]
+        if finite is not None and finite.size:
+            text += (f"; the largest final relative gap was {finite.max():.2e} over "
+                     f"{finite.size} component(s)")
+        parts.append(text + ".")
+    elif solver is not None:
+        parts.append(f"Solver: {solver}.")
+    if selection is not None:
+        results = getattr(selection, "results_", None) or []
+        best = getattr(selection, "best_params_", None) or {}
+        text = ("Penalties were chosen by neurospca.model_selection.select_penalty"
+                + (f" among {len(results)} settings" if results else "")
+                + f" (rule: {getattr(selection, 'rule', 'not recorded')}); chosen: "
+                + ", ".join(f"{k} = {_fmt(v)}" for k, v in best.items()))
+        stab = getattr(selection, "component_stability_", None)
+        if stab is not None and len(stab):
+            text += ("; stability of the chosen components across splits (mean pairwise "
+                     "Dice): " + ", ".join(_fmt(float(s), ".2f") for s in stab))
+        parts.append(text + ".")
+    if atlas_desc:
+        parts.append(f"Peaks and clusters were labelled with {atlas_desc}.")
+    libs = ", ".join(f"{k} {versions[k]}" for k in ("numpy", "scipy", "scikit-learn", "nibabel")
+                     if versions.get(k) not in (None, "not installed"))
+    parts.append(f"Software: neurospca {versions['neurospca']}, Python {versions['python']}, "
+                 f"{libs}.")
+    return " ".join(parts)
+
+
+def _selection_table(selection, n_components):
+    """(header, rows, best_index, rule, stability per component) of a selection object."""
+    results = list(getattr(selection, "results_", None) or [])
+    best = dict(getattr(selection, "best_params_", None) or {})
+    rule = getattr(selection, "rule", None)
+    stab = getattr(selection, "component_stability_", None)
+    stab = None if stab is None else np.asarray(stab, dtype=np.float64).ravel()
+    param_keys = list(best)
+    for row in results:
+        for key in row.get("params", {}) if isinstance(row.get("params"), dict) else {}:
+            if key not in param_keys:
+                param_keys.append(key)
+    metric_keys = [k for k in ("mean_score", "std_score", "stability", "zero_fraction")
+                   if any(k in row for row in results)]
+    header = param_keys + [k.replace("_", " ") for k in metric_keys] + ["chosen"]
+    rows = []
+    for row in results:
+        params = row.get("params") if isinstance(row.get("params"), dict) else row
+        chosen = bool(best) and all(_same(params.get(k), v) for k, v in best.items())
+        rows.append([_fmt(params.get(k)) for k in param_keys]
+                    + [_fmt(row.get(k), ".4g") for k in metric_keys]
+                    + ["yes" if chosen else ""])
+    return {"header": header, "rows": rows, "rule": "-" if rule is None else str(rule),
+            "best": ", ".join(f"{k} = {_fmt(v)}" for k, v in best.items()) or "-",
+            "stability": stab}
+
+
+def _same(a, b):
+    if isinstance(a, (int, float, np.integer, np.floating)) and \
+            isinstance(b, (int, float, np.integer, np.floating)):
+        return bool(np.isclose(float(a), float(b), rtol=1e-9, atol=0))
+    return a == b
+
+
+def _cluster_rows(clusters, space, atlas, max_clusters, with_area=False):
+    rows = []
+    for i, c in enumerate(clusters[:max_clusters]):
+        row = [str(i + 1), c.sign, _fmt(c.size)]
+        if isinstance(space, VolumeMasker):
+            row.append(_fmt(c.volume_mm3, ",.0f"))
+        elif with_area:
+            row.append(_fmt(c.area_mm2, ",.0f"))
+        row += [_Text(c.peak.describe()), _signed(c.peak.value), _signed(c.mean)]
+        if atlas is not None:
+            label, share = atlas.majority(c.features)
+            row.append(_Text("no label" if label is None else f"{label} ({100 * share:.0f} %)"))
+        rows.append(_cells(row))
+    return rows
+
+
+def _cluster_note(clusters, space, max_clusters, connectivity):
+    unit = "voxels" if isinstance(space, VolumeMasker) else "vertices"
+    how = (f"{connectivity}-connectivity on the voxel grid" if isinstance(space, VolumeMasker)
+           else "connected along the mesh edges")
+    text = (f"{len(clusters)} cluster(s) of non-zero loadings ({how}; positive and negative "
+            "loadings form separate clusters), largest first.")
+    rest = clusters[max_clusters:]
+    if rest:
+        text += (f" Only the {max_clusters} largest are listed; the {len(rest)} others hold "
+                 f"{sum(c.size for c in rest):,} {unit} in all (at most "
+                 f"{max(c.size for c in rest):,} each).")
+    return text
+
+
+def _component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engine, dpi):
+    if isinstance(space, VolumeMasker):
+        fig = plotting.plot_volume_component(unmask(comp, space.mask_img), None, bg_img=bg_img)
+    elif surface_maps is not None:
+        maps = {h: surface_maps[h][:, k] for h in ("left", "right")}
+        fig = plotting.plot_surface_component(maps, meshes, None, bg_maps=bg_maps, engine=engine)
+    elif isinstance(space, Hemispheres):
+        return None
+    else:
+        plt = plotting._pyplot()
+        fig, ax = plt.subplots(figsize=(8, 2.2))
+        ax.plot(comp, lw=0.8)
+        ax.set_xlabel("feature")
+        ax.set_ylabel("loading")
+        fig.tight_layout()
+    return plotting.figure_to_data_uri(fig, dpi=dpi)
+
+
+def _atlas_description(atlas, atlas_name):
+    if atlas_name is not None:
+        return str(atlas_name)
+    if isinstance(atlas, (str, os.PathLike)):
+        return f"the atlas {os.path.basename(os.fspath(atlas))}"
+    if isinstance(atlas, (tuple, list)) and len(atlas) == 2 and all(
+            isinstance(a, (str, os.PathLike)) for a in atlas):
+        return "the atlas " + " / ".join(os.path.basename(os.fspath(a)) for a in atlas)
+    return "the given atlas"
 
 
 def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
-                data_description=None, bg_img=None, engine="auto", dpi=80):
-    """A self-contained HTML report of a fitted SPCA-TV model.
+                data_description=None, bg_img=None, engine="auto", dpi=80, atlas=None,
+                atlas_labels=None, atlas_name=None, selection=None, command=None,
+                metadata=None, surface_coords=None, cluster_connectivity=26,
+                max_clusters=10):
+    """A self-contained HTML report of a fitted SPCA-TV model, for a paper.
+
+    It holds a methods paragraph (method and citation, penalties absolute and
+    relative, structure, tolerance and certified gaps, versions) and the
+    command line; a table of the components in fitted order (adjusted and
+    PCA explained variance, support, clusters, peak, stability, relative gap
+    against ``tol``, convergence); per component a figure (zero loadings
+    transparent), a caption with the peak's coordinates and a cluster table;
+    the selection grid; explained variance, scores and the convergence of the
+    relative gaps with the ``tol`` line.
 
     Parameters
     ----------
-    estimator : fitted SPCATV
+    estimator : fitted SPCATV (or another neurospca estimator with ``components_``)
+        Attributes an older model lacks (``rel_gap_history_``,
+        ``pca_explained_variance_ratio_``, ``alpha_``...) are left out with a note.
     space : VolumeMasker, Hemispheres or None
         Where the columns live; loadings are drawn as stat maps and glass
         brains (volumes), as lateral/medial views of both hemispheres
@@ -175,7 +452,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     meshes : dict, optional
         ``{"left": (coords, faces), "right": (coords, faces)}`` to draw
         surface loadings on (inflated or pial), plus optional
-        ``"bg_left"``/``"bg_right"`` shading maps.
+        ``"bg_left"``/``"bg_right"`` shading maps. The faces give the surface
+        clusters; the coordinates the peaks' xyz (see ``surface_coords``).
     title : str, default="neurospca report"
         Page title (escaped, as every string put in the page).
     data_description : dict, optional
@@ -186,11 +464,45 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         Surface renderer (see :func:`plot_surface_component`).
     dpi : int, default=80
         Resolution of the embedded figures.
+    atlas : image, path or pair, optional
+        Names the peak and each cluster: volumes, a labelled NIfTI (image or
+        path) on the mask's grid; surfaces, a pair ``(left, right)`` of
+        FreeSurfer ``.annot`` paths, GIFTI label paths or integer label arrays
+        (see :func:`neurospca.reporting.anatomy.load_atlas`).
+    atlas_labels : list or dict, optional
+        Names of the atlas values (list indexed by value, or dict value ->
+        name; for surfaces also a pair). ``.annot`` files carry their own.
+    atlas_name : str, optional
+        How the methods paragraph names the atlas (default: its file name).
+    selection : object, optional
+        What :func:`neurospca.model_selection.select_penalty` returned
+        (read: ``component_stability_``, ``results_``, ``best_params_``,
+        ``rule``): a stability column and the selection table.
+    command : str, optional
+        The command line that produced the model (shown verbatim).
+    metadata : dict, optional
+        Metadata saved with the model (:func:`neurospca.save_model`); its
+        ``"command"`` is used when ``command`` is not given.
+    surface_coords : (ndarray, ndarray), optional
+        Anatomical coordinates (e.g. pial or white) of the left and right
+        vertices for the peaks' xyz, when ``meshes`` are inflated.
+    cluster_connectivity : {6, 18, 26}, default=26
+        Voxel neighbourhood of the volume clusters.
+    max_clusters : int, default=10
+        Clusters listed per component (the largest; the rest summarised).
 
     Returns
     -------
     str
         The HTML document.
+
+    Raises
+    ------
+    ValueError
+        If the estimator is not fitted, the space or atlas does not match it
+        (the message names ``atlas``), or an option is out of range.
+    TypeError
+        If an argument has the wrong type.
     """
     if not hasattr(estimator, "components_"):
         raise ValueError("estimator must be fitted (it has no components_).")
@@ -207,13 +519,38 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                         f"{type(data_description).__name__}.")
     if not isinstance(title, str):
         raise TypeError(f"title must be a str, got {type(title).__name__}.")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}.")
+    if command is None and metadata is not None:
+        command = metadata.get("command")
+    if command is not None and not isinstance(command, str):
+        raise TypeError(f"command must be a str, got {type(command).__name__}.")
+    if cluster_connectivity not in (6, 18, 26):
+        raise ValueError(f"cluster_connectivity must be 6, 18 or 26, got "
+                         f"{cluster_connectivity!r}.")
+    if isinstance(max_clusters, bool) or not isinstance(max_clusters, (int, np.integer)) \
+            or max_clusters < 1:
+        raise ValueError(f"max_clusters must be an int >= 1, got {max_clusters!r}.")
+    if atlas is not None and space is None:
+        raise ValueError("atlas needs a brain space: pass space= (a VolumeMasker or a "
+                         "Hemispheres) with atlas=.")
     t_start = time.perf_counter()
     env = _jinja_env()
-    scores = component_scores(estimator) if hasattr(estimator, "scores_") else None
+    atlas_obj = None if atlas is None else load_atlas(atlas, space, atlas_labels)
+    hemi_coords = None
+    if isinstance(space, Hemispheres) and (meshes is not None or surface_coords is not None):
+        hemi_coords = anatomy._hemi_coords(space, meshes, surface_coords)
+    scores = component_scores(estimator) if hasattr(estimator, "scores_") and \
+        hasattr(estimator, "singular_values_") else None
+    n_samples = None if scores is None else int(scores.shape[0])
+    versions = library_versions()
+    pen = _penalties(estimator)
+    tol = getattr(estimator, "tol", None)
+    tol = float(tol) if isinstance(tol, (int, float, np.integer, np.floating)) else None
 
     data_rows = []
-    if scores is not None:
-        data_rows.append(("samples", _fmt(scores.shape[0])))
+    if n_samples is not None:
+        data_rows.append(("samples", _fmt(n_samples)))
     data_rows += _space_rows(space, n_features)
     data_rows += [(str(k), _fmt(v)) for k, v in (data_description or {}).items()]
 
@@ -224,86 +561,247 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                      f"{value.n_groups:,} groups, ||A||^2 <= {value.norm2:.4g}")
         elif value is None and key == "operator":
             value = "1-D chain over the features"
+        elif value is None and key == "alpha" and hasattr(estimator, "alpha_rel"):
+            value = "None (data-relative: alpha_rel x l1_max_)"
         params.append((key, _fmt(value)))
-    weights = ""
-    if all(hasattr(estimator, a) for a in ("alpha", "l1_ratio", "tv_ratio")):
-        try:
-            a, r1, rt = float(estimator.alpha), float(estimator.l1_ratio), float(estimator.tv_ratio)
-            weights = (f"l1 = {a * r1:.4g}, l2 = {a * (1 - r1 - rt):.4g}, "
-                       f"tv = {a * rt:.4g}")
-        except (TypeError, ValueError):
-            weights = ""
+    for key in ("alpha_", "alpha_rel_", "l1_max_"):
+        if hasattr(estimator, key):
+            params.append((f"{key} (fitted)", _fmt(getattr(estimator, key))))
 
-    def attr(name, k, default=None):
-        arr = getattr(estimator, name, None)
-        return default if arr is None or k >= len(arr) else arr[k]
+    evr = np.asarray(getattr(estimator, "explained_variance_ratio_",
+                             np.full(n_components, np.nan)), dtype=np.float64)
+    pca_evr = getattr(estimator, "pca_explained_variance_ratio_", None)
+    pca_evr = None if pca_evr is None else np.asarray(pca_evr, dtype=np.float64).ravel()
+    rel_gaps = getattr(estimator, "rel_gaps_", None)
+    rel_gaps = None if rel_gaps is None else np.asarray(rel_gaps, dtype=np.float64).ravel()
+    sel = None if selection is None else _selection_table(selection, n_components)
+    stability = None if sel is None else sel["stability"]
 
-    header = ["component", "explained var. (%)", "support", "sparsity (%)", "peak",
-              "certified gap", "converged", "alternations", "solver iterations", "time (s)"]
-    rows, warnings_ = [], []
-    evr = getattr(estimator, "explained_variance_ratio_", np.full(n_components, np.nan))
+    header = ["component", "explained var. (%)"]
+    if pca_evr is not None:
+        header.append("PCA explained var. (%)")
+    header += ["support", "sparsity (%)"]
+    if space is not None:
+        header.append("clusters")
+    header.append("peak")
+    if stability is not None:
+        header.append("stability (Dice)")
+    if rel_gaps is not None:
+        header.append(f"relative gap (tol = {tol:g})" if tol is not None else "relative gap")
+    header.append("converged")
+    conv_header = ["component"]
+    if rel_gaps is not None:
+        conv_header.append(f"relative gap (tol = {tol:g})" if tol is not None else "relative gap")
+    conv_header += ["certified gap", "converged", "alternations", "solver iterations",
+                    "time (s)"]
+    conv_rows = []
+
+    rows, warnings_, components = [], [], []
+    surface_maps, bg_maps = None, {}
+    if isinstance(space, Hemispheres) and meshes is not None:
+        surface_maps = space.inverse_transform(comps)
+        bg_maps = {h: meshes.get(f"bg_{h}") for h in ("left", "right")}
+        bg_maps = {h: v for h, v in bg_maps.items() if v is not None}
+    can_cluster = isinstance(space, VolumeMasker) or (isinstance(space, Hemispheres)
+                                                      and meshes is not None)
     for k, comp in enumerate(comps):
         support = int(np.count_nonzero(comp))
-        rows.append([str(k + 1), _fmt(100 * float(evr[k]), ".2f"), _fmt(support),
-                     _fmt(100.0 * (1 - support / n_features), ".1f"), _peak_label(space, comp),
-                     _fmt(attr("dual_gaps_", k), ".3e"), _fmt(attr("converged_", k)),
-                     _fmt(attr("n_iter_", k)), _fmt(attr("n_inner_iter_", k)),
-                     _fmt(attr("component_times_", k), ".3f")])
+        peak = anatomy.peak_coordinates(comp, space, surface_coords=hemi_coords)
+        clusters = None
+        if can_cluster and support:
+            clusters = anatomy.cluster_table(comp, space, meshes=meshes,
+                                             surface_coords=surface_coords,
+                                             connectivity=cluster_connectivity)
+        conv = _per_component(estimator, "converged_", k, n_components)
+        rel = None if rel_gaps is None or k >= rel_gaps.size else float(rel_gaps[k])
+        if conv is None:
+            conv_text = "-"
+        elif support == 0:
+            conv_text = "no (zero component)"
+        elif bool(conv):
+            conv_text = "yes"
+        elif rel is not None and tol is not None and np.isfinite(rel) and rel > tol:
+            conv_text = "no: relative gap > tol"
+        elif rel is not None and tol is not None:
+            conv_text = "no: alternations hit max_iter"
+        else:
+            conv_text = "no"
+        row = [str(k + 1), _fmt(100 * float(evr[k]), ".2f")]
+        if pca_evr is not None:
+            row.append(_fmt(100 * float(pca_evr[k]), ".2f") if k < pca_evr.size else "-")
+        row += [_fmt(support), _fmt(100.0 * (1 - support / n_features), ".1f")]
+        if space is not None:
+            row.append(_fmt(len(clusters)) if clusters is not None else "-")
+        row.append(_Text(_peak_text(peak, atlas_obj)))
+        if stability is not None:
+            row.append(_fmt(float(stability[k]), ".2f") if k < stability.size else "-")
+        if rel_gaps is not None:
+            row.append(_fmt(rel, ".2e"))
+        row.append(_Text(conv_text))
+        rows.append(_cells(row))
+        conv_row = [str(k + 1)] + ([_fmt(rel, ".2e")] if rel_gaps is not None else [])
+        conv_row += [_fmt(_per_component(estimator, "dual_gaps_", k, n_components), ".2e"),
+                     _Text(conv_text),
+                     _fmt(_per_component(estimator, "n_iter_", k, n_components)),
+                     _fmt(_per_component(estimator, "n_inner_iter_", k, n_components)),
+                     _fmt(_per_component(estimator, "component_times_", k, n_components),
+                          ".3f")]
+        conv_rows.append(_cells(conv_row))
         if support == 0:
             warnings_.append(f"Component {k + 1} is identically zero: the penalties are too "
                              "strong for these data; decrease alpha.")
-        elif attr("converged_", k) is not None and not attr("converged_", k):
-            warnings_.append(f"Component {k + 1} did not reach the requested tolerance.")
+        elif conv is not None and not bool(conv):
+            warnings_.append(f"Component {k + 1} did not reach the requested tolerance "
+                             f"({conv_text}).")
 
-    components = _component_figures(estimator, space, meshes, bg_img, engine, dpi)
+        # the component's own section
+        label = f"Component {k + 1}"
+        heading = label
+        if np.isfinite(evr[k]):
+            heading += f" \u00b7 {100 * float(evr[k]):.2f} % explained variance (adjusted)"
+        if pca_evr is not None and k < pca_evr.size:
+            heading += f" \u00b7 PCA {100 * float(pca_evr[k]):.2f} %"
+        t0 = time.perf_counter()
+        image = _component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img,
+                                  engine, dpi)
+        logger.info("report: %s drawn in %.2f s", label, time.perf_counter() - t0)
+        unit = ("voxels" if isinstance(space, VolumeMasker) else
+                "vertices" if isinstance(space, Hemispheres) else "features")
+        if peak is None:
+            caption = f"{label} is identically zero."
+        else:
+            caption = f"Peak loading {_signed(peak.value)} at {peak.describe()}"
+            if peak.ijk is not None:
+                caption += f" (voxel {peak.ijk[0]}, {peak.ijk[1]}, {peak.ijk[2]})"
+            if atlas_obj is not None:
+                caption += f", atlas label: {atlas_obj.label(peak.feature) or 'no label'}"
+            caption += (f". {support:,} non-zero {unit} "
+                        f"({100.0 * (1 - support / n_features):.1f} % of the loadings are zero)")
+            if clusters is not None:
+                caption += f" in {len(clusters):,} cluster(s)"
+            caption += "."
+            if stability is not None and k < stability.size:
+                caption += (f" Stability across splits (mean pairwise Dice): "
+                            f"{float(stability[k]):.2f}.")
+        cluster_header = ["cluster", "sign", f"size ({unit})"]
+        if isinstance(space, VolumeMasker):
+            cluster_header.append("volume (mm\u00b3)")
+        elif surface_coords is not None:
+            cluster_header.append("area (mm\u00b2)")
+        cluster_header += ["peak (x, y, z mm)" if isinstance(space, VolumeMasker)
+                           else "peak (hemisphere, vertex, xyz)", "peak loading",
+                           "mean loading"]
+        if atlas_obj is not None:
+            cluster_header.append("atlas label (share)")
+        item = {"label": label, "heading": heading, "image": image, "caption": caption,
+                "message": "" if image else "No meshes were given: the surface loadings "
+                                            "are not drawn.",
+                "cluster_header": cluster_header, "cluster_rows": [], "cluster_note": ""}
+        if clusters:
+            item["cluster_rows"] = _cluster_rows(clusters, space, atlas_obj, max_clusters,
+                                                 surface_coords is not None)
+            item["cluster_note"] = _cluster_note(clusters, space, max_clusters,
+                                                 cluster_connectivity)
+        elif isinstance(space, Hemispheres) and meshes is None and support:
+            item["cluster_note"] = ("No meshes were given: the surface clusters need the "
+                                    "mesh edges.")
+        components.append(item)
+
+    op = getattr(estimator, "operator", "absent")
+    if op is None and n_features > _CHAIN_WARNING_FEATURES:
+        warnings_.append(f"No structure operator: the TV penalty ran along a 1-D chain over "
+                         f"the {n_features:,} features in column order, which is not the "
+                         "brain's geometry; pass operator= (tv_from_mask, tv_from_mesh).")
+
     if isinstance(space, VolumeMasker):
-        loading_note = ("Unit-norm loadings. Left: slices through the peak over the "
-                        "background image; right: glass brain. The colour scale is symmetric "
-                        "about zero; zero voxels are transparent.")
+        loading_note = ("Unit-norm loadings, in the order fitted. Left: slices through the "
+                        "peak over the background image; right: glass brain. The colour scale "
+                        "is symmetric about zero; zero voxels are transparent (threshold just "
+                        "above zero). Coordinates are world (scanner/MNI) mm from the mask's "
+                        "affine.")
     elif isinstance(space, Hemispheres):
-        loading_note = ("Unit-norm loadings: lateral and medial views of both hemispheres. "
-                        "The colour scale is symmetric about zero; zero vertices show the "
-                        "grey background.")
+        coords_note = ("the given anatomical coordinates" if surface_coords is not None
+                       else "the coordinates of the drawn meshes")
+        loading_note = ("Unit-norm loadings, in the order fitted: lateral and medial views of "
+                        "both hemispheres. The colour scale is symmetric about zero; zero "
+                        "vertices show the background shading only. Peak xyz are "
+                        f"{coords_note}; vertex indices are those of each hemisphere's mesh.")
     else:
-        loading_note = "Unit-norm loadings against the feature index."
+        loading_note = "Unit-norm loadings against the feature index, in the order fitted."
     if scores is not None:
         scores_image = plotting.figure_to_data_uri(plotting.plot_scores(scores), dpi=dpi)
     else:
         scores_image = ""
-    variance_image = plotting.figure_to_data_uri(plotting.plot_explained_variance(evr), dpi=dpi)
-    convergence_image = plotting.figure_to_data_uri(
-        plotting.plot_convergence(getattr(estimator, "gap_history_", [])), dpi=dpi)
+    variance_image = plotting.figure_to_data_uri(
+        plotting.plot_explained_variance(evr, pca_evr), dpi=dpi)
+    if pca_evr is not None:
+        variance_note = (f"Adjusted explained variance of the components (scores "
+                         f"orthogonalised by QR, Zou et al. 2006) beside plain PCA's on the "
+                         f"same centred data (its cumulative variance bounds any "
+                         f"{n_components} components'). Total: "
+                         f"{_fmt(100 * float(np.nansum(evr)), '.2f')} % (PCA "
+                         f"{_fmt(100 * float(np.nansum(pca_evr[:n_components])), '.2f')} %).")
+    else:
+        variance_note = (f"Adjusted explained variance (scores orthogonalised by QR, Zou et "
+                         f"al. 2006), as a share of the total variance. Total: "
+                         f"{_fmt(100 * float(np.nansum(evr)), '.2f')} %. PCA's explained "
+                         "variance is not shown: this model does not store it (it needs the "
+                         "training data; models fitted by a current SPCATV do).")
+    rel_hist = getattr(estimator, "rel_gap_history_", None)
+    if rel_hist is not None:
+        convergence_image = plotting.figure_to_data_uri(
+            plotting.plot_convergence(rel_hist, tol=tol), dpi=dpi)
+        convergence_note = ("Relative duality gap (certified gap over the objective at zero) "
+                            "of the v-steps against cumulative solver iterations, one line per "
+                            "component. Each v-step stops once its relative gap is at most tol "
+                            f"(dashed line, tol = {_fmt(tol, 'g')}); the final values are the "
+                            "table's relative gaps.")
+    else:
+        convergence_image = plotting.figure_to_data_uri(
+            plotting.plot_convergence(getattr(estimator, "gap_history_", []) or []), dpi=dpi)
+        convergence_note = ("Certified duality gap of the v-steps (in units of the objective) "
+                            "against cumulative solver iterations, one line per component. "
+                            "This model does not store the relative gaps that tol bounds, so "
+                            "the tol line is not drawn.")
 
     timings = []
     if hasattr(estimator, "fit_time_"):
         timings.append(("fit (s)", _fmt(estimator.fit_time_, ".3f")))
     for k in range(n_components):
-        t = attr("component_times_", k)
+        t = _per_component(estimator, "component_times_", k, n_components)
         if t is not None:
             timings.append((f"component {k + 1} (s)", _fmt(t, ".3f")))
-    timings.append(("report figures (s)", _fmt(time.perf_counter() - t_start, ".2f")))
+    timings.append(("report (s)", _fmt(time.perf_counter() - t_start, ".2f")))
 
-    versions = library_versions()
+    methods = _methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
+                            rel_gaps, tol, selection,
+                            None if atlas is None else _atlas_description(atlas, atlas_name))
     html = env.get_template("report.html").render(
         title=title,
         estimator_name=type(estimator).__name__,
         created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         versions=versions,
+        methods=methods,
+        command=command,
         data_rows=data_rows,
         params=params,
-        weights=weights,
+        weights=_weights_text(pen),
         component_header=header,
         component_rows=rows,
         warnings=warnings_,
         components=components,
         loading_note=loading_note,
+        selection=sel,
         variance_image=variance_image,
-        total_variance=_fmt(100 * float(np.nansum(evr)), ".2f") + " %",
+        variance_note=variance_note,
         scores_image=scores_image,
         scores_note=("Left: each sample's score on each component; right: component 1 "
                      "against component 2. Scores are d_k ||v_k|| u_k, the samples' "
                      "coordinates on the unit loadings in the deflated data."),
         convergence_image=convergence_image,
+        convergence_header=conv_header,
+        convergence_rows=conv_rows,
+        convergence_note=convergence_note,
         timings=timings,
     )
     return html
