@@ -277,6 +277,10 @@ def check_sparse_matrix(matrix, name="matrix"):
     if not np.all(np.isfinite(out.data)):
         raise ValueError(f"{name} contains NaN or infinite entries (or entries that "
                          "overflow when duplicates are summed).")
+    if out.nnz and float(np.abs(out.data).max()) > 1e150:
+        raise ValueError(f"{name} has entries up to {float(np.abs(out.data).max()):.1e}: "
+                         "their squares (the operator's norm) overflow; rescale the "
+                         "operator (a penalty weight can absorb the scale).")
     if out.nnz >= _INT32_MAX:
         raise ValueError(f"{name} has {out.nnz} non-zeros, too many for the int32 kernels.")
     out.indices = out.indices.astype(np.int32, copy=False)

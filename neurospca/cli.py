@@ -104,6 +104,20 @@ def _positive_float(text):
     return value
 
 
+def _alpha_rel(text):
+    if text == "auto":
+        return text
+    try:
+        return _positive_float(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'auto', got {text!r}") \
+            from None
+
+
+def _format_rel(alpha_rel):
+    return f"{alpha_rel:g}" if not isinstance(alpha_rel, str) else repr(alpha_rel)
+
+
 def _ratio(text):
     try:
         value = float(text)
@@ -212,7 +226,8 @@ def _fit(args, model, X):
         if hasattr(model, "estimator_"):
             model.estimator_.set_params(verbose=0)
     _print_warnings(caught)
-    relative = "" if model.alpha is not None else f" ({model.alpha_rel:g} x l1_max)"
+    relative = ("" if model.alpha is not None
+                else f" ({model.estimator_.alpha_rel_:g} x l1_max)")
     _say(args, f"fitted {model.n_components} component(s) in {elapsed:.2f} s "
                f"(alpha = {model.estimator_.alpha_:.4g}{relative})")
     return model
@@ -360,7 +375,7 @@ def _estimator(args, **masking):
         raise UserError(f"--l1-ratio + --tv-ratio must be < 1, got {l1_ratio} + "
                         f"{tv_ratio}.")
     penalty = (f"alpha={alpha:.4g} (absolute)" if alpha is not None
-               else f"alpha={alpha_rel:g} x l1_max (relative)")
+               else f"alpha={_format_rel(alpha_rel)} x l1_max (relative)")
     _say(args, f"SPCA-TV: {args.n_components} component(s), {penalty}, "
                f"l1_ratio={l1_ratio:.4g}, tv_ratio={tv_ratio:.4g}, tol={args.tol:g}, "
                f"solver={args.solver}")
@@ -646,10 +661,11 @@ def _build_parser():
     pen.add_argument("--alpha", type=_positive_float, default=None,
                      help="absolute total penalty weight, the paper's parametrisation "
                           "(default: relative, see --alpha-rel)")
-    pen.add_argument("--alpha-rel", type=_positive_float, default=None,
+    pen.add_argument("--alpha-rel", type=_alpha_rel, default=None,
                      help="alpha in units of l1_max = max_j ||Xc_j||_2 / N of the centred "
                           f"data, so that maps of any scale work (default "
-                          f"{defaults['alpha_rel']:g}, SPCATV's)")
+                          f"{_format_rel(defaults['alpha_rel'])}, SPCATV's: 'auto' keeps "
+                          "the weakest of 0.5, 1, 2, ..., 16 whose components are sparse)")
     pen.add_argument("--l1-ratio", type=_ratio, default=None,
                      help=f"l1 / alpha (default {defaults['l1_ratio']:.4g}, SPCATV's)")
     pen.add_argument("--tv-ratio", type=_ratio, default=None,

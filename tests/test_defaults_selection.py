@@ -172,10 +172,12 @@ def test_signs_are_deterministic():
         peak = C[np.arange(3), np.argmax(np.abs(C), axis=1)]
         assert np.all(peak > 0)
     np.testing.assert_allclose(a.components_, b.components_, atol=1e-6)
-    # scores flipped with the loadings: X_c ~ sum_k d_k u_k v_k^T still holds
+    # scores flipped with the loadings: u_k points along X_c v_k (the returned
+    # v_k is certified for u_k, so they agree to the outer tolerance, not exactly)
     Xc = X - a.mean_
-    np.testing.assert_allclose(a.scores_[:, 0], Xc @ a.loadings_[:, 0]
-                               / np.linalg.norm(Xc @ a.loadings_[:, 0]), atol=1e-3)
+    for k in range(3):
+        z = Xc @ a.loadings_[:, k]
+        assert a.scores_[:, k] @ z / np.linalg.norm(z) > 0.99
     assert np.all(np.sign(a.loadings_) == np.sign(a.components_.T))
 
 

@@ -19,17 +19,15 @@ pytest.importorskip("hypothesis")  # the test extra: pip install -e ".[test]"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 60  # seconds per case (each takes 5-20 s on one core)
 
-CERT = pytest.mark.xfail(strict=False, reason="needs cert branch")
-
 CASES = [
     "spcatv",
-    pytest.param("spcatv_extreme", marks=CERT),
+    "spcatv_extreme",
     "spca_tv_function",
     "tv_from_mask",
     "tv_from_mesh",
-    pytest.param("group_operator", marks=CERT),
+    "group_operator",
     "solvers",
-    pytest.param("solvers_warm_starts", marks=CERT),
+    "solvers_warm_starts",
     "readers",
     "load_model",
     "cli",

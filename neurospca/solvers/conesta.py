@@ -198,6 +198,12 @@ def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=1000
     mu0 = 1e-8 if smoothing else 1.0
     gap_mu, _, _ = prob.gaps(v, mu0)
     gap, objective = primal_certificate(v, y, operator, l1, group, (mu0,))
+    if v0 is not None and not (np.isfinite(gap) and np.isfinite(gap_mu)):
+        # a hostile warm start whose objective overflows: start cold instead
+        logger.debug("conesta: v0's objective is not finite; starting from v = 0")
+        v = np.zeros_like(y)
+        gap_mu, _, _ = prob.gaps(v, mu0)
+        gap, objective = primal_certificate(v, y, operator, l1, group, (mu0,))
     n_iter, n_cont, history, mu_history = 0, 0, [(0, gap)], []
     finite = np.isfinite(gap) and np.isfinite(gap_mu)
     eps = tau * gap_mu  # Algorithm 2, line 2
