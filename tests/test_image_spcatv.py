@@ -682,8 +682,13 @@ def _open_report(browser, path):
         "Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)")
     alts = page.evaluate("Array.from(document.images).map(i => i.alt)")
     text = page.text_content("body")
+    captions = page.evaluate(
+        "Array.from(document.querySelectorAll('figcaption')).map(c => c.textContent)")
+    n_cluster_rows = page.evaluate(
+        "Array.from(document.querySelectorAll('table.clusters')).map("
+        "t => t.querySelectorAll('tbody tr').length)")
     page.close()
-    return console, images_ok, alts, text
+    return console, images_ok, alts, text, captions, n_cluster_rows
 
 
 @pytest.mark.parametrize("kind", ["volume", "surface"])
@@ -702,16 +707,33 @@ def test_generate_report_in_browser(kind, small_volume, thickness_img, browser, 
     assert isinstance(report, HTMLReport)
     assert "ImageSPCATV" in report._repr_html_()
     path = report.save_as_html(tmp_path / "report.html")
-    console, images_ok, alts, text = _open_report(browser, path)
+    console, images_ok, alts, text, captions, n_cluster_rows = _open_report(browser, path)
     errors = [c for c in console if c[0] in ("error", "pageerror")]
     assert not errors, errors
     assert images_ok and all(images_ok)
     assert sum(a.startswith("Component ") for a in alts) == model.n_components, alts
     assert f"ImageSPCATV {kind} <b>x</b>" in text  # escaped, shown as text
+    # one caption per component, naming the peak where the loading is largest
+    peaks = [c for c in captions if c.startswith("Peak loading")]
+    assert len(peaks) == model.n_components, captions
+    C = model.components_
     if kind == "surface":
         assert "cortical surface" in text
+        for k, cap in enumerate(peaks):
+            col = int(np.argmax(np.abs(C[k])))
+            hemi = 0 if col < model.space_.vertices[0].size else 1
+            vertex = model.space_.vertices[hemi][col - hemi * model.space_.vertices[0].size]
+            assert f"vertex {vertex}" in cap and ("left" if hemi == 0 else "right") in cap
     else:
         assert "volume (brain mask)" in text
+        affine = model.mask_img_.affine
+        ijk = np.argwhere(np.asarray(model.mask_img_.dataobj) > 0)
+        for k, cap in enumerate(peaks):
+            xyz = affine[:3, :3] @ ijk[int(np.argmax(np.abs(C[k])))] + affine[:3, 3]
+            assert "({:.0f}, {:.0f}, {:.0f}) mm".format(*xyz) in cap, (cap, xyz)
+    # a cluster table per component, at least one cluster each
+    assert len(n_cluster_rows) == model.n_components and min(n_cluster_rows) >= 1
+    assert "de Pierrefeu" in text and "certified" in text  # the methods paragraph
 
 
 def test_surface_maskers_confounds_standardize(fs5):
