@@ -20,3 +20,29 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 _LOADED_FIRST = (numpy, scipy.linalg)
 _THREAD_LIMITS = threadpool_limits(limits=1)
+
+
+import shutil  # noqa: E402
+
+import pytest  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium through playwright (skipped when either is missing)."""
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (apt-get install -y chromium; .ci/run "
+                    "installs it)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api",
+        reason="the playwright package is missing (pip install -e '.[test]')")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM,
+                               args=["--no-sandbox", "--disable-gpu",
+                                     "--disable-background-networking",
+                                     "--disable-component-update", "--disable-sync",
+                                     "--no-first-run", "--disable-quic"])
+        yield b
+        b.close()

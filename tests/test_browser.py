@@ -27,21 +27,6 @@ EVIL = "<script>alert('pwned')</script>"
 
 
 @pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip(
-        "playwright.sync_api",
-        reason="the playwright package is missing (pip install -e '.[test]')")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM,
-                               args=["--no-sandbox", "--disable-gpu",
-                                     "--disable-background-networking",
-                                     "--disable-component-update", "--disable-sync",
-                                     "--no-first-run", "--disable-quic"])
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
 def demo_report(tmp_path_factory):
     from neurospca.cli import main
 

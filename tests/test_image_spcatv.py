@@ -10,7 +10,6 @@ report of a fitted model in a real browser.
 """
 
 import os
-import shutil
 import warnings
 
 import nibabel as nib
@@ -651,25 +650,6 @@ def test_cli_alpha_options(small_volume, tmp_path, capsys):
 # --------------------------------------------------------------------------
 # the report of a fitted image model, in a browser
 # --------------------------------------------------------------------------
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="the playwright package is missing")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM,
-                               args=["--no-sandbox", "--disable-gpu",
-                                     "--disable-background-networking",
-                                     "--disable-component-update", "--disable-sync",
-                                     "--no-first-run", "--disable-quic"])
-        yield b
-        b.close()
-
 
 def _open_report(browser, path):
     page = browser.new_page(viewport={"width": 1200, "height": 900})
