@@ -257,8 +257,12 @@ def _prepare_output(path):
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise UserError(f"--output: the parent folder {parent!r} does not exist.")
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=parent)
-    _TEMP_DIRS.add(tmp)
+    blocked = _block_signals()  # a signal inside mkdtemp would leave an unknown folder
+    try:
+        tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=parent)
+        _TEMP_DIRS.add(tmp)
+    finally:
+        _unblock_signals(blocked)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the output folder is not
@@ -791,12 +795,15 @@ def _remove_temp_dirs():
 
 def _probe_writable(folder, option):
     """Create and remove a folder in ``folder``: fails (UserError) if it is not writable."""
+    blocked = _block_signals()  # the probe is never left behind
     try:
         probe = tempfile.mkdtemp(prefix=".neurospca-probe-", dir=folder)
         os.rmdir(probe)
     except OSError as exc:
         raise UserError(f"{option}: cannot write in {folder!r} ({exc.strerror or exc}); "
                         "choose a writable folder.") from None
+    finally:
+        _unblock_signals(blocked)
 
 
 def _check_before_work(args):
