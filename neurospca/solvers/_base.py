@@ -1,5 +1,6 @@
 """Pieces shared by the v-step solvers: the result record and kernel plumbing."""
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -88,3 +89,73 @@ def operator_arrays(operator):
         )
         operator._kernel_arrays = cache
     return cache
+
+
+#: Threads of the OpenMP kernels when a solver gets ``n_threads=None``; None
+#: means the cores this process may run on. Change with :func:`set_n_threads`.
+N_THREADS = None
+
+
+def set_n_threads(n_threads):
+    """Set the module-level default thread count of the v-step kernels.
+
+    Parameters
+    ----------
+    n_threads : int or None
+        A positive number of OpenMP threads, or None for the machine's cores.
+
+    Raises
+    ------
+    ValueError
+        ``n_threads`` not None and not a positive int.
+    """
+    global N_THREADS
+    N_THREADS = None if n_threads is None else resolve_n_threads(n_threads)
+
+
+def resolve_n_threads(n_threads):
+    """The thread count a kernel runs with: ``n_threads``, the default, or the cores.
+
+    Raises
+    ------
+    ValueError
+        ``n_threads`` not None and not a positive int.
+    """
+    if n_threads is None:
+        n_threads = N_THREADS
+    if n_threads is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not on Linux
+            return max(1, os.cpu_count() or 1)
+    if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) \
+            or n_threads < 1:
+        raise ValueError(
+            f"n_threads must be a positive int or None (all cores), got {n_threads!r}."
+        )
+    return int(n_threads)
+
+
+def difference_arrays(operator, n_chunks):
+    """``(heads, tails, scale, group_ptr, chunk_ptr)`` for the difference kernel, or None.
+
+    ``chunk_ptr`` splits the groups into ``n_chunks`` contiguous chunks of
+    nearly equal row counts (fewer when there are fewer groups); cached on
+    the operator per chunk count.
+    """
+    form = operator.difference_form()
+    if form is None:
+        return None
+    cache = getattr(operator, "_chunk_cache", None)
+    if cache is None:
+        cache = {}
+        operator._chunk_cache = cache
+    if n_chunks not in cache:
+        gptr = operator_arrays(operator)[-1]
+        n_groups = gptr.size - 1
+        n_chunks_eff = max(1, min(n_chunks, n_groups))
+        targets = np.arange(1, n_chunks_eff) * (gptr[-1] / n_chunks_eff)
+        inner = np.searchsorted(gptr, targets, side="left")
+        chunk_ptr = np.concatenate([[0], inner, [n_groups]]).astype(np.int32)
+        cache[n_chunks] = chunk_ptr
+    return form.heads, form.tails, form.scale, operator_arrays(operator)[-1], cache[n_chunks]

@@ -10,7 +10,10 @@ int64 indices; ``A`` has ``n_rows`` rows grouped by ``group_ptr`` and ``At`` is
 its transpose in CSR form.
 """
 
+from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs
+
+import numpy as np
 
 ctypedef int idx_t
 
@@ -194,6 +197,216 @@ def dual_gap_terms(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
                 nrm = nrm + s * s
             tv = tv + sqrt(nrm)
     return (0.5 * quad + l1 * l1sum + radius * tv, 0.5 * yy - 0.5 * vv, tv)
+
+
+# ---------------------------------------------------------------------------
+# Exact-prox dual solver for difference operators: every row of A is
+# scale * (v[tail] - v[head]) (grid TV, mesh-edge TV, chains).  No matrix, no
+# transpose: A v gathers two entries per row, A^T w scatters two.
+# ---------------------------------------------------------------------------
+
+def diff_rmatvec(const idx_t[::1] heads, const idx_t[::1] tails, double scale,
+                 const double[::1] w, double[::1] out):
+    """``out = A^T w`` for a difference operator (rows in order, as CSR sums them)."""
+    cdef Py_ssize_t r, n_rows = heads.shape[0]
+    cdef double s
+    with nogil:
+        for r in range(out.shape[0]):
+            out[r] = 0.0
+        for r in range(n_rows):
+            s = scale * w[r]
+            out[tails[r]] = out[tails[r]] + s
+            out[heads[r]] = out[heads[r]] - s
+
+
+cdef void _diff_feature_chunk(Py_ssize_t j0, Py_ssize_t j1, Py_ssize_t P,
+                              const double* y, double* X, double* Y,
+                              double* bufs, Py_ssize_t n_bufs,
+                              double beta, double l1, double* vq, double* vw,
+                              bint do_gap, double* out) noexcept nogil:
+    """Feature pass of one chunk: finish ``A^T w`` (X), ``vq``, zero Y, gap sums."""
+    cdef Py_ssize_t j, b
+    cdef double a, s, d, yj, quad = 0.0, l1sum = 0.0, vv = 0.0, yy = 0.0
+    for j in range(j0, j1):
+        a = X[j]
+        if n_bufs > 0:
+            for b in range(n_bufs):
+                a = a + bufs[b * P + j]
+                bufs[b * P + j] = 0.0
+            X[j] = a
+        yj = y[j]
+        s = a + beta * (a - Y[j])
+        Y[j] = 0.0
+        vq[j] = _soft(yj - s, l1)
+        if do_gap:
+            s = _soft(yj - a, l1)
+            vw[j] = s
+            d = s - yj
+            quad = quad + d * d
+            l1sum = l1sum + fabs(s)
+            vv = vv + s * s
+            yy = yy + yj * yj
+    out[0] = quad
+    out[1] = l1sum
+    out[2] = vv
+    out[3] = yy
+
+
+cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
+                            const idx_t* gptr, const idx_t* heads,
+                            const idx_t* tails, double cs,
+                            const double* vq, const double* vw, bint do_gap,
+                            double* w, double* w_old, double* Y, double* bufs,
+                            double beta, double step, double radius,
+                            double* out) noexcept nogil:
+    """Group pass of chunk ``c``: ascent step, projection, scatter of ``A^T w``.
+
+    Chunk 0 scatters into ``Y``, chunk ``c > 0`` into its own buffer
+    ``bufs[c - 1]``; the next feature pass adds them in chunk order.
+    """
+    cdef Py_ssize_t g, r
+    cdef idx_t h, tt
+    cdef double s, q, wr, d, nrm, sqs, sqw, tvn, scale
+    cdef double align = 0.0, tv = 0.0, r2 = radius * radius
+    cdef double* tgt = Y
+    if c > 0:
+        tgt = bufs + (c - 1) * P
+    for g in range(chunk_ptr[c], chunk_ptr[c + 1]):
+        nrm = 0.0
+        sqs = 0.0
+        sqw = 0.0
+        tvn = 0.0
+        for r in range(gptr[g], gptr[g + 1]):
+            h = heads[r]
+            tt = tails[r]
+            s = cs * vq[tt] - cs * vq[h]
+            if do_gap:
+                d = cs * vw[tt] - cs * vw[h]
+                tvn = tvn + d * d
+            wr = w[r]
+            q = wr + beta * (wr - w_old[r])
+            w_old[r] = wr
+            s = q + step * s
+            w[r] = s
+            nrm = nrm + s * s
+            sqs = sqs + s * (q + wr)
+            sqw = sqw + q * wr
+        scale = 1.0
+        if nrm > r2:
+            scale = radius / sqrt(nrm)
+        for r in range(gptr[g], gptr[g + 1]):
+            s = w[r]
+            if nrm > r2:
+                s = s * scale
+                w[r] = s
+            s = cs * s
+            tgt[tails[r]] = tgt[tails[r]] + s
+            tgt[heads[r]] = tgt[heads[r]] - s
+        align = align + scale * scale * nrm - scale * sqs + sqw
+        if do_gap:
+            tv = tv + sqrt(tvn)
+    out[0] = align
+    out[1] = tv
+
+
+def diff_dual_iterations(int n_iter,
+                         const idx_t[::1] heads, const idx_t[::1] tails,
+                         double scale,
+                         const idx_t[::1] group_ptr, const idx_t[::1] chunk_ptr,
+                         const double[::1] y, double l1, double radius, double step,
+                         double[::1] w, double[::1] w_old,
+                         double[::1] ATw, double[::1] ATw_old, double[:, ::1] bufs,
+                         double[::1] vq, double[::1] vw, double t, bint restart,
+                         bint with_gap, int n_threads):
+    """:func:`dual_iterations` for a difference operator, two passes per iteration.
+
+    Rows are ``scale * (v[tails[r]] - v[heads[r]])``. Groups are split into
+    the ``len(chunk_ptr) - 1`` contiguous chunks ``chunk_ptr`` (run in
+    parallel on up to ``n_threads`` OpenMP threads; the results depend on the
+    chunks, never on the threads). One iteration is
+
+    1. a pass over the features that completes ``A^T w`` of the previous
+       iteration (chunk partial sums added in chunk order), forms ``vq =
+       soft(y - A^T q, l1)`` at the extrapolated point and clears the buffer
+       the next scatter writes into;
+    2. a pass over the groups: gradient step ``q + step A vq``, projection onto
+       the ball, gradient-restart sums and scatter of ``A^T w`` of the new
+       ``w``.
+
+    With ``with_gap``, the last iteration also computes, in the same two
+    passes, the certified gap terms at the ``w`` it starts from (which is
+    ``w_old`` on return): ``vw = soft(y - A^T w, l1)`` and
+    ``(P(vw), D(w), sum_g ||A_g vw||)`` exactly as :func:`dual_gap_terms`.
+
+    State on entry and on return: ``ATw`` holds chunk 0's part of ``A^T w``
+    and ``bufs[c - 1]`` chunk ``c``'s part; ``ATw_old = A^T w_old`` complete.
+    The roles of the two arrays alternate each iteration: when the returned
+    ``swapped`` is True the caller must exchange ``ATw`` and ``ATw_old``.
+
+    Returns
+    -------
+    t : float
+    n_restarts : int
+    swapped : bool
+    primal, dual, tv : float
+        The gap terms at ``w_old`` (NaN without ``with_gap``).
+    """
+    cdef Py_ssize_t P = y.shape[0]
+    cdef Py_ssize_t n_chunks = chunk_ptr.shape[0] - 1
+    cdef Py_ssize_t n_bufs = bufs.shape[0]
+    cdef Py_ssize_t it, c
+    cdef double t_new, beta, align
+    cdef double quad = 0.0, l1sum = 0.0, vv = 0.0, yy = 0.0, tv = 0.0
+    cdef bint do_gap
+    cdef int n_restarts = 0
+    cdef double[:, ::1] fpart = np.zeros((n_chunks, 4))
+    cdef double[:, ::1] gpart = np.zeros((n_chunks, 2))
+    cdef double* X = &ATw[0]
+    cdef double* Y = &ATw_old[0]
+    cdef double* tmp
+    cdef double* bp = NULL
+    cdef double* fp = &fpart[0, 0]
+    cdef double* gq = &gpart[0, 0]
+    if n_bufs != n_chunks - 1 or (n_bufs > 0 and bufs.shape[1] != P):
+        raise ValueError("bufs must have shape (len(chunk_ptr) - 2, n_features).")
+    if n_bufs > 0:
+        bp = &bufs[0, 0]
+    if n_threads < 1:
+        n_threads = 1
+    with nogil:
+        for it in range(n_iter):
+            do_gap = with_gap and it == n_iter - 1
+            t_new = 0.5 * (1.0 + sqrt(1.0 + 4.0 * t * t))
+            beta = (t - 1.0) / t_new
+            for c in prange(n_chunks, num_threads=n_threads, schedule="static", chunksize=1):
+                _diff_feature_chunk(P * c // n_chunks, P * (c + 1) // n_chunks, P,
+                                    &y[0], X, Y, bp, n_bufs, beta, l1, &vq[0], &vw[0],
+                                    do_gap, fp + 4 * c)
+            for c in prange(n_chunks, num_threads=n_threads, schedule="static", chunksize=1):
+                _diff_group_chunk(c, P, &chunk_ptr[0], &group_ptr[0], &heads[0],
+                                  &tails[0], scale, &vq[0], &vw[0], do_gap, &w[0],
+                                  &w_old[0], Y, bp, beta, step, radius, gq + 2 * c)
+            align = 0.0
+            for c in range(n_chunks):
+                align = align + gq[2 * c]
+            tmp = X
+            X = Y
+            Y = tmp
+            t = t_new
+            if restart and align < 0.0:
+                t = 1.0
+                n_restarts = n_restarts + 1
+        if with_gap and n_iter > 0:
+            for c in range(n_chunks):
+                quad = quad + fp[4 * c]
+                l1sum = l1sum + fp[4 * c + 1]
+                vv = vv + fp[4 * c + 2]
+                yy = yy + fp[4 * c + 3]
+                tv = tv + gq[2 * c + 1]
+    if not (with_gap and n_iter > 0):
+        return t, n_restarts, bool(n_iter % 2), float("nan"), float("nan"), float("nan")
+    return (t, n_restarts, bool(n_iter % 2), 0.5 * quad + l1 * l1sum + radius * tv,
+            0.5 * yy - 0.5 * vv, tv)
 
 
 # ---------------------------------------------------------------------------
