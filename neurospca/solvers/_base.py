@@ -137,7 +137,10 @@ def resolve_n_threads(n_threads):
 
 
 def difference_arrays(operator, n_chunks):
-    """``(heads, tails, scale, group_ptr, chunk_ptr)`` for the difference kernel, or None.
+    """``(heads, tails, scale, heads_are_groups, group_ptr, chunk_ptr)``, or None.
+
+    The arrays of the difference kernel; ``heads_are_groups`` is True when the
+    head of every row is the index of its group (grids, meshes).
 
     ``chunk_ptr`` splits the groups into ``n_chunks`` contiguous chunks of
     nearly equal row counts (fewer when there are fewer groups); cached on
@@ -148,7 +151,7 @@ def difference_arrays(operator, n_chunks):
         return None
     cache = getattr(operator, "_chunk_cache", None)
     if cache is None:
-        cache = {}
+        cache = {"heads_are_groups": bool(np.array_equal(form.heads, operator.row_group))}
         operator._chunk_cache = cache
     if n_chunks not in cache:
         gptr = operator_arrays(operator)[-1]
@@ -158,4 +161,5 @@ def difference_arrays(operator, n_chunks):
         inner = np.searchsorted(gptr, targets, side="left")
         chunk_ptr = np.concatenate([[0], inner, [n_groups]]).astype(np.int32)
         cache[n_chunks] = chunk_ptr
-    return form.heads, form.tails, form.scale, operator_arrays(operator)[-1], cache[n_chunks]
+    return (form.heads, form.tails, form.scale, cache["heads_are_groups"],
+            operator_arrays(operator)[-1], cache[n_chunks])

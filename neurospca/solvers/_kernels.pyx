@@ -254,19 +254,23 @@ cdef void _diff_feature_chunk(Py_ssize_t j0, Py_ssize_t j1, Py_ssize_t P,
 
 cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
                             const idx_t* gptr, const idx_t* heads,
-                            const idx_t* tails, double cs,
+                            const idx_t* tails, bint heads_are_groups, double cs,
                             const double* vq, const double* vw, bint do_gap,
-                            double* w, double* w_old, double* Y, double* bufs,
+                            const double* w, double* w_new, double* Y, double* bufs,
                             double beta, double step, double radius,
                             double* out) noexcept nogil:
     """Group pass of chunk ``c``: ascent step, projection, scatter of ``A^T w``.
 
-    Chunk 0 scatters into ``Y``, chunk ``c > 0`` into its own buffer
-    ``bufs[c - 1]``; the next feature pass adds them in chunk order.
+    Reads ``w`` and the previous iterate from ``w_new``, which it overwrites
+    with the new iterate (the caller then swaps the roles of the two arrays).
+    With ``heads_are_groups`` the head of every row of group ``g`` is feature
+    ``g`` (grids, meshes) and ``heads`` is not read. Chunk 0 scatters into
+    ``Y``, chunk ``c > 0`` into its own buffer ``bufs[c - 1]``; the next
+    feature pass adds them in chunk order.
     """
     cdef Py_ssize_t g, r
     cdef idx_t h, tt
-    cdef double s, q, wr, d, nrm, sqs, sqw, tvn, scale
+    cdef double s, q, wr, d, nrm, sqs, sqw, tvn, scale, vh, dh, hacc
     cdef double align = 0.0, tv = 0.0, r2 = radius * radius
     cdef double* tgt = Y
     if c > 0:
@@ -276,32 +280,53 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
         sqs = 0.0
         sqw = 0.0
         tvn = 0.0
-        for r in range(gptr[g], gptr[g + 1]):
-            h = heads[r]
-            tt = tails[r]
-            s = cs * vq[tt] - cs * vq[h]
+        if heads_are_groups:
+            vh = cs * vq[g]
             if do_gap:
-                d = cs * vw[tt] - cs * vw[h]
-                tvn = tvn + d * d
+                dh = cs * vw[g]
+        for r in range(gptr[g], gptr[g + 1]):
+            tt = tails[r]
+            if heads_are_groups:
+                s = cs * vq[tt] - vh
+                if do_gap:
+                    d = cs * vw[tt] - dh
+                    tvn = tvn + d * d
+            else:
+                h = heads[r]
+                s = cs * vq[tt] - cs * vq[h]
+                if do_gap:
+                    d = cs * vw[tt] - cs * vw[h]
+                    tvn = tvn + d * d
             wr = w[r]
-            q = wr + beta * (wr - w_old[r])
-            w_old[r] = wr
+            q = wr + beta * (wr - w_new[r])
             s = q + step * s
-            w[r] = s
+            w_new[r] = s
             nrm = nrm + s * s
             sqs = sqs + s * (q + wr)
             sqw = sqw + q * wr
         scale = 1.0
         if nrm > r2:
             scale = radius / sqrt(nrm)
-        for r in range(gptr[g], gptr[g + 1]):
-            s = w[r]
-            if nrm > r2:
-                s = s * scale
-                w[r] = s
-            s = cs * s
-            tgt[tails[r]] = tgt[tails[r]] + s
-            tgt[heads[r]] = tgt[heads[r]] - s
+        if heads_are_groups:
+            hacc = tgt[g]
+            for r in range(gptr[g], gptr[g + 1]):
+                s = w_new[r]
+                if nrm > r2:
+                    s = s * scale
+                    w_new[r] = s
+                s = cs * s
+                tgt[tails[r]] = tgt[tails[r]] + s
+                hacc = hacc - s
+            tgt[g] = hacc
+        else:
+            for r in range(gptr[g], gptr[g + 1]):
+                s = w_new[r]
+                if nrm > r2:
+                    s = s * scale
+                    w_new[r] = s
+                s = cs * s
+                tgt[tails[r]] = tgt[tails[r]] + s
+                tgt[heads[r]] = tgt[heads[r]] - s
         align = align + scale * scale * nrm - scale * sqs + sqw
         if do_gap:
             tv = tv + sqrt(tvn)
@@ -311,7 +336,7 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
 
 def diff_dual_iterations(int n_iter,
                          const idx_t[::1] heads, const idx_t[::1] tails,
-                         double scale,
+                         double scale, bint heads_are_groups,
                          const idx_t[::1] group_ptr, const idx_t[::1] chunk_ptr,
                          const double[::1] y, double l1, double radius, double step,
                          double[::1] w, double[::1] w_old,
@@ -320,7 +345,8 @@ def diff_dual_iterations(int n_iter,
                          bint with_gap, int n_threads):
     """:func:`dual_iterations` for a difference operator, two passes per iteration.
 
-    Rows are ``scale * (v[tails[r]] - v[heads[r]])``. Groups are split into
+    Rows are ``scale * (v[tails[r]] - v[heads[r]])``; ``heads_are_groups``
+    says that ``heads[r]`` is the group of row ``r`` (then not read). Groups are split into
     the ``len(chunk_ptr) - 1`` contiguous chunks ``chunk_ptr`` (run in
     parallel on up to ``n_threads`` OpenMP threads; the results depend on the
     chunks, never on the threads). One iteration is
@@ -340,8 +366,9 @@ def diff_dual_iterations(int n_iter,
 
     State on entry and on return: ``ATw`` holds chunk 0's part of ``A^T w``
     and ``bufs[c - 1]`` chunk ``c``'s part; ``ATw_old = A^T w_old`` complete.
-    The roles of the two arrays alternate each iteration: when the returned
-    ``swapped`` is True the caller must exchange ``ATw`` and ``ATw_old``.
+    The roles of ``(w, w_old)`` and of ``(ATw, ATw_old)`` alternate each
+    iteration (no copies): when the returned ``swapped`` is True the caller
+    must exchange ``w`` with ``w_old`` and ``ATw`` with ``ATw_old``.
 
     Returns
     -------
@@ -364,6 +391,8 @@ def diff_dual_iterations(int n_iter,
     cdef double* X = &ATw[0]
     cdef double* Y = &ATw_old[0]
     cdef double* tmp
+    cdef double* W = &w[0]
+    cdef double* Wo = &w_old[0]
     cdef double* bp = NULL
     cdef double* fp = &fpart[0, 0]
     cdef double* gq = &gpart[0, 0]
@@ -384,14 +413,17 @@ def diff_dual_iterations(int n_iter,
                                     do_gap, fp + 4 * c)
             for c in prange(n_chunks, num_threads=n_threads, schedule="static", chunksize=1):
                 _diff_group_chunk(c, P, &chunk_ptr[0], &group_ptr[0], &heads[0],
-                                  &tails[0], scale, &vq[0], &vw[0], do_gap, &w[0],
-                                  &w_old[0], Y, bp, beta, step, radius, gq + 2 * c)
+                                  &tails[0], heads_are_groups, scale, &vq[0], &vw[0],
+                                  do_gap, W, Wo, Y, bp, beta, step, radius, gq + 2 * c)
             align = 0.0
             for c in range(n_chunks):
                 align = align + gq[2 * c]
             tmp = X
             X = Y
             Y = tmp
+            tmp = W
+            W = Wo
+            Wo = tmp
             t = t_new
             if restart and align < 0.0:
                 t = 1.0

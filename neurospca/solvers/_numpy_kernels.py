@@ -119,12 +119,15 @@ def diff_rmatvec(heads, tails, scale, w, out):
     out[:] = _diff_matrix(heads, tails, scale, out.size).T @ w
 
 
-def diff_dual_iterations(n_iter, heads, tails, scale, group_ptr, chunk_ptr, y, l1,
+def diff_dual_iterations(n_iter, heads, tails, scale, heads_are_groups, group_ptr,
+                         chunk_ptr, y, l1,
                          radius, step, w, w_old, ATw, ATw_old, bufs, vq, vw, t,
                          restart, with_gap, n_threads):
     A = _diff_matrix(heads, tails, scale, y.size)
     at_w = ATw + bufs.sum(axis=0)
     at_old = ATw_old.copy()
+    w_arr, w_old_arr = w, w_old
+    w, w_old = w.copy(), w_old.copy()
     terms = (float("nan"),) * 3
     n_restarts = 0
     for it in range(n_iter):
@@ -145,6 +148,8 @@ def diff_dual_iterations(n_iter, heads, tails, scale, group_ptr, chunk_ptr, y, l
             t = 1.0
             n_restarts += 1
     swapped = bool(n_iter % 2)
+    (w_old_arr if swapped else w_arr)[:] = w
+    (w_arr if swapped else w_old_arr)[:] = w_old
     (ATw_old if swapped else ATw)[:] = at_w
     (ATw if swapped else ATw_old)[:] = at_old
     bufs[:] = 0.0

@@ -246,7 +246,7 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     pair ``(w_old, vw)``; gaps are checked at the same iterations as the CSR
     path (0, ``gap_every``, ...) and the same pair is returned.
     """
-    heads, tails, scale, gptr, chunk_ptr = diff
+    heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
     n_rows, P = operator.n_rows, y.size
     if w0 is None:
         w = np.zeros(n_rows)
@@ -265,10 +265,11 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     n_run, first = 1, True  # the first call certifies the starting w
     while True:
         t, _, swapped, primal, dual, _ = K.diff_dual_iterations(
-            n_run, heads, tails, scale, gptr, chunk_ptr, y, l1, group, step,
-            w, w_old, ATw, ATw_old, bufs, vq, vw, t, restart, True, n_threads)
+            n_run, heads, tails, scale, heads_are_groups, gptr, chunk_ptr, y, l1, group,
+            step, w, w_old, ATw, ATw_old, bufs, vq, vw, t, restart, True, n_threads)
         if swapped:
             ATw, ATw_old = ATw_old, ATw
+            w, w_old = w_old, w
         n_iter += 0 if first else n_run
         first = False
         gap = primal - dual
