@@ -136,6 +136,19 @@ def resolve_n_threads(n_threads):
     return int(n_threads)
 
 
+#: Rows below which a chunk of the difference kernel is not worth a thread
+#: (the two OpenMP barriers per iteration cost more than the work).
+MIN_ROWS_PER_CHUNK = 32768
+
+
+def n_chunks_for(n_rows, n_threads):
+    """Chunks of the difference kernel for ``n_threads`` threads and ``n_rows`` rows.
+
+    The iterates depend (to rounding) on the chunks, so on this number only.
+    """
+    return int(max(1, min(n_threads, n_rows // MIN_ROWS_PER_CHUNK)))
+
+
 def difference_arrays(operator, n_chunks):
     """``(heads, tails, scale, heads_are_groups, group_ptr, chunk_ptr)``, or None.
 

@@ -19,11 +19,12 @@ ctypedef int idx_t
 
 
 cdef inline double _soft(double x, double t) noexcept nogil:
-    if x > t:
-        return x - t
-    if x < -t:
-        return x + t
-    return 0.0
+    # branch-free (max/min instructions): the sign of x is unpredictable
+    cdef double a = x - t
+    cdef double b = x + t
+    a = a if a > 0.0 else 0.0
+    b = b if b < 0.0 else 0.0
+    return a + b
 
 
 def soft_threshold(const double[::1] x, double t, double[::1] out):
@@ -400,6 +401,8 @@ def diff_dual_iterations(int n_iter,
         raise ValueError("bufs must have shape (len(chunk_ptr) - 2, n_features).")
     if n_bufs > 0:
         bp = &bufs[0, 0]
+    if n_threads > n_chunks:
+        n_threads = n_chunks
     if n_threads < 1:
         n_threads = 1
     with nogil:

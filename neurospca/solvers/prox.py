@@ -27,7 +27,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_nonneg, check_operator, check_real, check_warm_start
 from ._base import (
-    SolverResult, difference_arrays, get_kernels, operator_arrays, resolve_n_threads,
+    SolverResult, difference_arrays, get_kernels, n_chunks_for, operator_arrays,
+    resolve_n_threads,
 )
 
 logger = logging.getLogger(__name__)
@@ -130,9 +131,10 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         OpenMP threads of the difference kernel; None uses
         :data:`neurospca.solvers._base.N_THREADS` (set by
         :func:`neurospca.solvers.set_n_threads`), by default the machine's
-        cores. The iterates do not depend on the number of threads that run,
-        only (to rounding, ~1e-16 relative) on this number, which sets how
-        the groups are split into chunks.
+        cores. The groups are split into ``min(n_threads, n_rows // 32768)``
+        chunks (at least one; small operators run on one thread): the
+        iterates depend on the chunks (to rounding, ~1e-16 relative), never
+        on how many threads actually run.
     kernel_path : {"auto", "difference", "csr"}, default="auto"
         "auto" uses the difference kernel when every row of the operator is
         ``c (v[tail] - v[head])`` (:meth:`GroupOperator.difference_form`:
@@ -185,7 +187,9 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         return SolverResult(v=v, gap=0.0, tol_abs=tol_abs, n_iter=0, converged=True,
                             gap_history=[(0, 0.0)], w=np.zeros(operator.n_rows),
                             objective=obj)
-    diff = None if kernel_path == "csr" else difference_arrays(operator, n_threads)
+    diff = None
+    if kernel_path != "csr":
+        diff = difference_arrays(operator, n_chunks_for(operator.n_rows, n_threads))
     if diff is None and kernel_path == "difference":
         raise ValueError(
             "kernel_path='difference' needs an operator whose rows are all "
