@@ -7,6 +7,13 @@ import numpy as np
 
 from . import _numpy_kernels
 
+# OpenMP threads that wait at a barrier sleep instead of spinning: the
+# difference kernel meets two barriers per iteration, and with spinning
+# waiters one busy core elsewhere on the machine (or BLAS threads) made
+# two threads 4-14x slower than one. Read by libgomp when the compiled
+# kernels load it, below; an OMP_WAIT_POLICY set by the user is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 try:
     from . import _kernels as _cython_kernels
 except ImportError:  # pragma: no cover - only without a compiled build
