@@ -89,7 +89,7 @@ def dual_iterations(int n_iter,
                     const double[::1] y, double l1, double radius, double step,
                     double[::1] w, double[::1] w_old,
                     double[::1] ATw, double[::1] ATw_old,
-                    double[::1] vq, double t, bint restart):
+                    double[::1] vq, double t, bint restart, int n_threads=1):
     """Run ``n_iter`` accelerated projected-gradient steps on the prox dual.
 
     The dual of ``min_v ||v - y||^2/2 + l1 ||v||_1 + radius sum_g ||A_g v||`` is
@@ -118,17 +118,20 @@ def dual_iterations(int n_iter,
     cdef double t_new, beta, s, q, nrm, scale, wr, r2 = radius * radius
     cdef double sqw, sqs, align
     cdef int n_restarts = 0
+    if n_threads < 1:
+        n_threads = 1
     with nogil:
         for it in range(n_iter):
             t_new = 0.5 * (1.0 + sqrt(1.0 + 4.0 * t * t))
             beta = (t - 1.0) / t_new
             # v at the extrapolated point q = w + beta (w - w_old)
-            for j in range(P):
+            for j in prange(P, num_threads=n_threads, schedule="static"):
                 s = ATw[j] + beta * (ATw[j] - ATw_old[j])
                 vq[j] = _soft(y[j] - s, l1)
             # ascent step from q, projected group by group; w_old <- w
+            # (a static schedule: each thread sums align over a fixed range)
             align = 0.0
-            for g in range(n_groups):
+            for g in prange(n_groups, num_threads=n_threads, schedule="static"):
                 nrm = 0.0
                 sqs = 0.0
                 sqw = 0.0
@@ -150,9 +153,9 @@ def dual_iterations(int n_iter,
                     for r in range(group_ptr[g], group_ptr[g + 1]):
                         w[r] = w[r] * scale
                 # sum_r (scale s - q)(scale s - wr)
-                align = align + scale * scale * nrm - scale * sqs + sqw
+                align += scale * scale * nrm - scale * sqs + sqw
             # ATw_old <- ATw ; ATw <- A^T w
-            for j in range(P):
+            for j in prange(P, num_threads=n_threads, schedule="static"):
                 ATw_old[j] = ATw[j]
                 s = 0.0
                 for k in range(At_indptr[j], At_indptr[j + 1]):
@@ -328,7 +331,7 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
                 s = cs * s
                 tgt[tails[r]] = tgt[tails[r]] + s
                 tgt[heads[r]] = tgt[heads[r]] - s
-        align = align + scale * scale * nrm - scale * sqs + sqw
+        align = align + (scale * scale * nrm - scale * sqs + sqw)
         if do_gap:
             tv = tv + sqrt(tvn)
     out[0] = align

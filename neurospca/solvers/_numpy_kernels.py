@@ -40,7 +40,7 @@ def group_norm_sum(z, group_ptr):
 
 def dual_iterations(n_iter, A_indptr, A_indices, A_data, At_indptr, At_indices,
                     At_data, group_ptr, y, l1, radius, step, w, w_old,
-                    ATw, ATw_old, vq, t, restart):
+                    ATw, ATw_old, vq, t, restart, n_threads=1):
     A = _csr(A_indptr, A_indices, A_data, y.size)
     At = _csr(At_indptr, At_indices, At_data, w.size)
     n_restarts = 0

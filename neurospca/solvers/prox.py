@@ -233,7 +233,7 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         n_run = min(gap_every, max_iter - n_iter)
         t, _ = K.dual_iterations(n_run, A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr,
                                  y, l1, group, step, w, w_old, ATw, ATw_old,
-                                 vq, t, restart)
+                                 vq, t, restart, n_chunks_for(n_rows, n_threads))
         n_iter += n_run
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
     return SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
