@@ -324,17 +324,14 @@ def test_csr_kernel_threads_identical():
     op = random_group_operator(400, 150, np.random.default_rng(12))
     rng = np.random.default_rng(13)
     y = rng.standard_normal(op.n_features)
+    w = 0.2 * rng.standard_normal(op.n_rows)
     arrays = operator_arrays(op)
-    out = []
+    results = []
     for n_threads in (1, 2):
-        w = 0.2 * rng.standard_normal(op.n_rows) if not out else out[0][2].copy()
         state = [w.copy(), w.copy(), op.matrix.T @ w, op.matrix.T @ w]
-        if out:
-            state = [a.copy() for a in out[0][3]]
-        st = [a.copy() for a in state]
-        t, nr = CK.dual_iterations(25, *arrays, y, 0.1, 0.3, 1.0 / op.norm2, *st,
-                                   np.empty_like(y), 1.0, True, n_threads)
-        out.append(((t, nr), st, w, state))
-    assert out[0][0] == out[1][0]
-    for a, b in zip(out[0][1], out[1][1]):
+        t, n_restarts = CK.dual_iterations(25, *arrays, y, 0.1, 0.3, 1.0 / op.norm2,
+                                           *state, np.empty_like(y), 1.0, True, n_threads)
+        results.append(((t, n_restarts), state))
+    assert results[0][0] == results[1][0]
+    for a, b in zip(results[0][1], results[1][1]):
         np.testing.assert_array_equal(a, b)
