@@ -95,17 +95,12 @@ print("RESULT" + json.dumps(out))
 """
 
 
-def _median_time(fn, repeat, inner):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) / inner)
-    return float(np.median(times))
-
-
 def iteration_costs(name, op, repeat, n_inner=50):
-    """Per-iteration times (seconds) of the scipy pair and the kernels."""
+    """Per-iteration times (seconds) of the scipy pair and the kernels.
+
+    The candidates are timed in turn within each repeat (interleaved), so that
+    a change of the machine's load hits all of them; medians over repeats.
+    """
     from neurospca.solvers import _kernels as K
     from neurospca.solvers._base import difference_arrays, operator_arrays
 
@@ -115,66 +110,62 @@ def iteration_costs(name, op, repeat, n_inner=50):
     l1, radius, step = 1.0, 0.5, 1.0 / op.norm2
     A, At = op.matrix, op.matrix_t
     v, w0 = rng.standard_normal(P), rng.standard_normal(R) * 0.1
-    row = {"instance": name, "P": P, "rows": R}
+    n_inner = n_inner // 10 * 10
+    arrs = operator_arrays(op)
+    gptr = arrs[-1]
 
     def pair():
         for _ in range(n_inner):
             A @ v
             At @ w0
 
-    row["pair"] = _median_time(pair, repeat, n_inner)
-
-    arrs = operator_arrays(op)
-    gptr = arrs[-1]
-
-    def csr():
-        w = np.zeros(R)
-        ATw = np.zeros(P)
-        K.dual_iterations(n_inner, *arrs, y, l1, radius, step, w, w.copy(), ATw,
-                          ATw.copy(), np.empty(P), 1.0, True)
-
-    row["csr"] = _median_time(csr, repeat, n_inner)
-
-    def csr_gap():  # today's prox_dual: a separate gap evaluation every 10 iterations
+    def csr(with_gap):  # today's prox_dual: a separate gap evaluation every 10 iterations
         w = np.zeros(R)
         ATw = np.zeros(P)
         w_old, ATw_old, vq, vv = w.copy(), ATw.copy(), np.empty(P), np.empty(P)
         t = 1.0
         for _ in range(n_inner // 10):
-            K.dual_gap_terms(arrs[0], arrs[1], arrs[2], gptr, y, ATw, l1, radius, vv)
+            if with_gap:
+                K.dual_gap_terms(arrs[0], arrs[1], arrs[2], gptr, y, ATw, l1, radius, vv)
             t, _ = K.dual_iterations(10, *arrs, y, l1, radius, step, w, w_old, ATw,
-                                     ATw_old, vq, t, True)
+                                     ATw_old, vq, t, True, 1)
 
-    row["csr+gap"] = _median_time(csr_gap, repeat, n_inner // 10 * 10)
-
-    for nt in (1, 2):
+    def diff(with_gap, nt):
         heads, tails, scale, hg, gp, chunk_ptr = difference_arrays(op, nt)
+        w = np.zeros(R)
+        ATw = np.zeros(P)
+        w_old, ATw_old = w.copy(), ATw.copy()
+        bufs = np.zeros((chunk_ptr.size - 2, P))
+        vq, vw = np.empty(P), np.empty(P)
+        t = 1.0
+        for _ in range(n_inner // 10):
+            t, _, sw, *_ = K.diff_dual_iterations(
+                10, heads, tails, scale, hg, gp, chunk_ptr, y, l1, radius, step, w,
+                w_old, ATw, ATw_old, bufs, vq, vw, t, True, with_gap, nt)
+            if sw:
+                ATw, ATw_old = ATw_old, ATw
+                w, w_old = w_old, w
 
-        def diff(with_gap, nt=nt, chunk_ptr=chunk_ptr):
-            w = np.zeros(R)
-            ATw = np.zeros(P)
-            w_old, ATw_old = w.copy(), ATw.copy()
-            bufs = np.zeros((chunk_ptr.size - 2, P))
-            vq, vw = np.empty(P), np.empty(P)
-            t = 1.0
-            for _ in range(n_inner // 10):
-                t, _, sw, *_ = K.diff_dual_iterations(
-                    10, heads, tails, scale, hg, gp, chunk_ptr, y, l1, radius, step, w,
-                    w_old, ATw, ATw_old, bufs, vq, vw, t, True, with_gap, nt)
-                if sw:
-                    ATw, ATw_old = ATw_old, ATw
-                    w, w_old = w_old, w
-
-        row[f"diff{nt}"] = _median_time(lambda: diff(False), repeat, n_inner // 10 * 10)
-        row[f"diff{nt}+gap"] = _median_time(lambda: diff(True), repeat, n_inner // 10 * 10)
+    cands = {"pair": pair, "csr": lambda: csr(False), "csr+gap": lambda: csr(True)}
+    for nt in (1, 2):
+        cands[f"diff{nt}"] = lambda nt=nt: diff(False, nt)
+        cands[f"diff{nt}+gap"] = lambda nt=nt: diff(True, nt)
+    times = {k: [] for k in cands}
+    for _ in range(repeat):
+        for k, fn in cands.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append((time.perf_counter() - t0) / n_inner)
+    row = {"instance": name, "P": P, "rows": R}
+    row.update({k: float(np.median(v)) for k, v in times.items()})
     return row
 
 
-def run_fit(tree, case, n_threads, tol):
+def run_fit(tree, case, n_threads, tol, blas_threads=1):
     code = FIT_CODE.format(tree=str(tree), bench=str(HERE), case=case,
                            n_threads=n_threads, tol=tol)
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               OMP_NUM_THREADS=str(n_threads or 1))
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads),
+               MKL_NUM_THREADS=str(blas_threads), OMP_NUM_THREADS=str(n_threads or 1))
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, cwd=str(tree))
     for line in res.stdout.splitlines():
@@ -229,17 +220,18 @@ def main(argv=None):
         return
     trees = []
     if args.before_tree is not None:
-        trees.append(("before (base commit)", args.before_tree, None))
-    trees += [("after, 1 thread", ROOT, 1), ("after, 2 threads", ROOT, 2)]
-    print(f"\nFits at tol {args.tol:g} (fresh subprocess each; BLAS on 1 thread; "
-          f"best of {args.fit_repeat})\n")
+        trees.append(("before (base commit)", args.before_tree, None, 1))
+    trees += [("after, 1 thread", ROOT, 1, 1), ("after, 2 threads", ROOT, 2, 1),
+              ("after, 2 threads, BLAS on 2 threads", ROOT, 2, 2)]
+    print(f"\nFits at tol {args.tol:g} (fresh subprocess each; BLAS on 1 thread unless "
+          f"said; best of {args.fit_repeat})\n")
     print("| instance | code | fit s | v-step s | inner iterations | max gap "
           "| fit ratio before / this | v-step ratio | max abs diff of loadings |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for case in ("fmri3d", "cortical"):
         base, base_v, base_V = None, None, None
-        for label, tree, nt in trees:
-            outs = [run_fit(tree, case, nt, args.tol) for _ in range(args.fit_repeat)]
+        for label, tree, nt, blas in trees:
+            outs = [run_fit(tree, case, nt, args.tol, blas) for _ in range(args.fit_repeat)]
             out = min(outs, key=lambda o: o["time"])
             if base is None:
                 base, base_v, base_V = out["time"], out["vstep"], np.asarray(out["V"])
