@@ -231,6 +231,17 @@ cdef void _diff_feature_chunk(Py_ssize_t j0, Py_ssize_t j1, Py_ssize_t P,
     """Feature pass of one chunk: finish ``A^T w`` (X), ``vq``, zero Y, gap sums."""
     cdef Py_ssize_t j, b
     cdef double a, s, d, yj, quad = 0.0, l1sum = 0.0, vv = 0.0, yy = 0.0
+    if n_bufs == 0 and not do_gap:  # the hot case, unswitched
+        for j in range(j0, j1):
+            a = X[j]
+            s = a + beta * (a - Y[j])
+            Y[j] = 0.0
+            vq[j] = _soft(y[j] - s, l1)
+        out[0] = 0.0
+        out[1] = 0.0
+        out[2] = 0.0
+        out[3] = 0.0
+        return
     for j in range(j0, j1):
         a = X[j]
         if n_bufs > 0:
@@ -338,6 +349,58 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
     out[1] = tv
 
 
+cdef void _diff_group_chunk_fast(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
+                                 const idx_t* gptr, const idx_t* tails, double cs,
+                                 const double* vq, const double* w, double* w_new,
+                                 double* Y, double* bufs, double beta, double step,
+                                 double radius, double* out) noexcept nogil:
+    """:func:`_diff_group_chunk` with heads that are the groups and no gap (the hot case)."""
+    cdef Py_ssize_t g, r, r0, r1
+    cdef idx_t tt
+    cdef double s, q, wr, nrm, sqs, sqw, scale, vh, hacc
+    cdef double align = 0.0, r2 = radius * radius
+    cdef double* tgt = Y
+    if c > 0:
+        tgt = bufs + (c - 1) * P
+    for g in range(chunk_ptr[c], chunk_ptr[c + 1]):
+        r0 = gptr[g]
+        r1 = gptr[g + 1]
+        nrm = 0.0
+        sqs = 0.0
+        sqw = 0.0
+        vh = cs * vq[g]
+        for r in range(r0, r1):
+            s = cs * vq[tails[r]] - vh
+            wr = w[r]
+            q = wr + beta * (wr - w_new[r])
+            s = q + step * s
+            w_new[r] = s
+            nrm = nrm + s * s
+            sqs = sqs + s * (q + wr)
+            sqw = sqw + q * wr
+        hacc = tgt[g]
+        if nrm > r2:
+            scale = radius / sqrt(nrm)
+            for r in range(r0, r1):
+                s = w_new[r] * scale
+                w_new[r] = s
+                s = cs * s
+                tt = tails[r]
+                tgt[tt] = tgt[tt] + s
+                hacc = hacc - s
+        else:
+            scale = 1.0
+            for r in range(r0, r1):
+                s = cs * w_new[r]
+                tt = tails[r]
+                tgt[tt] = tgt[tt] + s
+                hacc = hacc - s
+        tgt[g] = hacc
+        align = align + (scale * scale * nrm - scale * sqs + sqw)
+    out[0] = align
+    out[1] = 0.0
+
+
 def diff_dual_iterations(int n_iter,
                          const idx_t[::1] heads, const idx_t[::1] tails,
                          double scale, bint heads_are_groups,
@@ -417,10 +480,18 @@ def diff_dual_iterations(int n_iter,
                 _diff_feature_chunk(P * c // n_chunks, P * (c + 1) // n_chunks, P,
                                     &y[0], X, Y, bp, n_bufs, beta, l1, &vq[0], &vw[0],
                                     do_gap, fp + 4 * c)
-            for c in prange(n_chunks, num_threads=n_threads, schedule="static", chunksize=1):
-                _diff_group_chunk(c, P, &chunk_ptr[0], &group_ptr[0], &heads[0],
-                                  &tails[0], heads_are_groups, scale, &vq[0], &vw[0],
-                                  do_gap, W, Wo, Y, bp, beta, step, radius, gq + 2 * c)
+            if heads_are_groups and not do_gap:
+                for c in prange(n_chunks, num_threads=n_threads, schedule="static",
+                                chunksize=1):
+                    _diff_group_chunk_fast(c, P, &chunk_ptr[0], &group_ptr[0], &tails[0],
+                                           scale, &vq[0], W, Wo, Y, bp, beta, step,
+                                           radius, gq + 2 * c)
+            else:
+                for c in prange(n_chunks, num_threads=n_threads, schedule="static",
+                                chunksize=1):
+                    _diff_group_chunk(c, P, &chunk_ptr[0], &group_ptr[0], &heads[0],
+                                      &tails[0], heads_are_groups, scale, &vq[0], &vw[0],
+                                      do_gap, W, Wo, Y, bp, beta, step, radius, gq + 2 * c)
             align = 0.0
             for c in range(n_chunks):
                 align = align + gq[2 * c]
