@@ -143,9 +143,10 @@ def resolve_n_threads(n_threads):
     return int(n_threads)
 
 
-#: Rows below which a chunk of the difference kernel is not worth a thread
-#: (the two OpenMP barriers per iteration cost more than the work).
-MIN_ROWS_PER_CHUNK = 32768
+#: Rows below which a chunk of the dual kernels is not worth a thread: at the
+#: 3 mm MNI grid (179,789 rows) two threads gained 0.8-1.5x on a 2-core
+#: machine (benchmarks/RESULTS.md, issue 14), so such sizes run on one.
+MIN_ROWS_PER_CHUNK = 262144
 
 
 def n_chunks_for(n_rows, n_threads):

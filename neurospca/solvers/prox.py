@@ -131,7 +131,7 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         OpenMP threads of the difference kernel; None uses
         :data:`neurospca.solvers._base.N_THREADS` (set by
         :func:`neurospca.solvers.set_n_threads`), by default the machine's
-        cores. The groups are split into ``min(n_threads, n_rows // 32768)``
+        cores. The groups are split into ``min(n_threads, n_rows // 262144)``
         chunks (at least one; small operators run on one thread): the
         iterates depend on the chunks (to rounding, ~1e-16 relative), never
         on how many threads actually run.
