@@ -13,6 +13,8 @@ lasso and overlapping groups are all instances.  Operators are never densified.
 """
 
 
+from collections import namedtuple
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
@@ -21,7 +23,18 @@ from ._validation import (
     check_group_ptr, check_norm2, check_sparse_matrix, norm2_lower_bound,
 )
 
-__all__ = ["GroupOperator", "chain_operator", "stack_operators"]
+__all__ = ["DifferenceForm", "GroupOperator", "chain_operator", "stack_operators"]
+
+DifferenceForm = namedtuple("DifferenceForm", ["heads", "tails", "scale"])
+DifferenceForm.__doc__ = """Rows of an operator that are all ``scale * (v[tail] - v[head])``.
+
+Attributes
+----------
+heads, tails : ndarray of int32, shape (n_rows,)
+    Column of the ``-scale`` and of the ``+scale`` entry of each row (read-only).
+scale : float
+    The common weight ``> 0`` of every row.
+"""
 
 
 class GroupOperator:
@@ -80,6 +93,7 @@ class GroupOperator:
         self.norm2_is_exact = bool(norm2_is_exact)
         self._matrix_t = None
         self._row_group = None
+        self._difference_form = None
 
     def __repr__(self):
         return (
@@ -126,6 +140,26 @@ class GroupOperator:
                 arr.flags.writeable = False
             self._matrix_t = mt
         return self._matrix_t
+
+    def difference_form(self):
+        """Rows as differences of two features, or None (detected once, cached).
+
+        Grid TV (:func:`neurospca.tv_from_mask`), edge TV on meshes and
+        :func:`chain_operator` have rows ``v[tail] - v[head]`` (one ``-1`` and
+        one ``+1``); scaled copies (:meth:`scaled`) have ``scale * (...)``.
+        Such operators get a dual kernel that needs neither ``A`` nor ``A^T``
+        as a matrix. Any other operator (area-weighted gradients, group lasso,
+        stacks with different weights) returns None and uses the CSR kernels.
+
+        Returns
+        -------
+        DifferenceForm or None
+        """
+        cached = getattr(self, "_difference_form", None)
+        if cached is None:
+            cached = _detect_difference_form(self.matrix) or False
+            self._difference_form = cached
+        return cached or None
 
     @property
     def row_group(self):
@@ -190,6 +224,30 @@ class GroupOperator:
             raise ValueError(f"weight must be a finite number >= 0, got {weight!r}.")
         norm2 = None if self._norm2 is None else self._norm2 * weight**2
         return GroupOperator(self.matrix * weight, self.group_ptr, norm2, self.norm2_is_exact)
+
+
+def _detect_difference_form(matrix):
+    """A :class:`DifferenceForm` of a canonical CSR matrix, or None."""
+    n_rows = matrix.shape[0]
+    if n_rows == 0 or matrix.nnz != 2 * n_rows:
+        return None
+    if not np.all(np.diff(matrix.indptr) == 2):
+        return None
+    data = matrix.data.reshape(n_rows, 2)
+    scale = float(abs(data[0, 0]))
+    if not (scale > 0.0 and np.isfinite(scale)):
+        return None
+    if not (np.all(np.abs(data) == scale) and np.all(data[:, 0] == -data[:, 1])):
+        return None
+    cols = matrix.indices.reshape(n_rows, 2)
+    first_is_head = data[:, 0] < 0
+    heads = np.where(first_is_head, cols[:, 0], cols[:, 1]).astype(np.int32)
+    tails = np.where(first_is_head, cols[:, 1], cols[:, 0]).astype(np.int32)
+    if np.any(heads == tails):
+        return None
+    heads.flags.writeable = False
+    tails.flags.writeable = False
+    return DifferenceForm(heads, tails, scale)
 
 
 def lanczos_norm2(matrix, tol=1e-6, safety=1e-3):

@@ -10,10 +10,10 @@ Both solve the proximal problem
 to a certified duality gap and return a :class:`SolverResult`.
 """
 
-from ._base import SolverResult
+from ._base import SolverResult, set_n_threads
 from .conesta import conesta, fista
 from .gap import mu_opt, prox_objective, spca_objective
 from .prox import prox_dual
 
 __all__ = ["SolverResult", "conesta", "fista", "mu_opt", "prox_dual",
-           "prox_objective", "spca_objective"]
+           "prox_objective", "set_n_threads", "spca_objective"]

@@ -1,10 +1,18 @@
 """Pieces shared by the v-step solvers: the result record and kernel plumbing."""
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import _numpy_kernels
+
+# OpenMP threads that wait at a barrier sleep instead of spinning: the
+# difference kernel meets two barriers per iteration, and with spinning
+# waiters one busy core elsewhere on the machine (or BLAS threads) made
+# two threads 4-14x slower than one. Read by libgomp when the compiled
+# kernels load it, below; an OMP_WAIT_POLICY set by the user is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 try:
     from . import _kernels as _cython_kernels
@@ -88,3 +96,91 @@ def operator_arrays(operator):
         )
         operator._kernel_arrays = cache
     return cache
+
+
+#: Threads of the OpenMP kernels when a solver gets ``n_threads=None``; None
+#: means the cores this process may run on. Change with :func:`set_n_threads`.
+N_THREADS = None
+
+
+def set_n_threads(n_threads):
+    """Set the module-level default thread count of the v-step kernels.
+
+    Parameters
+    ----------
+    n_threads : int or None
+        A positive number of OpenMP threads, or None for the machine's cores.
+
+    Raises
+    ------
+    ValueError
+        ``n_threads`` not None and not a positive int.
+    """
+    global N_THREADS
+    N_THREADS = None if n_threads is None else resolve_n_threads(n_threads)
+
+
+def resolve_n_threads(n_threads):
+    """The thread count a kernel runs with: ``n_threads``, the default, or the cores.
+
+    Raises
+    ------
+    ValueError
+        ``n_threads`` not None and not a positive int.
+    """
+    if n_threads is None:
+        n_threads = N_THREADS
+    if n_threads is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not on Linux
+            return max(1, os.cpu_count() or 1)
+    if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) \
+            or n_threads < 1:
+        raise ValueError(
+            f"n_threads must be a positive int or None (all cores), got {n_threads!r}."
+        )
+    return int(n_threads)
+
+
+#: Rows below which a chunk of the dual kernels is not worth a thread: at the
+#: 3 mm MNI grid (179,789 rows) two threads gained 0.8-1.5x on a 2-core
+#: machine (benchmarks/RESULTS.md, issue 14), so such sizes run on one.
+MIN_ROWS_PER_CHUNK = 262144
+
+
+def n_chunks_for(n_rows, n_threads):
+    """Chunks of the difference kernel for ``n_threads`` threads and ``n_rows`` rows.
+
+    The iterates depend (to rounding) on the chunks, so on this number only.
+    """
+    return int(max(1, min(n_threads, n_rows // MIN_ROWS_PER_CHUNK)))
+
+
+def difference_arrays(operator, n_chunks):
+    """``(heads, tails, scale, heads_are_groups, group_ptr, chunk_ptr)``, or None.
+
+    The arrays of the difference kernel; ``heads_are_groups`` is True when the
+    head of every row is the index of its group (grids, meshes).
+
+    ``chunk_ptr`` splits the groups into ``n_chunks`` contiguous chunks of
+    nearly equal row counts (fewer when there are fewer groups); cached on
+    the operator per chunk count.
+    """
+    form = operator.difference_form()
+    if form is None:
+        return None
+    cache = getattr(operator, "_chunk_cache", None)
+    if cache is None:
+        cache = {"heads_are_groups": bool(np.array_equal(form.heads, operator.row_group))}
+        operator._chunk_cache = cache
+    if n_chunks not in cache:
+        gptr = operator_arrays(operator)[-1]
+        n_groups = gptr.size - 1
+        n_chunks_eff = max(1, min(n_chunks, n_groups))
+        targets = np.arange(1, n_chunks_eff) * (gptr[-1] / n_chunks_eff)
+        inner = np.searchsorted(gptr, targets, side="left")
+        chunk_ptr = np.concatenate([[0], inner, [n_groups]]).astype(np.int32)
+        cache[n_chunks] = chunk_ptr
+    return (form.heads, form.tails, form.scale, cache["heads_are_groups"],
+            operator_arrays(operator)[-1], cache[n_chunks])

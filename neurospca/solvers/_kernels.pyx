@@ -10,17 +10,21 @@ int64 indices; ``A`` has ``n_rows`` rows grouped by ``group_ptr`` and ``At`` is
 its transpose in CSR form.
 """
 
+from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs
+
+import numpy as np
 
 ctypedef int idx_t
 
 
 cdef inline double _soft(double x, double t) noexcept nogil:
-    if x > t:
-        return x - t
-    if x < -t:
-        return x + t
-    return 0.0
+    # branch-free (max/min instructions): the sign of x is unpredictable
+    cdef double a = x - t
+    cdef double b = x + t
+    a = a if a > 0.0 else 0.0
+    b = b if b < 0.0 else 0.0
+    return a + b
 
 
 def soft_threshold(const double[::1] x, double t, double[::1] out):
@@ -85,7 +89,7 @@ def dual_iterations(int n_iter,
                     const double[::1] y, double l1, double radius, double step,
                     double[::1] w, double[::1] w_old,
                     double[::1] ATw, double[::1] ATw_old,
-                    double[::1] vq, double t, bint restart):
+                    double[::1] vq, double t, bint restart, int n_threads=1):
     """Run ``n_iter`` accelerated projected-gradient steps on the prox dual.
 
     The dual of ``min_v ||v - y||^2/2 + l1 ||v||_1 + radius sum_g ||A_g v||`` is
@@ -114,17 +118,20 @@ def dual_iterations(int n_iter,
     cdef double t_new, beta, s, q, nrm, scale, wr, r2 = radius * radius
     cdef double sqw, sqs, align
     cdef int n_restarts = 0
+    if n_threads < 1:
+        n_threads = 1
     with nogil:
         for it in range(n_iter):
             t_new = 0.5 * (1.0 + sqrt(1.0 + 4.0 * t * t))
             beta = (t - 1.0) / t_new
             # v at the extrapolated point q = w + beta (w - w_old)
-            for j in range(P):
+            for j in prange(P, num_threads=n_threads, schedule="static"):
                 s = ATw[j] + beta * (ATw[j] - ATw_old[j])
                 vq[j] = _soft(y[j] - s, l1)
             # ascent step from q, projected group by group; w_old <- w
+            # (a static schedule: each thread sums align over a fixed range)
             align = 0.0
-            for g in range(n_groups):
+            for g in prange(n_groups, num_threads=n_threads, schedule="static"):
                 nrm = 0.0
                 sqs = 0.0
                 sqw = 0.0
@@ -146,9 +153,9 @@ def dual_iterations(int n_iter,
                     for r in range(group_ptr[g], group_ptr[g + 1]):
                         w[r] = w[r] * scale
                 # sum_r (scale s - q)(scale s - wr)
-                align = align + scale * scale * nrm - scale * sqs + sqw
+                align += scale * scale * nrm - scale * sqs + sqw
             # ATw_old <- ATw ; ATw <- A^T w
-            for j in range(P):
+            for j in prange(P, num_threads=n_threads, schedule="static"):
                 ATw_old[j] = ATw[j]
                 s = 0.0
                 for k in range(At_indptr[j], At_indptr[j + 1]):
@@ -194,6 +201,321 @@ def dual_gap_terms(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
                 nrm = nrm + s * s
             tv = tv + sqrt(nrm)
     return (0.5 * quad + l1 * l1sum + radius * tv, 0.5 * yy - 0.5 * vv, tv)
+
+
+# ---------------------------------------------------------------------------
+# Exact-prox dual solver for difference operators: every row of A is
+# scale * (v[tail] - v[head]) (grid TV, mesh-edge TV, chains).  No matrix, no
+# transpose: A v gathers two entries per row, A^T w scatters two.
+# ---------------------------------------------------------------------------
+
+def diff_rmatvec(const idx_t[::1] heads, const idx_t[::1] tails, double scale,
+                 const double[::1] w, double[::1] out):
+    """``out = A^T w`` for a difference operator (rows in order, as CSR sums them)."""
+    cdef Py_ssize_t r, n_rows = heads.shape[0]
+    cdef double s
+    with nogil:
+        for r in range(out.shape[0]):
+            out[r] = 0.0
+        for r in range(n_rows):
+            s = scale * w[r]
+            out[tails[r]] = out[tails[r]] + s
+            out[heads[r]] = out[heads[r]] - s
+
+
+cdef void _diff_feature_chunk(Py_ssize_t j0, Py_ssize_t j1, Py_ssize_t P,
+                              const double* y, double* X, double* Y,
+                              double* bufs, Py_ssize_t n_bufs,
+                              double beta, double l1, double* vq, double* vw,
+                              bint do_gap, double* out) noexcept nogil:
+    """Feature pass of one chunk: finish ``A^T w`` (X), ``vq``, zero Y, gap sums."""
+    cdef Py_ssize_t j, b
+    cdef double a, s, d, yj, quad = 0.0, l1sum = 0.0, vv = 0.0, yy = 0.0
+    if n_bufs == 0 and not do_gap:  # the hot case, unswitched
+        for j in range(j0, j1):
+            a = X[j]
+            s = a + beta * (a - Y[j])
+            Y[j] = 0.0
+            vq[j] = _soft(y[j] - s, l1)
+        out[0] = 0.0
+        out[1] = 0.0
+        out[2] = 0.0
+        out[3] = 0.0
+        return
+    for j in range(j0, j1):
+        a = X[j]
+        if n_bufs > 0:
+            for b in range(n_bufs):
+                a = a + bufs[b * P + j]
+                bufs[b * P + j] = 0.0
+            X[j] = a
+        yj = y[j]
+        s = a + beta * (a - Y[j])
+        Y[j] = 0.0
+        vq[j] = _soft(yj - s, l1)
+        if do_gap:
+            s = _soft(yj - a, l1)
+            vw[j] = s
+            d = s - yj
+            quad = quad + d * d
+            l1sum = l1sum + fabs(s)
+            vv = vv + s * s
+            yy = yy + yj * yj
+    out[0] = quad
+    out[1] = l1sum
+    out[2] = vv
+    out[3] = yy
+
+
+cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
+                            const idx_t* gptr, const idx_t* heads,
+                            const idx_t* tails, bint heads_are_groups, double cs,
+                            const double* vq, const double* vw, bint do_gap,
+                            const double* w, double* w_new, double* Y, double* bufs,
+                            double beta, double step, double radius,
+                            double* out) noexcept nogil:
+    """Group pass of chunk ``c``: ascent step, projection, scatter of ``A^T w``.
+
+    Reads ``w`` and the previous iterate from ``w_new``, which it overwrites
+    with the new iterate (the caller then swaps the roles of the two arrays).
+    With ``heads_are_groups`` the head of every row of group ``g`` is feature
+    ``g`` (grids, meshes) and ``heads`` is not read. Chunk 0 scatters into
+    ``Y``, chunk ``c > 0`` into its own buffer ``bufs[c - 1]``; the next
+    feature pass adds them in chunk order.
+    """
+    cdef Py_ssize_t g, r
+    cdef idx_t h, tt
+    cdef double s, q, wr, d, nrm, sqs, sqw, tvn, scale, vh, dh, hacc
+    cdef double align = 0.0, tv = 0.0, r2 = radius * radius
+    cdef double* tgt = Y
+    if c > 0:
+        tgt = bufs + (c - 1) * P
+    for g in range(chunk_ptr[c], chunk_ptr[c + 1]):
+        nrm = 0.0
+        sqs = 0.0
+        sqw = 0.0
+        tvn = 0.0
+        if heads_are_groups:
+            vh = cs * vq[g]
+            if do_gap:
+                dh = cs * vw[g]
+        for r in range(gptr[g], gptr[g + 1]):
+            tt = tails[r]
+            if heads_are_groups:
+                s = cs * vq[tt] - vh
+                if do_gap:
+                    d = cs * vw[tt] - dh
+                    tvn = tvn + d * d
+            else:
+                h = heads[r]
+                s = cs * vq[tt] - cs * vq[h]
+                if do_gap:
+                    d = cs * vw[tt] - cs * vw[h]
+                    tvn = tvn + d * d
+            wr = w[r]
+            q = wr + beta * (wr - w_new[r])
+            s = q + step * s
+            w_new[r] = s
+            nrm = nrm + s * s
+            sqs = sqs + s * (q + wr)
+            sqw = sqw + q * wr
+        scale = 1.0
+        if nrm > r2:
+            scale = radius / sqrt(nrm)
+        if heads_are_groups:
+            hacc = tgt[g]
+            for r in range(gptr[g], gptr[g + 1]):
+                s = w_new[r]
+                if nrm > r2:
+                    s = s * scale
+                    w_new[r] = s
+                s = cs * s
+                tgt[tails[r]] = tgt[tails[r]] + s
+                hacc = hacc - s
+            tgt[g] = hacc
+        else:
+            for r in range(gptr[g], gptr[g + 1]):
+                s = w_new[r]
+                if nrm > r2:
+                    s = s * scale
+                    w_new[r] = s
+                s = cs * s
+                tgt[tails[r]] = tgt[tails[r]] + s
+                tgt[heads[r]] = tgt[heads[r]] - s
+        align = align + (scale * scale * nrm - scale * sqs + sqw)
+        if do_gap:
+            tv = tv + sqrt(tvn)
+    out[0] = align
+    out[1] = tv
+
+
+cdef void _diff_group_chunk_fast(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
+                                 const idx_t* gptr, const idx_t* tails, double cs,
+                                 const double* vq, const double* w, double* w_new,
+                                 double* Y, double* bufs, double beta, double step,
+                                 double radius, double* out) noexcept nogil:
+    """:func:`_diff_group_chunk` with heads that are the groups and no gap (the hot case)."""
+    cdef Py_ssize_t g, r, r0, r1
+    cdef idx_t tt
+    cdef double s, q, wr, nrm, sqs, sqw, scale, vh, hacc
+    cdef double align = 0.0, r2 = radius * radius
+    cdef double* tgt = Y
+    if c > 0:
+        tgt = bufs + (c - 1) * P
+    for g in range(chunk_ptr[c], chunk_ptr[c + 1]):
+        r0 = gptr[g]
+        r1 = gptr[g + 1]
+        nrm = 0.0
+        sqs = 0.0
+        sqw = 0.0
+        vh = cs * vq[g]
+        for r in range(r0, r1):
+            s = cs * vq[tails[r]] - vh
+            wr = w[r]
+            q = wr + beta * (wr - w_new[r])
+            s = q + step * s
+            w_new[r] = s
+            nrm = nrm + s * s
+            sqs = sqs + s * (q + wr)
+            sqw = sqw + q * wr
+        hacc = tgt[g]
+        if nrm > r2:
+            scale = radius / sqrt(nrm)
+            for r in range(r0, r1):
+                s = w_new[r] * scale
+                w_new[r] = s
+                s = cs * s
+                tt = tails[r]
+                tgt[tt] = tgt[tt] + s
+                hacc = hacc - s
+        else:
+            scale = 1.0
+            for r in range(r0, r1):
+                s = cs * w_new[r]
+                tt = tails[r]
+                tgt[tt] = tgt[tt] + s
+                hacc = hacc - s
+        tgt[g] = hacc
+        align = align + (scale * scale * nrm - scale * sqs + sqw)
+    out[0] = align
+    out[1] = 0.0
+
+
+def diff_dual_iterations(int n_iter,
+                         const idx_t[::1] heads, const idx_t[::1] tails,
+                         double scale, bint heads_are_groups,
+                         const idx_t[::1] group_ptr, const idx_t[::1] chunk_ptr,
+                         const double[::1] y, double l1, double radius, double step,
+                         double[::1] w, double[::1] w_old,
+                         double[::1] ATw, double[::1] ATw_old, double[:, ::1] bufs,
+                         double[::1] vq, double[::1] vw, double t, bint restart,
+                         bint with_gap, int n_threads):
+    """:func:`dual_iterations` for a difference operator, two passes per iteration.
+
+    Rows are ``scale * (v[tails[r]] - v[heads[r]])``; ``heads_are_groups``
+    says that ``heads[r]`` is the group of row ``r`` (then not read). Groups are split into
+    the ``len(chunk_ptr) - 1`` contiguous chunks ``chunk_ptr`` (run in
+    parallel on up to ``n_threads`` OpenMP threads; the results depend on the
+    chunks, never on the threads). One iteration is
+
+    1. a pass over the features that completes ``A^T w`` of the previous
+       iteration (chunk partial sums added in chunk order), forms ``vq =
+       soft(y - A^T q, l1)`` at the extrapolated point and clears the buffer
+       the next scatter writes into;
+    2. a pass over the groups: gradient step ``q + step A vq``, projection onto
+       the ball, gradient-restart sums and scatter of ``A^T w`` of the new
+       ``w``.
+
+    With ``with_gap``, the last iteration also computes, in the same two
+    passes, the certified gap terms at the ``w`` it starts from (which is
+    ``w_old`` on return): ``vw = soft(y - A^T w, l1)`` and
+    ``(P(vw), D(w), sum_g ||A_g vw||)`` exactly as :func:`dual_gap_terms`.
+
+    State on entry and on return: ``ATw`` holds chunk 0's part of ``A^T w``
+    and ``bufs[c - 1]`` chunk ``c``'s part; ``ATw_old = A^T w_old`` complete.
+    The roles of ``(w, w_old)`` and of ``(ATw, ATw_old)`` alternate each
+    iteration (no copies): when the returned ``swapped`` is True the caller
+    must exchange ``w`` with ``w_old`` and ``ATw`` with ``ATw_old``.
+
+    Returns
+    -------
+    t : float
+    n_restarts : int
+    swapped : bool
+    primal, dual, tv : float
+        The gap terms at ``w_old`` (NaN without ``with_gap``).
+    """
+    cdef Py_ssize_t P = y.shape[0]
+    cdef Py_ssize_t n_chunks = chunk_ptr.shape[0] - 1
+    cdef Py_ssize_t n_bufs = bufs.shape[0]
+    cdef Py_ssize_t it, c
+    cdef double t_new, beta, align
+    cdef double quad = 0.0, l1sum = 0.0, vv = 0.0, yy = 0.0, tv = 0.0
+    cdef bint do_gap
+    cdef int n_restarts = 0
+    cdef double[:, ::1] fpart = np.zeros((n_chunks, 4))
+    cdef double[:, ::1] gpart = np.zeros((n_chunks, 2))
+    cdef double* X = &ATw[0]
+    cdef double* Y = &ATw_old[0]
+    cdef double* tmp
+    cdef double* W = &w[0]
+    cdef double* Wo = &w_old[0]
+    cdef double* bp = NULL
+    cdef double* fp = &fpart[0, 0]
+    cdef double* gq = &gpart[0, 0]
+    if n_bufs != n_chunks - 1 or (n_bufs > 0 and bufs.shape[1] != P):
+        raise ValueError("bufs must have shape (len(chunk_ptr) - 2, n_features).")
+    if n_bufs > 0:
+        bp = &bufs[0, 0]
+    if n_threads > n_chunks:
+        n_threads = n_chunks
+    if n_threads < 1:
+        n_threads = 1
+    with nogil:
+        for it in range(n_iter):
+            do_gap = with_gap and it == n_iter - 1
+            t_new = 0.5 * (1.0 + sqrt(1.0 + 4.0 * t * t))
+            beta = (t - 1.0) / t_new
+            for c in prange(n_chunks, num_threads=n_threads, schedule="static", chunksize=1):
+                _diff_feature_chunk(P * c // n_chunks, P * (c + 1) // n_chunks, P,
+                                    &y[0], X, Y, bp, n_bufs, beta, l1, &vq[0], &vw[0],
+                                    do_gap, fp + 4 * c)
+            if heads_are_groups and not do_gap:
+                for c in prange(n_chunks, num_threads=n_threads, schedule="static",
+                                chunksize=1):
+                    _diff_group_chunk_fast(c, P, &chunk_ptr[0], &group_ptr[0], &tails[0],
+                                           scale, &vq[0], W, Wo, Y, bp, beta, step,
+                                           radius, gq + 2 * c)
+            else:
+                for c in prange(n_chunks, num_threads=n_threads, schedule="static",
+                                chunksize=1):
+                    _diff_group_chunk(c, P, &chunk_ptr[0], &group_ptr[0], &heads[0],
+                                      &tails[0], heads_are_groups, scale, &vq[0], &vw[0],
+                                      do_gap, W, Wo, Y, bp, beta, step, radius, gq + 2 * c)
+            align = 0.0
+            for c in range(n_chunks):
+                align = align + gq[2 * c]
+            tmp = X
+            X = Y
+            Y = tmp
+            tmp = W
+            W = Wo
+            Wo = tmp
+            t = t_new
+            if restart and align < 0.0:
+                t = 1.0
+                n_restarts = n_restarts + 1
+        if with_gap and n_iter > 0:
+            for c in range(n_chunks):
+                quad = quad + fp[4 * c]
+                l1sum = l1sum + fp[4 * c + 1]
+                vv = vv + fp[4 * c + 2]
+                yy = yy + fp[4 * c + 3]
+                tv = tv + gq[2 * c + 1]
+    if not (with_gap and n_iter > 0):
+        return t, n_restarts, bool(n_iter % 2), float("nan"), float("nan"), float("nan")
+    return (t, n_restarts, bool(n_iter % 2), 0.5 * quad + l1 * l1sum + radius * tv,
+            0.5 * yy - 0.5 * vv, tv)
 
 
 # ---------------------------------------------------------------------------

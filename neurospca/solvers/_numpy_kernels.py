@@ -40,7 +40,7 @@ def group_norm_sum(z, group_ptr):
 
 def dual_iterations(n_iter, A_indptr, A_indices, A_data, At_indptr, At_indices,
                     At_data, group_ptr, y, l1, radius, step, w, w_old,
-                    ATw, ATw_old, vq, t, restart):
+                    ATw, ATw_old, vq, t, restart, n_threads=1):
     A = _csr(A_indptr, A_indices, A_data, y.size)
     At = _csr(At_indptr, At_indices, At_data, w.size)
     n_restarts = 0
@@ -105,3 +105,52 @@ def conesta_gap_terms(A_indptr, A_indices, A_data, At_indptr, At_indices,
     d = np.maximum(np.abs(-sig - kappa * ata) - eta, 0.0)
     return (aa, ax, sx, float(sig @ sig), float(v @ v), float(np.abs(v).sum()),
             float(lstar), float(0.5 * d @ d))
+
+
+def _diff_matrix(heads, tails, scale, n_features):
+    n = heads.size
+    rows = np.arange(n)
+    data = np.concatenate([np.full(n, -scale), np.full(n, scale)])
+    return sp.csr_matrix((data, (np.concatenate([rows, rows]), np.concatenate([heads, tails]))),
+                         shape=(n, n_features))
+
+
+def diff_rmatvec(heads, tails, scale, w, out):
+    out[:] = _diff_matrix(heads, tails, scale, out.size).T @ w
+
+
+def diff_dual_iterations(n_iter, heads, tails, scale, heads_are_groups, group_ptr,
+                         chunk_ptr, y, l1,
+                         radius, step, w, w_old, ATw, ATw_old, bufs, vq, vw, t,
+                         restart, with_gap, n_threads):
+    A = _diff_matrix(heads, tails, scale, y.size)
+    at_w = ATw + bufs.sum(axis=0)
+    at_old = ATw_old.copy()
+    w_arr, w_old_arr = w, w_old
+    w, w_old = w.copy(), w_old.copy()
+    terms = (float("nan"),) * 3
+    n_restarts = 0
+    for it in range(n_iter):
+        if with_gap and it == n_iter - 1:
+            terms = dual_gap_terms(A.indptr, A.indices, A.data, group_ptr, y, at_w,
+                                   l1, radius, vw)
+        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        beta = (t - 1.0) / t_new
+        soft_threshold(y - (at_w + beta * (at_w - at_old)), l1, vq)
+        q = w + beta * (w - w_old)
+        w_old[:] = w
+        w[:] = q + step * (A @ vq)
+        project_groups(w, group_ptr, radius)
+        align = float(np.dot(w - q, w - w_old))
+        at_old, at_w = at_w, A.T @ w
+        t = t_new
+        if restart and align < 0.0:
+            t = 1.0
+            n_restarts += 1
+    swapped = bool(n_iter % 2)
+    (w_old_arr if swapped else w_arr)[:] = w
+    (w_arr if swapped else w_old_arr)[:] = w_old
+    (ATw_old if swapped else ATw)[:] = at_w
+    (ATw if swapped else ATw_old)[:] = at_old
+    bufs[:] = 0.0
+    return (t, n_restarts, swapped) + tuple(terms)

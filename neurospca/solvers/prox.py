@@ -26,7 +26,10 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_nonneg, check_operator, check_real, check_warm_start
-from ._base import SolverResult, get_kernels, operator_arrays
+from ._base import (
+    SolverResult, difference_arrays, get_kernels, n_chunks_for, operator_arrays,
+    resolve_n_threads,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +91,8 @@ def _unscale(res, s):
 
 
 def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
-              gap_every=10, restart=True, kernels="cython", check_input=True):
+              gap_every=10, restart=True, kernels="cython", check_input=True,
+              n_threads=None, kernel_path="auto"):
     """Solve the SPCA-TV v-step prox problem by accelerated dual ascent.
 
     .. math::
@@ -123,6 +127,21 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     kernels : {"cython", "numpy"}, default="cython"
     check_input : bool, default=True
         Validate the inputs (callers that already did pass False).
+    n_threads : int, optional
+        OpenMP threads of the difference kernel; None uses
+        :data:`neurospca.solvers._base.N_THREADS` (set by
+        :func:`neurospca.solvers.set_n_threads`), by default the machine's
+        cores. The groups are split into ``min(n_threads, n_rows // 262144)``
+        chunks (at least one; small operators run on one thread): the
+        iterates depend on the chunks (to rounding, ~1e-16 relative), never
+        on how many threads actually run.
+    kernel_path : {"auto", "difference", "csr"}, default="auto"
+        "auto" uses the difference kernel when every row of the operator is
+        ``c (v[tail] - v[head])`` (:meth:`GroupOperator.difference_form`:
+        grid and mesh-edge TV, chains) and the CSR kernel otherwise.
+        "difference" requires such an operator; "csr" forces the general path.
+        Both compute the same iterates and certificates (bit for bit with one
+        thread); the difference kernel fuses the gap into its passes.
 
     Returns
     -------
@@ -138,8 +157,14 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     ------
     ValueError, TypeError
         ``y`` not a finite real 1-D array, ``w0`` of the wrong shape or not
-        finite, a negative weight, a non-positive ``tol`` or ``max_iter``.
+        finite, a negative weight, a non-positive ``tol`` or ``max_iter``, a
+        bad ``n_threads`` or ``kernel_path``.
     """
+    if kernel_path not in ("auto", "difference", "csr"):
+        raise ValueError(
+            f"kernel_path must be 'auto', 'difference' or 'csr', got {kernel_path!r}."
+        )
+    n_threads = resolve_n_threads(n_threads)
     if check_input:
         y, l1, group, tol = _check_prox_input(y, operator, l1, group, tol, max_iter, gap_every)
         if w0 is not None:
@@ -148,7 +173,8 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     if s != 1.0:
         res = prox_dual(y / s, operator, l1 / s, group / s, tol=tol, max_iter=max_iter,
                         w0=None if w0 is None else w0 / s, gap_every=gap_every,
-                        restart=restart, kernels=kernels, check_input=False)
+                        restart=restart, kernels=kernels, check_input=False,
+                        n_threads=n_threads, kernel_path=kernel_path)
         return _unscale(res, s)
     K = get_kernels(kernels)
     tol_abs = tol * 0.5 * float(y @ y)
@@ -161,6 +187,18 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         return SolverResult(v=v, gap=0.0, tol_abs=tol_abs, n_iter=0, converged=True,
                             gap_history=[(0, 0.0)], w=np.zeros(operator.n_rows),
                             objective=obj)
+    diff = None
+    if kernel_path != "csr":
+        diff = difference_arrays(operator, n_chunks_for(operator.n_rows, n_threads))
+    if diff is None and kernel_path == "difference":
+        raise ValueError(
+            "kernel_path='difference' needs an operator whose rows are all "
+            "c * (v[tail] - v[head]) (operator.difference_form() is None); "
+            "use kernel_path='auto' or 'csr'."
+        )
+    if diff is not None:
+        return _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter,
+                                     w0, gap_every, restart, n_threads)
     A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator)
     n_rows = operator.n_rows
     if w0 is None:
@@ -195,9 +233,65 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         n_run = min(gap_every, max_iter - n_iter)
         t, _ = K.dual_iterations(n_run, A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr,
                                  y, l1, group, step, w, w_old, ATw, ATw_old,
-                                 vq, t, restart)
+                                 vq, t, restart, n_chunks_for(n_rows, n_threads))
         n_iter += n_run
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
     return SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
                         converged=gap <= tol_abs, gap_history=history, w=w,
+                        objective=primal)
+
+
+def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0,
+                          gap_every, restart, n_threads):
+    """:func:`prox_dual` on the difference kernel, gap fused into the iterations.
+
+    The kernel computes the gap at the ``w`` an iteration starts from during
+    that iteration, so the state runs one iteration ahead of the certified
+    pair ``(w_old, vw)``; gaps are checked at the same iterations as the CSR
+    path (0, ``gap_every``, ...) and the same pair is returned.
+    """
+    heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
+    n_rows, P = operator.n_rows, y.size
+    if w0 is None:
+        w = np.zeros(n_rows)
+    else:
+        w = np.array(w0, dtype=np.float64)
+        if w.shape != (n_rows,):
+            raise ValueError(f"w0 must have shape ({n_rows},), got {w.shape}.")
+        K.project_groups(w, gptr, group)
+    ATw = np.empty_like(y)
+    K.diff_rmatvec(heads, tails, scale, w, ATw)
+    w_old, ATw_old = w.copy(), ATw.copy()
+    bufs = np.zeros((chunk_ptr.size - 2, P))
+    vq, vw = np.empty_like(y), np.empty_like(y)
+    step = 1.0 / operator.norm2
+    t, n_iter, history = 1.0, 0, []
+    n_run, first = 1, True  # the first call certifies the starting w
+    while True:
+        t, _, swapped, primal, dual, _ = K.diff_dual_iterations(
+            n_run, heads, tails, scale, heads_are_groups, gptr, chunk_ptr, y, l1, group,
+            step, w, w_old, ATw, ATw_old, bufs, vq, vw, t, restart, True, n_threads)
+        if swapped:
+            ATw, ATw_old = ATw_old, ATw
+            w, w_old = w_old, w
+        n_iter += 0 if first else n_run
+        first = False
+        gap = primal - dual
+        if not np.isfinite(gap):  # overflow or a corrupt state: never certify it
+            gap = np.inf
+            history.append((n_iter, gap))
+            warnings.warn(
+                f"prox_dual: the duality gap became non-finite after {n_iter} "
+                "iterations (overflow); the result is not certified.",
+                ConvergenceWarning, stacklevel=3,
+            )
+            break
+        gap = max(gap, 0.0)
+        history.append((n_iter, gap))
+        if gap <= tol_abs or n_iter >= max_iter:
+            break
+        n_run = min(gap_every, max_iter - n_iter)
+    logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
+    return SolverResult(v=vw, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
+                        converged=gap <= tol_abs, gap_history=history, w=w_old,
                         objective=primal)
