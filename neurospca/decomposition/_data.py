@@ -114,6 +114,12 @@ def _blk_rmatmat(B, lo, hi, dtype, shift, Z):
     return None, (Bs.T @ Z[lo:hi].astype(dtype)).astype(np.float64)
 
 
+def _add(a, b):
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
 def _run_block(fn, B, lo, hi, *args):
     return fn(B, lo, hi, *args)
 
@@ -226,7 +232,7 @@ class DataOperator:
         for lo, hi in zip(off[:-1], off[1:]):
             yield lo, hi, X[lo:hi]
 
-    def _map(self, fn, args, combine=np.add):
+    def _map(self, fn, args, combine=_add):
         """Apply ``fn`` to every row block; rows parts stacked, sums combined."""
         if self.kind == "dask":
             import dask
