@@ -82,7 +82,8 @@ class LoadingsTransformerMixin(TransformerMixin):
             X = check_data(X, min_samples=1, dtype=(np.float64, np.float32))
         op = DataOperator(X).centre(self.mean_)
         C = self.components_
-        S = op.matmat(C.T)
+        with np.errstate(invalid="ignore", over="ignore"):
+            S = op.matmat(C.T)
         if not np.all(np.isfinite(S)):  # out-of-core input: checked through its products
             raise ValueError("X contains NaN or infinite values; remove or impute them.")
         return S @ np.linalg.pinv(C @ C.T)

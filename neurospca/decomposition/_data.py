@@ -77,9 +77,10 @@ def _comb_stats(a, b):
     na, ma, qa, la, ha, ba = a
     nb, mb, qb, lb, hb, bb = b
     n = na + nb
-    delta = mb - ma
-    mean = ma + delta * (nb / n)
-    m2 = qa + qb + delta * delta * (na * nb / n)
+    with np.errstate(invalid="ignore", over="ignore"):
+        delta = mb - ma
+        mean = ma + delta * (nb / n)
+        m2 = qa + qb + delta * delta * (na * nb / n)
     return n, mean, m2, np.minimum(la, lb), np.maximum(ha, hb), ba + bb
 
 
