@@ -7,12 +7,12 @@ row blocks, so an in-memory array, a memmap streamed from disk and a dask array
 (map/reduce on its row chunks, e.g. on a ``dask.distributed`` cluster) share
 the same code and ``X`` is never copied, centred or converted as a whole.
 
-Centring is implicit: with ``m`` the column means, ``X - 1 m^T`` is applied
-block by block as ``(B - s) w - 1 (r . w)`` where ``s`` is ``m`` rounded to
-the data type (so float32 blocks are centred in float32 without cancellation)
-and ``r = m - s`` the rounding residual (zero for float64), a rank-one
-correction computed on the driver. Products run in the data type through BLAS;
-what is summed over blocks is accumulated in float64.
+Centring is implicit: with ``m`` the column means, ``(X - 1 m^T) w = X w -
+1 (m . w)`` and ``(X - 1 m^T)^T z = X^T z - m sum(z)``, rank-one corrections
+computed on the driver (no centred copy, not even of a block). Products run in
+the data type through BLAS; what is summed over blocks is accumulated in
+float64; ``rmatvec(exact=True)`` converts each block to float64 and centres it
+there (the certificates' ``X^T u``).
 """
 
 import mmap
@@ -90,7 +90,7 @@ def _blk_matvec(B, lo, hi, dtype, shift, v):
 
 def _blk_rmatvec(B, lo, hi, dtype, shift, u):
     Bs = _centred(B, dtype, shift)
-    return None, (Bs.T @ u[lo:hi].astype(dtype)).astype(np.float64)
+    return None, (u[lo:hi].astype(dtype) @ Bs).astype(np.float64)
 
 
 def _blk_rmatvec64(B, lo, hi, mean, u):
@@ -103,7 +103,7 @@ def _blk_rmatvec64(B, lo, hi, mean, u):
 def _blk_fused(B, lo, hi, dtype, shift, v, c):
     Bs = _centred(B, dtype, shift)
     z = (Bs @ v).astype(np.float64) - c[lo:hi]
-    return z, (Bs.T @ z.astype(dtype)).astype(np.float64)
+    return z, (z.astype(dtype) @ Bs).astype(np.float64)
 
 
 def _blk_matmat(B, lo, hi, dtype, shift, W):
@@ -309,9 +309,8 @@ class DataOperator:
         """Apply ``X - 1 mean^T`` implicitly from now on."""
         mean = np.asarray(mean, dtype=np.float64)
         self.mean = mean
-        self._shift = mean.astype(self.dtype)
-        resid = mean - self._shift.astype(np.float64)
-        self._resid = resid if np.any(resid) else None
+        self._shift = None  # rank-one corrections only
+        self._resid = mean if np.any(mean) else None
         return self
 
     # ------------------------------------------------------------ products
@@ -373,6 +372,8 @@ def top_singular_values(op, k, n_iter=7, random_state=0):
     iterations), as :func:`sklearn.utils.extmath.randomized_svd`.
     """
     n, p = op.shape
+    if n_iter == "auto":  # sklearn's rule, fewer passes over large data
+        n_iter = 7 if n * p <= 10**7 else 4
     if min(n, p) <= k + 10:
         M = op.matmat(np.eye(p)) if p <= n else op.rmatmat(np.eye(n))
         return np.linalg.svd(M, compute_uv=False)[:k]

@@ -166,9 +166,12 @@ def _top_right_vector(defl):
     else:
         lin = LinearOperator((p, p), matvec=lambda x: defl.gram(np.ravel(x))[1],
                              dtype=np.float64)
-        tol = 1e-10 if defl.op.dtype == np.float64 else 1e-5
+        # float64: to machine precision (today's eigh start); float32: a start
+        # accurate to the data's precision, with a short Lanczos basis
+        opts = (dict(tol=1e-10) if defl.op.dtype == np.float64
+                else dict(tol=1e-4, ncv=min(p, 8)))
         try:
-            v = eigsh(lin, k=1, which="LA", v0=v0, tol=tol, maxiter=max(300, p))[1][:, 0]
+            v = eigsh(lin, k=1, which="LA", v0=v0, maxiter=max(300, p), **opts)[1][:, 0]
         except ArpackNoConvergence as exc:
             vecs = exc.eigenvectors
             v = vecs[:, -1] if vecs is not None and vecs.size else v0
@@ -796,7 +799,7 @@ def _validated_operator(estimator, X, reset, min_samples):
 def _pca_variance_ratio(op, n_components):
     """Plain PCA's top explained variance ratios (randomized SVD, fixed seed)."""
     total = op.sqnorm()
-    s = top_singular_values(op, n_components, n_iter=7, random_state=0)
+    s = top_singular_values(op, n_components, n_iter="auto", random_state=0)
     return s**2 / total if total > 0 else np.zeros(n_components)
 
 
