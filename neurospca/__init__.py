@@ -32,7 +32,7 @@ from .surface import (
 )
 
 # --- cohort-size data on disk (issue 14)
-from .cohort import images_to_memmap, surfaces_to_memmap
+from .cohort import images_to_memmap, npy_to_dask, surfaces_to_memmap
 
 # --- images in, images out (issue 12)
 from .image_spcatv import ImageSPCATV
@@ -109,6 +109,7 @@ __all__ = [
     "unmask",
     # --- issue 14
     "images_to_memmap",
+    "npy_to_dask",
     "surfaces_to_memmap",
     "Hemispheres",
     "icosphere",

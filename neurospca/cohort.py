@@ -13,7 +13,7 @@ import numpy as np
 
 from ._io import atomic_write
 
-__all__ = ["images_to_memmap", "surfaces_to_memmap"]
+__all__ = ["images_to_memmap", "npy_to_dask", "surfaces_to_memmap"]
 
 
 def _check_dtype(dtype):
@@ -156,3 +156,49 @@ def surfaces_to_memmap(files, path, *, mask=None, dtype=np.float32):
             yield label, values[mask][None, :]
 
     return _write_rows(os.fspath(path), len(files), int(mask.sum()), dtype, rows())
+
+
+def _read_rows(path, lo, hi):
+    """Rows ``lo:hi`` of a ``.npy`` file (one dask task)."""
+    return np.array(np.load(path, mmap_mode="r")[lo:hi])
+
+
+def npy_to_dask(path, *, chunk_rows=1000):
+    """A dask array over a ``.npy`` file, chunked by rows (subjects).
+
+    Each chunk is read by its own task from the file (``np.load(...,
+    mmap_mode="r")`` inside the task), so the task graph holds only the path:
+    nothing is loaded on the client and the workers of a ``dask.distributed``
+    cluster read their chunks themselves. ``da.from_array(np.load(path,
+    mmap_mode="r"))`` instead embeds the memmap in the graph, which is pickled
+    (the whole array) whenever the graph is sent to a scheduler.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A 2-D ``.npy`` file, e.g. from :func:`images_to_memmap`.
+    chunk_rows : int, default=1000
+
+    Returns
+    -------
+    dask.array.Array of shape (n_samples, n_features)
+    """
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError("npy_to_dask needs dask: pip install 'dask[array]'.") from None
+    path = os.path.abspath(os.fspath(path))
+    head = np.load(path, mmap_mode="r")
+    if head.ndim != 2:
+        raise ValueError(f"path: {path!r} holds a {head.ndim}-D array; expected 2-D.")
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) \
+            or chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be an int >= 1, got {chunk_rows!r}.")
+    n, p = head.shape
+    dtype = head.dtype
+    del head
+    parts = [da.from_delayed(dask.delayed(_read_rows, pure=True)(path, lo, min(n, lo + chunk_rows)),
+                             shape=(min(n, lo + chunk_rows) - lo, p), dtype=dtype)
+             for lo in range(0, n, int(chunk_rows))]
+    return da.concatenate(parts, axis=0)

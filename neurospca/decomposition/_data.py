@@ -25,7 +25,7 @@ __all__ = ["DataOperator", "is_dask_array", "is_out_of_core"]
 #: Bytes of one row block of an in-memory array (a few MB: cache friendly).
 BLOCK_BYTES = 8 * 2**20
 #: Bytes of one row block read from a memmap.
-MEMMAP_BLOCK_BYTES = 64 * 2**20
+MEMMAP_BLOCK_BYTES = 16 * 2**20
 
 _KEPT = (np.dtype(np.float64), np.dtype(np.float32))
 
@@ -94,9 +94,9 @@ def _blk_rmatvec(B, lo, hi, dtype, shift, u):
 
 
 def _blk_rmatvec64(B, lo, hi, mean, u):
-    D = np.asarray(B, dtype=np.float64)
+    D = np.array(B, dtype=np.float64)
     if mean is not None:
-        D = D - mean
+        D -= mean
     return None, D.T @ u[lo:hi]
 
 
