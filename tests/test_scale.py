@@ -214,3 +214,27 @@ def test_spca_tv_on_raw_memmap_uses_data_as_given(tmp_path, small_blocks):
         b = spca_tv(np.load(tmp_path / "xc.npy", mmap_mode="r"), 2, l1=0.02, l2=0.1,
                     tv=0.05, operator=KW["operator"])
     assert _rel(b[1], a[1]) < 1e-9 and _rel(b[0], a[0]) < 1e-9
+
+
+def test_dask_local_cluster_and_npy_to_dask(tmp_path, small_blocks):
+    """The products run as tasks on a dask.distributed cluster on 127.0.0.1;
+    npy_to_dask's graph holds the path, each task reads its own rows."""
+    distributed = pytest.importorskip("dask.distributed")
+    from neurospca import npy_to_dask
+
+    X = _data_matrix(dtype=np.float32)
+    np.save(tmp_path / "x.npy", X)
+    Xd = npy_to_dask(tmp_path / "x.npy", chunk_rows=25)
+    assert Xd.chunks[0] == (25, 25, 25, 25, 20) and Xd.dtype == np.float32
+    np.testing.assert_array_equal(Xd.compute(), X)
+    ref = SPCATV(**KW).fit(X)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  host="127.0.0.1", protocol="tcp",
+                                  dashboard_address="127.0.0.1:0") as cluster, \
+            distributed.Client(cluster):
+        m = SPCATV(**KW).fit(Xd)
+        S = ref.transform(Xd)
+    assert _rel(m.components_, ref.components_) < 1e-6
+    assert _rel(S, ref.transform(X)) < 1e-6
+    with pytest.raises(ValueError, match="chunk_rows"):
+        npy_to_dask(tmp_path / "x.npy", chunk_rows=0)
