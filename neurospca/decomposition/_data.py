@@ -363,20 +363,33 @@ class DataOperator:
         return G
 
 
-def top_singular_values(op, k, n_iter=7, random_state=0):
-    """Top ``k`` singular values of ``op``'s matrix without forming it.
+def top_subspace(op, k, n_iter="auto", random_state=0):
+    """Top ``k`` singular values of ``op``'s matrix, with a basis of its top
+    right singular subspace, without forming the matrix.
 
-    Exact (SVD of ``Xc W`` with ``W`` the identity of the small side) when
-    ``min(n_samples, n_features) <= k + 10``; else the randomized range finder
-    of Halko et al. (``k + 10`` columns, ``n_iter`` QR-normalised power
-    iterations), as :func:`sklearn.utils.extmath.randomized_svd`.
+    Exact (SVD of ``Xc`` through products with the identity of the small side)
+    when ``min(n_samples, n_features) <= k + 10``; else the randomized range
+    finder of Halko et al. (``k + 10`` columns, ``n_iter`` QR-normalised power
+    iterations; "auto": 7, or 4 above 10^7 entries, sklearn's rule), as
+    :func:`sklearn.utils.extmath.randomized_svd`.
+
+    Returns
+    -------
+    s : ndarray of shape (k,)
+    R : ndarray of shape (n_features, l)
+        Orthonormal approximate right singular vectors (``l >= k``), best first.
+    XR : ndarray of shape (n_samples, l)
+        ``Xc R`` (exact in the exact case, its range-finder approximation else).
     """
     n, p = op.shape
-    if n_iter == "auto":  # sklearn's rule, fewer passes over large data
+    if n_iter == "auto":
         n_iter = 7 if n * p <= 10**7 else 4
     if min(n, p) <= k + 10:
-        M = op.matmat(np.eye(p)) if p <= n else op.rmatmat(np.eye(n))
-        return np.linalg.svd(M, compute_uv=False)[:k]
+        if p <= n:
+            A, S, Rt = np.linalg.svd(op.matmat(np.eye(p)), full_matrices=False)
+            return S[:k], Rt.T, A * S
+        R, S, At = np.linalg.svd(op.rmatmat(np.eye(n)), full_matrices=False)
+        return S[:k], R, At.T * S
     rng = np.random.RandomState(random_state)
     Q = rng.standard_normal((p, k + 10))
     Y = op.matmat(Q)
@@ -385,6 +398,15 @@ def top_singular_values(op, k, n_iter=7, random_state=0):
         Q, _ = np.linalg.qr(op.rmatmat(Y))
         Y = op.matmat(Q)
     Y, _ = np.linalg.qr(Y)
-    B = op.rmatmat(Y)  # (p, l): B^T = Y^T Xc
-    return np.linalg.svd(B, compute_uv=False)[:k]
+    B = op.rmatmat(Y)  # (p, l) = Xc^T Y; Xc ~ Y B^T
+    R, S, At = np.linalg.svd(B, full_matrices=False)  # B^T = A S R^T
+    return S[:k], R, Y @ (At.T * S)
 
+
+def cached_subspace(op, k):
+    """:func:`top_subspace` computed once per operator (and centring)."""
+    cache = getattr(op, "_subspace", None)
+    if cache is None or cache[0] < k:
+        op._subspace = (k,) + top_subspace(op, k)
+    _, s, R, XR = op._subspace
+    return s[:k], R, XR

@@ -22,7 +22,7 @@ from sklearn.utils.validation import (
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
 )
-from ._data import DataOperator, is_out_of_core, top_singular_values
+from ._data import DataOperator, cached_subspace, is_out_of_core
 from .._validation import (
     check_data,
     check_n_components,
@@ -152,42 +152,77 @@ def _say(msg, *args):
         print("[SPCATV] " + msg % args, flush=True)
 
 
-def _top_right_vector(defl):
-    """Leading right singular vector of ``X_k``: Lanczos (ARPACK ``eigsh``,
-    fixed start) on ``v -> X_k^T X_k v``, one pass over the data per product;
-    no Gram matrix. Sign: largest-magnitude entry positive."""
-    from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
-
-    p = defl.op.shape[1]
-    v0 = np.random.RandomState(0).uniform(0.5, 1.5, p)
-    if p < 3:
-        G = np.column_stack([defl.gram(e)[1] for e in np.eye(p)])
-        v = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
-    else:
-        lin = LinearOperator((p, p), matvec=lambda x: defl.gram(np.ravel(x))[1],
-                             dtype=np.float64)
-        # float64: to machine precision (today's eigh start); float32: a start
-        # accurate to the data's precision, with a short Lanczos basis
-        opts = (dict(tol=1e-10) if defl.op.dtype == np.float64
-                else dict(tol=1e-4, ncv=min(p, 8)))
-        try:
-            v = eigsh(lin, k=1, which="LA", v0=v0, maxiter=max(300, p), **opts)[1][:, 0]
-        except ArpackNoConvergence as exc:
-            vecs = exc.eigenvectors
-            v = vecs[:, -1] if vecs is not None and vecs.size else v0
-        except ArpackError:
-            v = v0
+def _ritz_start(defl, basis):
+    """The best right singular vector of ``X_k`` within the span of
+    ``basis = (R, Xc R)`` (top singular subspace of the centred data; no pass
+    over the data). Sign: largest-magnitude entry positive."""
+    R, XR = basis
+    M = XR.copy()
+    for u_j, v_j, d_j in zip(defl.U, defl.V, defl.d):
+        M -= d_j * np.outer(u_j, v_j @ R)
+    w = np.linalg.svd(M, full_matrices=False)[2][0]
+    v = R @ w
     j = int(np.argmax(np.abs(v)))
     return -v if v[j] < 0 else v
 
 
-def _init_u(defl, init, rng):
+def _init_svd(defl, basis):
+    """``u`` = leading left singular vector of ``X_k`` and ``X_k^T u``.
+
+    No Gram matrix: from the Ritz vector of the data's top singular subspace,
+    float64 data run a Lanczos iteration (ARPACK ``eigsh`` on ``v -> X_k^T X_k
+    v``, one pass over the data per product) to 1e-10; float32 data run power
+    iterations (one fused pass each) until ``v`` moves by less than 1e-4.
+    """
+    from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
+
+    p = defl.op.shape[1]
+    v0 = _ritz_start(defl, basis)
+    if not np.any(v0):
+        v0 = np.random.RandomState(0).uniform(0.5, 1.5, p)
+    if defl.op.dtype == np.float64:
+        if p < 3:
+            G = np.column_stack([defl.gram(e)[1] for e in np.eye(p)])
+            v = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
+        else:
+            lin = LinearOperator((p, p), matvec=lambda x: defl.gram(np.ravel(x))[1],
+                                 dtype=np.float64)
+            try:
+                v = eigsh(lin, k=1, which="LA", v0=v0, tol=1e-10,
+                          maxiter=max(300, p))[1][:, 0]
+            except ArpackNoConvergence as exc:
+                vecs = exc.eigenvectors
+                v = vecs[:, -1] if vecs is not None and vecs.size else v0
+            except ArpackError:
+                v = v0
+        j = int(np.argmax(np.abs(v)))
+        v = -v if v[j] < 0 else v
+        u = defl.dot(v)
+        nrm = np.linalg.norm(u)
+        u = u / nrm if nrm > 0 else u
+        return u, defl.tdot(u)
+    v = v0 / np.linalg.norm(v0)
+    for _ in range(100):
+        z, g = defl.gram(v)
+        nz, ng = np.linalg.norm(z), np.linalg.norm(g)
+        if nz == 0.0 or ng == 0.0:
+            return z, g
+        v_new = g / ng
+        done = np.linalg.norm(v_new - v) < 1e-4
+        if done:
+            break
+        v = v_new
+    return z / nz, g / nz
+
+
+def _init_u(defl, init, rng, basis):
+    """Start ``u`` and ``X_k^T u``."""
     if init == "random":
         u = rng.standard_normal(defl.op.shape[0])
-    else:  # leading left singular vector of the deflated matrix
-        u = defl.dot(_top_right_vector(defl))
-    nrm = np.linalg.norm(u)
-    return u / nrm if nrm > 0 else u
+        nrm = np.linalg.norm(u)
+        u = u / nrm if nrm > 0 else u
+        return u, defl.tdot(u)
+    return _init_svd(defl, basis)
 
 
 def _certify_pair(y, v, w, res, operator, a, b, tol, solver, max_inner_iter,
@@ -245,8 +280,12 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        Data, used as given (centre it first; :class:`SPCATV` does).
+    X : ndarray, numpy.memmap or dask.array of shape (n_samples, n_features)
+        Data, used as given (centre it first; :class:`SPCATV` does, implicitly).
+        float32 is kept float32 (products in float32, sums, v-steps and
+        certificates in float64); a memmap is streamed from disk by row
+        blocks and a dask array is reduced block by block as dask tasks,
+        never materialised.
     n_components : int
     l1, l2, tv : float
         The weights ``lambda_1 >= 0``, ``lambda_2 > 0``, ``lambda >= 0``.
@@ -342,6 +381,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
             "for penalties relative to the data)."
         )
     defl = _Deflated(op)
+    basis = None
     # float32 data: products in float32, the certificate's y in float64
     exact_y = op.dtype != np.float64
     U = np.zeros((n_samples, n_components))
@@ -354,11 +394,13 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         t0 = time.perf_counter()
         if u0 is not None and np.any(u0[:, k]):
             u = u0[:, k] / np.linalg.norm(u0[:, k])
-        else:
-            u = _init_u(defl, init, rng)
+            g = defl.tdot(u)
+        else:  # g = X_k^T u; then X_k^T X_k v / ||X_k v|| from the fused pass
+            if init == "svd" and basis is None:
+                basis = cached_subspace(op, n_components)[1:]
+            u, g = _init_u(defl, init, rng, basis)
         v = np.zeros(n_features)
         w = None if w0 is None else w0[k]
-        g = defl.tdot(u)  # X_k^T u; then X_k^T X_k v / ||X_k v|| from the fused pass
         Xv = None
         resid_prev, change = np.sqrt(defl.sqnorm), np.inf
         history, rel_history, mu_hist, inner, outer_ok = [], [], [], 0, False
@@ -650,7 +692,12 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit the model on ``X`` (n_samples, n_features). ``y`` is ignored."""
+        """Fit the model on ``X`` (n_samples, n_features). ``y`` is ignored.
+
+        ``X`` may be an array (float32 kept), a ``numpy.memmap`` or a
+        ``dask.array`` chunked by rows: it is never copied, centred or
+        converted as a whole (see :func:`spca_tv`).
+        """
         warm = (self.warm_start and hasattr(self, "scores_")
                 and getattr(self, "n_features_in_", None) == np.shape(X)[-1])
         op = _validated_operator(self, X, reset=True, min_samples=2)
@@ -799,7 +846,7 @@ def _validated_operator(estimator, X, reset, min_samples):
 def _pca_variance_ratio(op, n_components):
     """Plain PCA's top explained variance ratios (randomized SVD, fixed seed)."""
     total = op.sqnorm()
-    s = top_singular_values(op, n_components, n_iter="auto", random_state=0)
+    s = cached_subspace(op, n_components)[0]
     return s**2 / total if total > 0 else np.zeros(n_components)
 
 
