@@ -44,7 +44,17 @@ def _peak_mb():
                 return int(line.split()[1]) / 1024
 
 
+MESH = os.environ.get("BENCH_COHORT_MESH", "fsaverage5")
+
+
 def _mesh():
+    """fsaverage5 left sphere (10,242 vertices), or with BENCH_COHORT_MESH=ico7x2
+    two icospheres of 163,842 vertices (P = 327,684, fsaverage's size)."""
+    if MESH == "ico7x2":
+        from neurospca import icosphere
+
+        c, f = icosphere(7)
+        return np.vstack([c, c + [3.0, 0, 0]]), np.vstack([f, f + len(c)])
     from nilearn.datasets import load_fsaverage
 
     mesh = load_fsaverage("fsaverage5")["sphere"].parts["left"]
@@ -54,16 +64,22 @@ def _mesh():
 def make_data(path, n, seed=0):
     coords, _ = _mesh()
     rng = np.random.default_rng(seed)
-    coords = coords / np.linalg.norm(coords, axis=1, keepdims=True)
+    if MESH != "ico7x2":  # fsaverage's sphere has radius 100
+        coords = coords / np.linalg.norm(coords, axis=1, keepdims=True)
     centres = coords[rng.choice(len(coords), 3, replace=False)]
     patterns = np.exp(-((coords[None] - centres[:, None]) ** 2).sum(-1) / 0.05)  # 3 x P
     X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32,
                                   shape=(n, len(coords)))
-    for lo in range(0, n, 1000):
-        hi = min(n, lo + 1000)
-        S = rng.standard_normal((hi - lo, 3)) * np.array([3.0, 2.0, 1.5])
-        X[lo:hi] = (2.5 + S @ patterns
-                    + 0.5 * rng.standard_normal((hi - lo, len(coords)))).astype(np.float32)
+    patterns = patterns.astype(np.float32)
+    step = max(1, int(4e7 // len(coords)))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        S = (rng.standard_normal((hi - lo, 3)) * np.array([3.0, 2.0, 1.5])).astype(np.float32)
+        B = rng.standard_normal((hi - lo, len(coords)), dtype=np.float32)
+        B *= 0.5
+        B += S @ patterns
+        B += 2.5
+        X[lo:hi] = B
     X.flush()
     return X.shape
 

@@ -17,8 +17,11 @@ there (the certificates' ``X^T u``).
 
 import mmap
 import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 __all__ = ["DataOperator", "is_dask_array", "is_out_of_core"]
 
@@ -189,6 +192,8 @@ class DataOperator:
         self._shift = None
         self._resid = None
         self.stats = None
+        self.n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else (os.cpu_count() or 1)
         if is_dask_array(X):
             self.kind = "dask"
             if X.numblocks[1] > 1:
@@ -249,11 +254,33 @@ class DataOperator:
             rows, total = dask.compute(rows, total)
         else:
             rows, total = [], None
-            for lo, hi, B in self._blocks():
-                r, s = fn(B, lo, hi, *args)
+
+            def take(out):
+                nonlocal total
+                r, s = out
                 rows.append(r)
                 if s is not None:
                     total = s if total is None else combine(total, s)
+
+            # Blocks in parallel Python threads, each with single-threaded
+            # BLAS: threaded BLAS on thin blocks (z^T B with a few hundred
+            # rows) is up to 10x slower than one thread per block. Results are
+            # combined in block order (deterministic); at most 2 blocks per
+            # thread are in flight (a memmap is never read ahead further).
+            n_threads = self.n_threads
+            with threadpool_limits(limits=1, user_api="blas"):
+                if n_threads <= 1 or len(self._offsets) <= 2:
+                    for lo, hi, B in self._blocks():
+                        take(fn(B, lo, hi, *args))
+                else:
+                    pending = deque()
+                    with ThreadPoolExecutor(n_threads) as pool:
+                        for lo, hi, B in self._blocks():
+                            pending.append(pool.submit(fn, B, lo, hi, *args))
+                            if len(pending) >= 2 * n_threads:
+                                take(pending.popleft().result())
+                        while pending:
+                            take(pending.popleft().result())
         rows = None if not rows or rows[0] is None else np.concatenate(rows, axis=0)
         return rows, total
 
