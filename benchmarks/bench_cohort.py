@@ -104,7 +104,8 @@ def child(mode, path):
         client = Client(cluster)
         from neurospca import npy_to_dask
 
-        X = npy_to_dask(path, chunk_rows=500)
+        p = np.load(path, mmap_mode="r").shape[1]
+        X = npy_to_dask(path, chunk_rows=max(1, int(32e6 // (4 * p))))  # 32 MB chunks
         nbytes = X.nbytes
     elif mode == "memmap":
         X = np.load(path, mmap_mode="r")

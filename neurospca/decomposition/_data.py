@@ -97,10 +97,15 @@ def _blk_rmatvec(B, lo, hi, dtype, shift, u):
 
 
 def _blk_rmatvec64(B, lo, hi, mean, u):
-    D = np.array(B, dtype=np.float64)
-    if mean is not None:
-        D -= mean
-    return None, D.T @ u[lo:hi]
+    B = np.asarray(B)
+    step = max(1, BLOCK_BYTES // max(1, 8 * B.shape[1]))  # float64 copies of <= 8 MB
+    g = np.zeros(B.shape[1])
+    for i in range(0, B.shape[0], step):
+        D = np.array(B[i:i + step], dtype=np.float64)
+        if mean is not None:
+            D -= mean
+        g += u[lo + i:lo + i + D.shape[0]] @ D
+    return None, g
 
 
 def _blk_fused(B, lo, hi, dtype, shift, v, c):
@@ -125,7 +130,9 @@ def _add(a, b):
 
 
 def _run_block(fn, B, lo, hi, *args):
-    return fn(B, lo, hi, *args)
+    # one BLAS thread per task: the workers' threads are the parallelism
+    with threadpool_limits(limits=1, user_api="blas"):
+        return fn(B, lo, hi, *args)
 
 
 def _first(t):
