@@ -162,6 +162,8 @@ def main():
                 print(mode, "FAILED", r.stderr[-2000:])
                 continue
             res[mode] = json.loads(r.stdout.strip().splitlines()[-1])
+            print(f"{mode}: {res[mode]['time']:.1f} s, peak {res[mode]['peak_ratio']:.2f}x "
+                  "the data", flush=True)
     finally:
         os.remove(path)
         os.rmdir(tmp)
@@ -173,7 +175,7 @@ def main():
         ratio = f"{r['time'] / base:.2f}" if base else "-"
         print(f"| {mode} | {r['time']:.1f} | {ratio} | {r['peak_ratio']:.2f} "
               f"| {r.get('n_iter', '-')} | "
-              f"{np.array2string(np.array(r.get('rel_gaps', [])), precision=1)} |")
+              f"{', '.join(f'{g:.1e}' for g in r.get('rel_gaps', []))} |")
     ref = res.get("spcatv", {}).get("components_head")
     for mode in ("memmap", "dask"):
         if ref and mode in res:
