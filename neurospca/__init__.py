@@ -31,6 +31,9 @@ from .surface import (
     write_surf_mesh,
 )
 
+# --- cohort-size data on disk (issue 14)
+from .cohort import images_to_memmap, npy_to_dask, surfaces_to_memmap
+
 # --- images in, images out (issue 12)
 from .image_spcatv import ImageSPCATV
 
@@ -104,6 +107,10 @@ __all__ = [
     "load_mask_img",
     "load_volume_data",
     "unmask",
+    # --- issue 14
+    "images_to_memmap",
+    "npy_to_dask",
+    "surfaces_to_memmap",
     "Hemispheres",
     "icosphere",
     "load_cortex_mask",

@@ -42,8 +42,13 @@ def check_real(X, name="X"):
         )
 
 
-def check_data(X, name="X", min_samples=2, min_features=1):
-    """A finite 2-D float64 array, not constant.
+def check_data(X, name="X", min_samples=2, min_features=1, dtype=np.float64):
+    """A finite 2-D float array, not constant.
+
+    ``dtype`` is the type returned: one type (the default float64), or a tuple
+    of types kept as they are (others are converted to the first), e.g.
+    ``(np.float64, np.float32)`` keeps float32 data float32 (no copy).
+    Finiteness and scale come from one scan (the minimum and maximum).
 
     Raises
     ------
@@ -54,16 +59,19 @@ def check_data(X, name="X", min_samples=2, min_features=1):
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
         raise TypeError(f"{name} must be a dense array; sparse input is not supported.")
     check_real(X, name)
+    kept = tuple(np.dtype(d) for d in (dtype if isinstance(dtype, (tuple, list)) else (dtype,)))
     try:
-        X = np.asarray(X, dtype=np.float64)
+        X = np.asarray(X)
+        X = X.astype(X.dtype if X.dtype in kept else kept[0], copy=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a numeric array: {exc}") from None
     if X.ndim != 2:
         raise ValueError(
             f"{name} must be a 2-D array (n_samples, n_features), got {X.ndim}-D."
         )
-    if not np.all(np.isfinite(X)):
-        n_bad = int(np.size(X) - np.isfinite(X).sum())
+    top = _abs_max(X)
+    if not np.isfinite(top):
+        n_bad = int(np.size(X) - np.count_nonzero(np.isfinite(X)))
         raise ValueError(
             f"{name} contains {n_bad} NaN or infinite values; remove or impute them."
         )
@@ -71,12 +79,19 @@ def check_data(X, name="X", min_samples=2, min_features=1):
         raise ValueError(
             f"{name} has {X.shape[0]} sample(s); at least {min_samples} are required."
         )
-    check_scale(X, name)
+    check_scale_value(top, X.size, name)
     if X.shape[1] < min_features:
         raise ValueError(
             f"{name} has {X.shape[1]} feature(s); at least {min_features} are required."
         )
     return X
+
+
+def _abs_max(X):
+    """``max |X|`` from the minimum and maximum (no temporary; NaN propagates)."""
+    if X.size == 0:
+        return 0.0
+    return float(max(abs(float(np.max(X))), abs(float(np.min(X)))))
 
 
 def check_scale(X, name="X"):
@@ -89,8 +104,12 @@ def check_scale(X, name="X"):
     """
     if X.size == 0:
         return
-    top = float(np.max(np.abs(X)))
-    limit = np.sqrt(np.finfo(np.float64).max / (4.0 * X.size)) / 16.0
+    check_scale_value(_abs_max(X), X.size, name)
+
+
+def check_scale_value(top, size, name="X"):
+    """:func:`check_scale` from ``max |X|`` and the number of entries."""
+    limit = np.sqrt(np.finfo(np.float64).max / (4.0 * size)) / 16.0
     if top > limit:
         raise ValueError(
             f"{name} has entries up to {top:.3g}: its sums of squares overflow float64 "

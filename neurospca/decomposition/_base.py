@@ -7,7 +7,9 @@ import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.base import _fit_context as _sklearn_fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_feature_names, _check_n_features, check_is_fitted, validate_data,
+)
 
 from .._validation import check_data, check_real
 
@@ -65,10 +67,26 @@ class LoadingsTransformerMixin(TransformerMixin):
         """
         check_is_fitted(self)
         check_real(X, "X")
-        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
-        X = check_data(X, min_samples=1)
+        from ._data import DataOperator, is_out_of_core
+
+        if is_out_of_core(X):  # a memmap or dask array: products by row blocks
+            if X.ndim != 2:
+                raise ValueError(
+                    f"X must be a 2-D array (n_samples, n_features), got {X.ndim}-D."
+                )
+            _check_feature_names(self, X, reset=False)
+            _check_n_features(self, X, reset=False)
+        else:
+            X = validate_data(self, X, dtype=(np.float64, np.float32), reset=False,
+                              ensure_all_finite=False)
+            X = check_data(X, min_samples=1, dtype=(np.float64, np.float32))
+        op = DataOperator(X).centre(self.mean_)
         C = self.components_
-        return (X - self.mean_) @ C.T @ np.linalg.pinv(C @ C.T)
+        with np.errstate(invalid="ignore", over="ignore"):
+            S = op.matmat(C.T)
+        if not np.all(np.isfinite(S)):  # out-of-core input: checked through its products
+            raise ValueError("X contains NaN or infinite values; remove or impute them.")
+        return S @ np.linalg.pinv(C @ C.T)
 
     def inverse_transform(self, X):
         """Map scores back to data space: ``S components_ + mean_``.

@@ -15,18 +15,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.extmath import randomized_svd
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_feature_names, _check_n_features, check_is_fitted, validate_data,
+)
 
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
 )
+from ._data import DataOperator, cached_subspace, is_out_of_core
 from .._validation import (
     check_data,
     check_n_components,
     check_nonneg,
     check_not_constant,
     check_operator,
+    check_real,
 )
 from ..operators import GroupOperator, chain_operator
 from ..solvers import conesta, prox_dual
@@ -82,30 +85,63 @@ def _check_int(value, name, minimum=1):
 
 
 class _Deflated:
-    """``X_k = X - sum_j d_j u_j v_j^T`` applied implicitly (memory O(N P))."""
+    """``X_k = X - sum_j d_j u_j v_j^T`` applied implicitly (memory O(N + P) per
+    component) on a :class:`~neurospca.decomposition._data.DataOperator`."""
 
-    def __init__(self, X):
-        self.X = X
+    def __init__(self, op):
+        self.op = op
         self.U, self.V, self.d = [], [], []
-        self.sqnorm = float(np.einsum("ij,ij->", X, X))
+        self.sqnorm = op.sqnorm()
+
+    def _coef(self, vecs, x):
+        return np.array([d_j * float(w @ x) for w, d_j in zip(vecs, self.d)])
+
+    def _comb(self, vecs, coef, out):
+        for w, c in zip(vecs, coef):
+            out -= c * w
+        return out
 
     def dot(self, v):
-        out = self.X @ v
-        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
-            out -= (d_j * float(v_j @ v)) * u_j
-        return out
+        """``X_k v``."""
+        return self._comb(self.U, self._coef(self.V, v), self.op.matvec(v))
 
-    def tdot(self, u):
-        out = self.X.T @ u
-        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
-            out -= (d_j * float(u_j @ u)) * v_j
-        return out
+    def tdot(self, u, exact=False):
+        """``X_k^T u`` (``exact``: float64 accumulation for float32 data)."""
+        return self._comb(self.V, self._coef(self.U, u), self.op.rmatvec(u, exact=exact))
+
+    def gram(self, v):
+        """``z = X_k v`` and ``X_k^T z`` in one pass over the data."""
+        c = self._comb(self.U, self._coef(self.V, v), np.zeros(self.op.shape[0]))
+        z, g = self.op.fused(v, -c)
+        return z, self._comb(self.V, self._coef(self.U, z), g)
 
     def deflate(self, u, v, d):
         self.sqnorm = max(self.sqnorm - d * d * float(v @ v), 0.0)
         self.U.append(u)
         self.V.append(v)
         self.d.append(d)
+
+
+def _as_operator(X, name="X", min_samples=2):
+    """``X`` as a scanned :class:`DataOperator` (an in-memory array, a
+    ``numpy.memmap`` or a ``dask.array``; float32 kept float32)."""
+    if isinstance(X, DataOperator):
+        return X
+    if is_out_of_core(X):
+        check_real(X, name)
+        op = DataOperator(X, name=name)
+    else:
+        if hasattr(X, "toarray") or hasattr(X, "tocsr"):
+            raise TypeError(f"{name} must be a dense array; sparse input is not supported.")
+        check_real(X, name)
+        try:
+            X = np.asarray(X)
+            X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64,
+                         copy=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be a numeric array: {exc}") from None
+        op = DataOperator(X, name=name)
+    return op.scan(min_samples=min_samples)
 
 
 def _say(msg, *args):
@@ -116,18 +152,81 @@ def _say(msg, *args):
         print("[SPCATV] " + msg % args, flush=True)
 
 
-def _init_u(defl, gram, init, rng):
+def _ritz_start(defl, basis):
+    """The best right singular vector of ``X_k`` within the span of
+    ``basis = (R, Xc R)`` (top singular subspace of the centred data; no pass
+    over the data). Sign: largest-magnitude entry positive."""
+    R, XR = basis
+    M = XR.copy()
+    for u_j, v_j, d_j in zip(defl.U, defl.V, defl.d):
+        M -= d_j * np.outer(u_j, v_j @ R)
+    w = np.linalg.svd(M, full_matrices=False)[2][0]
+    v = R @ w
+    j = int(np.argmax(np.abs(v)))
+    return -v if v[j] < 0 else v
+
+
+def _init_svd(defl, basis):
+    """``u`` = leading left singular vector of ``X_k`` and ``X_k^T u``.
+
+    No Gram matrix: from the Ritz vector of the data's top singular subspace,
+    float64 data run a Lanczos iteration (ARPACK ``eigsh`` on ``v -> X_k^T X_k
+    v``, one pass over the data per product) to 1e-10; float32 data run power
+    iterations (one fused pass each) until ``v`` moves by less than 1e-4.
+    """
+    from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
+
+    p = defl.op.shape[1]
+    v0 = _ritz_start(defl, basis)
+    if not np.any(v0):
+        v0 = np.random.RandomState(0).uniform(0.5, 1.5, p)
+    if defl.op.dtype == np.float64:
+        if p < 3:
+            G = np.column_stack([defl.gram(e)[1] for e in np.eye(p)])
+            v = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
+        else:
+            lin = LinearOperator((p, p), matvec=lambda x: defl.gram(np.ravel(x))[1],
+                                 dtype=np.float64)
+            try:
+                v = eigsh(lin, k=1, which="LA", v0=v0, tol=1e-10,
+                          maxiter=max(300, p))[1][:, 0]
+            except ArpackNoConvergence as exc:
+                vecs = exc.eigenvectors
+                v = vecs[:, -1] if vecs is not None and vecs.size else v0
+            except ArpackError:
+                v = v0
+        j = int(np.argmax(np.abs(v)))
+        v = -v if v[j] < 0 else v
+        u = defl.dot(v)
+        nrm = np.linalg.norm(u)
+        u = u / nrm if nrm > 0 else u
+        return u, defl.tdot(u)
+    v = v0 / np.linalg.norm(v0)
+    for _ in range(100):
+        z, g = defl.gram(v)
+        nz, ng = np.linalg.norm(z), np.linalg.norm(g)
+        if nz == 0.0 or ng == 0.0:
+            return z, g
+        v_new = g / ng
+        done = np.linalg.norm(v_new - v) < 1e-4
+        if done:
+            break
+        v = v_new
+    return z / nz, g / nz
+
+
+def _init_u(defl, init, rng, basis):
+    """Start ``u`` and ``X_k^T u``."""
     if init == "random":
-        u = rng.standard_normal(defl.X.shape[0])
-    else:  # leading left singular vector of the deflated matrix
-        _, vecs = np.linalg.eigh(gram)
-        u = vecs[:, -1]
-    nrm = np.linalg.norm(u)
-    return u / nrm if nrm > 0 else u
+        u = rng.standard_normal(defl.op.shape[0])
+        nrm = np.linalg.norm(u)
+        u = u / nrm if nrm > 0 else u
+        return u, defl.tdot(u)
+    return _init_svd(defl, basis)
 
 
-def _certify_pair(defl, u, v, w, res, scale_y, operator, a, b, tol, solver,
-                  max_inner_iter, gap_every, kernels):
+def _certify_pair(y, v, w, res, operator, a, b, tol, solver, max_inner_iter,
+                  gap_every, kernels):
     """Certify the returned pair: the v-step gap of ``v`` for the FINAL ``u``.
 
     The last v-step was solved for the previous ``u``; the u-step then moved
@@ -140,9 +239,9 @@ def _certify_pair(defl, u, v, w, res, scale_y, operator, a, b, tol, solver,
     Returns
     -------
     v, res, y, extra_iter
-        ``res.gap`` / ``res.converged`` then certify ``(u, v)``.
+        ``res.gap`` / ``res.converged`` then certify ``(u, v)``; ``y`` is
+        ``X_k^T u / (2 N l2)`` computed in float64 by the caller.
     """
-    y = defl.tdot(u) * scale_y
     tol_abs = tol * 0.5 * float(y @ y)
     gap, obj = primal_certificate(v, y, operator, a, b, (1e-3, 1e-6))
     if w is not None:
@@ -181,8 +280,12 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        Data, used as given (centre it first; :class:`SPCATV` does).
+    X : ndarray, numpy.memmap or dask.array of shape (n_samples, n_features)
+        Data, used as given (centre it first; :class:`SPCATV` does, implicitly).
+        float32 is kept float32 (products in float32, sums, v-steps and
+        certificates in float64); a memmap is streamed from disk by row
+        blocks and a dask array is reduced block by block as dask tasks,
+        never materialised.
     n_components : int
     l1, l2, tv : float
         The weights ``lambda_1 >= 0``, ``lambda_2 > 0``, ``lambda >= 0``.
@@ -235,8 +338,8 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         ``mu_history`` (CONESTA), ``converged``, ``time``, ``w`` (final dual
         variables per component, None for CONESTA; see ``w0``).
     """
-    X = check_data(X)
-    n_samples, n_features = X.shape
+    op = _as_operator(X)
+    n_samples, n_features = op.shape
     n_components = check_n_components(n_components, n_samples, n_features)
     l1 = check_nonneg(l1, "l1")
     l2 = check_nonneg(l2, "l2", strict=True)
@@ -254,7 +357,8 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
     if operator is None:
         operator = chain_operator(n_features)
     check_operator(operator, n_features)
-    check_not_constant(X)
+    if (op.is_constant() if op.mean is not None else op.is_zero()):
+        check_not_constant(np.zeros(1))  # raises the constant-data error
     rng = check_random_state(random_state)
     if u0 is not None:
         u0 = np.asarray(u0, dtype=np.float64)
@@ -268,7 +372,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
     a, b = l1 / (2.0 * l2), tv / (2.0 * l2)
     scale_y = 1.0 / (2.0 * n_samples * l2)
     # |y_j| = |X_j^T u| / (2 N l2) <= ||X_j|| / (2 N l2): the loadings' scale
-    y_bound = float(np.sqrt(np.einsum("ij,ij->j", X, X).max())) * scale_y
+    y_bound = float(np.sqrt(op.col_sqnorms().max())) * scale_y
     if not y_bound < 1e150:
         raise ValueError(
             f"l2={l2:.3g} (alpha * (1 - l1_ratio - tv_ratio) in SPCATV) is too small for "
@@ -276,9 +380,10 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
             "and their squares overflow. Increase alpha (or use SPCATV(alpha=None) "
             "for penalties relative to the data)."
         )
-    defl = _Deflated(X)
-    warm_u = u0 is not None and bool(np.all(np.any(u0, axis=0)))
-    gram = X @ X.T if init == "svd" and not warm_u else None
+    defl = _Deflated(op)
+    basis = None
+    # float32 data: products in float32, the certificate's y in float64
+    exact_y = op.dtype != np.float64
     U = np.zeros((n_samples, n_components))
     V = np.zeros((n_features, n_components))
     info = {key: [] for key in ("d", "gaps", "rel_gaps", "n_iter", "n_inner_iter",
@@ -289,14 +394,18 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         t0 = time.perf_counter()
         if u0 is not None and np.any(u0[:, k]):
             u = u0[:, k] / np.linalg.norm(u0[:, k])
-        else:
-            u = _init_u(defl, gram, init, rng)
+            g = defl.tdot(u)
+        else:  # g = X_k^T u; then X_k^T X_k v / ||X_k v|| from the fused pass
+            if init == "svd" and basis is None:
+                basis = cached_subspace(op, n_components)[1:]
+            u, g = _init_u(defl, init, rng, basis)
         v = np.zeros(n_features)
         w = None if w0 is None else w0[k]
+        Xv = None
         resid_prev, change = np.sqrt(defl.sqnorm), np.inf
         history, rel_history, mu_hist, inner, outer_ok = [], [], [], 0, False
         for it in range(1, max_iter + 1):
-            y = defl.tdot(u) * scale_y
+            y = g * scale_y
             if solver == "dual":
                 res = prox_dual(y, operator, a, b, tol=tol, max_iter=max_inner_iter,
                                 w0=w, gap_every=gap_every, kernels=kernels,
@@ -308,19 +417,23 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                 res = conesta(y, operator, a, b, tol=tol, v0=v, max_iter=max_inner_iter,
                               gap_every=gap_every, kernels=kernels, check_input=False)
                 mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
-            history.extend((inner + i, 2.0 * l2 * g) for i, g in res.gap_history)
+            history.extend((inner + i, 2.0 * l2 * g_) for i, g_ in res.gap_history)
             p0 = 0.5 * float(y @ y)
-            rel_history.extend((inner + i, g / p0 if p0 > 0 else 0.0)
-                               for i, g in res.gap_history)
+            rel_history.extend((inner + i, g_ / p0 if p0 > 0 else 0.0)
+                               for i, g_ in res.gap_history)
             inner += res.n_iter
             vstep_ok = res.converged
             v = res.v
-            Xv = defl.dot(v)
-            nrm = float(np.linalg.norm(Xv))
             vv = float(v @ v)
-            if nrm == 0.0 or vv == 0.0:
+            if vv == 0.0:
+                nrm = 0.0
+                break
+            Xv, XtXv = defl.gram(v)
+            nrm = float(np.linalg.norm(Xv))
+            if nrm == 0.0:
                 break
             u = Xv / nrm
+            g = XtXv / nrm
             resid = np.sqrt(max(defl.sqnorm - nrm * nrm / vv, 0.0))
             # eq. 26 compares two iterates: the first v-step has no predecessor
             # (v^0 = 0 would compare against ||X_k||), so it never stops the loop.
@@ -335,8 +448,9 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                 outer_ok = True
                 break
         if nrm > 0.0 and vv > 0.0:  # certify the returned (u, v), not (u_prev, v)
-            v, res, y, extra = _certify_pair(defl, u, v, w, res, scale_y, operator, a, b,
-                                             tol, solver, max_inner_iter, gap_every, kernels)
+            y = (defl.tdot(u, exact=True) if exact_y else g) * scale_y
+            v_new, res, y, extra = _certify_pair(y, v, w, res, operator, a, b, tol, solver,
+                                                 max_inner_iter, gap_every, kernels)
             inner += extra
             vstep_ok = res.converged
             if solver == "dual":
@@ -344,7 +458,9 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
             history.append((inner, 2.0 * l2 * res.gap))
             p0 = 0.5 * float(y @ y)
             rel_history.append((inner, res.gap / p0 if p0 > 0 else 0.0))
-            Xv, vv = defl.dot(v), float(v @ v)
+            if v_new is not v:
+                v, Xv = v_new, defl.dot(v_new)
+            vv = float(v @ v)
             nrm = float(u @ Xv)
         if nrm == 0.0 or vv == 0.0:
             zero_from = k
@@ -371,8 +487,6 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
             )
         # least-squares scale: d = u^T X_k v / ||v||^2 with u = X_k v / ||X_k v||
         d = nrm / vv
-        if gram is not None:
-            gram -= d * (np.outer(Xv, u) + np.outer(u, Xv)) - d * d * vv * np.outer(u, u)
         defl.deflate(u, v, d)
         U[:, k], V[:, k] = u, v
         info["d"].append(d)
@@ -578,12 +692,16 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit the model on ``X`` (n_samples, n_features). ``y`` is ignored."""
+        """Fit the model on ``X`` (n_samples, n_features). ``y`` is ignored.
+
+        ``X`` may be an array (float32 kept), a ``numpy.memmap`` or a
+        ``dask.array`` chunked by rows: it is never copied, centred or
+        converted as a whole (see :func:`spca_tv`).
+        """
         warm = (self.warm_start and hasattr(self, "scores_")
                 and getattr(self, "n_features_in_", None) == np.shape(X)[-1])
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
-                          ensure_all_finite=False)
-        X = check_data(X)
+        op = _validated_operator(self, X, reset=True, min_samples=2)
+        X = op
         n_components = check_n_components(self.n_components, *X.shape)
         if self.operator is None and X.shape[1] > CHAIN_WARNING_FEATURES:
             warnings.warn(
@@ -595,10 +713,13 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
                 UserWarning,
             )
         t0 = time.perf_counter()
-        self.mean_ = X.mean(axis=0)
-        Xc = X - self.mean_
-        check_not_constant(Xc)
-        self.l1_max_ = float(np.sqrt(np.einsum("ij,ij->j", Xc, Xc)).max()) / X.shape[0]
+        # implicit centring: X - 1 mean_^T inside the products, never a copy
+        self.mean_ = op.stats["mean"].copy()
+        op.centre(self.mean_)
+        if op.is_constant():
+            check_not_constant(np.zeros(1))  # raises the constant-data error
+        self.l1_max_ = float(np.sqrt(op.col_sqnorms().max())) / X.shape[0]
+        Xc = op
         u0 = w0 = None
         if warm and self.scores_.shape == (X.shape[0], n_components):
             u0 = self.scores_
@@ -701,25 +822,43 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         return 1.0 - err / total
 
 
-def _pca_variance_ratio(Xc, n_components):
+def _validated_operator(estimator, X, reset, min_samples):
+    """scikit-learn's input bookkeeping, then a scanned :class:`DataOperator`.
+
+    NumPy arrays go through ``validate_data`` (float32 kept); memmaps and dask
+    arrays are never converted: their shape and feature names are recorded
+    and they are validated block by block during the one scan.
+    """
+    if is_out_of_core(X):
+        check_real(X, "X")
+        if X.ndim != 2:
+            raise ValueError(
+                f"X must be a 2-D array (n_samples, n_features), got {X.ndim}-D."
+            )
+        _check_feature_names(estimator, X, reset=reset)
+        _check_n_features(estimator, X, reset=reset)
+        return _as_operator(X, min_samples=min_samples)
+    X = validate_data(estimator, X, reset=reset, dtype=(np.float64, np.float32),
+                      ensure_min_samples=min_samples, ensure_all_finite=False)
+    return _as_operator(X, min_samples=min_samples)
+
+
+def _pca_variance_ratio(op, n_components):
     """Plain PCA's top explained variance ratios (randomized SVD, fixed seed)."""
-    total = float(np.einsum("ij,ij->", Xc, Xc))
-    if min(Xc.shape) <= n_components + 10:
-        s = np.linalg.svd(Xc, compute_uv=False)[:n_components]
-    else:
-        _, s, _ = randomized_svd(Xc, n_components, n_iter=7, random_state=0)
+    total = op.sqnorm()
+    s = cached_subspace(op, n_components)[0]
     return s**2 / total if total > 0 else np.zeros(n_components)
 
 
-def _adjusted_variance(Xc, components):
+def _adjusted_variance(op, components):
     """Adjusted explained variance of non-orthogonal components (Zou et al.).
 
-    The scores ``Z = Xc C^T`` are orthogonalised by QR; component k explains
-    ``R_kk^2 / (N - 1)``.
+    The scores ``Z = Xc C^T`` (``Xc`` the centred data of ``op``) are
+    orthogonalised by QR; component k explains ``R_kk^2 / (N - 1)``.
     """
-    n = Xc.shape[0]
-    Z = Xc @ components.T
+    n = op.shape[0]
+    Z = op.matmat(components.T)
     R = np.linalg.qr(Z, mode="r")
     var = np.abs(np.diag(R)) ** 2 / max(n - 1, 1)
-    total = float(np.einsum("ij,ij->", Xc, Xc)) / max(n - 1, 1)
+    total = op.sqnorm() / max(n - 1, 1)
     return var, var / total if total > 0 else np.zeros_like(var)
