@@ -21,7 +21,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 __all__ = ["DataOperator", "is_dask_array", "is_out_of_core"]
 
@@ -31,6 +31,20 @@ BLOCK_BYTES = 8 * 2**20
 MEMMAP_BLOCK_BYTES = 16 * 2**20
 
 _KEPT = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+_CONTROLLER = []
+
+
+def _single_threaded_blas():
+    """BLAS limited to one thread (context manager).
+
+    One ``ThreadpoolController`` is made and kept: building one scans the
+    loaded libraries (about 5 ms), which a fit would otherwise pay per product.
+    """
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def is_dask_array(X):
@@ -131,7 +145,7 @@ def _add(a, b):
 
 def _run_block(fn, B, lo, hi, *args):
     # one BLAS thread per task: the workers' threads are the parallelism
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _single_threaded_blas():
         return fn(B, lo, hi, *args)
 
 
@@ -275,7 +289,7 @@ class DataOperator:
             # combined in block order (deterministic); at most 2 blocks per
             # thread are in flight (a memmap is never read ahead further).
             n_threads = self.n_threads
-            with threadpool_limits(limits=1, user_api="blas"):
+            with _single_threaded_blas():
                 if n_threads <= 1 or len(self._offsets) <= 2:
                     for lo, hi, B in self._blocks():
                         take(fn(B, lo, hi, *args))

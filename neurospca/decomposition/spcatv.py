@@ -166,16 +166,66 @@ def _ritz_start(defl, basis):
     return -v if v[j] < 0 else v
 
 
+#: Up to this many samples (float64, in memory) the start ``u`` comes from the
+#: exact eigendecomposition of the small N x N Gram matrix (at most 8 MB and a
+#: fraction of a second): cheaper than Lanczos passes over the data there.
+GRAM_MAX_SAMPLES = 1000
+
+
+def _uses_gram(op):
+    return op.dtype == np.float64 and op.kind == "array" and op.shape[0] <= GRAM_MAX_SAMPLES
+
+
+def _centred_gram(op):
+    """``Xc Xc^T`` of a small in-memory operator (cached on it)."""
+    if getattr(op, "_gram0", None) is None:
+        X = op.X
+        m = np.zeros(op.shape[1]) if op.mean is None else op.mean
+        Xm = X @ m
+        G = X @ X.T
+        G -= Xm[:, None]
+        G -= Xm[None, :]
+        G += float(m @ m)
+        op._gram0 = G
+    return op._gram0
+
+
+def _init_gram(defl):
+    """``u`` = leading eigenvector of ``X_k X_k^T`` for small N, and ``X_k^T u``.
+
+    ``X_k X_k^T = G0 - sum_j d_j (z_j u_j^T + u_j z_j^T)
+    + sum_ij d_i d_j (v_i . v_j) u_i u_j^T`` with ``G0 = Xc Xc^T`` (computed
+    once, centring applied as rank-one corrections) and ``z_j = Xc v_j``.
+    """
+    op = defl.op
+    G = _centred_gram(op).copy()
+    U, V, d = defl.U, defl.V, defl.d
+    for u_j, v_j, d_j in zip(U, V, d):
+        z_j = op.matvec(v_j)
+        G -= d_j * (np.outer(z_j, u_j) + np.outer(u_j, z_j))
+    for u_i, v_i, d_i in zip(U, V, d):
+        for u_j, v_j, d_j in zip(U, V, d):
+            G += d_i * d_j * float(v_i @ v_j) * np.outer(u_i, u_j)
+    u = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
+    g = defl.tdot(u)
+    j = int(np.argmax(np.abs(g)))
+    return (-u, -g) if g[j] < 0 else (u, g)
+
+
 def _init_svd(defl, basis):
     """``u`` = leading left singular vector of ``X_k`` and ``X_k^T u``.
 
-    No Gram matrix: from the Ritz vector of the data's top singular subspace,
+    Small float64 data in memory (N <= :data:`GRAM_MAX_SAMPLES`): the exact
+    eigendecomposition of the N x N Gram matrix (:func:`_init_gram`). Otherwise
+    no Gram matrix: from the Ritz vector of the data's top singular subspace,
     float64 data run a Lanczos iteration (ARPACK ``eigsh`` on ``v -> X_k^T X_k
     v``, one pass over the data per product) to 1e-10; float32 data run power
     iterations (one fused pass each) until ``v`` moves by less than 1e-4.
     """
     from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
+    if _uses_gram(defl.op):
+        return _init_gram(defl)
     p = defl.op.shape[1]
     v0 = _ritz_start(defl, basis)
     if not np.any(v0):
@@ -396,7 +446,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
             u = u0[:, k] / np.linalg.norm(u0[:, k])
             g = defl.tdot(u)
         else:  # g = X_k^T u; then X_k^T X_k v / ||X_k v|| from the fused pass
-            if init == "svd" and basis is None:
+            if init == "svd" and basis is None and not _uses_gram(op):
                 basis = cached_subspace(op, n_components)[1:]
             u, g = _init_u(defl, init, rng, basis)
         v = np.zeros(n_features)
@@ -844,10 +894,14 @@ def _validated_operator(estimator, X, reset, min_samples):
 
 
 def _pca_variance_ratio(op, n_components):
-    """Plain PCA's top explained variance ratios (randomized SVD, fixed seed)."""
+    """Plain PCA's top explained variance ratios (exact from the Gram matrix for
+    small in-memory data, else randomized SVD with a fixed seed)."""
     total = op.sqnorm()
-    s = cached_subspace(op, n_components)[0]
-    return s**2 / total if total > 0 else np.zeros(n_components)
+    if _uses_gram(op):
+        s2 = np.clip(np.linalg.eigvalsh(_centred_gram(op))[::-1][:n_components], 0, None)
+    else:
+        s2 = cached_subspace(op, n_components)[0] ** 2
+    return s2 / total if total > 0 else np.zeros(n_components)
 
 
 def _adjusted_variance(op, components):
