@@ -201,13 +201,7 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
                                      w0, gap_every, restart, n_threads)
     A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator)
     n_rows = operator.n_rows
-    if w0 is None:
-        w = np.zeros(n_rows)
-    else:
-        w = np.array(w0, dtype=np.float64)
-        if w.shape != (n_rows,):
-            raise ValueError(f"w0 must have shape ({n_rows},), got {w.shape}.")
-        K.project_groups(w, gptr, group)
+    w = _start_w(K, w0, n_rows, gptr, group)
     ATw = np.empty_like(y)
     K.csr_matvec(At_ip, At_ix, At_d, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
@@ -216,18 +210,9 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     t, n_iter, history = 1.0, 0, []
     while True:
         primal, dual, _ = K.dual_gap_terms(A_ip, A_ix, A_d, gptr, y, ATw, l1, group, v)
-        gap = primal - dual
-        if not np.isfinite(gap):  # overflow or a corrupt state: never certify it
-            gap = np.inf
-            history.append((n_iter, gap))
-            warnings.warn(
-                f"prox_dual: the duality gap became non-finite after {n_iter} "
-                "iterations (overflow); the result is not certified.",
-                ConvergenceWarning, stacklevel=2,
-            )
+        gap = _record_gap(primal - dual, n_iter, history, 3)
+        if gap == np.inf:
             break
-        gap = max(gap, 0.0)
-        history.append((n_iter, gap))
         if gap <= tol_abs or n_iter >= max_iter:
             break
         n_run = min(gap_every, max_iter - n_iter)
@@ -241,6 +226,32 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
                         objective=primal)
 
 
+def _start_w(K, w0, n_rows, gptr, group):
+    """The starting dual point: zeros, or ``w0`` projected onto the dual balls."""
+    if w0 is None:
+        return np.zeros(n_rows)
+    w = np.array(w0, dtype=np.float64)
+    if w.shape != (n_rows,):
+        raise ValueError(f"w0 must have shape ({n_rows},), got {w.shape}.")
+    K.project_groups(w, gptr, group)
+    return w
+
+
+def _record_gap(gap, n_iter, history, stacklevel):
+    """Append ``(n_iter, gap)``; a non-finite gap is never certified (inf, warning)."""
+    if not np.isfinite(gap):  # overflow or a corrupt state
+        history.append((n_iter, np.inf))
+        warnings.warn(
+            f"prox_dual: the duality gap became non-finite after {n_iter} "
+            "iterations (overflow); the result is not certified.",
+            ConvergenceWarning, stacklevel=stacklevel,
+        )
+        return np.inf
+    gap = max(gap, 0.0)
+    history.append((n_iter, gap))
+    return gap
+
+
 def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0,
                           gap_every, restart, n_threads):
     """:func:`prox_dual` on the difference kernel, gap fused into the iterations.
@@ -252,13 +263,7 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     """
     heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
     n_rows, P = operator.n_rows, y.size
-    if w0 is None:
-        w = np.zeros(n_rows)
-    else:
-        w = np.array(w0, dtype=np.float64)
-        if w.shape != (n_rows,):
-            raise ValueError(f"w0 must have shape ({n_rows},), got {w.shape}.")
-        K.project_groups(w, gptr, group)
+    w = _start_w(K, w0, n_rows, gptr, group)
     ATw = np.empty_like(y)
     K.diff_rmatvec(heads, tails, scale, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
@@ -276,18 +281,9 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
             w, w_old = w_old, w
         n_iter += 0 if first else n_run
         first = False
-        gap = primal - dual
-        if not np.isfinite(gap):  # overflow or a corrupt state: never certify it
-            gap = np.inf
-            history.append((n_iter, gap))
-            warnings.warn(
-                f"prox_dual: the duality gap became non-finite after {n_iter} "
-                "iterations (overflow); the result is not certified.",
-                ConvergenceWarning, stacklevel=3,
-            )
+        gap = _record_gap(primal - dual, n_iter, history, 4)
+        if gap == np.inf:
             break
-        gap = max(gap, 0.0)
-        history.append((n_iter, gap))
         if gap <= tol_abs or n_iter >= max_iter:
             break
         n_run = min(gap_every, max_iter - n_iter)
