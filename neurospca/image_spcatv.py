@@ -700,14 +700,7 @@ class ImageSPCATV(BaseEstimator):
         -------
         float
         """
-        X = self._data(imgs, confounds)
-        if hasattr(self.estimator_, "score"):
-            return float(self.estimator_.score(X))
-        # FALLBACK (SPCATV.score not available in this version): minus the
-        # held-out reconstruction error of the paper (model_selection).
-        from .model_selection import reconstruction_error
-
-        return -reconstruction_error(X, self.estimator_)
+        return float(self.estimator_.score(self._data(imgs, confounds)))
 
     def generate_report(self, title=None, atlas=None, atlas_labels=None, selection=None,
                         command=None):

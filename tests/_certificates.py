@@ -127,3 +127,28 @@ def check_case(i, seed=0, use_cvxpy=False, tols=(1e-2, 1e-4), max_iters=(50, 100
                                  subopt=subopt, slack=1e-12 * p0 + 1e-300,
                                  ref_err=err))
     return rows
+
+
+def assert_pairs_certified(X, U, V, info, op, l1, l2, tv, tol=None):
+    """Each returned pair ``(u_k, v_k)`` of ``spca_tv``: ``v_k`` is within its
+    reported gap of the exact v-step optimum for ``u_k`` on the deflated data.
+
+    ``X`` is the (centred) data as the fit saw it, taken exactly in float64.
+    With ``tol``, also the relative gaps and the ``converged`` flags are checked.
+    """
+    Xk = np.asarray(X, dtype=np.float64).copy()
+    a, b = l1 / (2 * l2), tv / (2 * l2)
+    assert np.all(np.any(V != 0, axis=0))
+    for k in range(V.shape[1]):
+        u, v = U[:, k], V[:, k]
+        y = Xk.T @ u / (2 * X.shape[0] * l2)
+        p_ref, _ = reference(y, op, a, b)
+        subopt = prox_objective(v, y, op, a, b) - p_ref
+        gap_prox = info["gaps"][k] / (2 * l2)
+        assert subopt <= gap_prox + 1e-10 * float(y @ y)
+        if tol is not None:
+            assert abs(info["rel_gaps"][k] - gap_prox / (0.5 * float(y @ y))) <= \
+                1e-6 * info["rel_gaps"][k]
+            if info["converged"][k]:
+                assert info["rel_gaps"][k] <= tol
+        Xk = Xk - info["d"][k] * np.outer(u, v)

@@ -35,7 +35,7 @@ from neurospca.decomposition.spcatv import spca_tv
 from neurospca.decomposition.tree import balanced_tree, project_l1_ball, prox_tree
 from neurospca.solvers import conesta, prox_dual, prox_objective
 
-from ._certificates import check_case, reference
+from ._certificates import assert_pairs_certified, check_case, reference
 
 N_CASES = int(os.environ.get("NEUROSPCA_CERT_SWEEP", "28"))
 
@@ -199,20 +199,7 @@ def test_spca_tv_gaps_certify_the_returned_pairs(solver):
     l1, l2, tv = 0.02, 0.1, 0.05
     tol = 1e-3
     U, V, info = spca_tv(X, 3, l1=l1, l2=l2, tv=tv, operator=op, tol=tol, solver=solver)
-    Xk = X.copy()
-    a, b = l1 / (2 * l2), tv / (2 * l2)
-    assert np.all(np.any(V != 0, axis=0))
-    for k in range(3):
-        u, v = U[:, k], V[:, k]
-        y = Xk.T @ u / (2 * X.shape[0] * l2)
-        p_ref, _ = reference(y, op, a, b)
-        subopt = prox_objective(v, y, op, a, b) - p_ref
-        gap_prox = info["gaps"][k] / (2 * l2)
-        assert subopt <= gap_prox + 1e-10 * float(y @ y)
-        assert info["rel_gaps"][k] == pytest.approx(gap_prox / (0.5 * float(y @ y)))
-        if info["converged"][k]:
-            assert info["rel_gaps"][k] <= tol
-        Xk = Xk - info["d"][k] * np.outer(u, v)
+    assert_pairs_certified(X, U, V, info, op, l1, l2, tv, tol=tol)
 
 
 # ------------------------------------------------------------------ SSPCA, KTrace
