@@ -47,7 +47,7 @@ if n_threads is not None:
     from neurospca.solvers import set_n_threads
     set_n_threads(n_threads)
 warnings.simplefilter("ignore")
-import neurospca.decomposition.spcatv as _sp
+import neurospca.decomposition._spcatv as _sp
 _inner = _sp.prox_dual
 VSTEP = [0.0]
 def _timed_prox_dual(*a, **k):  # time spent in the v-step solver

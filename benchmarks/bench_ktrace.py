@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from neurospca.decomposition.ktrace import (
+from neurospca.decomposition._ktrace import (
     TABLE2_METHODS,
     covariance_estimation_errors,
     make_sparse_covariance_problem,

@@ -5,7 +5,7 @@ from .masking import tv_from_mask
 from .operators import GroupOperator, chain_operator, stack_operators
 
 # --- engine: SPCA-TV (issue 2)
-from .decomposition.spcatv import SPCATV, ratios_from_weights, spca_tv, weights_from_ratios
+from .decomposition._spcatv import SPCATV, ratios_from_weights, spca_tv, weights_from_ratios
 
 # --- meshes and image front ends (issue 3)
 from .masking import (
@@ -35,11 +35,11 @@ from .surface import (
 from .cohort import images_to_memmap, npy_to_dask, surfaces_to_memmap
 
 # --- images in, images out (issue 12)
-from .image_spcatv import ImageSPCATV
+from .image import ImageSPCATV
 
 # --- structured sparse PCA and tree-structured dictionary learning (issue 6)
-from .decomposition.sspca import SSPCA, sspca
-from .decomposition.tree import (
+from .decomposition._sspca import SSPCA, sspca
+from .decomposition._tree import (
     HierarchicalDictionaryLearning,
     balanced_tree,
     check_tree,
@@ -49,7 +49,7 @@ from .decomposition.tree import (
 from .groups import grid_halfspace_groups, group_lasso_operator
 
 # --- nonnegative sparse PCA and (k, q)-trace norm PCA (issue 7)
-from .decomposition.ktrace import (
+from .decomposition._ktrace import (
     KTraceNormPCA,
     ktrace_pca,
     psd_threshold,
@@ -59,7 +59,7 @@ from .decomposition.ktrace import (
     trace_psd_covariance,
     truncated_power_iteration,
 )
-from .decomposition.nspca import NonnegativeSparsePCA, nspca
+from .decomposition._nspca import NonnegativeSparsePCA, nspca
 
 # --- reporting, saved models (issue 4)
 from .persistence import SavedModel, load_model, save_model

@@ -45,7 +45,7 @@ def _spcatv_defaults():
     """SPCATV's penalty defaults, read from its signature (the command follows them)."""
     import inspect
 
-    from .decomposition.spcatv import SPCATV
+    from .decomposition._spcatv import SPCATV
 
     params = inspect.signature(SPCATV.__init__).parameters
     return {name: params[name].default
@@ -362,7 +362,7 @@ def _metadata(args, title, data):
 
 def _estimator(args, **masking):
     """The unfitted ImageSPCATV of the command line's penalties (and ``masking``)."""
-    from .image_spcatv import ImageSPCATV
+    from .image import ImageSPCATV
 
     defaults = _spcatv_defaults()
     alpha = getattr(args, "alpha", None)

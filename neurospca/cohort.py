@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from ._io import atomic_write
+from ._utils.io import atomic_write
 
 __all__ = ["images_to_memmap", "npy_to_dask", "surfaces_to_memmap"]
 

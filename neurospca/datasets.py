@@ -328,7 +328,7 @@ def make_tree_patches(n_samples, branching=(4, 3), side=5, noise=0.1, random_sta
     ----------
     n_samples : int
     branching : tuple of int
-        Children per node at each depth (:func:`neurospca.decomposition.tree.balanced_tree`).
+        Children per node at each depth (:func:`neurospca.trees.balanced_tree`).
     side : int
         Patches are ``side x side``.
     noise : float
@@ -352,7 +352,7 @@ def make_tree_patches(n_samples, branching=(4, 3), side=5, noise=0.1, random_sta
     parent : ndarray of int
         The tree as a parent array (-1 at the root).
     """
-    from .decomposition.tree import balanced_tree, check_tree
+    from .trees import balanced_tree, check_tree
 
     if isinstance(n_paths, bool) or not isinstance(n_paths, (int, np.integer)) or n_paths < 1:
         raise ValueError(f"n_paths must be a positive int, got {n_paths!r}.")

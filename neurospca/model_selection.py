@@ -25,6 +25,9 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid, check_cv
 
+from .decomposition import reconstruction_error
+from .decomposition._base import _as_2d, _components_of
+
 logger = logging.getLogger("neurospca")
 
 __all__ = [
@@ -49,76 +52,6 @@ __all__ = [
 # --------------------------------------------------------------------------
 # validation helpers
 # --------------------------------------------------------------------------
-
-
-def _as_2d(arr, name, n_features=None):
-    arr = np.asarray(arr, dtype=np.float64)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array, got shape {arr.shape}.")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values; remove them first.")
-    if n_features is not None and arr.shape[1] != n_features:
-        raise ValueError(
-            f"{name} has {arr.shape[1]} features (columns), expected {n_features}."
-        )
-    return arr
-
-
-def _components_of(components, name="components"):
-    """Accept an array (n_components, n_features) or a fitted estimator."""
-    if hasattr(components, "components_"):
-        return _as_2d(components.components_, f"{name}.components_")
-    return _as_2d(components, name)
-
-
-# --------------------------------------------------------------------------
-# reconstruction error
-# --------------------------------------------------------------------------
-
-
-def reconstruction_error(X, components, mean=None):
-    """Held-out Frobenius reconstruction error of a linear decomposition.
-
-    With ``C`` the components (rows, not necessarily orthogonal or of unit
-    norm) and ``m`` the training mean,
-
-    .. math::
-
-        \\mathrm{err}(X) = \\| X - \\hat X \\|_F, \\qquad
-        \\hat X = m + (X - m)\\, C^T (C C^T)^{+} C,
-
-    i.e. the centred rows of ``X`` are projected orthogonally on the span of
-    the loadings and the mean is added back. This is the criterion of the
-    paper's Tables I, II and IV (computed on test data). Zero components are
-    ignored (the pseudo-inverse drops them).
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-        Test data.
-    components : array-like of shape (n_components, n_features) or estimator
-        Loadings as rows, or a fitted estimator with ``components_`` (and
-        ``mean_``, used when ``mean`` is None).
-    mean : array-like of shape (n_features,), optional
-        Training mean; default the estimator's ``mean_``, else zero.
-
-    Returns
-    -------
-    float
-    """
-    if mean is None and hasattr(components, "mean_"):
-        mean = components.mean_
-    C = _components_of(components)
-    X = _as_2d(X, "X", C.shape[1])
-    Xc = X if mean is None else X - _as_2d(mean, "mean", C.shape[1])
-    # orthonormal basis of the row span of C (SVD, small K x P problem)
-    _, s, Vt = np.linalg.svd(C, full_matrices=False)
-    cutoff = s.max(initial=0.0) * max(C.shape) * np.finfo(float).eps
-    Q = Vt[s > cutoff]  # drops zero (and numerically dependent) directions
-    R = Xc - (Xc @ Q.T) @ Q
-    return float(np.linalg.norm(R))
 
 
 def neg_reconstruction_error(estimator, X, y=None):

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
-from ._validation import (
+from ._utils.validation import (
     check_group_ptr, check_norm2, check_sparse_matrix, norm2_lower_bound,
 )
 
@@ -362,3 +362,18 @@ def stack_operators(operators, weights=None):
         norm2 += op.norm2
     group_ptr = np.concatenate(ptrs + [[offset]])
     return GroupOperator(sp.vstack(parts, format="csr"), group_ptr, norm2=norm2)
+
+
+def check_operator(operator, n_features, name="operator"):
+    """A GroupOperator whose columns match the data's features."""
+    if not isinstance(operator, GroupOperator):
+        raise TypeError(
+            f"{name} must be a neurospca GroupOperator (e.g. from tv_from_mask or "
+            f"tv_from_mesh), got {type(operator).__name__}."
+        )
+    if operator.n_features != n_features:
+        raise ValueError(
+            f"{name} acts on {operator.n_features} features but the data has "
+            f"{n_features} columns; build the operator from the same mask or mesh."
+        )
+    return operator

@@ -40,9 +40,9 @@ import nibabel as nib
 import numpy as np
 import scipy.sparse as sp
 
-from ._io import atomic_write
+from ._utils.io import atomic_write
 from .masking import VolumeMasker
-from .decomposition.tree import Tree, check_tree
+from .trees import Tree, check_tree
 from .operators import GroupOperator
 from .surface import Hemispheres, check_plot_mesh
 

@@ -30,9 +30,9 @@ from neurospca import (
     SPCATV, SSPCA, GroupOperator, HierarchicalDictionaryLearning, KTraceNormPCA,
     NonnegativeSparsePCA, chain_operator, tv_from_mask,
 )
-from neurospca.decomposition.ktrace import ktrace_objective, ktrace_pca
-from neurospca.decomposition.spcatv import spca_tv
-from neurospca.decomposition.tree import balanced_tree, project_l1_ball, prox_tree
+from neurospca.decomposition._ktrace import ktrace_objective, ktrace_pca
+from neurospca.decomposition._spcatv import spca_tv
+from neurospca.decomposition._tree import balanced_tree, project_l1_ball, prox_tree
 from neurospca.solvers import conesta, prox_dual, prox_objective
 
 from ._certificates import assert_pairs_certified, check_case, reference

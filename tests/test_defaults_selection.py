@@ -15,7 +15,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from neurospca import SPCATV, make_paper_simulation, spca_tv, tv_from_mask
-from neurospca.decomposition.spcatv import AUTO_MAX_NONZERO
+from neurospca.decomposition._spcatv import AUTO_MAX_NONZERO
 from neurospca.model_selection import (
     dice_to_truth, match_components, mse_to_truth, one_se_refit, reconstruction_error,
     select_penalty,

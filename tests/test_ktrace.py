@@ -20,7 +20,7 @@ from neurospca import (
     trace_psd_covariance,
     truncated_power_iteration,
 )
-from neurospca.decomposition.ktrace import (
+from neurospca.decomposition._ktrace import (
     _exact_candidates,
     covariance_estimation_errors,
     ktrace_objective,

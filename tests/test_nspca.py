@@ -7,9 +7,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from neurospca import NonnegativeSparsePCA, nspca
-from neurospca.decomposition import nspca as nspca_mod
+from neurospca.decomposition import _nspca as nspca_mod
 from neurospca.decomposition._nspca_fast import best_entry, nspca_sweep
-from neurospca.decomposition.nspca import (
+from neurospca.decomposition._nspca import (
     _best_entry_numpy,
     _entry_coefficients,
     _sweep_numpy,

@@ -20,7 +20,7 @@ from neurospca import (
     stack_operators,
     tv_from_mask,
 )
-from neurospca.decomposition.sspca import _membership, _objective, structured_norm
+from neurospca.decomposition._sspca import _membership, _objective, structured_norm
 from neurospca.groups import check_groups
 
 cp = pytest.importorskip("cvxpy")

@@ -10,7 +10,7 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.exceptions import ConvergenceWarning
 
 from neurospca import SSPCA, grid_halfspace_groups
-from neurospca.decomposition.sspca import _project_code, sspca
+from neurospca.decomposition._sspca import _project_code, sspca
 
 SHAPE = (10, 10)
 

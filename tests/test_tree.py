@@ -18,7 +18,7 @@ from neurospca import (
     prox_tree,
     tree_sparse_coding,
 )
-from neurospca.decomposition.tree import (
+from neurospca.decomposition._tree import (
     _prox_tree_core,
     _project_dict_ball,
     project_l1_ball,
@@ -205,7 +205,7 @@ def test_root_first_order_is_not_the_prox(norm):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_l2_level_recursion_matches_group_by_group_twin(seed):
-    from neurospca.decomposition.tree import _prox_l2_levels
+    from neurospca.decomposition._tree import _prox_l2_levels
 
     rng = np.random.default_rng(seed)
     for parent in (balanced_tree((4, 3, 2)), random_tree(30, rng, n_roots=3),
@@ -225,7 +225,7 @@ def test_l2_level_recursion_matches_group_by_group_twin(seed):
 @pytest.mark.parametrize("norm", ["l2", "linf"])
 @pytest.mark.parametrize("root_first", [False, True])
 def test_cython_kernel_matches_numpy_twin(norm, root_first):
-    from neurospca.decomposition import tree as tree_mod
+    from neurospca.decomposition import _tree as tree_mod
 
     if tree_mod._tree_fast is None:
         pytest.skip("compiled kernel not built")

@@ -309,8 +309,8 @@ class DataOperator:
     def scan(self, min_samples=2, min_features=1):
         """The one pass over ``X``: finiteness, scale, means, centred column
         sums of squares, minima and maxima (float64). Raises ValueError with
-        the messages of :func:`neurospca._validation.check_data`."""
-        from .._validation import check_scale_value
+        the messages of :func:`neurospca._utils.validation.check_data`."""
+        from .._utils.validation import check_scale_value
 
         name = self.name
         n, p = self.shape

@@ -4,11 +4,11 @@
 One call updates every entry of ``U`` once (column by column), each to the
 global maximiser over ``[0, inf)`` of the quartic of eq. 4, with the O(P + K)
 cached update of ``A U`` and ``U^T U``.  The pure NumPy twin is
-:func:`neurospca.decomposition.nspca._sweep_numpy`; the tests check they agree.
+:func:`neurospca.decomposition._nspca._sweep_numpy`; the tests check they agree.
 
 Layouts (all C-contiguous float64): ``A`` (P, P) symmetric, ``Ut = U^T``
 (K, P), ``AUt = (A U)^T`` (K, P), ``G = U^T U`` (K, K).  No validation here:
-:func:`neurospca.decomposition.nspca.nspca` validates once.
+:func:`neurospca.decomposition._nspca.nspca` validates once.
 """
 
 from libc.math cimport sqrt, cbrt, cos, acos, fabs, copysign

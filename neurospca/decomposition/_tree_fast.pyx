@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython kernel of the tree-structured prox (Jenatton et al. 2010, Prop. 1).
 
-The NumPy twin is :func:`neurospca.decomposition.tree._prox_tree_core`; the
+The NumPy twin is :func:`neurospca.decomposition._tree._prox_tree_core`; the
 tests check they agree. No validation here: callers validate once.
 
 Rows of ``Z`` are independent problems whose columns are already in the

@@ -11,7 +11,7 @@ import os
 import nibabel as nib
 import numpy as np
 
-from .._io import atomic_write
+from .._utils.io import atomic_write
 from ..masking import VolumeMasker, unmask
 from ..surface import Hemispheres, write_surf_data
 

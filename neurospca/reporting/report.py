@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 
-from .._io import atomic_write
-from ..decomposition.spcatv import weights_from_ratios
+from .._utils.io import atomic_write
+from ..decomposition._spcatv import weights_from_ratios
 from ..masking import VolumeMasker, unmask
 from ..operators import GroupOperator
 from ..surface import Hemispheres

@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._validation import check_nonneg, check_warm_start
+from .._utils.validation import check_nonneg, check_warm_start
 from ._base import SolverResult, get_kernels, operator_arrays
 from .gap import conesta_gap, mu_opt, primal_certificate
 from .prox import _check_prox_input, _scale_of, _unscale

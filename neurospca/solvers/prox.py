@@ -25,7 +25,8 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._validation import check_nonneg, check_operator, check_real, check_warm_start
+from .._utils.validation import check_nonneg, check_real, check_warm_start
+from ..operators import check_operator
 from ._base import (
     SolverResult, difference_arrays, get_kernels, n_chunks_for, operator_arrays,
     resolve_n_threads,

@@ -37,11 +37,11 @@ from sklearn.utils.validation import validate_data
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
 )
-from .._validation import (
+from .._utils.validation import (
     check_data, check_finite_array, check_n_components, check_nonneg, check_not_constant,
 )
 from ..groups import check_groups
-from .tree import _project_l1_ball
+from ._tree import _project_l1_ball
 
 logger = logging.getLogger("neurospca")
 

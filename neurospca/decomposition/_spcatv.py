@@ -21,17 +21,17 @@ from sklearn.utils.validation import (
 
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
+    reconstruction_error,
 )
 from ._data import DataOperator, cached_subspace, is_out_of_core
-from .._validation import (
+from .._utils.validation import (
     check_data,
     check_n_components,
     check_nonneg,
     check_not_constant,
-    check_operator,
     check_real,
 )
-from ..operators import GroupOperator, chain_operator
+from ..operators import GroupOperator, chain_operator, check_operator
 from ..solvers import conesta, prox_dual
 from ..solvers.gap import primal_certificate, prox_gap
 
@@ -860,8 +860,6 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         -------
         float
         """
-        from ..model_selection import reconstruction_error
-
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=False)
         X = check_data(X, min_samples=1)

@@ -45,8 +45,8 @@ import nibabel as nib
 import numpy as np
 import scipy.sparse as sp
 
-from ._io import atomic_write
-from .operators import GroupOperator
+from .._utils.io import atomic_write
+from ..operators import GroupOperator
 
 __all__ = [
     "Hemispheres",
@@ -1348,8 +1348,8 @@ def fit_surfaces(left_data, right_data, left_mesh, right_mesh=None, estimator=No
         masked vertices; write them with :meth:`Hemispheres.save`.
     hemispheres : Hemispheres
     """
-    from .image_spcatv import ImageSPCATV
-    from .masking import _with_operator
+    from ..image import ImageSPCATV
+    from ..masking import _with_operator
 
     kind = _check_kind(kind)
     template = _with_operator(estimator, None)

@@ -19,7 +19,7 @@ from sklearn.utils.validation import validate_data
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
 )
-from .._validation import (
+from .._utils.validation import (
     check_data, check_n_components, check_nonneg, check_not_constant, check_scale,
 )
 

@@ -159,23 +159,6 @@ def check_nonneg(value, name, strict=False):
     return value
 
 
-def check_operator(operator, n_features, name="operator"):
-    """A GroupOperator whose columns match the data's features."""
-    from .operators import GroupOperator
-
-    if not isinstance(operator, GroupOperator):
-        raise TypeError(
-            f"{name} must be a neurospca GroupOperator (e.g. from tv_from_mask or "
-            f"tv_from_mesh), got {type(operator).__name__}."
-        )
-    if operator.n_features != n_features:
-        raise ValueError(
-            f"{name} acts on {operator.n_features} features but the data has "
-            f"{n_features} columns; build the operator from the same mask or mesh."
-        )
-    return operator
-
-
 # ---------------------------------------------------------------------------
 # Arrays that enter compiled kernels: operators, prox inputs and warm starts.
 # Everything below is checked once at the public boundary; the nogil kernels

@@ -25,7 +25,7 @@ import nibabel as nib
 import numpy as np
 import scipy.sparse as sp
 
-from .operators import GroupOperator
+from ..operators import GroupOperator
 
 __all__ = [
     "VolumeMasker",
@@ -512,7 +512,7 @@ def _with_operator(estimator, operator):
     from sklearn.base import clone
 
     if estimator is None:
-        from .decomposition.spcatv import SPCATV
+        from ..decomposition import SPCATV
 
         estimator = SPCATV()
     if not hasattr(estimator, "fit") or "operator" not in estimator.get_params():
@@ -557,7 +557,7 @@ def fit_images(imgs, mask, estimator=None, *, threshold=None, resample=False):
     also offers ``standardize``, ``smoothing_fwhm``, ``confounds`` and a
     computed mask.
     """
-    from .image_spcatv import ImageSPCATV
+    from ..image import ImageSPCATV
 
     template = _with_operator(estimator, None)
     model = ImageSPCATV(mask=load_mask_img(mask, threshold=threshold), resample=resample)

@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from .decomposition.spcatv import SPCATV
+from ..decomposition import SPCATV
 
 logger = logging.getLogger("neurospca")
 
@@ -157,7 +157,7 @@ def _concat_surface_images(imgs, name):
 def _surface_mask_arrays(mask, img, name="mask"):
     """Per-hemisphere boolean arrays from a SurfaceImage mask, a pair/dict of arrays
     or cortex files (.label, .annot, .label.gii, .shape.gii)."""
-    from .surface import load_cortex_mask
+    from ..surface import load_cortex_mask
 
     n = {h: int(img.mesh.parts[h].n_vertices) for h in _HEMIS}
     if _is_surface_image(mask):
@@ -213,7 +213,7 @@ def _stack_volumes(items, grid, resample):
     """
     import nibabel as nib
 
-    from .masking import _check_grid
+    from ..masking import _check_grid
 
     imgs = [_check_grid(label, img, grid, resample) for label, img in items]
     n = sum(1 if len(img.shape) == 3 else int(img.shape[3]) for img in imgs)
@@ -421,7 +421,7 @@ class ImageSPCATV(BaseEstimator):
                     "or to ImageSPCATV, not both.")
 
     def _prepare_volume(self, imgs, confounds):
-        from .masking import (
+        from ..masking import (
             VolumeMasker,
             _collect_images,
             _mask_array,
@@ -493,8 +493,8 @@ class ImageSPCATV(BaseEstimator):
     def _prepare_surface(self, img, confounds):
         from nilearn.surface import SurfaceImage
 
-        from .masking import _is_pathlike
-        from .surface import load_surf_mesh, tv_from_hemispheres
+        from ..masking import _is_pathlike
+        from ..surface import load_surf_mesh, tv_from_hemispheres
 
         maskers = _nilearn_maskers()
         if self.smoothing_fwhm is not None:
@@ -621,7 +621,7 @@ class ImageSPCATV(BaseEstimator):
         else:
             if self.meshes_ is not None:
                 raise TypeError("imgs: the model was fitted on surfaces; give a SurfaceImage.")
-            from .masking import _collect_images
+            from ..masking import _collect_images
 
             source = _stack_volumes(_collect_images(imgs), self.mask_img_, self.resample)
             n_samples = source.shape[3]
@@ -644,7 +644,7 @@ class ImageSPCATV(BaseEstimator):
         """Rows (K x P) as images: 4-D NIfTI with the mask's affine, or SurfaceImage."""
         V = np.atleast_2d(np.asarray(V, dtype=np.float64))
         if self.meshes_ is None:
-            from .masking import unmask
+            from ..masking import unmask
 
             return unmask(V, self.mask_img_)
         from nilearn.surface import SurfaceImage
@@ -725,14 +725,14 @@ class ImageSPCATV(BaseEstimator):
         neurospca.reporting.HTMLReport
         """
         self._check_fitted()
-        from .reporting import HTMLReport, make_report
+        from ..reporting import HTMLReport, make_report
 
         extras = {k: v for k, v in (("atlas", atlas), ("atlas_labels", atlas_labels),
                                     ("selection", selection), ("command", command))
                   if v is not None}
         meshes = None
         if self.meshes_ is not None:
-            from .reporting.plotting import surface_background
+            from ..reporting.plotting import surface_background
 
             meshes = dict(self.meshes_)
             for h in _HEMIS:

@@ -39,8 +39,8 @@ from sklearn.utils import check_random_state
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
 )
-from .._validation import check_data, check_n_components, check_nonneg
-from .nspca import check_covariance, covariance_input
+from .._utils.validation import check_data, check_n_components, check_nonneg
+from ._nspca import check_covariance, covariance_input
 
 logger = logging.getLogger("neurospca")
 

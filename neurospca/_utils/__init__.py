@@ -1,0 +1,1 @@
+"""Private utilities shared by every layer: validation, atomic writing, shared docstrings."""
