@@ -382,3 +382,28 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
     info = {key: (val if key in ("gap_history", "rel_gap_history", "mu_history", "w")
                   else np.asarray(val)) for key, val in info.items()}
     return U, V, info
+
+
+def _pca_variance_ratio(op, n_components):
+    """Plain PCA's top explained variance ratios (exact from the Gram matrix for
+    small in-memory data, else randomized SVD with a fixed seed)."""
+    total = op.sqnorm()
+    if _uses_gram(op):
+        s2 = np.clip(np.linalg.eigvalsh(_centred_gram(op))[::-1][:n_components], 0, None)
+    else:
+        s2 = cached_subspace(op, n_components)[0] ** 2
+    return s2 / total if total > 0 else np.zeros(n_components)
+
+
+def _adjusted_variance(op, components):
+    """Adjusted explained variance of non-orthogonal components (Zou et al.).
+
+    The scores ``Z = Xc C^T`` (``Xc`` the centred data of ``op``) are
+    orthogonalised by QR; component k explains ``R_kk^2 / (N - 1)``.
+    """
+    n = op.shape[0]
+    Z = op.matmat(components.T)
+    R = np.linalg.qr(Z, mode="r")
+    var = np.abs(np.diag(R)) ** 2 / max(n - 1, 1)
+    total = op.sqnorm() / max(n - 1, 1)
+    return var, var / total if total > 0 else np.zeros_like(var)

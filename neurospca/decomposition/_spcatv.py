@@ -13,26 +13,23 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import (
-    _check_feature_names, _check_n_features, check_is_fitted, validate_data,
-)
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
     reconstruction_error,
 )
-from ._alternation import _centred_gram, _say, _spca_tv, _uses_gram
-from ._data import DataOperator, cached_subspace, is_out_of_core
+from ._alternation import _adjusted_variance, _pca_variance_ratio, _say, _spca_tv
+from ._data import as_data_operator, validated_data_operator
 from .._utils.validation import (
     check_data,
     check_n_components,
     check_nonneg,
     check_not_constant,
-    check_real,
 )
 from ..operators import GroupOperator, chain_operator, check_operator
 from ..solvers import SOLVERS, get_solver
-from ..solvers.penalties import eq3_pieces, is_piece
+from ..solvers.penalties import check_penalties, eq3_pieces
 
 __all__ = ["SPCATV", "spca_tv", "weights_from_ratios", "ratios_from_weights"]
 
@@ -41,6 +38,15 @@ def weights_from_ratios(alpha, l1_ratio, tv_ratio):
     """The paper's parametrisation (section III) to raw weights.
 
     ``alpha = l1 + l2 + tv``, ``l1_ratio = l1 / alpha``, ``tv_ratio = tv / alpha``.
+
+    Parameters
+    ----------
+    alpha : float
+        The total weight (> 0).
+    l1_ratio : float
+        ``l1 / alpha`` (>= 0).
+    tv_ratio : float
+        ``tv / alpha`` (>= 0, ``l1_ratio + tv_ratio < 1``).
 
     Returns
     -------
@@ -65,7 +71,26 @@ def weights_from_ratios(alpha, l1_ratio, tv_ratio):
 
 
 def ratios_from_weights(l1, l2, tv):
-    """Raw ``(l1, l2, tv)`` weights to ``(alpha, l1_ratio, tv_ratio)``."""
+    """Raw ``(l1, l2, tv)`` weights to ``(alpha, l1_ratio, tv_ratio)``.
+
+    Parameters
+    ----------
+    l1 : float
+        ``lambda_1 >= 0``.
+    l2 : float
+        ``lambda_2 > 0``.
+    tv : float
+        ``lambda >= 0``.
+
+    Returns
+    -------
+    alpha, l1_ratio, tv_ratio : float
+
+    Raises
+    ------
+    ValueError, TypeError
+        A negative or non-finite weight, or ``l2 <= 0``.
+    """
     l1 = check_nonneg(l1, "l1")
     l2 = check_nonneg(l2, "l2", strict=True)
     tv = check_nonneg(tv, "tv")
@@ -77,28 +102,6 @@ def _check_int(value, name, minimum=1):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
     return int(value)
-
-
-def _as_operator(X, name="X", min_samples=2):
-    """``X`` as a scanned :class:`DataOperator` (an in-memory array, a
-    ``numpy.memmap`` or a ``dask.array``; float32 kept float32)."""
-    if isinstance(X, DataOperator):
-        return X
-    if is_out_of_core(X):
-        check_real(X, name)
-        op = DataOperator(X, name=name)
-    else:
-        if hasattr(X, "toarray") or hasattr(X, "tocsr"):
-            raise TypeError(f"{name} must be a dense array; sparse input is not supported.")
-        check_real(X, name)
-        try:
-            X = np.asarray(X)
-            X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64,
-                         copy=False)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must be a numeric array: {exc}") from None
-        op = DataOperator(X, name=name)
-    return op.scan(min_samples=min_samples)
 
 
 def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=100,
@@ -192,7 +195,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         Bad data, weights, operator, penalties, warm starts or settings; the
         message names the argument.
     """
-    op = _as_operator(X)
+    op = as_data_operator(X)
     n_samples, n_features = op.shape
     n_components = check_n_components(n_components, n_samples, n_features)
     l1 = check_nonneg(l1, "l1")
@@ -210,7 +213,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
     if operator is None:
         operator = chain_operator(n_features)
     check_operator(operator, n_features)
-    extra = _check_penalties(penalties, n_features, the_solver)
+    extra = check_penalties(penalties, n_features, the_solver)
     if (op.is_constant() if op.mean is not None else op.is_zero()):
         check_not_constant(np.zeros(1))  # raises the constant-data error
     rng = check_random_state(random_state)
@@ -241,34 +244,6 @@ def _check_l2_scale(op, l2):
             "and their squares overflow. Increase alpha (or use SPCATV(alpha=None) "
             "for penalties relative to the data)."
         )
-
-
-def _check_penalties(penalties, n_features, solver):
-    """The extra penalty pieces as a tuple, checked against the data and the solver."""
-    if penalties is None:
-        return ()
-    if not isinstance(penalties, (list, tuple)):
-        raise TypeError(
-            "penalties must be a list of penalty pieces (e.g. "
-            "[neurospca.solvers.penalties.GraphLaplacian(operator, weight)]), got "
-            f"{type(penalties).__name__}."
-        )
-    names = {"l1", "l2", "tv"}
-    for piece in penalties:
-        if not is_piece(piece) or piece.kind != "composite":
-            raise TypeError(
-                "penalties must hold penalty pieces phi(D v) of "
-                "neurospca.solvers.penalties (l1 and tv have their own weights), got "
-                f"{piece!r}."
-            )
-        if piece.name in names:
-            raise ValueError(
-                f"penalties: the penalty name {piece.name!r} is used twice (l1, l2 and "
-                "tv are set by their own weights); pass each extra penalty once."
-            )
-        names.add(piece.name)
-        piece.check(n_features)
-    return tuple(solver.check(penalties))
 
 
 #: The path of relative penalties tried by ``alpha_rel="auto"`` (weakest first).
@@ -491,7 +466,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         """
         warm = (self.warm_start and hasattr(self, "scores_")
                 and getattr(self, "n_features_in_", None) == np.shape(X)[-1])
-        op = _validated_operator(self, X, reset=True, min_samples=2)
+        op = validated_data_operator(self, X, reset=True, min_samples=2)
         X = op
         n_components = check_n_components(self.n_components, *X.shape)
         weights_from_ratios(1.0, self.l1_ratio, self.tv_ratio)  # l1_ratio + tv_ratio < 1
@@ -500,7 +475,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         if operator is None:
             operator = chain_operator(X.shape[1])
         check_operator(operator, X.shape[1])
-        extra = _check_penalties(self.penalties, X.shape[1], solver)
+        extra = check_penalties(self.penalties, X.shape[1], solver)
         checked = (operator, extra, solver, self.max_inner_iter or solver.default_max_iter)
         if self.operator is None and X.shape[1] > CHAIN_WARNING_FEATURES:
             warnings.warn(
@@ -631,49 +606,3 @@ def _weights(alpha, l1_ratio, tv_ratio):
 def _state_key(estimator, extra):
     """What the solver states of a warm start depend on besides the data."""
     return estimator.solver, tuple(p.name for p in extra)
-
-
-def _validated_operator(estimator, X, reset, min_samples):
-    """scikit-learn's input bookkeeping, then a scanned :class:`DataOperator`.
-
-    NumPy arrays go through ``validate_data`` (float32 kept); memmaps and dask
-    arrays are never converted: their shape and feature names are recorded
-    and they are validated block by block during the one scan.
-    """
-    if is_out_of_core(X):
-        check_real(X, "X")
-        if X.ndim != 2:
-            raise ValueError(
-                f"X must be a 2-D array (n_samples, n_features), got {X.ndim}-D."
-            )
-        _check_feature_names(estimator, X, reset=reset)
-        _check_n_features(estimator, X, reset=reset)
-        return _as_operator(X, min_samples=min_samples)
-    X = validate_data(estimator, X, reset=reset, dtype=(np.float64, np.float32),
-                      ensure_min_samples=min_samples, ensure_all_finite=False)
-    return _as_operator(X, min_samples=min_samples)
-
-
-def _pca_variance_ratio(op, n_components):
-    """Plain PCA's top explained variance ratios (exact from the Gram matrix for
-    small in-memory data, else randomized SVD with a fixed seed)."""
-    total = op.sqnorm()
-    if _uses_gram(op):
-        s2 = np.clip(np.linalg.eigvalsh(_centred_gram(op))[::-1][:n_components], 0, None)
-    else:
-        s2 = cached_subspace(op, n_components)[0] ** 2
-    return s2 / total if total > 0 else np.zeros(n_components)
-
-
-def _adjusted_variance(op, components):
-    """Adjusted explained variance of non-orthogonal components (Zou et al.).
-
-    The scores ``Z = Xc C^T`` (``Xc`` the centred data of ``op``) are
-    orthogonalised by QR; component k explains ``R_kk^2 / (N - 1)``.
-    """
-    n = op.shape[0]
-    Z = op.matmat(components.T)
-    R = np.linalg.qr(Z, mode="r")
-    var = np.abs(np.diag(R)) ** 2 / max(n - 1, 1)
-    total = op.sqnorm() / max(n - 1, 1)
-    return var, var / total if total > 0 else np.zeros_like(var)

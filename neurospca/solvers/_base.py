@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - only without a compiled build
 class SolverResult:
     """What a v-step solver returns.
 
-    Attributes
+    Parameters
     ----------
     v : ndarray of shape (n_features,)
         The solution of the prox problem.

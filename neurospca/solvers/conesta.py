@@ -101,6 +101,12 @@ def fista(y, operator, l1, group, mu, *, eps=1e-6, v0=None, max_iter=10000,
         Stop when the smoothed gap ``Gap_mu`` (prox units) is at most ``eps``.
     v0 : ndarray, optional
         Starting point (default 0); finite, real, of shape ``(n_features,)``.
+    max_iter : int, default=10000
+        Maximum number of FISTA iterations.
+    gap_every : int, default=10
+        Check the smoothed gap every ``gap_every`` iterations.
+    kernels : {"cython", "numpy"}, default="cython"
+        The kernels.
 
     Returns
     -------
@@ -153,8 +159,10 @@ def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=1000
     gap_every : int, default=10
         FISTA checks its stopping gap every ``gap_every`` iterations (the
         paper's reference code does it at every one).
-    kernels : {"cython", "numpy"}
+    kernels : {"cython", "numpy"}, default="cython"
+        The kernels.
     check_input : bool, default=True
+        Validate the inputs (callers that already did pass False).
 
     Returns
     -------

@@ -31,7 +31,7 @@ import numpy as np
 from .._utils.validation import check_nonneg
 from ..operators import check_operator
 
-__all__ = ["GraphLaplacian", "GroupNorm", "L1", "eq3_pieces"]
+__all__ = ["GraphLaplacian", "GroupNorm", "L1", "check_penalties", "eq3_pieces"]
 
 
 class _Piece:
@@ -459,3 +459,54 @@ def is_piece(obj):
     return isinstance(obj, _Piece) or (
         getattr(obj, "kind", None) in ("separable", "composite")
         and isinstance(getattr(obj, "name", None), str) and hasattr(obj, "weight"))
+
+
+def check_penalties(penalties, n_features, solver):
+    """Extra penalty pieces of :func:`neurospca.spca_tv`, checked once.
+
+    Parameters
+    ----------
+    penalties : list of pieces or None
+        The extra penalties (composite pieces, one per name).
+    n_features : int
+        The number of features of the data.
+    solver : DualSolver or ConestaSolver
+        The registered solver that will solve the v-steps.
+
+    Returns
+    -------
+    tuple
+        The pieces (empty for None).
+
+    Raises
+    ------
+    TypeError
+        Not a list of composite pieces.
+    ValueError
+        A repeated name, an operator of another size, or a piece the solver
+        cannot handle (the message names both).
+    """
+    if penalties is None:
+        return ()
+    if not isinstance(penalties, (list, tuple)):
+        raise TypeError(
+            "penalties must be a list of penalty pieces (e.g. "
+            "[neurospca.solvers.penalties.GraphLaplacian(operator, weight)]), got "
+            f"{type(penalties).__name__}."
+        )
+    names = {"l1", "l2", "tv"}
+    for piece in penalties:
+        if not is_piece(piece) or piece.kind != "composite":
+            raise TypeError(
+                "penalties must hold penalty pieces phi(D v) of "
+                "neurospca.solvers.penalties (l1 and tv have their own weights), got "
+                f"{piece!r}."
+            )
+        if piece.name in names:
+            raise ValueError(
+                f"penalties: the penalty name {piece.name!r} is used twice (l1, l2 and "
+                "tv are set by their own weights); pass each extra penalty once."
+            )
+        names.add(piece.name)
+        piece.check(n_features)
+    return tuple(solver.check(penalties))
