@@ -71,12 +71,13 @@ class ProxProblem:
 
         Parameters
         ----------
-        v : ndarray of shape (n_features,)
-            A primal point.
+        v : array_like of shape (n_features,)
+            Any point.
 
         Returns
         -------
         float
+            ``||v - y||^2 / 2`` plus the value of every piece.
         """
         v = np.asarray(v, dtype=np.float64)
         return 0.5 * float(np.sum((v - self.y) ** 2)) + sum(p.value(v) for p in self.pieces)
@@ -87,11 +88,12 @@ class ProxProblem:
         Parameters
         ----------
         s : float
-            The scale (> 0).
+            Divides ``y``; each piece is rescaled to match.
 
         Returns
         -------
         ProxProblem
+            The problem at unit scale when ``s`` is the size of ``y``.
         """
         return ProxProblem(self.y / s, [p.rescaled(s) for p in self.pieces])
 

@@ -14,21 +14,18 @@ _COMPOSITE_NEEDS = ("matvec", "rmatvec", "norm2", "n_dual", "conjugate",
                     "prox_conjugate", "feasible", "dual_candidate")
 
 
-class DualSolver:
-    """The exact-prox dual method (:func:`neurospca.solvers.prox_dual`).
+class _Solver:
+    """The interface of a registered solver."""
 
-    Supports an l1 norm and any composite piece: each is one block of dual
-    variables. l1 plus one group norm runs the compiled kernels.
-    """
-
-    name = "dual"
-    _hint = ("a penalty needs the methods of the pieces of "
-             "neurospca.solvers.penalties")
+    #: The key in :data:`SOLVERS`.
+    name = ""
     #: Iteration cap of one v-step when the caller gives none.
-    default_max_iter = 10_000
+    default_max_iter = 0
+    #: What the error about an unsupported piece suggests.
+    _hint = ""
 
     def supports(self, piece):
-        """Whether the dual method can handle ``piece``.
+        """Whether the solver can handle ``piece``.
 
         Parameters
         ----------
@@ -39,12 +36,10 @@ class DualSolver:
         -------
         bool
         """
-        if piece.kind == "separable":
-            return hasattr(piece, "prox") and hasattr(piece, "value")
-        return piece.kind == "composite" and all(hasattr(piece, m) for m in _COMPOSITE_NEEDS)
+        return self._supports(piece)
 
     def check(self, pieces):
-        """Raise unless every piece is supported.
+        """Raise unless the solver can handle every piece (and them together).
 
         Parameters
         ----------
@@ -62,16 +57,17 @@ class DualSolver:
             A piece the solver cannot handle, named with the solver.
         """
         for piece in pieces:
-            if not self.supports(piece):
+            if not self._supports(piece):
                 raise ValueError(
                     f"solver {self.name!r} cannot handle the penalty {piece.name!r} "
                     f"({type(piece).__name__}); {self._hint}."
                 )
+        self._check_together(pieces)
         return list(pieces)
 
     def solve(self, problem, *, tol, max_iter, gap_every=10, kernels="cython", v=None,
               state=None):
-        """Solve one v-step.
+        """Solve one v-step to a certified gap.
 
         Parameters
         ----------
@@ -86,20 +82,45 @@ class DualSolver:
         kernels : {"cython", "numpy"}, default="cython"
             The kernels.
         v : ndarray, optional
-            The previous v-step's solution (unused by the dual method).
+            The previous v-step's solution (used by solvers that start from a
+            primal point).
         state : object, optional
-            The ``state`` of a previous result (the dual variables).
+            The ``state`` of a previous result (used by solvers that keep one).
 
         Returns
         -------
         SolverResult
             With ``state`` for the next call.
         """
+        return self._solve(problem, tol, max_iter, gap_every, kernels, v, state)
+
+    def _check_together(self, pieces):
+        pass
+
+
+class DualSolver(_Solver):
+    """The exact-prox dual method (:func:`neurospca.solvers.prox_dual`).
+
+    Supports an l1 norm and any composite piece: each is one block of dual
+    variables. l1 plus one group norm runs the compiled kernels. Its state is
+    the dual variables.
+    """
+
+    name = "dual"
+    default_max_iter = 10_000
+    _hint = "a penalty needs the methods of the pieces of neurospca.solvers.penalties"
+
+    def _supports(self, piece):
+        if piece.kind == "separable":
+            return hasattr(piece, "prox") and hasattr(piece, "value")
+        return piece.kind == "composite" and all(hasattr(piece, m) for m in _COMPOSITE_NEEDS)
+
+    def _solve(self, problem, tol, max_iter, gap_every, kernels, v, state):
         return solve_dual(problem, tol=tol, max_iter=max_iter, w0=state,
                           gap_every=gap_every, kernels=kernels)
 
 
-class ConestaSolver(DualSolver):
+class ConestaSolver(_Solver):
     """CONESTA (:func:`neurospca.solvers.conesta`): an l1 norm and one group norm.
 
     Warm-started from the previous v-step's solution; the first v-step starts
@@ -107,73 +128,18 @@ class ConestaSolver(DualSolver):
     """
 
     name = "conesta"
-    _hint = "use solver='dual'"
     default_max_iter = 100_000
+    _hint = "use solver='dual'"
 
-    def supports(self, piece):
-        """Whether CONESTA can handle ``piece`` (the l1 norm or a group norm).
-
-        Parameters
-        ----------
-        piece : penalty piece
-            A piece of :mod:`neurospca.solvers.penalties`.
-
-        Returns
-        -------
-        bool
-        """
+    def _supports(self, piece):
         return type(piece) in (L1, GroupNorm)
 
-    def check(self, pieces):
-        """Raise unless the pieces are an l1 norm and one group norm.
-
-        Parameters
-        ----------
-        pieces : sequence of pieces
-            The penalties of the v-step.
-
-        Returns
-        -------
-        list
-            The pieces.
-
-        Raises
-        ------
-        ValueError
-            A piece CONESTA cannot handle, named with the solver.
-        """
-        pieces = super().check(pieces)
+    def _check_together(self, pieces):
         if sum(type(p) is GroupNorm for p in pieces) > 1:
             raise ValueError("solver 'conesta' cannot handle a second group-norm "
                              "penalty 'tv'; use solver='dual'.")
-        return pieces
 
-    def solve(self, problem, *, tol, max_iter, gap_every=10, kernels="cython", v=None,
-              state=None):
-        """Solve one v-step.
-
-        Parameters
-        ----------
-        problem : ProxProblem
-            The v-step (validated by the caller).
-        tol : float
-            Scale-free tolerance of the certified gap.
-        max_iter : int
-            Cap of the FISTA iterations.
-        gap_every : int, default=10
-            Gap checks every ``gap_every`` iterations.
-        kernels : {"cython", "numpy"}, default="cython"
-            The kernels.
-        v : ndarray, optional
-            Start (the previous v-step's solution); None: the l1-only prox.
-        state : object, optional
-            Unused (CONESTA keeps no state).
-
-        Returns
-        -------
-        SolverResult
-            ``state`` is None.
-        """
+    def _solve(self, problem, tol, max_iter, gap_every, kernels, v, state):
         if v is None:
             v = problem.primal_of(problem.y)
         return solve_conesta(problem, tol=tol, v0=v, max_iter=max_iter,

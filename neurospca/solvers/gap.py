@@ -183,6 +183,15 @@ def primal_certificate(v, y, operator, l1, group, mus=()):
     and ``mu -> 0`` (``w_g = group A_g v / ||A_g v||``). Each is a valid bound
     (:func:`prox_gap`), so their minimum is too.
 
+    Parameters
+    ----------
+    v : ndarray of shape (n_features,)
+        Any primal point.
+    y, operator, l1, group
+        The prox problem.
+    mus : sequence of float
+        Smoothing levels of the candidates.
+
     Returns
     -------
     gap : float

@@ -35,7 +35,7 @@ __all__ = ["GraphLaplacian", "GroupNorm", "L1", "check_penalties", "eq3_pieces"]
 
 
 class _Piece:
-    """Weight bookkeeping shared by the pieces."""
+    """Weight bookkeeping shared by the pieces, and the methods they all give."""
 
     #: "separable" or "composite".
     kind = ""
@@ -89,21 +89,8 @@ class _Piece:
         """
         return self._copy(self.weight / s if self.degree == 1 else self.weight)
 
-
-class L1(_Piece):
-    """The l1 norm ``weight * ||v||_1``, a separable piece.
-
-    Parameters
-    ----------
-    weight : float
-        The weight (>= 0).
-    """
-
-    kind = "separable"
-    name = "l1"
-
     def value(self, v):
-        """``weight * ||v||_1``.
+        """The value of the penalty at ``v``.
 
         Parameters
         ----------
@@ -114,31 +101,22 @@ class L1(_Piece):
         -------
         float
         """
-        return self.weight * float(np.abs(v).sum())
-
-    def prox(self, x):
-        """Soft thresholding: the minimiser of ``||v - x||^2 / 2 + weight ||v||_1``.
-
-        Parameters
-        ----------
-        x : ndarray of shape (n_features,)
-            The point at which the prox is taken.
-
-        Returns
-        -------
-        ndarray of shape (n_features,)
-        """
-        return np.sign(x) * np.maximum(np.abs(x) - self.weight, 0.0)
+        raise NotImplementedError
 
 
 class _Composite(_Piece):
-    """A piece ``phi(D v)`` with ``D`` the matrix of a :class:`GroupOperator`."""
+    """A piece ``phi(D v)`` with ``D`` the matrix of a :class:`GroupOperator`.
+
+    ``matvec(v) = D v`` and ``rmatvec(w) = D^T w`` are the operator's.
+    """
 
     kind = "composite"
 
     def __init__(self, operator, weight):
         super().__init__(weight)
         self.operator = check_operator(operator, getattr(operator, "n_features", -1))
+        #: ``D v`` and ``D^T w``: the operator's products.
+        self.matvec, self.rmatvec = operator.matvec, operator.rmatvec
 
     def __repr__(self):
         return f"{type(self).__name__}({self.operator!r}, weight={self.weight!r})"
@@ -174,33 +152,105 @@ class _Composite(_Piece):
         """``||D||_2^2`` (an upper bound)."""
         return self.operator.norm2
 
-    def matvec(self, v):
-        """``D v``.
+    def conjugate(self, w):
+        """``phi*(w)`` at a feasible ``w``.
 
         Parameters
         ----------
-        v : ndarray of shape (n_features,)
-            A primal point.
+        w : ndarray of shape (n_dual,)
+            A feasible dual point (see :meth:`feasible`).
 
         Returns
         -------
-        ndarray of shape (n_dual,)
+        float
         """
-        return self.operator.matvec(v)
+        raise NotImplementedError
 
-    def rmatvec(self, w):
-        """``D^T w``.
+    def prox_conjugate(self, w, step):
+        """The prox of ``step * phi*`` at ``w``.
 
         Parameters
         ----------
         w : ndarray of shape (n_dual,)
             A dual point.
+        step : float
+            The step (> 0).
+
+        Returns
+        -------
+        ndarray of shape (n_dual,)
+        """
+        raise NotImplementedError
+
+    def feasible(self, w):
+        """A dual point at which ``phi*`` is finite, made from any ``w``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_dual,)
+            Any dual point.
+
+        Returns
+        -------
+        ndarray of shape (n_dual,)
+        """
+        raise NotImplementedError
+
+    def dual_candidate(self, Dv, mu):
+        """A dual point made from a primal one, for certificates.
+
+        Parameters
+        ----------
+        Dv : ndarray of shape (n_dual,)
+            ``D v``.
+        mu : float
+            Smoothing (0: none).
+
+        Returns
+        -------
+        ndarray of shape (n_dual,)
+        """
+        raise NotImplementedError
+
+
+def _doc(summary):
+    """Give a method of a piece the documentation of the base method, with ``summary``."""
+    def give(method):
+        base = getattr(_Composite, method.__name__)
+        method.__doc__ = summary + "\n\n" + base.__doc__.split("\n\n", 1)[1]
+        return method
+    return give
+
+
+class L1(_Piece):
+    """The l1 norm ``weight * ||v||_1``, a separable piece.
+
+    Parameters
+    ----------
+    weight : float
+        The weight (>= 0).
+    """
+
+    kind = "separable"
+    name = "l1"
+
+    @_doc("``weight * ||v||_1``.")
+    def value(self, v):
+        return self.weight * float(np.abs(v).sum())
+
+    def prox(self, x):
+        """Soft thresholding: the minimiser of ``||v - x||^2 / 2 + weight ||v||_1``.
+
+        Parameters
+        ----------
+        x : ndarray of shape (n_features,)
+            The point at which the prox is taken.
 
         Returns
         -------
         ndarray of shape (n_features,)
         """
-        return self.operator.rmatvec(w)
+        return np.sign(x) * np.maximum(np.abs(x) - self.weight, 0.0)
 
 
 class GroupNorm(_Composite):
@@ -209,7 +259,9 @@ class GroupNorm(_Composite):
     With a TV operator it is the TV penalty of the paper. ``phi`` is a sum of
     scaled Euclidean norms, its conjugate the indicator of the balls
     ``||w_g||_2 <= weight``: the prox of the conjugate and the feasibility map
-    are the projection onto them.
+    are the projection onto them (``conjugate`` is 0 on them), and the dual
+    candidate at ``v`` is the Nesterov dual ``weight * A_g v / max(||A_g v||,
+    mu)`` (eq. 12).
 
     Parameters
     ----------
@@ -221,18 +273,8 @@ class GroupNorm(_Composite):
 
     name = "tv"
 
+    @_doc("``weight * sum_g ||A_g v||_2``.")
     def value(self, v):
-        """``weight * sum_g ||A_g v||_2``.
-
-        Parameters
-        ----------
-        v : ndarray of shape (n_features,)
-            A primal point.
-
-        Returns
-        -------
-        float
-        """
         return self.weight * self.operator.value(v) if self.weight else 0.0
 
     def _project(self, w):
@@ -241,64 +283,20 @@ class GroupNorm(_Composite):
         scale = np.where(nrm > r, r / np.where(nrm > 0, nrm, 1.0), 1.0)
         return w * scale[self.operator.row_group]
 
+    @_doc("0: ``w`` is assumed inside the balls.")
     def conjugate(self, w):
-        """``phi*(w)``: 0 on the balls (``w`` is assumed feasible).
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_dual,)
-            A feasible dual point.
-
-        Returns
-        -------
-        float
-        """
         return 0.0
 
+    @_doc("The projection onto the balls ``||w_g|| <= weight`` (for any step).")
     def prox_conjugate(self, w, step):
-        """Projection onto the balls ``||w_g|| <= weight`` (any step).
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_dual,)
-            A dual point.
-        step : float
-            The step (unused: the prox of an indicator is the projection).
-
-        Returns
-        -------
-        ndarray of shape (n_dual,)
-        """
         return self._project(w)
 
+    @_doc("The projection of ``w`` onto the balls.")
     def feasible(self, w):
-        """The projection of ``w`` onto the balls (so ``phi*(w)`` is finite).
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_dual,)
-            Any dual point.
-
-        Returns
-        -------
-        ndarray of shape (n_dual,)
-        """
         return self._project(np.asarray(w, dtype=np.float64))
 
+    @_doc("``weight * A_g v / max(||A_g v||, mu)``: the Nesterov dual (eq. 12).")
     def dual_candidate(self, Dv, mu):
-        """``weight * A_g v / max(||A_g v||, mu)``: the Nesterov dual (eq. 12).
-
-        Parameters
-        ----------
-        Dv : ndarray of shape (n_dual,)
-            ``A v``.
-        mu : float
-            Smoothing (0: the limit ``mu -> 0``).
-
-        Returns
-        -------
-        ndarray of shape (n_dual,)
-        """
         nrm = np.maximum(self.operator.group_norms(Dv), mu)
         scale = np.where(nrm > 0, self.weight / np.where(nrm > 0, nrm, 1.0), 0.0)
         return Dv * scale[self.operator.row_group]
@@ -340,79 +338,25 @@ class GraphLaplacian(_Composite):
     drop_when_zero = True
     degree = 2
 
+    @_doc("``weight * ||D v||^2``.")
     def value(self, v):
-        """``weight * ||D v||^2``.
-
-        Parameters
-        ----------
-        v : ndarray of shape (n_features,)
-            A primal point.
-
-        Returns
-        -------
-        float
-        """
         Dv = self.operator.matvec(v)
         return self.weight * float(Dv @ Dv)
 
+    @_doc("``||w||^2 / (4 weight)``.")
     def conjugate(self, w):
-        """``phi*(w) = ||w||^2 / (4 weight)``.
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_dual,)
-            A dual point.
-
-        Returns
-        -------
-        float
-        """
         return float(w @ w) / (4.0 * self.weight)
 
+    @_doc("``w / (1 + step / (2 weight))``.")
     def prox_conjugate(self, w, step):
-        """The prox of ``step * phi*``: ``w / (1 + step / (2 weight))``.
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_dual,)
-            A dual point.
-        step : float
-            The step (> 0).
-
-        Returns
-        -------
-        ndarray of shape (n_dual,)
-        """
         return w / (1.0 + step / (2.0 * self.weight))
 
+    @_doc("``w`` itself: ``phi*`` is finite everywhere.")
     def feasible(self, w):
-        """``w`` itself: ``phi*`` is finite everywhere.
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_dual,)
-            Any dual point.
-
-        Returns
-        -------
-        ndarray of shape (n_dual,)
-        """
         return np.asarray(w, dtype=np.float64)
 
+    @_doc("``2 weight D v``, the gradient of ``phi`` at ``D v`` (``mu`` unused).")
     def dual_candidate(self, Dv, mu):
-        """``grad phi(D v) = 2 weight D v``, the optimal dual point at ``v``.
-
-        Parameters
-        ----------
-        Dv : ndarray of shape (n_dual,)
-            ``D v``.
-        mu : float
-            Unused (the piece is smooth).
-
-        Returns
-        -------
-        ndarray of shape (n_dual,)
-        """
         return 2.0 * self.weight * Dv
 
 
