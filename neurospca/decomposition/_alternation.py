@@ -219,6 +219,23 @@ def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every
     return new.v, new, new.n_iter
 
 
+def _check_l2_scale(op, l2):
+    """Raise when ``l2`` is too small for the data: the loadings would overflow.
+
+    A check of the public boundary (:func:`neurospca.spca_tv`, ``SPCATV.fit``)
+    that :func:`_spca_tv` relies on.
+    """
+    # |y_j| = |X_j^T u| / (2 N l2) <= ||X_j|| / (2 N l2): the loadings' scale
+    y_bound = float(np.sqrt(op.col_sqnorms().max())) / (2.0 * op.shape[0] * l2)
+    if not y_bound < 1e150:
+        raise ValueError(
+            f"l2={l2:.3g} (alpha * (1 - l1_ratio - tv_ratio) in SPCATV) is too small for "
+            f"data of this scale: the loadings ||X_j|| / (2 N l2) reach {y_bound:.1e} "
+            "and their squares overflow. Increase alpha (or use SPCATV(alpha=None) "
+            "for penalties relative to the data)."
+        )
+
+
 def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter,
              max_inner_iter, init, rng, gap_every, kernels, verbose, u0, w0):
     """The alternation and deflation of :func:`neurospca.spca_tv` (validated inputs).

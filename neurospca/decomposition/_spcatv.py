@@ -19,7 +19,9 @@ from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
     reconstruction_error,
 )
-from ._alternation import _adjusted_variance, _pca_variance_ratio, _say, _spca_tv
+from ._alternation import (
+    _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _say, _spca_tv,
+)
 from ._data import as_data_operator, validated_data_operator
 from .._utils.validation import (
     check_data,
@@ -231,19 +233,6 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                     weights_msg=f"l1={l1:.3g}, tv={tv:.3g}", tol=tol, max_iter=max_iter,
                     max_inner_iter=max_inner_iter, init=init, rng=rng, gap_every=gap_every,
                     kernels=kernels, verbose=verbose, u0=u0, w0=w0)
-
-
-def _check_l2_scale(op, l2):
-    """Raise when ``l2`` is too small for the data: the loadings would overflow."""
-    # |y_j| = |X_j^T u| / (2 N l2) <= ||X_j|| / (2 N l2): the loadings' scale
-    y_bound = float(np.sqrt(op.col_sqnorms().max())) / (2.0 * op.shape[0] * l2)
-    if not y_bound < 1e150:
-        raise ValueError(
-            f"l2={l2:.3g} (alpha * (1 - l1_ratio - tv_ratio) in SPCATV) is too small for "
-            f"data of this scale: the loadings ||X_j|| / (2 N l2) reach {y_bound:.1e} "
-            "and their squares overflow. Increase alpha (or use SPCATV(alpha=None) "
-            "for penalties relative to the data)."
-        )
 
 
 #: The path of relative penalties tried by ``alpha_rel="auto"`` (weakest first).
@@ -476,7 +465,10 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
             operator = chain_operator(X.shape[1])
         check_operator(operator, X.shape[1])
         extra = check_penalties(self.penalties, X.shape[1], solver)
-        checked = (operator, extra, solver, self.max_inner_iter or solver.default_max_iter)
+        max_inner_iter = self.max_inner_iter
+        if max_inner_iter is None:
+            max_inner_iter = solver.default_max_iter
+        checked = (operator, extra, solver, max_inner_iter)
         if self.operator is None and X.shape[1] > CHAIN_WARNING_FEATURES:
             warnings.warn(
                 f"operator is None: the TV penalty is a 1-D chain linking feature j to "
