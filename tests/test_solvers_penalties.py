@@ -238,3 +238,23 @@ def test_estimator_penalty_weights_and_warm_start(sim):
         warnings.simplefilter("ignore")
         est.set_params(penalties=None).fit(Xc)
     assert est._duals[0].shape == (op.n_rows,)
+
+
+def test_front_doors_are_the_registered_solvers_bit_for_bit():
+    from neurospca.solvers import conesta
+
+    op = tv_from_mask(np.ones((6, 7), bool))
+    y = np.random.default_rng(5).standard_normal(42)
+    problem = ProxProblem(y, [L1(0.1), GroupNorm(op, 0.3)])
+    a = prox_dual(y, op, 0.1, 0.3, tol=1e-6)
+    b = SOLVERS["dual"].solve(problem, tol=1e-6, max_iter=10000)
+    np.testing.assert_array_equal(a.v, b.v)
+    np.testing.assert_array_equal(a.w, b.state)
+    c = conesta(y, op, 0.1, 0.3, tol=1e-4, v0=np.zeros(42))
+    d = SOLVERS["conesta"].solve(problem, tol=1e-4, max_iter=100000, v=np.zeros(42))
+    np.testing.assert_array_equal(c.v, d.v)
+    assert d.state is None and c.gap == d.gap
+    # the first CONESTA v-step of spca_tv starts from the l1-only prox
+    e = SOLVERS["conesta"].solve(problem, tol=1e-4, max_iter=100000)
+    f = conesta(y, op, 0.1, 0.3, tol=1e-4, v0=np.sign(y) * np.maximum(np.abs(y) - 0.1, 0))
+    np.testing.assert_array_equal(e.v, f.v)

@@ -470,6 +470,25 @@ def as_data_operator(X, name="X", min_samples=2):
 
     The scan validates the data (finite, real, at least ``min_samples``
     rows) block by block; a :class:`DataOperator` is returned as it is.
+
+    Parameters
+    ----------
+    X : ndarray, numpy.memmap, dask.array or DataOperator
+        The data, (n_samples, n_features).
+    name : str, default="X"
+        The argument's name in error messages.
+    min_samples : int, default=2
+        Fewest rows accepted.
+
+    Returns
+    -------
+    DataOperator
+        Scanned (statistics computed, data validated).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Sparse, complex, non-numeric or non-finite data, too few rows.
     """
     if isinstance(X, DataOperator):
         return X
@@ -496,6 +515,22 @@ def validated_data_operator(estimator, X, reset, min_samples):
     NumPy arrays go through ``validate_data`` (float32 kept); memmaps and dask
     arrays are never converted: their shape and feature names are recorded
     and they are validated block by block during the one scan.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        Records ``n_features_in_`` and ``feature_names_in_``.
+    X : array-like, numpy.memmap or dask.array
+        The data, (n_samples, n_features).
+    reset : bool
+        True in ``fit`` (record), False after (compare).
+    min_samples : int
+        Fewest rows accepted.
+
+    Returns
+    -------
+    DataOperator
+        Scanned.
     """
     if is_out_of_core(X):
         check_real(X, "X")
