@@ -1,5 +1,10 @@
 """Exact-prox dual solver for the SPCA-TV v-step (the default solver).
 
+:func:`prox_dual` is the front door of the l1-plus-group-norm problem below;
+:func:`solve_dual` solves any :class:`~neurospca.solvers.ProxProblem` (the
+compiled kernels for that problem, a generic NumPy path with one block of
+dual variables per composite piece otherwise).
+
 With ``u`` fixed, the v-step is the proximal problem
 
 .. math::
@@ -149,7 +154,8 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     Returns
     -------
     SolverResult
-        ``w`` holds the final dual variables, to warm-start the next call.
+        ``w`` (also ``state``) holds the final dual variables, to warm-start
+        the next call.
         ``gap = P(v) - D(w)`` is the exact Fenchel duality gap at the returned
         pair: ``v = soft(y - A^T w, l1)`` and a dual-feasible ``w``, so
         ``P(v) - P(v*) <= gap`` always. ``converged`` is True only when
