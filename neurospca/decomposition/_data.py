@@ -23,7 +23,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["DataOperator", "is_dask_array", "is_out_of_core"]
+from sklearn.utils.validation import _check_feature_names, _check_n_features, validate_data
+
+from .._utils.validation import check_real
+
+__all__ = ["DataOperator", "as_data_operator", "is_dask_array", "is_out_of_core"]
 
 #: Bytes of one row block of an in-memory array (a few MB: cache friendly).
 BLOCK_BYTES = 8 * 2**20
@@ -458,3 +462,85 @@ def cached_subspace(op, k):
         op._subspace = (k,) + top_subspace(op, k)
     _, s, R, XR = op._subspace
     return s[:k], R, XR
+
+
+def as_data_operator(X, name="X", min_samples=2):
+    """``X`` as a scanned :class:`DataOperator` (an in-memory array, a
+    ``numpy.memmap`` or a ``dask.array``; float32 kept float32).
+
+    The scan validates the data (finite, real, at least ``min_samples``
+    rows) block by block; a :class:`DataOperator` is returned as it is.
+
+    Parameters
+    ----------
+    X : ndarray, numpy.memmap, dask.array or DataOperator
+        The data, (n_samples, n_features).
+    name : str, default="X"
+        The argument's name in error messages.
+    min_samples : int, default=2
+        Fewest rows accepted.
+
+    Returns
+    -------
+    DataOperator
+        Scanned (statistics computed, data validated).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Sparse, complex, non-numeric or non-finite data, too few rows.
+    """
+    if isinstance(X, DataOperator):
+        return X
+    if is_out_of_core(X):
+        check_real(X, name)
+        op = DataOperator(X, name=name)
+    else:
+        if hasattr(X, "toarray") or hasattr(X, "tocsr"):
+            raise TypeError(f"{name} must be a dense array; sparse input is not supported.")
+        check_real(X, name)
+        try:
+            X = np.asarray(X)
+            X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64,
+                         copy=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be a numeric array: {exc}") from None
+        op = DataOperator(X, name=name)
+    return op.scan(min_samples=min_samples)
+
+
+def validated_data_operator(estimator, X, reset, min_samples):
+    """scikit-learn's input bookkeeping, then a scanned :class:`DataOperator`.
+
+    NumPy arrays go through ``validate_data`` (float32 kept); memmaps and dask
+    arrays are never converted: their shape and feature names are recorded
+    and they are validated block by block during the one scan.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        Records ``n_features_in_`` and ``feature_names_in_``.
+    X : array-like, numpy.memmap or dask.array
+        The data, (n_samples, n_features).
+    reset : bool
+        True in ``fit`` (record), False after (compare).
+    min_samples : int
+        Fewest rows accepted.
+
+    Returns
+    -------
+    DataOperator
+        Scanned.
+    """
+    if is_out_of_core(X):
+        check_real(X, "X")
+        if X.ndim != 2:
+            raise ValueError(
+                f"X must be a 2-D array (n_samples, n_features), got {X.ndim}-D."
+            )
+        _check_feature_names(estimator, X, reset=reset)
+        _check_n_features(estimator, X, reset=reset)
+        return as_data_operator(X, min_samples=min_samples)
+    X = validate_data(estimator, X, reset=reset, dtype=(np.float64, np.float32),
+                      ensure_min_samples=min_samples, ensure_all_finite=False)
+    return as_data_operator(X, min_samples=min_samples)

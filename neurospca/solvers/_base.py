@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - only without a compiled build
 class SolverResult:
     """What a v-step solver returns.
 
-    Attributes
+    Parameters
     ----------
     v : ndarray of shape (n_features,)
         The solution of the prox problem.
@@ -46,6 +46,10 @@ class SolverResult:
         Dual variables of the group norm (dual solver; use as a warm start).
     objective : float
         ``P(v)``.
+    state : object or None
+        The solver's warm-start state for the next v-step (opaque to callers;
+        None or an object that supports negation, since the prox is odd in
+        ``y``): the dual variables for the dual method, None for CONESTA.
     """
 
     v: np.ndarray
@@ -57,6 +61,7 @@ class SolverResult:
     mu_history: list = field(default_factory=list)
     w: np.ndarray = None
     objective: float = float("nan")
+    state: object = None
 
 
 def get_kernels(kernels):

@@ -27,12 +27,14 @@ from sklearn.exceptions import ConvergenceWarning
 from .._utils.validation import check_nonneg, check_warm_start
 from ._base import SolverResult, get_kernels, operator_arrays
 from .gap import conesta_gap, mu_opt, primal_certificate
+from ._problem import ProxProblem
+from .penalties import L1, GroupNorm
 from .prox import _check_prox_input, _scale_of, _unscale
 
 logger = logging.getLogger(__name__)
 
 
-class _Problem:
+class _Eq17:
     """The eq.-17 data of one v-step, with the kernel arrays."""
 
     def __init__(self, y, operator, l1, group, kernels):
@@ -99,6 +101,12 @@ def fista(y, operator, l1, group, mu, *, eps=1e-6, v0=None, max_iter=10000,
         Stop when the smoothed gap ``Gap_mu`` (prox units) is at most ``eps``.
     v0 : ndarray, optional
         Starting point (default 0); finite, real, of shape ``(n_features,)``.
+    max_iter : int, default=10000
+        Maximum number of FISTA iterations.
+    gap_every : int, default=10
+        Check the smoothed gap every ``gap_every`` iterations.
+    kernels : {"cython", "numpy"}, default="cython"
+        The kernels.
 
     Returns
     -------
@@ -112,7 +120,7 @@ def fista(y, operator, l1, group, mu, *, eps=1e-6, v0=None, max_iter=10000,
     mu = check_nonneg(mu, "mu", strict=True)
     eps = check_nonneg(eps, "eps", strict=True)
     v = _check_v0(v0, y)
-    prob = _Problem(y, operator, l1, group, kernels)
+    prob = _Eq17(y, operator, l1, group, kernels)
     v, n_iter, gap_mu, gap_0, hist = _fista(prob, v, mu, 2.0 * eps, max_iter, gap_every)
     gap, objective = primal_certificate(v, y, operator, l1, group, (mu,))
     if not np.isfinite(gap):
@@ -151,8 +159,10 @@ def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=1000
     gap_every : int, default=10
         FISTA checks its stopping gap every ``gap_every`` iterations (the
         paper's reference code does it at every one).
-    kernels : {"cython", "numpy"}
+    kernels : {"cython", "numpy"}, default="cython"
+        The kernels.
     check_input : bool, default=True
+        Validate the inputs (callers that already did pass False).
 
     Returns
     -------
@@ -179,14 +189,60 @@ def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=1000
         if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not 0.0 < tau < 1.0:
             raise ValueError(f"tau must be a number in (0, 1), got {tau!r}.")
         v0 = None if v0 is None else check_warm_start(v0, y.size, "v0")
+    problem = ProxProblem(y, [L1(l1), GroupNorm(operator, group)])
+    return solve_conesta(problem, tol=tol, v0=v0, tau=tau, max_iter=max_iter,
+                         gap_every=gap_every, kernels=kernels)
+
+
+def solve_conesta(problem, *, tol=1e-3, v0=None, tau=0.5, max_iter=100000, gap_every=10,
+                  kernels="cython"):
+    """CONESTA on a :class:`ProxProblem` (inputs already validated).
+
+    See :func:`conesta` for the parameters.
+
+    Parameters
+    ----------
+    problem : ProxProblem
+        The v-step; CONESTA smooths one group norm, so the problem must be
+        an l1 norm plus one group norm.
+    tol : float, default=1e-3
+        Scale-free tolerance.
+    v0 : ndarray of shape (n_features,), optional
+        Initial ``v^0`` (default 0).
+    tau : float, default=0.5
+        Decrease factor of the precision per continuation step.
+    max_iter : int, default=100000
+        Maximum total number of FISTA iterations.
+    gap_every : int, default=10
+        FISTA checks its stopping gap every ``gap_every`` iterations.
+    kernels : {"cython", "numpy"}, default="cython"
+        The kernels.
+
+    Returns
+    -------
+    SolverResult
+
+    Raises
+    ------
+    ValueError
+        The problem is not an l1 norm plus one group norm.
+    """
+    fast = problem.fast_form()
+    if fast is None:
+        names = [p.name for p in problem.pieces]
+        raise ValueError(
+            f"solver 'conesta' handles an l1 norm plus one group norm (tv), got the "
+            f"penalties {names}; use solver='dual'."
+        )
+    l1, operator, group = fast
+    y = problem.y
     s = _scale_of(y)
     if s != 1.0:  # solve at unit scale (positively homogeneous problem)
-        res = conesta(y / s, operator, l1 / s, group / s, tol=tol,
-                      v0=None if v0 is None else np.asarray(v0) / s, tau=tau,
-                      max_iter=max_iter, gap_every=gap_every, kernels=kernels,
-                      check_input=False)
+        res = solve_conesta(problem.rescaled(s), tol=tol,
+                            v0=None if v0 is None else np.asarray(v0) / s, tau=tau,
+                            max_iter=max_iter, gap_every=gap_every, kernels=kernels)
         return _unscale(res, s)
-    prob = _Problem(y, operator, l1, group, kernels)
+    prob = _Eq17(y, operator, l1, group, kernels)
     tol_abs = tol * 0.5 * float(y @ y)
     v = np.zeros_like(y) if v0 is None else np.array(v0, dtype=np.float64)
     smoothing = prob.kappa > 0.0 and prob.norm2 > 0.0 and prob.M > 0.0

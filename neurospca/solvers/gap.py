@@ -17,7 +17,26 @@ import numpy as np
 
 
 def prox_objective(v, y, operator, l1, group):
-    """``P(v)`` of the prox problem, in plain NumPy (for tests and reports)."""
+    """``P(v)`` of the prox problem, in plain NumPy (for tests and reports).
+
+    Parameters
+    ----------
+    v : ndarray of shape (n_features,)
+        A primal point.
+    y : ndarray of shape (n_features,)
+        The point at which the prox is taken.
+    operator : GroupOperator
+        The structure ``A``.
+    l1 : float
+        Weight of the l1 norm.
+    group : float
+        Weight of the group norm.
+
+    Returns
+    -------
+    float
+        ``||v - y||^2 / 2 + l1 ||v||_1 + group sum_g ||A_g v||_2``.
+    """
     v = np.asarray(v, dtype=np.float64)
     value = 0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
     if group:
@@ -26,7 +45,24 @@ def prox_objective(v, y, operator, l1, group):
 
 
 def spca_objective(v, Xtu_over_n, l1, l2, tv, operator):
-    """``f(v)`` of paper eq. 3 for fixed ``u``, given ``X^T u / N``."""
+    """``f(v)`` of paper eq. 3 for fixed ``u``, given ``X^T u / N``.
+
+    Parameters
+    ----------
+    v : ndarray of shape (n_features,)
+        The loadings.
+    Xtu_over_n : ndarray of shape (n_features,)
+        ``X^T u / N``.
+    l1, l2, tv : float
+        The weights of eq. 3.
+    operator : GroupOperator
+        The TV operator.
+
+    Returns
+    -------
+    float
+        ``-X^T u . v / N + l2 ||v||^2 + l1 ||v||_1 + tv sum_g ||A_g v||_2``.
+    """
     v = np.asarray(v, dtype=np.float64)
     value = -float(Xtu_over_n @ v) + l2 * float(v @ v) + l1 * float(np.abs(v).sum())
     if tv:
@@ -54,6 +90,11 @@ def mu_opt(eps, gamma, M, norm2, L=2.0):
         ``||A||_2^2``.
     L : float
         Lipschitz constant of the smooth loss gradient (2 in eq. 17).
+
+    Returns
+    -------
+    float
+        ``mu_opt(eps)``.
     """
     gM = gamma * M * norm2
     num = -gM + np.sqrt(gM * gM + M * L * norm2 * eps)
@@ -141,6 +182,15 @@ def primal_certificate(v, y, operator, l1, group, mus=()):
     eq. 12, scaled to the ball of radius ``group``) for each ``mu`` in ``mus``
     and ``mu -> 0`` (``w_g = group A_g v / ||A_g v||``). Each is a valid bound
     (:func:`prox_gap`), so their minimum is too.
+
+    Parameters
+    ----------
+    v : ndarray of shape (n_features,)
+        Any primal point.
+    y, operator, l1, group
+        The prox problem.
+    mus : sequence of float
+        Smoothing levels of the candidates.
 
     Returns
     -------

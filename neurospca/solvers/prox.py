@@ -1,5 +1,10 @@
 """Exact-prox dual solver for the SPCA-TV v-step (the default solver).
 
+:func:`prox_dual` is the front door of the l1-plus-group-norm problem below;
+:func:`solve_dual` solves any :class:`~neurospca.solvers.ProxProblem` (the
+compiled kernels for that problem, a generic NumPy path with one block of
+dual variables per composite piece otherwise).
+
 With ``u`` fixed, the v-step is the proximal problem
 
 .. math::
@@ -31,6 +36,8 @@ from ._base import (
     SolverResult, difference_arrays, get_kernels, n_chunks_for, operator_arrays,
     resolve_n_threads,
 )
+from ._problem import ProxProblem
+from .penalties import L1, GroupNorm
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +154,8 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     Returns
     -------
     SolverResult
-        ``w`` holds the final dual variables, to warm-start the next call.
+        ``w`` (also ``state``) holds the final dual variables, to warm-start
+        the next call.
         ``gap = P(v) - D(w)`` is the exact Fenchel duality gap at the returned
         pair: ``v = soft(y - A^T w, l1)`` and a dual-feasible ``w``, so
         ``P(v) - P(v*) <= gap`` always. ``converged`` is True only when
@@ -170,15 +178,74 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         y, l1, group, tol = _check_prox_input(y, operator, l1, group, tol, max_iter, gap_every)
         if w0 is not None:
             w0 = check_warm_start(w0, operator.n_rows, "w0")
+    problem = ProxProblem(y, [L1(l1), GroupNorm(operator, group)])
+    return solve_dual(problem, tol=tol, max_iter=max_iter, w0=w0, gap_every=gap_every,
+                      restart=restart, kernels=kernels, n_threads=n_threads,
+                      kernel_path=kernel_path)
+
+
+def solve_dual(problem, *, tol=1e-3, max_iter=10000, w0=None, gap_every=10, restart=True,
+               kernels="cython", n_threads=None, kernel_path="auto"):
+    """The dual method on a :class:`ProxProblem` (inputs already validated).
+
+    An l1 plus one group norm runs the compiled kernels (the fused difference
+    kernel when the operator has a difference form); any other set of pieces
+    runs the generic NumPy dual method, one block of dual variables per
+    composite piece. See :func:`prox_dual` for the parameters.
+
+    Parameters
+    ----------
+    problem : ProxProblem
+        The v-step.
+    tol : float, default=1e-3
+        Scale-free tolerance (gap at most ``tol * ||y||^2 / 2``).
+    max_iter : int, default=10000
+        Maximum number of accelerated iterations.
+    w0 : ndarray of shape (problem.n_dual,), optional
+        Warm start of the dual variables (made feasible first).
+    gap_every : int, default=10
+        Evaluate the gap every ``gap_every`` iterations.
+    restart : bool, default=True
+        Gradient-based momentum restart.
+    kernels : {"cython", "numpy"}, default="cython"
+        The kernels of the l1-plus-group-norm problem.
+    n_threads : int, optional
+        OpenMP threads of the difference kernel.
+    kernel_path : {"auto", "difference", "csr"}, default="auto"
+        Kernel of the l1-plus-group-norm problem.
+
+    Returns
+    -------
+    SolverResult
+        ``w`` (and ``state``) hold the final dual variables.
+    """
+    n_threads = resolve_n_threads(n_threads)
+    K = get_kernels(kernels)
+    y = problem.y
     s = _scale_of(y)
     if s != 1.0:
-        res = prox_dual(y / s, operator, l1 / s, group / s, tol=tol, max_iter=max_iter,
-                        w0=None if w0 is None else w0 / s, gap_every=gap_every,
-                        restart=restart, kernels=kernels, check_input=False,
-                        n_threads=n_threads, kernel_path=kernel_path)
-        return _unscale(res, s)
-    K = get_kernels(kernels)
+        res = solve_dual(problem.rescaled(s), tol=tol, max_iter=max_iter,
+                         w0=None if w0 is None else w0 / s, gap_every=gap_every,
+                         restart=restart, kernels=kernels, n_threads=n_threads,
+                         kernel_path=kernel_path)
+        res = _unscale(res, s)
+        res.state = res.w
+        return res
     tol_abs = tol * 0.5 * float(y @ y)
+    fast = problem.fast_form()
+    if fast is None:
+        res = _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart)
+    else:
+        l1, operator, group = fast
+        res = _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every,
+                         restart, n_threads, kernel_path)
+    res.state = res.w
+    return res
+
+
+def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, restart,
+               n_threads, kernel_path):
+    """The dual method on the compiled kernels (l1 plus one group norm)."""
     v = np.empty_like(y)
     if group == 0.0 or operator.n_rows == 0 or operator.norm2 == 0.0:
         K.soft_threshold(y, l1, v)
@@ -211,7 +278,7 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     t, n_iter, history = 1.0, 0, []
     while True:
         primal, dual, _ = K.dual_gap_terms(A_ip, A_ix, A_d, gptr, y, ATw, l1, group, v)
-        gap = _record_gap(primal - dual, n_iter, history, 3)
+        gap = _record_gap(primal - dual, n_iter, history, 5)
         if gap == np.inf:
             break
         if gap <= tol_abs or n_iter >= max_iter:
@@ -282,7 +349,7 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
             w, w_old = w_old, w
         n_iter += 0 if first else n_run
         first = False
-        gap = _record_gap(primal - dual, n_iter, history, 4)
+        gap = _record_gap(primal - dual, n_iter, history, 6)
         if gap == np.inf:
             break
         if gap <= tol_abs or n_iter >= max_iter:
@@ -291,4 +358,63 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
     return SolverResult(v=vw, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
                         converged=gap <= tol_abs, gap_history=history, w=w_old,
+                        objective=primal)
+
+
+def _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart):
+    """The dual method in NumPy for any pieces: one dual block per composite piece.
+
+    ``v(w) = prox_sep(y - sum_p D_p^T w_p)``; accelerated proximal gradient
+    ascent on ``D(w)`` (step ``1 / sum_p ||D_p||^2``, the same momentum and
+    restart as the kernels), each block updated by its piece's
+    ``prox_conjugate``; the gap ``P(v(w)) - D(w)`` is exact at every check.
+    """
+    y, pieces = problem.y, problem.composite
+    n_dual = problem.n_dual
+    if w0 is None:
+        w = np.zeros(n_dual)
+    else:
+        w = np.array(w0, dtype=np.float64)
+        if w.shape != (n_dual,):
+            raise ValueError(f"w0 must have shape ({n_dual},), got {w.shape}.")
+        w = np.concatenate([np.zeros(0)] + [p.feasible(b) for p, b in
+                                             zip(pieces, problem.split(w))])
+    norm2 = float(sum(p.norm2 for p in pieces))
+    step = 1.0 / norm2 if norm2 > 0.0 else 0.0
+
+    def adjoint(w):
+        out = np.zeros_like(y)
+        for p, b in zip(pieces, problem.split(w)):
+            out += p.rmatvec(b)
+        return out
+
+    ATw = adjoint(w)
+    w_old, ATw_old = w.copy(), ATw.copy()
+    t, n_iter, history = 1.0, 0, []
+    while True:
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = y - ATw
+            v = problem.primal_of(x)
+            primal = problem.objective(v)
+            dual = problem.dual_value(x, v, problem.split(w))
+        gap = _record_gap(primal - dual, n_iter, history, 5)
+        if gap == np.inf or gap <= tol_abs or n_iter >= max_iter or step == 0.0:
+            break
+        for _ in range(min(gap_every, max_iter - n_iter)):
+            t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+            beta = (t - 1.0) / t_new
+            vq = problem.primal_of(y - (ATw + beta * (ATw - ATw_old)))
+            q = w + beta * (w - w_old)
+            w_old = w
+            w = np.concatenate([np.zeros(0)] + [
+                p.prox_conjugate(b + step * p.matvec(vq), step)
+                for p, b in zip(pieces, problem.split(q))])
+            align = float(np.dot(w - q, w - w_old))
+            ATw_old, ATw = ATw, adjoint(w)
+            t = 1.0 if restart and align < 0.0 else t_new
+            n_iter += 1
+    logger.debug("prox_dual (generic): %d iterations, gap %.3e (tol %.3e)",
+                 n_iter, gap, tol_abs)
+    return SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
+                        converged=gap <= tol_abs, gap_history=history, w=w,
                         objective=primal)

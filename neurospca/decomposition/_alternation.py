@@ -1,0 +1,426 @@
+"""The alternating minimisation of SPCA-TV (paper Algorithm 3), as a private worker.
+
+:func:`_spca_tv` is called by :func:`neurospca.spca_tv` and
+:meth:`neurospca.SPCATV.fit` once they have validated their inputs; it never
+re-checks them. The v-steps go through the solver registry of
+:mod:`neurospca.solvers` (one interface for every solver) on a
+:class:`~neurospca.solvers.ProxProblem` built from the penalty pieces.
+"""
+
+import logging
+import time
+import warnings
+from dataclasses import replace
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._data import cached_subspace
+from ..solvers import ProxProblem
+
+logger = logging.getLogger("neurospca")
+
+class _Deflated:
+    """``X_k = X - sum_j d_j u_j v_j^T`` applied implicitly (memory O(N + P) per
+    component) on a :class:`~neurospca.decomposition._data.DataOperator`."""
+
+    def __init__(self, op):
+        self.op = op
+        self.U, self.V, self.d = [], [], []
+        self.sqnorm = op.sqnorm()
+
+    def _coef(self, vecs, x):
+        return np.array([d_j * float(w @ x) for w, d_j in zip(vecs, self.d)])
+
+    def _comb(self, vecs, coef, out):
+        for w, c in zip(vecs, coef):
+            out -= c * w
+        return out
+
+    def dot(self, v):
+        """``X_k v``."""
+        return self._comb(self.U, self._coef(self.V, v), self.op.matvec(v))
+
+    def tdot(self, u, exact=False):
+        """``X_k^T u`` (``exact``: float64 accumulation for float32 data)."""
+        return self._comb(self.V, self._coef(self.U, u), self.op.rmatvec(u, exact=exact))
+
+    def gram(self, v):
+        """``z = X_k v`` and ``X_k^T z`` in one pass over the data."""
+        c = self._comb(self.U, self._coef(self.V, v), np.zeros(self.op.shape[0]))
+        z, g = self.op.fused(v, -c)
+        return z, self._comb(self.V, self._coef(self.U, z), g)
+
+    def deflate(self, u, v, d):
+        self.sqnorm = max(self.sqnorm - d * d * float(v @ v), 0.0)
+        self.U.append(u)
+        self.V.append(v)
+        self.d.append(d)
+
+
+def _say(msg, *args):
+    """Progress line: an INFO record on ``"neurospca"``; printed to stdout too
+    when nothing is attached to that logger (scikit-learn-style ``verbose``)."""
+    logger.info(msg, *args)
+    if not logger.handlers:
+        print("[SPCATV] " + msg % args, flush=True)
+
+
+def _ritz_start(defl, basis):
+    """The best right singular vector of ``X_k`` within the span of
+    ``basis = (R, Xc R)`` (top singular subspace of the centred data; no pass
+    over the data). Sign: largest-magnitude entry positive."""
+    R, XR = basis
+    M = XR.copy()
+    for u_j, v_j, d_j in zip(defl.U, defl.V, defl.d):
+        M -= d_j * np.outer(u_j, v_j @ R)
+    w = np.linalg.svd(M, full_matrices=False)[2][0]
+    v = R @ w
+    j = int(np.argmax(np.abs(v)))
+    return -v if v[j] < 0 else v
+
+
+#: Up to this many samples (float64, in memory) the start ``u`` comes from the
+#: exact eigendecomposition of the small N x N Gram matrix (at most 8 MB and a
+#: fraction of a second): cheaper than Lanczos passes over the data there.
+GRAM_MAX_SAMPLES = 1000
+
+
+def _uses_gram(op):
+    return op.dtype == np.float64 and op.kind == "array" and op.shape[0] <= GRAM_MAX_SAMPLES
+
+
+def _centred_gram(op):
+    """``Xc Xc^T`` of a small in-memory operator (cached on it)."""
+    if getattr(op, "_gram0", None) is None:
+        X = op.X
+        m = np.zeros(op.shape[1]) if op.mean is None else op.mean
+        Xm = X @ m
+        G = X @ X.T
+        G -= Xm[:, None]
+        G -= Xm[None, :]
+        G += float(m @ m)
+        op._gram0 = G
+    return op._gram0
+
+
+def _init_gram(defl):
+    """``u`` = leading eigenvector of ``X_k X_k^T`` for small N, and ``X_k^T u``.
+
+    ``X_k X_k^T = G0 - sum_j d_j (z_j u_j^T + u_j z_j^T)
+    + sum_ij d_i d_j (v_i . v_j) u_i u_j^T`` with ``G0 = Xc Xc^T`` (computed
+    once, centring applied as rank-one corrections) and ``z_j = Xc v_j``.
+    """
+    op = defl.op
+    G = _centred_gram(op).copy()
+    U, V, d = defl.U, defl.V, defl.d
+    for u_j, v_j, d_j in zip(U, V, d):
+        z_j = op.matvec(v_j)
+        G -= d_j * (np.outer(z_j, u_j) + np.outer(u_j, z_j))
+    for u_i, v_i, d_i in zip(U, V, d):
+        for u_j, v_j, d_j in zip(U, V, d):
+            G += d_i * d_j * float(v_i @ v_j) * np.outer(u_i, u_j)
+    u = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
+    g = defl.tdot(u)
+    j = int(np.argmax(np.abs(g)))
+    return (-u, -g) if g[j] < 0 else (u, g)
+
+
+def _init_svd(defl, basis):
+    """``u`` = leading left singular vector of ``X_k`` and ``X_k^T u``.
+
+    Small float64 data in memory (N <= :data:`GRAM_MAX_SAMPLES`): the exact
+    eigendecomposition of the N x N Gram matrix (:func:`_init_gram`). Otherwise
+    no Gram matrix: from the Ritz vector of the data's top singular subspace,
+    float64 data run a Lanczos iteration (ARPACK ``eigsh`` on ``v -> X_k^T X_k
+    v``, one pass over the data per product) to 1e-10; float32 data run power
+    iterations (one fused pass each) until ``v`` moves by less than 1e-4.
+    """
+    from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
+
+    if _uses_gram(defl.op):
+        return _init_gram(defl)
+    p = defl.op.shape[1]
+    v0 = _ritz_start(defl, basis)
+    if not np.any(v0):
+        v0 = np.random.RandomState(0).uniform(0.5, 1.5, p)
+    if defl.op.dtype == np.float64:
+        if p < 3:
+            G = np.column_stack([defl.gram(e)[1] for e in np.eye(p)])
+            v = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
+        else:
+            lin = LinearOperator((p, p), matvec=lambda x: defl.gram(np.ravel(x))[1],
+                                 dtype=np.float64)
+            try:
+                v = eigsh(lin, k=1, which="LA", v0=v0, tol=1e-10,
+                          maxiter=max(300, p))[1][:, 0]
+            except ArpackNoConvergence as exc:
+                vecs = exc.eigenvectors
+                v = vecs[:, -1] if vecs is not None and vecs.size else v0
+            except ArpackError:
+                v = v0
+        j = int(np.argmax(np.abs(v)))
+        v = -v if v[j] < 0 else v
+        u = defl.dot(v)
+        nrm = np.linalg.norm(u)
+        u = u / nrm if nrm > 0 else u
+        return u, defl.tdot(u)
+    v = v0 / np.linalg.norm(v0)
+    for _ in range(100):
+        z, g = defl.gram(v)
+        nz, ng = np.linalg.norm(z), np.linalg.norm(g)
+        if nz == 0.0 or ng == 0.0:
+            return z, g
+        v_new = g / ng
+        done = np.linalg.norm(v_new - v) < 1e-4
+        if done:
+            break
+        v = v_new
+    return z / nz, g / nz
+
+
+def _init_u(defl, init, rng, basis):
+    """Start ``u`` and ``X_k^T u``."""
+    if init == "random":
+        u = rng.standard_normal(defl.op.shape[0])
+        nrm = np.linalg.norm(u)
+        u = u / nrm if nrm > 0 else u
+        return u, defl.tdot(u)
+    return _init_svd(defl, basis)
+
+
+def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every, kernels):
+    """Certify the returned pair: the v-step gap of ``v`` for the FINAL ``u``.
+
+    The last v-step was solved for the previous ``u``; the u-step then moved
+    ``u``. The exact Fenchel gap of ``v`` for the prox problem of the final
+    ``u`` (``problem``) is evaluated (any dual point gives a bound: the
+    solver's last state and the candidates of
+    :meth:`~neurospca.solvers.ProxProblem.certificate`); if it exceeds
+    ``tol * P_u(0)``, the v-step is re-solved for that ``u`` (warm started)
+    and its ``v`` replaces the old one.
+
+    Returns
+    -------
+    v, res, extra_iter
+        ``res.gap`` / ``res.converged`` then certify ``(u, v)``.
+    """
+    y = problem.y
+    tol_abs = tol * 0.5 * float(y @ y)
+    gap, obj = problem.certificate(v, state, (1e-3, 1e-6))
+    if gap <= tol_abs or not np.any(v):
+        return v, replace(res, v=v, gap=gap, tol_abs=tol_abs, converged=bool(gap <= tol_abs),
+                          objective=obj), 0
+    new = solver.solve(problem, tol=tol, max_iter=max_inner_iter, gap_every=gap_every,
+                       kernels=kernels, v=v, state=state)
+    if not np.any(new.v):  # keep a non-zero component; report its own bound
+        return v, replace(res, v=v, gap=gap, tol_abs=tol_abs, converged=False,
+                          objective=obj, state=state), new.n_iter
+    return new.v, new, new.n_iter
+
+
+def _check_l2_scale(op, l2):
+    """Raise when ``l2`` is too small for the data: the loadings would overflow.
+
+    A check of the public boundary (:func:`neurospca.spca_tv`, ``SPCATV.fit``)
+    that :func:`_spca_tv` relies on.
+    """
+    # |y_j| = |X_j^T u| / (2 N l2) <= ||X_j|| / (2 N l2): the loadings' scale
+    y_bound = float(np.sqrt(op.col_sqnorms().max())) / (2.0 * op.shape[0] * l2)
+    if not y_bound < 1e150:
+        raise ValueError(
+            f"l2={l2:.3g} (alpha * (1 - l1_ratio - tv_ratio) in SPCATV) is too small for "
+            f"data of this scale: the loadings ||X_j|| / (2 N l2) reach {y_bound:.1e} "
+            "and their squares overflow. Increase alpha (or use SPCATV(alpha=None) "
+            "for penalties relative to the data)."
+        )
+
+
+def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter,
+             max_inner_iter, init, rng, gap_every, kernels, verbose, u0, w0):
+    """The alternation and deflation of :func:`neurospca.spca_tv` (validated inputs).
+
+    Parameters
+    ----------
+    op : DataOperator
+        The scanned data (centred or not, as given).
+    n_components : int
+        Number of components.
+    l2 : float
+        The ridge weight of eq. 3 (> 0): gaps in ``f`` units are ``2 l2`` times
+        the prox gaps.
+    pieces : list
+        The prox-scale penalty pieces of the v-step
+        (:func:`neurospca.solvers.penalties.eq3_pieces`).
+    solver : DualSolver or ConestaSolver
+        A registered solver (:data:`neurospca.solvers.SOLVERS`).
+    weights_msg : str
+        The weights, as the warning about a vanished component names them.
+    tol, max_iter, max_inner_iter, gap_every, kernels, verbose
+        As in :func:`neurospca.spca_tv`.
+    init : {"svd", "random"}
+        Start of ``u``.
+    rng : RandomState
+        Used by ``init="random"``.
+    u0 : ndarray of shape (n_samples, n_components) or None
+        Warm start of the scores.
+    w0 : list or None
+        Per component, a solver state to start the first v-step from.
+
+    Returns
+    -------
+    U, V, info
+        As :func:`neurospca.spca_tv`.
+    """
+    n_samples, n_features = op.shape
+    scale_y = 1.0 / (2.0 * n_samples * l2)
+    defl = _Deflated(op)
+    basis = None
+    # float32 data: products in float32, the certificate's y in float64
+    exact_y = op.dtype != np.float64
+    U = np.zeros((n_samples, n_components))
+    V = np.zeros((n_features, n_components))
+    info = {key: [] for key in ("d", "gaps", "rel_gaps", "n_iter", "n_inner_iter",
+                                "gap_history", "rel_gap_history", "mu_history",
+                                "converged", "time", "w")}
+    zero_from = None
+    for k in range(n_components):
+        t0 = time.perf_counter()
+        if u0 is not None and np.any(u0[:, k]):
+            u = u0[:, k] / np.linalg.norm(u0[:, k])
+            g = defl.tdot(u)
+        else:  # g = X_k^T u; then X_k^T X_k v / ||X_k v|| from the fused pass
+            if init == "svd" and basis is None and not _uses_gram(op):
+                basis = cached_subspace(op, n_components)[1:]
+            u, g = _init_u(defl, init, rng, basis)
+        v = None
+        state = None if w0 is None else w0[k]
+        Xv = None
+        resid_prev, change = np.sqrt(defl.sqnorm), np.inf
+        history, rel_history, mu_hist, inner, outer_ok = [], [], [], 0, False
+        for it in range(1, max_iter + 1):
+            y = g * scale_y
+            res = solver.solve(ProxProblem(y, pieces), tol=tol, max_iter=max_inner_iter,
+                               gap_every=gap_every, kernels=kernels, v=v, state=state)
+            state = res.state
+            mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
+            history.extend((inner + i, 2.0 * l2 * g_) for i, g_ in res.gap_history)
+            p0 = 0.5 * float(y @ y)
+            rel_history.extend((inner + i, g_ / p0 if p0 > 0 else 0.0)
+                               for i, g_ in res.gap_history)
+            inner += res.n_iter
+            vstep_ok = res.converged
+            v = res.v
+            vv = float(v @ v)
+            if vv == 0.0:
+                nrm = 0.0
+                break
+            Xv, XtXv = defl.gram(v)
+            nrm = float(np.linalg.norm(Xv))
+            if nrm == 0.0:
+                break
+            u = Xv / nrm
+            g = XtXv / nrm
+            resid = np.sqrt(max(defl.sqnorm - nrm * nrm / vv, 0.0))
+            # eq. 26 compares two iterates: the first v-step has no predecessor
+            # (v^0 = 0 would compare against ||X_k||), so it never stops the loop.
+            change = abs(resid - resid_prev) / resid if resid > 0 else 0.0
+            if it == 1:
+                change = np.inf
+            resid_prev = resid
+            if verbose:
+                _say("component %d, iteration %d: residual %.6g, change %.2e, "
+                     "gap %.2e", k, it, resid, change, res.gap)
+            if change <= tol:
+                outer_ok = True
+                break
+        if nrm > 0.0 and vv > 0.0:  # certify the returned (u, v), not (u_prev, v)
+            y = (defl.tdot(u, exact=True) if exact_y else g) * scale_y
+            v_new, res, extra = _certify_pair(ProxProblem(y, pieces), v, state, res, solver,
+                                              tol, max_inner_iter, gap_every, kernels)
+            inner += extra
+            vstep_ok = res.converged
+            state = res.state
+            history.append((inner, 2.0 * l2 * res.gap))
+            p0 = 0.5 * float(y @ y)
+            rel_history.append((inner, res.gap / p0 if p0 > 0 else 0.0))
+            if v_new is not v:
+                v, Xv = v_new, defl.dot(v_new)
+            vv = float(v @ v)
+            nrm = float(u @ Xv)
+        if nrm == 0.0 or vv == 0.0:
+            zero_from = k
+            warnings.warn(
+                f"component {k} is identically zero: the penalties are too strong "
+                f"for this data ({weights_msg}); decrease alpha. The "
+                "remaining components are set to zero.",
+                UserWarning,
+            )
+            break
+        if not vstep_ok:
+            warnings.warn(
+                f"component {k}: the v-step reached max_inner_iter={max_inner_iter} "
+                f"with certified gap {res.gap:.3e} > tol * P(0) = {res.tol_abs:.3e} "
+                f"(tol={tol}); increase max_inner_iter or tol.",
+                ConvergenceWarning,
+            )
+        if not outer_ok:
+            warnings.warn(
+                f"component {k}: the alternating minimisation did not reach "
+                f"tol={tol} in max_iter={max_iter} iterations (last relative change "
+                f"{change:.3e}); increase max_iter.",
+                ConvergenceWarning,
+            )
+        # least-squares scale: d = u^T X_k v / ||v||^2 with u = X_k v / ||X_k v||
+        d = nrm / vv
+        defl.deflate(u, v, d)
+        U[:, k], V[:, k] = u, v
+        info["d"].append(d)
+        info["gaps"].append(2.0 * l2 * res.gap)
+        info["rel_gaps"].append(res.gap / (0.5 * float(y @ y)))
+        info["n_iter"].append(it)
+        info["n_inner_iter"].append(inner)
+        info["gap_history"].append(history)
+        info["rel_gap_history"].append(rel_history)
+        info["w"].append(state)
+        info["mu_history"].append(mu_hist)
+        info["converged"].append(outer_ok and res.converged)
+        info["time"].append(time.perf_counter() - t0)
+        if verbose:
+            _say("component %d done: %d alternations, %d solver iterations, "
+                 "gap %.3e, %.2f s", k, it, inner, info["gaps"][-1], info["time"][-1])
+    if zero_from is not None:  # not computed: NaN gaps, no iterations
+        for k in range(zero_from, n_components):
+            for key, value in (("d", 0.0), ("gaps", np.nan), ("rel_gaps", np.nan),
+                               ("n_iter", 0), ("n_inner_iter", 0), ("gap_history", []),
+                               ("rel_gap_history", []), ("mu_history", []),
+                               ("converged", False), ("time", 0.0), ("w", None)):
+                info[key].append(value)
+    info = {key: (val if key in ("gap_history", "rel_gap_history", "mu_history", "w")
+                  else np.asarray(val)) for key, val in info.items()}
+    return U, V, info
+
+
+def _pca_variance_ratio(op, n_components):
+    """Plain PCA's top explained variance ratios (exact from the Gram matrix for
+    small in-memory data, else randomized SVD with a fixed seed)."""
+    total = op.sqnorm()
+    if _uses_gram(op):
+        s2 = np.clip(np.linalg.eigvalsh(_centred_gram(op))[::-1][:n_components], 0, None)
+    else:
+        s2 = cached_subspace(op, n_components)[0] ** 2
+    return s2 / total if total > 0 else np.zeros(n_components)
+
+
+def _adjusted_variance(op, components):
+    """Adjusted explained variance of non-orthogonal components (Zou et al.).
+
+    The scores ``Z = Xc C^T`` (``Xc`` the centred data of ``op``) are
+    orthogonalised by QR; component k explains ``R_kk^2 / (N - 1)``.
+    """
+    n = op.shape[0]
+    Z = op.matmat(components.T)
+    R = np.linalg.qr(Z, mode="r")
+    var = np.abs(np.diag(R)) ** 2 / max(n - 1, 1)
+    total = op.sqnorm() / max(n - 1, 1)
+    return var, var / total if total > 0 else np.zeros_like(var)
