@@ -192,7 +192,19 @@ class ImageSPCATV(BaseEstimator):
         return self._fit_matrix(X)
 
     def fit_transform(self, imgs, y=None, confounds=None):
-        """Fit, then the scores of the training images (``transform``)."""
+        """Fit, then the scores of the training images (``transform``).
+
+        Parameters
+        ----------
+        imgs : images as in :meth:`fit`
+        y : None
+            Ignored.
+        confounds : array-like of shape (n_samples, n_confounds) or path, optional
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+        """
         X = self._prepare(imgs, confounds)
         self._fit_matrix(X)
         return self.estimator_.transform(X)

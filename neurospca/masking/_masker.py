@@ -42,8 +42,20 @@ class VolumeMasker:
     def transform(self, imgs):
         """``X`` (N x n_features) of new images on this mask.
 
-        Raises ``ValueError`` if an in-mask voxel is NaN or infinite (the
-        columns are fixed here; use :func:`images_to_data` to drop them).
+        Parameters
+        ----------
+        imgs : list of images or paths, 4-D image, path or glob pattern
+            See :func:`images_to_data`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), float64
+
+        Raises
+        ------
+        ValueError
+            If an in-mask voxel is NaN or infinite (the columns are fixed
+            here; use :func:`images_to_data` to drop them).
         """
         X = _raw_matrix(imgs, self.mask_img, self.mask, self.resample)
         n_bad = int(np.sum(~np.all(np.isfinite(X), axis=0)))
@@ -56,11 +68,25 @@ class VolumeMasker:
         return X
 
     def inverse_transform(self, V):
-        """Image of a vector (3-D) or of the rows of a matrix (4-D); see :func:`unmask`."""
+        """Image of a vector (3-D) or of the rows of a matrix (4-D); see :func:`unmask`.
+
+        Parameters
+        ----------
+        V : array-like of shape (n_features,) or (n_components, n_features)
+
+        Returns
+        -------
+        nibabel.Nifti1Image
+        """
         return unmask(V, self.mask_img)
 
     def operator(self):
-        """The TV operator of the mask (:func:`tv_from_mask`)."""
+        """The TV operator of the mask (:func:`tv_from_mask`).
+
+        Returns
+        -------
+        GroupOperator
+        """
         return grid_tv_operator(self.mask)
 
 

@@ -143,6 +143,11 @@ class Hemispheres:
         mesh : nilearn PolyMesh or dict
             E.g. ``nilearn.datasets.load_fsaverage("fsaverage5")["pial"]``.
         fill_value : float, default=0.0
+
+        Returns
+        -------
+        nilearn.surface.SurfaceImage
+            One data column per row of ``V`` on each hemisphere.
         """
         try:
             from nilearn.surface import SurfaceImage
