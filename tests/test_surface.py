@@ -642,6 +642,15 @@ def test_public_names():
                  "load_volume_data", "unmask",
                  "images_to_data", "load_mask_img", "VolumeMasker"):
         assert name in neurospca.__all__ and hasattr(neurospca, name)
+    # the packages re-export what other modules and users import from them
+    assert neurospca.surface.icosphere is icosphere and callable(icosphere)  # the function
+    assert neurospca.fit_images is neurospca.image.fit_images
+    assert neurospca.fit_surfaces is neurospca.image.fit_surfaces
+    for name in neurospca.surface.__all__:
+        assert getattr(neurospca.surface, name) is not None
+    for name in ("_image_data", "_load_image", "_is_pathlike", "_check_grid",
+                 "_collect_images", "_mask_array", "_mask_img", *neurospca.masking.__all__):
+        assert callable(getattr(neurospca.masking, name))
 
 
 def test_write_one_column_mgh(tmp_path):

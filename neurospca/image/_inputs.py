@@ -189,3 +189,25 @@ def _stack_volumes(items, grid, resample):
             j += arr.shape[3]
         del arr
     return nib.Nifti1Image(out, grid.affine)
+
+
+def _check_confounds(confounds, n_samples):
+    """Confounds as given (None, a path or an array), checked: numeric, finite, one
+    row per sample."""
+    if confounds is None or isinstance(confounds, (str, bytes, os.PathLike)):
+        return confounds
+    try:
+        arr = np.asarray(confounds, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"confounds must be a numeric array (n_samples, n_confounds), a "
+                        f"DataFrame or a path: {exc}") from None
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"confounds must be 1-D or 2-D (n_samples, n_confounds), got "
+                         f"shape {arr.shape}.")
+    if arr.shape[0] != n_samples:
+        raise ValueError(
+            f"confounds has {arr.shape[0]} rows but imgs hold {n_samples} samples; give "
+            "one row of confounds per sample (3-D volume or surface map).")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("confounds contains NaN or infinite values.")
+    return confounds

@@ -27,7 +27,6 @@ nilearn is imported only when an image model is fitted (``pip install
 
 import inspect
 import logging
-import os
 import warnings
 
 import numpy as np
@@ -47,6 +46,7 @@ from ..masking import (
 from ..surface import load_surf_mesh, tv_from_hemispheres
 from ._inputs import (
     _HEMIS,
+    _check_confounds,
     _concat_surface_images,
     _is_surface_image,
     _is_surface_masker,
@@ -286,7 +286,7 @@ class ImageSPCATV(BaseEstimator):
             np.ones(ref.shape[:3], dtype=bool), ref.affine, None)
         img4d = _stack_volumes(items, grid, self.resample and mask_img is not None)
         n_samples = img4d.shape[3]
-        confounds = self._check_confounds(confounds, n_samples)
+        confounds = _check_confounds(confounds, n_samples)
         if mask_img is None:  # computed as nilearn does (or by the user's masker)
             auto = clone(user) if user is not None else maskers.NiftiMasker(**params)
             with warnings.catch_warnings():
@@ -345,7 +345,7 @@ class ImageSPCATV(BaseEstimator):
                             "a (left, right) pair of arrays or cortex files, or None.")
         parts = _surface_parts(img, "imgs")
         n_samples = parts["left"].shape[1]
-        confounds = self._check_confounds(confounds, n_samples)
+        confounds = _check_confounds(confounds, n_samples)
         params = {"standardize": _nilearn_standardize(self.standardize), "reports": False}
         if _is_surface_masker(self.mask):
             user = self.mask
@@ -403,26 +403,6 @@ class ImageSPCATV(BaseEstimator):
     # shared helpers
     # ------------------------------------------------------------------
 
-    @staticmethod
-    def _check_confounds(confounds, n_samples):
-        if confounds is None or isinstance(confounds, (str, bytes, os.PathLike)):
-            return confounds
-        try:
-            arr = np.asarray(confounds, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"confounds must be a numeric array (n_samples, n_confounds), a "
-                            f"DataFrame or a path: {exc}") from None
-        if arr.ndim not in (1, 2):
-            raise ValueError(f"confounds must be 1-D or 2-D (n_samples, n_confounds), got "
-                             f"shape {arr.shape}.")
-        if arr.shape[0] != n_samples:
-            raise ValueError(
-                f"confounds has {arr.shape[0]} rows but imgs hold {n_samples} samples; give "
-                "one row of confounds per sample (3-D volume or surface map).")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("confounds contains NaN or infinite values.")
-        return confounds
-
     def _masker_transform(self, imgs, confounds, fit=False):
         if fit:
             self.masker_.fit()
@@ -468,7 +448,7 @@ class ImageSPCATV(BaseEstimator):
         if not finite:  # checked before nilearn, which would replace them by zeros
             raise ValueError("imgs: some voxels/vertices of the mask are NaN or infinite; the "
                              "model's columns are fixed, so they cannot be left out here.")
-        confounds = self._check_confounds(confounds, n_samples)
+        confounds = _check_confounds(confounds, n_samples)
         if X is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)

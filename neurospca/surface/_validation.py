@@ -2,9 +2,9 @@
 
 import numpy as np
 
-_HEMIS = ("left", "right")
-
 __all__ = ["check_plot_mesh"]
+
+_HEMIS = ("left", "right")
 
 
 def _check_coords(coords, name="coords"):
