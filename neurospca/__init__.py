@@ -10,7 +10,6 @@ from .decomposition._spcatv import SPCATV, ratios_from_weights, spca_tv, weights
 # --- meshes and image front ends (issue 3)
 from .masking import (
     VolumeMasker,
-    fit_images,
     images_to_data,
     load_mask_img,
     load_volume_data,
@@ -18,13 +17,13 @@ from .masking import (
 )
 from .surface import (
     Hemispheres,
-    fit_surfaces,
     icosphere,
     load_cortex_mask,
     load_surf_data,
     load_surf_mesh,
     load_surface_data,
     load_surface_image,
+    load_surface_subjects,
     tv_from_hemispheres,
     tv_from_mesh,
     write_surf_data,
@@ -35,7 +34,7 @@ from .surface import (
 from .cohort import images_to_memmap, npy_to_dask, surfaces_to_memmap
 
 # --- images in, images out (issue 12)
-from .image import ImageSPCATV
+from .image import ImageSPCATV, fit_images, fit_surfaces
 
 # --- structured sparse PCA and tree-structured dictionary learning (issue 6)
 from .decomposition._sspca import SSPCA, sspca
@@ -118,6 +117,7 @@ __all__ = [
     "load_surf_mesh",
     "load_surface_data",
     "load_surface_image",
+    "load_surface_subjects",
     "tv_from_hemispheres",
     "tv_from_mesh",
     "write_surf_data",

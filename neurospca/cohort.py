@@ -12,6 +12,8 @@ import os
 import numpy as np
 
 from ._utils.io import atomic_write
+from .masking import _check_grid, _collect_images, _image_data, _mask_array, load_mask_img
+from .surface import load_surf_data
 
 __all__ = ["images_to_memmap", "npy_to_dask", "surfaces_to_memmap"]
 
@@ -84,10 +86,6 @@ def images_to_memmap(imgs, mask, path, *, dtype=np.float32, threshold=None,
         An image is not on the mask's grid (and ``resample`` is False) or has
         NaN/inf values inside the mask.
     """
-    from .masking import (
-        _check_grid, _collect_images, _image_data, _mask_array, load_mask_img,
-    )
-
     dtype = _check_dtype(dtype)
     mask_img = load_mask_img(mask, threshold=threshold)
     mask_arr = _mask_array(mask_img)
@@ -128,8 +126,6 @@ def surfaces_to_memmap(files, path, *, mask=None, dtype=np.float32):
         No files, a file with several maps, a vertex count differing from the
         first file's or the mask's, or NaN/inf values in the mask.
     """
-    from .surface import load_surf_data
-
     dtype = _check_dtype(dtype)
     files = list(files) if not isinstance(files, (str, bytes, os.PathLike)) else [files]
     if not files:

@@ -35,6 +35,11 @@ def _blob(shape, center, radius):
 def paper_patterns(shape=(100, 100)):
     """The three loading patterns of the paper's simulation.
 
+    Parameters
+    ----------
+    shape : (int, int), default=(100, 100)
+        ``(height, width)`` of each pattern image.
+
     Returns
     -------
     ndarray of shape (3, height, width)

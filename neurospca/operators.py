@@ -28,7 +28,7 @@ __all__ = ["DifferenceForm", "GroupOperator", "chain_operator", "stack_operators
 DifferenceForm = namedtuple("DifferenceForm", ["heads", "tails", "scale"])
 DifferenceForm.__doc__ = """Rows of an operator that are all ``scale * (v[tail] - v[head])``.
 
-Attributes
+Parameters
 ----------
 heads, tails : ndarray of int32, shape (n_rows,)
     Column of the ``-scale`` and of the ``+scale`` entry of each row (read-only).
@@ -128,6 +128,7 @@ class GroupOperator:
 
     @property
     def shape(self):
+        """``(n_rows, n_features)`` of ``A``."""
         return self.matrix.shape
 
     @property
@@ -210,15 +211,49 @@ class GroupOperator:
         return float(self.group_norms(self.matrix @ v).sum())
 
     def matvec(self, v):
-        """``A v``."""
+        """``A v``.
+
+        Parameters
+        ----------
+        v : ndarray of shape (n_features,) or (n_features, k)
+
+        Returns
+        -------
+        ndarray of shape (n_rows,) or (n_rows, k)
+        """
         return self.matrix @ v
 
     def rmatvec(self, w):
-        """``A^T w``."""
+        """``A^T w``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_rows,) or (n_rows, k)
+
+        Returns
+        -------
+        ndarray of shape (n_features,) or (n_features, k)
+        """
         return self.matrix_t @ w
 
     def scaled(self, weight):
-        """Return the operator of ``weight * s(v)`` (rows multiplied by ``weight``)."""
+        """Return the operator of ``weight * s(v)`` (rows multiplied by ``weight``).
+
+        Parameters
+        ----------
+        weight : float
+            A finite number ``>= 0``.
+
+        Returns
+        -------
+        GroupOperator
+            Same groups; ``norm2`` (if known) multiplied by ``weight ** 2``.
+
+        Raises
+        ------
+        ValueError
+            If ``weight`` is negative or not finite.
+        """
         weight = float(weight)
         if not np.isfinite(weight) or weight < 0:
             raise ValueError(f"weight must be a finite number >= 0, got {weight!r}.")

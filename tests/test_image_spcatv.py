@@ -532,7 +532,7 @@ def test_polymesh_accepted(fs5):
     model = ImageSPCATV(1, mask=(None, None), alpha_rel=0.5, tol=1e-2).fit(img)
     assert (model.operator_.matrix != op1.matrix).nnz == 0
     np.testing.assert_array_equal(model.meshes_["left"][1], poly.parts["left"].faces)
-    # fit_surfaces and load_surface_data take the PolyMesh too
+    # fit_surfaces and load_surface_subjects take the PolyMesh too
     est, maps, hemis = neurospca.fit_surfaces(left, right, mem, estimator=SPCATV(1, tol=1e-2,
                                                                                  alpha_rel=0.5))
     np.testing.assert_allclose(est.components_, model.components_, atol=1e-10)

@@ -21,6 +21,7 @@ from neurospca.surface import (
     load_surf_data,
     load_surf_mesh,
     load_surface_data,
+    load_surface_subjects,
     mesh_edges,
     tv_from_hemispheres,
     tv_from_mesh,
@@ -536,9 +537,9 @@ def test_hemisphere_size_mismatch_raises(fs5):
     with pytest.raises(ValueError, match=r"mask_right must have shape \(10242,\)"):
         Hemispheres((10242, 10242), (None, np.ones(5, bool)))
     with pytest.raises(ValueError, match="left_data has 3 maps but right_data has 2"):
-        load_surface_data(np.ones((3, 10242)), np.ones((2, 10242)), fs5["white_left"], (rc, rf))
+        load_surface_subjects(np.ones((3, 10242)), np.ones((2, 10242)), fs5["white_left"], (rc, rf))
     with pytest.raises(ValueError, match=r"right_data must have shape \(n_samples, 10242\)"):
-        load_surface_data(np.ones((3, 10242)), np.ones((3, 10241)), fs5["white_left"], (rc, rf))
+        load_surface_subjects(np.ones((3, 10242)), np.ones((3, 10241)), fs5["white_left"], (rc, rf))
     with pytest.raises(ValueError, match="right_mesh faces .*out of range"):
         tv_from_hemispheres(fs5["white_left"], (rc[:100], rf))
 
@@ -569,7 +570,7 @@ def _simulated_thickness(fs5, n, seed):
     return out
 
 
-def test_load_surface_data_from_thickness_files(fs5, tmp_path):
+def test_load_surface_subjects_from_thickness_files(fs5, tmp_path):
     sim = _simulated_thickness(fs5, 6, seed=0)
     files = {"left": [], "right": []}
     for i in range(6):
@@ -577,7 +578,7 @@ def test_load_surface_data_from_thickness_files(fs5, tmp_path):
             path = tmp_path / f"sub{i}.{side}.thickness{ext}"
             write_surf_data(sim[hemi]["maps"][i], path)
             files[hemi].append(path)
-    X, op, hemis = load_surface_data(
+    X, op, hemis = load_surface_subjects(
         files["left"], files["right"], fs5["white_left"], fs5["white_right"],
         mask_left=sim["left"]["mask"], mask_right=sim["right"]["mask"])
     ml, mr = sim["left"]["mask"], sim["right"]["mask"]
@@ -587,18 +588,25 @@ def test_load_surface_data_from_thickness_files(fs5, tmp_path):
     # one multi-map file per hemisphere gives the same X
     write_surf_data(sim["left"]["maps"].T, tmp_path / "lh.all.mgz")
     write_surf_data(sim["right"]["maps"].T, tmp_path / "rh.all.func.gii")
-    X2, _, _ = load_surface_data(tmp_path / "lh.all.mgz", tmp_path / "rh.all.func.gii",
-                                 fs5["white_left"], fs5["white_right"],
-                                 mask_left=ml, mask_right=mr)
+    X2, _, _ = load_surface_subjects(tmp_path / "lh.all.mgz", tmp_path / "rh.all.func.gii",
+                                     fs5["white_left"], fs5["white_right"],
+                                     mask_left=ml, mask_right=mr)
     np.testing.assert_array_equal(X2, X)
     # NaN vertices leave the mask with a warning saying how many
     maps = sim["left"]["maps"].copy()
     maps[2, np.flatnonzero(ml)[:7]] = np.nan
     with pytest.warns(UserWarning, match=r"7 vertex\(es\) are NaN"):
-        X3, op3, h3 = load_surface_data(maps, sim["right"]["maps"], fs5["white_left"],
-                                        fs5["white_right"], mask_left=ml, mask_right=mr)
+        X3, op3, h3 = load_surface_subjects(maps, sim["right"]["maps"], fs5["white_left"],
+                                            fs5["white_right"], mask_left=ml, mask_right=mr)
     assert X3.shape[1] == X.shape[1] - 7 == op3.n_features and np.all(np.isfinite(X3))
     assert h3.vertices[0].size == ml.sum() - 7
+    # the old name still works, with a FutureWarning naming the new one
+    with pytest.warns(FutureWarning, match="use load_surface_subjects"):
+        X4, op4, h4 = load_surface_data(files["left"], files["right"], fs5["white_left"],
+                                        fs5["white_right"], mask_left=ml, mask_right=mr)
+    np.testing.assert_array_equal(X4, X)
+    assert (op4.matrix != op.matrix).nnz == 0 and h4.vertices[1].size == mr.sum()
+    assert neurospca.load_surface_data is load_surface_data
 
 
 def test_spcatv_end_to_end_on_fsaverage5(fs5, tmp_path):
@@ -630,9 +638,19 @@ def test_public_names():
     for name in ("fit_images", "fit_surfaces", "tv_from_mesh", "icosphere", "load_surf_mesh",
                  "load_surf_data",
                  "write_surf_data", "write_surf_mesh", "load_cortex_mask", "Hemispheres",
-                 "tv_from_hemispheres", "load_surface_data", "load_volume_data", "unmask",
+                 "tv_from_hemispheres", "load_surface_data", "load_surface_subjects",
+                 "load_volume_data", "unmask",
                  "images_to_data", "load_mask_img", "VolumeMasker"):
         assert name in neurospca.__all__ and hasattr(neurospca, name)
+    # the packages re-export what other modules and users import from them
+    assert neurospca.surface.icosphere is icosphere and callable(icosphere)  # the function
+    assert neurospca.fit_images is neurospca.image.fit_images
+    assert neurospca.fit_surfaces is neurospca.image.fit_surfaces
+    for name in neurospca.surface.__all__:
+        assert getattr(neurospca.surface, name) is not None
+    for name in ("_image_data", "_load_image", "_is_pathlike", "_check_grid",
+                 "_collect_images", "_mask_array", "_mask_img", *neurospca.masking.__all__):
+        assert callable(getattr(neurospca.masking, name))
 
 
 def test_write_one_column_mgh(tmp_path):
