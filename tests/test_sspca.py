@@ -323,7 +323,7 @@ def test_bad_input():
         sspca(Xc, 2, alpha=0.0)
     with pytest.raises(ValueError, match="code_constraint must be one of"):
         sspca(Xc, 2, code_constraint="linf")
-    with pytest.raises(ValueError, match="n_init must be a positive int"):
+    with pytest.raises(ValueError, match="n_init must be an int >= 1"):
         sspca(Xc, 2, n_init=0)
     with pytest.raises(ValueError, match="'support_threshold' parameter of SSPCA must be"):
         SSPCA(2, support_threshold=-1).fit(X)

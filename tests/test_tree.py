@@ -18,12 +18,9 @@ from neurospca import (
     prox_tree,
     tree_sparse_coding,
 )
-from neurospca.decomposition._tree import (
-    _prox_tree_core,
-    _project_dict_ball,
-    project_l1_ball,
-    tree_norm,
-)
+from neurospca.decomposition._dictionary import _project_dict_ball
+from neurospca.decomposition._projections import project_l1_ball
+from neurospca.decomposition._tree import _prox_tree_core, tree_norm
 
 cp = pytest.importorskip("cvxpy")
 

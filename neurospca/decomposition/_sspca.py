@@ -24,7 +24,6 @@ variational weights ``eta`` (closed form, Lemma 3.1), the code columns
 """
 
 import logging
-import numbers
 import warnings
 
 import numpy as np
@@ -38,10 +37,11 @@ from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
 )
 from .._utils.validation import (
-    check_data, check_finite_array, check_n_components, check_nonneg, check_not_constant,
+    check_data, check_finite_array, check_int, check_n_components, check_nonneg,
+    check_not_constant,
 )
 from ..groups import check_groups
-from ._tree import _project_l1_ball
+from ._projections import _project_l1_ball
 
 logger = logging.getLogger("neurospca")
 
@@ -307,9 +307,9 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
     if not isinstance(nonneg, (bool, np.bool_)):
         raise TypeError(f"nonneg must be a bool, got {type(nonneg).__name__}.")
     eps = check_nonneg(eps, "eps", strict=True)
-    for name, value in (("n_inner", n_inner), ("max_iter", max_iter), ("n_init", n_init)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    n_inner = check_int(n_inner, "n_inner", minimum=1)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    n_init = check_int(n_init, "n_init", minimum=1)
     tol = check_nonneg(tol, "tol", strict=True)
     rng = check_random_state(random_state)
     Msq = _membership(groups, wts, p)
