@@ -111,6 +111,10 @@ def check_groups(groups, n_features, weights=None, name="groups",
     weights : None, array-like of shape (n_groups,), or sequence of arrays
         One positive weight per group, or the vector ``d^G`` (one positive
         entry per feature of the group) for each group. Default 1.
+    name : str, default="groups"
+        The groups' argument name, used in error messages.
+    weights_name : str, default="group_weights"
+        The weights' argument name, used in error messages.
     require_cover : bool, default=True
         Require every feature to belong to at least one group.
 

@@ -22,6 +22,11 @@ class Tree:
     ``order[pos[j]:end[pos[j]]]``, and walking the positions backwards visits
     every node after all its descendants (leaves to root).
 
+    Parameters
+    ----------
+    parent, order, end, depth : ndarray of int64, shape (n_nodes,)
+        As the attributes below (:func:`check_tree` computes them).
+
     Attributes
     ----------
     parent : ndarray of int64, shape (n_nodes,)
@@ -49,10 +54,17 @@ class Tree:
 
     @property
     def n_nodes(self):
+        """Number of nodes (int)."""
         return self.parent.size
 
     def groups(self):
-        """Group ``g_j`` (node and descendants) of every node ``j``, as index arrays."""
+        """Group ``g_j`` (node and descendants) of every node ``j``.
+
+        Returns
+        -------
+        list of ndarray of int64
+            Sorted node indices of ``g_j``, one array per node ``j``.
+        """
         out = [None] * self.n_nodes
         for i, node in enumerate(self.order):
             out[node] = np.sort(self.order[i:self.end[i]])

@@ -26,6 +26,18 @@ _INPUTS = ("data", "covariance")
 def check_covariance(C, name="covariance"):
     """A finite, square, symmetric float64 matrix (relative tolerance 1e-8).
 
+    Parameters
+    ----------
+    C : array-like of shape (p, p)
+        The matrix.
+    name : str, default="covariance"
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    ndarray of shape (p, p)
+        ``(C + C^T) / 2`` as float64.
+
     Raises
     ------
     TypeError, ValueError
@@ -47,6 +59,13 @@ def check_covariance(C, name="covariance"):
 
 def covariance_input(estimator, X):
     """Validate ``X`` for an estimator with ``input`` in {"data", "covariance"}.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The estimator being fitted (its ``input`` parameter decides).
+    X : array-like
+        Data (n_samples, n_features) or a covariance (n_features, n_features).
 
     Returns
     -------

@@ -27,7 +27,17 @@ __all__ = [
 
 
 def sample_covariance(X):
-    """``(1/n) sum_i x_i x_i^T`` (the paper's input; data are not centred)."""
+    """``(1/n) sum_i x_i x_i^T`` (the paper's input; data are not centred).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The data.
+
+    Returns
+    -------
+    ndarray of shape (n_features, n_features)
+    """
     X = check_data(X, min_samples=1)
     return X.T @ X / X.shape[0]
 
@@ -38,6 +48,18 @@ def soft_threshold_covariance(S, alpha):
     .. math::
 
         \\hat Z_{ij} = \\operatorname{sign}(S_{ij}) \\max(|S_{ij}| - \\alpha, 0)
+
+    Parameters
+    ----------
+    S : ndarray of shape (p, p), symmetric
+        The empirical covariance.
+    alpha : float
+        The threshold, >= 0.
+
+    Returns
+    -------
+    Z : ndarray of shape (p, p)
+        The estimate.
     """
     S = check_covariance(S, name="S")
     alpha = check_nonneg(alpha, "alpha")
@@ -51,6 +73,18 @@ def trace_psd_covariance(S, alpha):
 
         \\hat Z = \\arg\\min_{Z \\succeq 0} \\tfrac12 \\|Z - S\\|_F^2
         + \\alpha \\operatorname{tr} Z
+
+    Parameters
+    ----------
+    S : ndarray of shape (p, p), symmetric
+        The empirical covariance.
+    alpha : float
+        The eigenvalue threshold, >= 0.
+
+    Returns
+    -------
+    Z : ndarray of shape (p, p)
+        The estimate.
     """
     S = check_covariance(S, name="S")
     alpha = check_nonneg(alpha, "alpha")
@@ -134,6 +168,21 @@ def sequential_spca_covariance(S, k, n_components, *, n_restarts=10, tpi_max_ite
     .. math::
 
         \\hat Z = \\sum_{t=1}^r d_t\\, u_t u_t^T .
+
+    Parameters
+    ----------
+    S : ndarray of shape (p, p), symmetric
+        The empirical covariance.
+    k : int
+        Support size of each component.
+    n_components : int
+        Number of components ``r``.
+    n_restarts : int, default=10
+        Restarts of the truncated power iteration.
+    tpi_max_iter : int, default=100
+        Iterations of each truncated power iteration.
+    random_state : int, RandomState or None
+        Seed of the random restarts.
 
     Returns
     -------

@@ -16,7 +16,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.validation import check_data, check_int, check_nonneg, check_real
 from ..trees import check_tree
-from ._base import Integral, Interval, Real, StrOptions, _fit_context
+from ._base import (
+    DEPRECATED, _DEPRECATED_OPTION, Integral, Interval, Real, StrOptions, _fit_context,
+    _renamed,
+)
 from ._tree import _NORMS, _check_norm, _check_weights, _prox_tree, _tree_norm
 
 logger = logging.getLogger("neurospca")
@@ -101,8 +104,8 @@ def _check_mask(mask, shape):
     return M.astype(np.float64)
 
 
-def tree_sparse_coding(X, dictionary, tree, lam, *, weights=None, norm="l2", l1=0.0,
-                       nonneg=False, mask=None, init=None, max_iter=500, tol=1e-4):
+def tree_sparse_coding(X, dictionary, tree, alpha=None, *, weights=None, norm="l2", l1=0.0,
+                       nonneg=False, mask=None, init=None, max_iter=500, tol=1e-4, lam=None):
     """Tree-structured sparse coding by FISTA with the exact tree prox.
 
     Each row ``x_i`` of ``X`` is coded independently:
@@ -110,7 +113,7 @@ def tree_sparse_coding(X, dictionary, tree, lam, *, weights=None, norm="l2", l1=
     .. math::
 
         \\min_{a_i} \\tfrac12 \\|m_i \\circ (x_i - D^T a_i)\\|_2^2
-        + \\mathrm{lam} \\sum_j w_j \\|a_{i|g_j}\\| + l_1 \\|a_i\\|_1
+        + \\alpha \\sum_j w_j \\|a_{i|g_j}\\| + l_1 \\|a_i\\|_1
 
     where ``D`` is ``dictionary`` (atoms as rows) and ``m_i`` the optional 0/1
     observation mask (inpainting: missing entries are ignored, Jenatton et al.
@@ -119,28 +122,42 @@ def tree_sparse_coding(X, dictionary, tree, lam, *, weights=None, norm="l2", l1=
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
+        The signals, one per row.
     dictionary : array-like of shape (n_nodes, n_features)
+        The atoms, one per row.
     tree : array-like of int or Tree
         Parent array over the ``n_nodes`` atoms.
-    lam : float
-        Weight of the tree norm (>= 0).
+    alpha : float
+        Weight of the tree norm (>= 0); required.
     weights : float or array-like of shape (n_nodes,), optional
+        Group weights ``w_j >= 0`` (default 1).
     norm : {"l2", "linf"}, default="l2"
+        The norm of each group.
     l1 : float, default=0.0
+        Extra ℓ1 weight on the codes.
     nonneg : bool, default=False
+        Nonnegative codes.
     mask : array-like of bool, shape (n_samples, n_features), optional
         True where ``X`` is observed; missing entries are ignored (they may
         be NaN).
     init : array-like of shape (n_samples, n_nodes), optional
         Warm start.
     max_iter : int, default=500
+        Maximum FISTA iterations.
     tol : float, default=1e-4
         Stop when ``||A_k - A_{k-1}||_F <= tol ||A_k||_F``.
+    lam : float, optional
+        Deprecated name of ``alpha`` (FutureWarning).
 
     Returns
     -------
     codes : ndarray of shape (n_samples, n_nodes)
+        The codes, one row per signal.
     """
+    alpha = _renamed(lam, alpha, "lam", "alpha", "tree_sparse_coding")
+    if alpha is None:
+        raise TypeError("tree_sparse_coding() missing the argument alpha (the weight of "
+                        "the tree norm).")
     if mask is not None:  # missing entries may hold anything, NaN included
         X = np.asarray(X, dtype=np.float64)
         X = np.where(_check_mask(mask, X.shape) > 0, X, 0.0)
@@ -153,7 +170,7 @@ def tree_sparse_coding(X, dictionary, tree, lam, *, weights=None, norm="l2", l1=
     if not np.all(np.isfinite(D)):
         raise ValueError("dictionary contains NaN or infinite values.")
     tree = check_tree(tree, n_nodes=D.shape[0])
-    lam = check_nonneg(lam, "lam")
+    alpha = check_nonneg(alpha, "alpha")
     l1 = check_nonneg(l1, "l1")
     norm = _check_norm(norm)
     w = _check_weights(weights, tree.n_nodes)
@@ -166,7 +183,7 @@ def tree_sparse_coding(X, dictionary, tree, lam, *, weights=None, norm="l2", l1=
             raise ValueError(
                 f"init must have shape ({X.shape[0]}, {D.shape[0]}), got {init.shape}."
             )
-    A, n_iter, conv = _sparse_code(X, D, tree, lam * w, norm, l1, bool(nonneg), M, init,
+    A, n_iter, conv = _sparse_code(X, D, tree, alpha * w, norm, l1, bool(nonneg), M, init,
                                    max_iter, tol)
     if not conv:
         warnings.warn(
@@ -283,7 +300,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
     .. math::
 
         \\min_{D \\in \\mathcal{D}_\\mu, A} \\frac1n \\sum_{i=1}^n
-        \\tfrac12 \\|x_i - D^T a_i\\|_2^2 + \\mathrm{lam}\\, \\Omega(a_i)
+        \\tfrac12 \\|x_i - D^T a_i\\|_2^2 + \\alpha\\, \\Omega(a_i)
         + l_1 \\|a_i\\|_1,
         \\qquad \\Omega(a) = \\sum_j w_j \\|a_{|g_j}\\|
 
@@ -304,9 +321,10 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         dictionary with the ℓ2 (or ℓ∞) norm of singletons, an ℓ1 penalty.
     n_components : int, default=8
         Number of atoms when ``tree`` is None (ignored otherwise).
-    lam : float, default=0.1
+    alpha : float, default=0.1
         Weight of the tree norm.
     norm : {"l2", "linf"}, default="l2"
+        The norm of each group.
     weights : float or array-like of shape (n_nodes,), optional
         Group weights (default 1).
     l1 : float, default=0.0
@@ -314,6 +332,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
     mu : float in [0, 1], default=0.0
         Dictionary constraint ``D_mu``.
     positive_code, positive_dict : bool, default=False
+        Nonnegative codes, nonnegative atoms.
     max_iter : int, default=30
         Outer alternations.
     n_dict_passes : int, default=5
@@ -322,9 +341,9 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         FISTA iterations per coding step.
     tol : float, default=1e-4
         Relative decrease of the objective that stops the outer loop.
-    transform_lam : float, optional
+    transform_alpha : float, optional
         Tree-norm weight used by :meth:`transform` (the paper tunes a separate
-        test-time weight); default ``lam``.
+        test-time weight); default ``alpha``.
     init : {"hierarchical", "data"}, default="hierarchical"
         Initial atoms. ``"hierarchical"``: coarse to fine; the roots start as
         random training samples, the tree cut at each depth is learned
@@ -338,35 +357,49 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         inpaints worse than a flat dictionary at low missing rates). The two
         are the same for a flat dictionary (a forest of roots).
     random_state : int, RandomState or None
+        Seed of the initial atoms.
+    lam : float, optional
+        Deprecated name of ``alpha`` (FutureWarning).
+    transform_lam : float, optional
+        Deprecated name of ``transform_alpha`` (FutureWarning).
 
     Attributes
     ----------
     components_ : ndarray of shape (n_nodes, n_features)
         The atoms.
     tree_ : Tree
-    objective_ : list of float
+        The validated tree.
+    scores_ : ndarray of shape (n_samples, n_nodes)
+        The training codes of the last coding step (with the atoms before the
+        last dictionary update).
+    objective_ : float
+        Final objective.
+    objective_history_ : list of float
         Objective after each alternation.
     n_iter_ : int
+        Alternations run.
     n_features_in_ : int
+        Number of features seen in ``fit``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from neurospca import HierarchicalDictionaryLearning, balanced_tree
     >>> X = np.random.default_rng(0).standard_normal((50, 16))
-    >>> model = HierarchicalDictionaryLearning(balanced_tree((2, 2)), lam=0.1,
+    >>> model = HierarchicalDictionaryLearning(balanced_tree((2, 2)), alpha=0.1,
     ...                                        tol=1e-2).fit(X)
     >>> model.components_.shape
     (7, 16)
     """
 
-    def __init__(self, tree=None, *, n_components=8, lam=0.1, norm="l2", weights=None,
+    def __init__(self, tree=None, *, n_components=8, alpha=0.1, norm="l2", weights=None,
                  l1=0.0, mu=0.0, positive_code=False, positive_dict=False, max_iter=30,
-                 n_dict_passes=5, max_coding_iter=200, tol=1e-4, transform_lam=None,
-                 init="hierarchical", random_state=None):
+                 n_dict_passes=5, max_coding_iter=200, tol=1e-4, transform_alpha=None,
+                 init="hierarchical", random_state=None, lam=DEPRECATED,
+                 transform_lam=DEPRECATED):
         self.tree = tree
         self.n_components = n_components
-        self.lam = lam
+        self.alpha = alpha
         self.norm = norm
         self.weights = weights
         self.l1 = l1
@@ -377,14 +410,16 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         self.n_dict_passes = n_dict_passes
         self.max_coding_iter = max_coding_iter
         self.tol = tol
-        self.transform_lam = transform_lam
+        self.transform_alpha = transform_alpha
         self.init = init
         self.random_state = random_state
+        self.lam = lam
+        self.transform_lam = transform_lam
 
     _parameter_constraints = {
         "tree": ["array-like", None],
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "lam": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
         "norm": [StrOptions(set(_NORMS))],
         "weights": ["array-like", Interval(Real, 0, None, closed="left"), None],
         "l1": [Interval(Real, 0, None, closed="left")],
@@ -395,39 +430,46 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         "n_dict_passes": [Interval(Integral, 1, None, closed="left")],
         "max_coding_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
-        "transform_lam": [Interval(Real, 0, None, closed="left"), None],
+        "transform_alpha": [Interval(Real, 0, None, closed="left"), None],
         "init": [StrOptions({"data", "hierarchical"})],
         "random_state": ["random_state"],
+        "lam": [Interval(Real, 0, None, closed="left"), _DEPRECATED_OPTION],
+        "transform_lam": [Interval(Real, 0, None, closed="left"), None, _DEPRECATED_OPTION],
     }
 
-    def _check_params(self):
-        if self.tree is None:
-            n = check_int(self.n_components, "n_components", minimum=1)
-            tree = check_tree(-np.ones(n, dtype=np.int64))
-        else:
-            tree = check_tree(self.tree)
-        lam = check_nonneg(self.lam, "lam")
-        l1 = check_nonneg(self.l1, "l1")
-        mu = check_nonneg(self.mu, "mu")
-        if mu > 1:
-            raise ValueError(f"mu must be in [0, 1], got {mu}.")
-        norm = _check_norm(self.norm)
-        w = _check_weights(self.weights, tree.n_nodes)
-        for name in ("max_iter", "n_dict_passes", "max_coding_iter"):
-            check_int(getattr(self, name), name, minimum=1)
-        tol = check_nonneg(self.tol, "tol", strict=True)
-        if self.transform_lam is not None:
-            check_nonneg(self.transform_lam, "transform_lam")
-        if self.init not in ("data", "hierarchical"):
-            raise ValueError(f"init must be 'data' or 'hierarchical', got {self.init!r}.")
-        return tree, lam, l1, mu, norm, w, tol
+    def _alphas(self):
+        """The (fit, transform) weights, the deprecated names included."""
+        name = type(self).__name__
+        alpha = float(_renamed(self.lam, self.alpha, "lam", "alpha", name))
+        t_alpha = _renamed(self.transform_lam, self.transform_alpha, "transform_lam",
+                           "transform_alpha", name)
+        return alpha, alpha if t_alpha is None else float(t_alpha)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Learn the dictionary from ``X`` (n_samples, n_features). ``y`` is ignored."""
+        """Learn the dictionary from ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training signals.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : HierarchicalDictionaryLearning
+            The fitted estimator.
+        """
         X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False)
         X = check_data(X, min_samples=1)
-        tree, lam, l1, mu, norm, w, tol = self._check_params()
+        alpha, _ = self._alphas()
+        if self.tree is None:
+            tree = check_tree(-np.ones(self.n_components, dtype=np.int64))
+        else:
+            tree = check_tree(self.tree)
+        w = _check_weights(self.weights, tree.n_nodes)
+        l1, mu, norm, tol = float(self.l1), float(self.mu), self.norm, float(self.tol)
         rng = check_random_state(self.random_state)
         n, m = X.shape
         p = tree.n_nodes
@@ -436,7 +478,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         C = X[idx] + 0.01 * np.std(X) * rng.standard_normal((p, m))
         for j in range(p):
             C[j] = _project_dict_ball(C[j], mu, pos) if np.any(C[j]) else C[j]
-        radii = lam * w
+        radii = alpha * w
         if self.init == "hierarchical" and len(tree.levels) > 1:
             C = _hierarchical_init(X, C, tree, radii, norm, l1, self.positive_code, mu, pos,
                                    self.n_dict_passes, self.max_coding_iter,
@@ -462,7 +504,9 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
                     ConvergenceWarning, stacklevel=2)
         self.components_ = C
         self.tree_ = tree
-        self.objective_ = objective
+        self.scores_ = A
+        self.objective_ = float(objective[-1])
+        self.objective_history_ = objective
         self.n_iter_ = it
         return self
 
@@ -472,6 +516,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The signals to code.
         mask : array-like of bool, shape (n_samples, n_features), optional
             True where ``X`` is observed (inpainting); missing entries are
             ignored (they may be NaN).
@@ -479,6 +524,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_nodes)
+            The codes.
         """
         check_is_fitted(self)
         check_real(X, "X")
@@ -487,14 +533,26 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         if M is not None:  # missing entries may hold anything, NaN included
             X = np.where(M > 0, X, 0.0)
         X = check_data(X, min_samples=1)
-        tree, lam, l1, mu, norm, w, tol = self._check_params()
-        lam_te = lam if self.transform_lam is None else float(self.transform_lam)
-        A, _, _ = _sparse_code(X, self.components_, self.tree_, lam_te * w, norm, l1,
-                               self.positive_code, M, None, self.max_coding_iter * 5, 1e-5)
+        _, alpha_te = self._alphas()
+        w = _check_weights(self.weights, self.tree_.n_nodes)
+        A, _, _ = _sparse_code(X, self.components_, self.tree_, alpha_te * w, self.norm,
+                               float(self.l1), self.positive_code, M, None,
+                               self.max_coding_iter * 5, 1e-5)
         return A
 
     def inverse_transform(self, X):
-        """Signals from codes: ``codes @ components_``."""
+        """Signals from codes: ``codes @ components_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_nodes)
+            Codes.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The signals.
+        """
         check_is_fitted(self)
         A = np.asarray(X, dtype=np.float64)
         if A.ndim != 2 or A.shape[1] != self.components_.shape[0]:

@@ -36,7 +36,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from ._base import (
-    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
+    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _deprecated_alias,
+    _fit_context,
 )
 from .._utils.validation import check_int, check_n_components, check_nonneg
 from ._covariance import _min_eigenvalue, _tpi_candidates, check_covariance, covariance_input
@@ -72,6 +73,21 @@ def ktrace_objective(S, Z, alpha, blocks):
 
     With the decomposition ``blocks`` (a list of ``(support, Z_I)``, summing to
     ``Z``) this upper-bounds ``1/2 ||Z - S||^2 + alpha * Omega(Z)``.
+
+    Parameters
+    ----------
+    S : ndarray of shape (p, p)
+        The empirical covariance.
+    Z : ndarray of shape (p, p)
+        The estimate.
+    alpha : float
+        The penalty weight.
+    blocks : iterable of (ndarray of int, ndarray of shape (k, k))
+        The decomposition of ``Z``.
+
+    Returns
+    -------
+    float
     """
     R = Z - S
     return float(0.5 * np.sum(R * R) + alpha * sum(float(np.trace(Zb)) for _, Zb in blocks))
@@ -104,6 +120,18 @@ def polar_upper_bound(K, k):
     ``|K_ij|`` of row ``i``). Unlike the truncated power iteration estimate,
     it can never miss a violating support, so the dual point
     ``K min(1, alpha / bound)`` is feasible and its gap is a true bound.
+
+    Parameters
+    ----------
+    K : ndarray of shape (p, p), symmetric
+        The matrix (a residual ``S - Z``).
+    k : int
+        Support size.
+
+    Returns
+    -------
+    float
+        A bound ``>= 0``.
     """
     p = K.shape[0]
     lam = float(np.linalg.eigvalsh(K)[-1])
@@ -212,6 +240,14 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
     if exact_polar and math.comb(p, k) > _EXACT_POLAR_MAX_SUBSETS:
         raise ValueError(f"exact_polar=True enumerates comb(p, k) = {math.comb(p, k)} "
                          f"supports, more than {_EXACT_POLAR_MAX_SUBSETS}; use TPI.")
+    return _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter,
+                       max_add, bool(exact_polar), random_state, verbose)
+
+
+def _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter, max_add,
+                exact_polar, random_state, verbose):
+    """:func:`ktrace_pca` on validated arguments (the estimator calls it directly)."""
+    p = S.shape[0]
     rng = check_random_state(random_state)
     t0 = time.perf_counter()
 
@@ -435,16 +471,17 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
     dual_norm_ : float
         Final estimate of the polar of the residual (``<= alpha`` at
         convergence, up to ``tol`` and the accuracy of TPI).
-    dual_gap_ : float
-        Certified duality gap: a true bound of the suboptimality, from the
-        exact polar (enumeration, when ``comb(p, k) <= 20,000``) or a
-        certified upper bound of it (:func:`polar_upper_bound`), never from
-        the TPI estimate alone.
+    dual_gaps_ : ndarray of shape (1,)
+        Certified duality gap of the one convex problem: a true bound of the
+        suboptimality, from the exact polar (enumeration, when
+        ``comb(p, k) <= 20,000``) or a certified upper bound of it
+        (:func:`polar_upper_bound`), never from the TPI estimate alone.
+        (``dual_gap_``, its float, is a deprecated alias.)
     n_iter_ : int
         Supports added to the working set.
     converged_ : bool
         True only when certified: the working-set criterion holds and
-        ``dual_gap_ <= tol * ||S||_F^2 / 2``; otherwise a ConvergenceWarning
+        ``dual_gaps_[0] <= tol * ||S||_F^2 / 2``; otherwise a ConvergenceWarning
         says the result is not certified.
     n_features_in_ : int
 
@@ -489,20 +526,36 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    dual_gap_ = _deprecated_alias("dual_gaps_", "dual_gap_", "the certified gap, a float.",
+                                  to_old=lambda gaps: float(gaps[0]),
+                                  to_new=lambda gap: np.array([float(gap)]))
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit on data ``X`` (n_samples, n_features) or, with
-        ``input="covariance"``, on a covariance matrix. ``y`` is ignored."""
+        """Fit on data or, with ``input="covariance"``, on a covariance matrix.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_features, n_features)
+            Data, or the symmetric covariance matrix.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : KTraceNormPCA
+            The fitted estimator.
+        """
         self.mean_, S, _ = covariance_input(self, X)
         p = S.shape[0]
         n_components = self.n_components
         if n_components is not None:
             n_components = check_n_components(n_components, p, p)
-        Z, blocks, info = ktrace_pca(
-            S, self.k, self.alpha, tol=self.tol, max_blocks=self.max_blocks,
-            max_iter=self.max_iter, n_restarts=self.n_restarts,
-            tpi_max_iter=self.tpi_max_iter, random_state=self.random_state,
-            verbose=self.verbose)
+        k = check_int(self.k, "k", minimum=1, maximum=p)
+        max_blocks = 4 * p if self.max_blocks is None else self.max_blocks
+        Z, blocks, info = _ktrace_pca(
+            S, k, float(self.alpha), float(self.tol), max_blocks, self.max_iter,
+            self.n_restarts, self.tpi_max_iter, 5, False, self.random_state, self.verbose)
         atoms, weights = _atoms(blocks, p)
         if n_components is not None:
             atoms, weights = atoms[:n_components], weights[:n_components]
@@ -517,7 +570,7 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         self.objective_history_ = info["objective"]
         self.objective_ = float(info["objective"][-1])
         self.dual_norm_ = info["polar"]
-        self.dual_gap_ = info["dual_gap"]
+        self.dual_gaps_ = np.array([info["dual_gap"]])
         self.n_iter_ = info["n_iter"]
         self.converged_ = info["converged"]
         self.fit_time_ = info["time"]

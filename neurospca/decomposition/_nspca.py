@@ -289,6 +289,13 @@ def nspca(C, n_components, *, alpha, beta=0.0, tol=1e-6, max_iter=200, init="svd
                              f"got {U_init.shape}.")
         if np.any(U_init < 0):
             raise ValueError("U_init must be nonnegative.")
+    _check_alpha_scale(C, alpha)
+    return _nspca(C, n_components, alpha, beta, tol, max_iter, init, n_init, U_init,
+                  random_state, kernels, verbose)
+
+
+def _check_alpha_scale(C, alpha):
+    """Reject an ``alpha`` so small against ``C`` that the objective overflows."""
     ratio = float(np.max(np.abs(C))) / alpha
     if not ratio < 1e100:  # the columns' norms are about sqrt(1 + lambda / alpha)
         raise ValueError(
@@ -297,6 +304,11 @@ def nspca(C, n_components, *, alpha, beta=0.0, tol=1e-6, max_iter=200, init="svd
             f"sqrt(lambda / alpha) ~ {np.sqrt(ratio):.1e} and the objective overflows. "
             "Increase alpha (it is in the units of the covariance)."
         )
+
+
+def _nspca(C, n_components, alpha, beta, tol, max_iter, init, n_init, U_init, random_state,
+           kernels, verbose):
+    """:func:`nspca` on validated arguments (the estimator calls it directly)."""
     rng = check_random_state(random_state)
     sweep = _get_sweep(kernels)
 
@@ -440,14 +452,27 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit on data ``X`` (n_samples, n_features) or, with
-        ``input="covariance"``, on a covariance matrix. ``y`` is ignored."""
+        """Fit on data or, with ``input="covariance"``, on a covariance matrix.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_features, n_features)
+            Data, or the symmetric covariance matrix.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : NonnegativeSparsePCA
+            The fitted estimator.
+        """
         self.mean_, C, n_samples = covariance_input(self, X)
         n_components = check_n_components(self.n_components, n_samples, C.shape[0])
-        U, info = nspca(C, n_components, alpha=self.alpha, beta=self.beta, tol=self.tol,
-                        max_iter=self.max_iter, init=self.init, n_init=self.n_init,
-                        random_state=self.random_state, kernels=self.kernels,
-                        verbose=self.verbose)
+        alpha = float(self.alpha)
+        _check_alpha_scale(C, alpha)
+        U, info = _nspca(C, n_components, alpha, float(self.beta), float(self.tol),
+                         self.max_iter, self.init, self.n_init, None, self.random_state,
+                         self.kernels, self.verbose)
         self.components_ = U.T
         self.objective_history_ = info["objective"]
         self.objective_ = float(info["objective"][-1])

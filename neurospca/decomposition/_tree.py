@@ -11,7 +11,7 @@ are the nodes of a rooted tree (or forest) given by a parent array; the group
     \\qquad \\|\\cdot\\| \\in \\{\\ell_2, \\ell_\\infty\\}.
 
 A zero group is a whole subtree, so a selected node has all its ancestors
-selected. The proximal operator of ``lam * Omega`` is computed exactly in one
+selected. The proximal operator of ``alpha * Omega`` is computed exactly in one
 pass of group soft-thresholdings visited from the leaves to the root
 (Proposition 1 of the paper); visiting the root first is *not* exact.
 The dictionary learning built on it (FISTA coding, dictionary update,
@@ -22,6 +22,7 @@ import numpy as np
 
 from .._utils.validation import check_finite_array, check_nonneg, check_real
 from ..trees import Tree, balanced_tree, check_tree  # noqa: F401  (re-exported)
+from ._base import _renamed
 from ._projections import _project_l1_ball, project_l1_ball  # noqa: F401  (re-exported)
 
 try:  # compiled twin of _prox_tree_core (python setup.py build_ext --inplace)
@@ -84,7 +85,7 @@ def _prox_tree_core(Z, tree, radii, norm, root_first=False, return_dual=False,
                     row_scale=None):
     """Leaves-to-root (or, wrongly, root-first) group shrinkages.
 
-    ``Z`` is (n, p) in the node order of the tree; ``radii[j] = lam * w_j``,
+    ``Z`` is (n, p) in the node order of the tree; ``radii[j] = alpha * w_j``,
     multiplied by ``row_scale[i]`` for row ``i`` if given (FISTA steps). With
     ``return_dual`` also returns the dual variables ``xi_g`` of Algorithm 1 as
     a dict ``node -> (xi (n, |g|), node indices of g)``.
@@ -149,13 +150,13 @@ def _prox_l2_levels(Z, tree, radii, row_scale=None):
     return (ZT * scale).T
 
 
-def prox_tree(v, tree, lam=1.0, *, weights=None, norm="l2", l1=0.0, nonneg=False):
+def prox_tree(v, tree, alpha=1.0, *, weights=None, norm="l2", l1=0.0, nonneg=False, lam=None):
     """Exact proximal operator of the tree-structured norm (plus ℓ1).
 
     .. math::
 
         \\mathrm{prox}(u) = \\arg\\min_v \\tfrac12 \\|v - u\\|_2^2
-        + \\mathrm{lam} \\sum_{j} w_j \\|v_{|g_j}\\| + l_1 \\|v\\|_1
+        + \\alpha \\sum_{j} w_j \\|v_{|g_j}\\| + l_1 \\|v\\|_1
         \\;[+\\, \\iota_{v \\ge 0}]
 
     where ``g_j`` is node ``j`` and its descendants and ``||.||`` is ℓ2 or ℓ∞.
@@ -170,15 +171,18 @@ def prox_tree(v, tree, lam=1.0, *, weights=None, norm="l2", l1=0.0, nonneg=False
         Point(s) ``u``; each row is a separate problem.
     tree : array-like of int or Tree
         Parent array (``-1`` for roots); see :func:`check_tree`.
-    lam : float, default=1.0
+    alpha : float, default=1.0
         Weight of the tree norm (>= 0).
     weights : float or array-like of shape (n_nodes,), optional
         Group weights ``w_j >= 0`` (default 1).
     norm : {"l2", "linf"}, default="l2"
+        The norm of each group.
     l1 : float, default=0.0
         Weight of the ℓ1 norm (>= 0).
     nonneg : bool, default=False
         Add the constraint ``v >= 0``.
+    lam : float, optional
+        Deprecated name of ``alpha`` (FutureWarning).
 
     Returns
     -------
@@ -188,9 +192,10 @@ def prox_tree(v, tree, lam=1.0, *, weights=None, norm="l2", l1=0.0, nonneg=False
     --------
     >>> import numpy as np
     >>> from neurospca import prox_tree
-    >>> prox_tree(np.array([3.0, 0.5, 2.0]), [-1, 0, 0], lam=0.5)
+    >>> prox_tree(np.array([3.0, 0.5, 2.0]), [-1, 0, 0], alpha=0.5)
     array([2.5527..., 0.        , 1.2763...])
     """
+    alpha = _renamed(lam, alpha, "lam", "alpha", "prox_tree")
     tree = check_tree(tree)
     check_real(v, "v")
     V = np.array(v, dtype=np.float64)
@@ -201,11 +206,11 @@ def prox_tree(v, tree, lam=1.0, *, weights=None, norm="l2", l1=0.0, nonneg=False
         )
     if not np.all(np.isfinite(V)):
         raise ValueError("v contains NaN or infinite values.")
-    lam = check_nonneg(lam, "lam")
+    alpha = check_nonneg(alpha, "alpha")
     l1 = check_nonneg(l1, "l1")
     norm = _check_norm(norm)
     w = _check_weights(weights, tree.n_nodes)
-    out = _prox(np.atleast_2d(V), tree, lam * w, norm, l1, bool(nonneg))
+    out = _prox(np.atleast_2d(V), tree, alpha * w, norm, l1, bool(nonneg))
     return out[0] if V.ndim == 1 else out
 
 
@@ -224,9 +229,13 @@ def tree_norm(v, tree, *, weights=None, norm="l2"):
     Parameters
     ----------
     v : array-like of shape (n_nodes,) or (n_samples, n_nodes)
+        The vector(s).
     tree : array-like of int or Tree
+        Parent array (``-1`` for roots) or a :class:`~neurospca.trees.Tree`.
     weights : float or array-like of shape (n_nodes,), optional
+        Group weights ``w_j >= 0`` (default 1).
     norm : {"l2", "linf"}, default="l2"
+        The norm of each group.
 
     Returns
     -------
