@@ -7,9 +7,9 @@ dictionary-learning estimator and the simulations share. Like
 :mod:`neurospca.operators`, it describes a structure and imports no estimator.
 """
 
-import numbers
-
 import numpy as np
+
+from ._utils.validation import check_int
 
 __all__ = ["Tree", "check_tree", "balanced_tree"]
 
@@ -182,9 +182,8 @@ def balanced_tree(branching):
     """
     parent = [-1]
     level = [0]
-    for b in branching:
-        if isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 1:
-            raise ValueError(f"branching factors must be positive ints, got {b!r}.")
+    for i, b in enumerate(branching):
+        b = check_int(b, f"branching[{i}]", minimum=1)
         nxt = []
         for node in level:
             for _ in range(int(b)):

@@ -532,12 +532,13 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit on data or, with ``input="covariance"``, on a covariance matrix.
+        """Estimate the covariance and its k-sparse atoms.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or (n_features, n_features)
-            Data, or the symmetric covariance matrix.
+            Data (its covariance ``X_c^T X_c / N`` is decomposed) or, with
+            ``input="covariance"``, the symmetric covariance matrix itself.
         y : None
             Ignored.
 

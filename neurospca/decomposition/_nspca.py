@@ -452,12 +452,12 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit on data or, with ``input="covariance"``, on a covariance matrix.
+        """Fit the nonnegative loadings.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or (n_features, n_features)
-            Data, or the symmetric covariance matrix.
+            Data or, with ``input="covariance"``, the symmetric matrix used as ``C``.
         y : None
             Ignored.
 
