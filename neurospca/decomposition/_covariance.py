@@ -76,8 +76,6 @@ def covariance_input(estimator, X):
     n_samples : int
         ``N`` for data, ``n_features`` for a covariance (for ``n_components``).
     """
-    if estimator.input not in _INPUTS:
-        raise ValueError(f"input must be one of {_INPUTS}, got {estimator.input!r}.")
     if estimator.input == "covariance":
         X = validate_data(estimator, X, dtype=np.float64, ensure_min_samples=1)
         C = check_covariance(X, name="X")
