@@ -55,7 +55,7 @@ RATES = (0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 def inpainting_mse(model, X, mask, lam_te):
-    model.set_params(transform_lam=lam_te)
+    model.set_params(transform_alpha=lam_te)
     A = model.transform(np.where(mask, X, 0.0), mask=mask)
     return float(np.mean((A @ model.components_ - X)[~mask] ** 2))
 
@@ -73,7 +73,7 @@ def one_run(run, args):
         best = {r: (np.inf, None) for r in RATES}
         for lam_tr in args.lam_train:
             model = HierarchicalDictionaryLearning(
-                tree, n_components=parent.size, lam=lam_tr, norm=args.norm,
+                tree, n_components=parent.size, alpha=lam_tr, norm=args.norm,
                 max_iter=args.max_iter, init=args.init, random_state=run,
             ).fit(Xtr)
             for r in RATES:

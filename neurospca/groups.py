@@ -21,6 +21,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ._utils.validation import check_int
 from .operators import GroupOperator
 
 __all__ = ["grid_halfspace_groups", "group_lasso_operator", "check_groups"]
@@ -64,9 +65,7 @@ def grid_halfspace_groups(shape=None, mask=None, *, diagonals=True):
     if mask is None:
         if shape is None:
             raise ValueError("give shape or mask.")
-        shape = tuple(shape)
-        if not all(isinstance(s, numbers.Integral) and s >= 1 for s in shape):
-            raise ValueError(f"shape must hold positive ints, got {shape!r}.")
+        shape = tuple(check_int(s, f"shape[{i}]", minimum=1) for i, s in enumerate(shape))
         mask = np.ones(shape, dtype=bool)
     else:
         mask = np.asarray(mask)
@@ -111,6 +110,10 @@ def check_groups(groups, n_features, weights=None, name="groups",
     weights : None, array-like of shape (n_groups,), or sequence of arrays
         One positive weight per group, or the vector ``d^G`` (one positive
         entry per feature of the group) for each group. Default 1.
+    name : str, default="groups"
+        The groups' argument name, used in error messages.
+    weights_name : str, default="group_weights"
+        The weights' argument name, used in error messages.
     require_cover : bool, default=True
         Require every feature to belong to at least one group.
 
@@ -211,10 +214,8 @@ def group_lasso_operator(groups, n_features, weights=None):
     -------
     GroupOperator
     """
-    if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) \
-            or n_features < 1:
-        raise ValueError(f"n_features must be a positive int, got {n_features!r}.")
-    groups, wts = check_groups(groups, int(n_features), weights, require_cover=False)
+    n_features = check_int(n_features, "n_features", minimum=1)
+    groups, wts = check_groups(groups, n_features, weights, require_cover=False)
     cols = np.concatenate(groups)
     data = np.concatenate(wts)
     sizes = np.array([g.size for g in groups])

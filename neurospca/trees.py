@@ -7,9 +7,9 @@ dictionary-learning estimator and the simulations share. Like
 :mod:`neurospca.operators`, it describes a structure and imports no estimator.
 """
 
-import numbers
-
 import numpy as np
+
+from ._utils.validation import check_int
 
 __all__ = ["Tree", "check_tree", "balanced_tree"]
 
@@ -21,6 +21,11 @@ class Tree:
     subtree is a contiguous range, so group ``g_j`` is the slice
     ``order[pos[j]:end[pos[j]]]``, and walking the positions backwards visits
     every node after all its descendants (leaves to root).
+
+    Parameters
+    ----------
+    parent, order, end, depth : ndarray of int64, shape (n_nodes,)
+        As the attributes below (:func:`check_tree` computes them).
 
     Attributes
     ----------
@@ -49,10 +54,17 @@ class Tree:
 
     @property
     def n_nodes(self):
+        """Number of nodes (int)."""
         return self.parent.size
 
     def groups(self):
-        """Group ``g_j`` (node and descendants) of every node ``j``, as index arrays."""
+        """Group ``g_j`` (node and descendants) of every node ``j``.
+
+        Returns
+        -------
+        list of ndarray of int64
+            Sorted node indices of ``g_j``, one array per node ``j``.
+        """
         out = [None] * self.n_nodes
         for i, node in enumerate(self.order):
             out[node] = np.sort(self.order[i:self.end[i]])
@@ -170,9 +182,8 @@ def balanced_tree(branching):
     """
     parent = [-1]
     level = [0]
-    for b in branching:
-        if isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 1:
-            raise ValueError(f"branching factors must be positive ints, got {b!r}.")
+    for i, b in enumerate(branching):
+        b = check_int(b, f"branching[{i}]", minimum=1)
         nxt = []
         for node in level:
             for _ in range(int(b)):

@@ -241,11 +241,11 @@ def test_sspca_l1_codes_monotone_and_inside_the_ball():
         lam = 10.0 ** rng.uniform(-6, 3)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            m = SSPCA(3, lam=lam, code_constraint="l1", random_state=seed, max_iter=50).fit(X)
-        h = np.asarray(m.objective_)
+            m = SSPCA(3, alpha=lam, code_constraint="l1", random_state=seed, max_iter=50).fit(X)
+        h = np.asarray(m.objective_history_)
         assert np.all(np.isfinite(h)) and np.all(np.isfinite(m.components_))
         assert np.all(np.diff(h) <= 1e-9 * np.abs(h[:-1])), seed
-        assert np.all(np.abs(m.codes_).sum(axis=0) <= 1 + 1e-12), seed
+        assert np.all(np.abs(m.scores_).sum(axis=0) <= 1 + 1e-12), seed
 
 
 def _spd(p, seed, n):
@@ -280,7 +280,7 @@ def test_ktrace_large_problem_is_not_claimed_converged_without_certificate():
         warnings.simplefilter("always")
         m = KTraceNormPCA(k=4, alpha=0.2, random_state=0).fit(X)
     if m.converged_:
-        assert m.dual_gap_ <= 1e-4 * 0.5 * np.sum(np.cov(X.T, bias=True) ** 2) * 1.0001
+        assert m.dual_gaps_[0] <= 1e-4 * 0.5 * np.sum(np.cov(X.T, bias=True) ** 2) * 1.0001
     else:
         assert any("not certified" in str(w.message) or "did not" in str(w.message)
                    or "stopped" in str(w.message) for w in rec)

@@ -28,7 +28,7 @@ def test_sklearn_param_validation(estimator):
 @pytest.mark.parametrize("estimator, param, value", [
     (SPCATV(), "l1_ratio", 1.0),
     (SPCATV(), "solver", "newton"),
-    (SSPCA(), "alpha", 1.5),
+    (SSPCA(), "exponent", 1.5),
     (SSPCA(), "code_constraint", "linf"),
     (NonnegativeSparsePCA(), "beta", -0.1),
     (KTraceNormPCA(), "max_blocks", 0),

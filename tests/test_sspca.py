@@ -96,7 +96,7 @@ def test_group_lasso_operator_value_and_norm():
     v = rng.standard_normal(30)
     expected = sum(np.linalg.norm(d * v[g]) for g, d in zip(groups, weights))
     assert op.value(v) == pytest.approx(expected, rel=1e-12)
-    assert structured_norm(v, groups, alpha=1.0, weights=weights) == pytest.approx(
+    assert structured_norm(v, groups, exponent=1.0, weights=weights) == pytest.approx(
         expected, rel=1e-12)
     dense = op.matrix.toarray()
     assert op.norm2 == pytest.approx(np.linalg.norm(dense, 2) ** 2, rel=1e-12)
@@ -169,7 +169,7 @@ def test_convex_case_matches_cvxpy_given_codes():
     gs, wts = check_groups(groups, p)
     M = _membership(gs, wts, p)
     for lam in (3e-4, 1e-3):
-        U, V, info = sspca(X, 2, groups=groups, lam=lam, alpha=1.0, max_iter=5000,
+        U, V, info = sspca(X, 2, groups=groups, alpha=lam, exponent=1.0, max_iter=5000,
                            tol=1e-12, eps=1e-8, random_state=0)
         Vc = cp.Variable((p, 2))
         obj = cp.sum_squares(X - U @ Vc.T) / (2 * n * p) + lam * sum(
@@ -190,11 +190,11 @@ def test_objective_decreases_and_restarts():
     for alpha in (0.5, 1.0):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            _, _, info = sspca(X, 2, groups=groups, lam=1e-5 if alpha == 1 else 1e-7,
-                               alpha=alpha, random_state=0, max_iter=300, tol=1e-8)
+            _, _, info = sspca(X, 2, groups=groups, alpha=1e-5 if alpha == 1 else 1e-7,
+                               exponent=alpha, random_state=0, max_iter=300, tol=1e-8)
         obj = np.asarray(info["objective"])
         assert np.all(np.diff(obj) <= 1e-10 * obj[:-1])
-    _, _, info = sspca(X, 2, groups=groups, lam=1e-7, n_init=4, random_state=0)
+    _, _, info = sspca(X, 2, groups=groups, alpha=1e-7, n_init=4, random_state=0)
     assert info["objective"][-1] == pytest.approx(info["objectives"].min())
     assert info["objectives"].size == 4
 
@@ -204,7 +204,7 @@ def test_code_constraints():
     X = rng.standard_normal((30, 16))
     X -= X.mean(0)
     for cons, order in (("l2", 2), ("l1", 1)):
-        U, V, _ = sspca(X, 3, lam=1e-4, alpha=1.0, code_constraint=cons, random_state=0)
+        U, V, _ = sspca(X, 3, alpha=1e-4, exponent=1.0, code_constraint=cons, random_state=0)
         assert np.all(np.linalg.norm(U, ord=order, axis=0) <= 1 + 1e-10)
         # the constraint is active (the loss wants large codes)
         assert np.all(np.linalg.norm(U, ord=order, axis=0) > 0.999)
@@ -240,7 +240,7 @@ def test_sspca_recovers_convex_supports_where_sparse_pca_does_not():
     eight = np.ones((3, 3))
     for seed in (0, 1, 2):
         X, supports = make_images(seed, noise=2.5, floor=0.3, layout="overlapping")
-        ss = SSPCA(3, lam=2e-7, alpha=0.5, groups=groups, n_init=10, random_state=0).fit(X)
+        ss = SSPCA(3, alpha=2e-7, exponent=0.5, groups=groups, n_init=10, random_state=0).fit(X)
         d_ss, est_ss = support_dice(ss.components_, supports)
         # plain l1 sparse PCA with its best penalty (an oracle: 4 and 5 are the
         # best of 0.5 ... 16 on these seeds, see the figure script)
@@ -261,12 +261,12 @@ def test_sspca_recovers_convex_supports_where_sparse_pca_does_not():
 
 def test_estimator_attributes_and_transform():
     X, _ = make_images(0, n=40)
-    model = SSPCA(3, lam=1e-7, groups=grid_halfspace_groups((16, 16)), random_state=0)
+    model = SSPCA(3, alpha=1e-7, groups=grid_halfspace_groups((16, 16)), random_state=0)
     S = model.fit_transform(X)
     assert S.shape == (40, 3)
     assert model.components_.shape == (3, 256)
     np.testing.assert_allclose(np.linalg.norm(model.components_, axis=1), 1.0)
-    assert model.loadings_.shape == (256, 3) and model.codes_.shape == (40, 3)
+    assert model.loadings_.shape == (256, 3) and model.scores_.shape == (40, 3)
     assert model.eta_.shape == (len(grid_halfspace_groups((16, 16))), 3)
     # least-squares scores: reconstruction is the projection on span(components)
     R = model.inverse_transform(S)
@@ -275,7 +275,7 @@ def test_estimator_attributes_and_transform():
     np.testing.assert_allclose(R - model.mean_, (X - model.mean_) @ P, atol=1e-8)
     # the fitted U V^T is nearly as good a rank-3 fit as PCA (the optimum)
     Xc = X - model.mean_
-    err = np.linalg.norm(Xc - model.codes_ @ model.loadings_.T)
+    err = np.linalg.norm(Xc - model.scores_ @ model.loadings_.T)
     s = np.linalg.svd(Xc, compute_uv=False)
     err_pca = np.sqrt((s[3:] ** 2).sum())
     assert err_pca <= err <= 1.05 * err_pca
@@ -284,7 +284,7 @@ def test_estimator_attributes_and_transform():
 def test_convergence_warning():
     X, _ = make_images(0, n=20)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        SSPCA(2, lam=1e-7, max_iter=1, random_state=0).fit(X)
+        SSPCA(2, alpha=1e-7, max_iter=1, random_state=0).fit(X)
 
 
 # -------------------------------------------------------------------- bad input
@@ -315,15 +315,15 @@ def test_bad_input():
     # the function's own checks (the estimator's are _parameter_constraints,
     # tests/test_param_validation.py)
     Xc = X - X.mean(0)
-    with pytest.raises(ValueError, match="lam must be >= 0"):
-        sspca(Xc, 2, lam=-1.0)
-    with pytest.raises(ValueError, match="alpha must be in"):
-        sspca(Xc, 2, alpha=1.5)
-    with pytest.raises(ValueError, match="alpha must be > 0"):
-        sspca(Xc, 2, alpha=0.0)
+    with pytest.raises(ValueError, match="alpha must be >= 0"):
+        sspca(Xc, 2, alpha=-1.0)
+    with pytest.raises(ValueError, match="exponent must be in"):
+        sspca(Xc, 2, exponent=1.5)
+    with pytest.raises(ValueError, match="exponent must be > 0"):
+        sspca(Xc, 2, exponent=0.0)
     with pytest.raises(ValueError, match="code_constraint must be one of"):
         sspca(Xc, 2, code_constraint="linf")
-    with pytest.raises(ValueError, match="n_init must be a positive int"):
+    with pytest.raises(ValueError, match="n_init must be an int >= 1"):
         sspca(Xc, 2, n_init=0)
     with pytest.raises(ValueError, match="'support_threshold' parameter of SSPCA must be"):
         SSPCA(2, support_threshold=-1).fit(X)
@@ -334,7 +334,7 @@ def test_bad_input():
         model.inverse_transform(np.ones((3, 4)))
 
 
-@parametrize_with_checks([SSPCA(2, max_iter=20), SSPCA(2, alpha=1.0, code_constraint="l1",
+@parametrize_with_checks([SSPCA(2, max_iter=20), SSPCA(2, exponent=1.0, code_constraint="l1",
                                                        max_iter=20)])
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():

@@ -51,7 +51,7 @@ def shared_data(seed, n=60):
 def test_singleton_partition_is_the_plain_model():
     X, _ = shared_data(0)
     groups = grid_halfspace_groups(SHAPE)
-    kw = dict(groups=groups, lam=1e-5, max_iter=30, random_state=3)
+    kw = dict(groups=groups, alpha=1e-5, max_iter=30, random_state=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         U0, V0, i0 = sspca(X, 3, **kw)
@@ -68,7 +68,7 @@ def test_shared_objective_is_the_block_norm_and_decreases(alpha):
     partition = [[0, 2], [1]]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        U, V, info = sspca(X, 3, groups=groups, lam=1e-5, alpha=alpha,
+        U, V, info = sspca(X, 3, groups=groups, alpha=1e-5, exponent=alpha,
                            partition=partition, max_iter=40, random_state=0)
     assert info["eta"].shape == (len(groups), 2)
     obj = np.asarray(info["objective"])
@@ -86,7 +86,7 @@ def matched_dice(supports, truth):
 
 def test_shared_patterns_share_the_support():
     groups = grid_halfspace_groups(SHAPE)
-    kw = dict(lam=1e-6, groups=groups, n_init=5, tol=1e-6, support_threshold=0.05,
+    kw = dict(alpha=1e-6, groups=groups, n_init=5, tol=1e-6, support_threshold=0.05,
               random_state=0)
     shared, alone = [], []
     for seed in range(5):
@@ -136,20 +136,20 @@ def nonneg_data(seed, n=80):
 def test_nonneg_factorisation_is_nonnegative_and_recovers_parts():
     groups = grid_halfspace_groups(SHAPE)
     X, truth = nonneg_data(0)
-    m = SSPCA(3, lam=1e-7, groups=groups, nonneg=True, center=False, n_init=3,
+    m = SSPCA(3, alpha=1e-7, groups=groups, nonneg=True, center=False, n_init=3,
               support_threshold=0.05, random_state=0).fit(X)
-    assert np.all(m.codes_ >= 0) and np.all(m.loadings_ >= 0)
+    assert np.all(m.scores_ >= 0) and np.all(m.loadings_ >= 0)
     np.testing.assert_array_equal(m.mean_, 0.0)
-    obj = np.asarray(m.objective_)
+    obj = np.asarray(m.objective_history_)
     assert np.all(np.diff(obj) <= 1e-10 * np.abs(obj[:-1]))
     for t in truth:
         assert max(dice(s, t) for s in m.supports_) >= 0.9
     # the parts explain the data: relative residual of the nonnegative fit
-    R = X - m.codes_ @ m.loadings_.T
+    R = X - m.scores_ @ m.loadings_.T
     assert np.linalg.norm(R) <= 0.1 * np.linalg.norm(X)
     # without the constraint the same fit has negative entries (the sign is free)
-    free = SSPCA(3, lam=1e-7, groups=groups, center=False, random_state=1).fit(X)
-    assert (free.loadings_ < -1e-8).any() or (free.codes_ < -1e-8).any()
+    free = SSPCA(3, alpha=1e-7, groups=groups, center=False, random_state=1).fit(X)
+    assert (free.loadings_ < -1e-8).any() or (free.scores_ < -1e-8).any()
 
 
 def test_partition_and_nonneg_bad_input():
@@ -173,7 +173,7 @@ def test_partition_and_nonneg_bad_input():
 
 def test_svd_init_is_the_leading_singular_subspace():
     X, _ = shared_data(2)
-    kw = dict(groups=grid_halfspace_groups(SHAPE), lam=1e-6, init="svd", max_iter=1)
+    kw = dict(groups=grid_halfspace_groups(SHAPE), alpha=1e-6, init="svd", max_iter=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         U1, V1, _ = sspca(X, 3, random_state=0, **kw)

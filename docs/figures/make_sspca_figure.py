@@ -96,11 +96,11 @@ def scores(components, supports):
 
 def fit_all(X, S, groups):
     out = {}
-    m = SSPCA(3, lam=SSPCA_LAM, alpha=0.5, groups=groups, n_init=10, random_state=0).fit(X)
+    m = SSPCA(3, alpha=SSPCA_LAM, exponent=0.5, groups=groups, n_init=10, random_state=0).fit(X)
     out["SSPCA alpha=0.5"] = (m.components_, f"lam={SSPCA_LAM:g}")
     best = None
     for lam in SSPCA1_LAMS:
-        m = SSPCA(3, lam=lam, alpha=1.0, groups=groups, n_init=3, random_state=0).fit(X)
+        m = SSPCA(3, alpha=lam, exponent=1.0, groups=groups, n_init=3, random_state=0).fit(X)
         d = match(m.components_, S)[0].mean()
         if best is None or d > best[0]:
             best = (d, m.components_, f"lam={lam:g}")

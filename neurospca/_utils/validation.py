@@ -145,6 +145,43 @@ def check_n_components(n_components, n_samples, n_features, name="n_components")
     return int(n_components)
 
 
+def check_int(value, name, *, minimum=None, maximum=None):
+    """An int (not a bool) in ``[minimum, maximum]`` (either bound optional).
+
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    name : str
+        The argument's name, used in the error message.
+    minimum, maximum : int, optional
+        Inclusive bounds.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not an integer (bools are rejected).
+    ValueError
+        If ``value`` is out of range.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r}).")
+    value = int(value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        if maximum is None:
+            rng = f">= {minimum}"
+        elif minimum is None:
+            rng = f"<= {maximum}"
+        else:
+            rng = f"between {minimum} and {maximum}"
+        raise ValueError(f"{name} must be an int {rng}, got {value}.")
+    return value
+
+
 def check_nonneg(value, name, strict=False):
     """A finite real number >= 0 (> 0 if ``strict``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -2,26 +2,28 @@
 
 Import from here (or from :mod:`neurospca`), never from the private modules:
 ``_spcatv`` (SPCA-TV, paper 003), ``_sspca`` (structured sparse PCA, paper 000),
-``_tree`` (tree-structured dictionary learning, paper 002), ``_nspca``
-(nonnegative sparse PCA, paper 004) and ``_ktrace`` ((k, q)-trace norm PCA,
-paper 001). Helpers shared by several estimators live in ``_base``.
+``_dictionary`` (tree-structured dictionary learning, paper 002) on the tree
+prox of ``_tree``, ``_nspca`` (nonnegative sparse PCA, paper 004) and
+``_ktrace`` ((k, q)-trace norm PCA, paper 001) with the Table-2 baselines of
+``_covariance_baselines``. Helpers shared by several estimators live in
+``_base`` (transform, held-out error), ``_covariance`` (covariance input, PSD
+thresholding, truncated power iteration) and ``_projections`` (ℓ1 ball).
 """
 
 from ._base import reconstruction_error
-from ._ktrace import (
-    KTraceNormPCA,
-    ktrace_pca,
-    psd_threshold,
+from ._covariance import psd_threshold, truncated_power_iteration
+from ._covariance_baselines import (
     sequential_spca_covariance,
     soft_threshold_covariance,
     trace_l1_covariance,
     trace_psd_covariance,
-    truncated_power_iteration,
 )
+from ._dictionary import HierarchicalDictionaryLearning, tree_sparse_coding
+from ._ktrace import KTraceNormPCA, ktrace_pca
 from ._nspca import NonnegativeSparsePCA, nspca
 from ._spcatv import SPCATV, ratios_from_weights, spca_tv, weights_from_ratios
 from ._sspca import SSPCA, sspca
-from ._tree import HierarchicalDictionaryLearning, prox_tree, tree_sparse_coding
+from ._tree import prox_tree
 
 __all__ = [
     "SPCATV",

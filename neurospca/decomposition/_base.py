@@ -1,12 +1,13 @@
 """What the loading-vector estimators share: least-squares scores and back."""
 
 import functools
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.base import _fit_context as _sklearn_fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import (
     _check_feature_names, _check_n_features, check_is_fitted, validate_data,
 )
@@ -17,7 +18,74 @@ from .._utils.validation import check_data, check_real
 # checked by ``_fit_context``) is imported here only, the one place that
 # depends on these private names.
 __all__ = ["LoadingsTransformerMixin", "Integral", "Interval", "Real", "StrOptions",
-           "_fit_context"]
+           "_fit_context", "DEPRECATED", "_renamed", "_deprecated_alias"]
+
+# default of a renamed estimator parameter (scikit-learn style): the old name
+# stays in __init__ with this value, so get_params/clone keep working
+DEPRECATED = "deprecated"
+_DEPRECATED_OPTION = Hidden(StrOptions({DEPRECATED}))
+
+
+def _renamed(old_value, new_value, old, new, owner, unset=None):
+    """The value of a renamed argument: the old name still works, with a FutureWarning.
+
+    Parameters
+    ----------
+    old_value : object
+        The value passed under the old name (``unset`` or ``"deprecated"`` when
+        it was not given); it wins over ``new_value`` when given.
+    new_value : object
+        The value passed under the new name.
+    old, new : str
+        The two names.
+    owner : str
+        The function or estimator, named in the warning.
+    unset : object, default=None
+        The default of the old name.
+
+    Returns
+    -------
+    object
+        The value to use.
+    """
+    if old_value is unset or (isinstance(old_value, str) and old_value == DEPRECATED):
+        return new_value
+    warnings.warn(
+        f"{owner}: `{old}` was renamed `{new}` (one naming scheme across estimators, "
+        f"see docs/naming.rst); pass {new}={old_value!r}. `{old}` will be removed in a "
+        "future release.", FutureWarning, stacklevel=3)
+    return old_value
+
+
+def _deprecated_alias(new, old, doc, to_old=None, to_new=None):
+    """A property ``old`` reading (and, for old saved models, writing) ``new``.
+
+    Parameters
+    ----------
+    new, old : str
+        The attribute's new and old names.
+    doc : str
+        What the attribute holds (the property's docstring).
+    to_old, to_new : callable, optional
+        Convert the new value to the old form (e.g. an array of gaps to a
+        float), and the other way.
+
+    Returns
+    -------
+    property
+        Reading warns (FutureWarning).
+    """
+
+    def fget(self):
+        value = getattr(self, new)  # AttributeError while not fitted, as before
+        warnings.warn(f"{type(self).__name__}.{old} is deprecated; use {new} "
+                      "(see docs/naming.rst).", FutureWarning, stacklevel=2)
+        return value if to_old is None else to_old(value)
+
+    def fset(self, value):
+        setattr(self, new, value if to_new is None else to_new(value))
+
+    return property(fget, fset, doc=f"Deprecated alias of ``{new}``: {doc}")
 
 
 def _fit_context(prefer_skip_nested_validation):
@@ -27,6 +95,16 @@ def _fit_context(prefer_skip_nested_validation):
     * the fit is atomic: if it raises (or is interrupted, e.g. Ctrl-C), every
       attribute of the estimator is restored to its state before the call, so
       a failed refit never leaves ``mean_`` new and ``components_`` old.
+
+    Parameters
+    ----------
+    prefer_skip_nested_validation : bool
+        As in scikit-learn.
+
+    Returns
+    -------
+    callable
+        The decorator of ``fit``.
     """
     sk_decorator = _sklearn_fit_context(
         prefer_skip_nested_validation=prefer_skip_nested_validation)

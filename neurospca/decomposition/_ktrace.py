@@ -27,7 +27,6 @@ paper's Table 2 are the functions ``*_covariance`` below.
 import itertools
 import logging
 import math
-import numbers
 import time
 import warnings
 
@@ -37,10 +36,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from ._base import (
-    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
+    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _deprecated_alias,
+    _fit_context,
 )
-from .._utils.validation import check_data, check_n_components, check_nonneg
-from ._nspca import check_covariance, covariance_input
+from .._utils.validation import check_int, check_n_components, check_nonneg
+from ._covariance import _min_eigenvalue, _tpi_candidates, check_covariance, covariance_input
+from ._covariance import psd_threshold, truncated_power_iteration  # noqa: F401  (re-exported)
 
 logger = logging.getLogger("neurospca")
 
@@ -48,201 +49,10 @@ __all__ = [
     "KTraceNormPCA",
     "ktrace_pca",
     "ktrace_objective",
-    "psd_threshold",
-    "truncated_power_iteration",
-    "sample_covariance",
-    "soft_threshold_covariance",
-    "trace_psd_covariance",
-    "trace_l1_covariance",
-    "sequential_spca_covariance",
-    "make_sparse_covariance_problem",
-    "covariance_estimation_errors",
+    "polar_upper_bound",
 ]
 
 _EXACT_POLAR_MAX_SUBSETS = 20_000
-
-
-def _check_int(value, name, minimum=1, maximum=None):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}.")
-    if value < minimum or (maximum is not None and value > maximum):
-        rng = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-        raise ValueError(f"{name} must be {rng}, got {value!r}.")
-    return int(value)
-
-
-def _check_k(k, n_features):
-    return _check_int(k, "k", 1, n_features)
-
-
-# ----------------------------------------------------------------------------
-# building blocks
-# ----------------------------------------------------------------------------
-
-def psd_threshold(M, t):
-    """Eigenvalue soft-thresholding onto the PSD cone.
-
-    .. math::
-
-        \\arg\\min_{Z \\succeq 0} \\tfrac12 \\|Z - M\\|_F^2 + t \\operatorname{tr} Z
-        = V \\operatorname{diag}(\\max(w - t, 0)) V^T
-
-    for the symmetric ``M = V diag(w) V^T``: the proximal operator of the
-    trace norm restricted to PSD matrices (the block update of the working
-    set algorithm, and the "trace" baseline).
-
-    Parameters
-    ----------
-    M : ndarray of shape (m, m), symmetric
-    t : float
-
-    Returns
-    -------
-    Z : ndarray of shape (m, m)
-    """
-    w, V = np.linalg.eigh(0.5 * (M + M.T))
-    w = w - t
-    keep = w > 0
-    if not np.any(keep):
-        return np.zeros_like(M)
-    Vk = V[:, keep]
-    return (Vk * w[keep]) @ Vk.T
-
-
-def _top_k_support(x, k):
-    if k >= x.shape[0]:
-        return np.arange(x.shape[0])
-    return np.sort(np.argpartition(-np.abs(x), k - 1)[:k])
-
-
-def _min_eigenvalue(K):
-    p = K.shape[0]
-    if p <= 1500:
-        return float(np.linalg.eigvalsh(K)[0])
-    from scipy.sparse.linalg import eigsh
-
-    v0 = np.ones(p) / math.sqrt(p)
-    return float(eigsh(K, k=1, which="SA", v0=v0, tol=1e-3,
-                       return_eigenvectors=False)[0])
-
-
-def truncated_power_iteration(K, k, *, n_restarts=10, max_iter=100, tol=1e-8,
-                              random_state=None):
-    """Rank-one k-sparse PCA by truncated power iteration with restarts.
-
-    Approximates the polar of the (k, PSD) gauge,
-
-    .. math::
-
-        \\Omega^\\circ(K) = \\max_{\\|a\\|_2 = 1,\\ \\|a\\|_0 \\le k} a^T K a
-        = \\max_{|I| = k} \\lambda_{\\max}(K_{II}),
-
-    by the iteration ``x <- T_k((K + cI) x) / ||.||`` (``T_k`` keeps the k
-    largest magnitudes, ``c = max(0, -lambda_min(K))`` makes the matrix PSD
-    without changing the maximiser). Starts: ``T_k`` of the columns of ``K``
-    with the largest k-sparse norms (about half the restarts) and random
-    vectors (the rest); the support with the largest exact
-    ``lambda_max(K_II)`` is kept. A lower bound on the polar (NP-hard).
-
-    Parameters
-    ----------
-    K : ndarray of shape (p, p), symmetric
-    k : int
-        Support size, ``1 <= k <= p``.
-    n_restarts : int, default=10
-    max_iter : int, default=100
-    tol : float, default=1e-8
-        Stop a run when its iterate changes by at most ``tol`` (l2).
-    random_state : int, RandomState or None
-
-    Returns
-    -------
-    value : float
-        ``lambda_max(K_II)`` on the best support found.
-    support : ndarray of int, shape (k,)
-        Sorted indices ``I``.
-    vector : ndarray of shape (p,)
-        The unit leading eigenvector of ``K_II`` embedded in R^p.
-    """
-    K = check_covariance(K, name="K")
-    p = K.shape[0]
-    k = _check_k(k, p)
-    n_restarts = _check_int(n_restarts, "n_restarts")
-    max_iter = _check_int(max_iter, "max_iter")
-    tol = check_nonneg(tol, "tol")
-    rng = check_random_state(random_state)
-    shift = max(0.0, -_min_eigenvalue(K))
-    return _tpi(K, k, n_restarts, max_iter, tol, rng, shift)
-
-
-def _tpi(K, k, n_restarts, max_iter, tol, rng, shift):
-    """Best ``(value, support, vector)`` of :func:`_tpi_candidates`."""
-    value, support, vec = _tpi_candidates(K, k, n_restarts, max_iter, tol, rng, shift)[0]
-    x = np.zeros(K.shape[0])
-    x[support] = vec
-    return value, support, x
-
-
-def _tpi_candidates(K, k, n_restarts, max_iter, tol, rng, shift):
-    """Truncated power iteration from several starts.
-
-    ``shift`` must make ``K + shift * I`` PSD (at least on k-sparse vectors).
-
-    Returns the distinct supports reached, as ``(lambda_max(K_II), I, v)``
-    sorted by decreasing value (``v`` is the unit eigenvector on ``I``).
-    """
-    p = K.shape[0]
-    if k >= p:
-        w, V = np.linalg.eigh(K)
-        return [(float(w[-1]), np.arange(p), V[:, -1].copy())]
-    # deterministic starts: T_k of the columns with the largest k-sparse norms
-    absK = np.abs(K)
-    part = np.partition(absK, p - k, axis=0)[p - k:]
-    scores = np.sum(part * part, axis=0)
-    n_det = max(1, (n_restarts + 1) // 2)
-    cols = np.argsort(-scores, kind="stable")[:n_det]
-    X = K[:, cols].copy()
-    n_rand = n_restarts - n_det
-    if n_rand > 0:
-        X = np.hstack([X, rng.standard_normal((p, n_rand))])
-    X = _truncate_columns(X, k)
-    for _ in range(max_iter):
-        Y = K @ X + shift * X
-        Y = _truncate_columns(Y, k)
-        # align signs before measuring the change
-        signs = np.sign(np.sum(Y * X, axis=0))
-        signs[signs == 0] = 1.0
-        change = np.max(np.linalg.norm(Y * signs - X, axis=0))
-        X = Y
-        if change <= tol:
-            break
-    out = []
-    seen = set()
-    for j in range(X.shape[1]):
-        support = _top_k_support(X[:, j], k)
-        key = support.tobytes()
-        if key in seen:
-            continue
-        seen.add(key)
-        w, V = np.linalg.eigh(K[np.ix_(support, support)])
-        out.append((float(w[-1]), support, V[:, -1]))
-    out.sort(key=lambda c: -c[0])
-    return out
-
-
-def _truncate_columns(X, k):
-    p = X.shape[0]
-    idx = np.argpartition(-np.abs(X), k - 1, axis=0)[:k]
-    out = np.zeros_like(X)
-    cols = np.arange(X.shape[1])
-    out[idx, cols] = X[idx, cols]
-    norms = np.linalg.norm(out, axis=0)
-    bad = norms == 0
-    if np.any(bad):  # a zero column restarts from a fixed unit vector
-        out[:, bad] = 0.0
-        out[np.arange(min(k, p)), np.flatnonzero(bad)[:, None]] = 1.0
-        norms = np.linalg.norm(out, axis=0)
-    return out / norms
 
 
 def _exact_candidates(K, k):
@@ -258,15 +68,26 @@ def _exact_candidates(K, k):
     return out
 
 
-# ----------------------------------------------------------------------------
-# the working-set algorithm
-# ----------------------------------------------------------------------------
-
 def ktrace_objective(S, Z, alpha, blocks):
     """Primal value ``1/2 ||Z - S||_F^2 + alpha * sum_I tr Z^(I)``.
 
     With the decomposition ``blocks`` (a list of ``(support, Z_I)``, summing to
     ``Z``) this upper-bounds ``1/2 ||Z - S||^2 + alpha * Omega(Z)``.
+
+    Parameters
+    ----------
+    S : ndarray of shape (p, p)
+        The empirical covariance.
+    Z : ndarray of shape (p, p)
+        The estimate.
+    alpha : float
+        The penalty weight.
+    blocks : iterable of (ndarray of int, ndarray of shape (k, k))
+        The decomposition of ``Z``.
+
+    Returns
+    -------
+    float
     """
     R = Z - S
     return float(0.5 * np.sum(R * R) + alpha * sum(float(np.trace(Zb)) for _, Zb in blocks))
@@ -299,6 +120,18 @@ def polar_upper_bound(K, k):
     ``|K_ij|`` of row ``i``). Unlike the truncated power iteration estimate,
     it can never miss a violating support, so the dual point
     ``K min(1, alpha / bound)`` is feasible and its gap is a true bound.
+
+    Parameters
+    ----------
+    K : ndarray of shape (p, p), symmetric
+        The matrix (a residual ``S - Z``).
+    k : int
+        Support size.
+
+    Returns
+    -------
+    float
+        A bound ``>= 0``.
     """
     p = K.shape[0]
     lam = float(np.linalg.eigvalsh(K)[-1])
@@ -396,17 +229,25 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
     """
     S = check_covariance(S, name="S")
     p = S.shape[0]
-    k = _check_k(k, p)
+    k = check_int(k, "k", minimum=1, maximum=p)
     alpha = check_nonneg(alpha, "alpha")
     tol = check_nonneg(tol, "tol", strict=True)
-    max_blocks = 4 * p if max_blocks is None else _check_int(max_blocks, "max_blocks")
-    max_iter = _check_int(max_iter, "max_iter")
-    n_restarts = _check_int(n_restarts, "n_restarts")
-    tpi_max_iter = _check_int(tpi_max_iter, "tpi_max_iter")
-    max_add = _check_int(max_add, "max_add")
+    max_blocks = 4 * p if max_blocks is None else check_int(max_blocks, "max_blocks", minimum=1)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    n_restarts = check_int(n_restarts, "n_restarts", minimum=1)
+    tpi_max_iter = check_int(tpi_max_iter, "tpi_max_iter", minimum=1)
+    max_add = check_int(max_add, "max_add", minimum=1)
     if exact_polar and math.comb(p, k) > _EXACT_POLAR_MAX_SUBSETS:
         raise ValueError(f"exact_polar=True enumerates comb(p, k) = {math.comb(p, k)} "
                          f"supports, more than {_EXACT_POLAR_MAX_SUBSETS}; use TPI.")
+    return _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter,
+                       max_add, bool(exact_polar), random_state, verbose)
+
+
+def _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter, max_add,
+                exact_polar, random_state, verbose):
+    """:func:`ktrace_pca` on validated arguments (the estimator calls it directly)."""
+    p = S.shape[0]
     rng = check_random_state(random_state)
     t0 = time.perf_counter()
 
@@ -578,282 +419,6 @@ def _atoms(blocks, p):
     return np.asarray(vecs)[order], np.asarray(weights)[order]
 
 
-# ----------------------------------------------------------------------------
-# baselines of the paper's Table 2
-# ----------------------------------------------------------------------------
-
-def sample_covariance(X):
-    """``(1/n) sum_i x_i x_i^T`` (the paper's input; data are not centred)."""
-    X = check_data(X, min_samples=1)
-    return X.T @ X / X.shape[0]
-
-
-def soft_threshold_covariance(S, alpha):
-    """The l1 baseline: ``argmin_Z 1/2 ||Z - S||_F^2 + alpha ||Z||_1``.
-
-    .. math::
-
-        \\hat Z_{ij} = \\operatorname{sign}(S_{ij}) \\max(|S_{ij}| - \\alpha, 0)
-    """
-    S = check_covariance(S, name="S")
-    alpha = check_nonneg(alpha, "alpha")
-    return np.sign(S) * np.maximum(np.abs(S) - alpha, 0.0)
-
-
-def trace_psd_covariance(S, alpha):
-    """The trace baseline: eigenvalue thresholding.
-
-    .. math::
-
-        \\hat Z = \\arg\\min_{Z \\succeq 0} \\tfrac12 \\|Z - S\\|_F^2
-        + \\alpha \\operatorname{tr} Z
-    """
-    S = check_covariance(S, name="S")
-    alpha = check_nonneg(alpha, "alpha")
-    return psd_threshold(S, alpha)
-
-
-def trace_l1_covariance(S, alpha, mu, k, *, tol=1e-6, max_iter=1000):
-    """The trace + l1 baseline with the paper's :math:`\\Gamma_\\mu` (eq. 11).
-
-    .. math::
-
-        \\hat Z = \\arg\\min_{Z \\succeq 0} \\tfrac12 \\|Z - S\\|_F^2
-        + \\alpha \\Big( \\frac{\\mu}{k} \\|Z\\|_1
-        + (1 - \\mu) \\operatorname{tr} Z \\Big)
-
-    (on the PSD cone the trace norm is the trace; ``sqrt(k q) = k``). The
-    trace term shifts ``S`` to ``Y = S - alpha (1 - mu) I``; the remaining
-    problem ``min_{Z psd} 1/2 ||Z - Y||^2 + t ||Z||_1`` (``t = alpha mu / k``)
-    is solved on its dual, ``max_{|W_ij| <= t} g(W)`` with
-    ``Z(W) = Pi_psd(Y - W)`` and ``grad g = Z(W)`` (1-Lipschitz), by
-    accelerated projected gradient (FISTA), until the primal-dual gap is at
-    most ``tol * ||Y||_F^2 / 2``.
-
-    Parameters
-    ----------
-    S : ndarray of shape (p, p), symmetric
-    alpha : float, >= 0
-    mu : float in [0, 1]
-    k : int
-        The sparsity in ``Gamma_mu``.
-    tol : float, default=1e-6
-    max_iter : int, default=1000
-
-    Returns
-    -------
-    Z : ndarray of shape (p, p)
-    """
-    S = check_covariance(S, name="S")
-    alpha = check_nonneg(alpha, "alpha")
-    mu = check_nonneg(mu, "mu")
-    if mu > 1:
-        raise ValueError(f"mu must be in [0, 1], got {mu}.")
-    k = _check_k(k, S.shape[0])
-    tol = check_nonneg(tol, "tol", strict=True)
-    max_iter = _check_int(max_iter, "max_iter")
-    Y = S - alpha * (1.0 - mu) * np.eye(S.shape[0])
-    t = alpha * mu / k
-    tol_abs = tol * max(0.5 * float(np.sum(Y * Y)), np.finfo(float).tiny)
-    W = np.clip(Y, -t, t)  # a start where Y - W has small entries
-    V = W.copy()
-    theta = 1.0
-    Z = psd_threshold(Y - W, 0.0)
-    for _ in range(max_iter):
-        Zv = psd_threshold(Y - V, 0.0)
-        W_new = np.clip(V + Zv, -t, t)
-        theta_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * theta * theta))
-        V = W_new + ((theta - 1.0) / theta_new) * (W_new - W)
-        W, theta = W_new, theta_new
-        Z = psd_threshold(Y - W, 0.0)
-        R = Z - Y
-        primal = 0.5 * float(np.sum(R * R)) + t * float(np.sum(np.abs(Z)))
-        dual = 0.5 * float(np.sum(R * R)) + float(np.sum(W * Z))
-        if primal - dual <= tol_abs:
-            break
-    else:
-        warnings.warn(f"trace_l1_covariance did not reach tol={tol} in "
-                      f"max_iter={max_iter} iterations (gap {primal - dual:.3e}).",
-                      ConvergenceWarning)
-    return Z
-
-
-def sequential_spca_covariance(S, k, n_components, *, n_restarts=10, tpi_max_iter=100,
-                               random_state=None):
-    """The sequential sparse PCA baseline with projection deflation.
-
-    For ``t = 1..r``: ``u_t`` = truncated power iteration (k-sparse leading
-    eigenvector) of ``Z_t`` (``Z_1 = S``), ``d_t = u_t^T Z_t u_t``, then
-    ``Z_{t+1} = (I - u_t u_t^T) Z_t (I - u_t u_t^T)`` (Mackey 2009). The
-    estimate is
-
-    .. math::
-
-        \\hat Z = \\sum_{t=1}^r d_t\\, u_t u_t^T .
-
-    Returns
-    -------
-    Z : ndarray of shape (p, p)
-    U : ndarray of shape (r, p)
-        Unit k-sparse components.
-    d : ndarray of shape (r,)
-    """
-    S = check_covariance(S, name="S")
-    p = S.shape[0]
-    k = _check_k(k, p)
-    n_components = check_n_components(n_components, p, p)
-    n_restarts = _check_int(n_restarts, "n_restarts")
-    tpi_max_iter = _check_int(tpi_max_iter, "tpi_max_iter")
-    rng = check_random_state(random_state)
-    # projection deflation keeps lambda_min >= min(lambda_min(S), 0)
-    shift = max(0.0, -_min_eigenvalue(S))
-    Zt = S.copy()
-    U = np.zeros((n_components, p))
-    d = np.zeros(n_components)
-    for t in range(n_components):
-        _, _, u = _tpi(Zt, k, n_restarts, tpi_max_iter, 1e-10, rng, shift)
-        d[t] = float(u @ Zt @ u)
-        U[t] = u
-        Pu = np.eye(p) - np.outer(u, u)
-        Zt = Pu @ Zt @ Pu
-        Zt = 0.5 * (Zt + Zt.T)
-    return (U.T * d) @ U, U, d
-
-
-# ----------------------------------------------------------------------------
-# the simulation and protocol of the paper's section 6.2 (Table 2)
-# ----------------------------------------------------------------------------
-
-def make_sparse_covariance_problem(n_samples=80, n_features=200, *, k=10, n_atoms=3,
-                                   overlap=3, sigma=0.8, random_state=None):
-    """The simulation of the paper's section 6.2.
-
-    ``Sigma* = sum_i a_i a_i^T`` with ``n_atoms`` unit atoms of ``k`` nonzeros
-    equal to ``1/sqrt(k)`` on consecutive supports, each overlapping the next
-    by ``overlap`` indices ("3 x 3 overlaps"); ``n_samples`` draws of
-    ``N(0, Sigma* + sigma^2 I)``. Paper: p = 200, n = 80, k = 10, sigma = 0.8.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    sigma_star : ndarray of shape (n_features, n_features)
-    atoms : ndarray of shape (n_atoms, n_features)
-    """
-    rng = check_random_state(random_state)
-    step = k - overlap
-    if step <= 0 or (n_atoms - 1) * step + k > n_features:
-        raise ValueError(f"k={k}, overlap={overlap} and n_atoms={n_atoms} do not fit in "
-                         f"n_features={n_features}.")
-    atoms = np.zeros((n_atoms, n_features))
-    for i in range(n_atoms):
-        atoms[i, i * step:i * step + k] = 1.0 / math.sqrt(k)
-    sigma_star = atoms.T @ atoms
-    X = rng.standard_normal((n_samples, n_atoms)) @ atoms
-    X += sigma * rng.standard_normal((n_samples, n_features))
-    return X, sigma_star, atoms
-
-
-TABLE2_METHODS = ("sample", "trace", "l1", "trace+l1", "sequential", "ktrace")
-
-
-def _fit_method(method, S, param, k, random_state):
-    if method == "sample":
-        return S
-    if method == "trace":
-        return psd_threshold(S, param)
-    if method == "l1":
-        return np.sign(S) * np.maximum(np.abs(S) - param, 0.0)
-    if method == "trace+l1":
-        alpha, mu = param
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            return trace_l1_covariance(S, alpha, mu, k, tol=1e-5, max_iter=300)
-    if method == "sequential":
-        return sequential_spca_covariance(S, k, param, random_state=random_state)[0]
-    if method == "ktrace":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            return ktrace_pca(S, k, param, max_blocks=100, random_state=random_state)[0]
-    raise ValueError(f"unknown method {method!r}; expected one of {TABLE2_METHODS}.")
-
-
-def covariance_estimation_errors(X, sigma_star, k, *, methods=TABLE2_METHODS,
-                                 tuning="holdout", n_alphas=8, alpha_range=(0.1, 1.0),
-                                 mus=(0.5,), max_components=6, val_fraction=0.25,
-                                 random_state=None):
-    """The protocol of the paper's Table 2 on one sample.
-
-    With ``tuning="holdout"`` (the paper's protocol) hyper-parameters are
-    chosen on a split: the estimate from the training part that best
-    approximates, in Frobenius norm, the empirical covariance
-    ``(1/n) sum x x^T`` of the validation part; the chosen estimator is then
-    refitted on all of ``X``. ``tuning="holdout-offdiag"`` scores the
-    off-diagonal entries only: the validation covariance estimates
-    ``Sigma* + sigma^2 I``, whose noise diagonal the full score rewards
-    although the error is measured against ``Sigma*``. With
-    ``tuning="oracle"`` each method gets the
-    hyper-parameter of its grid closest to ``Sigma*`` (its best case). The
-    true ``k`` is given to every method. Grids: ``alpha`` geometric over
-    ``alpha_range`` times the largest eigenvalue of the (training) covariance
-    (l1: times its largest absolute entry), ``mu`` in ``mus`` (trace + l1),
-    ``r = 1..max_components`` (sequential).
-
-    Returns
-    -------
-    errors : dict
-        Method name to the relative error ``||Z - Sigma*||_F / ||Sigma*||_F``.
-    params : dict
-        Method name to the chosen hyper-parameter.
-    """
-    X = check_data(X)
-    if tuning not in ("holdout", "holdout-offdiag", "oracle"):
-        raise ValueError("tuning must be 'holdout', 'holdout-offdiag' or 'oracle', "
-                         f"got {tuning!r}.")
-    rng = check_random_state(random_state)
-    n = X.shape[0]
-    S = sample_covariance(X)
-    if tuning != "oracle":
-        perm = rng.permutation(n)
-        n_val = max(1, int(round(val_fraction * n)))
-        S_tr = sample_covariance(X[perm[n_val:]])
-        target = sample_covariance(X[perm[:n_val]])
-    else:
-        S_tr, target = S, sigma_star
-    top = float(np.linalg.eigvalsh(S_tr)[-1])
-    rel = np.geomspace(alpha_range[0], alpha_range[1], n_alphas)
-    seed = int(rng.randint(2**31 - 1))
-    norm_star = float(np.linalg.norm(sigma_star))
-    errors, params = {}, {}
-    for method in methods:
-        if method == "sample":
-            grid = [None]
-        elif method in ("trace", "ktrace"):
-            grid = [float(a) for a in top * rel]
-        elif method == "l1":
-            grid = [float(a) for a in float(np.max(np.abs(S_tr))) * rel]
-        elif method == "trace+l1":
-            grid = [(float(a), float(m)) for a in top * rel for m in mus]
-        elif method == "sequential":
-            grid = list(range(1, max_components + 1))
-        else:
-            raise ValueError(f"unknown method {method!r}; expected one of {TABLE2_METHODS}.")
-        fits = [_fit_method(method, S_tr, g, k, seed) for g in grid]
-        if tuning == "holdout-offdiag":
-            off = ~np.eye(S.shape[0], dtype=bool)
-            scores = [float(np.linalg.norm((Z - target)[off])) for Z in fits]
-        else:
-            scores = [float(np.linalg.norm(Z - target)) for Z in fits]
-        i = int(np.argmin(scores))
-        Z = fits[i] if tuning == "oracle" else _fit_method(method, S, grid[i], k, seed)
-        errors[method] = float(np.linalg.norm(Z - sigma_star)) / norm_star
-        params[method] = grid[i]
-    return errors, params
-
-
-# ----------------------------------------------------------------------------
-# estimator
-# ----------------------------------------------------------------------------
-
 class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
     """Sparse PCA with the (k, PSD) trace norm (Richard, Obozinski, Vert 2014).
 
@@ -906,16 +471,17 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
     dual_norm_ : float
         Final estimate of the polar of the residual (``<= alpha`` at
         convergence, up to ``tol`` and the accuracy of TPI).
-    dual_gap_ : float
-        Certified duality gap: a true bound of the suboptimality, from the
-        exact polar (enumeration, when ``comb(p, k) <= 20,000``) or a
-        certified upper bound of it (:func:`polar_upper_bound`), never from
-        the TPI estimate alone.
+    dual_gaps_ : ndarray of shape (1,)
+        Certified duality gap of the one convex problem: a true bound of the
+        suboptimality, from the exact polar (enumeration, when
+        ``comb(p, k) <= 20,000``) or a certified upper bound of it
+        (:func:`polar_upper_bound`), never from the TPI estimate alone.
+        (``dual_gap_``, its float, is a deprecated alias.)
     n_iter_ : int
         Supports added to the working set.
     converged_ : bool
         True only when certified: the working-set criterion holds and
-        ``dual_gap_ <= tol * ||S||_F^2 / 2``; otherwise a ConvergenceWarning
+        ``dual_gaps_[0] <= tol * ||S||_F^2 / 2``; otherwise a ConvergenceWarning
         says the result is not certified.
     n_features_in_ : int
 
@@ -960,20 +526,37 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    dual_gap_ = _deprecated_alias("dual_gaps_", "dual_gap_", "the certified gap, a float.",
+                                  to_old=lambda gaps: float(gaps[0]),
+                                  to_new=lambda gap: np.array([float(gap)]))
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit on data ``X`` (n_samples, n_features) or, with
-        ``input="covariance"``, on a covariance matrix. ``y`` is ignored."""
+        """Estimate the covariance and its k-sparse atoms.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_features, n_features)
+            Data (its covariance ``X_c^T X_c / N`` is decomposed) or, with
+            ``input="covariance"``, the symmetric covariance matrix itself.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : KTraceNormPCA
+            The fitted estimator.
+        """
         self.mean_, S, _ = covariance_input(self, X)
         p = S.shape[0]
         n_components = self.n_components
         if n_components is not None:
             n_components = check_n_components(n_components, p, p)
-        Z, blocks, info = ktrace_pca(
-            S, self.k, self.alpha, tol=self.tol, max_blocks=self.max_blocks,
-            max_iter=self.max_iter, n_restarts=self.n_restarts,
-            tpi_max_iter=self.tpi_max_iter, random_state=self.random_state,
-            verbose=self.verbose)
+        k = check_int(self.k, "k", minimum=1, maximum=p)
+        max_blocks = 4 * p if self.max_blocks is None else self.max_blocks
+        Z, blocks, info = _ktrace_pca(
+            S, k, float(self.alpha), float(self.tol), max_blocks, self.max_iter,
+            self.n_restarts, self.tpi_max_iter, 5, False, self.random_state, self.verbose)
         atoms, weights = _atoms(blocks, p)
         if n_components is not None:
             atoms, weights = atoms[:n_components], weights[:n_components]
@@ -988,8 +571,26 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         self.objective_history_ = info["objective"]
         self.objective_ = float(info["objective"][-1])
         self.dual_norm_ = info["polar"]
-        self.dual_gap_ = info["dual_gap"]
+        self.dual_gaps_ = np.array([info["dual_gap"]])
         self.n_iter_ = info["n_iter"]
         self.converged_ = info["converged"]
         self.fit_time_ = info["time"]
         return self
+
+
+
+_MOVED = {  # compatibility: names that lived here before the split (issue 15)
+    "sample_covariance": "_covariance_baselines",
+    "soft_threshold_covariance": "_covariance_baselines",
+    "trace_psd_covariance": "_covariance_baselines",
+    "trace_l1_covariance": "_covariance_baselines",
+    "sequential_spca_covariance": "_covariance_baselines",
+}
+
+
+def __getattr__(name):
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

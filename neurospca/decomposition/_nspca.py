@@ -6,7 +6,6 @@ it that accepts data or a covariance matrix.
 """
 
 import logging
-import numbers
 import time
 import warnings
 
@@ -14,14 +13,12 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
 
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
 )
-from .._utils.validation import (
-    check_data, check_n_components, check_nonneg, check_not_constant, check_scale,
-)
+from .._utils.validation import check_data, check_int, check_n_components, check_nonneg
+from ._covariance import _INPUTS, check_covariance, covariance_input
 
 logger = logging.getLogger("neurospca")
 
@@ -29,79 +26,12 @@ __all__ = ["NonnegativeSparsePCA", "nspca", "nspca_objective"]
 
 _INITS = ("svd", "random")
 _KERNELS = ("cython", "numpy")
-_INPUTS = ("data", "covariance")
 _REFRESH_EVERY = 10  # recompute the caches A U and U^T U from scratch every so many sweeps
-
-
-def _check_int(value, name, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}.")
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
-    return int(value)
-
-
-def check_covariance(C, name="covariance"):
-    """A finite, square, symmetric float64 matrix (relative tolerance 1e-8).
-
-    Raises
-    ------
-    TypeError, ValueError
-        With a message naming ``name``.
-    """
-    C = check_data(C, name=name, min_samples=1)
-    if C.shape[0] != C.shape[1]:
-        raise ValueError(f"{name} must be a square (n_features, n_features) matrix, "
-                         f"got shape {C.shape}.")
-    scale = max(float(np.max(np.abs(C))), np.finfo(float).tiny)
-    asym = float(np.max(np.abs(C - C.T)))
-    if asym > 1e-8 * scale:
-        raise ValueError(f"{name} must be symmetric: max |C - C^T| = {asym:.3e}; "
-                         "pass (C + C.T) / 2 if the asymmetry is rounding.")
-    if not np.any(C):
-        raise ValueError(f"{name} is identically zero: there is no variance to decompose.")
-    return 0.5 * (C + C.T)
 
 
 # ----------------------------------------------------------------------------
 # the scalar update and its NumPy twins
 # ----------------------------------------------------------------------------
-
-
-def covariance_input(estimator, X):
-    """Validate ``X`` for an estimator with ``input`` in {"data", "covariance"}.
-
-    Returns
-    -------
-    mean : ndarray of shape (n_features,)
-        Column means of the data (zeros for a covariance input).
-    C : ndarray of shape (n_features, n_features)
-        ``Xc^T Xc / N`` for data, the validated matrix for a covariance.
-    n_samples : int
-        ``N`` for data, ``n_features`` for a covariance (for ``n_components``).
-    """
-    if estimator.input not in _INPUTS:
-        raise ValueError(f"input must be one of {_INPUTS}, got {estimator.input!r}.")
-    if estimator.input == "covariance":
-        X = validate_data(estimator, X, dtype=np.float64, ensure_min_samples=1)
-        C = check_covariance(X, name="X")
-        return np.zeros(C.shape[0]), C, C.shape[0]
-    X = validate_data(estimator, X, dtype=np.float64, ensure_min_samples=2)
-    X = check_data(X)
-    mean = X.mean(axis=0)
-    Xc = X - mean
-    check_not_constant(Xc)
-    C = Xc.T @ Xc / X.shape[0]
-    try:
-        check_scale(C, "C")
-    except ValueError:
-        raise ValueError(
-            f"X has entries up to {np.max(np.abs(X)):.3g}: its covariance (entries up "
-            f"to {np.max(np.abs(C)):.3g}) overflows or underflows the solvers' float64 "
-            "arithmetic. Rescale X, e.g. X / np.abs(X).max() (alpha is in the "
-            "units of the covariance)."
-        ) from None
-    return mean, C, X.shape[0]
 
 
 def _quartic(x, alpha, c2, c1):
@@ -346,8 +276,8 @@ def nspca(C, n_components, *, alpha, beta=0.0, tol=1e-6, max_iter=200, init="svd
     alpha = check_nonneg(alpha, "alpha", strict=True)
     beta = check_nonneg(beta, "beta")
     tol = check_nonneg(tol, "tol")
-    max_iter = _check_int(max_iter, "max_iter")
-    n_init = _check_int(n_init, "n_init")
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    n_init = check_int(n_init, "n_init", minimum=1)
     if init not in _INITS:
         raise ValueError(f"init must be one of {_INITS}, got {init!r}.")
     if kernels not in _KERNELS:
@@ -359,6 +289,13 @@ def nspca(C, n_components, *, alpha, beta=0.0, tol=1e-6, max_iter=200, init="svd
                              f"got {U_init.shape}.")
         if np.any(U_init < 0):
             raise ValueError("U_init must be nonnegative.")
+    _check_alpha_scale(C, alpha)
+    return _nspca(C, n_components, alpha, beta, tol, max_iter, init, n_init, U_init,
+                  random_state, kernels, verbose)
+
+
+def _check_alpha_scale(C, alpha):
+    """Reject an ``alpha`` so small against ``C`` that the objective overflows."""
     ratio = float(np.max(np.abs(C))) / alpha
     if not ratio < 1e100:  # the columns' norms are about sqrt(1 + lambda / alpha)
         raise ValueError(
@@ -367,6 +304,11 @@ def nspca(C, n_components, *, alpha, beta=0.0, tol=1e-6, max_iter=200, init="svd
             f"sqrt(lambda / alpha) ~ {np.sqrt(ratio):.1e} and the objective overflows. "
             "Increase alpha (it is in the units of the covariance)."
         )
+
+
+def _nspca(C, n_components, alpha, beta, tol, max_iter, init, n_init, U_init, random_state,
+           kernels, verbose):
+    """:func:`nspca` on validated arguments (the estimator calls it directly)."""
     rng = check_random_state(random_state)
     sweep = _get_sweep(kernels)
 
@@ -510,14 +452,27 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit on data ``X`` (n_samples, n_features) or, with
-        ``input="covariance"``, on a covariance matrix. ``y`` is ignored."""
+        """Fit the nonnegative loadings.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_features, n_features)
+            Data or, with ``input="covariance"``, the symmetric matrix used as ``C``.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : NonnegativeSparsePCA
+            The fitted estimator.
+        """
         self.mean_, C, n_samples = covariance_input(self, X)
         n_components = check_n_components(self.n_components, n_samples, C.shape[0])
-        U, info = nspca(C, n_components, alpha=self.alpha, beta=self.beta, tol=self.tol,
-                        max_iter=self.max_iter, init=self.init, n_init=self.n_init,
-                        random_state=self.random_state, kernels=self.kernels,
-                        verbose=self.verbose)
+        alpha = float(self.alpha)
+        _check_alpha_scale(C, alpha)
+        U, info = _nspca(C, n_components, alpha, float(self.beta), float(self.tol),
+                         self.max_iter, self.init, self.n_init, None, self.random_state,
+                         self.kernels, self.verbose)
         self.components_ = U.T
         self.objective_history_ = info["objective"]
         self.objective_ = float(info["objective"][-1])

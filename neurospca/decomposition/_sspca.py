@@ -6,14 +6,16 @@ loadings) are penalised by a structured norm over (overlapping) groups,
 .. math::
 
     \\min_{U, V} \\frac{1}{2np} \\|X - U V^T\\|_F^2
-    + \\lambda \\sum_{k=1}^r \\Omega^\\alpha(V^k)
+    + \\alpha \\sum_{k=1}^r \\Omega^q(V^k)
     \\quad \\text{s.t.} \\quad \\Omega_u(U^k) \\le 1,
     \\qquad
-    \\Omega^\\alpha(y) = \\Big(\\sum_{G} \\|d^G \\circ y\\|_2^\\alpha\\Big)^{1/\\alpha},
+    \\Omega^q(y) = \\Big(\\sum_{G} \\|d^G \\circ y\\|_2^q\\Big)^{1/q},
 
-with ``Omega_u`` the ℓ2 (or ℓ1) norm. ``alpha = 1`` is the convex
-overlapping group lasso; ``alpha < 1`` (the paper uses 0.5) gives sparser,
-more salient supports. With the half-spaces of a grid as groups
+with ``Omega_u`` the ℓ2 (or ℓ1) norm. The paper writes ``lambda`` for the
+weight (here ``alpha``, the penalty weight of every neurospca estimator) and
+``alpha`` for the exponent (here ``exponent``, ``q``). ``exponent = 1`` is
+the convex overlapping group lasso; ``exponent < 1`` (the paper uses 0.5)
+gives sparser, more salient supports. With the half-spaces of a grid as groups
 (:func:`neurospca.grid_halfspace_groups`) the supports are rectangles or
 convex polygons.
 
@@ -24,7 +26,6 @@ variational weights ``eta`` (closed form, Lemma 3.1), the code columns
 """
 
 import logging
-import numbers
 import warnings
 
 import numpy as np
@@ -35,13 +36,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from ._base import (
-    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
+    DEPRECATED, _DEPRECATED_OPTION, Integral, Interval, LoadingsTransformerMixin, Real,
+    StrOptions, _deprecated_alias, _fit_context, _renamed,
 )
 from .._utils.validation import (
-    check_data, check_finite_array, check_n_components, check_nonneg, check_not_constant,
+    check_data, check_finite_array, check_int, check_n_components, check_nonneg,
+    check_not_constant,
 )
 from ..groups import check_groups
-from ._tree import _project_l1_ball
+from ._projections import _project_l1_ball
 
 logger = logging.getLogger("neurospca")
 
@@ -49,6 +52,8 @@ __all__ = ["SSPCA", "sspca", "structured_norm"]
 
 _CODE_CONSTRAINTS = ("l2", "l1")
 _INITS = ("random", "svd")
+_DEFAULT_ALPHA = 1e-3  # the penalty weight (the paper's lambda)
+_DEFAULT_EXPONENT = 0.5  # the group quasi-norm exponent (the paper's alpha)
 
 
 def _membership(groups, weights, n_features):
@@ -72,38 +77,84 @@ def _group_norms(Msq, V, classes=None):
     return np.sqrt(np.maximum(sq, 0.0))
 
 
-def _omega(N, alpha):
-    """``(sum_G N_G^alpha)^(1/alpha)`` per column of N."""
-    if alpha == 1.0:
+def _omega(N, exponent):
+    """``(sum_G N_G^exponent)^(1/exponent)`` per column of N."""
+    if exponent == 1.0:
         return N.sum(axis=0)
-    return (N ** alpha).sum(axis=0) ** (1.0 / alpha)
+    return (N ** exponent).sum(axis=0) ** (1.0 / exponent)
 
 
-def structured_norm(v, groups, *, alpha=1.0, weights=None):
-    """The structured norm ``Omega^alpha`` of a vector.
+def structured_norm(v, groups, *, exponent=1.0, weights=None, alpha=None):
+    """The structured norm ``Omega^q`` of a vector (``q = exponent``).
 
     .. math::
 
-        \\Omega^\\alpha(v) = \\Big(\\sum_G \\|d^G \\circ v\\|_2^\\alpha\\Big)^{1/\\alpha}
+        \\Omega^q(v) = \\Big(\\sum_G \\|d^G \\circ v\\|_2^q\\Big)^{1/q}
 
     Parameters
     ----------
     v : array-like of shape (n_features,)
+        The vector.
     groups : sequence of array-like of int
-    alpha : float in (0, 1], default=1.0
-    weights : see :func:`neurospca.groups.check_groups`
+        The groups ``G`` (need not cover every feature).
+    exponent : float in (0, 1], default=1.0
+        The exponent ``q`` (1: the overlapping group lasso norm).
+    weights : None, array-like of shape (n_groups,) or sequence of arrays
+        The weights ``d^G``; see :func:`neurospca.groups.check_groups`.
+    alpha : float, optional
+        Deprecated name of ``exponent`` (FutureWarning).
 
     Returns
     -------
     float
     """
+    exponent = _renamed(alpha, exponent, "alpha", "exponent", "structured_norm")
     v = check_finite_array(v, "v")
     if v.ndim != 1:
         raise ValueError(f"v must be 1-D, got {v.ndim}-D.")
     groups, wts = check_groups(groups, v.size, weights, require_cover=False)
-    alpha = _check_alpha(alpha)
+    exponent = _check_exponent(exponent)
     N = _group_norms(_membership(groups, wts, v.size), v[:, None])
-    return float(_omega(N, alpha)[0])
+    return float(_omega(N, exponent)[0])
+
+
+def _check_exponent(exponent):
+    exponent = check_nonneg(exponent, "exponent", strict=True)
+    if exponent > 1:
+        raise ValueError(f"exponent must be in (0, 1], got {exponent}.")
+    return exponent
+
+
+def _weight_and_exponent(lam, alpha, exponent, owner):
+    """``(alpha, exponent)`` when the deprecated ``lam`` may be given.
+
+    Before the rename, ``lam`` was the weight and ``alpha`` the exponent: a call
+    that still passes ``lam`` is read with the old meaning, so an ``alpha``
+    other than its default is the old exponent (FutureWarning either way).
+    """
+    if lam is None or (isinstance(lam, str) and lam == DEPRECATED):
+        return alpha, exponent
+    if alpha != _DEFAULT_ALPHA:
+        if exponent != _DEFAULT_EXPONENT:
+            raise ValueError(
+                f"{owner}: lam (deprecated) was given with both alpha={alpha!r} and "
+                f"exponent={exponent!r}; pass alpha (the penalty weight) and exponent "
+                "(the group-norm exponent) without lam.")
+        warnings.warn(
+            f"{owner}: with the deprecated `lam`, `alpha` keeps its old meaning (the "
+            f"exponent): pass alpha={lam!r} (penalty weight) and exponent={alpha!r}.",
+            FutureWarning, stacklevel=3)
+        exponent = alpha
+    return _renamed(lam, alpha, "lam", "alpha", owner), exponent
+
+
+def _problem(n_samples, n_features, n_components, groups, group_weights, partition):
+    """Convert the structure arguments: ``(Msq, classes, label)``."""
+    if groups is None:
+        groups = [np.array([j]) for j in range(n_features)]
+    groups, wts = check_groups(groups, n_features, group_weights)
+    classes, label = _check_partition(partition, n_components)
+    return _membership(groups, wts, n_features), classes, label
 
 
 def _check_alpha(alpha):
@@ -125,11 +176,11 @@ def _project_code(w, constraint, nonneg=False):
     return _project_l1_ball(w, 1.0)
 
 
-def _objective(X, U, V, Msq, lam, alpha, classes=None):
+def _objective(X, U, V, Msq, alpha, exponent, classes=None):
     n, p = X.shape
     R = X - U @ V.T
     return (0.5 * float(np.einsum("ij,ij->", R, R)) / (n * p)
-            + lam * float(_omega(_group_norms(Msq, V, classes), alpha).sum()))
+            + alpha * float(_omega(_group_norms(Msq, V, classes), exponent).sum()))
 
 
 def _check_partition(partition, r):
@@ -166,7 +217,7 @@ def _check_partition(partition, r):
     return classes, label
 
 
-def _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter, tol, rng,
+def _fit_once(X, r, Msq, alpha, exponent, code_constraint, eps, n_inner, max_iter, tol, rng,
               classes=None, label=None, nonneg=False, U0=None):
     """One run of Algorithm 1 from ``U0`` (random if None). Returns U, V, eta, history."""
     n, p = X.shape
@@ -178,17 +229,17 @@ def _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter, to
         V = np.maximum(V, 0.0)
     if label is None:
         label = np.arange(r)
-    npl = n * p * lam
-    history = [_objective(X, U, V, Msq, lam, alpha, classes)]
+    npl = n * p * alpha
+    history = [_objective(X, U, V, Msq, alpha, exponent, classes)]
     eta = None
     converged = False
     for it in range(1, max_iter + 1):
-        # eta-step (Lemma 3.1): eta_G = N_G^(2-alpha) ||N||_alpha^(alpha-1) + eps,
+        # eta-step (Lemma 3.1): eta_G = N_G^(2-exponent) ||N||_alpha^(exponent-1) + eps,
         # one column per component (or per class of the partition)
         N = _group_norms(Msq, V, classes)
-        nrm = _omega(N, alpha)
+        nrm = _omega(N, exponent)
         safe = np.where(nrm > 0, nrm, 1.0)
-        eta = N ** (2.0 - alpha) * safe ** (alpha - 1.0)
+        eta = N ** (2.0 - exponent) * safe ** (exponent - 1.0)
         top = eta.max(axis=0)
         eta = eta + eps * np.where(top > 0, top, 1.0)[None, :]
         # zeta_jk = 1 / sum_{G ∋ j} (d^G_j)^2 / eta^G_k (eta of the class of k)
@@ -211,7 +262,7 @@ def _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter, to
                 v = zeta[:, k] * c / (UtU[k, k] * zeta[:, k] + npl)
                 # the problem is separable in the coordinates: clipping is exact
                 V[:, k] = np.maximum(v, 0.0) if nonneg else v
-        history.append(_objective(X, U, V, Msq, lam, alpha, classes))
+        history.append(_objective(X, U, V, Msq, alpha, exponent, classes))
         prev, cur = history[-2], history[-1]
         if abs(prev - cur) <= tol * max(abs(cur), 1e-300):
             converged = True
@@ -219,34 +270,39 @@ def _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter, to
     return U, V, eta, history, it, converged
 
 
-def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=None,
-          code_constraint="l2", partition=None, nonneg=False, init="random", eps=1e-6,
-          n_inner=3, max_iter=200, tol=1e-4, n_init=1, random_state=None):
+def sspca(X, n_components, *, groups=None, alpha=_DEFAULT_ALPHA, exponent=_DEFAULT_EXPONENT,
+          group_weights=None, code_constraint="l2", partition=None, nonneg=False,
+          init="random", eps=1e-6, n_inner=3, max_iter=200, tol=1e-4, n_init=1,
+          random_state=None, lam=None):
     """Structured sparse PCA on centred data (Jenatton et al. 2010, Algorithm 1).
 
     .. math::
 
         \\min_{U, V, \\Omega_u(U^k) \\le 1} \\frac{1}{2np} \\|X - U V^T\\|_F^2
-        + \\lambda \\sum_k \\Big(\\sum_{G} \\|d^G \\circ V^k\\|_2^\\alpha\\Big)^{1/\\alpha}
+        + \\alpha \\sum_k \\Big(\\sum_{G} \\|d^G \\circ V^k\\|_2^q\\Big)^{1/q}
 
     solved through the variational form of Lemma 3.1,
-    ``||y||_alpha = min_z 1/2 sum_j y_j^2 / z_j + 1/2 ||z||_beta``
-    (``beta = alpha / (2 - alpha)``): the ``eta``-step is in closed form, and
+    ``||y||_q = min_z 1/2 sum_j y_j^2 / z_j + 1/2 ||z||_beta``
+    (``beta = q / (2 - q)``): the ``eta``-step is in closed form, and
     with ``eta`` fixed the problem is a ridge with diagonal weights
     ``zeta_jk = (sum_{G ∋ j} (d^G_j)^2 / eta^G_k)^-1``, solved by block
     coordinate descent on the columns of ``U`` (projected) and ``V``.
+    (The paper's ``lambda`` is ``alpha`` here, its ``alpha`` is ``exponent``.)
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
         Centred data.
     n_components : int
+        Number of components ``r``.
     groups : sequence of array-like of int, optional
         The group set ``G``; must cover every feature. Default: singletons
-        (``Omega^alpha`` is then the ℓα quasi-norm, ℓ1 for ``alpha = 1``).
-    lam : float, default=1e-3
-        ``lambda`` (the loss is divided by ``n p``).
-    alpha : float in (0, 1], default=0.5
+        (``Omega^q`` is then the ℓq quasi-norm, ℓ1 for ``exponent = 1``).
+    alpha : float, default=1e-3
+        The penalty weight (the paper's ``lambda``; the loss is divided by
+        ``n p``).
+    exponent : float in (0, 1], default=0.5
+        The exponent ``q`` of the group quasi-norm (the paper's ``alpha``).
     group_weights : None, array-like of shape (n_groups,) or sequence of arrays
         The weights ``d^G`` (the paper leaves them unspecified; default 1).
     code_constraint : {"l2", "l1"}, default="l2"
@@ -255,7 +311,7 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
         Shared patterns (the paper's section 3.2): a partition ``M`` of the
         components, e.g. ``[[0, 1], [2]]``. The components of a block share one
         support: the penalty of a block ``M`` is
-        ``(sum_G ||(d^G_j V_jk)_{j in G, k in M}||_F^alpha)^(1/alpha)``, one
+        ``(sum_G ||(d^G_j V_jk)_{j in G, k in M}||_F^q)^(1/q)``, one
         ``eta`` per block. Default: every component alone (the model above).
     nonneg : bool, default=False
         Constrain ``U >= 0`` and ``V >= 0`` (the paper's NMF-like variant): both
@@ -273,51 +329,67 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
     n_inner : int, default=3
         Block-coordinate sweeps ``T_u = T_v`` per alternation.
     max_iter : int, default=200
+        Maximum alternations per run.
     tol : float, default=1e-4
         Relative decrease of the objective that stops a run.
     n_init : int, default=1
         Random restarts; the run with the lowest objective is kept.
     random_state : int, RandomState or None
+        Seed of the random starts.
+    lam : float, optional
+        Deprecated name of ``alpha`` (FutureWarning). With ``lam`` given,
+        ``alpha`` keeps its old meaning, the exponent.
 
     Returns
     -------
     U : ndarray of shape (n_samples, n_components)
+        The codes (scores).
     V : ndarray of shape (n_features, n_components)
+        The loadings.
     info : dict
         ``objective`` (history of the best run), ``eta`` (n_groups, r), or
         (n_groups, n_blocks) with a ``partition``,
         ``n_iter``, ``converged``, ``objectives`` (final value of each run).
+
+    Raises
+    ------
+    TypeError, ValueError
+        On bad arguments; the message names the argument.
     """
+    alpha, exponent = _weight_and_exponent(lam, alpha, exponent, "sspca")
     X = check_data(X)
     check_not_constant(X - X.mean(axis=0))
     n, p = X.shape
     r = check_n_components(n_components, n, p)
-    if groups is None:
-        groups = [np.array([j]) for j in range(p)]
-    groups, wts = check_groups(groups, p, group_weights)
-    lam = check_nonneg(lam, "lam")
-    alpha = _check_alpha(alpha)
+    Msq, classes, label = _problem(n, p, r, groups, group_weights, partition)
+    alpha = check_nonneg(alpha, "alpha")
+    exponent = _check_exponent(exponent)
     if code_constraint not in _CODE_CONSTRAINTS:
         raise ValueError(
             f"code_constraint must be one of {_CODE_CONSTRAINTS}, got {code_constraint!r}."
         )
-    classes, label = _check_partition(partition, r)
     if init not in _INITS:
         raise ValueError(f"init must be one of {_INITS}, got {init!r}.")
     if not isinstance(nonneg, (bool, np.bool_)):
         raise TypeError(f"nonneg must be a bool, got {type(nonneg).__name__}.")
     eps = check_nonneg(eps, "eps", strict=True)
-    for name, value in (("n_inner", n_inner), ("max_iter", max_iter), ("n_init", n_init)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    n_inner = check_int(n_inner, "n_inner", minimum=1)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    n_init = check_int(n_init, "n_init", minimum=1)
     tol = check_nonneg(tol, "tol", strict=True)
+    return _sspca(X, r, Msq, classes, label, alpha, exponent, code_constraint, bool(nonneg),
+                  init, eps, n_inner, max_iter, tol, n_init, random_state)
+
+
+def _sspca(X, r, Msq, classes, label, alpha, exponent, code_constraint, nonneg, init, eps,
+           n_inner, max_iter, tol, n_init, random_state):
+    """:func:`sspca` on validated arguments (the estimator calls it directly)."""
     rng = check_random_state(random_state)
-    Msq = _membership(groups, wts, p)
     best, finals = None, []
     U0 = np.linalg.svd(X, full_matrices=False)[0][:, :r] if init == "svd" else None
     for run in range(n_init):
-        res = _fit_once(X, r, Msq, lam, alpha, code_constraint, eps, n_inner, max_iter,
-                        tol, rng, classes, label, bool(nonneg), U0 if run == 0 else None)
+        res = _fit_once(X, r, Msq, alpha, exponent, code_constraint, eps, n_inner, max_iter,
+                        tol, rng, classes, label, nonneg, U0 if run == 0 else None)
         finals.append(res[3][-1])
         logger.debug("sspca: run %d, %d iterations, objective %.6g", run, res[4], res[3][-1])
         if best is None or res[3][-1] < best[3][-1]:
@@ -326,13 +398,13 @@ def sspca(X, n_components, *, groups=None, lam=1e-3, alpha=0.5, group_weights=No
     if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V)) and np.isfinite(history[-1])):
         raise ValueError(
             "SSPCA diverged to non-finite values (overflow); rescale X to unit scale "
-            f"and/or change lam (lam={lam:.3g})."
+            f"and/or change alpha (alpha={alpha:.3g})."
         )
     if not converged:
         warnings.warn(
             f"sspca did not converge in {max_iter} iterations (relative decrease "
             f"{abs(history[-2] - history[-1]) / max(abs(history[-1]), 1e-300):.2e} > "
-            f"tol={tol}); increase max_iter.", ConvergenceWarning, stacklevel=2)
+            f"tol={tol}); increase max_iter.", ConvergenceWarning, stacklevel=3)
     info = {"objective": history, "eta": eta, "n_iter": n_iter, "converged": converged,
             "objectives": np.asarray(finals)}
     return U, V, info
@@ -344,23 +416,28 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     .. math::
 
         \\min_{U, V, \\Omega_u(U^k) \\le 1} \\frac{1}{2np} \\|X - U V^T\\|_F^2
-        + \\lambda \\sum_k \\Big(\\sum_{G} \\|d^G \\circ V^k\\|_2^\\alpha\\Big)^{1/\\alpha}
+        + \\alpha \\sum_k \\Big(\\sum_{G} \\|d^G \\circ V^k\\|_2^q\\Big)^{1/q}
 
-    on the centred data ``X``. See :func:`sspca` for the algorithm.
+    on the centred data ``X`` (``q = exponent``). See :func:`sspca` for the
+    algorithm.
 
     Parameters
     ----------
     n_components : int, default=3
-    lam : float, default=1e-3
-        ``lambda``; the loss is divided by ``n_samples * n_features``.
-    alpha : float in (0, 1], default=0.5
-        Exponent of the group quasi-norm (1: convex overlapping group lasso).
+        Number of components.
+    alpha : float, default=1e-3
+        The penalty weight (the paper's ``lambda``); the loss is divided by
+        ``n_samples * n_features``.
+    exponent : float in (0, 1], default=0.5
+        Exponent ``q`` of the group quasi-norm (the paper's ``alpha``; 1: the
+        convex overlapping group lasso).
     groups : sequence of array-like of int, optional
         The group set, e.g. :func:`neurospca.grid_halfspace_groups` of the
         image grid or brain mask; must cover every feature. Default: singletons.
     group_weights : None, array-like of shape (n_groups,) or sequence of arrays
         The positive weights ``d^G`` (default 1).
     code_constraint : {"l2", "l1"}, default="l2"
+        Unit ball of each code column.
     partition : sequence of sequences of int, optional
         Shared patterns: components in one block share their support (see
         :func:`sspca`), e.g. ``[[0, 1], [2, 3]]``.
@@ -373,15 +450,23 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         Start of the first run: random codes (the paper) or the leading left
         singular vectors.
     eps : float, default=1e-6
+        Relative smoothing of the variational weights ``eta``.
     n_inner : int, default=3
+        Block-coordinate sweeps per alternation.
     max_iter : int, default=200
+        Maximum alternations per run.
     tol : float, default=1e-4
+        Relative decrease of the objective that stops a run.
     n_init : int, default=1
         Random restarts, the best objective is kept.
     support_threshold : float, default=1e-3
         ``supports_[k]`` holds the features with ``|V_jk| > support_threshold *
         max_j |V_jk|`` (the ``eps`` smoothing leaves no exact zeros).
     random_state : int, RandomState or None
+        Seed of the random starts.
+    lam : float, optional
+        Deprecated name of ``alpha`` (FutureWarning); with ``lam`` given,
+        ``alpha`` keeps its old meaning, the exponent.
 
     Attributes
     ----------
@@ -389,14 +474,22 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         Unit-norm loadings (zero rows for vanished components).
     loadings_ : ndarray of shape (n_features, n_components)
         The raw dictionary ``V``.
-    codes_ : ndarray of shape (n_samples, n_components)
-        The training codes ``U``.
+    scores_ : ndarray of shape (n_samples, n_components)
+        The training codes ``U`` (``codes_`` is a deprecated alias).
     supports_ : ndarray of bool, shape (n_components, n_features)
+        Features above ``support_threshold`` per component.
     mean_ : ndarray of shape (n_features,)
+        Feature means (zeros with ``center=False``).
     eta_ : ndarray of shape (n_groups, n_components) or (n_groups, n_blocks)
-    objective_ : list of float
+        Final variational weights.
+    objective_ : float
+        Final objective.
+    objective_history_ : list of float
+        Objective after each alternation of the kept run (first: at the start).
     n_iter_ : int
+        Alternations of the kept run.
     n_features_in_ : int
+        Number of features seen in ``fit``.
 
     Examples
     --------
@@ -408,13 +501,14 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     (2, 36)
     """
 
-    def __init__(self, n_components=3, *, lam=1e-3, alpha=0.5, groups=None,
-                 group_weights=None, code_constraint="l2", partition=None, nonneg=False,
-                 center=True, init="random", eps=1e-6, n_inner=3, max_iter=200, tol=1e-4,
-                 n_init=1, support_threshold=1e-3, random_state=None):
+    def __init__(self, n_components=3, *, alpha=_DEFAULT_ALPHA, exponent=_DEFAULT_EXPONENT,
+                 groups=None, group_weights=None, code_constraint="l2", partition=None,
+                 nonneg=False, center=True, init="random", eps=1e-6, n_inner=3, max_iter=200,
+                 tol=1e-4, n_init=1, support_threshold=1e-3, random_state=None,
+                 lam=DEPRECATED):
         self.n_components = n_components
-        self.lam = lam
         self.alpha = alpha
+        self.exponent = exponent
         self.groups = groups
         self.group_weights = group_weights
         self.code_constraint = code_constraint
@@ -429,11 +523,12 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         self.n_init = n_init
         self.support_threshold = support_threshold
         self.random_state = random_state
+        self.lam = lam
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "lam": [Interval(Real, 0, None, closed="left")],
-        "alpha": [Interval(Real, 0, 1, closed="right")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "exponent": [Interval(Real, 0, 1, closed="right")],
         "groups": ["array-like", None],
         "group_weights": ["array-like", None],
         "code_constraint": [StrOptions(set(_CODE_CONSTRAINTS))],
@@ -448,33 +543,54 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "support_threshold": [Interval(Real, 0, 1, closed="left")],
         "random_state": ["random_state"],
+        "lam": [Interval(Real, 0, None, closed="left"), _DEPRECATED_OPTION],
     }
+
+    codes_ = _deprecated_alias("scores_", "codes_", "the training codes.")
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit the model on ``X`` (n_samples, n_features). ``y`` is ignored."""
+        """Fit the model on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : SSPCA
+            The fitted estimator.
+        """
+        alpha, exponent = _weight_and_exponent(self.lam, self.alpha, self.exponent, "SSPCA")
+        if exponent == 0 or exponent > 1:  # an old-style alpha read as the exponent
+            raise ValueError(f"exponent must be in (0, 1], got {exponent}.")
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
                           ensure_all_finite=False)
         X = check_data(X)
-        thr = check_nonneg(self.support_threshold, "support_threshold")
         self.mean_ = X.mean(axis=0) if self.center else np.zeros(X.shape[1])
         Xc = X - self.mean_
         check_not_constant(Xc)
-        U, V, info = sspca(
-            Xc, self.n_components, groups=self.groups, lam=self.lam, alpha=self.alpha,
-            group_weights=self.group_weights, code_constraint=self.code_constraint,
-            partition=self.partition, nonneg=self.nonneg, init=self.init, eps=self.eps,
-            n_inner=self.n_inner, max_iter=self.max_iter, tol=self.tol, n_init=self.n_init,
-            random_state=self.random_state,
-        )
+        n, p = X.shape
+        r = check_n_components(self.n_components, n, p)
+        Msq, classes, label = _problem(n, p, r, self.groups, self.group_weights,
+                                       self.partition)
+        U, V, info = _sspca(Xc, r, Msq, classes, label, float(alpha), float(exponent),
+                            self.code_constraint, bool(self.nonneg), self.init,
+                            float(self.eps), self.n_inner, self.max_iter, float(self.tol),
+                            self.n_init, self.random_state)
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
         self.loadings_ = V
-        self.codes_ = U
+        self.scores_ = U
         self.components_ = (V / safe).T
         absV = np.abs(V)
+        thr = float(self.support_threshold)
         self.supports_ = (absV > thr * absV.max(axis=0, keepdims=True)).T & (norms > 0)[:, None]
         self.eta_ = info["eta"]
-        self.objective_ = info["objective"]
-        self.n_iter_ = info["n_iter"]
+        self.objective_ = float(info["objective"][-1])
+        self.objective_history_ = info["objective"]
+        self.n_iter_ = int(info["n_iter"])
         return self
