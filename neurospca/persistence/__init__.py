@@ -32,9 +32,15 @@ building objects from it and never opens a path stored in the file.
 (3, 64030)
 """
 
-from ._archive import FORMAT_NAME, FORMAT_VERSION, MAX_BYTES, MAX_DEPTH, MAX_ENTRIES, \
-    MAX_HEADER_BYTES
-from ._codecs import CODECS, register_codec
-from ._model import ESTIMATORS, MODEL_CLASSES, SavedModel, load_model, save_model
+from ._archive import (  # noqa: F401 (limits of the reader)
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_ENTRIES,
+    MAX_HEADER_BYTES,
+)
+from ._codecs import CODECS, register_codec  # noqa: F401 (the codec registry)
+from ._model import ESTIMATORS, MODEL_CLASSES, SavedModel, load_model, save_model  # noqa: F401
 
 __all__ = ["SavedModel", "save_model", "load_model"]
