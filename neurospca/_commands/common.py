@@ -110,17 +110,8 @@ def existing(path, option):
 
 
 def report_path(args):
-    """Where the report goes: ``--output`` or report.html next to MODEL.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed ``report`` command line.
-
-    Returns
-    -------
-    str
-    """
+    """Where ``neurospca report`` writes (str): ``args.output`` or report.html next to
+    ``args.model``."""
     return args.output or os.path.join(os.path.dirname(os.path.abspath(args.model)),
                                        "report.html")
 

@@ -7,7 +7,7 @@ import numpy as np
 from .common import UserError, estimator_from_args, existing, expand, fit_with_progress, \
     load_maps, run_metadata, say, write_all
 
-__all__ = ["run_fit", "fit_volume", "fit_surface"]
+__all__ = ["run_fit"]
 
 
 def _file_list(paths):
@@ -20,19 +20,8 @@ def _labels(base, n_samples):
     return base if len(base) == n_samples else [f"sample_{i:04d}" for i in range(n_samples)]
 
 
-def fit_volume(args):
-    """Fit volumes (``--images`` in ``--mask``) and write the outputs.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed ``fit`` command line.
-
-    Returns
-    -------
-    int
-        Exit code 0.
-    """
+def _fit_volume(args):
+    """Fit volumes (``--images`` in ``--mask``), write the outputs; exit code 0."""
     from ..masking import load_mask_img
 
     images = expand(args.images, "--images")
@@ -88,19 +77,9 @@ def _plot_meshes(args, hemis, meshes_fit):
     return meshes
 
 
-def fit_surface(args):
-    """Fit cortical surface maps (per-hemisphere meshes and data) and write the outputs.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed ``fit`` command line.
-
-    Returns
-    -------
-    int
-        Exit code 0.
-    """
+def _fit_surface(args):
+    """Fit cortical surface maps (per-hemisphere meshes and data), write the outputs;
+    exit code 0."""
     from ..surface import load_surf_mesh, load_surface_image
 
     for opt in ("left_mesh", "right_mesh", "left_data", "right_data"):
@@ -171,8 +150,8 @@ def run_fit(args):
             raise UserError("--images is required with --mask.")
         if args.mask is None:
             raise UserError("--mask is required with --images.")
-        return fit_volume(args)
+        return _fit_volume(args)
     if surface:
-        return fit_surface(args)
+        return _fit_surface(args)
     raise UserError("give volumes (--images and --mask) or surfaces (--left-mesh, "
                     "--right-mesh, --left-data, --right-data).")
