@@ -7,7 +7,7 @@ from ..masking import VolumeMasker
 from ..surface import Hemispheres
 
 __all__ = ["fmt", "Text", "cells", "signed", "peak_text", "space_rows", "per_component",
-           "selection_table", "cluster_rows", "cluster_note"]
+           "selection_table", "cluster_rows", "cluster_note", "convergence_status", "caption_text"]
 
 
 def fmt(value, spec=".4g"):
@@ -141,3 +141,35 @@ def cluster_note(clusters, space, max_clusters, connectivity):
     return text
 
 
+def convergence_status(conv, support, rel, tol):
+    """The "converged" cell of a component: yes, or why not."""
+    if conv is None:
+        return "-"
+    if support == 0:
+        return "no (zero component)"
+    if bool(conv):
+        return "yes"
+    if rel is not None and tol is not None and np.isfinite(rel) and rel > tol:
+        return "no: relative gap > tol"
+    if rel is not None and tol is not None:
+        return "no: alternations hit max_iter"
+    return "no"
+
+
+def caption_text(label, peak, atlas, support, n_features, unit, clusters, stability):
+    """A component figure's caption: peak, atlas label, support, clusters, stability."""
+    if peak is None:
+        return f"{label} is identically zero."
+    caption = f"Peak loading {signed(peak.value)} at {peak.describe()}"
+    if peak.ijk is not None:
+        caption += f" (voxel {peak.ijk[0]}, {peak.ijk[1]}, {peak.ijk[2]})"
+    if atlas is not None:
+        caption += f", atlas label: {atlas.label(peak.feature) or 'no label'}"
+    caption += (f". {support:,} non-zero {unit} "
+                f"({100.0 * (1 - support / n_features):.1f} % of the loadings are zero)")
+    if clusters is not None:
+        caption += f" in {len(clusters):,} cluster(s)"
+    caption += "."
+    if stability is not None:
+        caption += f" Stability across splits (mean pairwise Dice): {stability:.2f}."
+    return caption

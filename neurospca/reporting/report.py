@@ -31,8 +31,8 @@ from ..surface import Hemispheres
 from . import anatomy, plotting
 from .anatomy import load_atlas
 from ._methods import atlas_description, methods_text, penalties, weights_text
-from ._tables import Text, cells, cluster_note, cluster_rows, fmt, peak_text, per_component, \
-    selection_table, signed, space_rows
+from ._tables import Text, caption_text, cells, cluster_note, cluster_rows, \
+    convergence_status, fmt, peak_text, per_component, selection_table, space_rows
 
 logger = logging.getLogger("neurospca")
 
@@ -111,6 +111,61 @@ def _component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, eng
         ax.set_ylabel("loading")
         fig.tight_layout()
     return plotting.figure_to_data_uri(fig, dpi=dpi)
+
+
+def _loading_note(space, surface_coords):
+    """How to read the component figures."""
+    if isinstance(space, VolumeMasker):
+        return ("Unit-norm loadings, in the order fitted. Left: slices through the peak over "
+                "the background image; right: glass brain. The colour scale is symmetric "
+                "about zero; zero voxels are transparent (threshold just above zero). "
+                "Coordinates are world (scanner/MNI) mm from the mask's affine.")
+    if isinstance(space, Hemispheres):
+        coords_note = ("the given anatomical coordinates" if surface_coords is not None
+                       else "the coordinates of the drawn meshes")
+        return ("Unit-norm loadings, in the order fitted: lateral and medial views of both "
+                "hemispheres. The colour scale is symmetric about zero; zero vertices show "
+                f"the background shading only. Peak xyz are {coords_note}; vertex indices "
+                "are those of each hemisphere's mesh.")
+    return "Unit-norm loadings against the feature index, in the order fitted."
+
+
+def _variance_figure(evr, pca_evr, n_components, dpi):
+    """(image, note) of the explained variance, beside PCA's when the model stores it."""
+    image = plotting.figure_to_data_uri(plotting.plot_explained_variance(evr, pca_evr),
+                                        dpi=dpi)
+    total = fmt(100 * float(np.nansum(evr)), '.2f')
+    if pca_evr is not None:
+        note = ("Adjusted explained variance of the components (scores orthogonalised by QR, "
+                "Zou et al. 2006) beside plain PCA's on the same centred data (its cumulative "
+                f"variance bounds any {n_components} components'). Total: {total} % (PCA "
+                f"{fmt(100 * float(np.nansum(pca_evr[:n_components])), '.2f')} %).")
+    else:
+        note = ("Adjusted explained variance (scores orthogonalised by QR, Zou et al. 2006), "
+                f"as a share of the total variance. Total: {total} %. PCA's explained "
+                "variance is not shown: this model does not store it (it needs the training "
+                "data; models fitted by a current SPCATV do).")
+    return image, note
+
+
+def _convergence_figure(estimator, tol, dpi):
+    """(image, note) of the gaps against solver iterations (relative gaps and tol when
+    the model stores them)."""
+    rel_hist = getattr(estimator, "rel_gap_history_", None)
+    if rel_hist is not None:
+        image = plotting.figure_to_data_uri(plotting.plot_convergence(rel_hist, tol=tol),
+                                            dpi=dpi)
+        return image, ("Relative duality gap (certified gap over the objective at zero) of "
+                       "the v-steps against cumulative solver iterations, one line per "
+                       "component. Each v-step stops once its relative gap is at most tol "
+                       f"(dashed line, tol = {fmt(tol, 'g')}); the final values are the "
+                       "table's relative gaps.")
+    image = plotting.figure_to_data_uri(
+        plotting.plot_convergence(getattr(estimator, "gap_history_", []) or []), dpi=dpi)
+    return image, ("Certified duality gap of the v-steps (in units of the objective) against "
+                   "cumulative solver iterations, one line per component. This model does "
+                   "not store the relative gaps that tol bounds, so the tol line is not "
+                   "drawn.")
 
 
 def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
@@ -303,18 +358,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                                              connectivity=cluster_connectivity)
         conv = per_component(estimator, "converged_", k, n_components)
         rel = None if rel_gaps is None or k >= rel_gaps.size else float(rel_gaps[k])
-        if conv is None:
-            conv_text = "-"
-        elif support == 0:
-            conv_text = "no (zero component)"
-        elif bool(conv):
-            conv_text = "yes"
-        elif rel is not None and tol is not None and np.isfinite(rel) and rel > tol:
-            conv_text = "no: relative gap > tol"
-        elif rel is not None and tol is not None:
-            conv_text = "no: alternations hit max_iter"
-        else:
-            conv_text = "no"
+        conv_text = convergence_status(conv, support, rel, tol)
         row = [str(k + 1), fmt(100 * float(evr[k]), ".2f")]
         if pca_evr is not None:
             row.append(fmt(100 * float(pca_evr[k]), ".2f") if k < pca_evr.size else "-")
@@ -356,22 +400,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         logger.info("report: %s drawn in %.2f s", label, time.perf_counter() - t0)
         unit = ("voxels" if isinstance(space, VolumeMasker) else
                 "vertices" if isinstance(space, Hemispheres) else "features")
-        if peak is None:
-            caption = f"{label} is identically zero."
-        else:
-            caption = f"Peak loading {signed(peak.value)} at {peak.describe()}"
-            if peak.ijk is not None:
-                caption += f" (voxel {peak.ijk[0]}, {peak.ijk[1]}, {peak.ijk[2]})"
-            if atlas_obj is not None:
-                caption += f", atlas label: {atlas_obj.label(peak.feature) or 'no label'}"
-            caption += (f". {support:,} non-zero {unit} "
-                        f"({100.0 * (1 - support / n_features):.1f} % of the loadings are zero)")
-            if clusters is not None:
-                caption += f" in {len(clusters):,} cluster(s)"
-            caption += "."
-            if stability is not None and k < stability.size:
-                caption += (f" Stability across splits (mean pairwise Dice): "
-                            f"{float(stability[k]):.2f}.")
+        stab = None if stability is None or k >= stability.size else float(stability[k])
+        caption = caption_text(label, peak, atlas_obj, support, n_features, unit, clusters, stab)
         cluster_header = ["cluster", "sign", f"size ({unit})"]
         if isinstance(space, VolumeMasker):
             cluster_header.append("volume (mm\u00b3)")
@@ -402,56 +432,11 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                          f"the {n_features:,} features in column order, which is not the "
                          "brain's geometry; pass operator= (tv_from_mask, tv_from_mesh).")
 
-    if isinstance(space, VolumeMasker):
-        loading_note = ("Unit-norm loadings, in the order fitted. Left: slices through the "
-                        "peak over the background image; right: glass brain. The colour scale "
-                        "is symmetric about zero; zero voxels are transparent (threshold just "
-                        "above zero). Coordinates are world (scanner/MNI) mm from the mask's "
-                        "affine.")
-    elif isinstance(space, Hemispheres):
-        coords_note = ("the given anatomical coordinates" if surface_coords is not None
-                       else "the coordinates of the drawn meshes")
-        loading_note = ("Unit-norm loadings, in the order fitted: lateral and medial views of "
-                        "both hemispheres. The colour scale is symmetric about zero; zero "
-                        "vertices show the background shading only. Peak xyz are "
-                        f"{coords_note}; vertex indices are those of each hemisphere's mesh.")
-    else:
-        loading_note = "Unit-norm loadings against the feature index, in the order fitted."
-    if scores is not None:
-        scores_image = plotting.figure_to_data_uri(plotting.plot_scores(scores), dpi=dpi)
-    else:
-        scores_image = ""
-    variance_image = plotting.figure_to_data_uri(
-        plotting.plot_explained_variance(evr, pca_evr), dpi=dpi)
-    if pca_evr is not None:
-        variance_note = (f"Adjusted explained variance of the components (scores "
-                         f"orthogonalised by QR, Zou et al. 2006) beside plain PCA's on the "
-                         f"same centred data (its cumulative variance bounds any "
-                         f"{n_components} components'). Total: "
-                         f"{fmt(100 * float(np.nansum(evr)), '.2f')} % (PCA "
-                         f"{fmt(100 * float(np.nansum(pca_evr[:n_components])), '.2f')} %).")
-    else:
-        variance_note = (f"Adjusted explained variance (scores orthogonalised by QR, Zou et "
-                         f"al. 2006), as a share of the total variance. Total: "
-                         f"{fmt(100 * float(np.nansum(evr)), '.2f')} %. PCA's explained "
-                         "variance is not shown: this model does not store it (it needs the "
-                         "training data; models fitted by a current SPCATV do).")
-    rel_hist = getattr(estimator, "rel_gap_history_", None)
-    if rel_hist is not None:
-        convergence_image = plotting.figure_to_data_uri(
-            plotting.plot_convergence(rel_hist, tol=tol), dpi=dpi)
-        convergence_note = ("Relative duality gap (certified gap over the objective at zero) "
-                            "of the v-steps against cumulative solver iterations, one line per "
-                            "component. Each v-step stops once its relative gap is at most tol "
-                            f"(dashed line, tol = {fmt(tol, 'g')}); the final values are the "
-                            "table's relative gaps.")
-    else:
-        convergence_image = plotting.figure_to_data_uri(
-            plotting.plot_convergence(getattr(estimator, "gap_history_", []) or []), dpi=dpi)
-        convergence_note = ("Certified duality gap of the v-steps (in units of the objective) "
-                            "against cumulative solver iterations, one line per component. "
-                            "This model does not store the relative gaps that tol bounds, so "
-                            "the tol line is not drawn.")
+    loading_note = _loading_note(space, surface_coords)
+    scores_image = ("" if scores is None else
+                    plotting.figure_to_data_uri(plotting.plot_scores(scores), dpi=dpi))
+    variance_image, variance_note = _variance_figure(evr, pca_evr, n_components, dpi)
+    convergence_image, convergence_note = _convergence_figure(estimator, tol, dpi)
 
     timings = []
     if hasattr(estimator, "fit_time_"):
