@@ -1,4 +1,8 @@
-"""The ``neurospca`` command line.
+"""The ``neurospca`` command line: argument parsing, dispatch and exit codes only.
+
+The commands are implemented in ``neurospca._commands`` (``demo``, ``fit``,
+``report``); the all-or-nothing output folder is
+``neurospca._utils.io.AtomicFolder``.
 
 Every command that fits writes one output folder holding ``report.html`` (a
 self-contained HTML report), the loadings (``loadings.nii.gz`` for volumes,

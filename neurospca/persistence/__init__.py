@@ -14,8 +14,8 @@ The space needed to put loadings back on the brain is saved too: the mask
 surfaces, and optionally the meshes used to draw them.
 
 Each stored type has one encode/decode pair in the codec registry
-(:mod:`neurospca.persistence._codecs`); the estimators a file may hold are
-listed in :data:`ESTIMATORS`.
+(``neurospca.persistence._codecs``); the estimators a file may hold are
+listed in ``ESTIMATORS``.
 
 Files are written to a temporary name in the target directory and then renamed,
 so a saved model is complete or absent.
