@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from neurospca._commands import penalties
 from neurospca.datasets import make_fmri_like, make_paper_simulation
 
 
@@ -17,10 +18,9 @@ def fmri_like(seed=0):
 
 def example_weights(X):
     """The reference implementation's example penalties:
-    ``(l1, l2, tv) = l1_max * (0.05, 1, 0.1)`` with ``l1_max = max_j ||X_j|| / N``."""
-    Xc = X - X.mean(axis=0)
-    l1_max = np.sqrt((Xc**2).sum(axis=0)).max() / X.shape[0]
-    return 0.05 * l1_max, 1.0 * l1_max, 0.1 * l1_max
+    ``(l1, l2, tv) = l1_max * (0.05, 1, 0.1)`` with ``l1_max = max_j ||X_j|| / N``
+    (one definition, in neurospca._commands.penalties)."""
+    return penalties.example_weights(X)
 
 
 # --------------------------------------------------------------------------

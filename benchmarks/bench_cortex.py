@@ -36,6 +36,7 @@ import warnings
 import numpy as np
 
 import neurospca
+from neurospca._commands import penalties
 from neurospca.surface import icosphere
 
 
@@ -98,10 +99,8 @@ def main(argv=None):
         (coords, faces), (coords, faces), masks[0], masks[1], kind=args.kind)
     t_op = time.perf_counter() - t0
 
-    Xc = X - X.mean(axis=0)
-    l1_max = np.sqrt(np.einsum("ij,ij->j", Xc, Xc)).max() / X.shape[0]
-    del Xc
-    l1, l2, tv = args.l1 * l1_max, 1.0 * l1_max, args.tv * l1_max
+    l1_max = penalties.l1_max(X)
+    l1, l2, tv = penalties.example_weights(X, l1=args.l1, tv=args.tv)
     alpha = l1 + l2 + tv
     est = neurospca.SPCATV(n_components=3, alpha=alpha, l1_ratio=l1 / alpha,
                            tv_ratio=tv / alpha, operator=op, tol=args.tol)

@@ -76,10 +76,8 @@ else:
     coords, faces, masks, X, patterns = simulate(133, 7)
     op, hemis = neurospca.tv_from_hemispheres((coords, faces), (coords, faces),
                                               masks[0], masks[1], kind="edges")
-    Xc = X - X.mean(axis=0)
-    l1_max = np.sqrt(np.einsum("ij,ij->j", Xc, Xc)).max() / X.shape[0]
-    del Xc
-    l1, l2, tv = 0.05 * l1_max, l1_max, 0.1 * l1_max
+    from neurospca._commands.penalties import example_weights
+    l1, l2, tv = example_weights(X)
     alpha = l1 + l2 + tv
     est = neurospca.SPCATV(n_components=3, alpha=alpha, l1_ratio=l1 / alpha,
                            tv_ratio=tv / alpha, operator=op, tol={tol!r})

@@ -419,7 +419,7 @@ def test_missing_report_libraries_fail_first(tmp_path, monkeypatch, capsys):
 def test_progress_lines(capsys):
     import logging
 
-    from neurospca.cli import _Progress
+    from neurospca._utils.progress import ProgressHandler as _Progress
 
     logger = logging.getLogger("neurospca.test_progress")
     logger.setLevel(logging.INFO)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import nibabel as nib
 import numpy as np
@@ -377,3 +378,53 @@ def test_sigterm_handler_is_restored_after_main(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing.npz")]) == 2
     assert signal.getsignal(signal.SIGTERM) == before
     capsys.readouterr()
+
+
+# -------------------------------------------------------------------- building blocks
+
+
+def test_atomic_folder_commits_whole_or_nothing(tmp_path):
+    """The output-folder writer: a new folder is one rename; re-use replaces the owned
+    files (stale ones removed, others kept); an error leaves the folder as it was."""
+    import re
+
+    from neurospca._utils.io import AtomicFolder
+
+    owned = re.compile(r"(a\.txt|b\.txt|report\.html)\Z")
+    out = tmp_path / "out"
+    with AtomicFolder(out, owned=owned) as folder:
+        for name in ("a.txt", "report.html"):
+            (Path(folder.tmp) / name).write_text("1")
+        assert not out.exists()
+        assert folder.commit(["a.txt", "report.html"]) == str(out)
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+    assert sorted(os.listdir(out)) == ["a.txt", "report.html"]
+    (out / "b.txt").write_text("stale")
+    (out / "notes.txt").write_text("mine")
+    with AtomicFolder(out, owned=owned) as folder:
+        (Path(folder.tmp) / "report.html").write_text("2")
+        folder.commit(["report.html"])
+    assert sorted(os.listdir(out)) == ["notes.txt", "report.html"]
+    assert (out / "report.html").read_text() == "2"
+    with pytest.raises(RuntimeError, match="midway"):
+        with AtomicFolder(out, owned=owned) as folder:
+            (Path(folder.tmp) / "report.html").write_text("3")
+            raise RuntimeError("midway")
+    assert (out / "report.html").read_text() == "2"
+    assert sorted(os.listdir(tmp_path)) == ["out"]  # no temporary folder left
+    with pytest.raises(FileNotFoundError, match="--output: the parent folder"):
+        AtomicFolder(tmp_path / "no" / "out", name="--output")
+    with pytest.raises(ValueError, match="exists and is not a folder"):
+        AtomicFolder(out / "notes.txt")
+
+
+def test_example_penalties_are_spcatv_l1_max():
+    """The benchmarks' example penalties use SPCATV's own l1_max_ (one definition)."""
+    from neurospca import SPCATV
+    from neurospca._commands.penalties import example_weights, l1_max, spcatv_defaults
+
+    X = np.random.default_rng(0).standard_normal((15, 40)) * np.linspace(0.5, 3, 40)
+    model = SPCATV(1, alpha_rel=1.0, tol=1e-2, max_iter=2).fit(X)
+    assert l1_max(X) == pytest.approx(model.l1_max_, rel=1e-12)
+    np.testing.assert_allclose(example_weights(X), np.array([0.05, 1.0, 0.1]) * l1_max(X))
+    assert spcatv_defaults()["l1_ratio"] == SPCATV().l1_ratio

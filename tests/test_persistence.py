@@ -363,3 +363,73 @@ def test_unsupported_attribute_is_a_clear_error(tmp_path):
     with pytest.raises(TypeError, match="attribute extra_ cannot be saved without pickle"):
         save_model(model, tmp_path / "m.npz")
     assert not os.listdir(tmp_path)
+
+
+# --------------------------------------------------------------------------
+# files written by an earlier neurospca still load (same on-disk format)
+# --------------------------------------------------------------------------
+
+_V1 = os.path.join(os.path.dirname(__file__), "data", "models_v1")
+
+
+def _npz(path):
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    return json.loads(arrays.pop("meta.json").tobytes().decode()), arrays
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(_V1) if f.endswith(".npz")))
+def test_version1_files_load_and_are_rewritten_identically(tmp_path, name):
+    """Files written before the codec registry (tests/data/models_v1, by make_files.py)
+    load, and saving what was loaded writes the same header and the same arrays."""
+    from neurospca.persistence._model import RENAMED_ATTRIBUTES
+
+    old_meta, old_arrays = _npz(os.path.join(_V1, name))
+    saved = load_model(os.path.join(_V1, name))
+    est = saved.estimator
+    assert type(est).__name__ == old_meta["class"]
+    assert est.components_.tobytes() == old_arrays["attr/components_"].tobytes()
+    if "attr/mean_" in old_arrays:
+        assert est.mean_.tobytes() == old_arrays["attr/mean_"].tobytes()
+    save_model(est, tmp_path / "again.npz", space=saved.space, meshes=saved.meshes,
+               metadata=saved.metadata)
+    new_meta, new_arrays = _npz(tmp_path / "again.npz")
+    for key in ("format", "version", "class", "space", "meshes", "metadata"):
+        assert new_meta[key] == old_meta[key], key
+    for key, desc in old_meta["params"].items():  # parameters added since take defaults
+        assert new_meta["params"][key] == desc, key
+    kept = [n for n in old_meta["fitted"] if n in new_meta["fitted"]]
+    # fitted names renamed since (a codes_ now stored as scores_) are the only difference
+    assert set(old_meta["fitted"]) - set(kept) <= set(RENAMED_ATTRIBUTES) | {"objective_"}
+    for attr in kept:
+        assert new_meta["fitted"][attr] == old_meta["fitted"][attr], attr
+    for key, value in old_arrays.items():
+        if key.startswith("attr/") and key.split("/")[1] not in kept:
+            continue
+        assert new_arrays[key].dtype == value.dtype and \
+            new_arrays[key].tobytes() == value.tobytes(), key
+    if saved.space is not None:
+        assert saved.space.n_features == est.components_.shape[1]
+
+
+def test_renamed_attributes_of_old_files_are_migrated():
+    """An old file's ``codes_``/``dual_gap_``/list ``objective_`` land in the current names
+    once an estimator has renamed them (deprecated properties keep the old names)."""
+    from neurospca.persistence._model import _migrate
+
+    class Renamed:
+        """Attributes: scores_, dual_gaps_, objective_, objective_history_."""
+
+        codes_ = property(lambda self: self.scores_)
+        dual_gap_ = property(lambda self: self.dual_gaps_[0])
+
+    class Current:
+        """Attributes: codes_, objective_."""
+
+    fitted = {"codes_": np.ones((3, 2)), "dual_gap_": 0.5, "objective_": [3.0, 2.0, 1.5]}
+    out = _migrate(Renamed, fitted)
+    assert set(out) == {"scores_", "dual_gaps_", "objective_", "objective_history_"}
+    assert out["scores_"] is fitted["codes_"]
+    np.testing.assert_array_equal(out["dual_gaps_"], [0.5])
+    assert out["objective_"] == 1.5 and out["objective_history_"] == [3.0, 2.0, 1.5]
+    assert _migrate(Current, fitted) == fitted  # nothing renamed yet: untouched

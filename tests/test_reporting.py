@@ -905,3 +905,71 @@ def test_surface_atlas_gifti_label(tmp_path):
     atlas = load_atlas((path, path), Hemispheres((n, n)))
     assert atlas.label(int(np.argmax(coords[:, 0]))) == "east"
     assert atlas.label(n + int(np.argmin(coords[:, 0]))) == "west"
+
+
+# --------------------------------------------------------------------------
+# the penalty weights: the fitted penalty_weights_, else derived (older models)
+# --------------------------------------------------------------------------
+
+
+def _methods(html):
+    return _text(html).split("Methods", 2)[2].split("Command line")[0]
+
+
+def test_report_reads_the_fitted_penalty_weights(volume_model):
+    """With ``penalty_weights_`` (the weights the solver used) the report prints those,
+    extra penalty terms included, in the methods paragraph and the raw-weights note."""
+    import copy
+
+    model = copy.copy(volume_model[0])
+    model.penalty_weights_ = {"l1": 0.0123, "l2": 0.456, "tv": 0.0789, "l2_graph": 0.0321}
+    html = make_report(model)
+    methods = _methods(html)
+    for part in ("lambda_1 (l1) = 0.0123", "lambda_2 (l2) = 0.456", "lambda (TV) = 0.0789",
+                 "l2_graph = 0.0321", f"alpha = {model.alpha_:.4g}"):
+        assert part in methods, part
+    assert "Raw weights of the objective: l1 = 0.0123, l2 = 0.456, tv = 0.0789, " \
+           "l2_graph = 0.0321" in _text(html)
+
+
+def test_report_derives_the_weights_of_older_models(volume_model, tmp_path):
+    """Without ``penalty_weights_`` (models saved before it existed) the weights come from
+    alpha_, l1_ratio and tv_ratio; a version-1 model file shows the same numbers."""
+    import copy
+    import os
+
+    from neurospca import load_model, weights_from_ratios
+
+    model = copy.copy(volume_model[0])
+    vars(model).pop("penalty_weights_", None)
+    l1, l2, tv = weights_from_ratios(model.alpha_, model.l1_ratio, model.tv_ratio)
+    methods = _methods(make_report(model))
+    for part in (f"lambda_1 (l1) = {l1:.4g}", f"lambda_2 (l2) = {l2:.4g}",
+                 f"lambda (TV) = {tv:.4g}"):
+        assert part in methods, part
+    old = load_model(os.path.join(os.path.dirname(__file__), "data", "models_v1",
+                                  "spcatv_volume.npz"))
+    assert not hasattr(old.estimator, "penalty_weights_")
+    e = old.estimator
+    l1, l2, tv = weights_from_ratios(e.alpha_, e.l1_ratio, e.tv_ratio)
+    methods = _methods(make_report(e))
+    assert f"lambda_1 (l1) = {l1:.4g}, lambda_2 (l2) = {l2:.4g}, lambda (TV) = {tv:.4g}" \
+        in methods
+
+
+def test_import_is_light():
+    """``import neurospca.reporting`` (and persistence, the command line) loads none of the
+    report's optional libraries: they are imported when a figure or a page is made."""
+    import os
+
+    code = ("import sys, neurospca, neurospca.reporting, neurospca.persistence, "
+            "neurospca.cli, neurospca.reporting.report\n"
+            "heavy = [m for m in ('matplotlib', 'jinja2', 'nilearn', 'pyvista') "
+            "if m in sys.modules]\n"
+            "assert neurospca.reporting.__file__.startswith(sys.argv[1]), "
+            "neurospca.reporting.__file__\n"
+            "assert not heavy, heavy\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", code, root], cwd=root,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -25,12 +25,14 @@ import time
 import numpy as np
 
 from .._utils.io import atomic_write
-from ..decomposition._spcatv import weights_from_ratios
 from ..masking import VolumeMasker, unmask
 from ..operators import GroupOperator
 from ..surface import Hemispheres
 from . import anatomy, plotting
 from .anatomy import load_atlas
+from ._methods import atlas_description, methods_text, penalties, weights_text
+from ._tables import Text, caption_text, cells, cluster_note, cluster_rows, \
+    convergence_status, fmt, peak_text, per_component, selection_table, space_rows
 
 logger = logging.getLogger("neurospca")
 
@@ -93,308 +95,6 @@ def component_scores(estimator):
     return scores * np.asarray(estimator.singular_values_, dtype=np.float64)[None, :]
 
 
-def _fmt(value, spec=".4g"):
-    if value is None:
-        return "-"
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    if isinstance(value, (int, np.integer)):
-        return f"{int(value):,}"
-    if isinstance(value, (float, np.floating)):
-        return "nan" if not np.isfinite(value) else format(float(value), spec)
-    return str(value)
-
-
-def _space_rows(space, n_features):
-    if isinstance(space, VolumeMasker):
-        zooms = np.sqrt((np.asarray(space.mask_img.affine)[:3, :3] ** 2).sum(axis=0))
-        return [("space", "volume (brain mask)"),
-                ("mask grid", " x ".join(str(s) for s in space.mask.shape)),
-                ("voxel size (mm)", " x ".join(f"{z:.3g}" for z in zooms)),
-                ("voxels in the mask", _fmt(space.n_features))]
-    if isinstance(space, Hemispheres):
-        return [("space", "cortical surface (two hemispheres)"),
-                ("vertices (left, right)", f"{space.n_vertices[0]:,}, {space.n_vertices[1]:,}"),
-                ("vertices analysed (left, right)",
-                 f"{space.vertices[0].size:,}, {space.vertices[1].size:,}")]
-    return [("space", "features (no brain space given)"), ("features", _fmt(n_features))]
-
-
-def _per_component(estimator, name, k, n_components):
-    """Entry ``k`` of a per-component fitted attribute, or None (absent or a scalar)."""
-    if name == "n_iter_" and hasattr(estimator, "n_iter_per_component_"):
-        name = "n_iter_per_component_"
-    arr = getattr(estimator, name, None)
-    if arr is None:
-        return None
-    if np.ndim(arr) == 0:
-        return arr if n_components == 1 else None
-    return arr[k] if k < len(arr) else None
-
-
-class _Text(str):
-    """A table cell holding text (left-aligned, not wrapped), not a number."""
-
-
-def _cells(row):
-    """``(value, css class)`` pairs: numbers right-aligned, text left-aligned."""
-    return [(str(v), "txt" if isinstance(v, _Text) else "num") for v in row]
-
-
-def _signed(value):
-    return f"{value:+.3g}"
-
-
-def _peak_text(peak, atlas):
-    if peak is None:
-        return "-"
-    text = peak.describe()
-    if atlas is not None:
-        text += f" [{atlas.label(peak.feature) or 'no label'}]"
-    return text
-
-
-def _penalties(estimator):
-    """Absolute and relative penalties of an SPCA-TV-like estimator, or None."""
-    if not all(hasattr(estimator, a) for a in ("l1_ratio", "tv_ratio")):
-        return None
-    alpha = getattr(estimator, "alpha_", None)
-    if alpha is None:
-        alpha = getattr(estimator, "alpha", None)
-    try:
-        alpha = float(alpha)
-        l1_ratio, tv_ratio = float(estimator.l1_ratio), float(estimator.tv_ratio)
-        l1, l2, tv = weights_from_ratios(alpha, l1_ratio, tv_ratio)
-    except (TypeError, ValueError):
-        return None
-    l1_max = getattr(estimator, "l1_max_", None)
-    l1_max = float(l1_max) if l1_max is not None and np.isfinite(l1_max) and l1_max > 0 \
-        else None
-    relative = getattr(estimator, "alpha", 0.0) is None
-    given = getattr(estimator, "alpha_rel", None)
-    auto = isinstance(given, str)  # alpha_rel="auto": chosen along a path at fit time
-    alpha_rel = getattr(estimator, "alpha_rel_", None)
-    if alpha_rel is None and not auto and given is not None:
-        alpha_rel = given
-    if alpha_rel is None and l1_max is not None:
-        alpha_rel = alpha / l1_max
-    try:
-        alpha_rel = None if alpha_rel is None else float(alpha_rel)
-    except (TypeError, ValueError):
-        alpha_rel = None
-    return {"alpha": alpha, "l1_ratio": l1_ratio, "tv_ratio": tv_ratio, "l1": l1, "l2": l2,
-            "tv": tv, "l1_max": l1_max, "relative": relative, "alpha_rel": alpha_rel,
-            "auto": auto and relative, "auto_path": getattr(estimator, "auto_path_", None)}
-
-
-def _auto_text(pen):
-    """How ``alpha_rel="auto"`` chose its value (from ``auto_path_``)."""
-    path = pen["auto_path"] or []
-    steps = []
-    for step in path:
-        try:
-            nz = np.asarray(step["nonzero_fraction"], dtype=np.float64)
-            steps.append(f"{float(step['alpha_rel']):g} ({100 * nz.max():.0f} %)")
-        except (KeyError, TypeError, ValueError):
-            continue
-    text = ("; alpha_rel was chosen automatically (alpha_rel=\"auto\": the weakest relative "
-            "penalty on a path for which every component keeps at most a small fraction of "
-            "non-zero loadings")
-    if steps:
-        text += ("; tried, with the largest non-zero fraction of a component: "
-                 + ", ".join(steps))
-    return text + ")"
-
-
-def _weights_text(pen):
-    if pen is None:
-        return ""
-    text = (f"alpha = {pen['alpha']:.4g} (l1_ratio = {pen['l1_ratio']:.4g}, tv_ratio = "
-            f"{pen['tv_ratio']:.4g}): l1 = {pen['l1']:.4g}, l2 = {pen['l2']:.4g}, "
-            f"tv = {pen['tv']:.4g}")
-    if pen["l1_max"] is not None:
-        if pen["relative"] and pen["alpha_rel"] is not None:
-            text += (f". Data-relative: alpha = alpha_rel x l1_max = "
-                     f"{float(pen['alpha_rel']):.4g} x {pen['l1_max']:.4g}")
-        else:
-            text += (f". Relative to l1_max = {pen['l1_max']:.4g}: alpha = "
-                     f"{pen['alpha'] / pen['l1_max']:.4g} x l1_max")
-        text += f"; l1 = {pen['l1'] / pen['l1_max']:.3g} x l1_max"
-    return text
-
-
-def _structure_text(estimator, space, meshes, n_features):
-    op = getattr(estimator, "operator", None)
-    if not hasattr(estimator, "operator"):
-        return None
-    if op is None:
-        return (f"a 1-D chain over the {n_features:,} features in column order (no spatial "
-                "structure was given)")
-    if not isinstance(op, GroupOperator):
-        return f"a {type(op).__name__} operator"
-    size = f"{op.n_groups:,} groups, {op.n_rows:,} rows, ||A||^2 <= {op.norm2:.3g}"
-    if isinstance(space, VolumeMasker) and space.mask.ndim == 3:
-        m = space.mask
-        pairs = int((m[1:] & m[:-1]).sum() + (m[:, 1:] & m[:, :-1]).sum()
-                    + (m[:, :, 1:] & m[:, :, :-1]).sum())
-        if pairs == op.n_rows:
-            return ("total variation over the brain mask's 3-D grid: forward differences "
-                    f"between 6-neighbour voxels ({size})")
-    if isinstance(space, Hemispheres) and meshes is not None:
-        from ..surface import mesh_edges
-
-        n_edges = 0
-        for h, hemi in enumerate(("left", "right")):
-            a, b = mesh_edges(np.asarray(meshes[hemi][1]), space.n_vertices[h])
-            kept = np.zeros(space.n_vertices[h], dtype=bool)
-            kept[space.vertices[h]] = True
-            n_edges += int((kept[a] & kept[b]).sum())
-        if n_edges == op.n_rows:
-            return ("total variation over the cortical meshes: differences along the mesh "
-                    f"edges of each hemisphere ({size})")
-    return f"a structure operator with {size}"
-
-
-def _methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
-                  rel_gaps, tol, selection, atlas_desc):
-    name = type(estimator).__name__
-    parts = []
-    if pen is not None:
-        parts.append(
-            "Components were estimated with structured sparse PCA with the TV-elastic-net "
-            "penalty (SPCA-TV; de Pierrefeu et al., Structured Sparse Principal Components "
-            "Analysis With the TV-Elastic Net Penalty, IEEE Transactions on Medical Imaging "
-            f"37(2):396-407, 2018) as implemented in neurospca {versions['neurospca']} "
-            f"({name}).")
-    else:
-        parts.append(f"Components were estimated with {name} (neurospca "
-                     f"{versions['neurospca']}).")
-    if n_samples is not None:
-        unit = ("voxels" if isinstance(space, VolumeMasker) else
-                "vertices" if isinstance(space, Hemispheres) else "features")
-        parts.append(f"The data held {n_samples:,} samples and {n_features:,} {unit}; they "
-                     "were centred and the components extracted one at a time by "
-                     "alternating minimisation and deflation." if pen is not None else
-                     f"The data held {n_samples:,} samples and {n_features:,} {unit}.")
-    if pen is not None:
-        text = (f"Penalties: alpha = {pen['alpha']:.4g}, l1_ratio = {pen['l1_ratio']:.4g}, "
-                f"tv_ratio = {pen['tv_ratio']:.4g}, i.e. lambda_1 (l1) = {pen['l1']:.4g}, "
-                f"lambda_2 (l2) = {pen['l2']:.4g}, lambda (TV) = {pen['tv']:.4g}")
-        if pen["l1_max"] is not None:
-            if pen["relative"] and pen["alpha_rel"] is not None:
-                text += (f"; alpha was set relative to the data as alpha_rel x l1_max = "
-                         f"{float(pen['alpha_rel']):.4g} x {pen['l1_max']:.4g}, with l1_max = "
-                         "max_j ||x_j||_2 / N of the centred data (the l1 weight above which "
-                         "every loading is zero without TV)")
-                if pen["auto"]:
-                    text += _auto_text(pen)
-            else:
-                text += (f" (absolute; {pen['alpha'] / pen['l1_max']:.4g} x l1_max, "
-                         f"l1_max = max_j ||x_j||_2 / N = {pen['l1_max']:.4g})")
-        parts.append(text + ".")
-    structure = _structure_text(estimator, space, meshes, n_features)
-    if structure is not None:
-        parts.append(f"Structure: {structure}.")
-    solver = getattr(estimator, "solver", None)
-    if pen is not None and tol is not None:
-        solver_name = {"dual": "the exact-proximal dual solver",
-                       "conesta": "CONESTA (paper Algorithm 2)"}.get(solver, str(solver))
-        text = (f"Each loading update was solved with {solver_name}, stopped when its "
-                f"certified duality gap was at most tol = {tol:g} times the objective at zero "
-                "(relative gap)")
-        finite = None if rel_gaps is None else np.asarray(rel_gaps, dtype=np.float64)
-        finite = None if finite is None else finite[np.isfinite(finite)]
-        if finite is not None and finite.size:
-            text += (f"; the largest final relative gap was {finite.max():.2e} over "
-                     f"{finite.size} component(s)")
-        parts.append(text + ".")
-    elif solver is not None:
-        parts.append(f"Solver: {solver}.")
-    if selection is not None:
-        results = getattr(selection, "results_", None) or []
-        best = getattr(selection, "best_params_", None) or {}
-        text = ("Penalties were chosen by neurospca.model_selection.select_penalty"
-                + (f" among {len(results)} settings" if results else "")
-                + f" (rule: {getattr(selection, 'rule', 'not recorded')}); chosen: "
-                + ", ".join(f"{k} = {_fmt(v)}" for k, v in best.items()))
-        stab = getattr(selection, "component_stability_", None)
-        if stab is not None and len(stab):
-            text += ("; stability of the chosen components across splits (mean pairwise "
-                     "Dice): " + ", ".join(_fmt(float(s), ".2f") for s in stab))
-        parts.append(text + ".")
-    if atlas_desc:
-        parts.append(f"Peaks and clusters were labelled with {atlas_desc}.")
-    libs = ", ".join(f"{k} {versions[k]}" for k in ("numpy", "scipy", "scikit-learn", "nibabel")
-                     if versions.get(k) not in (None, "not installed"))
-    parts.append(f"Software: neurospca {versions['neurospca']}, Python {versions['python']}, "
-                 f"{libs}.")
-    return " ".join(parts)
-
-
-def _selection_table(selection, n_components):
-    """(header, rows, best_index, rule, stability per component) of a selection object."""
-    results = list(getattr(selection, "results_", None) or [])
-    best = dict(getattr(selection, "best_params_", None) or {})
-    rule = getattr(selection, "rule", None)
-    stab = getattr(selection, "component_stability_", None)
-    stab = None if stab is None else np.asarray(stab, dtype=np.float64).ravel()
-    param_keys = list(best)
-    for row in results:
-        for key in row.get("params", {}) if isinstance(row.get("params"), dict) else {}:
-            if key not in param_keys:
-                param_keys.append(key)
-    metric_keys = [k for k in ("mean_score", "std_score", "stability", "zero_fraction")
-                   if any(k in row for row in results)]
-    header = param_keys + [k.replace("_", " ") for k in metric_keys] + ["chosen"]
-    rows = []
-    for row in results:
-        params = row.get("params") if isinstance(row.get("params"), dict) else row
-        chosen = bool(best) and all(_same(params.get(k), v) for k, v in best.items())
-        rows.append([_fmt(params.get(k)) for k in param_keys]
-                    + [_fmt(row.get(k), ".4g") for k in metric_keys]
-                    + ["yes" if chosen else ""])
-    return {"header": header, "rows": rows, "rule": "-" if rule is None else str(rule),
-            "best": ", ".join(f"{k} = {_fmt(v)}" for k, v in best.items()) or "-",
-            "stability": stab}
-
-
-def _same(a, b):
-    if isinstance(a, (int, float, np.integer, np.floating)) and \
-            isinstance(b, (int, float, np.integer, np.floating)):
-        return bool(np.isclose(float(a), float(b), rtol=1e-9, atol=0))
-    return a == b
-
-
-def _cluster_rows(clusters, space, atlas, max_clusters, with_area=False):
-    rows = []
-    for i, c in enumerate(clusters[:max_clusters]):
-        row = [str(i + 1), c.sign, _fmt(c.size)]
-        if isinstance(space, VolumeMasker):
-            row.append(_fmt(c.volume_mm3, ",.0f"))
-        elif with_area:
-            row.append(_fmt(c.area_mm2, ",.0f"))
-        row += [_Text(c.peak.describe()), _signed(c.peak.value), _signed(c.mean)]
-        if atlas is not None:
-            label, share = atlas.majority(c.features)
-            row.append(_Text("no label" if label is None else f"{label} ({100 * share:.0f} %)"))
-        rows.append(_cells(row))
-    return rows
-
-
-def _cluster_note(clusters, space, max_clusters, connectivity):
-    unit = "voxels" if isinstance(space, VolumeMasker) else "vertices"
-    how = (f"{connectivity}-connectivity on the voxel grid" if isinstance(space, VolumeMasker)
-           else "connected along the mesh edges")
-    text = (f"{len(clusters)} cluster(s) of non-zero loadings ({how}; positive and negative "
-            "loadings form separate clusters), largest first.")
-    rest = clusters[max_clusters:]
-    if rest:
-        text += (f" Only the {max_clusters} largest are listed; the {len(rest)} others hold "
-                 f"{sum(c.size for c in rest):,} {unit} in all (at most "
-                 f"{max(c.size for c in rest):,} each).")
-    return text
-
-
 def _component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engine, dpi):
     if isinstance(space, VolumeMasker):
         fig = plotting.plot_volume_component(unmask(comp, space.mask_img), None, bg_img=bg_img)
@@ -413,15 +113,59 @@ def _component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, eng
     return plotting.figure_to_data_uri(fig, dpi=dpi)
 
 
-def _atlas_description(atlas, atlas_name):
-    if atlas_name is not None:
-        return str(atlas_name)
-    if isinstance(atlas, (str, os.PathLike)):
-        return f"the atlas {os.path.basename(os.fspath(atlas))}"
-    if isinstance(atlas, (tuple, list)) and len(atlas) == 2 and all(
-            isinstance(a, (str, os.PathLike)) for a in atlas):
-        return "the atlas " + " / ".join(os.path.basename(os.fspath(a)) for a in atlas)
-    return "the given atlas"
+def _loading_note(space, surface_coords):
+    """How to read the component figures."""
+    if isinstance(space, VolumeMasker):
+        return ("Unit-norm loadings, in the order fitted. Left: slices through the peak over "
+                "the background image; right: glass brain. The colour scale is symmetric "
+                "about zero; zero voxels are transparent (threshold just above zero). "
+                "Coordinates are world (scanner/MNI) mm from the mask's affine.")
+    if isinstance(space, Hemispheres):
+        coords_note = ("the given anatomical coordinates" if surface_coords is not None
+                       else "the coordinates of the drawn meshes")
+        return ("Unit-norm loadings, in the order fitted: lateral and medial views of both "
+                "hemispheres. The colour scale is symmetric about zero; zero vertices show "
+                f"the background shading only. Peak xyz are {coords_note}; vertex indices "
+                "are those of each hemisphere's mesh.")
+    return "Unit-norm loadings against the feature index, in the order fitted."
+
+
+def _variance_figure(evr, pca_evr, n_components, dpi):
+    """(image, note) of the explained variance, beside PCA's when the model stores it."""
+    image = plotting.figure_to_data_uri(plotting.plot_explained_variance(evr, pca_evr),
+                                        dpi=dpi)
+    total = fmt(100 * float(np.nansum(evr)), '.2f')
+    if pca_evr is not None:
+        note = ("Adjusted explained variance of the components (scores orthogonalised by QR, "
+                "Zou et al. 2006) beside plain PCA's on the same centred data (its cumulative "
+                f"variance bounds any {n_components} components'). Total: {total} % (PCA "
+                f"{fmt(100 * float(np.nansum(pca_evr[:n_components])), '.2f')} %).")
+    else:
+        note = ("Adjusted explained variance (scores orthogonalised by QR, Zou et al. 2006), "
+                f"as a share of the total variance. Total: {total} %. PCA's explained "
+                "variance is not shown: this model does not store it (it needs the training "
+                "data; models fitted by a current SPCATV do).")
+    return image, note
+
+
+def _convergence_figure(estimator, tol, dpi):
+    """(image, note) of the gaps against solver iterations (relative gaps and tol when
+    the model stores them)."""
+    rel_hist = getattr(estimator, "rel_gap_history_", None)
+    if rel_hist is not None:
+        image = plotting.figure_to_data_uri(plotting.plot_convergence(rel_hist, tol=tol),
+                                            dpi=dpi)
+        return image, ("Relative duality gap (certified gap over the objective at zero) of "
+                       "the v-steps against cumulative solver iterations, one line per "
+                       "component. Each v-step stops once its relative gap is at most tol "
+                       f"(dashed line, tol = {fmt(tol, 'g')}); the final values are the "
+                       "table's relative gaps.")
+    image = plotting.figure_to_data_uri(
+        plotting.plot_convergence(getattr(estimator, "gap_history_", []) or []), dpi=dpi)
+    return image, ("Certified duality gap of the v-steps (in units of the objective) against "
+                   "cumulative solver iterations, one line per component. This model does "
+                   "not store the relative gaps that tol bounds, so the tol line is not "
+                   "drawn.")
 
 
 def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
@@ -544,15 +288,15 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         hasattr(estimator, "singular_values_") else None
     n_samples = None if scores is None else int(scores.shape[0])
     versions = library_versions()
-    pen = _penalties(estimator)
+    pen = penalties(estimator)
     tol = getattr(estimator, "tol", None)
     tol = float(tol) if isinstance(tol, (int, float, np.integer, np.floating)) else None
 
     data_rows = []
     if n_samples is not None:
-        data_rows.append(("samples", _fmt(n_samples)))
-    data_rows += _space_rows(space, n_features)
-    data_rows += [(str(k), _fmt(v)) for k, v in (data_description or {}).items()]
+        data_rows.append(("samples", fmt(n_samples)))
+    data_rows += space_rows(space, n_features)
+    data_rows += [(str(k), fmt(v)) for k, v in (data_description or {}).items()]
 
     params = []
     for key, value in estimator.get_params(deep=False).items():
@@ -563,10 +307,10 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
             value = "1-D chain over the features"
         elif value is None and key == "alpha" and hasattr(estimator, "alpha_rel"):
             value = "None (data-relative: alpha_rel x l1_max_)"
-        params.append((key, _fmt(value)))
+        params.append((key, fmt(value)))
     for key in ("alpha_", "alpha_rel_", "l1_max_"):
         if hasattr(estimator, key):
-            params.append((f"{key} (fitted)", _fmt(getattr(estimator, key))))
+            params.append((f"{key} (fitted)", fmt(getattr(estimator, key))))
 
     evr = np.asarray(getattr(estimator, "explained_variance_ratio_",
                              np.full(n_components, np.nan)), dtype=np.float64)
@@ -574,7 +318,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     pca_evr = None if pca_evr is None else np.asarray(pca_evr, dtype=np.float64).ravel()
     rel_gaps = getattr(estimator, "rel_gaps_", None)
     rel_gaps = None if rel_gaps is None else np.asarray(rel_gaps, dtype=np.float64).ravel()
-    sel = None if selection is None else _selection_table(selection, n_components)
+    sel = None if selection is None else selection_table(selection, n_components)
     stability = None if sel is None else sel["stability"]
 
     header = ["component", "explained var. (%)"]
@@ -612,41 +356,30 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
             clusters = anatomy.cluster_table(comp, space, meshes=meshes,
                                              surface_coords=surface_coords,
                                              connectivity=cluster_connectivity)
-        conv = _per_component(estimator, "converged_", k, n_components)
+        conv = per_component(estimator, "converged_", k, n_components)
         rel = None if rel_gaps is None or k >= rel_gaps.size else float(rel_gaps[k])
-        if conv is None:
-            conv_text = "-"
-        elif support == 0:
-            conv_text = "no (zero component)"
-        elif bool(conv):
-            conv_text = "yes"
-        elif rel is not None and tol is not None and np.isfinite(rel) and rel > tol:
-            conv_text = "no: relative gap > tol"
-        elif rel is not None and tol is not None:
-            conv_text = "no: alternations hit max_iter"
-        else:
-            conv_text = "no"
-        row = [str(k + 1), _fmt(100 * float(evr[k]), ".2f")]
+        conv_text = convergence_status(conv, support, rel, tol)
+        row = [str(k + 1), fmt(100 * float(evr[k]), ".2f")]
         if pca_evr is not None:
-            row.append(_fmt(100 * float(pca_evr[k]), ".2f") if k < pca_evr.size else "-")
-        row += [_fmt(support), _fmt(100.0 * (1 - support / n_features), ".1f")]
+            row.append(fmt(100 * float(pca_evr[k]), ".2f") if k < pca_evr.size else "-")
+        row += [fmt(support), fmt(100.0 * (1 - support / n_features), ".1f")]
         if space is not None:
-            row.append(_fmt(len(clusters)) if clusters is not None else "-")
-        row.append(_Text(_peak_text(peak, atlas_obj)))
+            row.append(fmt(len(clusters)) if clusters is not None else "-")
+        row.append(Text(peak_text(peak, atlas_obj)))
         if stability is not None:
-            row.append(_fmt(float(stability[k]), ".2f") if k < stability.size else "-")
+            row.append(fmt(float(stability[k]), ".2f") if k < stability.size else "-")
         if rel_gaps is not None:
-            row.append(_fmt(rel, ".2e"))
-        row.append(_Text(conv_text))
-        rows.append(_cells(row))
-        conv_row = [str(k + 1)] + ([_fmt(rel, ".2e")] if rel_gaps is not None else [])
-        conv_row += [_fmt(_per_component(estimator, "dual_gaps_", k, n_components), ".2e"),
-                     _Text(conv_text),
-                     _fmt(_per_component(estimator, "n_iter_", k, n_components)),
-                     _fmt(_per_component(estimator, "n_inner_iter_", k, n_components)),
-                     _fmt(_per_component(estimator, "component_times_", k, n_components),
+            row.append(fmt(rel, ".2e"))
+        row.append(Text(conv_text))
+        rows.append(cells(row))
+        conv_row = [str(k + 1)] + ([fmt(rel, ".2e")] if rel_gaps is not None else [])
+        conv_row += [fmt(per_component(estimator, "dual_gaps_", k, n_components), ".2e"),
+                     Text(conv_text),
+                     fmt(per_component(estimator, "n_iter_", k, n_components)),
+                     fmt(per_component(estimator, "n_inner_iter_", k, n_components)),
+                     fmt(per_component(estimator, "component_times_", k, n_components),
                           ".3f")]
-        conv_rows.append(_cells(conv_row))
+        conv_rows.append(cells(conv_row))
         if support == 0:
             warnings_.append(f"Component {k + 1} is identically zero: the penalties are too "
                              "strong for these data; decrease alpha.")
@@ -667,22 +400,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         logger.info("report: %s drawn in %.2f s", label, time.perf_counter() - t0)
         unit = ("voxels" if isinstance(space, VolumeMasker) else
                 "vertices" if isinstance(space, Hemispheres) else "features")
-        if peak is None:
-            caption = f"{label} is identically zero."
-        else:
-            caption = f"Peak loading {_signed(peak.value)} at {peak.describe()}"
-            if peak.ijk is not None:
-                caption += f" (voxel {peak.ijk[0]}, {peak.ijk[1]}, {peak.ijk[2]})"
-            if atlas_obj is not None:
-                caption += f", atlas label: {atlas_obj.label(peak.feature) or 'no label'}"
-            caption += (f". {support:,} non-zero {unit} "
-                        f"({100.0 * (1 - support / n_features):.1f} % of the loadings are zero)")
-            if clusters is not None:
-                caption += f" in {len(clusters):,} cluster(s)"
-            caption += "."
-            if stability is not None and k < stability.size:
-                caption += (f" Stability across splits (mean pairwise Dice): "
-                            f"{float(stability[k]):.2f}.")
+        stab = None if stability is None or k >= stability.size else float(stability[k])
+        caption = caption_text(label, peak, atlas_obj, support, n_features, unit, clusters, stab)
         cluster_header = ["cluster", "sign", f"size ({unit})"]
         if isinstance(space, VolumeMasker):
             cluster_header.append("volume (mm\u00b3)")
@@ -698,9 +417,9 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                                             "are not drawn.",
                 "cluster_header": cluster_header, "cluster_rows": [], "cluster_note": ""}
         if clusters:
-            item["cluster_rows"] = _cluster_rows(clusters, space, atlas_obj, max_clusters,
+            item["cluster_rows"] = cluster_rows(clusters, space, atlas_obj, max_clusters,
                                                  surface_coords is not None)
-            item["cluster_note"] = _cluster_note(clusters, space, max_clusters,
+            item["cluster_note"] = cluster_note(clusters, space, max_clusters,
                                                  cluster_connectivity)
         elif isinstance(space, Hemispheres) and meshes is None and support:
             item["cluster_note"] = ("No meshes were given: the surface clusters need the "
@@ -713,69 +432,24 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                          f"the {n_features:,} features in column order, which is not the "
                          "brain's geometry; pass operator= (tv_from_mask, tv_from_mesh).")
 
-    if isinstance(space, VolumeMasker):
-        loading_note = ("Unit-norm loadings, in the order fitted. Left: slices through the "
-                        "peak over the background image; right: glass brain. The colour scale "
-                        "is symmetric about zero; zero voxels are transparent (threshold just "
-                        "above zero). Coordinates are world (scanner/MNI) mm from the mask's "
-                        "affine.")
-    elif isinstance(space, Hemispheres):
-        coords_note = ("the given anatomical coordinates" if surface_coords is not None
-                       else "the coordinates of the drawn meshes")
-        loading_note = ("Unit-norm loadings, in the order fitted: lateral and medial views of "
-                        "both hemispheres. The colour scale is symmetric about zero; zero "
-                        "vertices show the background shading only. Peak xyz are "
-                        f"{coords_note}; vertex indices are those of each hemisphere's mesh.")
-    else:
-        loading_note = "Unit-norm loadings against the feature index, in the order fitted."
-    if scores is not None:
-        scores_image = plotting.figure_to_data_uri(plotting.plot_scores(scores), dpi=dpi)
-    else:
-        scores_image = ""
-    variance_image = plotting.figure_to_data_uri(
-        plotting.plot_explained_variance(evr, pca_evr), dpi=dpi)
-    if pca_evr is not None:
-        variance_note = (f"Adjusted explained variance of the components (scores "
-                         f"orthogonalised by QR, Zou et al. 2006) beside plain PCA's on the "
-                         f"same centred data (its cumulative variance bounds any "
-                         f"{n_components} components'). Total: "
-                         f"{_fmt(100 * float(np.nansum(evr)), '.2f')} % (PCA "
-                         f"{_fmt(100 * float(np.nansum(pca_evr[:n_components])), '.2f')} %).")
-    else:
-        variance_note = (f"Adjusted explained variance (scores orthogonalised by QR, Zou et "
-                         f"al. 2006), as a share of the total variance. Total: "
-                         f"{_fmt(100 * float(np.nansum(evr)), '.2f')} %. PCA's explained "
-                         "variance is not shown: this model does not store it (it needs the "
-                         "training data; models fitted by a current SPCATV do).")
-    rel_hist = getattr(estimator, "rel_gap_history_", None)
-    if rel_hist is not None:
-        convergence_image = plotting.figure_to_data_uri(
-            plotting.plot_convergence(rel_hist, tol=tol), dpi=dpi)
-        convergence_note = ("Relative duality gap (certified gap over the objective at zero) "
-                            "of the v-steps against cumulative solver iterations, one line per "
-                            "component. Each v-step stops once its relative gap is at most tol "
-                            f"(dashed line, tol = {_fmt(tol, 'g')}); the final values are the "
-                            "table's relative gaps.")
-    else:
-        convergence_image = plotting.figure_to_data_uri(
-            plotting.plot_convergence(getattr(estimator, "gap_history_", []) or []), dpi=dpi)
-        convergence_note = ("Certified duality gap of the v-steps (in units of the objective) "
-                            "against cumulative solver iterations, one line per component. "
-                            "This model does not store the relative gaps that tol bounds, so "
-                            "the tol line is not drawn.")
+    loading_note = _loading_note(space, surface_coords)
+    scores_image = ("" if scores is None else
+                    plotting.figure_to_data_uri(plotting.plot_scores(scores), dpi=dpi))
+    variance_image, variance_note = _variance_figure(evr, pca_evr, n_components, dpi)
+    convergence_image, convergence_note = _convergence_figure(estimator, tol, dpi)
 
     timings = []
     if hasattr(estimator, "fit_time_"):
-        timings.append(("fit (s)", _fmt(estimator.fit_time_, ".3f")))
+        timings.append(("fit (s)", fmt(estimator.fit_time_, ".3f")))
     for k in range(n_components):
-        t = _per_component(estimator, "component_times_", k, n_components)
+        t = per_component(estimator, "component_times_", k, n_components)
         if t is not None:
-            timings.append((f"component {k + 1} (s)", _fmt(t, ".3f")))
-    timings.append(("report (s)", _fmt(time.perf_counter() - t_start, ".2f")))
+            timings.append((f"component {k + 1} (s)", fmt(t, ".3f")))
+    timings.append(("report (s)", fmt(time.perf_counter() - t_start, ".2f")))
 
-    methods = _methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
+    methods = methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
                             rel_gaps, tol, selection,
-                            None if atlas is None else _atlas_description(atlas, atlas_name))
+                            None if atlas is None else atlas_description(atlas, atlas_name))
     html = env.get_template("report.html").render(
         title=title,
         estimator_name=type(estimator).__name__,
@@ -785,7 +459,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         command=command,
         data_rows=data_rows,
         params=params,
-        weights=_weights_text(pen),
+        weights=weights_text(pen),
         component_header=header,
         component_rows=rows,
         warnings=warnings_,

@@ -1,0 +1,61 @@
+"""SIGINT/SIGTERM around file commits: blocked while a folder is half-moved, and
+SIGTERM raised as :class:`Terminated` (like KeyboardInterrupt for SIGINT)."""
+
+import contextlib
+import signal
+import threading
+
+__all__ = ["Terminated", "signals_blocked", "sigterm_raises"]
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived; like KeyboardInterrupt, not an Exception."""
+
+
+@contextlib.contextmanager
+def signals_blocked():
+    """Hold SIGINT and SIGTERM while the block runs; a pending one is delivered at its end.
+
+    A no-op outside the main thread or where ``pthread_sigmask`` does not exist.
+
+    Yields
+    ------
+    None
+    """
+    previous = None
+    if hasattr(signal, "pthread_sigmask") and \
+            threading.current_thread() is threading.main_thread():
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _on_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not stop cleanup
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_raises():
+    """Inside the block SIGTERM raises :class:`Terminated`; the previous handler comes back.
+
+    A no-op outside the main thread (signals can only be handled there).
+
+    Yields
+    ------
+    None
+    """
+    previous, installed = None, False
+    if threading.current_thread() is threading.main_thread():
+        try:
+            previous, installed = signal.signal(signal.SIGTERM, _on_sigterm), True
+        except (ValueError, OSError):  # pragma: no cover - no signals here
+            pass
+    try:
+        yield
+    finally:
+        if installed:  # previous None: installed outside Python
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

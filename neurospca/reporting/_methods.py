@@ -1,0 +1,304 @@
+"""The methods paragraph of the report: method and citation, penalties (absolute and
+relative to l1_max), structure, solver and tolerance, selection, software."""
+
+import os
+
+import numpy as np
+
+from ..decomposition import weights_from_ratios
+from ..masking import VolumeMasker
+from ..operators import GroupOperator
+from ..surface import Hemispheres
+from ._tables import fmt
+
+__all__ = ["penalties", "weights_text", "methods_text", "atlas_description"]
+
+
+def _fitted_weights(estimator):
+    """The fitted ``penalty_weights_`` as {name: float}, or None when absent or invalid."""
+    weights = getattr(estimator, "penalty_weights_", None)
+    if not isinstance(weights, dict) or not {"l1", "l2", "tv"} <= set(weights):
+        return None
+    try:
+        return {str(k): float(v) for k, v in weights.items()}
+    except (TypeError, ValueError):
+        return None
+
+
+def penalties(estimator):
+    """Absolute and relative penalties of an SPCA-TV-like estimator, or None.
+
+    The absolute weights are the fitted ``penalty_weights_`` (the weights the
+    solver used, extra penalty terms included); a model saved before that
+    attribute existed gets them from ``alpha_``, ``l1_ratio`` and ``tv_ratio``
+    (:func:`neurospca.decomposition.weights_from_ratios`).
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        Read: ``penalty_weights_``, ``alpha_``/``alpha``, ``l1_ratio``,
+        ``tv_ratio``, ``l1_max_``, ``alpha_rel``/``alpha_rel_``, ``auto_path_``.
+
+    Returns
+    -------
+    dict or None
+        ``alpha``, ``l1_ratio``, ``tv_ratio``, ``weights`` ({name: weight},
+        ``l1``, ``l2``, ``tv`` first), ``l1``, ``l2``, ``tv``, ``l1_max``,
+        ``relative``, ``alpha_rel``, ``auto``, ``auto_path``; None for an
+        estimator without these penalties.
+    """
+    if not all(hasattr(estimator, a) for a in ("l1_ratio", "tv_ratio")):
+        return None
+    alpha = getattr(estimator, "alpha_", None)
+    if alpha is None:
+        alpha = getattr(estimator, "alpha", None)
+    try:
+        alpha = float(alpha)
+        l1_ratio, tv_ratio = float(estimator.l1_ratio), float(estimator.tv_ratio)
+        weights = _fitted_weights(estimator)
+        if weights is None:  # a model saved before penalty_weights_ existed
+            weights = dict(zip(("l1", "l2", "tv"),
+                               weights_from_ratios(alpha, l1_ratio, tv_ratio)))
+    except (TypeError, ValueError):
+        return None
+    l1_max = getattr(estimator, "l1_max_", None)
+    l1_max = float(l1_max) if l1_max is not None and np.isfinite(l1_max) and l1_max > 0 \
+        else None
+    relative = getattr(estimator, "alpha", 0.0) is None
+    given = getattr(estimator, "alpha_rel", None)
+    auto = isinstance(given, str)  # alpha_rel="auto": chosen along a path at fit time
+    alpha_rel = getattr(estimator, "alpha_rel_", None)
+    if alpha_rel is None and not auto and given is not None:
+        alpha_rel = given
+    if alpha_rel is None and l1_max is not None:
+        alpha_rel = alpha / l1_max
+    try:
+        alpha_rel = None if alpha_rel is None else float(alpha_rel)
+    except (TypeError, ValueError):
+        alpha_rel = None
+    return {"alpha": alpha, "l1_ratio": l1_ratio, "tv_ratio": tv_ratio, "weights": weights,
+            "l1": weights["l1"], "l2": weights["l2"], "tv": weights["tv"], "l1_max": l1_max,
+            "relative": relative, "alpha_rel": alpha_rel, "auto": auto and relative,
+            "auto_path": getattr(estimator, "auto_path_", None)}
+
+
+#: how the methods paragraph names the weights of paper eq. 3 (others: their own name)
+_PAPER_NAMES = {"l1": "lambda_1 (l1)", "l2": "lambda_2 (l2)", "tv": "lambda (TV)"}
+
+
+def _weight_list(pen, names=None):
+    """``"l1 = 0.1, l2 = 1, tv = 0.2"`` (every penalty term, with ``names`` if given)."""
+    names = names or {}
+    return ", ".join(f"{names.get(k, k)} = {w:.4g}" for k, w in pen["weights"].items())
+
+
+def _auto_text(pen):
+    """How ``alpha_rel="auto"`` chose its value (from ``auto_path_``)."""
+    path = pen["auto_path"] or []
+    steps = []
+    for step in path:
+        try:
+            nz = np.asarray(step["nonzero_fraction"], dtype=np.float64)
+            steps.append(f"{float(step['alpha_rel']):g} ({100 * nz.max():.0f} %)")
+        except (KeyError, TypeError, ValueError):
+            continue
+    text = ("; alpha_rel was chosen automatically (alpha_rel=\"auto\": the weakest relative "
+            "penalty on a path for which every component keeps at most a small fraction of "
+            "non-zero loadings")
+    if steps:
+        text += ("; tried, with the largest non-zero fraction of a component: "
+                 + ", ".join(steps))
+    return text + ")"
+
+
+def weights_text(pen):
+    """The raw weights of the objective, in absolute units and relative to l1_max.
+
+    Parameters
+    ----------
+    pen : dict or None
+        From :func:`penalties`.
+
+    Returns
+    -------
+    str
+        Empty for None.
+    """
+    if pen is None:
+        return ""
+    text = _weight_list(pen)
+    if pen["l1_max"] is not None:
+        text += (f"; l1 = {pen['l1'] / pen['l1_max']:.3g} x l1_max, l1_max = "
+                 f"{pen['l1_max']:.4g}")
+    return text
+
+
+def _penalty_sentence(pen):
+    """The methods paragraph's penalties: alpha, ratios, weights, how alpha was set."""
+    text = (f"Penalties: alpha = {pen['alpha']:.4g}, l1_ratio = {pen['l1_ratio']:.4g}, "
+            f"tv_ratio = {pen['tv_ratio']:.4g}, i.e. {_weight_list(pen, _PAPER_NAMES)}")
+    if pen["l1_max"] is not None:
+        if pen["relative"] and pen["alpha_rel"] is not None:
+            text += (f"; alpha was set relative to the data as alpha_rel x l1_max = "
+                     f"{float(pen['alpha_rel']):.4g} x {pen['l1_max']:.4g}, with l1_max = "
+                     "max_j ||x_j||_2 / N of the centred data (the l1 weight above which "
+                     "every loading is zero without TV)")
+            if pen["auto"]:
+                text += _auto_text(pen)
+        else:
+            text += (f" (absolute; {pen['alpha'] / pen['l1_max']:.4g} x l1_max, "
+                     f"l1_max = max_j ||x_j||_2 / N = {pen['l1_max']:.4g})")
+    return text + "."
+
+
+def _structure_text(estimator, space, meshes, n_features):
+    op = getattr(estimator, "operator", None)
+    if not hasattr(estimator, "operator"):
+        return None
+    if op is None:
+        return (f"a 1-D chain over the {n_features:,} features in column order (no spatial "
+                "structure was given)")
+    if not isinstance(op, GroupOperator):
+        return f"a {type(op).__name__} operator"
+    size = f"{op.n_groups:,} groups, {op.n_rows:,} rows, ||A||^2 <= {op.norm2:.3g}"
+    if isinstance(space, VolumeMasker) and space.mask.ndim == 3:
+        m = space.mask
+        pairs = int((m[1:] & m[:-1]).sum() + (m[:, 1:] & m[:, :-1]).sum()
+                    + (m[:, :, 1:] & m[:, :, :-1]).sum())
+        if pairs == op.n_rows:
+            return ("total variation over the brain mask's 3-D grid: forward differences "
+                    f"between 6-neighbour voxels ({size})")
+    if isinstance(space, Hemispheres) and meshes is not None:
+        from ..surface import mesh_edges
+
+        n_edges = 0
+        for h, hemi in enumerate(("left", "right")):
+            a, b = mesh_edges(np.asarray(meshes[hemi][1]), space.n_vertices[h])
+            kept = np.zeros(space.n_vertices[h], dtype=bool)
+            kept[space.vertices[h]] = True
+            n_edges += int((kept[a] & kept[b]).sum())
+        if n_edges == op.n_rows:
+            return ("total variation over the cortical meshes: differences along the mesh "
+                    f"edges of each hemisphere ({size})")
+    return f"a structure operator with {size}"
+
+
+def methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
+                 rel_gaps, tol, selection, atlas_desc):
+    """The methods paragraph: method and citation, data, penalties, structure, solver,
+    selection, atlas and software versions.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        The model.
+    space : VolumeMasker, Hemispheres or None
+        Where its columns live.
+    meshes : dict or None
+        Surface meshes (their edges tell the structure).
+    pen : dict or None
+        From :func:`penalties`.
+    n_samples : int or None
+        Training samples (None when unknown).
+    n_features : int
+        Columns of the data.
+    versions : dict
+        From :func:`neurospca.reporting.library_versions`.
+    rel_gaps : ndarray or None
+        Final relative gaps per component.
+    tol : float or None
+        The estimator's tolerance.
+    selection : object or None
+        The penalty selection (``results_``, ``best_params_``, ``rule``...).
+    atlas_desc : str or None
+        How the atlas is named.
+
+    Returns
+    -------
+    str
+    """
+    name = type(estimator).__name__
+    parts = []
+    if pen is not None:
+        parts.append(
+            "Components were estimated with structured sparse PCA with the TV-elastic-net "
+            "penalty (SPCA-TV; de Pierrefeu et al., Structured Sparse Principal Components "
+            "Analysis With the TV-Elastic Net Penalty, IEEE Transactions on Medical Imaging "
+            f"37(2):396-407, 2018) as implemented in neurospca {versions['neurospca']} "
+            f"({name}).")
+    else:
+        parts.append(f"Components were estimated with {name} (neurospca "
+                     f"{versions['neurospca']}).")
+    if n_samples is not None:
+        unit = ("voxels" if isinstance(space, VolumeMasker) else
+                "vertices" if isinstance(space, Hemispheres) else "features")
+        parts.append(f"The data held {n_samples:,} samples and {n_features:,} {unit}; they "
+                     "were centred and the components extracted one at a time by "
+                     "alternating minimisation and deflation." if pen is not None else
+                     f"The data held {n_samples:,} samples and {n_features:,} {unit}.")
+    if pen is not None:
+        parts.append(_penalty_sentence(pen))
+    structure = _structure_text(estimator, space, meshes, n_features)
+    if structure is not None:
+        parts.append(f"Structure: {structure}.")
+    solver = getattr(estimator, "solver", None)
+    if pen is not None and tol is not None:
+        solver_name = {"dual": "the exact-proximal dual solver",
+                       "conesta": "CONESTA (paper Algorithm 2)"}.get(solver, str(solver))
+        text = (f"Each loading update was solved with {solver_name}, stopped when its "
+                f"certified duality gap was at most tol = {tol:g} times the objective at zero "
+                "(relative gap)")
+        finite = None if rel_gaps is None else np.asarray(rel_gaps, dtype=np.float64)
+        finite = None if finite is None else finite[np.isfinite(finite)]
+        if finite is not None and finite.size:
+            text += (f"; the largest final relative gap was {finite.max():.2e} over "
+                     f"{finite.size} component(s)")
+        parts.append(text + ".")
+    elif solver is not None:
+        parts.append(f"Solver: {solver}.")
+    if selection is not None:
+        results = getattr(selection, "results_", None) or []
+        best = getattr(selection, "best_params_", None) or {}
+        text = ("Penalties were chosen by neurospca.model_selection.select_penalty"
+                + (f" among {len(results)} settings" if results else "")
+                + f" (rule: {getattr(selection, 'rule', 'not recorded')}); chosen: "
+                + ", ".join(f"{k} = {fmt(v)}" for k, v in best.items()))
+        stab = getattr(selection, "component_stability_", None)
+        if stab is not None and len(stab):
+            text += ("; stability of the chosen components across splits (mean pairwise "
+                     "Dice): " + ", ".join(fmt(float(s), ".2f") for s in stab))
+        parts.append(text + ".")
+    if atlas_desc:
+        parts.append(f"Peaks and clusters were labelled with {atlas_desc}.")
+    libs = ", ".join(f"{k} {versions[k]}" for k in ("numpy", "scipy", "scikit-learn", "nibabel")
+                     if versions.get(k) not in (None, "not installed"))
+    parts.append(f"Software: neurospca {versions['neurospca']}, Python {versions['python']}, "
+                 f"{libs}.")
+    return " ".join(parts)
+
+
+
+def atlas_description(atlas, atlas_name):
+    """How the methods paragraph names the atlas.
+
+    Parameters
+    ----------
+    atlas : object
+        The ``atlas`` given to the report (path, pair of paths, image or arrays).
+    atlas_name : str or None
+        The name given by the user, used as is.
+
+    Returns
+    -------
+    str
+    """
+    if atlas_name is not None:
+        return str(atlas_name)
+    if isinstance(atlas, (str, os.PathLike)):
+        return f"the atlas {os.path.basename(os.fspath(atlas))}"
+    if isinstance(atlas, (tuple, list)) and len(atlas) == 2 and all(
+            isinstance(a, (str, os.PathLike)) for a in atlas):
+        return "the atlas " + " / ".join(os.path.basename(os.fspath(a)) for a in atlas)
+    return "the given atlas"
+
+
