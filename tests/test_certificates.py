@@ -32,7 +32,9 @@ from neurospca import (
 )
 from neurospca.decomposition._ktrace import ktrace_objective, ktrace_pca
 from neurospca.decomposition._spcatv import spca_tv
-from neurospca.decomposition._tree import balanced_tree, project_l1_ball, prox_tree
+from neurospca.decomposition import prox_tree
+from neurospca.decomposition._projections import project_l1_ball
+from neurospca.trees import balanced_tree
 from neurospca.solvers import conesta, prox_dual, prox_objective
 
 from ._certificates import assert_pairs_certified, check_case, reference

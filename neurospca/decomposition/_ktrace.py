@@ -41,7 +41,6 @@ from ._base import (
 )
 from .._utils.validation import check_int, check_n_components, check_nonneg
 from ._covariance import _min_eigenvalue, _tpi_candidates, check_covariance, covariance_input
-from ._covariance import psd_threshold, truncated_power_iteration  # noqa: F401  (re-exported)
 
 logger = logging.getLogger("neurospca")
 
@@ -576,21 +575,3 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         self.converged_ = info["converged"]
         self.fit_time_ = info["time"]
         return self
-
-
-
-_MOVED = {  # compatibility: names that lived here before the split (issue 15)
-    "sample_covariance": "_covariance_baselines",
-    "soft_threshold_covariance": "_covariance_baselines",
-    "trace_psd_covariance": "_covariance_baselines",
-    "trace_l1_covariance": "_covariance_baselines",
-    "sequential_spca_covariance": "_covariance_baselines",
-}
-
-
-def __getattr__(name):
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,9 +21,9 @@ The dictionary learning built on it (FISTA coding, dictionary update,
 import numpy as np
 
 from .._utils.validation import check_finite_array, check_nonneg, check_real
-from ..trees import Tree, balanced_tree, check_tree  # noqa: F401  (re-exported)
+from ..trees import check_tree
 from ._base import _renamed
-from ._projections import _project_l1_ball, project_l1_ball  # noqa: F401  (re-exported)
+from ._projections import _project_l1_ball
 
 try:  # compiled twin of _prox_tree_core (python setup.py build_ext --inplace)
     from . import _tree_fast
@@ -266,18 +266,3 @@ def _tree_norm(Z, tree, w, norm):
         else:
             total += w[node] * block.max(axis=1)
     return total
-
-
-
-_MOVED = {  # compatibility: names that lived here before the split (issue 15)
-    "HierarchicalDictionaryLearning": "_dictionary",
-    "tree_sparse_coding": "_dictionary",
-}
-
-
-def __getattr__(name):
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
