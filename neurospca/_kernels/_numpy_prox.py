@@ -1,4 +1,4 @@
-"""Pure NumPy twins of the Cython kernels in ``_kernels.pyx``.
+"""Pure NumPy twins of the Cython kernels in ``_prox.pyx``.
 
 Same signatures and the same in-place semantics; the tests check that each
 twin agrees with its kernel. They are also the readable statement of what the

@@ -1,13 +1,19 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython kernels of the SPCA-TV v-step solvers.
 
+(About 600 lines: one module that mirrors its NumPy twin function by function,
+so that the solvers swap the two through one name.)
+
 Every kernel has a pure NumPy twin in :mod:`neurospca._kernels._numpy_prox`
-and the tests check they agree; :func:`neurospca._kernels.load` chooses.  No validation happens here: callers
-(:mod:`neurospca.solvers.prox`, :mod:`neurospca.solvers.conesta`) validate once.
+and the tests check they agree; :func:`neurospca._kernels.load` chooses. No
+validation happens here: callers (:mod:`neurospca.solvers.prox`,
+:mod:`neurospca.solvers.conesta`) validate once. The inner loops share the
+``cdef inline`` helpers of ``_helpers.pxd`` (CSR row product, ascent row,
+group projection).
 
 Sparse matrices are passed as CSR arrays ``(indptr, indices, data)`` with
-int64 indices; ``A`` has ``n_rows`` rows grouped by ``group_ptr`` and ``At`` is
-its transpose in CSR form.
+int32 indices (``idx_t``); ``A`` has ``n_rows`` rows grouped by ``group_ptr``
+and ``At`` is its transpose in CSR form.
 """
 
 from cython.parallel cimport prange
@@ -294,26 +300,20 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
                     tvn = tvn + d * d
             w_new[r] = ascent_row(w[r], w_new[r], s, beta, step, &nrm, &sqs, &sqw)
         scale = ball_scale(nrm, radius)
-        if heads_are_groups:
-            hacc = tgt[g]
-            for r in range(gptr[g], gptr[g + 1]):
-                s = w_new[r]
-                if nrm > r2:
-                    s = s * scale
-                    w_new[r] = s
-                s = cs * s
-                tgt[tails[r]] = tgt[tails[r]] + s
+        hacc = tgt[g]  # with heads_are_groups, tgt[g] is accumulated here
+        for r in range(gptr[g], gptr[g + 1]):
+            s = w_new[r]
+            if nrm > r2:
+                s = s * scale
+                w_new[r] = s
+            s = cs * s
+            tgt[tails[r]] = tgt[tails[r]] + s
+            if heads_are_groups:
                 hacc = hacc - s
-            tgt[g] = hacc
-        else:
-            for r in range(gptr[g], gptr[g + 1]):
-                s = w_new[r]
-                if nrm > r2:
-                    s = s * scale
-                    w_new[r] = s
-                s = cs * s
-                tgt[tails[r]] = tgt[tails[r]] + s
+            else:
                 tgt[heads[r]] = tgt[heads[r]] - s
+        if heads_are_groups:
+            tgt[g] = hacc
         align = align + (scale * scale * nrm - scale * sqs + sqw)
         if do_gap:
             tv = tv + sqrt(tvn)

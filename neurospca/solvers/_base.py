@@ -50,8 +50,22 @@ class SolverResult:
 def get_kernels(kernels):
     """The v-step kernel module: compiled (``"cython"``) or its NumPy twin (``"numpy"``).
 
-    Chosen by :func:`neurospca._kernels.load` (``NEUROSPCA_KERNELS=numpy``
-    forces the twin; a missing build falls back to it with one warning).
+    Parameters
+    ----------
+    kernels : {"cython", "numpy"}
+        The solvers' ``kernels`` option.
+
+    Returns
+    -------
+    module
+        :mod:`neurospca._kernels._prox` or :mod:`neurospca._kernels._numpy_prox`,
+        as chosen by :func:`neurospca._kernels.load` (``NEUROSPCA_KERNELS=numpy``
+        forces the twin; a missing build falls back to it with one warning).
+
+    Raises
+    ------
+    ValueError
+        ``kernels`` is not ``"cython"`` or ``"numpy"``.
     """
     return _kernels.load("prox", kernels)
 
