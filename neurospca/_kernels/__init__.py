@@ -48,6 +48,12 @@ _compiled = {}  # name -> compiled module, or the ImportError that loading raise
 _warned = []  # non-empty once the missing-build warning was given
 
 
+def _check_name(name):
+    """Raise ValueError unless ``name`` is a kernel module."""
+    if name not in _NAMES:
+        raise ValueError(f"name must be one of {tuple(_NAMES)}, got {name!r}.")
+
+
 def _check_choice(kernels):
     """``kernels`` after the environment: ``"cython"`` or ``"numpy"``."""
     if kernels not in KERNELS:
@@ -89,8 +95,7 @@ def compiled_available(name):
     ValueError
         ``name`` is not a kernel module.
     """
-    if name not in _NAMES:
-        raise ValueError(f"name must be one of {tuple(_NAMES)}, got {name!r}.")
+    _check_name(name)
     return not isinstance(_import_compiled(name), ImportError)
 
 
@@ -125,8 +130,7 @@ def load(name, kernels="cython"):
         ``name`` is not a kernel module, ``kernels`` is not one of
         :data:`KERNELS`, or ``NEUROSPCA_KERNELS`` is set to another value.
     """
-    if name not in _NAMES:
-        raise ValueError(f"name must be one of {tuple(_NAMES)}, got {name!r}.")
+    _check_name(name)
     if _check_choice(kernels) == "cython":
         mod = _import_compiled(name)
         if not isinstance(mod, ImportError):
