@@ -1,7 +1,9 @@
 """Build script: compiles every ``.pyx`` file under ``neurospca/``.
 
-New Cython modules need no edit here: any ``neurospca/**/name.pyx`` becomes the
-extension ``neurospca.<...>.name``.
+The compiled kernels live in ``neurospca/_kernels/`` (shared ``cdef inline``
+helpers in ``_helpers.pxd``; :func:`neurospca._kernels.load` chooses between
+them and their NumPy twins). New Cython modules need no edit here: any
+``neurospca/**/name.pyx`` becomes the extension ``neurospca.<...>.name``.
 """
 import os
 import subprocess
@@ -17,7 +19,7 @@ from setuptools import Extension, setup
 HERE = Path(__file__).parent
 
 # modules whose prange loops run on OpenMP threads
-OPENMP_MODULES = {"neurospca.solvers._kernels"}
+OPENMP_MODULES = {"neurospca._kernels._prox"}
 
 
 def _openmp_flags():

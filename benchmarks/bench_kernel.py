@@ -99,7 +99,7 @@ def iteration_costs(name, op, repeat, n_inner=50):
     The candidates are timed in turn within each repeat (interleaved), so that
     a change of the machine's load hits all of them; medians over repeats.
     """
-    from neurospca.solvers import _kernels as K
+    from neurospca._kernels import _prox as K
     from neurospca.solvers._base import difference_arrays, operator_arrays
 
     rng = np.random.default_rng(0)

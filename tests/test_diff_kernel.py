@@ -14,8 +14,8 @@ from neurospca import (
     GroupOperator, chain_operator, group_lasso_operator, icosphere, stack_operators,
     tv_from_hemispheres, tv_from_mask, tv_from_mesh,
 )
-from neurospca.solvers import _kernels as CK
-from neurospca.solvers import _numpy_kernels as NK
+from neurospca._kernels import _numpy_prox as NK
+from neurospca._kernels import _prox as CK
 from neurospca.solvers import prox_dual, prox_objective, set_n_threads
 from neurospca.solvers._base import (
     difference_arrays, operator_arrays, resolve_n_threads,

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from neurospca import tv_from_mask
-from neurospca.solvers import _kernels as CK
-from neurospca.solvers import _numpy_kernels as NK
+from neurospca._kernels import _numpy_prox as NK
+from neurospca._kernels import _prox as CK
 from neurospca.solvers._base import operator_arrays
 
 from ._helpers import random_group_operator

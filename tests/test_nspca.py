@@ -8,7 +8,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from neurospca import NonnegativeSparsePCA, nspca
 from neurospca.decomposition import _nspca as nspca_mod
-from neurospca.decomposition._nspca_fast import best_entry, nspca_sweep
+from neurospca._kernels._nspca import best_entry, nspca_sweep
 from neurospca.decomposition._nspca import (
     _best_entry_numpy,
     _entry_coefficients,

@@ -5,7 +5,7 @@ import pytest
 
 from neurospca import chain_operator, tv_from_mask
 from neurospca.solvers import conesta, fista, mu_opt, prox_dual, prox_objective
-from neurospca.solvers import _kernels as CK
+from neurospca._kernels import _prox as CK
 from neurospca.solvers._base import operator_arrays
 
 from ._helpers import cvxpy_prox, random_group_operator

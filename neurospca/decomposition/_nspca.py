@@ -19,13 +19,13 @@ from ._base import (
 )
 from .._utils.validation import check_data, check_int, check_n_components, check_nonneg
 from ._covariance import _INPUTS, check_covariance, covariance_input
+from .._kernels import KERNELS as _KERNELS, load as _load_kernel
 
 logger = logging.getLogger("neurospca")
 
 __all__ = ["NonnegativeSparsePCA", "nspca", "nspca_objective"]
 
 _INITS = ("svd", "random")
-_KERNELS = ("cython", "numpy")
 _REFRESH_EVERY = 10  # recompute the caches A U and U^T U from scratch every so many sweeps
 
 
@@ -124,10 +124,8 @@ def _sweep_numpy(A, Ut, AUt, G, alpha, beta):
 
 
 def _get_sweep(kernels):
-    if kernels == "numpy":
-        return _sweep_numpy
-    from ._nspca_fast import nspca_sweep
-    return nspca_sweep
+    fast = _load_kernel("nspca", kernels)  # compiled, or None for the NumPy twin
+    return _sweep_numpy if fast is None else fast.nspca_sweep
 
 
 # ----------------------------------------------------------------------------

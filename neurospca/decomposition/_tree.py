@@ -21,14 +21,10 @@ The dictionary learning built on it (FISTA coding, dictionary update,
 import numpy as np
 
 from .._utils.validation import check_finite_array, check_nonneg, check_real
+from .._kernels import load as _load_kernel  # compiled twin of _prox_tree_core, or None
 from ..trees import check_tree
 from ._base import _renamed
 from ._projections import _project_l1_ball
-
-try:  # compiled twin of _prox_tree_core (python setup.py build_ext --inplace)
-    from . import _tree_fast
-except ImportError:  # pragma: no cover - the NumPy path is used instead
-    _tree_fast = None
 
 __all__ = [
     "prox_tree",
@@ -65,8 +61,8 @@ def _prox_tree_fast(Z, tree, radii, norm, root_first=False, row_scale=None):
     Zp = np.ascontiguousarray(Z[:, order], dtype=np.float64)
     scale = np.ones(Zp.shape[0]) if row_scale is None else np.ascontiguousarray(
         row_scale, dtype=np.float64)
-    _tree_fast.prox_tree_rows(Zp, tree.end, np.ascontiguousarray(radii[order]),
-                              scale, int(norm == "linf"), int(root_first))
+    _load_kernel("tree").prox_tree_rows(Zp, tree.end, np.ascontiguousarray(radii[order]),
+                                        scale, int(norm == "linf"), int(root_first))
     out = np.empty_like(Zp)
     out[:, order] = Zp
     return out
@@ -76,7 +72,7 @@ def _prox_tree(Z, tree, radii, norm, row_scale=None):
     """Fastest exact path: Cython kernel for ℓ∞, level recursion for ℓ2."""
     if norm == "l2":
         return _prox_l2_levels(Z, tree, radii, row_scale)
-    if _tree_fast is not None:
+    if _load_kernel("tree") is not None:
         return _prox_tree_fast(Z, tree, radii, norm, row_scale=row_scale)
     return _prox_tree_core(Z, tree, radii, norm, row_scale=row_scale)
 

@@ -5,19 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _numpy_kernels
-
-# OpenMP threads that wait at a barrier sleep instead of spinning: the
-# difference kernel meets two barriers per iteration, and with spinning
-# waiters one busy core elsewhere on the machine (or BLAS threads) made
-# two threads 4-14x slower than one. Read by libgomp when the compiled
-# kernels load it, below; an OMP_WAIT_POLICY set by the user is kept.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-try:
-    from . import _kernels as _cython_kernels
-except ImportError:  # pragma: no cover - only without a compiled build
-    _cython_kernels = None
+from .. import _kernels
 
 
 @dataclass
@@ -65,17 +53,26 @@ class SolverResult:
 
 
 def get_kernels(kernels):
-    """Return the kernel module: ``"cython"`` (default) or ``"numpy"``."""
-    if kernels == "numpy":
-        return _numpy_kernels
-    if kernels == "cython":
-        if _cython_kernels is None:
-            raise ImportError(
-                "the compiled kernels of neurospca are missing; reinstall with "
-                "`pip install -e .` (needs a C compiler) or pass kernels='numpy'."
-            )
-        return _cython_kernels
-    raise ValueError(f"kernels must be 'cython' or 'numpy', got {kernels!r}.")
+    """The v-step kernel module: compiled (``"cython"``) or its NumPy twin (``"numpy"``).
+
+    Parameters
+    ----------
+    kernels : {"cython", "numpy"}
+        The solvers' ``kernels`` option.
+
+    Returns
+    -------
+    module
+        :mod:`neurospca._kernels._prox` or :mod:`neurospca._kernels._numpy_prox`,
+        as chosen by :func:`neurospca._kernels.load` (``NEUROSPCA_KERNELS=numpy``
+        forces the twin; a missing build falls back to it with one warning).
+
+    Raises
+    ------
+    ValueError
+        ``kernels`` is not ``"cython"`` or ``"numpy"``.
+    """
+    return _kernels.load("prox", kernels)
 
 
 def operator_arrays(operator):

@@ -1,30 +1,28 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython kernels of the SPCA-TV v-step solvers.
 
-Every kernel has a pure NumPy twin in :mod:`neurospca.solvers._numpy_kernels`
-and the tests check they agree.  No validation happens here: callers
-(:mod:`neurospca.solvers.prox`, :mod:`neurospca.solvers.conesta`) validate once.
+(About 600 lines: one module that mirrors its NumPy twin function by function,
+so that the solvers swap the two through one name.)
+
+Every kernel has a pure NumPy twin in :mod:`neurospca._kernels._numpy_prox`
+and the tests check they agree; :func:`neurospca._kernels.load` chooses. No
+validation happens here: callers (:mod:`neurospca.solvers.prox`,
+:mod:`neurospca.solvers.conesta`) validate once. The inner loops share the
+``cdef inline`` helpers of ``_helpers.pxd`` (CSR row product, ascent row,
+group projection).
 
 Sparse matrices are passed as CSR arrays ``(indptr, indices, data)`` with
-int64 indices; ``A`` has ``n_rows`` rows grouped by ``group_ptr`` and ``At`` is
-its transpose in CSR form.
+int32 indices (``idx_t``); ``A`` has ``n_rows`` rows grouped by ``group_ptr``
+and ``At`` is its transpose in CSR form.
 """
 
 from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs
 
+from ._helpers cimport (idx_t, soft as _soft, csr_row_dot, ascent_row, ball_scale,
+                        range_sqnorm, scale_range)
+
 import numpy as np
-
-ctypedef int idx_t
-
-
-cdef inline double _soft(double x, double t) noexcept nogil:
-    # branch-free (max/min instructions): the sign of x is unpredictable
-    cdef double a = x - t
-    cdef double b = x + t
-    a = a if a > 0.0 else 0.0
-    b = b if b < 0.0 else 0.0
-    return a + b
 
 
 def soft_threshold(const double[::1] x, double t, double[::1] out):
@@ -38,47 +36,60 @@ def soft_threshold(const double[::1] x, double t, double[::1] out):
 def csr_matvec(const idx_t[::1] indptr, const idx_t[::1] indices,
                const double[::1] data, const double[::1] x, double[::1] out):
     """``out = M x`` for a CSR matrix ``M``."""
-    cdef Py_ssize_t i, k, n = out.shape[0]
-    cdef double s
+    cdef Py_ssize_t i, n = out.shape[0]
     with nogil:
         for i in range(n):
-            s = 0.0
-            for k in range(indptr[i], indptr[i + 1]):
-                s = s + data[k] * x[indices[k]]
-            out[i] = s
+            out[i] = csr_row_dot(&indptr[0], &indices[0], &data[0], &x[0], i)
 
 
 def project_groups(double[::1] z, const idx_t[::1] group_ptr, double radius):
     """Project each group of ``z`` onto the Euclidean ball of ``radius``, in place."""
-    cdef Py_ssize_t g, r, n_groups = group_ptr.shape[0] - 1
-    cdef double nrm, scale, r2 = radius * radius
+    cdef Py_ssize_t g, n_groups = group_ptr.shape[0] - 1
+    cdef double nrm, r2 = radius * radius
     with nogil:
         for g in range(n_groups):
-            nrm = 0.0
-            for r in range(group_ptr[g], group_ptr[g + 1]):
-                nrm = nrm + z[r] * z[r]
+            nrm = range_sqnorm(&z[0], group_ptr[g], group_ptr[g + 1])
             if nrm > r2:
-                scale = radius / sqrt(nrm)
-                for r in range(group_ptr[g], group_ptr[g + 1]):
-                    z[r] = z[r] * scale
+                scale_range(&z[0], group_ptr[g], group_ptr[g + 1], radius / sqrt(nrm))
 
 
 def group_norm_sum(const double[::1] z, const idx_t[::1] group_ptr):
     """``sum_g ||z_g||_2`` for a row vector ``z`` split by ``group_ptr``."""
-    cdef Py_ssize_t g, r, n_groups = group_ptr.shape[0] - 1
-    cdef double nrm, total = 0.0
+    cdef Py_ssize_t g, n_groups = group_ptr.shape[0] - 1
+    cdef double total = 0.0
     with nogil:
         for g in range(n_groups):
-            nrm = 0.0
-            for r in range(group_ptr[g], group_ptr[g + 1]):
-                nrm = nrm + z[r] * z[r]
-            total = total + sqrt(nrm)
+            total = total + sqrt(range_sqnorm(&z[0], group_ptr[g], group_ptr[g + 1]))
     return total
 
 
 # ---------------------------------------------------------------------------
 # Exact-prox dual solver (accelerated projected gradient on the group duals)
 # ---------------------------------------------------------------------------
+
+cdef inline double _csr_group_step(Py_ssize_t g, const idx_t* group_ptr,
+                                   const idx_t* A_indptr, const idx_t* A_indices,
+                                   const double* A_data, const double* vq, double* w,
+                                   double* w_old, double beta, double step,
+                                   double radius) noexcept nogil:
+    """Ascent step and projection of group ``g``; ``w_old <- w``.
+
+    Returns the group's term ``sum_r (w+_r - q_r)(w+_r - w_r)`` of the
+    gradient-restart test, from the sums of :func:`ascent_row` (with the
+    projection scale ``c``: ``c^2 nrm - c sqs + sqw``).
+    """
+    cdef Py_ssize_t r, r0 = group_ptr[g], r1 = group_ptr[g + 1]
+    cdef double wr, scale, nrm = 0.0, sqs = 0.0, sqw = 0.0
+    for r in range(r0, r1):
+        wr = w[r]
+        w[r] = ascent_row(wr, w_old[r], csr_row_dot(A_indptr, A_indices, A_data, vq, r),
+                          beta, step, &nrm, &sqs, &sqw)
+        w_old[r] = wr
+    scale = ball_scale(nrm, radius)
+    if nrm > radius * radius:
+        scale_range(w, r0, r1, scale)
+    return scale * scale * nrm - scale * sqs + sqw
+
 
 def dual_iterations(int n_iter,
                     const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
@@ -112,11 +123,10 @@ def dual_iterations(int n_iter,
         The momentum parameter after the last iteration.
     n_restarts : int
     """
-    cdef Py_ssize_t it, j, g, r, k
+    cdef Py_ssize_t it, j, g
     cdef Py_ssize_t P = y.shape[0]
     cdef Py_ssize_t n_groups = group_ptr.shape[0] - 1
-    cdef double t_new, beta, s, q, nrm, scale, wr, r2 = radius * radius
-    cdef double sqw, sqs, align
+    cdef double t_new, beta, s, align
     cdef int n_restarts = 0
     if n_threads < 1:
         n_threads = 1
@@ -132,35 +142,13 @@ def dual_iterations(int n_iter,
             # (a static schedule: each thread sums align over a fixed range)
             align = 0.0
             for g in prange(n_groups, num_threads=n_threads, schedule="static"):
-                nrm = 0.0
-                sqs = 0.0
-                sqw = 0.0
-                for r in range(group_ptr[g], group_ptr[g + 1]):
-                    s = 0.0
-                    for k in range(A_indptr[r], A_indptr[r + 1]):
-                        s = s + A_data[k] * vq[A_indices[k]]
-                    wr = w[r]
-                    q = wr + beta * (wr - w_old[r])
-                    w_old[r] = wr
-                    s = q + step * s
-                    w[r] = s
-                    nrm = nrm + s * s
-                    sqs = sqs + s * (q + wr)
-                    sqw = sqw + q * wr
-                scale = 1.0
-                if nrm > r2:
-                    scale = radius / sqrt(nrm)
-                    for r in range(group_ptr[g], group_ptr[g + 1]):
-                        w[r] = w[r] * scale
-                # sum_r (scale s - q)(scale s - wr)
-                align += scale * scale * nrm - scale * sqs + sqw
+                align += _csr_group_step(g, &group_ptr[0], &A_indptr[0], &A_indices[0],
+                                         &A_data[0], &vq[0], &w[0], &w_old[0], beta,
+                                         step, radius)
             # ATw_old <- ATw ; ATw <- A^T w
             for j in prange(P, num_threads=n_threads, schedule="static"):
                 ATw_old[j] = ATw[j]
-                s = 0.0
-                for k in range(At_indptr[j], At_indptr[j + 1]):
-                    s = s + At_data[k] * w[At_indices[k]]
-                ATw[j] = s
+                ATw[j] = csr_row_dot(&At_indptr[0], &At_indices[0], &At_data[0], &w[0], j)
             t = t_new
             if restart and align < 0.0:
                 t = 1.0
@@ -179,7 +167,7 @@ def dual_gap_terms(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
     ``P(v) = ||v - y||^2/2 + l1 ||v||_1 + radius sum_g ||A_g v||`` and
     ``D(w) = ||y||^2/2 - ||v||^2/2``. ``P(v) - D(w)`` is the certified gap.
     """
-    cdef Py_ssize_t j, g, r, k
+    cdef Py_ssize_t j, g, r
     cdef Py_ssize_t P = y.shape[0]
     cdef Py_ssize_t n_groups = group_ptr.shape[0] - 1
     cdef double s, d, nrm, quad = 0.0, l1sum = 0.0, vv = 0.0, yy = 0.0, tv = 0.0
@@ -195,9 +183,7 @@ def dual_gap_terms(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
         for g in range(n_groups):
             nrm = 0.0
             for r in range(group_ptr[g], group_ptr[g + 1]):
-                s = 0.0
-                for k in range(A_indptr[r], A_indptr[r + 1]):
-                    s = s + A_data[k] * v[A_indices[k]]
+                s = csr_row_dot(&A_indptr[0], &A_indices[0], &A_data[0], &v[0], r)
                 nrm = nrm + s * s
             tv = tv + sqrt(nrm)
     return (0.5 * quad + l1 * l1sum + radius * tv, 0.5 * yy - 0.5 * vv, tv)
@@ -285,7 +271,7 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
     """
     cdef Py_ssize_t g, r
     cdef idx_t h, tt
-    cdef double s, q, wr, d, nrm, sqs, sqw, tvn, scale, vh, dh, hacc
+    cdef double s, d, nrm, sqs, sqw, tvn, scale, vh, dh, hacc
     cdef double align = 0.0, tv = 0.0, r2 = radius * radius
     cdef double* tgt = Y
     if c > 0:
@@ -312,36 +298,22 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
                 if do_gap:
                     d = cs * vw[tt] - cs * vw[h]
                     tvn = tvn + d * d
-            wr = w[r]
-            q = wr + beta * (wr - w_new[r])
-            s = q + step * s
-            w_new[r] = s
-            nrm = nrm + s * s
-            sqs = sqs + s * (q + wr)
-            sqw = sqw + q * wr
-        scale = 1.0
-        if nrm > r2:
-            scale = radius / sqrt(nrm)
-        if heads_are_groups:
-            hacc = tgt[g]
-            for r in range(gptr[g], gptr[g + 1]):
-                s = w_new[r]
-                if nrm > r2:
-                    s = s * scale
-                    w_new[r] = s
-                s = cs * s
-                tgt[tails[r]] = tgt[tails[r]] + s
+            w_new[r] = ascent_row(w[r], w_new[r], s, beta, step, &nrm, &sqs, &sqw)
+        scale = ball_scale(nrm, radius)
+        hacc = tgt[g]  # with heads_are_groups, tgt[g] is accumulated here
+        for r in range(gptr[g], gptr[g + 1]):
+            s = w_new[r]
+            if nrm > r2:
+                s = s * scale
+                w_new[r] = s
+            s = cs * s
+            tgt[tails[r]] = tgt[tails[r]] + s
+            if heads_are_groups:
                 hacc = hacc - s
-            tgt[g] = hacc
-        else:
-            for r in range(gptr[g], gptr[g + 1]):
-                s = w_new[r]
-                if nrm > r2:
-                    s = s * scale
-                    w_new[r] = s
-                s = cs * s
-                tgt[tails[r]] = tgt[tails[r]] + s
+            else:
                 tgt[heads[r]] = tgt[heads[r]] - s
+        if heads_are_groups:
+            tgt[g] = hacc
         align = align + (scale * scale * nrm - scale * sqs + sqw)
         if do_gap:
             tv = tv + sqrt(tvn)
@@ -357,7 +329,7 @@ cdef void _diff_group_chunk_fast(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_
     """:func:`_diff_group_chunk` with heads that are the groups and no gap (the hot case)."""
     cdef Py_ssize_t g, r, r0, r1
     cdef idx_t tt
-    cdef double s, q, wr, nrm, sqs, sqw, scale, vh, hacc
+    cdef double s, nrm, sqs, sqw, scale, vh, hacc
     cdef double align = 0.0, r2 = radius * radius
     cdef double* tgt = Y
     if c > 0:
@@ -371,13 +343,7 @@ cdef void _diff_group_chunk_fast(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_
         vh = cs * vq[g]
         for r in range(r0, r1):
             s = cs * vq[tails[r]] - vh
-            wr = w[r]
-            q = wr + beta * (wr - w_new[r])
-            s = q + step * s
-            w_new[r] = s
-            nrm = nrm + s * s
-            sqs = sqs + s * (q + wr)
-            sqw = sqw + q * wr
+            w_new[r] = ascent_row(w[r], w_new[r], s, beta, step, &nrm, &sqs, &sqw)
         hacc = tgt[g]
         if nrm > r2:
             scale = radius / sqrt(nrm)
@@ -524,22 +490,20 @@ def diff_dual_iterations(int n_iter,
 #   f_mu(v) = ||v - yp||^2/2 + ||v||^2/2 + kappa s_mu(v) + eta ||v||_1
 # ---------------------------------------------------------------------------
 
-cdef double _smoothed_alpha(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
-                            const double[::1] A_data, const idx_t[::1] group_ptr,
-                            const double[::1] x, double mu, double[::1] alpha,
-                            double* out) noexcept nogil:
+cdef double _smoothed_alpha(const idx_t* A_indptr, const idx_t* A_indices,
+                            const double* A_data, const idx_t* group_ptr,
+                            Py_ssize_t n_groups, const double* x, double mu,
+                            double* alpha, double* out) noexcept nogil:
     """alpha = proj_{unit balls}(A x / mu); returns ||alpha||^2.
 
     Sets ``out[0] = alpha^T A x`` and ``out[1] = sum_g ||A_g x||``.
     """
-    cdef Py_ssize_t g, r, k, n_groups = group_ptr.shape[0] - 1
+    cdef Py_ssize_t g, r
     cdef double s, nrm, scale, aa = 0.0, ax = 0.0, sx = 0.0
     for g in range(n_groups):
         nrm = 0.0
         for r in range(group_ptr[g], group_ptr[g + 1]):
-            s = 0.0
-            for k in range(A_indptr[r], A_indptr[r + 1]):
-                s = s + A_data[k] * x[A_indices[k]]
+            s = csr_row_dot(A_indptr, A_indices, A_data, x, r)
             alpha[r] = s
             nrm = nrm + s * s
         nrm = sqrt(nrm)
@@ -569,7 +533,8 @@ def smoothed_alpha(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
     cdef double out[2]
     cdef double aa
     with nogil:
-        aa = _smoothed_alpha(A_indptr, A_indices, A_data, group_ptr, x, mu, alpha, out)
+        aa = _smoothed_alpha(&A_indptr[0], &A_indices[0], &A_data[0], &group_ptr[0],
+                             group_ptr.shape[0] - 1, &x[0], mu, &alpha[0], out)
     return aa, out[0], out[1]
 
 
@@ -590,7 +555,7 @@ def fista_iterations(int n_iter, int k,
     (gradient of eq. 18, exact prox of ``eta ||.||_1``). ``k`` is the FISTA
     counter of Algorithm 1 (starts at 2). Returns the updated ``k``.
     """
-    cdef Py_ssize_t it, j, kk
+    cdef Py_ssize_t it, j
     cdef Py_ssize_t P = yp.shape[0]
     cdef double beta, s, grad, thr = step * eta
     cdef double out[2]
@@ -599,11 +564,10 @@ def fista_iterations(int n_iter, int k,
             beta = (k - 2.0) / (k + 1.0)
             for j in range(P):
                 z[j] = v[j] + beta * (v[j] - v_old[j])
-            _smoothed_alpha(A_indptr, A_indices, A_data, group_ptr, z, mu, alpha, out)
+            _smoothed_alpha(&A_indptr[0], &A_indices[0], &A_data[0], &group_ptr[0],
+                            group_ptr.shape[0] - 1, &z[0], mu, &alpha[0], out)
             for j in range(P):
-                s = 0.0
-                for kk in range(At_indptr[j], At_indptr[j + 1]):
-                    s = s + At_data[kk] * alpha[At_indices[kk]]
+                s = csr_row_dot(&At_indptr[0], &At_indices[0], &At_data[0], &alpha[0], j)
                 grad = 2.0 * z[j] - yp[j] + kappa * s
                 v_old[j] = v[j]
                 v[j] = _soft(z[j] - step * grad, thr)
@@ -628,17 +592,16 @@ def conesta_gap_terms(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
     term of ``psi*_mu(-sigma)`` (eq. 24). :func:`neurospca.solvers.gap.conesta_gap`
     assembles the gap from them.
     """
-    cdef Py_ssize_t j, kk
+    cdef Py_ssize_t j
     cdef Py_ssize_t P = yp.shape[0]
     cdef double aa, s, d, sig, quad = 0.0, vv = 0.0, l1sum = 0.0
     cdef double lstar = 0.0, psi = 0.0
     cdef double out[2]
     with nogil:
-        aa = _smoothed_alpha(A_indptr, A_indices, A_data, group_ptr, v, mu, alpha, out)
+        aa = _smoothed_alpha(&A_indptr[0], &A_indices[0], &A_data[0], &group_ptr[0],
+                             group_ptr.shape[0] - 1, &v[0], mu, &alpha[0], out)
         for j in range(P):
-            s = 0.0
-            for kk in range(At_indptr[j], At_indptr[j + 1]):
-                s = s + At_data[kk] * alpha[At_indices[kk]]
+            s = csr_row_dot(&At_indptr[0], &At_indices[0], &At_data[0], &alpha[0], j)
             sig = v[j] - yp[j]
             quad = quad + sig * sig
             vv = vv + v[j] * v[j]

@@ -2,7 +2,7 @@
 """Cython kernel of the tree-structured prox (Jenatton et al. 2010, Prop. 1).
 
 The NumPy twin is :func:`neurospca.decomposition._tree._prox_tree_core`; the
-tests check they agree. No validation here: callers validate once.
+tests check they agree; :func:`neurospca._kernels.load` chooses. No validation here: callers validate once.
 
 Rows of ``Z`` are independent problems whose columns are already in the
 tree's depth-first pre-order, so the group of the node at position ``i`` is
@@ -11,6 +11,7 @@ after its descendants (leaves to root).
 """
 
 from libc.math cimport sqrt, fabs
+from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free, qsort
 
 
@@ -47,7 +48,7 @@ cdef double _l1_ball_threshold(const double* v, Py_ssize_t k, double radius,
     return theta
 
 
-def prox_tree_rows(double[:, ::1] Z, const long[::1] end, const double[::1] radii,
+def prox_tree_rows(double[:, ::1] Z, const int64_t[::1] end, const double[::1] radii,
                    const double[::1] row_scale, int linf, int root_first):
     """Group shrinkages in place on pre-ordered rows.
 

@@ -1,4 +1,4 @@
-"""Pure NumPy twins of the Cython kernels in ``_kernels.pyx``.
+"""Pure NumPy twins of the Cython kernels in ``_prox.pyx``.
 
 Same signatures and the same in-place semantics; the tests check that each
 twin agrees with its kernel. They are also the readable statement of what the
@@ -38,6 +38,24 @@ def group_norm_sum(z, group_ptr):
     return float(np.sqrt(_group_sqnorms(z, group_ptr)[0]).sum())
 
 
+def _momentum(t):
+    """``(t_new, beta)`` of the accelerated method."""
+    t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+    return t_new, (t - 1.0) / t_new
+
+
+def _ascent_step(A, vq, w, w_old, beta, step, group_ptr, radius):
+    """``w <- proj(q + step A vq)`` at ``q = w + beta (w - w_old)``; ``w_old <- w``.
+
+    Returns the gradient-restart inner product ``(w+ - q)^T (w+ - w)``.
+    """
+    q = w + beta * (w - w_old)
+    w_old[:] = w
+    w[:] = q + step * (A @ vq)
+    project_groups(w, group_ptr, radius)
+    return float(np.dot(w - q, w - w_old))
+
+
 def dual_iterations(n_iter, A_indptr, A_indices, A_data, At_indptr, At_indices,
                     At_data, group_ptr, y, l1, radius, step, w, w_old,
                     ATw, ATw_old, vq, t, restart, n_threads=1):
@@ -45,15 +63,10 @@ def dual_iterations(n_iter, A_indptr, A_indices, A_data, At_indptr, At_indices,
     At = _csr(At_indptr, At_indices, At_data, w.size)
     n_restarts = 0
     for _ in range(n_iter):
-        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        beta = (t - 1.0) / t_new
+        t_new, beta = _momentum(t)
         vq[:] = y - (ATw + beta * (ATw - ATw_old))
         soft_threshold(vq.copy(), l1, vq)
-        q = w + beta * (w - w_old)
-        w_old[:] = w
-        w[:] = q + step * (A @ vq)
-        project_groups(w, group_ptr, radius)
-        align = float(np.dot(w - q, w - w_old))
+        align = _ascent_step(A, vq, w, w_old, beta, step, group_ptr, radius)
         ATw_old[:] = ATw
         ATw[:] = At @ w
         t = t_new
@@ -134,14 +147,9 @@ def diff_dual_iterations(n_iter, heads, tails, scale, heads_are_groups, group_pt
         if with_gap and it == n_iter - 1:
             terms = dual_gap_terms(A.indptr, A.indices, A.data, group_ptr, y, at_w,
                                    l1, radius, vw)
-        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        beta = (t - 1.0) / t_new
+        t_new, beta = _momentum(t)
         soft_threshold(y - (at_w + beta * (at_w - at_old)), l1, vq)
-        q = w + beta * (w - w_old)
-        w_old[:] = w
-        w[:] = q + step * (A @ vq)
-        project_groups(w, group_ptr, radius)
-        align = float(np.dot(w - q, w - w_old))
+        align = _ascent_step(A, vq, w, w_old, beta, step, group_ptr, radius)
         at_old, at_w = at_w, A.T @ w
         t = t_new
         if restart and align < 0.0:

@@ -4,7 +4,8 @@
 One call updates every entry of ``U`` once (column by column), each to the
 global maximiser over ``[0, inf)`` of the quartic of eq. 4, with the O(P + K)
 cached update of ``A U`` and ``U^T U``.  The pure NumPy twin is
-:func:`neurospca.decomposition._nspca._sweep_numpy`; the tests check they agree.
+:func:`neurospca.decomposition._nspca._sweep_numpy`; the tests check they agree;
+:func:`neurospca._kernels.load` chooses.
 
 Layouts (all C-contiguous float64): ``A`` (P, P) symmetric, ``Ut = U^T``
 (K, P), ``AUt = (A U)^T`` (K, P), ``G = U^T U`` (K, K).  No validation here:
