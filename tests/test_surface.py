@@ -638,10 +638,13 @@ def test_public_names():
     for name in ("fit_images", "fit_surfaces", "tv_from_mesh", "icosphere", "load_surf_mesh",
                  "load_surf_data",
                  "write_surf_data", "write_surf_mesh", "load_cortex_mask", "Hemispheres",
-                 "tv_from_hemispheres", "load_surface_data", "load_surface_subjects",
+                 "tv_from_hemispheres", "load_surface_subjects",
                  "load_volume_data", "unmask",
                  "images_to_data", "load_mask_img", "VolumeMasker"):
         assert name in neurospca.__all__ and hasattr(neurospca, name)
+    # a deprecated alias still imports but is no longer advertised
+    assert "load_surface_data" not in neurospca.__all__
+    assert neurospca.load_surface_data is neurospca.surface.load_surface_data
     # the packages re-export what other modules and users import from them
     assert neurospca.surface.icosphere is icosphere and callable(icosphere)  # the function
     assert neurospca.fit_images is neurospca.image.fit_images
