@@ -107,3 +107,14 @@ def test_no_module_over_600_lines_without_a_reason():
             too_long.append(f"{path.relative_to(ROOT)}: {n} lines")
     assert not too_long, ("modules over %d lines without a 'Size:' reason at the top:\n%s"
                           % (MAX_LINES, "\n".join(too_long)))
+
+
+def test_tests_do_not_import_from_benchmarks():
+    """Tests import their helpers from tests/ (``tests/_instances.py``), never
+    from the benchmark scripts through ``sys.path``."""
+    offenders = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "sys.path" in line and "benchmarks" in line:
+                offenders.append(f"{path.name}:{i}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

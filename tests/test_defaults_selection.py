@@ -3,9 +3,7 @@ and the scikit-learn contract (score, signs, n_iter_, feature names, verbose).""
 
 import importlib.util
 import logging
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +19,7 @@ from neurospca.model_selection import (
     select_penalty,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from _instances import brainspace_rsfmri, support_regions, thickness_maps  # noqa: E402
+from ._instances import brainspace_rsfmri, support_regions, thickness_maps
 
 
 def _check_sparse_regions(model, op, max_regions=40):
