@@ -118,3 +118,23 @@ def test_tests_do_not_import_from_benchmarks():
             if re.search(r"sys\.path\.(insert|append)\(.*benchmarks", line):
                 offenders.append(f"{path.name}:{i}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_slow_marker_list_names_existing_tests():
+    """Every entry of conftest's SLOW names a test module, or a test function
+    defined in it (a renamed test would silently lose its marker)."""
+    from .conftest import SLOW
+
+    missing = []
+    for entry in SLOW:
+        path, _, name = entry.partition("::")
+        file = ROOT / path
+        if not file.is_file():
+            missing.append(entry)
+            continue
+        if name:
+            defined = {node.name for node in ast.walk(ast.parse(file.read_text()))
+                       if isinstance(node, ast.FunctionDef)}
+            if name not in defined:
+                missing.append(entry)
+    assert not missing, missing
