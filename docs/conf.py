@@ -50,12 +50,14 @@ numpydoc_xref_param_type = False
 #   parameter, RT01 a Returns section.
 numpydoc_validation_checks = {"GL08", "PR01", "PR02", "RT01"}
 # Not validated: private and dunder names, scikit-learn's generated metadata
-# routing methods (set_fit_request, ...), and methods scikit-learn's base
-# classes define (not documented here: autodoc's inherited-members is off).
+# routing methods (set_fit_request, ...), methods scikit-learn's base classes
+# define (not documented here: autodoc's inherited-members is off), and the
+# tuple methods of the SavedModel named tuple.
 numpydoc_validation_exclude = {
     r"\._[^.]*$",
     r"\.set_\w+_request$",
     r"\.(get_params|set_params|set_output|get_metadata_routing)$",
+    r"\.SavedModel\.(count|index)$",
 }
 
 # MathJax is loaded from a CDN by the reader's browser; building needs no network.
