@@ -77,6 +77,9 @@ SLOW = (
     "tests/test_ktrace.py::test_table2_ordering_paper_size",
     "tests/test_model_files.py::test_report_command_does_not_follow_bg_img_from_the_file",
     "tests/test_model_selection.py::test_grid_search_on_dask_equals_serial",
+    "tests/test_reporting.py::test_convergence_against_tol",
+    "tests/test_reporting.py::test_old_model_without_new_attributes_degrades",
+    "tests/test_reporting.py::test_surface_report_and_plain_report",
     "tests/test_reporting.py::test_volume_report",
     "tests/test_sspca.py::test_sspca_recovers_convex_supports_where_sparse_pca_does_not",
 )
