@@ -359,7 +359,7 @@ def warm_starts(draw, n):
 
 def _solver_case(data, hostile):
     from neurospca import chain_operator, tv_from_mask
-    from neurospca.solvers import conesta, prox_dual
+    from neurospca.solvers import conesta, prox_dual, prox_objective
 
     if data.draw(st.booleans()):
         op = chain_operator(data.draw(st.integers(2, 12)))
@@ -382,7 +382,13 @@ def _solver_case(data, hostile):
                                      kernels=kernels), names)
     if res is not None:
         finite(res.v, res.gap)
-        assert res.gap >= 0
+        # the certificate is a lower bound of the optimum (weak duality):
+        # P(v) - gap <= P* <= P(z) for the feasible z = 0 and z = y
+        p_v = prox_objective(res.v, y, op, l1, group)
+        p_z = min(prox_objective(np.zeros_like(y), y, op, l1, group),
+                  prox_objective(y, y, op, l1, group))
+        slack = 1e-9 * (abs(p_v) + res.gap + p_z) + 1e-300
+        assert p_v - res.gap <= p_z + slack, (p_v, res.gap, p_z)
 
 
 @FUZZ

@@ -201,7 +201,9 @@ def test_grid_search_picks_known_best_and_scores_match(small_sim):
     assert res["fold_test_error"][2, 1] == pytest.approx(all_zero_err)
     assert res["fold_test_error"][1, 1] < np.linalg.norm(Xc)
     assert res["mean_mse"][1] < 0.5 < res["mean_mse"][2]
-    assert 0.0 <= res["mean_dice"][1] <= 1.0
+    # the stability column is the mean pairwise Dice of that setting's fold fits
+    assert res["mean_dice"][1] == pytest.approx(pairwise_dice(res["components"][1]).mean())
+    assert res["mean_dice"][2] == pytest.approx(pairwise_dice(res["components"][2]).mean())
     table = format_grid_table(res)
     assert table.splitlines()[2].startswith("*")  # the selected (second) setting
 

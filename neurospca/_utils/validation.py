@@ -405,6 +405,31 @@ def check_finite_array(x, name):
     return arr
 
 
+def check_matrix(arr, name, n_features=None):
+    """A finite float64 2-D array (a 1-D array is one row), optionally with
+    ``n_features`` columns."""
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array, got shape {arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values; remove them first.")
+    if n_features is not None and arr.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {arr.shape[1]} features (columns), expected {n_features}."
+        )
+    return arr
+
+
+def check_components(components, name="components"):
+    """Loadings as a finite (n_components, n_features) float64 array, from an
+    array or from a fitted estimator's ``components_``."""
+    if hasattr(components, "components_"):
+        return check_matrix(components.components_, f"{name}.components_")
+    return check_matrix(components, name)
+
+
 def check_warm_start(x, size, name):
     """Validate a solver warm start (``v0`` or ``w0``): shape, real, finite."""
     return check_vector(x, size, name)
