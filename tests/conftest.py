@@ -74,7 +74,6 @@ SLOW = (
     "tests/test_image_spcatv.py::test_cli_alpha_options",
     "tests/test_image_spcatv.py::test_cli_surface_qcache_and_gifti_cortex",
     "tests/test_image_spcatv.py::test_generate_report_in_browser",
-    "tests/test_ktrace.py::test_table2_ordering_paper_size",
     "tests/test_model_files.py::test_report_command_does_not_follow_bg_img_from_the_file",
     "tests/test_model_selection.py::test_grid_search_on_dask_equals_serial",
     "tests/test_reporting.py::test_convergence_against_tol",

@@ -1,8 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython kernels of the SPCA-TV v-step solvers.
 
-(About 600 lines: one module that mirrors its NumPy twin function by function,
-so that the solvers swap the two through one name.)
+Size: about 600 lines, one module that mirrors its NumPy twin function by function,
+so that the solvers swap the two through one name.
 
 Every kernel has a pure NumPy twin in :mod:`neurospca._kernels._numpy_prox`
 and the tests check they agree; :func:`neurospca._kernels.load` chooses. No

@@ -12,7 +12,7 @@ from sklearn.utils.validation import (
     _check_feature_names, _check_n_features, check_is_fitted, validate_data,
 )
 
-from .._utils.validation import check_data, check_real
+from .._utils.validation import check_components, check_data, check_matrix, check_real
 
 # scikit-learn's declarative parameter validation (``_parameter_constraints``
 # checked by ``_fit_context``) is imported here only, the one place that
@@ -195,28 +195,6 @@ class LoadingsTransformerMixin(TransformerMixin):
 # --------------------------------------------------------------- held-out fit
 
 
-def _as_2d(arr, name, n_features=None):
-    arr = np.asarray(arr, dtype=np.float64)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array, got shape {arr.shape}.")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values; remove them first.")
-    if n_features is not None and arr.shape[1] != n_features:
-        raise ValueError(
-            f"{name} has {arr.shape[1]} features (columns), expected {n_features}."
-        )
-    return arr
-
-
-def _components_of(components, name="components"):
-    """Accept an array (n_components, n_features) or a fitted estimator."""
-    if hasattr(components, "components_"):
-        return _as_2d(components.components_, f"{name}.components_")
-    return _as_2d(components, name)
-
-
 def reconstruction_error(X, components, mean=None):
     """Held-out Frobenius reconstruction error of a linear decomposition.
 
@@ -249,9 +227,9 @@ def reconstruction_error(X, components, mean=None):
     """
     if mean is None and hasattr(components, "mean_"):
         mean = components.mean_
-    C = _components_of(components)
-    X = _as_2d(X, "X", C.shape[1])
-    Xc = X if mean is None else X - _as_2d(mean, "mean", C.shape[1])
+    C = check_components(components)
+    X = check_matrix(X, "X", C.shape[1])
+    Xc = X if mean is None else X - check_matrix(mean, "mean", C.shape[1])
     # orthonormal basis of the row span of C (SVD, small K x P problem)
     _, s, Vt = np.linalg.svd(C, full_matrices=False)
     cutoff = s.max(initial=0.0) * max(C.shape) * np.finfo(float).eps
