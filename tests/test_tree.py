@@ -17,12 +17,9 @@ from neurospca import (
     prox_tree,
     tree_sparse_coding,
 )
-from neurospca.decomposition._tree import (
-    _prox_tree_core,
-    _project_dict_ball,
-    project_l1_ball,
-    tree_norm,
-)
+from neurospca.decomposition._dictionary import _project_dict_ball
+from neurospca.decomposition._projections import project_l1_ball
+from neurospca.decomposition._tree import _prox_tree_core, tree_norm
 
 cp = pytest.importorskip("cvxpy")
 
@@ -224,9 +221,10 @@ def test_l2_level_recursion_matches_group_by_group_twin(seed):
 @pytest.mark.parametrize("norm", ["l2", "linf"])
 @pytest.mark.parametrize("root_first", [False, True])
 def test_cython_kernel_matches_numpy_twin(norm, root_first):
+    from neurospca._kernels import compiled_available
     from neurospca.decomposition import _tree as tree_mod
 
-    if tree_mod._tree_fast is None:
+    if not compiled_available("tree"):
         pytest.skip("compiled kernel not built")
     rng = np.random.default_rng(4)
     for parent in (balanced_tree((4, 3, 2)), random_tree(40, rng, n_roots=2)):
@@ -265,8 +263,8 @@ def test_prox_bad_input():
         prox_tree(np.ones(3), [-1, 0, 0], weights=[1.0, -1.0, 1.0])
     with pytest.raises(ValueError, match="weights"):
         prox_tree(np.ones(3), [-1, 0, 0], weights=[1.0, 1.0])
-    with pytest.raises(ValueError, match="lam must be >= 0"):
-        prox_tree(np.ones(3), [-1, 0, 0], lam=-1.0)
+    with pytest.raises(ValueError, match="alpha must be >= 0"):
+        prox_tree(np.ones(3), [-1, 0, 0], alpha=-1.0)
     with pytest.raises(ValueError, match="l1 must be >= 0"):
         prox_tree(np.ones(3), [-1, 0, 0], l1=-0.1)
     with pytest.raises(ValueError, match="v contains NaN"):
@@ -367,7 +365,7 @@ def make_patches(n, seed=0):
 def inpainting_mse(model, X, rate, lam_te, seed):
     rng = np.random.default_rng(seed)
     mask = rng.random(X.shape) >= rate
-    model.set_params(transform_lam=lam_te)
+    model.set_params(transform_alpha=lam_te)
     A = model.transform(np.where(mask, X, 0.0), mask=mask)
     return float(np.mean((A @ model.components_ - X)[~mask] ** 2))
 
@@ -377,13 +375,13 @@ def test_dictionary_learning_objective_and_constraints():
     for mu, pos in ((0.0, False), (0.5, False), (1.0, True)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            m = HierarchicalDictionaryLearning(parent, lam=0.1, mu=mu, positive_dict=pos,
+            m = HierarchicalDictionaryLearning(parent, alpha=0.1, mu=mu, positive_dict=pos,
                                                max_iter=8, random_state=0).fit(X)
         C = m.components_
         assert np.all(mu * np.abs(C).sum(1) + (1 - mu) * (C ** 2).sum(1) <= 1 + 1e-9)
         if pos:
             assert np.all(C >= 0)
-        obj = np.asarray(m.objective_)
+        obj = np.asarray(m.objective_history_)
         assert np.all(np.diff(obj) <= 1e-9 * np.abs(obj[:-1]))
     codes = m.transform(X)
     assert codes.shape == (150, parent.size)
@@ -405,7 +403,7 @@ def test_tree_beats_flat_at_every_missing_rate():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for name, tree in (("flat", None), ("tree", parent)):
             model = HierarchicalDictionaryLearning(
-                tree, n_components=parent.size, lam=0.2, max_iter=20, random_state=0,
+                tree, n_components=parent.size, alpha=0.2, max_iter=20, random_state=0,
             ).fit(Xtr)
             row = []
             for rate in rates:
@@ -423,10 +421,10 @@ def test_hierarchical_init_lowers_the_objective():
     X, parent = make_tree_patches(600, (5, 2, 2), side=8, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        obj = {init: HierarchicalDictionaryLearning(parent, lam=0.1, max_iter=20, init=init,
-                                                    random_state=0).fit(X).objective_[-1]
+        obj = {init: HierarchicalDictionaryLearning(parent, alpha=0.1, max_iter=20, init=init,
+                                                    random_state=0).fit(X).objective_
                for init in ("data", "hierarchical")}
-        flat = [HierarchicalDictionaryLearning(n_components=8, lam=0.1, max_iter=3, init=init,
+        flat = [HierarchicalDictionaryLearning(n_components=8, alpha=0.1, max_iter=3, init=init,
                                                random_state=0).fit(X).components_
                 for init in ("data", "hierarchical")]
     assert obj["hierarchical"] < 0.98 * obj["data"], obj
@@ -439,8 +437,8 @@ def test_dictionary_learning_bad_input():
     X, parent = make_patches(30, seed=0)
     with pytest.raises(ValueError, match="cycle"):
         HierarchicalDictionaryLearning([-1, 2, 3, 1]).fit(X)
-    with pytest.raises(ValueError, match="'lam' parameter of HierarchicalDictionaryLearning"):
-        HierarchicalDictionaryLearning(parent, lam=-1).fit(X)
+    with pytest.raises(ValueError, match="'alpha' parameter of HierarchicalDictionaryLearning"):
+        HierarchicalDictionaryLearning(parent, alpha=-1).fit(X)
     with pytest.raises(ValueError, match="weights must be >= 0"):
         HierarchicalDictionaryLearning(parent, weights=-np.ones(parent.size)).fit(X)
     with pytest.raises(ValueError, match="'mu' parameter of HierarchicalDictionaryLearning"):
