@@ -56,7 +56,7 @@ from .surface import (
     load_cortex_mask,
     load_surf_data,
     load_surf_mesh,
-    load_surface_data,  # deprecated alias of load_surface_subjects, not in __all__
+    load_surface_data,  # noqa: F401  (deprecated alias of load_surface_subjects, not in __all__)
     load_surface_image,
     load_surface_subjects,
     tv_from_hemispheres,

@@ -31,7 +31,6 @@ import numpy as np
 
 from ._commands import UserError, check_before_work, check_report_dependencies, run_demo, \
     run_fit, run_report
-from ._commands.common import estimator_from_args as _estimator  # noqa: F401 (tests)
 from ._commands.common import format_rel as _format_rel
 from ._commands.penalties import spcatv_defaults
 from ._utils.io import remove_temp_folders

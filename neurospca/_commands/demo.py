@@ -4,24 +4,24 @@ import time
 
 import numpy as np
 
+from .._utils.docs import fill_doc
 from .common import estimator_from_args, fit_with_progress, load_maps, run_metadata, say, \
     write_all
 
 __all__ = ["run_demo"]
 
 
+@fill_doc
 def run_demo(args):
     """Simulate fMRI-like maps in the MNI152 3 mm mask, fit, print a table, write outputs.
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``demo`` command line.
+    %(command_args)s
 
     Returns
     -------
-    int
-        Exit code 0.
+    %(exit_code)s
     """
     import nibabel as nib
 

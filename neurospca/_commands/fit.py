@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 
+from .._utils.docs import fill_doc
 from .common import UserError, estimator_from_args, existing, expand, fit_with_progress, \
     load_maps, run_metadata, say, write_all
 
@@ -126,18 +127,17 @@ def _fit_surface(args):
     return 0
 
 
+@fill_doc
 def run_fit(args):
     """``neurospca fit``: volumes or surfaces, as the options say.
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``fit`` command line.
+    %(command_args)s
 
     Returns
     -------
-    int
-        Exit code 0.
+    %(exit_code)s
     """
     volume = args.images is not None or args.mask is not None
     surface = any(getattr(args, f"{h}_{w}") is not None

@@ -2,24 +2,24 @@
 
 import os
 
+from .._utils.docs import fill_doc
 from .. import persistence
 from .common import UserError, existing, report_path, say
 
 __all__ = ["run_report"]
 
 
+@fill_doc
 def run_report(args):
     """Load ``args.model`` and write its report (a file, written whole or not at all).
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``report`` command line.
+    %(command_args)s
 
     Returns
     -------
-    int
-        Exit code 0.
+    %(exit_code)s
     """
     from ..reporting import report
 

@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._utils.docs import fill_doc
 from .._utils.validation import check_data, check_int, check_nonneg, check_real
 from ..trees import check_tree
 from ._base import (
@@ -446,6 +447,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         return alpha, alpha if t_alpha is None else float(t_alpha)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y=None):
         """Learn the dictionary from ``X``.
 
@@ -453,8 +455,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
             Training signals.
-        y : None
-            Ignored.
+        %(y_ignored)s
 
         Returns
         -------

@@ -39,6 +39,7 @@ from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _deprecated_alias,
     _fit_context,
 )
+from .._utils.docs import fill_doc
 from .._utils.validation import check_int, check_n_components, check_nonneg
 from ._covariance import _min_eigenvalue, _tpi_candidates, check_covariance, covariance_input
 
@@ -530,6 +531,7 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
                                   to_new=lambda gap: np.array([float(gap)]))
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y=None):
         """Estimate the covariance and its k-sparse atoms.
 
@@ -538,8 +540,7 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features) or (n_features, n_features)
             Data (its covariance ``X_c^T X_c / N`` is decomposed) or, with
             ``input="covariance"``, the symmetric covariance matrix itself.
-        y : None
-            Ignored.
+        %(y_ignored)s
 
         Returns
         -------

@@ -17,6 +17,7 @@ from sklearn.utils import check_random_state
 from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
 )
+from .._utils.docs import fill_doc
 from .._utils.validation import check_data, check_int, check_n_components, check_nonneg
 from ._covariance import _INPUTS, check_covariance, covariance_input
 from .._kernels import KERNELS as _KERNELS, load as _load_kernel
@@ -449,6 +450,7 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
     }
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y=None):
         """Fit the nonnegative loadings.
 
@@ -456,8 +458,7 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features) or (n_features, n_features)
             Data or, with ``input="covariance"``, the symmetric matrix used as ``C``.
-        y : None
-            Ignored.
+        %(y_ignored)s
 
         Returns
         -------

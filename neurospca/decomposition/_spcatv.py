@@ -19,10 +19,9 @@ from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
     reconstruction_error,
 )
-from ._alternation import (
-    _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _say, _spca_tv,
-)
+from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _say, _spca_tv
 from ._data import as_data_operator, validated_data_operator
+from .._utils.docs import fill_doc
 from .._utils.validation import (
     check_data,
     check_n_components,
@@ -427,6 +426,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         return U, V, info, caught, weights
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y=None):
         """Fit the model on ``X`` (n_samples, n_features).
 
@@ -439,8 +439,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         ----------
         X : array-like, numpy.memmap or dask.array of shape (n_samples, n_features)
             The training data.
-        y : None
-            Ignored.
+        %(y_ignored)s
 
         Returns
         -------

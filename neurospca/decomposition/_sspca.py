@@ -39,6 +39,7 @@ from ._base import (
     DEPRECATED, _DEPRECATED_OPTION, Integral, Interval, LoadingsTransformerMixin, Real,
     StrOptions, _deprecated_alias, _fit_context, _renamed,
 )
+from .._utils.docs import fill_doc
 from .._utils.validation import (
     check_data, check_finite_array, check_int, check_n_components, check_nonneg,
     check_not_constant,
@@ -549,6 +550,7 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     codes_ = _deprecated_alias("scores_", "codes_", "the training codes.")
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y=None):
         """Fit the model on ``X``.
 
@@ -556,8 +558,7 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
             Training data.
-        y : None
-            Ignored.
+        %(y_ignored)s
 
         Returns
         -------

@@ -33,6 +33,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
+from .._utils.docs import fill_doc
 from ..decomposition import SPCATV
 from ..masking import (
     VolumeMasker,
@@ -163,6 +164,7 @@ class ImageSPCATV(BaseEstimator):
     # fit
     # ------------------------------------------------------------------
 
+    @fill_doc
     def fit(self, imgs, y=None, confounds=None):
         """Mask the images, build the TV operator of the mask and fit SPCA-TV.
 
@@ -172,8 +174,7 @@ class ImageSPCATV(BaseEstimator):
             One sample per 3-D volume (in order; a glob is sorted) or per data
             column of a SurfaceImage (both hemispheres; the mesh is the
             image's). A list of SurfaceImages on one mesh is stacked.
-        y : None
-            Ignored.
+        %(y_ignored)s
         confounds : array-like of shape (n_samples, n_confounds) or path, optional
             Regressed out of every voxel/vertex by the nilearn masker.
 
@@ -191,14 +192,14 @@ class ImageSPCATV(BaseEstimator):
         X = self._prepare(imgs, confounds)
         return self._fit_matrix(X)
 
+    @fill_doc
     def fit_transform(self, imgs, y=None, confounds=None):
         """Fit, then the scores of the training images (``transform``).
 
         Parameters
         ----------
         imgs : images as in :meth:`fit`
-        y : None
-            Ignored.
+        %(y_ignored)s
         confounds : array-like of shape (n_samples, n_confounds) or path, optional
 
         Returns
