@@ -6,7 +6,6 @@ parametrisation) validate their inputs once and call the private worker
 :func:`~neurospca.decomposition._alternation._spca_tv`.
 """
 
-import numbers
 import time
 import warnings
 
@@ -24,6 +23,7 @@ from ._data import as_data_operator, validated_data_operator
 from .._utils.docs import fill_doc
 from .._utils.validation import (
     check_data,
+    check_int,
     check_n_components,
     check_nonneg,
     check_not_constant,
@@ -97,12 +97,6 @@ def ratios_from_weights(l1, l2, tv):
     tv = check_nonneg(tv, "tv")
     alpha = l1 + l2 + tv
     return alpha, l1 / alpha, tv / alpha
-
-
-def _check_int(value, name, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
-    return int(value)
 
 
 def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=100,
@@ -203,14 +197,14 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
     l2 = check_nonneg(l2, "l2", strict=True)
     tv = check_nonneg(tv, "tv")
     tol = check_nonneg(tol, "tol", strict=True)
-    max_iter = _check_int(max_iter, "max_iter")
-    gap_every = _check_int(gap_every, "gap_every")
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    gap_every = check_int(gap_every, "gap_every", minimum=1)
     the_solver = get_solver(solver)
     if init not in ("svd", "random"):
         raise ValueError(f"init must be 'svd' or 'random', got {init!r}.")
     if max_inner_iter is None:
         max_inner_iter = the_solver.default_max_iter
-    max_inner_iter = _check_int(max_inner_iter, "max_inner_iter")
+    max_inner_iter = check_int(max_inner_iter, "max_inner_iter", minimum=1)
     if operator is None:
         operator = chain_operator(n_features)
     check_operator(operator, n_features)

@@ -9,12 +9,11 @@ patterns (:func:`mse_to_truth`, :func:`dice_to_truth`); the sparsity rule and
 the sign-flip permutation test.
 """
 
-import numbers
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .._utils.validation import check_components, check_matrix
+from .._utils.validation import check_components, check_int, check_matrix
 from ..decomposition import reconstruction_error
 
 __all__ = [
@@ -282,9 +281,7 @@ def sign_permutation_test(differences, n_permutations=1000, random_state=0):
     d = np.asarray(differences, dtype=np.float64).ravel()
     if d.size == 0 or not np.all(np.isfinite(d)):
         raise ValueError("differences must be a non-empty array of finite values.")
-    if isinstance(n_permutations, bool) or not isinstance(n_permutations, numbers.Integral) \
-            or n_permutations < 1:
-        raise ValueError(f"n_permutations must be an int >= 1, got {n_permutations!r}.")
+    check_int(n_permutations, "n_permutations", minimum=1)
     rng = np.random.default_rng(random_state)
     observed = float(d.mean())
     signs = rng.choice(np.array([-1.0, 1.0]), size=(int(n_permutations), d.size))

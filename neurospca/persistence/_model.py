@@ -8,7 +8,6 @@ renames of fitted attributes since version-1 files were first written.
 
 import json
 import logging
-import numbers
 import os
 import re
 from typing import NamedTuple
@@ -22,6 +21,7 @@ from ..decomposition import (
     KTraceNormPCA,
     NonnegativeSparsePCA,
 )
+from .._utils.validation import check_int
 from ..operators import GroupOperator
 from ..surface import Hemispheres, check_plot_mesh
 from ._archive import FORMAT_NAME, FORMAT_VERSION, MAX_BYTES, NotAModel, read_archive, \
@@ -301,9 +301,7 @@ def load_model(path, *, max_bytes=MAX_BYTES):
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, numbers.Integral) \
-            or max_bytes < 1:
-        raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}.")
+    check_int(max_bytes, "max_bytes", minimum=1)
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"model: no such file {path!r}.")
