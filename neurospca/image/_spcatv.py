@@ -578,6 +578,6 @@ def _passthrough(name):
 
 for _name in ("explained_variance_ratio_", "explained_variance_", "dual_gaps_", "alpha_",
               "l1_max_", "n_iter_", "converged_", "mean_", "scores_", "singular_values_",
-              "gap_history_", "fit_time_"):
+              "gap_history_", "fit_time_", "alpha_rel_", "rel_gaps_", "penalty_weights_"):
     setattr(ImageSPCATV, _name, _passthrough(_name))
 del _name
