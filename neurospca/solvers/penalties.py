@@ -26,6 +26,8 @@ eq. 3 become prox-scale weights, :func:`eq3_pieces`) and ``rescaled(s)``
 divide by ``s``, quadratic pieces keep theirs).
 """
 
+import abc
+
 import numpy as np
 
 from .._utils.validation import check_nonneg
@@ -34,7 +36,7 @@ from ..operators import check_operator
 __all__ = ["GraphLaplacian", "GroupNorm", "L1", "check_penalties", "eq3_pieces"]
 
 
-class _Piece:
+class _Piece(abc.ABC):
     """Weight bookkeeping shared by the pieces, and the methods they all give."""
 
     #: "separable" or "composite".
@@ -89,6 +91,7 @@ class _Piece:
         """
         return self._copy(self.weight / s if self.degree == 1 else self.weight)
 
+    @abc.abstractmethod
     def value(self, v):
         """The value of the penalty at ``v``.
 
@@ -101,7 +104,6 @@ class _Piece:
         -------
         float
         """
-        raise NotImplementedError
 
 
 class _Composite(_Piece):
@@ -152,6 +154,7 @@ class _Composite(_Piece):
         """``||D||_2^2`` (an upper bound)."""
         return self.operator.norm2
 
+    @abc.abstractmethod
     def conjugate(self, w):
         """``phi*(w)`` at a feasible ``w``.
 
@@ -164,8 +167,8 @@ class _Composite(_Piece):
         -------
         float
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def prox_conjugate(self, w, step):
         """The prox of ``step * phi*`` at ``w``.
 
@@ -180,8 +183,8 @@ class _Composite(_Piece):
         -------
         ndarray of shape (n_dual,)
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def feasible(self, w):
         """A dual point at which ``phi*`` is finite, made from any ``w``.
 
@@ -194,8 +197,8 @@ class _Composite(_Piece):
         -------
         ndarray of shape (n_dual,)
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def dual_candidate(self, Dv, mu):
         """A dual point made from a primal one, for certificates.
 
@@ -210,7 +213,6 @@ class _Composite(_Piece):
         -------
         ndarray of shape (n_dual,)
         """
-        raise NotImplementedError
 
 
 def _doc(summary):
