@@ -228,3 +228,48 @@ def test_dask_local_cluster_and_npy_to_dask(tmp_path, small_blocks):
     assert _rel(S, ref.transform(X)) < 1e-6
     with pytest.raises(ValueError, match="chunk_rows"):
         npy_to_dask(tmp_path / "x.npy", chunk_rows=0)
+
+
+def test_n_threads_reaches_the_products_and_the_v_steps(monkeypatch, small_blocks):
+    """``n_threads`` sets the row-block threads and the kernels' threads; BLAS
+    is on one thread exactly while a multi-threaded v-step runs."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from neurospca.solvers import SOLVERS
+
+    seen = []
+    original = type(SOLVERS["dual"])._solve
+
+    def spy(self, problem, tol, max_iter, gap_every, kernels, v, state, n_threads):
+        blas = [m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"]
+        seen.append((n_threads, blas))
+        return original(self, problem, tol, max_iter, gap_every, kernels, v, state, n_threads)
+
+    monkeypatch.setattr(type(SOLVERS["dual"]), "_solve", spy)
+    X = _data_matrix()
+    with threadpool_limits(limits=2, user_api="blas"):  # the suite runs BLAS on 1
+        before = [m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"]
+        assert before and all(b == 2 for b in before)
+        one = SPCATV(n_threads=1, **KW).fit(X)
+        assert seen and all(n == 1 and b == before for n, b in seen)  # untouched
+        seen.clear()
+        two = SPCATV(n_threads=2, **KW).fit(X)
+        assert seen and all(n == 2 and all(t == 1 for t in b) for n, b in seen)
+        after = [m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"]
+    assert after == before  # restored
+    # small operator: one chunk on any thread count, so the same iterates
+    np.testing.assert_allclose(two.components_, one.components_, rtol=0, atol=1e-12)
+    U1, V1, _ = spca_tv(X - X.mean(0), 2, l1=0.01, l2=1.0, tv=0.05, operator=KW["operator"],
+                        n_threads=1)
+    U2, V2, _ = spca_tv(X - X.mean(0), 2, l1=0.01, l2=1.0, tv=0.05, operator=KW["operator"],
+                        n_threads=2)
+    np.testing.assert_allclose(V2, V1, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_bad_n_threads_is_refused(bad):
+    X = _data_matrix(n=20)
+    with pytest.raises(ValueError, match="n_threads"):
+        spca_tv(X, 1, l1=0.0, l2=1.0, tv=0.0, n_threads=bad)
+    with pytest.raises(ValueError, match="n_threads"):
+        SPCATV(n_threads=bad, **KW).fit(X)

@@ -21,7 +21,8 @@ from ._covariance_baselines import (
 from ._dictionary import HierarchicalDictionaryLearning, tree_sparse_coding
 from ._ktrace import KTraceNormPCA, ktrace_pca
 from ._nspca import NonnegativeSparsePCA, nspca
-from ._spcatv import SPCATV, ratios_from_weights, spca_tv, weights_from_ratios
+from ._spcatv import SPCATV, spca_tv
+from ._weights import ratios_from_weights, weights_from_ratios
 from ._sspca import SSPCA, sspca
 from ._tree import prox_tree
 

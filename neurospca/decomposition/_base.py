@@ -158,7 +158,7 @@ class LoadingsTransformerMixin(TransformerMixin):
             X = validate_data(self, X, dtype=(np.float64, np.float32), reset=False,
                               ensure_all_finite=False)
             X = check_data(X, min_samples=1, dtype=(np.float64, np.float32))
-        op = DataOperator(X).centre(self.mean_)
+        op = DataOperator(X, n_threads=getattr(self, "n_threads", None)).centre(self.mean_)
         C = self.components_
         with np.errstate(invalid="ignore", over="ignore"):
             S = op.matmat(C.T)

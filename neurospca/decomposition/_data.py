@@ -205,7 +205,7 @@ class DataOperator:
         their own row chunks).
     """
 
-    def __init__(self, X, name="X", block_bytes=None):
+    def __init__(self, X, name="X", block_bytes=None, n_threads=None):
         if X.ndim != 2:
             raise ValueError(
                 f"{name} must be a 2-D array (n_samples, n_features), got {X.ndim}-D."
@@ -217,8 +217,10 @@ class DataOperator:
         self._shift = None
         self._resid = None
         self.stats = None
-        self.n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-            else (os.cpu_count() or 1)
+        if n_threads is None:
+            n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+                else (os.cpu_count() or 1)
+        self.n_threads = n_threads
         if is_dask_array(X):
             self.kind = "dask"
             if X.numblocks[1] > 1:
@@ -464,7 +466,7 @@ def cached_subspace(op, k):
     return s[:k], R, XR
 
 
-def as_data_operator(X, name="X", min_samples=2):
+def as_data_operator(X, name="X", min_samples=2, n_threads=None):
     """``X`` as a scanned :class:`DataOperator` (an in-memory array, a
     ``numpy.memmap`` or a ``dask.array``; float32 kept float32).
 
@@ -479,6 +481,9 @@ def as_data_operator(X, name="X", min_samples=2):
         The argument's name in error messages.
     min_samples : int, default=2
         Fewest rows accepted.
+    n_threads : int, optional
+        Threads over row blocks (default: the cores this process may use);
+        a given :class:`DataOperator` keeps its own.
 
     Returns
     -------
@@ -494,7 +499,7 @@ def as_data_operator(X, name="X", min_samples=2):
         return X
     if is_out_of_core(X):
         check_real(X, name)
-        op = DataOperator(X, name=name)
+        op = DataOperator(X, name=name, n_threads=n_threads)
     else:
         if hasattr(X, "toarray") or hasattr(X, "tocsr"):
             raise TypeError(f"{name} must be a dense array; sparse input is not supported.")
@@ -505,11 +510,11 @@ def as_data_operator(X, name="X", min_samples=2):
                          copy=False)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name} must be a numeric array: {exc}") from None
-        op = DataOperator(X, name=name)
+        op = DataOperator(X, name=name, n_threads=n_threads)
     return op.scan(min_samples=min_samples)
 
 
-def validated_data_operator(estimator, X, reset, min_samples):
+def validated_data_operator(estimator, X, reset, min_samples, n_threads=None):
     """scikit-learn's input bookkeeping, then a scanned :class:`DataOperator`.
 
     NumPy arrays go through ``validate_data`` (float32 kept); memmaps and dask
@@ -526,6 +531,8 @@ def validated_data_operator(estimator, X, reset, min_samples):
         True in ``fit`` (record), False after (compare).
     min_samples : int
         Fewest rows accepted.
+    n_threads : int, optional
+        Threads over row blocks (see :func:`as_data_operator`).
 
     Returns
     -------
@@ -540,7 +547,7 @@ def validated_data_operator(estimator, X, reset, min_samples):
             )
         _check_feature_names(estimator, X, reset=reset)
         _check_n_features(estimator, X, reset=reset)
-        return as_data_operator(X, min_samples=min_samples)
+        return as_data_operator(X, min_samples=min_samples, n_threads=n_threads)
     X = validate_data(estimator, X, reset=reset, dtype=(np.float64, np.float32),
                       ensure_min_samples=min_samples, ensure_all_finite=False)
-    return as_data_operator(X, min_samples=min_samples)
+    return as_data_operator(X, min_samples=min_samples, n_threads=n_threads)

@@ -20,6 +20,7 @@ from ._base import (
 )
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _say, _spca_tv
 from ._data import as_data_operator, validated_data_operator
+from ._weights import _weights, weights_from_ratios
 from .._utils.docs import fill_doc
 from .._utils.validation import (
     check_data,
@@ -30,78 +31,16 @@ from .._utils.validation import (
 )
 from ..operators import GroupOperator, chain_operator, check_operator
 from ..solvers import SOLVERS, get_solver
+from ..solvers._base import resolve_n_threads
 from ..solvers.penalties import check_penalties, eq3_pieces
 
-__all__ = ["SPCATV", "spca_tv", "weights_from_ratios", "ratios_from_weights"]
-
-
-def weights_from_ratios(alpha, l1_ratio, tv_ratio):
-    """The paper's parametrisation (section III) to raw weights.
-
-    ``alpha = l1 + l2 + tv``, ``l1_ratio = l1 / alpha``, ``tv_ratio = tv / alpha``.
-
-    Parameters
-    ----------
-    alpha : float
-        The total weight (> 0).
-    l1_ratio : float
-        ``l1 / alpha`` (>= 0).
-    tv_ratio : float
-        ``tv / alpha`` (>= 0, ``l1_ratio + tv_ratio < 1``).
-
-    Returns
-    -------
-    l1, l2, tv : float
-
-    Raises
-    ------
-    ValueError
-        If ``alpha <= 0``, a ratio is negative, or ``l1_ratio + tv_ratio >= 1``
-        (``l2`` must be > 0 for the duality gap).
-    """
-    alpha = check_nonneg(alpha, "alpha", strict=True)
-    l1_ratio = check_nonneg(l1_ratio, "l1_ratio")
-    tv_ratio = check_nonneg(tv_ratio, "tv_ratio")
-    if l1_ratio + tv_ratio >= 1.0:
-        raise ValueError(
-            f"l1_ratio + tv_ratio must be < 1 (got {l1_ratio} + {tv_ratio} = "
-            f"{l1_ratio + tv_ratio}): the l2 weight alpha * (1 - l1_ratio - tv_ratio) "
-            "must be > 0 for the duality gap to exist."
-        )
-    return alpha * l1_ratio, alpha * (1.0 - l1_ratio - tv_ratio), alpha * tv_ratio
-
-
-def ratios_from_weights(l1, l2, tv):
-    """Raw ``(l1, l2, tv)`` weights to ``(alpha, l1_ratio, tv_ratio)``.
-
-    Parameters
-    ----------
-    l1 : float
-        ``lambda_1 >= 0``.
-    l2 : float
-        ``lambda_2 > 0``.
-    tv : float
-        ``lambda >= 0``.
-
-    Returns
-    -------
-    alpha, l1_ratio, tv_ratio : float
-
-    Raises
-    ------
-    ValueError, TypeError
-        A negative or non-finite weight, or ``l2 <= 0``.
-    """
-    l1 = check_nonneg(l1, "l1")
-    l2 = check_nonneg(l2, "l2", strict=True)
-    tv = check_nonneg(tv, "tv")
-    alpha = l1 + l2 + tv
-    return alpha, l1 / alpha, tv / alpha
+__all__ = ["SPCATV", "spca_tv"]
 
 
 def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=100,
             solver="dual", max_inner_iter=None, init="svd", random_state=None,
-            gap_every=10, kernels="cython", verbose=0, u0=None, w0=None, penalties=None):
+            gap_every=10, kernels="cython", verbose=0, u0=None, w0=None, penalties=None,
+            n_threads=None):
     """SPCA-TV by alternating minimisation and deflation (paper Algorithm 3).
 
     Component ``k`` solves, on the deflated matrix ``X_k`` (``X_0 = X``),
@@ -163,6 +102,12 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         for ``weight * v^T D^T D v``; weights in the units of eq. 3 (as
         ``l1``, ``l2``, ``tv``). A solver that cannot handle a piece raises
         a ValueError naming both (CONESTA handles none).
+    n_threads : int, optional
+        Threads for the v-step kernels (OpenMP) and for the row blocks of the
+        data products; None: the default of
+        :func:`neurospca.solvers.set_n_threads`, else the cores this process
+        may use. BLAS runs on one thread while a multi-threaded v-step runs,
+        so the two never oversubscribe the cores.
 
     Returns
     -------
@@ -190,7 +135,8 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         Bad data, weights, operator, penalties, warm starts or settings; the
         message names the argument.
     """
-    op = as_data_operator(X)
+    n_threads = resolve_n_threads(n_threads)
+    op = as_data_operator(X, n_threads=n_threads)
     n_samples, n_features = op.shape
     n_components = check_n_components(n_components, n_samples, n_features)
     l1 = check_nonneg(l1, "l1")
@@ -225,7 +171,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
                     pieces=eq3_pieces(l1, tv, operator, l2, extra), solver=the_solver,
                     weights_msg=f"l1={l1:.3g}, tv={tv:.3g}", tol=tol, max_iter=max_iter,
                     max_inner_iter=max_inner_iter, init=init, rng=rng, gap_every=gap_every,
-                    kernels=kernels, verbose=verbose, u0=u0, w0=w0)
+                    kernels=kernels, verbose=verbose, u0=u0, w0=w0, n_threads=n_threads)
 
 
 #: The path of relative penalties tried by ``alpha_rel="auto"`` (weakest first).
@@ -298,6 +244,10 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         e.g. ``[GraphLaplacian(operator, 0.1)]`` from
         :mod:`neurospca.solvers.penalties` for ``0.1 * v^T D^T D v``
         (see :func:`spca_tv`; only ``solver="dual"`` handles them).
+    n_threads : int, optional
+        Threads of the v-step kernels and of the data products (see
+        :func:`spca_tv`); None: :func:`neurospca.solvers.set_n_threads`'s
+        default, else all the cores this process may use.
 
     Attributes
     ----------
@@ -362,7 +312,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
     def __init__(self, n_components=3, *, alpha=None, l1_ratio=0.05, tv_ratio=0.1,
                  alpha_rel="auto", operator=None, tol=1e-3, max_iter=100, solver="dual",
                  max_inner_iter=None, init="svd", random_state=None, verbose=0,
-                 warm_start=False, penalties=None):
+                 warm_start=False, penalties=None, n_threads=None):
         self.n_components = n_components
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -378,6 +328,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.verbose = verbose
         self.warm_start = warm_start
         self.penalties = penalties
+        self.n_threads = n_threads
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
@@ -395,6 +346,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
         "penalties": [list, tuple, None],
+        "n_threads": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     @property
@@ -414,6 +366,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
                 max_iter=self.max_iter, max_inner_iter=max_inner_iter, init=self.init,
                 rng=check_random_state(self.random_state), gap_every=10,
                 kernels="cython", verbose=self.verbose, u0=u0, w0=w0,
+                n_threads=Xc.n_threads,
             )
         weights = {"l1": l1, "l2": l2, "tv": tv}
         weights.update((p.name, p.weight) for p in extra)
@@ -448,7 +401,8 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         """
         warm = (self.warm_start and hasattr(self, "scores_")
                 and getattr(self, "n_features_in_", None) == np.shape(X)[-1])
-        op = validated_data_operator(self, X, reset=True, min_samples=2)
+        n_threads = resolve_n_threads(self.n_threads)
+        op = validated_data_operator(self, X, reset=True, min_samples=2, n_threads=n_threads)
         X = op
         n_components = check_n_components(self.n_components, *X.shape)
         weights_from_ratios(1.0, self.l1_ratio, self.tv_ratio)  # l1_ratio + tv_ratio < 1
@@ -581,11 +535,6 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         if total == 0.0:
             return 1.0
         return 1.0 - err / total
-
-
-def _weights(alpha, l1_ratio, tv_ratio):
-    """:func:`weights_from_ratios` on validated values (no checks)."""
-    return alpha * l1_ratio, alpha * (1.0 - l1_ratio - tv_ratio), alpha * tv_ratio
 
 
 def _state_key(estimator, extra):

@@ -102,7 +102,7 @@ class ImageSPCATV(BaseEstimator):
         Images whose shape or affine differ from the mask's raise a
         ``ValueError`` unless True (resampled with
         ``nilearn.image.resample_to_img``, continuous interpolation).
-    alpha, alpha_rel, l1_ratio, tv_ratio, tol, max_iter, solver, random_state, verbose
+    alpha, alpha_rel, l1_ratio, tv_ratio, tol, max_iter, solver, random_state, verbose, n_threads
         Passed to :class:`~neurospca.SPCATV` (same meaning and defaults):
         ``alpha=None`` means ``alpha_ = alpha_rel * l1_max_`` (relative to the
         data), a float is the paper's absolute weight.
@@ -144,7 +144,8 @@ class ImageSPCATV(BaseEstimator):
                  resample=False, alpha=None, alpha_rel=_SPCATV_DEFAULTS["alpha_rel"],
                  l1_ratio=_SPCATV_DEFAULTS["l1_ratio"], tv_ratio=_SPCATV_DEFAULTS["tv_ratio"],
                  tol=_SPCATV_DEFAULTS["tol"], max_iter=_SPCATV_DEFAULTS["max_iter"],
-                 solver=_SPCATV_DEFAULTS["solver"], random_state=None, verbose=0):
+                 solver=_SPCATV_DEFAULTS["solver"], random_state=None, verbose=0,
+                 n_threads=None):
         self.n_components = n_components
         self.mask = mask
         self.standardize = standardize
@@ -159,6 +160,7 @@ class ImageSPCATV(BaseEstimator):
         self.solver = solver
         self.random_state = random_state
         self.verbose = verbose
+        self.n_threads = n_threads
 
     # ------------------------------------------------------------------
     # fit
@@ -218,7 +220,8 @@ class ImageSPCATV(BaseEstimator):
         return SPCATV(self.n_components, alpha=self.alpha, alpha_rel=self.alpha_rel,
                       l1_ratio=self.l1_ratio, tv_ratio=self.tv_ratio, operator=operator,
                       tol=self.tol, max_iter=self.max_iter, solver=self.solver,
-                      random_state=self.random_state, verbose=self.verbose)
+                      random_state=self.random_state, verbose=self.verbose,
+                      n_threads=self.n_threads)
 
     def _fit_matrix(self, X):
         self.estimator_ = self._make_estimator(self.operator_).fit(X)

@@ -66,7 +66,7 @@ class _Solver:
         return list(pieces)
 
     def solve(self, problem, *, tol, max_iter, gap_every=10, kernels="cython", v=None,
-              state=None):
+              state=None, n_threads=None):
         """Solve one v-step to a certified gap.
 
         Parameters
@@ -86,13 +86,17 @@ class _Solver:
             primal point).
         state : object, optional
             The ``state`` of a previous result (used by solvers that keep one).
+        n_threads : int, optional
+            Threads of the compiled kernels (None: the default of
+            :func:`neurospca.solvers.set_n_threads`, else the machine's cores);
+            solvers with single-threaded kernels (CONESTA) ignore it.
 
         Returns
         -------
         SolverResult
             With ``state`` for the next call.
         """
-        return self._solve(problem, tol, max_iter, gap_every, kernels, v, state)
+        return self._solve(problem, tol, max_iter, gap_every, kernels, v, state, n_threads)
 
     def _check_together(self, pieces):
         pass
@@ -115,9 +119,9 @@ class DualSolver(_Solver):
             return hasattr(piece, "prox") and hasattr(piece, "value")
         return piece.kind == "composite" and all(hasattr(piece, m) for m in _COMPOSITE_NEEDS)
 
-    def _solve(self, problem, tol, max_iter, gap_every, kernels, v, state):
+    def _solve(self, problem, tol, max_iter, gap_every, kernels, v, state, n_threads):
         return solve_dual(problem, tol=tol, max_iter=max_iter, w0=state,
-                          gap_every=gap_every, kernels=kernels)
+                          gap_every=gap_every, kernels=kernels, n_threads=n_threads)
 
 
 class ConestaSolver(_Solver):
@@ -139,7 +143,7 @@ class ConestaSolver(_Solver):
             raise ValueError("solver 'conesta' cannot handle a second group-norm "
                              "penalty 'tv'; use solver='dual'.")
 
-    def _solve(self, problem, tol, max_iter, gap_every, kernels, v, state):
+    def _solve(self, problem, tol, max_iter, gap_every, kernels, v, state, n_threads):
         if v is None:
             v = problem.primal_of(problem.y)
         return solve_conesta(problem, tol=tol, v0=v, max_iter=max_iter,
