@@ -66,7 +66,9 @@ from .surface import (
 )
 
 # --- cohort-size data on disk
-from .cohort import images_to_memmap, npy_to_dask, surfaces_to_memmap
+from .cohort import (
+    images_to_dask, images_to_memmap, npy_to_dask, surfaces_to_dask, surfaces_to_memmap,
+)
 
 # --- saved models
 from .persistence import SavedModel, load_model, save_model
@@ -152,6 +154,8 @@ __all__ = [
     "images_to_memmap",
     "surfaces_to_memmap",
     "npy_to_dask",
+    "images_to_dask",
+    "surfaces_to_dask",
     # saved models
     "SavedModel",
     "load_model",

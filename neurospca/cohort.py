@@ -1,21 +1,29 @@
-"""Cohort-size data matrices on disk: many images to one ``.npy`` memmap.
+"""Cohort-size data matrices without loading every image at once.
 
-The images are read one at a time (nibabel proxies: a 4-D image's header is
-read, its data only when its rows are written), so memory stays O(one image)
-whatever the number of subjects. The result, ``np.load(path, mmap_mode="r")``,
-is accepted as ``X`` by :class:`neurospca.SPCATV` (fit and transform), which
-streams it by row blocks.
+Two routes, both accepted as ``X`` by :class:`neurospca.SPCATV` (fit and
+transform), which streams them by row blocks:
+
+* to one ``.npy`` memmap (:func:`images_to_memmap`, :func:`surfaces_to_memmap`):
+  the images are read one at a time (nibabel proxies: a 4-D image's header is
+  read, its data only when its rows are written), so memory stays O(one image)
+  whatever the number of subjects;
+* to a lazy dask array (:func:`images_to_dask`, :func:`surfaces_to_dask`,
+  :func:`npy_to_dask`): each chunk of rows is one ``dask.delayed`` task that
+  reads its own files, so the workers of a ``dask.distributed`` cluster read
+  the images themselves and nothing is loaded on the client.
 """
 
 import os
 
+import nibabel as nib
 import numpy as np
 
 from ._utils.io import atomic_write
 from .masking import _check_grid, _collect_images, _image_data, _mask_array, load_mask_img
 from .surface import load_surf_data
 
-__all__ = ["images_to_memmap", "npy_to_dask", "surfaces_to_memmap"]
+__all__ = ["images_to_dask", "images_to_memmap", "npy_to_dask", "surfaces_to_dask",
+           "surfaces_to_memmap"]
 
 
 def _check_dtype(dtype):
@@ -23,6 +31,22 @@ def _check_dtype(dtype):
     if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"dtype must be float32 or float64, got {dtype}.")
     return dtype
+
+
+def _checked_block(label, block, n_cols, dtype):
+    """``block`` (rows of one file) as ``dtype``: the right width, all finite."""
+    block = np.asarray(block, dtype=dtype)
+    if block.shape[1] != n_cols:
+        raise ValueError(f"{label} has {block.shape[1]} values in the mask; "
+                         f"expected {n_cols}.")
+    if not np.all(np.isfinite(block)):
+        n_bad = int(block.size - np.count_nonzero(np.isfinite(block)))
+        raise ValueError(
+            f"{label} has {n_bad} NaN or infinite value(s) in the mask; "
+            "remove those voxels/vertices from the mask (images_to_data "
+            "does it for in-memory data)."
+        )
+    return block
 
 
 def _write_rows(path, n_rows, n_cols, dtype, rows):
@@ -33,17 +57,7 @@ def _write_rows(path, n_rows, n_cols, dtype, rows):
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(n_rows, n_cols))
         i = 0
         for label, block in rows:
-            block = np.asarray(block, dtype=dtype)
-            if block.shape[1] != n_cols:
-                raise ValueError(f"{label} has {block.shape[1]} values in the mask; "
-                                 f"expected {n_cols}.")
-            if not np.all(np.isfinite(block)):
-                n_bad = int(block.size - np.count_nonzero(np.isfinite(block)))
-                raise ValueError(
-                    f"{label} has {n_bad} NaN or infinite value(s) in the mask; "
-                    "remove those voxels/vertices from the mask (images_to_data "
-                    "does it for in-memory data)."
-                )
+            block = _checked_block(label, block, n_cols, dtype)
             out[i:i + block.shape[0]] = block
             i += block.shape[0]
         if i != n_rows:  # pragma: no cover - guarded by the row count
@@ -90,16 +104,140 @@ def images_to_memmap(imgs, mask, path, *, dtype=np.float32, threshold=None,
     mask_img = load_mask_img(mask, threshold=threshold)
     mask_arr = _mask_array(mask_img)
     items = _collect_images(imgs)  # proxies: headers only
-    n_rows = sum(1 if len(img.shape) == 3 else int(img.shape[3]) for _, img in items)
+    n_rows = sum(_n_frames(img) for _, img in items)
+    rows = ((label, _image_rows(label, img, mask_img, mask_arr, resample))
+            for label, img in items)
+    return _write_rows(os.fspath(path), n_rows, int(mask_arr.sum()), dtype, rows), mask_img
+
+
+def _n_frames(img):
+    return 1 if len(img.shape) == 3 else int(img.shape[3])
+
+
+def _image_rows(label, img, mask_img, mask_arr, resample):
+    """The in-mask values of one 3-D or 4-D image, one row per frame."""
+    img = _check_grid(label, img, mask_img, resample)
+    values = np.asarray(_image_data(img, label)[mask_arr])
+    return values[None, :] if values.ndim == 1 else values.T
+
+
+def _image_chunk(items, mask_img, mask_arr, resample, dtype):
+    """Rows of a few images (one dask task); an item is a path or an image."""
     n_cols = int(mask_arr.sum())
+    blocks = []
+    for label, src in items:
+        img = nib.load(src) if isinstance(src, str) else src
+        blocks.append(_checked_block(label, _image_rows(label, img, mask_img, mask_arr,
+                                                        resample), n_cols, dtype))
+    return np.concatenate(blocks, axis=0)
 
-    def rows():
+
+def _import_dask(func):
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError(f"{func} needs dask: pip install 'dask[array]'.") from None
+    return dask, da
+
+
+def _check_chunk(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
+    return int(value)
+
+
+def _delayed_rows(func, tasks, n_cols, dtype, name):
+    """One dask array from ``(n_rows, args)`` tasks of ``func(*args)``."""
+    dask, da = _import_dask(name)
+    parts = [da.from_delayed(dask.delayed(func, pure=True)(*args), shape=(n_rows, n_cols),
+                             dtype=dtype) for n_rows, args in tasks]
+    return da.concatenate(parts, axis=0)
+
+
+def images_to_dask(imgs, mask, *, chunk_images=16, dtype=np.float32, threshold=None,
+                   resample=False):
+    """A lazy dask array of the in-mask values of many NIfTI images.
+
+    The rows are those of :func:`neurospca.images_to_data` (same order). Each
+    chunk of ``chunk_images`` images is one ``dask.delayed`` task that reads
+    its files (by path: a task graph of paths, read by the workers of a
+    ``dask.distributed`` cluster). Headers are read now, so an image off the
+    mask's grid is an error here, not in a worker; NaN/inf values inside the
+    mask are an error naming the image when its chunk is computed.
+
+    Parameters
+    ----------
+    imgs : list of images or paths, 4-D image, path or glob pattern
+    mask : nibabel image, path or 3-D ndarray
+    chunk_images : int, default=16
+        Images per chunk (a 4-D image gives all its frames to its chunk).
+    dtype : {np.float32, np.float64}, default=np.float32
+    threshold : float, optional
+    resample : bool, default=False
+        See :func:`neurospca.images_to_data`.
+
+    Returns
+    -------
+    X : dask.array.Array of shape (n_samples, n_features)
+    mask_img : nibabel.Nifti1Image
+
+    Raises
+    ------
+    ValueError
+        Bad ``chunk_images`` or ``dtype``, or an image not on the mask's grid
+        (and ``resample`` is False).
+    """
+    dtype = _check_dtype(dtype)
+    chunk_images = _check_chunk(chunk_images, "chunk_images")
+    mask_img = load_mask_img(mask, threshold=threshold)
+    mask_arr = _mask_array(mask_img)
+    items = _collect_images(imgs)  # proxies: headers only
+    if not resample:
         for label, img in items:
-            img = _check_grid(label, img, mask_img, resample)
-            values = np.asarray(_image_data(img, label)[mask_arr])
-            yield label, values[None, :] if values.ndim == 1 else values.T
+            _check_grid(label, img, mask_img, resample)
+    tasks = []
+    for lo in range(0, len(items), chunk_images):
+        part = items[lo:lo + chunk_images]
+        srcs = [(label, img.get_filename() or img) for label, img in part]
+        tasks.append((sum(_n_frames(img) for _, img in part),
+                      (srcs, mask_img, mask_arr, resample, dtype)))
+    return _delayed_rows(_image_chunk, tasks, int(mask_arr.sum()), dtype,
+                         "images_to_dask"), mask_img
 
-    return _write_rows(os.fspath(path), n_rows, n_cols, dtype, rows()), mask_img
+
+def _surface_header(files, mask):
+    """``files`` as a list, the first file's values and the checked mask."""
+    files = list(files) if not isinstance(files, (str, bytes, os.PathLike)) else [files]
+    if not files:
+        raise ValueError("files is empty: give at least one file.")
+    first = np.asarray(load_surf_data(files[0], "files[0]"))
+    n_vertices = first.shape[0]
+    if mask is None:
+        mask = np.ones(n_vertices, dtype=bool)
+    mask = np.asarray(mask)
+    if mask.dtype != bool or mask.shape != (n_vertices,):
+        raise ValueError(f"mask must be a boolean array of shape ({n_vertices},), got "
+                         f"{mask.dtype} {mask.shape}.")
+    return files, first, mask
+
+
+def _surface_row(label, values, mask):
+    """One file's map, checked (one map, the first file's vertex count), masked."""
+    if values.ndim != 1:
+        raise ValueError(f"{label} holds {values.shape[1]} maps; give one map per file.")
+    if values.shape[0] != mask.shape[0]:
+        raise ValueError(f"{label} has {values.shape[0]} vertices; files[0] has "
+                         f"{mask.shape[0]}.")
+    return values[mask][None, :]
+
+
+def _surface_chunk(items, mask, dtype):
+    """Rows of a few surface files (one dask task)."""
+    n_cols = int(mask.sum())
+    return np.concatenate([
+        _checked_block(label, _surface_row(label, np.asarray(load_surf_data(f, label)), mask),
+                       n_cols, dtype) for label, f in items], axis=0)
 
 
 def surfaces_to_memmap(files, path, *, mask=None, dtype=np.float32):
@@ -127,31 +265,50 @@ def surfaces_to_memmap(files, path, *, mask=None, dtype=np.float32):
         first file's or the mask's, or NaN/inf values in the mask.
     """
     dtype = _check_dtype(dtype)
-    files = list(files) if not isinstance(files, (str, bytes, os.PathLike)) else [files]
-    if not files:
-        raise ValueError("files is empty: give at least one file.")
-    first = np.asarray(load_surf_data(files[0], "files[0]"))
-    n_vertices = first.shape[0]
-    if mask is None:
-        mask = np.ones(n_vertices, dtype=bool)
-    mask = np.asarray(mask)
-    if mask.dtype != bool or mask.shape != (n_vertices,):
-        raise ValueError(f"mask must be a boolean array of shape ({n_vertices},), got "
-                         f"{mask.dtype} {mask.shape}.")
+    files, first, mask = _surface_header(files, mask)
+    rows = ((f"files[{i}]", _surface_row(f"files[{i}]", first if i == 0 else
+                                         np.asarray(load_surf_data(f, f"files[{i}]")), mask))
+            for i, f in enumerate(files))
+    return _write_rows(os.fspath(path), len(files), int(mask.sum()), dtype, rows)
 
-    def rows():
-        for i, f in enumerate(files):
-            label = f"files[{i}]"
-            values = first if i == 0 else np.asarray(load_surf_data(f, label))
-            if values.ndim != 1:
-                raise ValueError(f"{label} holds {values.shape[1]} maps; give one map "
-                                 "per file.")
-            if values.shape[0] != n_vertices:
-                raise ValueError(f"{label} has {values.shape[0]} vertices; files[0] has "
-                                 f"{n_vertices}.")
-            yield label, values[mask][None, :]
 
-    return _write_rows(os.fspath(path), len(files), int(mask.sum()), dtype, rows())
+def surfaces_to_dask(files, *, mask=None, chunk_files=64, dtype=np.float32):
+    """A lazy dask array of per-vertex maps (one file per subject).
+
+    Each chunk of ``chunk_files`` files is one ``dask.delayed`` task that reads
+    them (a task graph of paths: the workers of a ``dask.distributed`` cluster
+    read the files). The first file is read now for the vertex count; the
+    checks of :func:`surfaces_to_memmap` on the others run in their tasks and
+    name the file.
+
+    Parameters
+    ----------
+    files : list of paths
+        FreeSurfer morphometry, MGH/MGZ or GIFTI files, one map each.
+    mask : boolean ndarray of shape (n_vertices,), optional
+        Vertices kept.
+    chunk_files : int, default=64
+        Files (rows) per chunk.
+    dtype : {np.float32, np.float64}, default=np.float32
+
+    Returns
+    -------
+    dask.array.Array of shape (len(files), n_kept_vertices)
+
+    Raises
+    ------
+    ValueError
+        No files, bad ``chunk_files``, ``dtype`` or mask, or a first file with
+        several maps.
+    """
+    dtype = _check_dtype(dtype)
+    chunk_files = _check_chunk(chunk_files, "chunk_files")
+    files, first, mask = _surface_header(files, mask)
+    _surface_row("files[0]", first, mask)
+    items = [(f"files[{i}]", os.path.abspath(os.fspath(f))) for i, f in enumerate(files)]
+    tasks = [(len(items[lo:lo + chunk_files]), (items[lo:lo + chunk_files], mask, dtype))
+             for lo in range(0, len(items), chunk_files)]
+    return _delayed_rows(_surface_chunk, tasks, int(mask.sum()), dtype, "surfaces_to_dask")
 
 
 def _read_rows(path, lo, hi):
@@ -179,22 +336,15 @@ def npy_to_dask(path, *, chunk_rows=1000):
     -------
     dask.array.Array of shape (n_samples, n_features)
     """
-    try:
-        import dask
-        import dask.array as da
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise ImportError("npy_to_dask needs dask: pip install 'dask[array]'.") from None
+    _import_dask("npy_to_dask")
     path = os.path.abspath(os.fspath(path))
     head = np.load(path, mmap_mode="r")
     if head.ndim != 2:
         raise ValueError(f"path: {path!r} holds a {head.ndim}-D array; expected 2-D.")
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) \
-            or chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be an int >= 1, got {chunk_rows!r}.")
+    chunk_rows = _check_chunk(chunk_rows, "chunk_rows")
     n, p = head.shape
     dtype = head.dtype
     del head
-    parts = [da.from_delayed(dask.delayed(_read_rows, pure=True)(path, lo, min(n, lo + chunk_rows)),
-                             shape=(min(n, lo + chunk_rows) - lo, p), dtype=dtype)
-             for lo in range(0, n, int(chunk_rows))]
-    return da.concatenate(parts, axis=0)
+    tasks = [(min(n, lo + chunk_rows) - lo, (path, lo, min(n, lo + chunk_rows)))
+             for lo in range(0, n, chunk_rows)]
+    return _delayed_rows(_read_rows, tasks, p, dtype, "npy_to_dask")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from neurospca import (
-    SPCATV, images_to_data, images_to_memmap, spca_tv, surfaces_to_memmap, tv_from_mask,
-    write_surf_data,
+    SPCATV, images_to_dask, images_to_data, images_to_memmap, spca_tv, surfaces_to_dask,
+    surfaces_to_memmap, tv_from_mask, write_surf_data,
 )
 from neurospca.decomposition import _data
 from neurospca.decomposition._data import DataOperator
@@ -178,6 +178,19 @@ def test_images_to_memmap_equals_images_to_data(tmp_path):
         images_to_memmap([paths[0], str(tmp_path / "bad.nii.gz")], mask_img,
                          tmp_path / "bad.npy")
     assert not (tmp_path / "bad.npy").exists()
+    # the lazy route: chunks of files read by dask tasks, same rows
+    pytest.importorskip("dask")
+    Xd, _ = images_to_dask(paths + [nib.load(paths[0])], mask_img, chunk_images=2)
+    assert Xd.chunks[0] == (2, 2, 4) and Xd.dtype == np.float32  # the 4-D file: 3 rows
+    np.testing.assert_array_equal(Xd.compute(), np.vstack([X, X[:1]]).astype(np.float32))
+    Xd, _ = images_to_dask([paths[0], str(tmp_path / "bad.nii.gz")], mask_img)
+    with pytest.raises(ValueError, match=r"imgs\[1\] has 1 NaN"):
+        Xd.compute()
+    off_grid = nib.Nifti1Image(np.zeros((5, 6, 3), np.float32), affine)
+    with pytest.raises(ValueError, match=r"imgs\[1\] has shape"):  # headers read now
+        images_to_dask([paths[0], off_grid], mask_img)
+    with pytest.raises(ValueError, match="chunk_images"):
+        images_to_dask(paths, mask_img, chunk_images=0)
 
 
 def test_surfaces_to_memmap(tmp_path):
@@ -192,6 +205,16 @@ def test_surfaces_to_memmap(tmp_path):
     np.testing.assert_array_equal(Xm, maps[:, keep])
     with pytest.raises(ValueError, match="mask must be a boolean"):
         surfaces_to_memmap(files, tmp_path / "Y.npy", mask=np.ones(3, bool))
+    pytest.importorskip("dask")
+    Xd = surfaces_to_dask(files, mask=keep, chunk_files=2)
+    assert Xd.chunks[0] == (2, 1) and Xd.dtype == np.float32
+    np.testing.assert_array_equal(Xd.compute(), maps[:, keep])
+    short = str(tmp_path / "lh.short.mgh")
+    write_surf_data(maps[0, :30], short)
+    with pytest.raises(ValueError, match=r"files\[1\] has 30 vertices"):
+        surfaces_to_dask([files[0], short]).compute()
+    with pytest.raises(ValueError, match="chunk_files"):
+        surfaces_to_dask(files, chunk_files=1.5)
 
 
 def test_spca_tv_on_raw_memmap_uses_data_as_given(tmp_path, small_blocks):
