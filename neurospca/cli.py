@@ -121,6 +121,9 @@ def _add_common(p, output_default):
                         "alternations (default 1e-3)")
     p.add_argument("--solver", choices=("dual", "conesta"), default="dual",
                    help="v-step solver (default dual)")
+    p.add_argument("--n-threads", type=_positive_int, default=None, metavar="N",
+                   help="threads of the solver kernels and data products (default: "
+                        "all cores)")
     p.add_argument("--engine", choices=("auto", "pyvista", "matplotlib"), default="auto",
                    help="surface renderer of the report (default auto)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")

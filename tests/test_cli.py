@@ -133,6 +133,20 @@ def test_help_has_examples(capsys):
             assert flag in out, (command, flag)
 
 
+def test_n_threads_option_reaches_the_estimator(capsys):
+    from neurospca.cli import _build_parser
+    from neurospca._commands.common import estimator_from_args
+
+    args = _build_parser().parse_args(["fit", "--images", "a.nii", "--mask", "m.nii",
+                                       "--n-threads", "1", "-q"])
+    assert estimator_from_args(args).n_threads == 1
+    args = _build_parser().parse_args(["fit", "--images", "a.nii", "--mask", "m.nii", "-q"])
+    assert estimator_from_args(args).n_threads is None
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--images", "a.nii", "--mask", "m.nii", "--n-threads", "0"])
+    assert exc.value.code == 2 and "--n-threads" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------
 # volumes
 # --------------------------------------------------------------------------

@@ -243,7 +243,8 @@ def estimator_from_args(args, **masking):
     return ImageSPCATV(args.n_components, alpha=alpha, alpha_rel=alpha_rel,
                        l1_ratio=l1_ratio, tv_ratio=tv_ratio, tol=args.tol,
                        max_iter=getattr(args, "max_iter", None) or defaults["max_iter"],
-                       solver=args.solver, **masking)
+                       solver=args.solver, n_threads=getattr(args, "n_threads", None),
+                       **masking)
 
 
 def load_maps(args, model, imgs, option):
