@@ -224,8 +224,9 @@ def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every
 
 def _vstep_blas(n_threads):
     """BLAS on one thread while a v-step's kernels run on ``n_threads > 1``
-    OpenMP threads (idle BLAS threads spinning beside them slowed fits
-    1.4-1.7x on two cores); no change otherwise."""
+    OpenMP threads, so the two pools never both claim the cores; no change
+    otherwise. (On the 2-core cortical benchmark the fits took the same time
+    either way, 0.97-1.02x: benchmarks/RESULTS.md.)"""
     return _single_threaded_blas() if n_threads > 1 else nullcontext()
 
 
