@@ -33,8 +33,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .._utils.validation import check_nonneg, check_real, check_warm_start
 from ..operators import check_operator
 from ._base import (
-    SolverResult, difference_arrays, get_kernels, n_chunks_for, operator_arrays,
-    resolve_n_threads,
+    SolverResult, difference_arrays, get_kernels, locality_order, n_chunks_for,
+    operator_arrays, resolve_n_threads,
 )
 from ._problem import ProxProblem
 from .penalties import L1, GroupNorm
@@ -257,7 +257,8 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
                             objective=obj)
     diff = None
     if kernel_path != "csr":
-        diff = difference_arrays(operator, n_chunks_for(operator.n_rows, n_threads))
+        diff = difference_arrays(operator, n_chunks_for(operator.n_rows, n_threads),
+                                 reorder=True)
     if diff is None and kernel_path == "difference":
         raise ValueError(
             "kernel_path='difference' needs an operator whose rows are all "
@@ -328,9 +329,21 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     that iteration, so the state runs one iteration ahead of the certified
     pair ``(w_old, vw)``; gaps are checked at the same iterations as the CSR
     path (0, ``gap_every``, ...) and the same pair is returned.
+
+    ``diff`` holds the arrays of the operator in its locality order
+    (:func:`~neurospca.solvers._base.locality_order`) when it has one: ``y``
+    and ``w0`` are permuted into it here, and ``v`` and ``w`` back into the
+    user's order on return.
     """
     heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
     n_rows, P = operator.n_rows, y.size
+    order = locality_order(operator)  # diff is in it (difference_arrays(reorder=True))
+    if order is not None:
+        y = y[order.features]
+        if w0 is not None:
+            w0 = np.asarray(w0, dtype=np.float64)
+            if w0.shape == (n_rows,):  # else _start_w names the wrong shape
+                w0 = w0[order.rows]
     w = _start_w(K, w0, n_rows, gptr, group)
     ATw = np.empty_like(y)
     K.diff_rmatvec(heads, tails, scale, w, ATw)
@@ -356,6 +369,11 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
             break
         n_run = min(gap_every, max_iter - n_iter)
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
+    if order is not None:
+        v, w_user = np.empty_like(vw), np.empty_like(w_old)
+        v[order.features] = vw
+        w_user[order.rows] = w_old
+        vw, w_old = v, w_user
     return SolverResult(v=vw, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
                         converged=gap <= tol_abs, gap_history=history, w=w_old,
                         objective=primal)
