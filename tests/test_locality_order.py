@@ -13,8 +13,10 @@ import pytest
 import scipy.sparse as sp
 
 from neurospca import GroupOperator, chain_operator, icosphere, tv_from_mask, tv_from_mesh
+from neurospca._kernels import _numpy_prox as NK
+from neurospca._kernels import _prox as CK
 from neurospca.solvers import prox_dual
-from neurospca.solvers._base import difference_arrays, locality_order
+from neurospca.solvers._base import difference_arrays, difference_halos, locality_order
 
 
 def _headed(heads, tails, P):
@@ -138,3 +140,102 @@ def test_one_and_two_threads_agree(op, monkeypatch):
     assert two.n_iter == one.n_iter
     np.testing.assert_allclose(two.v, one.v, rtol=0, atol=1e-12)
     np.testing.assert_allclose(two.w, one.w, rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------------ halos
+
+
+def _run(K, op, n_chunks, reorder, halo, n_iter, n_threads, with_gap=True):
+    """The difference kernel from a fixed state; returns the outputs and full ``A^T w``."""
+    heads, tails, scale, hg, gptr, chunk_ptr = difference_arrays(op, n_chunks, reorder=reorder)
+    order = locality_order(op) if reorder else None
+    P, R = op.n_features, op.n_rows
+    rng = np.random.default_rng(6)
+    y = rng.standard_normal(P)
+    w = 0.3 * rng.standard_normal(R)
+    w_old = w + 0.05 * rng.standard_normal(R)
+    if order is not None:
+        y, w, w_old = y[order.features], w[order.rows], w_old[order.rows]
+    ATw, ATw_old = np.empty(P), np.empty(P)
+    CK.diff_rmatvec(heads, tails, scale, w, ATw)
+    CK.diff_rmatvec(heads, tails, scale, w_old, ATw_old)
+    extra, bufs = (), np.zeros((chunk_ptr.size - 2, P))
+    if halo:
+        segs, halos, size = difference_halos(op, n_chunks, reorder=reorder)
+        extra, bufs = (segs, halos, np.zeros(size)), np.zeros((0, P))
+    vq, vw = np.empty(P), np.zeros(P)
+    out = K.diff_dual_iterations(n_iter, heads, tails, scale, hg, gptr, chunk_ptr, y, 0.2,
+                                 0.4, 1.0 / op.norm2, w, w_old, ATw, ATw_old, bufs, vq, vw,
+                                 1.3, True, with_gap, n_threads, *extra)
+    if out[2]:
+        w, w_old, ATw, ATw_old = w_old, w, ATw_old, ATw
+    full = ATw + bufs.sum(axis=0)
+    if halo:
+        for lo, hi, off in halos.reshape(-1, 3):
+            full[lo:hi] += extra[2][off:off + hi - lo]
+    return out, w, w_old, full, ATw_old, vw
+
+
+HALO_OPS = dict(OPS, raster=tv_from_mask(np.random.default_rng(7).random((9, 8, 7)) > 0.2))
+
+
+@pytest.mark.parametrize("name", sorted(HALO_OPS))
+@pytest.mark.parametrize("n_chunks", [2, 3, 5])
+def test_halo_segments_and_ranges(name, n_chunks):
+    op = HALO_OPS[name]
+    reorder = locality_order(op) is not None
+    heads, tails, _, _, gptr, chunk_ptr = difference_arrays(op, n_chunks, reorder=reorder)
+    segs, halos, size = difference_halos(op, n_chunks, reorder=reorder)
+    segs, halos = segs.reshape(-1, 4), halos.reshape(-1, 2, 3)
+    P, n = op.n_features, chunk_ptr.size - 1
+    assert n == n_chunks and size < (n_chunks - 1) * P  # smaller than the full buffers
+    offsets = []
+    for c in range(n):
+        g0, a, b, g1 = segs[c]
+        assert (g0, g1) == (chunk_ptr[c], chunk_ptr[c + 1]) and g0 <= a <= b <= g1
+        lo, hi = (0 if c == 0 else g0), (P if c == n - 1 else g1)
+        inner = tails[gptr[a]:gptr[b]]
+        assert np.all((inner >= lo) & (inner < hi))  # the interior writes its own features
+        for (s0, s1), (t_lo, t_hi, off) in zip(((g0, a), (b, g1)), halos[c]):
+            t = tails[gptr[s0]:gptr[s1]]
+            assert np.all((t >= t_lo) & (t < t_hi))
+            offsets.append((off, t_hi - t_lo))
+    assert sum(length for _, length in offsets) == size
+    starts = np.cumsum([0] + [length for _, length in offsets[:-1]])
+    np.testing.assert_array_equal([off for off, _ in offsets], starts)
+    if name == "mesh" and n_chunks > 1:  # one connected sphere: real halos
+        assert size > 0
+
+
+@pytest.mark.parametrize("name", sorted(HALO_OPS))
+@pytest.mark.parametrize("n_chunks", [2, 3, 5])
+@pytest.mark.parametrize("n_iter", [1, 6])
+def test_halo_kernel_equals_full_buffers_and_twin(name, n_chunks, n_iter):
+    op = HALO_OPS[name]
+    reorder = locality_order(op) is not None
+    ref = _run(CK, op, n_chunks, reorder, False, n_iter, 1)
+    for K in (CK, NK):
+        got = _run(K, op, n_chunks, reorder, True, n_iter, 1)
+        assert got[0][:3] == pytest.approx(ref[0][:3], rel=1e-12)
+        np.testing.assert_allclose(got[0][3:], ref[0][3:], rtol=1e-12)
+        for a, b in zip(got[1:], ref[1:]):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    # the threads never change a bit
+    one = _run(CK, op, n_chunks, reorder, True, n_iter, 1)
+    two = _run(CK, op, n_chunks, reorder, True, n_iter, 2)
+    assert one[0] == two[0]
+    for a, b in zip(one[1:], two[1:]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_halo_arguments_checked():
+    op = OPS["mesh"]
+    segs, halos, size = difference_halos(op, 2, reorder=True)
+    heads, tails, scale, hg, gptr, chunk_ptr = difference_arrays(op, 2, reorder=True)
+    P = op.n_features
+    with pytest.raises(ValueError, match="halos"):  # halos with full buffers
+        CK.diff_dual_iterations(1, heads, tails, scale, hg, gptr, chunk_ptr, np.zeros(P),
+                                0.1, 0.1, 0.1, np.zeros(op.n_rows), np.zeros(op.n_rows),
+                                np.zeros(P), np.zeros(P), np.zeros((1, P)), np.zeros(P),
+                                np.zeros(P), 1.0, True, False, 1, segs, halos,
+                                np.zeros(size))

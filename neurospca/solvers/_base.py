@@ -195,6 +195,63 @@ def difference_arrays(operator, n_chunks, reorder=False):
     return (heads, tails, form.scale, cache["heads_are_groups"], gptr, cache[key])
 
 
+def difference_halos(operator, n_chunks, reorder=False):
+    """``(segs, halos, halo_size)`` of the difference kernel's halo mode, or None.
+
+    For operators whose heads are their groups, split into more than one
+    chunk by :func:`difference_arrays` (same ``n_chunks`` and ``reorder``).
+    Chunk ``c`` owns the features of its groups (the first from 0, the last
+    to ``n_features``); its groups with a tail outside them ("edge" groups)
+    lie before or after its longest run of interior groups, which scatters
+    straight into ``A^T w``. The edge groups below and above that run scatter
+    their tails into two halo buffers covering the range of those tails.
+    ``segs`` (int32, ``4 n_chunks``) holds ``g0, a, b, g1`` per chunk;
+    ``halos`` (int32, ``6 n_chunks``) holds ``lo, hi, offset`` per halo, the
+    offset into one buffer of ``halo_size`` doubles. Cached on the operator.
+    """
+    diff = difference_arrays(operator, n_chunks, reorder=reorder)
+    if diff is None:
+        return None
+    heads, tails, _, heads_are_groups, gptr, chunk_ptr = diff
+    if not heads_are_groups or chunk_ptr.size <= 2:
+        return None
+    cache = operator._chunk_cache
+    key = ("halos", bool(reorder and locality_order(operator) is not None), n_chunks)
+    if key not in cache:
+        cache[key] = _halos(tails, gptr, chunk_ptr, operator.n_features)
+    return cache[key]
+
+
+def _halos(tails, gptr, chunk_ptr, P):
+    """The segments and halos of :func:`difference_halos`."""
+    n_chunks = chunk_ptr.size - 1
+    gptr = gptr.astype(np.int64)
+    segs = np.zeros(4 * n_chunks, dtype=np.int64)
+    halos = np.zeros(6 * n_chunks, dtype=np.int64)
+    offset = 0
+    for c in range(n_chunks):
+        g0, g1 = int(chunk_ptr[c]), int(chunk_ptr[c + 1])
+        lo, hi = (0 if c == 0 else g0), (P if c == n_chunks - 1 else g1)
+        t = tails[gptr[g0]:gptr[g1]]
+        # edge groups: any row with its tail outside the chunk's features
+        n_out = np.concatenate([[0], np.cumsum((t < lo) | (t >= hi))])
+        rel = gptr[g0:g1 + 1] - gptr[g0]
+        per_group = n_out[rel[1:]] - n_out[rel[:-1]]
+        edges = np.concatenate([[g0 - 1], g0 + np.flatnonzero(per_group), [g1]])
+        k = int(np.argmax(np.diff(edges)))  # the longest run of interior groups
+        a, b = int(edges[k]) + 1, int(edges[k + 1])
+        segs[4 * c:4 * c + 4] = g0, a, b, g1
+        for h, (s0, s1) in enumerate(((g0, a), (b, g1))):
+            tt = tails[gptr[s0]:gptr[s1]]
+            t_lo, t_hi = (int(tt.min()), int(tt.max()) + 1) if tt.size else (0, 0)
+            halos[6 * c + 3 * h:6 * c + 3 * h + 3] = t_lo, t_hi, offset
+            offset += t_hi - t_lo
+    segs, halos = segs.astype(np.int32), halos.astype(np.int32)
+    for arr in (segs, halos):
+        arr.flags.writeable = False
+    return segs, halos, offset
+
+
 def _chunk_ptr(gptr, n_chunks):
     """Split the groups of ``gptr`` into contiguous chunks of nearly equal row counts."""
     n_groups = gptr.size - 1

@@ -33,8 +33,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .._utils.validation import check_nonneg, check_real, check_warm_start
 from ..operators import check_operator
 from ._base import (
-    SolverResult, difference_arrays, get_kernels, locality_order, n_chunks_for,
-    operator_arrays, resolve_n_threads,
+    SolverResult, difference_arrays, difference_halos, get_kernels, locality_order,
+    n_chunks_for, operator_arrays, resolve_n_threads,
 )
 from ._problem import ProxProblem
 from .penalties import L1, GroupNorm
@@ -348,7 +348,11 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     ATw = np.empty_like(y)
     K.diff_rmatvec(heads, tails, scale, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
-    bufs = np.zeros((chunk_ptr.size - 2, P))
+    halo = difference_halos(operator, chunk_ptr.size - 1, reorder=True)
+    if halo is None:  # chunk c > 0 scatters into a full buffer of its own
+        bufs, halo_args = np.zeros((chunk_ptr.size - 2, P)), ()
+    else:  # into A^T w, and near its boundaries into halos
+        bufs, halo_args = np.zeros((0, P)), (halo[0], halo[1], np.zeros(halo[2]))
     vq, vw = np.empty_like(y), np.empty_like(y)
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
@@ -356,7 +360,8 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     while True:
         t, _, swapped, primal, dual, _ = K.diff_dual_iterations(
             n_run, heads, tails, scale, heads_are_groups, gptr, chunk_ptr, y, l1, group,
-            step, w, w_old, ATw, ATw_old, bufs, vq, vw, t, restart, True, n_threads)
+            step, w, w_old, ATw, ATw_old, bufs, vq, vw, t, restart, True, n_threads,
+            *halo_args)
         if swapped:
             ATw, ATw_old = ATw_old, ATw
             w, w_old = w_old, w
