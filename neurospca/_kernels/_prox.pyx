@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython kernels of the SPCA-TV v-step solvers.
 
-Size: about 600 lines, one module that mirrors its NumPy twin function by function,
+Size: about 700 lines, one module that mirrors its NumPy twin function by function,
 so that the solvers swap the two through one name.
 
 Every kernel has a pure NumPy twin in :mod:`neurospca._kernels._numpy_prox`

@@ -149,7 +149,12 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         grid and mesh-edge TV, chains) and the CSR kernel otherwise.
         "difference" requires such an operator; "csr" forces the general path.
         Both compute the same iterates and certificates (bit for bit with one
-        thread); the difference kernel fuses the gap into its passes.
+        thread); the difference kernel fuses the gap into its passes. Meshes
+        whose numbering puts neighbours far apart (icospheres) run it in a
+        bandwidth-reducing order of their features
+        (:func:`~neurospca.solvers._base.locality_order`), internally: ``v``
+        and ``w`` come back in the user's order, equal to the CSR path's up
+        to the order of floating-point sums.
 
     Returns
     -------
