@@ -8,18 +8,27 @@ median time of
 - one scipy CSR product pair ``A v``, ``A^T w`` (the reference),
 - one iteration of the general CSR dual kernel (``dual_iterations``),
 - one iteration of the difference kernel (``diff_dual_iterations``) on 1 and
-  on 2 OpenMP threads, without and with the fused gap every 10 iterations.
+  on 2 OpenMP threads, without and with the fused gap every 10 iterations, in
+  the layout ``prox_dual`` runs (the operator's locality order when it has
+  one, halo buffers between chunks) and, for 2 threads, in the user's order
+  with a full scatter buffer per chunk (the layout before the locality order);
+- the ceiling of two threads on this machine at that moment: two 1-thread
+  kernels run at once from two Python threads (no synchronisation between
+  them); their throughput over one alone bounds what 2 OpenMP threads can
+  gain. On a machine shared with other jobs it can be ~1 (Linux autogroup
+  scheduling splits the cores between sessions whatever their nice values).
 
 Part 2 (fits, each in a fresh subprocess, in this same run): ``spca_tv`` with
 3 components at tol 1e-6 on the fMRI-sized instance (N = 83, P = 64,030) and
 ``SPCATV`` on the cortical simulation of ``bench_cortex.py`` (N = 133,
 P = 314,790), for the code *before* this work (``--before-tree``: a checkout
-of the base commit, built in place) and for this tree on 1 and 2 threads.
+of the base commit ``1e61741``, built in place; its own ``benchmarks/bench_cortex.py``
+makes its data) and for this tree on 1 and 2 threads.
 
 Usage::
 
     python benchmarks/bench_kernel.py [--before-tree /tmp/kernel_before] [--skip-fits]
-        [--repeat 7] [--tol 1e-6]
+        [--repeat 7] [--tol 1e-6] [--fit-repeat 1] [--cases fmri3d cortical]
 """
 
 import argparse
@@ -47,19 +56,27 @@ if n_threads is not None:
     from neurospca.solvers import set_n_threads
     set_n_threads(n_threads)
 warnings.simplefilter("ignore")
-import neurospca.decomposition._spcatv as _sp
-_inner = _sp.prox_dual
+import neurospca.solvers.prox as _sp
+_name = "_dual_fast"  # the compiled dual v-step (issue 15 layout)
+if not hasattr(_sp, _name):  # the base commit: the estimators call prox_dual
+    import neurospca.decomposition.spcatv as _sp
+    _name = "prox_dual"
+_inner = getattr(_sp, _name)
 VSTEP = [0.0]
-def _timed_prox_dual(*a, **k):  # time spent in the v-step solver
+def _timed_vstep(*a, **k):  # time spent in the v-step solver
     t0 = time.perf_counter()
     try:
         return _inner(*a, **k)
     finally:
         VSTEP[0] += time.perf_counter() - t0
-_sp.prox_dual = _timed_prox_dual
+setattr(_sp, _name, _timed_vstep)
+def example_weights(X):  # l1_max (0.05, 1, 0.1), as neurospca._commands.penalties
+    Xc = X - X.mean(axis=0)
+    l1_max = np.sqrt(np.einsum("ij,ij->j", Xc, Xc)).max() / X.shape[0]
+    return 0.05 * l1_max, l1_max, 0.1 * l1_max
 if {case!r} == "fmri3d":
-    from _instances import example_weights, fmri_like
-    X, _, mask = fmri_like(seed=0)
+    from neurospca.datasets import make_fmri_like
+    X, _, mask = make_fmri_like(random_state=0)
     Xc = X - X.mean(axis=0)
     op = neurospca.tv_from_mask(mask)
     l1, l2, tv = example_weights(X)
@@ -70,13 +87,12 @@ if {case!r} == "fmri3d":
                                    max_inner_iter=10**7)
     dt = time.perf_counter() - t0
     out = dict(time=dt, inner=int(np.sum(info["n_inner_iter"])), vstep=VSTEP[0],
-               gap=float(np.nanmax(info["gaps"])), V=V[:, ::97].tolist())
+               gap=float(np.nanmax(info["gaps"])), V=V[::97].T.tolist())
 else:
     from bench_cortex import simulate
     coords, faces, masks, X, patterns = simulate(133, 7)
     op, hemis = neurospca.tv_from_hemispheres((coords, faces), (coords, faces),
                                               masks[0], masks[1], kind="edges")
-    from neurospca._commands.penalties import example_weights
     l1, l2, tv = example_weights(X)
     alpha = l1 + l2 + tv
     est = neurospca.SPCATV(n_components=3, alpha=alpha, l1_ratio=l1 / alpha,
@@ -99,8 +115,12 @@ def iteration_costs(name, op, repeat, n_inner=50):
     The candidates are timed in turn within each repeat (interleaved), so that
     a change of the machine's load hits all of them; medians over repeats.
     """
+    import threading
+
     from neurospca._kernels import _prox as K
-    from neurospca.solvers._base import difference_arrays, operator_arrays
+    from neurospca.solvers._base import (
+        difference_arrays, difference_halos, locality_order, operator_arrays,
+    )
 
     rng = np.random.default_rng(0)
     P, R = op.n_features, op.n_rows
@@ -128,29 +148,45 @@ def iteration_costs(name, op, repeat, n_inner=50):
             t, _ = K.dual_iterations(10, *arrs, y, l1, radius, step, w, w_old, ATw,
                                      ATw_old, vq, t, True, 1)
 
-    def diff(with_gap, nt):
-        heads, tails, scale, hg, gp, chunk_ptr = difference_arrays(op, nt)
+    def diff(with_gap, nt, layout="prox"):
+        # "prox": as prox_dual runs it; "user": user's order, full buffers
+        reorder = layout == "prox" and locality_order(op) is not None
+        heads, tails, scale, hg, gp, chunk_ptr = difference_arrays(op, nt, reorder=reorder)
+        yk = y[locality_order(op).features] if reorder else y
+        halo = difference_halos(op, nt, reorder=reorder) if layout == "prox" else None
         w = np.zeros(R)
         ATw = np.zeros(P)
         w_old, ATw_old = w.copy(), ATw.copy()
-        bufs = np.zeros((chunk_ptr.size - 2, P))
+        if halo is None:
+            bufs, extra = np.zeros((chunk_ptr.size - 2, P)), ()
+        else:
+            bufs, extra = np.zeros((0, P)), (halo[0], halo[1], np.zeros(halo[2]))
         vq, vw = np.empty(P), np.empty(P)
         t = 1.0
         for _ in range(n_inner // 10):
             t, _, sw, *_ = K.diff_dual_iterations(
-                10, heads, tails, scale, hg, gp, chunk_ptr, y, l1, radius, step, w,
-                w_old, ATw, ATw_old, bufs, vq, vw, t, True, with_gap, nt)
+                10, heads, tails, scale, hg, gp, chunk_ptr, yk, l1, radius, step, w,
+                w_old, ATw, ATw_old, bufs, vq, vw, t, True, with_gap, nt, *extra)
             if sw:
                 ATw, ATw_old = ATw_old, ATw
                 w, w_old = w_old, w
+
+    def two_at_once():  # the ceiling: two independent 1-thread kernels at once
+        runs = [threading.Thread(target=diff, args=(False, 1)) for _ in range(2)]
+        for r in runs:
+            r.start()
+        for r in runs:
+            r.join()
 
     cands = {"pair": pair, "csr": lambda: csr(False), "csr+gap": lambda: csr(True)}
     for nt in (1, 2):
         cands[f"diff{nt}"] = lambda nt=nt: diff(False, nt)
         cands[f"diff{nt}+gap"] = lambda nt=nt: diff(True, nt)
+    cands["diff2 user+gap"] = lambda: diff(True, 2, "user")
+    cands["two 1-thr at once"] = two_at_once
     times = {k: [] for k in cands}
-    for _ in range(repeat):
-        for k, fn in cands.items():
+    for i in range(repeat):
+        for k, fn in list(cands.items())[::1 if i % 2 == 0 else -1]:
             t0 = time.perf_counter()
             fn()
             times[k].append((time.perf_counter() - t0) / n_inner)
@@ -160,7 +196,7 @@ def iteration_costs(name, op, repeat, n_inner=50):
 
 
 def run_fit(tree, case, n_threads, tol, blas_threads=1):
-    code = FIT_CODE.format(tree=str(tree), bench=str(HERE), case=case,
+    code = FIT_CODE.format(tree=str(tree), bench=str(Path(tree) / "benchmarks"), case=case,
                            n_threads=n_threads, tol=tol)
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads),
                MKL_NUM_THREADS=str(blas_threads), OMP_NUM_THREADS=str(n_threads or 1))
@@ -180,12 +216,21 @@ def main(argv=None):
     parser.add_argument("--skip-iterations", action="store_true")
     parser.add_argument("--tol", type=float, default=1e-6)
     parser.add_argument("--fit-repeat", type=int, default=1)
+    parser.add_argument("--cases", nargs="+", default=["fmri3d", "cortical"],
+                        choices=["fmri3d", "cortical"])
     args = parser.parse_args(argv)
 
     import neurospca
 
     print(f"# bench_kernel.py — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"load average {os.getloadavg()[0]:.2f}, numpy {np.__version__}")
+    env = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    try:
+        with open("/proc/self/autogroup") as f:
+            env["autogroup"] = f.read().strip()
+    except OSError:  # not Linux, or no autogroup
+        pass
+    print(f"(environment: {env})")
     print("```")
     print(subprocess.run("lscpu | head -20", shell=True, capture_output=True,
                          text=True).stdout.rstrip())
@@ -202,8 +247,10 @@ def main(argv=None):
               f"{args.repeat}); ratios to one scipy CSR pair A v, A^T w\n")
         print("| instance | P | rows | scipy pair | CSR iter | CSR iter + gap/10 | diff 1 thr "
               "| diff 1 thr + fused gap/10 | diff 2 thr | diff 2 thr + fused gap/10 "
-              "| diff1 / pair | diff2 / pair | 2-thread speed-up |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "| diff1 / pair | diff2 / pair | 2-thread speed-up "
+              "| diff 2 thr + gap, user order & full buffers | its speed-up "
+              "| ceiling: two 1-thr at once |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for name, op in ops:
             r = iteration_costs(name, op, args.repeat)
             ms = {k: 1e3 * v for k, v in r.items() if isinstance(v, float)}
@@ -211,7 +258,9 @@ def main(argv=None):
                   f"| {ms['csr+gap']:.3f} | {ms['diff1']:.3f} | {ms['diff1+gap']:.3f} "
                   f"| {ms['diff2']:.3f} | {ms['diff2+gap']:.3f} "
                   f"| {r['diff1+gap'] / r['pair']:.2f} | {r['diff2+gap'] / r['pair']:.2f} "
-                  f"| {r['diff1+gap'] / r['diff2+gap']:.2f} |", flush=True)
+                  f"| {r['diff1+gap'] / r['diff2+gap']:.2f} | {ms['diff2 user+gap']:.3f} "
+                  f"| {r['diff1+gap'] / r['diff2 user+gap']:.2f} "
+                  f"| {2 * r['diff1'] / r['two 1-thr at once']:.2f} |", flush=True)
         print(f"(load average after: {os.getloadavg()[0]:.2f})")
 
     if args.skip_fits:
@@ -224,16 +273,17 @@ def main(argv=None):
     print(f"\nFits at tol {args.tol:g} (fresh subprocess each; BLAS on 1 thread unless "
           f"said; best of {args.fit_repeat})\n")
     print("| instance | code | fit s | v-step s | inner iterations | max gap "
-          "| fit ratio before / this | v-step ratio | max abs diff of loadings |")
+          "| fit ratio before / this | v-step ratio | max abs diff of loadings (up to sign) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for case in ("fmri3d", "cortical"):
+    for case in args.cases:
         base, base_v, base_V = None, None, None
         for label, tree, nt, blas in trees:
             outs = [run_fit(tree, case, nt, args.tol, blas) for _ in range(args.fit_repeat)]
             out = min(outs, key=lambda o: o["time"])
             if base is None:
                 base, base_v, base_V = out["time"], out["vstep"], np.asarray(out["V"])
-            dV = np.max(np.abs(np.asarray(out["V"]) - base_V))
+            V = np.asarray(out["V"])  # (k, subsampled features); signs are conventions
+            dV = max(min(np.abs(a - b).max(), np.abs(a + b).max()) for a, b in zip(V, base_V))
             print(f"| {case} | {label} | {out['time']:.2f} | {out['vstep']:.2f} | "
                   f"{out['inner']} | {out['gap']:.3e} | {base / out['time']:.2f} | "
                   f"{base_v / out['vstep']:.2f} | {dV:.1e} |", flush=True)

@@ -135,9 +135,13 @@ def diff_rmatvec(heads, tails, scale, w, out):
 def diff_dual_iterations(n_iter, heads, tails, scale, heads_are_groups, group_ptr,
                          chunk_ptr, y, l1,
                          radius, step, w, w_old, ATw, ATw_old, bufs, vq, vw, t,
-                         restart, with_gap, n_threads):
+                         restart, with_gap, n_threads, segs=None, halos=None, hbuf=None):
     A = _diff_matrix(heads, tails, scale, y.size)
     at_w = ATw + bufs.sum(axis=0)
+    if segs is not None:  # the halos' partial sums of A^T w
+        for lo, hi, off in np.asarray(halos).reshape(-1, 3):
+            at_w[lo:hi] += hbuf[off:off + hi - lo]
+        hbuf[:] = 0.0
     at_old = ATw_old.copy()
     w_arr, w_old_arr = w, w_old
     w, w_old = w.copy(), w_old.copy()

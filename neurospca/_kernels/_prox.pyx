@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython kernels of the SPCA-TV v-step solvers.
 
-Size: about 600 lines, one module that mirrors its NumPy twin function by function,
+Size: about 700 lines, one module that mirrors its NumPy twin function by function,
 so that the solvers swap the two through one name.
 
 Every kernel has a pure NumPy twin in :mod:`neurospca._kernels._numpy_prox`
@@ -253,30 +253,29 @@ cdef void _diff_feature_chunk(Py_ssize_t j0, Py_ssize_t j1, Py_ssize_t P,
     out[3] = yy
 
 
-cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
-                            const idx_t* gptr, const idx_t* heads,
-                            const idx_t* tails, bint heads_are_groups, double cs,
-                            const double* vq, const double* vw, bint do_gap,
-                            const double* w, double* w_new, double* Y, double* bufs,
-                            double beta, double step, double radius,
-                            double* out) noexcept nogil:
-    """Group pass of chunk ``c``: ascent step, projection, scatter of ``A^T w``.
+cdef double _diff_group_chunk(Py_ssize_t g0, Py_ssize_t g1,
+                              const idx_t* gptr, const idx_t* heads,
+                              const idx_t* tails, bint heads_are_groups, double cs,
+                              const double* vq, const double* vw, bint do_gap,
+                              const double* w, double* w_new, double* tgt,
+                              double* ttgt, Py_ssize_t tlo,
+                              double beta, double step, double radius,
+                              double* tv_out) noexcept nogil:
+    """Group pass over groups ``g0:g1``: ascent step, projection, scatter of ``A^T w``.
 
     Reads ``w`` and the previous iterate from ``w_new``, which it overwrites
     with the new iterate (the caller then swaps the roles of the two arrays).
     With ``heads_are_groups`` the head of every row of group ``g`` is feature
-    ``g`` (grids, meshes) and ``heads`` is not read. Chunk 0 scatters into
-    ``Y``, chunk ``c > 0`` into its own buffer ``bufs[c - 1]``; the next
-    feature pass adds them in chunk order.
+    ``g`` (grids, meshes) and ``heads`` is not read. Heads are scattered into
+    ``tgt``, tails into ``ttgt[tail - tlo]`` (``tgt`` itself with ``tlo = 0``,
+    or a halo buffer of the features ``tlo:`` that another chunk owns).
+    Returns the restart sum; adds the group norms of ``A vw`` to ``tv_out``.
     """
     cdef Py_ssize_t g, r
     cdef idx_t h, tt
     cdef double s, d, nrm, sqs, sqw, tvn, scale, vh, dh, hacc
     cdef double align = 0.0, tv = 0.0, r2 = radius * radius
-    cdef double* tgt = Y
-    if c > 0:
-        tgt = bufs + (c - 1) * P
-    for g in range(chunk_ptr[c], chunk_ptr[c + 1]):
+    for g in range(g0, g1):
         nrm = 0.0
         sqs = 0.0
         sqw = 0.0
@@ -307,7 +306,7 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
                 s = s * scale
                 w_new[r] = s
             s = cs * s
-            tgt[tails[r]] = tgt[tails[r]] + s
+            ttgt[tails[r] - tlo] = ttgt[tails[r] - tlo] + s
             if heads_are_groups:
                 hacc = hacc - s
             else:
@@ -317,24 +316,21 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
         align = align + (scale * scale * nrm - scale * sqs + sqw)
         if do_gap:
             tv = tv + sqrt(tvn)
-    out[0] = align
-    out[1] = tv
+    tv_out[0] = tv_out[0] + tv
+    return align
 
 
-cdef void _diff_group_chunk_fast(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
-                                 const idx_t* gptr, const idx_t* tails, double cs,
-                                 const double* vq, const double* w, double* w_new,
-                                 double* Y, double* bufs, double beta, double step,
-                                 double radius, double* out) noexcept nogil:
+cdef double _diff_group_chunk_fast(Py_ssize_t g0, Py_ssize_t g1, const idx_t* gptr,
+                                   const idx_t* tails, double cs, const double* vq,
+                                   const double* w, double* w_new, double* tgt,
+                                   double* ttgt, Py_ssize_t tlo, double beta,
+                                   double step, double radius) noexcept nogil:
     """:func:`_diff_group_chunk` with heads that are the groups and no gap (the hot case)."""
     cdef Py_ssize_t g, r, r0, r1
     cdef idx_t tt
     cdef double s, nrm, sqs, sqw, scale, vh, hacc
     cdef double align = 0.0, r2 = radius * radius
-    cdef double* tgt = Y
-    if c > 0:
-        tgt = bufs + (c - 1) * P
-    for g in range(chunk_ptr[c], chunk_ptr[c + 1]):
+    for g in range(g0, g1):
         r0 = gptr[g]
         r1 = gptr[g + 1]
         nrm = 0.0
@@ -351,20 +347,91 @@ cdef void _diff_group_chunk_fast(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_
                 s = w_new[r] * scale
                 w_new[r] = s
                 s = cs * s
-                tt = tails[r]
-                tgt[tt] = tgt[tt] + s
+                tt = tails[r] - tlo
+                ttgt[tt] = ttgt[tt] + s
                 hacc = hacc - s
         else:
             scale = 1.0
             for r in range(r0, r1):
                 s = cs * w_new[r]
-                tt = tails[r]
-                tgt[tt] = tgt[tt] + s
+                tt = tails[r] - tlo
+                ttgt[tt] = ttgt[tt] + s
                 hacc = hacc - s
         tgt[g] = hacc
         align = align + (scale * scale * nrm - scale * sqs + sqw)
-    out[0] = align
+    return align
+
+
+cdef void _diff_group_pass(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
+                           const idx_t* segs, const idx_t* halos, double* hbuf,
+                           const idx_t* gptr, const idx_t* heads, const idx_t* tails,
+                           bint heads_are_groups, bint fast, double cs, const double* vq,
+                           const double* vw, bint do_gap, const double* w, double* w_new,
+                           double* Y, double* bufs, double beta, double step,
+                           double radius, double* out) noexcept nogil:
+    """Group pass of chunk ``c``: its groups, in up to three segments.
+
+    Without halos (``segs`` NULL), chunk 0 scatters into ``Y`` and chunk
+    ``c > 0`` into its own full buffer ``bufs[c - 1]``. With halos, chunk
+    ``c`` has the groups ``segs[4c]:segs[4c+3]``; the interior segment
+    ``segs[4c+1]:segs[4c+2]`` scatters into ``Y`` (all its tails are features
+    of the chunk), the low and high segments scatter their tails into the
+    halo buffers ``2c`` and ``2c + 1`` (``halos[3h:3h+3] = lo, hi, offset``
+    into ``hbuf``) and their heads into ``Y``.
+    """
+    cdef double* tgt = Y
+    cdef double align = 0.0
+    cdef Py_ssize_t k, h, g0, g1
     out[1] = 0.0
+    if segs == NULL:
+        if c > 0:
+            tgt = bufs + (c - 1) * P
+        if fast:
+            align = _diff_group_chunk_fast(chunk_ptr[c], chunk_ptr[c + 1], gptr, tails, cs,
+                                           vq, w, w_new, tgt, tgt, 0, beta, step, radius)
+        else:
+            align = _diff_group_chunk(chunk_ptr[c], chunk_ptr[c + 1], gptr, heads, tails,
+                                      heads_are_groups, cs, vq, vw, do_gap, w, w_new, tgt,
+                                      tgt, 0, beta, step, radius, out + 1)
+        out[0] = align
+        return
+    for k in range(3):
+        g0 = segs[4 * c + k]
+        g1 = segs[4 * c + k + 1]
+        if g1 <= g0:
+            continue
+        if k == 1:
+            tgt = Y
+            h = -1
+        else:
+            h = 2 * c + k // 2
+            tgt = hbuf + halos[3 * h + 2]
+        if fast:
+            align = align + _diff_group_chunk_fast(
+                g0, g1, gptr, tails, cs, vq, w, w_new, Y, tgt,
+                0 if h < 0 else halos[3 * h], beta, step, radius)
+        else:
+            align = align + _diff_group_chunk(
+                g0, g1, gptr, heads, tails, heads_are_groups, cs, vq, vw, do_gap, w,
+                w_new, Y, tgt, 0 if h < 0 else halos[3 * h], beta, step, radius, out + 1)
+    out[0] = align
+
+
+cdef void _add_halos(Py_ssize_t j0, Py_ssize_t j1, Py_ssize_t n_halos,
+                     const idx_t* halos, double* hbuf, double* X) noexcept nogil:
+    """``X[j] += halo[j]`` and clear it, for the features ``j0:j1`` of every halo in turn."""
+    cdef Py_ssize_t h, j, lo, hi, off
+    for h in range(n_halos):
+        lo = halos[3 * h]
+        hi = halos[3 * h + 1]
+        off = halos[3 * h + 2] - lo
+        if lo < j0:
+            lo = j0
+        if hi > j1:
+            hi = j1
+        for j in range(lo, hi):
+            X[j] = X[j] + hbuf[off + j]
+            hbuf[off + j] = 0.0
 
 
 def diff_dual_iterations(int n_iter,
@@ -375,7 +442,8 @@ def diff_dual_iterations(int n_iter,
                          double[::1] w, double[::1] w_old,
                          double[::1] ATw, double[::1] ATw_old, double[:, ::1] bufs,
                          double[::1] vq, double[::1] vw, double t, bint restart,
-                         bint with_gap, int n_threads):
+                         bint with_gap, int n_threads, const idx_t[::1] segs=None,
+                         const idx_t[::1] halos=None, double[::1] hbuf=None):
     """:func:`dual_iterations` for a difference operator, two passes per iteration.
 
     Rows are ``scale * (v[tails[r]] - v[heads[r]])``; ``heads_are_groups``
@@ -399,6 +467,17 @@ def diff_dual_iterations(int n_iter,
 
     State on entry and on return: ``ATw`` holds chunk 0's part of ``A^T w``
     and ``bufs[c - 1]`` chunk ``c``'s part; ``ATw_old = A^T w_old`` complete.
+
+    Halos (``segs``, ``halos``, ``hbuf``; only with ``heads_are_groups``, and
+    then ``bufs`` has no rows): chunk ``c`` owns groups ``segs[4c]:segs[4c+3]``
+    split at ``segs[4c+1]`` and ``segs[4c+2]``; its interior segment scatters
+    into ``ATw`` directly (all its tails are features only this chunk
+    writes), its low and high segments scatter their tails into the halos
+    ``2c`` and ``2c + 1``: ``hbuf[off:off + hi - lo]`` for the features
+    ``lo:hi`` (``halos[3h:3h+3] = lo, hi, off``), added in halo order by the
+    next feature pass. Then ``A^T w`` is ``ATw`` plus the halos, and the
+    buffers cost the features near chunk boundaries instead of ``P`` per
+    chunk.
     The roles of ``(w, w_old)`` and of ``(ATw, ATw_old)`` alternate each
     iteration (no copies): when the returned ``swapped`` is True the caller
     must exchange ``w`` with ``w_old`` and ``ATw`` with ``ATw_old``.
@@ -429,7 +508,21 @@ def diff_dual_iterations(int n_iter,
     cdef double* bp = NULL
     cdef double* fp = &fpart[0, 0]
     cdef double* gq = &gpart[0, 0]
-    if n_bufs != n_chunks - 1 or (n_bufs > 0 and bufs.shape[1] != P):
+    cdef const idx_t* sp = NULL
+    cdef const idx_t* hp = NULL
+    cdef double* hb = NULL
+    cdef Py_ssize_t n_halos = 0
+    if segs is not None:
+        if (not heads_are_groups or n_bufs != 0 or halos is None or hbuf is None
+                or segs.shape[0] != 4 * n_chunks or halos.shape[0] != 6 * n_chunks):
+            raise ValueError("halos need heads_are_groups, no bufs rows, segs of "
+                             "4 * n_chunks and halos of 6 * n_chunks entries.")
+        sp = &segs[0]
+        hp = &halos[0]
+        n_halos = 2 * n_chunks
+        if hbuf.shape[0] > 0:
+            hb = &hbuf[0]
+    elif n_bufs != n_chunks - 1 or (n_bufs > 0 and bufs.shape[1] != P):
         raise ValueError("bufs must have shape (len(chunk_ptr) - 2, n_features).")
     if n_bufs > 0:
         bp = &bufs[0, 0]
@@ -443,21 +536,17 @@ def diff_dual_iterations(int n_iter,
             t_new = 0.5 * (1.0 + sqrt(1.0 + 4.0 * t * t))
             beta = (t - 1.0) / t_new
             for c in prange(n_chunks, num_threads=n_threads, schedule="static", chunksize=1):
+                if n_halos > 0:
+                    _add_halos(P * c // n_chunks, P * (c + 1) // n_chunks, n_halos, hp,
+                               hb, X)
                 _diff_feature_chunk(P * c // n_chunks, P * (c + 1) // n_chunks, P,
                                     &y[0], X, Y, bp, n_bufs, beta, l1, &vq[0], &vw[0],
                                     do_gap, fp + 4 * c)
-            if heads_are_groups and not do_gap:
-                for c in prange(n_chunks, num_threads=n_threads, schedule="static",
-                                chunksize=1):
-                    _diff_group_chunk_fast(c, P, &chunk_ptr[0], &group_ptr[0], &tails[0],
-                                           scale, &vq[0], W, Wo, Y, bp, beta, step,
-                                           radius, gq + 2 * c)
-            else:
-                for c in prange(n_chunks, num_threads=n_threads, schedule="static",
-                                chunksize=1):
-                    _diff_group_chunk(c, P, &chunk_ptr[0], &group_ptr[0], &heads[0],
-                                      &tails[0], heads_are_groups, scale, &vq[0], &vw[0],
-                                      do_gap, W, Wo, Y, bp, beta, step, radius, gq + 2 * c)
+            for c in prange(n_chunks, num_threads=n_threads, schedule="static", chunksize=1):
+                _diff_group_pass(c, P, &chunk_ptr[0], sp, hp, hb, &group_ptr[0],
+                                 &heads[0], &tails[0], heads_are_groups,
+                                 heads_are_groups and not do_gap, scale, &vq[0], &vw[0],
+                                 do_gap, W, Wo, Y, bp, beta, step, radius, gq + 2 * c)
             align = 0.0
             for c in range(n_chunks):
                 align = align + gq[2 * c]

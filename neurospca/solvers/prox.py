@@ -33,8 +33,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .._utils.validation import check_nonneg, check_real, check_warm_start
 from ..operators import check_operator
 from ._base import (
-    SolverResult, difference_arrays, get_kernels, n_chunks_for, operator_arrays,
-    resolve_n_threads,
+    SolverResult, difference_arrays, difference_halos, get_kernels, locality_order,
+    n_chunks_for, operator_arrays, resolve_n_threads,
 )
 from ._problem import ProxProblem
 from .penalties import L1, GroupNorm
@@ -149,7 +149,12 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         grid and mesh-edge TV, chains) and the CSR kernel otherwise.
         "difference" requires such an operator; "csr" forces the general path.
         Both compute the same iterates and certificates (bit for bit with one
-        thread); the difference kernel fuses the gap into its passes.
+        thread); the difference kernel fuses the gap into its passes. Meshes
+        whose numbering puts neighbours far apart (icospheres) run it in a
+        bandwidth-reducing order of their features
+        (:func:`~neurospca.solvers._base.locality_order`), internally: ``v``
+        and ``w`` come back in the user's order, equal to the CSR path's up
+        to the order of floating-point sums.
 
     Returns
     -------
@@ -257,7 +262,8 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
                             objective=obj)
     diff = None
     if kernel_path != "csr":
-        diff = difference_arrays(operator, n_chunks_for(operator.n_rows, n_threads))
+        diff = difference_arrays(operator, n_chunks_for(operator.n_rows, n_threads),
+                                 reorder=True)
     if diff is None and kernel_path == "difference":
         raise ValueError(
             "kernel_path='difference' needs an operator whose rows are all "
@@ -328,14 +334,30 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     that iteration, so the state runs one iteration ahead of the certified
     pair ``(w_old, vw)``; gaps are checked at the same iterations as the CSR
     path (0, ``gap_every``, ...) and the same pair is returned.
+
+    ``diff`` holds the arrays of the operator in its locality order
+    (:func:`~neurospca.solvers._base.locality_order`) when it has one: ``y``
+    and ``w0`` are permuted into it here, and ``v`` and ``w`` back into the
+    user's order on return.
     """
     heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
     n_rows, P = operator.n_rows, y.size
+    order = locality_order(operator)  # diff is in it (difference_arrays(reorder=True))
+    if order is not None:
+        y = y[order.features]
+        if w0 is not None:
+            w0 = np.asarray(w0, dtype=np.float64)
+            if w0.shape == (n_rows,):  # else _start_w names the wrong shape
+                w0 = w0[order.rows]
     w = _start_w(K, w0, n_rows, gptr, group)
     ATw = np.empty_like(y)
     K.diff_rmatvec(heads, tails, scale, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
-    bufs = np.zeros((chunk_ptr.size - 2, P))
+    halo = difference_halos(operator, chunk_ptr.size - 1, reorder=True)
+    if halo is None:  # chunk c > 0 scatters into a full buffer of its own
+        bufs, halo_args = np.zeros((chunk_ptr.size - 2, P)), ()
+    else:  # into A^T w, and near its boundaries into halos
+        bufs, halo_args = np.zeros((0, P)), (halo[0], halo[1], np.zeros(halo[2]))
     vq, vw = np.empty_like(y), np.empty_like(y)
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
@@ -343,7 +365,8 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     while True:
         t, _, swapped, primal, dual, _ = K.diff_dual_iterations(
             n_run, heads, tails, scale, heads_are_groups, gptr, chunk_ptr, y, l1, group,
-            step, w, w_old, ATw, ATw_old, bufs, vq, vw, t, restart, True, n_threads)
+            step, w, w_old, ATw, ATw_old, bufs, vq, vw, t, restart, True, n_threads,
+            *halo_args)
         if swapped:
             ATw, ATw_old = ATw_old, ATw
             w, w_old = w_old, w
@@ -356,6 +379,11 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
             break
         n_run = min(gap_every, max_iter - n_iter)
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
+    if order is not None:
+        v, w_user = np.empty_like(vw), np.empty_like(w_old)
+        v[order.features] = vw
+        w_user[order.rows] = w_old
+        vw, w_old = v, w_user
     return SolverResult(v=vw, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
                         converged=gap <= tol_abs, gap_history=history, w=w_old,
                         objective=primal)
