@@ -16,6 +16,7 @@ int32 indices (``idx_t``); ``A`` has ``n_rows`` rows grouped by ``group_ptr``
 and ``At`` is its transpose in CSR form.
 """
 
+from cython cimport floating
 from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs
 
@@ -25,7 +26,7 @@ from ._helpers cimport (idx_t, soft as _soft, csr_row_dot, ascent_row, ball_scal
 import numpy as np
 
 
-def soft_threshold(const double[::1] x, double t, double[::1] out):
+def soft_threshold(const floating[::1] x, double t, floating[::1] out):
     """``out = sign(x) * max(|x| - t, 0)``."""
     cdef Py_ssize_t j, n = x.shape[0]
     with nogil:
@@ -34,7 +35,7 @@ def soft_threshold(const double[::1] x, double t, double[::1] out):
 
 
 def csr_matvec(const idx_t[::1] indptr, const idx_t[::1] indices,
-               const double[::1] data, const double[::1] x, double[::1] out):
+               const floating[::1] data, const floating[::1] x, floating[::1] out):
     """``out = M x`` for a CSR matrix ``M``."""
     cdef Py_ssize_t i, n = out.shape[0]
     with nogil:
@@ -42,7 +43,7 @@ def csr_matvec(const idx_t[::1] indptr, const idx_t[::1] indices,
             out[i] = csr_row_dot(&indptr[0], &indices[0], &data[0], &x[0], i)
 
 
-def project_groups(double[::1] z, const idx_t[::1] group_ptr, double radius):
+def project_groups(floating[::1] z, const idx_t[::1] group_ptr, double radius):
     """Project each group of ``z`` onto the Euclidean ball of ``radius``, in place."""
     cdef Py_ssize_t g, n_groups = group_ptr.shape[0] - 1
     cdef double nrm, r2 = radius * radius
@@ -53,7 +54,7 @@ def project_groups(double[::1] z, const idx_t[::1] group_ptr, double radius):
                 scale_range(&z[0], group_ptr[g], group_ptr[g + 1], radius / sqrt(nrm))
 
 
-def group_norm_sum(const double[::1] z, const idx_t[::1] group_ptr):
+def group_norm_sum(const floating[::1] z, const idx_t[::1] group_ptr):
     """``sum_g ||z_g||_2`` for a row vector ``z`` split by ``group_ptr``."""
     cdef Py_ssize_t g, n_groups = group_ptr.shape[0] - 1
     cdef double total = 0.0
@@ -69,8 +70,8 @@ def group_norm_sum(const double[::1] z, const idx_t[::1] group_ptr):
 
 cdef inline double _csr_group_step(Py_ssize_t g, const idx_t* group_ptr,
                                    const idx_t* A_indptr, const idx_t* A_indices,
-                                   const double* A_data, const double* vq, double* w,
-                                   double* w_old, double beta, double step,
+                                   const floating* A_data, const floating* vq, floating* w,
+                                   floating* w_old, double beta, double step,
                                    double radius) noexcept nogil:
     """Ascent step and projection of group ``g``; ``w_old <- w``.
 
@@ -93,14 +94,14 @@ cdef inline double _csr_group_step(Py_ssize_t g, const idx_t* group_ptr,
 
 def dual_iterations(int n_iter,
                     const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
-                    const double[::1] A_data,
+                    const floating[::1] A_data,
                     const idx_t[::1] At_indptr, const idx_t[::1] At_indices,
-                    const double[::1] At_data,
+                    const floating[::1] At_data,
                     const idx_t[::1] group_ptr,
-                    const double[::1] y, double l1, double radius, double step,
-                    double[::1] w, double[::1] w_old,
-                    double[::1] ATw, double[::1] ATw_old,
-                    double[::1] vq, double t, bint restart, int n_threads=1):
+                    const floating[::1] y, double l1, double radius, double step,
+                    floating[::1] w, floating[::1] w_old,
+                    floating[::1] ATw, floating[::1] ATw_old,
+                    floating[::1] vq, double t, bint restart, int n_threads=1):
     """Run ``n_iter`` accelerated projected-gradient steps on the prox dual.
 
     The dual of ``min_v ||v - y||^2/2 + l1 ||v||_1 + radius sum_g ||A_g v||`` is
@@ -157,9 +158,9 @@ def dual_iterations(int n_iter,
 
 
 def dual_gap_terms(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
-                   const double[::1] A_data, const idx_t[::1] group_ptr,
-                   const double[::1] y, const double[::1] ATw,
-                   double l1, double radius, double[::1] v):
+                   const floating[::1] A_data, const idx_t[::1] group_ptr,
+                   const floating[::1] y, const floating[::1] ATw,
+                   double l1, double radius, floating[::1] v):
     """Primal and dual objectives of the prox problem at ``w`` (given ``A^T w``).
 
     Fills ``v = soft(y - A^T w, l1)`` and returns
@@ -196,7 +197,7 @@ def dual_gap_terms(const idx_t[::1] A_indptr, const idx_t[::1] A_indices,
 # ---------------------------------------------------------------------------
 
 def diff_rmatvec(const idx_t[::1] heads, const idx_t[::1] tails, double scale,
-                 const double[::1] w, double[::1] out):
+                 const floating[::1] w, floating[::1] out):
     """``out = A^T w`` for a difference operator (rows in order, as CSR sums them)."""
     cdef Py_ssize_t r, n_rows = heads.shape[0]
     cdef double s
@@ -210,9 +211,9 @@ def diff_rmatvec(const idx_t[::1] heads, const idx_t[::1] tails, double scale,
 
 
 cdef void _diff_feature_chunk(Py_ssize_t j0, Py_ssize_t j1, Py_ssize_t P,
-                              const double* y, double* X, double* Y,
-                              double* bufs, Py_ssize_t n_bufs,
-                              double beta, double l1, double* vq, double* vw,
+                              const floating* y, floating* X, floating* Y,
+                              floating* bufs, Py_ssize_t n_bufs,
+                              double beta, double l1, floating* vq, floating* vw,
                               bint do_gap, double* out) noexcept nogil:
     """Feature pass of one chunk: finish ``A^T w`` (X), ``vq``, zero Y, gap sums."""
     cdef Py_ssize_t j, b
@@ -256,8 +257,8 @@ cdef void _diff_feature_chunk(Py_ssize_t j0, Py_ssize_t j1, Py_ssize_t P,
 cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
                             const idx_t* gptr, const idx_t* heads,
                             const idx_t* tails, bint heads_are_groups, double cs,
-                            const double* vq, const double* vw, bint do_gap,
-                            const double* w, double* w_new, double* Y, double* bufs,
+                            const floating* vq, const floating* vw, bint do_gap,
+                            const floating* w, floating* w_new, floating* Y, floating* bufs,
                             double beta, double step, double radius,
                             double* out) noexcept nogil:
     """Group pass of chunk ``c``: ascent step, projection, scatter of ``A^T w``.
@@ -273,7 +274,7 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
     cdef idx_t h, tt
     cdef double s, d, nrm, sqs, sqw, tvn, scale, vh, dh, hacc
     cdef double align = 0.0, tv = 0.0, r2 = radius * radius
-    cdef double* tgt = Y
+    cdef floating* tgt = Y
     if c > 0:
         tgt = bufs + (c - 1) * P
     for g in range(chunk_ptr[c], chunk_ptr[c + 1]):
@@ -323,15 +324,15 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
 
 cdef void _diff_group_chunk_fast(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
                                  const idx_t* gptr, const idx_t* tails, double cs,
-                                 const double* vq, const double* w, double* w_new,
-                                 double* Y, double* bufs, double beta, double step,
+                                 const floating* vq, const floating* w, floating* w_new,
+                                 floating* Y, floating* bufs, double beta, double step,
                                  double radius, double* out) noexcept nogil:
     """:func:`_diff_group_chunk` with heads that are the groups and no gap (the hot case)."""
     cdef Py_ssize_t g, r, r0, r1
     cdef idx_t tt
     cdef double s, nrm, sqs, sqw, scale, vh, hacc
     cdef double align = 0.0, r2 = radius * radius
-    cdef double* tgt = Y
+    cdef floating* tgt = Y
     if c > 0:
         tgt = bufs + (c - 1) * P
     for g in range(chunk_ptr[c], chunk_ptr[c + 1]):
@@ -371,10 +372,10 @@ def diff_dual_iterations(int n_iter,
                          const idx_t[::1] heads, const idx_t[::1] tails,
                          double scale, bint heads_are_groups,
                          const idx_t[::1] group_ptr, const idx_t[::1] chunk_ptr,
-                         const double[::1] y, double l1, double radius, double step,
-                         double[::1] w, double[::1] w_old,
-                         double[::1] ATw, double[::1] ATw_old, double[:, ::1] bufs,
-                         double[::1] vq, double[::1] vw, double t, bint restart,
+                         const floating[::1] y, double l1, double radius, double step,
+                         floating[::1] w, floating[::1] w_old,
+                         floating[::1] ATw, floating[::1] ATw_old, floating[:, ::1] bufs,
+                         floating[::1] vq, floating[::1] vw, double t, bint restart,
                          bint with_gap, int n_threads):
     """:func:`dual_iterations` for a difference operator, two passes per iteration.
 
@@ -421,12 +422,12 @@ def diff_dual_iterations(int n_iter,
     cdef int n_restarts = 0
     cdef double[:, ::1] fpart = np.zeros((n_chunks, 4))
     cdef double[:, ::1] gpart = np.zeros((n_chunks, 2))
-    cdef double* X = &ATw[0]
-    cdef double* Y = &ATw_old[0]
-    cdef double* tmp
-    cdef double* W = &w[0]
-    cdef double* Wo = &w_old[0]
-    cdef double* bp = NULL
+    cdef floating* X = &ATw[0]
+    cdef floating* Y = &ATw_old[0]
+    cdef floating* tmp
+    cdef floating* W = &w[0]
+    cdef floating* Wo = &w_old[0]
+    cdef floating* bp = NULL
     cdef double* fp = &fpart[0, 0]
     cdef double* gq = &gpart[0, 0]
     if n_bufs != n_chunks - 1 or (n_bufs > 0 and bufs.shape[1] != P):
