@@ -198,7 +198,9 @@ def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every
     solver's last state and the candidates of
     :meth:`~neurospca.solvers.ProxProblem.certificate`); if it exceeds
     ``tol * P_u(0)``, the v-step is re-solved for that ``u`` (warm started)
-    and its ``v`` replaces the old one.
+    and its ``v`` replaces the old one. With float32 data the v-steps ran in
+    float32: ``state`` is then a float32 dual point, which the float64
+    certificate and the float64 re-solve cast to float64.
 
     Returns
     -------
@@ -278,6 +280,8 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
     basis = None
     # float32 data: products in float32, the certificate's y in float64
     exact_y = op.dtype != np.float64
+    # and float32 v-steps (the dual solver's float32 kernels, certified in float64)
+    vdtype = np.float32 if op.dtype == np.float32 and solver.name == "dual" else np.float64
     U = np.zeros((n_samples, n_components))
     V = np.zeros((n_features, n_components))
     info = {key: [] for key in ("d", "gaps", "rel_gaps", "n_iter", "n_inner_iter",
@@ -300,8 +304,9 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
         history, rel_history, mu_hist, inner, outer_ok = [], [], [], 0, False
         for it in range(1, max_iter + 1):
             y = g * scale_y
-            res = solver.solve(ProxProblem(y, pieces), tol=tol, max_iter=max_inner_iter,
-                               gap_every=gap_every, kernels=kernels, v=v, state=state)
+            res = solver.solve(ProxProblem(y.astype(vdtype, copy=False), pieces), tol=tol,
+                               max_iter=max_inner_iter, gap_every=gap_every,
+                               kernels=kernels, v=v, state=state)
             state = res.state
             mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
             history.extend((inner + i, 2.0 * l2 * g_) for i, g_ in res.gap_history)
@@ -310,7 +315,7 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
                                for i, g_ in res.gap_history)
             inner += res.n_iter
             vstep_ok = res.converged
-            v = res.v
+            v = np.asarray(res.v, dtype=np.float64)  # float32 v-steps: same values
             vv = float(v @ v)
             if vv == 0.0:
                 nrm = 0.0

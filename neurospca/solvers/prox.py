@@ -36,6 +36,7 @@ from ._base import (
     SolverResult, difference_arrays, get_kernels, n_chunks_for, operator_arrays,
     resolve_n_threads,
 )
+from ._precision import Float64Check, certified as _certified, stop_rule as _stop_rule
 from ._problem import ProxProblem
 from .penalties import L1, GroupNorm
 
@@ -45,8 +46,10 @@ logger = logging.getLogger(__name__)
 def _check_prox_input(y, operator, l1, group, tol, max_iter, gap_every):
     """Validate a v-step once, before any array reaches the compiled kernels."""
     check_real(y, "y")
+    # float32 stays float32 (the float32 kernels); any other input becomes float64
+    dtype = np.float32 if getattr(y, "dtype", None) == np.float32 else np.float64
     try:
-        y = np.array(y, dtype=np.float64)
+        y = np.array(y, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"y must be a numeric array: {exc}") from None
     if y.ndim != 1:
@@ -111,7 +114,10 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     Parameters
     ----------
     y : ndarray of shape (n_features,)
-        The point at which the prox is taken.
+        The point at which the prox is taken. A float32 ``y`` is solved in
+        float32 (iterates, ``v`` and ``w`` stored in float32, sums in
+        float64: half the memory traffic) and certified in float64, see
+        Notes; any other dtype is converted to float64.
     operator : GroupOperator
         The structure ``A`` and its groups.
     l1 : float
@@ -168,6 +174,24 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         ``y`` not a finite real 1-D array, ``w0`` of the wrong shape or not
         finite, a negative weight, a non-positive ``tol`` or ``max_iter``, a
         bad ``n_threads`` or ``kernel_path``.
+
+    Notes
+    -----
+    A float32 solve is certified in float64: when the kernel's gap reaches
+    ``tol_abs`` (or stops improving, or at ``max_iter``), the dual point is
+    copied to float64 and scaled into the balls, ``v`` is recomputed from it
+    (and rounded to float32: the returned ``v``) and the gap ``P(v) - D(w)``
+    is evaluated in float64 (:func:`neurospca.solvers.gap.prox_gap`; it
+    equals ``prox_gap(res.v, y, operator, l1, group, res.w)``). Only that
+    gap is reported, and ``converged`` is True only when it is at most
+    ``tol_abs``; otherwise the iterations go on. float32 rounding limits what
+    that gap can reach: about ``1e-7`` to ``1e-6`` of ``||y||^2 / 2`` (it
+    depends on the problem), so a ``tol`` much below ``1e-6`` may be
+    unreachable in float32. When the float64 gap stops decreasing above
+    ``tol_abs``, the solve stops with ``converged=False`` and a
+    ``ConvergenceWarning`` that says so (pass a float64 ``y`` for a smaller
+    ``tol``). ``gap_history`` holds the kernel's gaps, replaced by the
+    float64 gap at each float64 evaluation.
     """
     if kernel_path not in ("auto", "difference", "csr"):
         raise ValueError(
@@ -196,7 +220,8 @@ def solve_dual(problem, *, tol=1e-3, max_iter=10000, w0=None, gap_every=10, rest
     Parameters
     ----------
     problem : ProxProblem
-        The v-step.
+        The v-step; a float32 ``problem.y`` runs the float32 kernels and is
+        certified in float64 (see :func:`prox_dual`, Notes).
     tol : float, default=1e-3
         Scale-free tolerance (gap at most ``tol * ||y||^2 / 2``).
     max_iter : int, default=10000
@@ -231,9 +256,12 @@ def solve_dual(problem, *, tol=1e-3, max_iter=10000, w0=None, gap_every=10, rest
         res = _unscale(res, s)
         res.state = res.w
         return res
-    tol_abs = tol * 0.5 * float(y @ y)
+    y64 = np.asarray(y, dtype=np.float64)
+    tol_abs = tol * 0.5 * float(y64 @ y64)
     fast = problem.fast_form()
-    if fast is None:
+    if fast is None:  # float32 only on the kernels: the generic path runs in float64
+        if y.dtype != np.float64:
+            problem = ProxProblem(y64, problem.pieces)
         res = _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart)
     else:
         l1, operator, group = fast
@@ -249,6 +277,10 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
     v = np.empty_like(y)
     if group == 0.0 or operator.n_rows == 0 or operator.norm2 == 0.0:
         K.soft_threshold(y, l1, v)
+        if y.dtype != np.float64:  # v rounded to float32: its exact gap, in float64
+            return Float64Check(y, operator, l1, group, tol_abs, 0).result(
+                SolverResult(v=v, gap=0.0, tol_abs=tol_abs, n_iter=0, converged=True,
+                             gap_history=[(0, 0.0)], w=np.zeros(operator.n_rows, y.dtype)))
         obj = 0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
         if group:
             obj += group * operator.value(v)
@@ -267,9 +299,10 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
     if diff is not None:
         return _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter,
                                      w0, gap_every, restart, n_threads)
-    A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator)
+    A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator, y.dtype)
     n_rows = operator.n_rows
-    w = _start_w(K, w0, n_rows, gptr, group)
+    w = _start_w(K, w0, n_rows, gptr, group, y.dtype)
+    stop = _stop_rule(y, operator, l1, group, tol_abs, max_iter)
     ATw = np.empty_like(y)
     K.csr_matvec(At_ip, At_ix, At_d, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
@@ -281,7 +314,7 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
         gap = _record_gap(primal - dual, n_iter, history, 5)
         if gap == np.inf:
             break
-        if gap <= tol_abs or n_iter >= max_iter:
+        if stop(gap, n_iter, w, history):
             break
         n_run = min(gap_every, max_iter - n_iter)
         t, _ = K.dual_iterations(n_run, A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr,
@@ -289,16 +322,16 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
                                  vq, t, restart, n_chunks_for(n_rows, n_threads))
         n_iter += n_run
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
-    return SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
-                        converged=gap <= tol_abs, gap_history=history, w=w,
-                        objective=primal)
+    return _certified(stop, SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
+                                         converged=gap <= tol_abs, gap_history=history,
+                                         w=w, objective=primal))
 
 
-def _start_w(K, w0, n_rows, gptr, group):
-    """The starting dual point: zeros, or ``w0`` projected onto the dual balls."""
+def _start_w(K, w0, n_rows, gptr, group, dtype=np.float64):
+    """The starting dual point (of ``dtype``): zeros, or ``w0`` projected onto the dual balls."""
     if w0 is None:
-        return np.zeros(n_rows)
-    w = np.array(w0, dtype=np.float64)
+        return np.zeros(n_rows, dtype)
+    w = np.array(w0, dtype=dtype)
     if w.shape != (n_rows,):
         raise ValueError(f"w0 must have shape ({n_rows},), got {w.shape}.")
     K.project_groups(w, gptr, group)
@@ -331,11 +364,12 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     """
     heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
     n_rows, P = operator.n_rows, y.size
-    w = _start_w(K, w0, n_rows, gptr, group)
+    w = _start_w(K, w0, n_rows, gptr, group, y.dtype)
+    stop = _stop_rule(y, operator, l1, group, tol_abs, max_iter)
     ATw = np.empty_like(y)
     K.diff_rmatvec(heads, tails, scale, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
-    bufs = np.zeros((chunk_ptr.size - 2, P))
+    bufs = np.zeros((chunk_ptr.size - 2, P), y.dtype)
     vq, vw = np.empty_like(y), np.empty_like(y)
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
@@ -352,13 +386,13 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
         gap = _record_gap(primal - dual, n_iter, history, 6)
         if gap == np.inf:
             break
-        if gap <= tol_abs or n_iter >= max_iter:
+        if stop(gap, n_iter, w_old, history):
             break
         n_run = min(gap_every, max_iter - n_iter)
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
-    return SolverResult(v=vw, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
-                        converged=gap <= tol_abs, gap_history=history, w=w_old,
-                        objective=primal)
+    return _certified(stop, SolverResult(v=vw, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
+                                         converged=gap <= tol_abs, gap_history=history,
+                                         w=w_old, objective=primal))
 
 
 def _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart):

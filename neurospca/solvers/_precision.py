@@ -1,0 +1,137 @@
+"""The stop rule of the dual loops, and the float64 certificate of float32 solves.
+
+A float64 solve stops when the kernel's gap is at most ``tol_abs`` or at
+``max_iter``, and reports that gap. A float32 solve (``y`` float32, iterates
+in float32) cannot trust its kernel's gap: it is summed in double from
+float32-rounded ``A^T w`` and ``v``, and may be smaller than the true one. So
+when the kernel claims convergence, stalls or reaches ``max_iter``,
+:class:`Float64Check` evaluates the exact gap in float64 and only that is
+reported.
+"""
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .gap import feasible_dual, prox_gap
+
+#: Gap evaluations without a 1 % decrease of the kernel's gap after which a
+#: float32 solve checks its float64 gap (the float32 floor may stop it).
+STALL_EVALS = 10
+
+#: Failed float64 checks without a 10 % decrease of the best float64 gap after
+#: which a float32 solve stops: its float32 precision floor is above ``tol_abs``.
+FLOOR_CHECKS = 3
+
+
+def stop_rule(y, operator, l1, group, tol_abs, max_iter):
+    """``stop(gap, n_iter, w, history) -> bool`` for the dual loop of ``y``'s dtype.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_features,)
+        float64 (the kernel's gap is exact) or float32 (a :class:`Float64Check`).
+    operator, l1, group
+        The prox problem.
+    tol_abs : float
+        The absolute gap to reach.
+    max_iter : int
+        The iteration budget.
+
+    Returns
+    -------
+    callable
+        Called after each gap evaluation with the kernel's gap, the
+        iteration count, the dual point of the certified pair and the gap
+        history; True when the loop must stop.
+    """
+    if y.dtype == np.float64:
+        return lambda gap, n_iter, w, history: gap <= tol_abs or n_iter >= max_iter
+    return Float64Check(y, operator, l1, group, tol_abs, max_iter)
+
+
+def certified(stop, res):
+    """``res`` with the float64-certified pair of a float32 solve (``res`` itself for float64)."""
+    return stop.result(res) if isinstance(stop, Float64Check) else res
+
+
+class Float64Check:
+    """Stop rule and float64 certificate of a float32 dual solve.
+
+    At a dual point ``w`` (float32), :meth:`pair` copies ``w`` to float64,
+    scales it into the balls (:func:`~neurospca.solvers.gap.feasible_dual`),
+    forms ``v = soft(y - A^T w, l1)`` in float64, rounds it to float32 and
+    evaluates the exact gap ``P(v) - D(w)`` in float64
+    (:func:`~neurospca.solvers.gap.prox_gap`). The best pair checked is kept
+    and :meth:`result` reports it.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_features,), float32
+        The point of the prox (the certificate uses its exact float64 copy).
+    operator, l1, group
+        The prox problem.
+    tol_abs : float
+        The absolute gap to reach.
+    max_iter : int
+        The iteration budget.
+    """
+
+    def __init__(self, y, operator, l1, group, tol_abs, max_iter):
+        self.y, self.y64 = y, np.asarray(y, dtype=np.float64)
+        self.operator, self.l1, self.group = operator, l1, group
+        self.tol_abs, self.max_iter = tol_abs, max_iter
+        self.best = None  # (gap, primal, v, w) of the best float64 check
+        self.kernel_best, self.since = np.inf, 0
+        self.fails, self.floor = 0, False
+
+    def pair(self, w):
+        """``(v, gap, primal)`` of the dual point ``w``, in float64 (``v`` rounded to float32)."""
+        w64 = feasible_dual(w, self.operator, self.group)
+        x = self.y64 - self.operator.rmatvec(w64)
+        v = (np.sign(x) * np.maximum(np.abs(x) - self.l1, 0.0)).astype(self.y.dtype)
+        gap, primal = prox_gap(v, self.y64, self.operator, self.l1, self.group, w)
+        return v, gap, primal
+
+    def __call__(self, gap, n_iter, w, history):
+        """Whether to stop after the kernel's ``gap`` at ``n_iter``; checks in float64 when due."""
+        at_max = n_iter >= self.max_iter
+        if gap < 0.99 * self.kernel_best:
+            self.kernel_best, self.since = gap, 0
+        else:
+            self.since += 1
+        if not (gap <= self.tol_abs or at_max or self.since >= STALL_EVALS):
+            return False
+        v, gap64, primal = self.pair(w)
+        history[-1] = (n_iter, gap64)  # the kernel's gap may be below the true one
+        if self.best is not None and not gap64 < 0.9 * self.best[0]:
+            self.fails += 1
+        if self.best is None or gap64 < self.best[0]:
+            self.best = (gap64, primal, v, np.array(w))
+        if self.best[0] <= self.tol_abs or at_max:
+            return True
+        self.floor = self.fails >= FLOOR_CHECKS
+        return self.floor
+
+    def result(self, res):
+        """``res`` with the best checked pair, its float64 gap and ``converged``."""
+        if self.best is None:  # a non-finite kernel gap, or the direct solve (no group)
+            if not np.isfinite(res.gap):
+                return res
+            v, gap64, primal = self.pair(res.w)
+            res.gap_history[-1] = (res.n_iter, gap64)
+            self.best = (gap64, primal, v, res.w)
+        gap, primal, v, w = self.best
+        res.v, res.w, res.gap, res.objective = v, w, gap, primal
+        res.converged = bool(gap <= self.tol_abs)
+        if self.floor:
+            warnings.warn(
+                f"prox_dual: a float32 solve stopped at the limit of float32 precision: "
+                f"its gap evaluated in float64 is {gap:.3e} > tol * ||y||^2 / 2 = "
+                f"{self.tol_abs:.3e} (relative {2.0 * gap / max(float(self.y64 @ self.y64), 1e-300):.1e});"
+                " a float32 y reaches about 1e-7 to 1e-6 of ||y||^2 / 2, so a smaller tol "
+                "needs a float64 y.",
+                ConvergenceWarning, stacklevel=4,
+            )
+        return res
