@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .gap import feasible_dual, prox_gap
+from ._base import operator_arrays
 
 #: Gap evaluations without a 1 % decrease of the kernel's gap after which a
 #: float32 solve checks its gap in float64 (it may have reached its floor).
@@ -28,11 +28,13 @@ STALL_EVALS = 10
 FLOOR_ITERS = 500
 
 
-def stop_rule(y, operator, l1, group, tol_abs, max_iter):
+def stop_rule(K, y, operator, l1, group, tol_abs, max_iter):
     """``stop(gap, n_iter, w, history) -> bool`` for the dual loop of ``y``'s dtype.
 
     Parameters
     ----------
+    K : module
+        The v-step kernels (compiled or NumPy twins): the float64 check runs on them.
     y : ndarray of shape (n_features,)
         float64 (the kernel's gap is exact) or float32 (a :class:`Float64Check`).
     operator, l1, group
@@ -51,7 +53,7 @@ def stop_rule(y, operator, l1, group, tol_abs, max_iter):
     """
     if y.dtype == np.float64:
         return lambda gap, n_iter, w, history: gap <= tol_abs or n_iter >= max_iter
-    return Float64Check(y, operator, l1, group, tol_abs, max_iter)
+    return Float64Check(K, y, operator, l1, group, tol_abs, max_iter)
 
 
 def certified(stop, res):
@@ -63,14 +65,17 @@ class Float64Check:
     """Stop rule and float64 certificate of a float32 dual solve.
 
     At a dual point ``w`` (float32), :meth:`pair` copies ``w`` to float64,
-    scales it into the balls (:func:`~neurospca.solvers.gap.feasible_dual`),
-    forms ``v = soft(y - A^T w, l1)`` in float64, rounds it to float32 and
-    evaluates the exact gap ``P(v) - D(w)`` in float64
-    (:func:`~neurospca.solvers.gap.prox_gap`). The best pair checked is kept
-    and :meth:`result` reports it.
+    scales it into the balls, forms ``u = soft(y - A^T w, l1)``, the dual value
+    ``D(w) = ||y||^2 / 2 - ||u||^2 / 2``, rounds ``u`` to float32 (the returned
+    ``v``) and evaluates ``P(v)``: all in float64, on the float64 kernels
+    (the value of :func:`~neurospca.solvers.gap.prox_gap` at ``(v, w)``, to
+    float64 rounding). The best pair checked is kept and :meth:`result`
+    reports it.
 
     Parameters
     ----------
+    K : module
+        The v-step kernels.
     y : ndarray of shape (n_features,), float32
         The point of the prox (the certificate uses its exact float64 copy).
     operator, l1, group
@@ -81,8 +86,8 @@ class Float64Check:
         The iteration budget.
     """
 
-    def __init__(self, y, operator, l1, group, tol_abs, max_iter):
-        self.y, self.y64 = y, np.asarray(y, dtype=np.float64)
+    def __init__(self, K, y, operator, l1, group, tol_abs, max_iter):
+        self.K, self.y, self.y64 = K, y, np.asarray(y, dtype=np.float64)
         self.operator, self.l1, self.group = operator, l1, group
         self.tol_abs, self.max_iter = tol_abs, max_iter
         self.best = None  # (gap, primal, v, w) of the best float64 check
@@ -92,11 +97,22 @@ class Float64Check:
 
     def pair(self, w):
         """``(v, gap, primal)`` of the dual point ``w``, in float64 (``v`` rounded to float32)."""
-        w64 = feasible_dual(w, self.operator, self.group)
-        x = self.y64 - self.operator.rmatvec(w64)
-        v = (np.sign(x) * np.maximum(np.abs(x) - self.l1, 0.0)).astype(self.y.dtype)
-        gap, primal = prox_gap(v, self.y64, self.operator, self.l1, self.group, w)
-        return v, gap, primal
+        K, y, l1, group = self.K, self.y64, self.l1, self.group
+        A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(self.operator)
+        w64 = np.array(w, dtype=np.float64)
+        K.project_groups(w64, gptr, group)
+        u = np.empty_like(y)
+        K.csr_matvec(At_ip, At_ix, At_d, w64, u)
+        K.soft_threshold(y - u, l1, u)
+        v = u.astype(self.y.dtype)
+        v64 = v.astype(np.float64)
+        Av = np.empty_like(w64)
+        K.csr_matvec(A_ip, A_ix, A_d, v64, Av)
+        with np.errstate(over="ignore", invalid="ignore"):
+            primal = (0.5 * float(np.sum((v64 - y) ** 2)) + l1 * float(np.abs(v64).sum())
+                      + group * K.group_norm_sum(Av, gptr))
+            gap = primal - (0.5 * float(y @ y) - 0.5 * float(u @ u))
+        return v, (max(gap, 0.0) if np.isfinite(gap) else np.inf), primal
 
     def __call__(self, gap, n_iter, w, history):
         """Whether to stop after the kernel's ``gap`` at ``n_iter``; checks in float64 when due."""

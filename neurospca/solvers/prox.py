@@ -181,8 +181,9 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     ``tol_abs`` (or stops improving, or at ``max_iter``), the dual point is
     copied to float64 and scaled into the balls, ``v`` is recomputed from it
     (and rounded to float32: the returned ``v``) and the gap ``P(v) - D(w)``
-    is evaluated in float64 (:func:`neurospca.solvers.gap.prox_gap`; it
-    equals ``prox_gap(res.v, y, operator, l1, group, res.w)``). Only that
+    is evaluated in float64 (it equals
+    ``neurospca.solvers.gap.prox_gap(res.v, y, operator, l1, group, res.w)``
+    to float64 rounding). Only that
     gap is reported, and ``converged`` is True only when it is at most
     ``tol_abs``; otherwise the iterations go on. float32 rounding limits what
     that gap can reach: it stalls between about ``1e-9`` and ``1e-6`` of
@@ -280,7 +281,7 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
     if group == 0.0 or operator.n_rows == 0 or operator.norm2 == 0.0:
         K.soft_threshold(y, l1, v)
         if y.dtype != np.float64:  # v rounded to float32: its exact gap, in float64
-            return Float64Check(y, operator, l1, group, tol_abs, 0).result(
+            return Float64Check(K, y, operator, l1, group, tol_abs, 0).result(
                 SolverResult(v=v, gap=0.0, tol_abs=tol_abs, n_iter=0, converged=True,
                              gap_history=[(0, 0.0)], w=np.zeros(operator.n_rows, y.dtype)))
         obj = 0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
@@ -304,7 +305,7 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
     A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator, y.dtype)
     n_rows = operator.n_rows
     w = _start_w(K, w0, n_rows, gptr, group, y.dtype)
-    stop = _stop_rule(y, operator, l1, group, tol_abs, max_iter)
+    stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)
     ATw = np.empty_like(y)
     K.csr_matvec(At_ip, At_ix, At_d, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
@@ -367,7 +368,7 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
     n_rows, P = operator.n_rows, y.size
     w = _start_w(K, w0, n_rows, gptr, group, y.dtype)
-    stop = _stop_rule(y, operator, l1, group, tol_abs, max_iter)
+    stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)
     ATw = np.empty_like(y)
     K.diff_rmatvec(heads, tails, scale, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
