@@ -128,6 +128,7 @@ def main(argv=None):
     parser.add_argument("--n-iter", type=int, default=20)
     parser.add_argument("--solve-repeat", type=int, default=3)
     parser.add_argument("--before-so", type=Path, default=None)
+    parser.add_argument("--skip-solves", action="store_true")
     args = parser.parse_args(argv)
 
     from nilearn.datasets import load_mni152_brain_mask
@@ -162,6 +163,8 @@ def main(argv=None):
             print(f"| {name} | {op.n_features:,} | {path} | {nt} | {repeat} | {a:.3f} | "
                   f"{b:.3f} | {b / a:.2f} |", flush=True)
 
+    if args.skip_solves:
+        return
     print("\n## prox_dual to tol (float32 y certified in float64)\n")
     print("| instance | tol | threads | f64 s | f64 iter | f64 rel gap | f32 s | f32 iter | "
           "f32 rel gap | f32 converged | f32 / f64 time |")

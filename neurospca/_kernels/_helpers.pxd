@@ -6,9 +6,10 @@ loops) and sums in the order of the loops it replaces, so that inlining it
 changes no bit of any result.
 
 Arrays are ``floating`` (float32 or float64, Cython's fused type): a float32
-array is read and written in float32 (half the memory traffic) while every
-scalar, product and sum is in double, so the float64 specialisations compute
-exactly what the double-only helpers did.
+array is read and written in float32 (half the memory traffic), element-wise
+arithmetic is in the arrays' precision and every sum (row products, squared
+norms, the restart sums) accumulates in double. The float64 specialisations
+compute exactly what the double-only helpers did.
 """
 
 from cython cimport floating
@@ -20,13 +21,14 @@ from libc.stdint cimport int32_t, int64_t
 ctypedef int32_t idx_t
 
 
-cdef inline double soft(double x, double t) noexcept nogil:
+cdef inline floating soft(floating x, floating t) noexcept nogil:
     """``sign(x) max(|x| - t, 0)``, branch-free (max/min instructions)."""
     # the sign of x is unpredictable: no branch
-    cdef double a = x - t
-    cdef double b = x + t
-    a = a if a > 0.0 else 0.0
-    b = b if b < 0.0 else 0.0
+    cdef floating zero = 0
+    cdef floating a = x - t
+    cdef floating b = x + t
+    a = a if a > zero else zero
+    b = b if b < zero else zero
     return a + b
 
 
@@ -41,22 +43,23 @@ cdef inline double csr_row_dot(const idx_t* indptr, const idx_t* indices,
     return s
 
 
-cdef inline double ascent_row(double wr, double w_prev, double grad, double beta,
-                              double step, double* nrm, double* sqs,
-                              double* sqw) noexcept nogil:
+cdef inline floating ascent_row(floating wr, floating w_prev, floating grad, floating beta,
+                                floating step, double* nrm, double* sqs,
+                                double* sqw) noexcept nogil:
     """One row of the accelerated ascent step on the group duals.
 
     From the iterate ``wr`` and the previous one ``w_prev``: the extrapolated
     point ``q = wr + beta (wr - w_prev)`` and the unprojected step
-    ``s = q + step grad`` (returned). Adds ``s^2`` to ``nrm``, ``s (q + wr)``
-    to ``sqs`` and ``q wr`` to ``sqw``: with the group's projection scale
-    these give the gradient-restart test without storing ``q``.
+    ``s = q + step grad`` (returned), in the arrays' precision. Adds ``s^2``
+    to ``nrm``, ``s (q + wr)`` to ``sqs`` and ``q wr`` to ``sqw`` (in
+    double): with the group's projection scale these give the
+    gradient-restart test without storing ``q``.
     """
-    cdef double q = wr + beta * (wr - w_prev)
-    cdef double s = q + step * grad
-    nrm[0] = nrm[0] + s * s
-    sqs[0] = sqs[0] + s * (q + wr)
-    sqw[0] = sqw[0] + q * wr
+    cdef floating q = wr + beta * (wr - w_prev)
+    cdef floating s = q + step * grad
+    nrm[0] = nrm[0] + <double>s * s
+    sqs[0] = sqs[0] + <double>s * (q + wr)
+    sqw[0] = sqw[0] + <double>q * wr
     return s
 
 
