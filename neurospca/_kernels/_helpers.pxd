@@ -51,15 +51,17 @@ cdef inline floating ascent_row(floating wr, floating w_prev, floating grad, flo
     From the iterate ``wr`` and the previous one ``w_prev``: the extrapolated
     point ``q = wr + beta (wr - w_prev)`` and the unprojected step
     ``s = q + step grad`` (returned), in the arrays' precision. Adds ``s^2``
-    to ``nrm``, ``s (q + wr)`` to ``sqs`` and ``q wr`` to ``sqw`` (in
-    double): with the group's projection scale these give the
-    gradient-restart test without storing ``q``.
+    to ``nrm``, ``s (q + wr)`` to ``sqs`` and ``q wr`` to ``sqw``: each term
+    in the arrays' precision (no conversion per operand: float32 gained
+    ~6 % per iteration over double products), the sums in double. With the
+    group's projection scale these give the gradient-restart test without
+    storing ``q``.
     """
     cdef floating q = wr + beta * (wr - w_prev)
     cdef floating s = q + step * grad
-    nrm[0] = nrm[0] + <double>s * s
-    sqs[0] = sqs[0] + <double>s * (q + wr)
-    sqw[0] = sqw[0] + <double>q * wr
+    nrm[0] = nrm[0] + s * s
+    sqs[0] = sqs[0] + s * (q + wr)
+    sqw[0] = sqw[0] + q * wr
     return s
 
 

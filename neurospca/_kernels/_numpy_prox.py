@@ -5,9 +5,11 @@ twin agrees with its kernel. They are also the readable statement of what the
 kernels compute.
 
 Like the kernels, the twins of the dual solver take float64 or float32 arrays
-(all of one dtype): they compute in float64 (:func:`_f64`) and round only
-when they store into the caller's arrays, so float32 arrays are read and
-written in float32 and float64 ones give exactly what they always did.
+(all of one dtype) and keep them in that dtype: they compute in float64
+(:func:`_f64`) and round when they store into the caller's arrays. The
+float32 kernels do their element-wise arithmetic in float32, so float32 twins
+and kernels agree to float32 precision; float64 ones give exactly what they
+always did.
 """
 
 import numpy as np

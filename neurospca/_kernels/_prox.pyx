@@ -14,6 +14,16 @@ group projection).
 Sparse matrices are passed as CSR arrays ``(indptr, indices, data)`` with
 int32 indices (``idx_t``); ``A`` has ``n_rows`` rows grouped by ``group_ptr``
 and ``At`` is its transpose in CSR form.
+
+The dual-solver kernels (``dual_iterations``, ``dual_gap_terms``,
+``diff_dual_iterations`` and the small kernels they use) take float64 or
+float32 arrays (Cython's fused ``floating``; all arrays of one call share the
+dtype, a mix raises TypeError): float32 arrays are read and written in
+float32, the hot loops' element-wise arithmetic runs in the arrays'
+precision, and every reduction (row products, squared group norms, the
+restart sums, the gap terms) accumulates in double. The float64
+specialisations compute exactly what the double-only kernels did (bit for
+bit). The CONESTA kernels are float64 only.
 """
 
 from cython cimport floating
