@@ -18,7 +18,7 @@ and ``At`` is its transpose in CSR form.
 The dual-solver kernels (``dual_iterations``, ``dual_gap_terms``,
 ``diff_dual_iterations`` and the small kernels they use) take float64 or
 float32 arrays (Cython's fused ``floating``; all arrays of one call share the
-dtype, a mix raises TypeError): float32 arrays are read and written in
+dtype, a mix raises ValueError): float32 arrays are read and written in
 float32, the hot loops' element-wise arithmetic runs in the arrays'
 precision, and every reduction (row products, squared group norms, the
 restart sums, the gap terms) accumulates in double. The float64

@@ -221,6 +221,37 @@ def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every
     return new.v, new, new.n_iter
 
 
+#: Below this tol the v-steps of float32 data run in float64: a float32 solve
+#: certifies gaps down to 1e-9 to 1e-6 of ``||y||^2 / 2`` depending on the
+#: problem (:func:`neurospca.solvers.prox_dual`), and near that floor its
+#: iterations and the alternation's stopping test lose more than they gain.
+FLOAT32_VSTEP_MIN_TOL = 1e-5
+
+
+def _vstep(solver, y, pieces, vdtype, tol, max_inner_iter, gap_every, kernels, v, state):
+    """One v-step at ``y`` (float64), solved in ``vdtype``; returns ``(res, vdtype)``.
+
+    A float32 v-step that stops short of ``tol`` before ``max_inner_iter``
+    met its float32 floor (certified in float64, see
+    :func:`neurospca.solvers.prox_dual`): it is continued in float64 from its
+    dual point, and the later v-steps of the fit run in float64 too.
+    """
+    kw = dict(tol=tol, max_iter=max_inner_iter, gap_every=gap_every, kernels=kernels, v=v)
+    if vdtype == np.float64:
+        return solver.solve(ProxProblem(y, pieces), state=state, **kw), vdtype
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="prox_dual: a float32 solve stopped",
+                                category=ConvergenceWarning)
+        res = solver.solve(ProxProblem(y.astype(vdtype), pieces), state=state, **kw)
+    if res.converged or res.n_iter >= max_inner_iter:
+        return res, vdtype
+    kw["max_iter"] = max_inner_iter - res.n_iter
+    more = solver.solve(ProxProblem(y, pieces), state=res.state, **kw)
+    more.gap_history = res.gap_history + [(res.n_iter + i, g) for i, g in more.gap_history]
+    more.n_iter += res.n_iter
+    return more, np.float64
+
+
 def _check_l2_scale(op, l2):
     """Raise when ``l2`` is too small for the data: the loadings would overflow.
 
@@ -281,7 +312,9 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
     # float32 data: products in float32, the certificate's y in float64
     exact_y = op.dtype != np.float64
     # and float32 v-steps (the dual solver's float32 kernels, certified in float64)
-    vdtype = np.float32 if op.dtype == np.float32 and solver.name == "dual" else np.float64
+    # when float32 can reach tol
+    vdtype = (np.float32 if op.dtype == np.float32 and solver.name == "dual"
+              and tol >= FLOAT32_VSTEP_MIN_TOL else np.float64)
     U = np.zeros((n_samples, n_components))
     V = np.zeros((n_features, n_components))
     info = {key: [] for key in ("d", "gaps", "rel_gaps", "n_iter", "n_inner_iter",
@@ -304,9 +337,8 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
         history, rel_history, mu_hist, inner, outer_ok = [], [], [], 0, False
         for it in range(1, max_iter + 1):
             y = g * scale_y
-            res = solver.solve(ProxProblem(y.astype(vdtype, copy=False), pieces), tol=tol,
-                               max_iter=max_inner_iter, gap_every=gap_every,
-                               kernels=kernels, v=v, state=state)
+            res, vdtype = _vstep(solver, y, pieces, vdtype, tol, max_inner_iter, gap_every,
+                                 kernels, v, state)
             state = res.state
             mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
             history.extend((inner + i, 2.0 * l2 * g_) for i, g_ in res.gap_history)
