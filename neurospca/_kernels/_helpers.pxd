@@ -35,7 +35,7 @@ cdef inline floating soft(floating x, floating t) noexcept nogil:
 cdef inline double csr_row_dot(const idx_t* indptr, const idx_t* indices,
                                const floating* data, const floating* x,
                                Py_ssize_t row) noexcept nogil:
-    """``(M x)[row]`` for the CSR matrix ``(indptr, indices, data)``, summed in order (in double)."""
+    """``(M x)[row]`` for the CSR matrix ``(indptr, indices, data)``, summed in order in double."""
     cdef Py_ssize_t k
     cdef double s = 0.0
     for k in range(indptr[row], indptr[row + 1]):
@@ -81,7 +81,8 @@ cdef inline double range_sqnorm(const floating* z, Py_ssize_t r0, Py_ssize_t r1)
     return nrm
 
 
-cdef inline void scale_range(floating* z, Py_ssize_t r0, Py_ssize_t r1, double scale) noexcept nogil:
+cdef inline void scale_range(floating* z, Py_ssize_t r0, Py_ssize_t r1,
+                             double scale) noexcept nogil:
     """``z[r0:r1] *= scale``."""
     cdef Py_ssize_t r
     for r in range(r0, r1):

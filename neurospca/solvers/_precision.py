@@ -148,10 +148,11 @@ class Float64Check:
         res.v, res.w, res.gap, res.objective = v, w, gap, primal
         res.converged = bool(gap <= self.tol_abs)
         if self.floor:
+            rel = 2.0 * gap / max(float(self.y64 @ self.y64), 1e-300)
             warnings.warn(
                 f"prox_dual: a float32 solve stopped at the limit of float32 precision: "
                 f"its gap evaluated in float64 is {gap:.3e} > tol * ||y||^2 / 2 = "
-                f"{self.tol_abs:.3e} (relative {2.0 * gap / max(float(self.y64 @ self.y64), 1e-300):.1e});"
+                f"{self.tol_abs:.3e} (relative {rel:.1e});"
                 " a float32 y reaches 1e-6 of ||y||^2 / 2 or less depending on the problem "
                 "(tol much below 1e-6 may be unreachable); a smaller gap needs a float64 y.",
                 ConvergenceWarning, stacklevel=4,

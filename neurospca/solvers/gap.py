@@ -134,8 +134,9 @@ def prox_gap(v, y, operator, l1, group, w):
     """Exact Fenchel duality gap ``P(v) - D(w)`` of the prox problem.
 
     ``w`` is first projected onto the dual balls ``||w_g||_2 <= group`` (a
-    float64 copy, :func:`feasible_dual`), and everything is evaluated in float64
-    (also for float32 ``v``, ``y`` or ``w``), so for ANY finite ``w`` the result is an upper bound of ``P(v) - P(v*)``:
+    float64 copy, :func:`feasible_dual`) and everything is evaluated in
+    float64 (also for float32 ``v``, ``y`` or ``w``), so for ANY finite ``w``
+    the result is an upper bound of ``P(v) - P(v*)``:
     ``D(w) = ||y||^2/2 - ||soft(y - A^T w, l1)||^2/2 <= P(v*)`` by weak duality.
 
     Parameters
