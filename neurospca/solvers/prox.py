@@ -181,19 +181,18 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     ``tol_abs`` (or stops improving, or at ``max_iter``), the dual point is
     copied to float64 and scaled into the balls, ``v`` is recomputed from it
     (and rounded to float32: the returned ``v``) and the gap ``P(v) - D(w)``
-    is evaluated in float64 (it equals
-    ``neurospca.solvers.gap.prox_gap(res.v, y, operator, l1, group, res.w)``
-    to float64 rounding). Only that
-    gap is reported, and ``converged`` is True only when it is at most
-    ``tol_abs``; otherwise the iterations go on. float32 rounding limits what
-    that gap can reach: it stalls between about ``1e-9`` and ``1e-6`` of
-    ``||y||^2 / 2`` depending on the problem (measured on grid and mesh TV
-    with various weights: 2e-9 to 6e-7), so ``tol=1e-6`` is reached but a
-    ``tol`` much below ``1e-6`` may be unreachable in float32. When the
-    float64 gap stops decreasing (less than 10 % in 500 iterations) above
-    ``tol_abs``, the solve stops with ``converged=False`` and a
-    ``ConvergenceWarning`` that says so (pass a float64 ``y`` for a smaller
-    ``tol``). ``gap_history`` holds the kernel's gaps, replaced by the
+    is evaluated in float64 (it equals ``neurospca.solvers.gap.prox_gap(res.v,
+    y, operator, l1, group, res.w)`` to float64 rounding). Only that gap is
+    reported, and ``converged`` is True only when it is at most ``tol_abs``;
+    otherwise the iterations go on. float32 rounding limits what that gap
+    can reach: it stalls between about ``1e-9`` and ``1e-6`` of ``||y||^2 /
+    2`` depending on the problem (measured on grid and mesh TV with various
+    weights: 2e-9 to 6e-7), so ``tol=1e-6`` was reached on every problem
+    measured but a ``tol`` much below ``1e-6`` may be unreachable in
+    float32. When the float64 gap stops decreasing (less than 10 % in 500
+    iterations) above ``tol_abs``, the solve stops with ``converged=False``
+    and a ``ConvergenceWarning`` that says so (pass a float64 ``y`` for a
+    smaller ``tol``). ``gap_history`` holds the kernel's gaps, replaced by the
     float64 gap at each float64 evaluation.
     """
     if kernel_path not in ("auto", "difference", "csr"):
