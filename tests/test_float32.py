@@ -371,3 +371,20 @@ def test_tight_tol_fits_run_float64_vsteps(monkeypatch):
     SPCATV(n_components=1, alpha_rel=0.5, tol=1e-6,
            operator=tv_from_mask(np.ones((8, 9), bool))).fit(_data().astype(F32))
     assert set(dtypes) == {np.dtype(F64)}
+
+
+@pytest.mark.parametrize("scale", [1e-41, 1e-29, 1e-12, 1e12, 1e29, 1e37])
+def test_float32_extreme_scales(scale):
+    """Scale-free in float32's normal range; outside it the float64 solve (subnormals, overflow)."""
+    op = OPS["mesh"]
+    y = 2 * np.random.default_rng(6).standard_normal(op.n_features)
+    ref = prox_dual(y.astype(F32), op, 0.3, 0.6, tol=1e-6)
+    ys = (y * scale).astype(F32)
+    res = prox_dual(ys, op, 0.3 * scale, 0.6 * scale, tol=1e-6)
+    assert res.converged
+    if 1e-30 <= scale <= 1e30:
+        assert res.v.dtype == F32 and res.n_iter == ref.n_iter
+    else:
+        assert res.v.dtype == F64
+    gap = _float64_gap(res, ys, op, 0.3 * scale, 0.6 * scale)
+    assert gap <= 1e-6 * 0.5 * float(ys.astype(F64) @ ys.astype(F64))
