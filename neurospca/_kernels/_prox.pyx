@@ -20,10 +20,10 @@ The dual-solver kernels (``dual_iterations``, ``dual_gap_terms``,
 float32 arrays (Cython's fused ``floating``; all arrays of one call share the
 dtype, a mix raises ValueError): float32 arrays are read and written in
 float32 while every scalar, product and sum is computed in double and only
-rounded when stored. Measured: float32 arithmetic in the hot loops was ~10 %
-faster per iteration but raised the float32 floor of the certified gap from
-1e-9..6e-7 to 5e-7..1.4e-6 of ``||y||^2 / 2`` (tol 1e-6 then failed on 3 of
-8 test problems). The float64 specialisations compute exactly what the
+rounded when stored. Measured: float32 arithmetic in the hot loops made the
+difference kernel ~10 % faster but raised the floor of the certified gap of
+float32 solves on problems with large TV weights from 5e-9..6e-7 to
+5e-7..1.4e-6 of ``||y||^2 / 2`` (tol 1e-6 then failed on 3 of 8 problems). The float64 specialisations compute exactly what the
 double-only kernels did (bit for bit). The CONESTA kernels are float64 only.
 """
 
