@@ -20,7 +20,8 @@ The dual-solver kernels (``dual_iterations``, ``dual_gap_terms``,
 float32 arrays (Cython's fused ``floating``; all arrays of one call share the
 dtype, a mix raises ValueError): float32 arrays are read and written in
 float32 while every scalar, product and sum is computed in double and only
-rounded when stored. Measured: float32 arithmetic in the hot loops made the
+rounded when stored (the scatter of ``A^T w`` rounds each term first and adds
+in float32: no conversion on its store-to-load chain). Measured: float32 arithmetic in the hot loops made the
 difference kernel ~10 % faster but raised the floor of the certified gap of
 float32 solves on problems with large TV weights from 5e-9..6e-7 to
 5e-7..1.4e-6 of ``||y||^2 / 2`` (tol 1e-6 then failed on 3 of 8 problems). The float64 specialisations compute exactly what the
@@ -319,11 +320,11 @@ cdef void _diff_group_chunk(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_ptr,
                 s = s * scale
                 w_new[r] = s
             s = cs * s
-            tgt[tails[r]] = tgt[tails[r]] + s
+            tgt[tails[r]] = tgt[tails[r]] + <floating>s
             if heads_are_groups:
                 hacc = hacc - s
             else:
-                tgt[heads[r]] = tgt[heads[r]] - s
+                tgt[heads[r]] = tgt[heads[r]] - <floating>s
         if heads_are_groups:
             tgt[g] = hacc
         align = align + (scale * scale * nrm - scale * sqs + sqw)
@@ -364,14 +365,14 @@ cdef void _diff_group_chunk_fast(Py_ssize_t c, Py_ssize_t P, const idx_t* chunk_
                 w_new[r] = s
                 s = cs * s
                 tt = tails[r]
-                tgt[tt] = tgt[tt] + s
+                tgt[tt] = tgt[tt] + <floating>s
                 hacc = hacc - s
         else:
             scale = 1.0
             for r in range(r0, r1):
                 s = cs * w_new[r]
                 tt = tails[r]
-                tgt[tt] = tgt[tt] + s
+                tgt[tt] = tgt[tt] + <floating>s
                 hacc = hacc - s
         tgt[g] = hacc
         align = align + (scale * scale * nrm - scale * sqs + sqw)
