@@ -145,8 +145,9 @@ def test_one_and_two_threads_agree(op, monkeypatch):
 # ------------------------------------------------------------------ halos
 
 
-def _run(K, op, n_chunks, reorder, halo, n_iter, n_threads, with_gap=True):
-    """The difference kernel from a fixed state; returns the outputs and full ``A^T w``."""
+def _run(K, op, n_chunks, reorder, halo, n_iter, n_threads, with_gap=True, dtype=np.float64):
+    """The difference kernel from a fixed state (rounded to ``dtype``); returns the
+    outputs and full ``A^T w``."""
     heads, tails, scale, hg, gptr, chunk_ptr = difference_arrays(op, n_chunks, reorder=reorder)
     order = locality_order(op) if reorder else None
     P, R = op.n_features, op.n_rows
@@ -156,23 +157,24 @@ def _run(K, op, n_chunks, reorder, halo, n_iter, n_threads, with_gap=True):
     w_old = w + 0.05 * rng.standard_normal(R)
     if order is not None:
         y, w, w_old = y[order.features], w[order.rows], w_old[order.rows]
-    ATw, ATw_old = np.empty(P), np.empty(P)
+    y, w, w_old = y.astype(dtype), w.astype(dtype), w_old.astype(dtype)
+    ATw, ATw_old = np.empty(P, dtype), np.empty(P, dtype)
     CK.diff_rmatvec(heads, tails, scale, w, ATw)
     CK.diff_rmatvec(heads, tails, scale, w_old, ATw_old)
-    extra, bufs = (), np.zeros((chunk_ptr.size - 2, P))
+    extra, bufs = (), np.zeros((chunk_ptr.size - 2, P), dtype)
     if halo:
         segs, halos, size = difference_halos(op, n_chunks, reorder=reorder)
-        extra, bufs = (segs, halos, np.zeros(size)), np.zeros((0, P))
-    vq, vw = np.empty(P), np.zeros(P)
+        extra, bufs = (segs, halos, np.zeros(size, dtype)), np.zeros((0, P), dtype)
+    vq, vw = np.empty(P, dtype), np.zeros(P, dtype)
     out = K.diff_dual_iterations(n_iter, heads, tails, scale, hg, gptr, chunk_ptr, y, 0.2,
                                  0.4, 1.0 / op.norm2, w, w_old, ATw, ATw_old, bufs, vq, vw,
                                  1.3, True, with_gap, n_threads, *extra)
     if out[2]:
         w, w_old, ATw, ATw_old = w_old, w, ATw_old, ATw
-    full = ATw + bufs.sum(axis=0)
+    full = ATw + bufs.sum(axis=0, dtype=np.float64)
     if halo:
         for lo, hi, off in halos.reshape(-1, 3):
-            full[lo:hi] += extra[2][off:off + hi - lo]
+            full[lo:hi] += extra[2][off:off + hi - lo].astype(np.float64)
     return out, w, w_old, full, ATw_old, vw
 
 
@@ -223,6 +225,25 @@ def test_halo_kernel_equals_full_buffers_and_twin(name, n_chunks, n_iter):
     # the threads never change a bit
     one = _run(CK, op, n_chunks, reorder, True, n_iter, 1)
     two = _run(CK, op, n_chunks, reorder, True, n_iter, 2)
+    assert one[0] == two[0]
+    for a, b in zip(one[1:], two[1:]):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(HALO_OPS))
+def test_float32_halo_kernel_equals_float64_and_twin(name):
+    """float32 storage with halos: the float64 kernel's iterates to float32 rounding."""
+    op = HALO_OPS[name]
+    reorder = locality_order(op) is not None
+    ref = _run(CK, op, 3, reorder, True, 6, 1)
+    for K in (CK, NK):
+        got = _run(K, op, 3, reorder, True, 6, 1, dtype=np.float32)
+        assert got[1].dtype == got[4].dtype == got[5].dtype == np.float32
+        np.testing.assert_allclose(got[0][3:], ref[0][3:], rtol=1e-5)
+        for a, b in zip(got[1:], ref[1:]):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-5 * max(1.0, np.abs(b).max()))
+    one = _run(CK, op, 3, reorder, True, 6, 1, dtype=np.float32)
+    two = _run(CK, op, 3, reorder, True, 6, 2, dtype=np.float32)
     assert one[0] == two[0]
     for a, b in zip(one[1:], two[1:]):
         np.testing.assert_array_equal(a, b)

@@ -4,8 +4,14 @@
 Every helper takes raw pointers (no memoryview reference counting in the hot
 loops) and sums in the order of the loops it replaces, so that inlining it
 changes no bit of any result.
+
+Arrays are ``floating`` (float32 or float64, Cython's fused type): a float32
+array is read and written in float32 (half the memory traffic) while every
+scalar, product and sum is in double, so the float64 specialisations compute
+exactly what the double-only helpers did.
 """
 
+from cython cimport floating
 from libc.math cimport sqrt
 from libc.stdint cimport int32_t, int64_t
 
@@ -25,9 +31,9 @@ cdef inline double soft(double x, double t) noexcept nogil:
 
 
 cdef inline double csr_row_dot(const idx_t* indptr, const idx_t* indices,
-                               const double* data, const double* x,
+                               const floating* data, const floating* x,
                                Py_ssize_t row) noexcept nogil:
-    """``(M x)[row]`` for the CSR matrix ``(indptr, indices, data)``, summed in order."""
+    """``(M x)[row]`` for the CSR matrix ``(indptr, indices, data)``, summed in order (in double)."""
     cdef Py_ssize_t k
     cdef double s = 0.0
     for k in range(indptr[row], indptr[row + 1]):
@@ -61,8 +67,8 @@ cdef inline double ball_scale(double sqnorm, double radius) noexcept nogil:
     return 1.0
 
 
-cdef inline double range_sqnorm(const double* z, Py_ssize_t r0, Py_ssize_t r1) noexcept nogil:
-    """``sum_{r0 <= r < r1} z[r]^2``, summed in order."""
+cdef inline double range_sqnorm(const floating* z, Py_ssize_t r0, Py_ssize_t r1) noexcept nogil:
+    """``sum_{r0 <= r < r1} z[r]^2``, summed in order (in double)."""
     cdef Py_ssize_t r
     cdef double nrm = 0.0
     for r in range(r0, r1):
@@ -70,7 +76,7 @@ cdef inline double range_sqnorm(const double* z, Py_ssize_t r0, Py_ssize_t r1) n
     return nrm
 
 
-cdef inline void scale_range(double* z, Py_ssize_t r0, Py_ssize_t r1, double scale) noexcept nogil:
+cdef inline void scale_range(floating* z, Py_ssize_t r0, Py_ssize_t r1, double scale) noexcept nogil:
     """``z[r0:r1] *= scale``."""
     cdef Py_ssize_t r
     for r in range(r0, r1):

@@ -3,35 +3,49 @@
 Same signatures and the same in-place semantics; the tests check that each
 twin agrees with its kernel. They are also the readable statement of what the
 kernels compute.
+
+Like the kernels, the twins of the dual solver take float64 or float32 arrays
+(all of one dtype) and keep them in that dtype: they compute in float64
+(:func:`_f64`) and round when they store into the caller's arrays. The
+float32 kernels do their element-wise arithmetic in float32, so float32 twins
+and kernels agree to float32 precision; float64 ones give exactly what they
+always did.
 """
 
 import numpy as np
 import scipy.sparse as sp
 
 
+def _f64(a):
+    """``a`` in float64 (``a`` itself when it is float64 already)."""
+    return np.asarray(a, dtype=np.float64)
+
+
 def _csr(indptr, indices, data, n_cols):
-    return sp.csr_matrix((data, indices, indptr), shape=(indptr.size - 1, n_cols))
+    return sp.csr_matrix((_f64(data), indices, indptr), shape=(indptr.size - 1, n_cols))
 
 
 def _group_sqnorms(z, group_ptr):
+    z = _f64(z)
     sizes = np.diff(group_ptr)
     ids = np.repeat(np.arange(sizes.size), sizes)
     return np.bincount(ids, weights=z * z, minlength=sizes.size), ids
 
 
 def soft_threshold(x, t, out):
+    x = _f64(x)
     out[:] = np.sign(x) * np.maximum(np.abs(x) - t, 0.0)
 
 
 def csr_matvec(indptr, indices, data, x, out):
-    out[:] = _csr(indptr, indices, data, x.size) @ x
+    out[:] = _csr(indptr, indices, data, x.size) @ _f64(x)
 
 
 def project_groups(z, group_ptr, radius):
     sq, ids = _group_sqnorms(z, group_ptr)
     nrm = np.sqrt(sq)
     scale = np.where(nrm > radius, radius / np.where(nrm > 0, nrm, 1.0), 1.0)
-    z *= scale[ids]
+    z[:] = _f64(z) * scale[ids]
 
 
 def group_norm_sum(z, group_ptr):
@@ -49,11 +63,11 @@ def _ascent_step(A, vq, w, w_old, beta, step, group_ptr, radius):
 
     Returns the gradient-restart inner product ``(w+ - q)^T (w+ - w)``.
     """
-    q = w + beta * (w - w_old)
+    q = _f64(w) + beta * (_f64(w) - _f64(w_old))
     w_old[:] = w
-    w[:] = q + step * (A @ vq)
+    w[:] = q + step * (A @ _f64(vq))
     project_groups(w, group_ptr, radius)
-    return float(np.dot(w - q, w - w_old))
+    return float(np.dot(_f64(w) - q, _f64(w) - _f64(w_old)))
 
 
 def dual_iterations(n_iter, A_indptr, A_indices, A_data, At_indptr, At_indices,
@@ -64,11 +78,10 @@ def dual_iterations(n_iter, A_indptr, A_indices, A_data, At_indptr, At_indices,
     n_restarts = 0
     for _ in range(n_iter):
         t_new, beta = _momentum(t)
-        vq[:] = y - (ATw + beta * (ATw - ATw_old))
-        soft_threshold(vq.copy(), l1, vq)
+        soft_threshold(_f64(y) - (_f64(ATw) + beta * (_f64(ATw) - _f64(ATw_old))), l1, vq)
         align = _ascent_step(A, vq, w, w_old, beta, step, group_ptr, radius)
         ATw_old[:] = ATw
-        ATw[:] = At @ w
+        ATw[:] = At @ _f64(w)
         t = t_new
         if restart and align < 0.0:
             t = 1.0
@@ -77,9 +90,11 @@ def dual_iterations(n_iter, A_indptr, A_indices, A_data, At_indptr, At_indices,
 
 
 def dual_gap_terms(A_indptr, A_indices, A_data, group_ptr, y, ATw, l1, radius, v):
-    soft_threshold(y - ATw, l1, v)
-    z = _csr(A_indptr, A_indices, A_data, y.size) @ v
+    y = _f64(y)
+    soft_threshold(y - _f64(ATw), l1, v)
+    z = _csr(A_indptr, A_indices, A_data, y.size) @ _f64(v)
     tv = group_norm_sum(z, group_ptr)
+    v = _f64(v)
     primal = 0.5 * np.sum((v - y) ** 2) + l1 * np.abs(v).sum() + radius * tv
     dual = 0.5 * np.dot(y, y) - 0.5 * np.dot(v, v)
     return float(primal), float(dual), float(tv)
@@ -129,7 +144,7 @@ def _diff_matrix(heads, tails, scale, n_features):
 
 
 def diff_rmatvec(heads, tails, scale, w, out):
-    out[:] = _diff_matrix(heads, tails, scale, out.size).T @ w
+    out[:] = _diff_matrix(heads, tails, scale, out.size).T @ _f64(w)
 
 
 def diff_dual_iterations(n_iter, heads, tails, scale, heads_are_groups, group_ptr,
@@ -137,11 +152,13 @@ def diff_dual_iterations(n_iter, heads, tails, scale, heads_are_groups, group_pt
                          radius, step, w, w_old, ATw, ATw_old, bufs, vq, vw, t,
                          restart, with_gap, n_threads, segs=None, halos=None, hbuf=None):
     A = _diff_matrix(heads, tails, scale, y.size)
-    at_w = ATw + bufs.sum(axis=0)
+    dtype = y.dtype  # the iterates are stored (rounded) in it, as in the kernel
+    at_w = _f64(ATw) + _f64(bufs).sum(axis=0)
     if segs is not None:  # the halos' partial sums of A^T w
         for lo, hi, off in np.asarray(halos).reshape(-1, 3):
-            at_w[lo:hi] += hbuf[off:off + hi - lo]
+            at_w[lo:hi] += _f64(hbuf[off:off + hi - lo])
         hbuf[:] = 0.0
+    at_w = np.asarray(at_w, dtype=dtype)
     at_old = ATw_old.copy()
     w_arr, w_old_arr = w, w_old
     w, w_old = w.copy(), w_old.copy()
@@ -152,9 +169,9 @@ def diff_dual_iterations(n_iter, heads, tails, scale, heads_are_groups, group_pt
             terms = dual_gap_terms(A.indptr, A.indices, A.data, group_ptr, y, at_w,
                                    l1, radius, vw)
         t_new, beta = _momentum(t)
-        soft_threshold(y - (at_w + beta * (at_w - at_old)), l1, vq)
+        soft_threshold(_f64(y) - (_f64(at_w) + beta * (_f64(at_w) - _f64(at_old))), l1, vq)
         align = _ascent_step(A, vq, w, w_old, beta, step, group_ptr, radius)
-        at_old, at_w = at_w, A.T @ w
+        at_old, at_w = at_w, np.asarray(A.T @ _f64(w), dtype=dtype)
         t = t_new
         if restart and align < 0.0:
             t = 1.0

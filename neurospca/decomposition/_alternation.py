@@ -200,7 +200,9 @@ def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every
     solver's last state and the candidates of
     :meth:`~neurospca.solvers.ProxProblem.certificate`); if it exceeds
     ``tol * P_u(0)``, the v-step is re-solved for that ``u`` (warm started)
-    and its ``v`` replaces the old one.
+    and its ``v`` replaces the old one. With float32 data the v-steps ran in
+    float32: ``state`` is then a float32 dual point, which the float64
+    certificate and the float64 re-solve cast to float64.
 
     Returns
     -------
@@ -228,6 +230,39 @@ def _vstep_blas(n_threads):
     otherwise. (On the 2-core cortical benchmark the fits took the same time
     either way, 0.97-1.02x: benchmarks/RESULTS.md.)"""
     return _single_threaded_blas() if n_threads > 1 else nullcontext()
+
+
+#: Below this tol the v-steps of float32 data run in float64: a float32 solve
+#: certifies gaps down to 1e-9 to 1e-6 of ``||y||^2 / 2`` depending on the
+#: problem (:func:`neurospca.solvers.prox_dual`), and near that floor its
+#: iterations and the alternation's stopping test lose more than they gain.
+FLOAT32_VSTEP_MIN_TOL = 1e-5
+
+
+def _vstep(solver, y, pieces, vdtype, tol, max_inner_iter, gap_every, kernels, v, state,
+           n_threads):
+    """One v-step at ``y`` (float64), solved in ``vdtype``; returns ``(res, vdtype)``.
+
+    A float32 v-step that stops short of ``tol`` before ``max_inner_iter``
+    met its float32 floor (certified in float64, see
+    :func:`neurospca.solvers.prox_dual`): it is continued in float64 from its
+    dual point, and the later v-steps of the fit run in float64 too.
+    """
+    kw = dict(tol=tol, max_iter=max_inner_iter, gap_every=gap_every, kernels=kernels, v=v,
+              n_threads=n_threads)
+    if vdtype == np.float64:
+        return solver.solve(ProxProblem(y, pieces), state=state, **kw), vdtype
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="prox_dual: a float32 solve stopped",
+                                category=ConvergenceWarning)
+        res = solver.solve(ProxProblem(y.astype(vdtype), pieces), state=state, **kw)
+    if res.converged or res.n_iter >= max_inner_iter:
+        return res, vdtype
+    kw["max_iter"] = max_inner_iter - res.n_iter
+    more = solver.solve(ProxProblem(y, pieces), state=res.state, **kw)
+    more.gap_history = res.gap_history + [(res.n_iter + i, g) for i, g in more.gap_history]
+    more.n_iter += res.n_iter
+    return more, np.float64
 
 
 def _check_l2_scale(op, l2):
@@ -292,6 +327,10 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
     basis = None
     # float32 data: products in float32, the certificate's y in float64
     exact_y = op.dtype != np.float64
+    # and float32 v-steps (the dual solver's float32 kernels, certified in float64)
+    # when float32 can reach tol
+    vdtype = (np.float32 if op.dtype == np.float32 and solver.name == "dual"
+              and tol >= FLOAT32_VSTEP_MIN_TOL else np.float64)
     U = np.zeros((n_samples, n_components))
     V = np.zeros((n_features, n_components))
     info = {key: [] for key in ("d", "gaps", "rel_gaps", "n_iter", "n_inner_iter",
@@ -315,9 +354,8 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
         for it in range(1, max_iter + 1):
             y = g * scale_y
             with _vstep_blas(n_threads):
-                res = solver.solve(ProxProblem(y, pieces), tol=tol, max_iter=max_inner_iter,
-                                   gap_every=gap_every, kernels=kernels, v=v, state=state,
-                                   n_threads=n_threads)
+                res, vdtype = _vstep(solver, y, pieces, vdtype, tol, max_inner_iter,
+                                     gap_every, kernels, v, state, n_threads)
             state = res.state
             mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
             history.extend((inner + i, 2.0 * l2 * g_) for i, g_ in res.gap_history)
@@ -326,7 +364,7 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
                                for i, g_ in res.gap_history)
             inner += res.n_iter
             vstep_ok = res.converged
-            v = res.v
+            v = np.asarray(res.v, dtype=np.float64)  # float32 v-steps: same values
             vv = float(v @ v)
             if vv == 0.0:
                 nrm = 0.0

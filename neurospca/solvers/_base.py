@@ -78,12 +78,24 @@ def get_kernels(kernels):
     return _kernels.load("prox", kernels)
 
 
-def operator_arrays(operator):
+def operator_arrays(operator, dtype=np.float64):
     """CSR arrays of ``A`` and ``A^T`` with int32 indices, cached on the operator.
 
     int32 halves the memory traffic of the index arrays, which dominates the
-    sparse products of the hot loop.
+    sparse products of the hot loop. ``dtype`` (float64 or float32) is that
+    of the two data arrays: the float32 kernels take float32 data (a copy
+    rounded from the float64 one, cached too).
     """
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float64, np.float32):
+        raise ValueError(f"dtype must be float64 or float32, got {dtype}.")
+    if dtype == np.float32:
+        cache = getattr(operator, "_kernel_arrays_f32", None)
+        if cache is None:
+            cache = tuple(a.astype(np.float32) if a.dtype == np.float64 else a
+                          for a in operator_arrays(operator))
+            operator._kernel_arrays_f32 = cache
+        return cache
     cache = getattr(operator, "_kernel_arrays", None)
     if cache is None:
         A, At = operator.matrix, operator.matrix_t

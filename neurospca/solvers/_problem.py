@@ -18,8 +18,10 @@ class ProxProblem:
     Parameters
     ----------
     y : ndarray of shape (n_features,)
-        The point at which the prox is taken (float64, finite; not checked:
-        the public solvers and estimators validate their inputs).
+        The point at which the prox is taken (float64, or float32 for the
+        float32 kernels of :func:`~neurospca.solvers.prox.solve_dual`;
+        finite; not checked: the public solvers and estimators validate
+        their inputs).
     pieces : sequence of pieces
         The penalties, with prox-scale weights.
 

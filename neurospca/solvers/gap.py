@@ -133,8 +133,10 @@ def conesta_gap(terms, kappa, eta, mu):
 def prox_gap(v, y, operator, l1, group, w):
     """Exact Fenchel duality gap ``P(v) - D(w)`` of the prox problem.
 
-    ``w`` is first projected onto the dual balls ``||w_g||_2 <= group`` (a copy),
-    so for ANY finite ``w`` the result is an upper bound of ``P(v) - P(v*)``:
+    ``w`` is first projected onto the dual balls ``||w_g||_2 <= group`` (a
+    float64 copy, :func:`feasible_dual`) and everything is evaluated in
+    float64 (also for float32 ``v``, ``y`` or ``w``), so for ANY finite ``w``
+    the result is an upper bound of ``P(v) - P(v*)``:
     ``D(w) = ||y||^2/2 - ||soft(y - A^T w, l1)||^2/2 <= P(v*)`` by weak duality.
 
     Parameters
@@ -157,15 +159,37 @@ def prox_gap(v, y, operator, l1, group, w):
         return _prox_gap(v, y, operator, l1, group, w)
 
 
-def _prox_gap(v, y, operator, l1, group, w):
-    v = np.asarray(v, dtype=np.float64)
-    Av = operator.matvec(v)
-    primal = (0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
-              + group * float(operator.group_norms(Av).sum()))
+def feasible_dual(w, operator, group):
+    """``w`` in float64 (a copy), each group scaled into the ball ``||w_g||_2 <= group``.
+
+    Parameters
+    ----------
+    w : array_like of shape (n_rows,)
+        Any finite dual point (float32 from a float32 solve, or float64).
+    operator : GroupOperator
+        The structure ``A`` and its groups.
+    group : float
+        The radius of the balls.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+        The dual point at which :func:`prox_gap` evaluates ``D``.
+    """
     w = np.array(w, dtype=np.float64)
     nrm = operator.group_norms(w)
     scale = np.where(nrm > group, group / np.where(nrm > 0, nrm, 1.0), 1.0)
     w *= scale[operator.row_group]
+    return w
+
+
+def _prox_gap(v, y, operator, l1, group, w):
+    v = np.asarray(v, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    Av = operator.matvec(v)
+    primal = (0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
+              + group * float(operator.group_norms(Av).sum()))
+    w = feasible_dual(w, operator, group)
     z = y - operator.rmatvec(w)
     u = np.sign(z) * np.maximum(np.abs(z) - l1, 0.0)
     dual = 0.5 * float(y @ y) - 0.5 * float(u @ u)

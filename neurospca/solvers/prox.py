@@ -36,6 +36,7 @@ from ._base import (
     SolverResult, difference_arrays, difference_halos, get_kernels, locality_order,
     n_chunks_for, operator_arrays, resolve_n_threads,
 )
+from ._precision import Float64Check, certified as _certified, stop_rule as _stop_rule
 from ._problem import ProxProblem
 from .penalties import L1, GroupNorm
 
@@ -45,8 +46,10 @@ logger = logging.getLogger(__name__)
 def _check_prox_input(y, operator, l1, group, tol, max_iter, gap_every):
     """Validate a v-step once, before any array reaches the compiled kernels."""
     check_real(y, "y")
+    # float32 stays float32 (the float32 kernels); any other input becomes float64
+    dtype = np.float32 if getattr(y, "dtype", None) == np.float32 else np.float64
     try:
-        y = np.array(y, dtype=np.float64)
+        y = np.array(y, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"y must be a numeric array: {exc}") from None
     if y.ndim != 1:
@@ -84,6 +87,18 @@ def _scale_of(y):
     return 1.0
 
 
+#: A float32 ``y`` whose largest entry is outside this range is solved in
+#: float64: float32 iterates would leave the normal numbers (below 1.2e-38 they
+#: lose bits; sums of a few entries near 3.4e38 overflow).
+FLOAT32_RANGE = (1e-30, 1e30)
+
+
+def _float32_in_range(y):
+    """Whether the float32 kernels can run at ``y`` (its largest entry in :data:`FLOAT32_RANGE`)."""
+    top = float(np.max(np.abs(y))) if y.size else 0.0
+    return top == 0.0 or FLOAT32_RANGE[0] <= top <= FLOAT32_RANGE[1]
+
+
 def _unscale(res, s):
     """Map a result solved at scale ``1/s`` back to the caller's scale."""
     s2 = s * s
@@ -111,7 +126,12 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     Parameters
     ----------
     y : ndarray of shape (n_features,)
-        The point at which the prox is taken.
+        The point at which the prox is taken. A float32 ``y`` is solved in
+        float32 (iterates, ``v`` and ``w`` stored in float32, arithmetic in
+        float64: half the memory traffic) and certified in float64, see
+        Notes, unless its largest entry is outside ``[1e-30, 1e30]``
+        (:data:`FLOAT32_RANGE`: then it is solved in float64); any other
+        dtype is converted to float64.
     operator : GroupOperator
         The structure ``A`` and its groups.
     l1 : float
@@ -173,6 +193,26 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         ``y`` not a finite real 1-D array, ``w0`` of the wrong shape or not
         finite, a negative weight, a non-positive ``tol`` or ``max_iter``, a
         bad ``n_threads`` or ``kernel_path``.
+
+    Notes
+    -----
+    A float32 solve is certified in float64: when the kernel's gap reaches
+    ``tol_abs`` (or stops improving, or at ``max_iter``), the dual point is
+    copied to float64 and scaled into the balls, ``v`` is recomputed from it
+    (and rounded to float32: the returned ``v``) and the gap ``P(v) - D(w)``
+    is evaluated in float64 (it equals ``neurospca.solvers.gap.prox_gap(res.v,
+    y, operator, l1, group, res.w)`` to float64 rounding). Only that gap is
+    reported, and ``converged`` is True only when it is at most ``tol_abs``;
+    otherwise the iterations go on. float32 rounding limits what that gap
+    can reach: it stalls between about ``1e-9`` and ``1e-6`` of ``||y||^2 /
+    2`` depending on the problem (measured on grid and mesh TV with various
+    weights: 2e-9 to 6e-7), so ``tol=1e-6`` was reached on every problem
+    measured but a ``tol`` much below ``1e-6`` may be unreachable in
+    float32. When the float64 gap stops decreasing (not halved in 1,000
+    iterations) above ``tol_abs``, the solve stops with ``converged=False``
+    and a ``ConvergenceWarning`` that says so (pass a float64 ``y`` for a
+    smaller ``tol``). ``gap_history`` holds the kernel's gaps, replaced by the
+    float64 gap at each float64 evaluation.
     """
     if kernel_path not in ("auto", "difference", "csr"):
         raise ValueError(
@@ -201,7 +241,9 @@ def solve_dual(problem, *, tol=1e-3, max_iter=10000, w0=None, gap_every=10, rest
     Parameters
     ----------
     problem : ProxProblem
-        The v-step.
+        The v-step; a float32 ``problem.y`` runs the float32 kernels and is
+        certified in float64 (see :func:`prox_dual`, Notes), or is solved in
+        float64 when out of :data:`FLOAT32_RANGE`.
     tol : float, default=1e-3
         Scale-free tolerance (gap at most ``tol * ||y||^2 / 2``).
     max_iter : int, default=10000
@@ -227,6 +269,9 @@ def solve_dual(problem, *, tol=1e-3, max_iter=10000, w0=None, gap_every=10, rest
     n_threads = resolve_n_threads(n_threads)
     K = get_kernels(kernels)
     y = problem.y
+    if y.dtype != np.float64 and not _float32_in_range(y):
+        problem = ProxProblem(np.asarray(y, dtype=np.float64), problem.pieces)
+        y = problem.y
     s = _scale_of(y)
     if s != 1.0:
         res = solve_dual(problem.rescaled(s), tol=tol, max_iter=max_iter,
@@ -236,9 +281,12 @@ def solve_dual(problem, *, tol=1e-3, max_iter=10000, w0=None, gap_every=10, rest
         res = _unscale(res, s)
         res.state = res.w
         return res
-    tol_abs = tol * 0.5 * float(y @ y)
+    y64 = np.asarray(y, dtype=np.float64)
+    tol_abs = tol * 0.5 * float(y64 @ y64)
     fast = problem.fast_form()
-    if fast is None:
+    if fast is None:  # float32 only on the kernels: the generic path runs in float64
+        if y.dtype != np.float64:
+            problem = ProxProblem(y64, problem.pieces)
         res = _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart)
     else:
         l1, operator, group = fast
@@ -254,6 +302,10 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
     v = np.empty_like(y)
     if group == 0.0 or operator.n_rows == 0 or operator.norm2 == 0.0:
         K.soft_threshold(y, l1, v)
+        if y.dtype != np.float64:  # v rounded to float32: its exact gap, in float64
+            return Float64Check(K, y, operator, l1, group, tol_abs, 0).result(
+                SolverResult(v=v, gap=0.0, tol_abs=tol_abs, n_iter=0, converged=True,
+                             gap_history=[(0, 0.0)], w=np.zeros(operator.n_rows, y.dtype)))
         obj = 0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
         if group:
             obj += group * operator.value(v)
@@ -273,9 +325,10 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
     if diff is not None:
         return _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter,
                                      w0, gap_every, restart, n_threads)
-    A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator)
+    A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator, y.dtype)
     n_rows = operator.n_rows
-    w = _start_w(K, w0, n_rows, gptr, group)
+    w = _start_w(K, w0, n_rows, gptr, group, y.dtype)
+    stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)
     ATw = np.empty_like(y)
     K.csr_matvec(At_ip, At_ix, At_d, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
@@ -287,7 +340,7 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
         gap = _record_gap(primal - dual, n_iter, history, 5)
         if gap == np.inf:
             break
-        if gap <= tol_abs or n_iter >= max_iter:
+        if stop(gap, n_iter, w, history):
             break
         n_run = min(gap_every, max_iter - n_iter)
         t, _ = K.dual_iterations(n_run, A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr,
@@ -295,16 +348,16 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
                                  vq, t, restart, n_chunks_for(n_rows, n_threads))
         n_iter += n_run
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
-    return SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
-                        converged=gap <= tol_abs, gap_history=history, w=w,
-                        objective=primal)
+    return _certified(stop, SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
+                                         converged=gap <= tol_abs, gap_history=history,
+                                         w=w, objective=primal))
 
 
-def _start_w(K, w0, n_rows, gptr, group):
-    """The starting dual point: zeros, or ``w0`` projected onto the dual balls."""
+def _start_w(K, w0, n_rows, gptr, group, dtype=np.float64):
+    """The starting dual point (of ``dtype``): zeros, or ``w0`` projected onto the dual balls."""
     if w0 is None:
-        return np.zeros(n_rows)
-    w = np.array(w0, dtype=np.float64)
+        return np.zeros(n_rows, dtype)
+    w = np.array(w0, dtype=dtype)
     if w.shape != (n_rows,):
         raise ValueError(f"w0 must have shape ({n_rows},), got {w.shape}.")
     K.project_groups(w, gptr, group)
@@ -342,6 +395,7 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     """
     heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
     n_rows, P = operator.n_rows, y.size
+    stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)  # in the user's order
     order = locality_order(operator)  # diff is in it (difference_arrays(reorder=True))
     if order is not None:
         y = y[order.features]
@@ -349,15 +403,16 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
             w0 = np.asarray(w0, dtype=np.float64)
             if w0.shape == (n_rows,):  # else _start_w names the wrong shape
                 w0 = w0[order.rows]
-    w = _start_w(K, w0, n_rows, gptr, group)
+    w = _start_w(K, w0, n_rows, gptr, group, y.dtype)
     ATw = np.empty_like(y)
     K.diff_rmatvec(heads, tails, scale, w, ATw)
     w_old, ATw_old = w.copy(), ATw.copy()
     halo = difference_halos(operator, chunk_ptr.size - 1, reorder=True)
     if halo is None:  # chunk c > 0 scatters into a full buffer of its own
-        bufs, halo_args = np.zeros((chunk_ptr.size - 2, P)), ()
+        bufs, halo_args = np.zeros((chunk_ptr.size - 2, P), y.dtype), ()
     else:  # into A^T w, and near its boundaries into halos
-        bufs, halo_args = np.zeros((0, P)), (halo[0], halo[1], np.zeros(halo[2]))
+        bufs, halo_args = np.zeros((0, P), y.dtype), (halo[0], halo[1],
+                                                       np.zeros(halo[2], y.dtype))
     vq, vw = np.empty_like(y), np.empty_like(y)
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
@@ -375,18 +430,25 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
         gap = _record_gap(primal - dual, n_iter, history, 6)
         if gap == np.inf:
             break
-        if gap <= tol_abs or n_iter >= max_iter:
+        w_check = w_old
+        if order is not None and y.dtype != np.float64:  # checked in the user's order
+            w_check = _user_order(w_old, order.rows)
+        if stop(gap, n_iter, w_check, history):
             break
         n_run = min(gap_every, max_iter - n_iter)
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
     if order is not None:
-        v, w_user = np.empty_like(vw), np.empty_like(w_old)
-        v[order.features] = vw
-        w_user[order.rows] = w_old
-        vw, w_old = v, w_user
-    return SolverResult(v=vw, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
-                        converged=gap <= tol_abs, gap_history=history, w=w_old,
-                        objective=primal)
+        vw, w_old = _user_order(vw, order.features), _user_order(w_old, order.rows)
+    return _certified(stop, SolverResult(v=vw, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
+                                         converged=gap <= tol_abs, gap_history=history,
+                                         w=w_old, objective=primal))
+
+
+def _user_order(a, order):
+    """``a`` (in a locality order) back in the user's order: ``out[order] = a``."""
+    out = np.empty_like(a)
+    out[order] = a
+    return out
 
 
 def _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart):
