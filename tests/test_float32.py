@@ -286,7 +286,11 @@ def _data(n=80, shape=(8, 9), seed=0):
     return X
 
 
-def test_spcatv_runs_float32_vsteps_and_agrees_with_float64(monkeypatch):
+@pytest.fixture
+def vstep_dtypes(monkeypatch):
+    """The dtypes of the ``y`` of every dual v-step solved while the test runs."""
+    from neurospca.solvers import _registry
+
     dtypes = []
     inner = prox_mod.solve_dual
 
@@ -294,8 +298,12 @@ def test_spcatv_runs_float32_vsteps_and_agrees_with_float64(monkeypatch):
         dtypes.append(problem.y.dtype)
         return inner(problem, **kw)
 
-    from neurospca.solvers import _registry
     monkeypatch.setattr(_registry, "solve_dual", spy)
+    return dtypes
+
+
+def test_spcatv_runs_float32_vsteps_and_agrees_with_float64(vstep_dtypes):
+    dtypes = vstep_dtypes
     X = _data()
     kw = dict(n_components=2, alpha_rel=0.5, tol=1e-5,
               operator=tv_from_mask(np.ones((8, 9), bool)))
@@ -331,19 +339,12 @@ def test_spca_tv_float32_with_conesta_stays_float64():
     assert np.any(V)
 
 
-def test_float32_floor_in_a_fit_falls_back_to_float64(monkeypatch):
+def test_float32_floor_in_a_fit_falls_back_to_float64(monkeypatch, vstep_dtypes):
     """A float32 v-step that meets its floor is finished in float64 (and the later ones)."""
     from neurospca.decomposition import _alternation
-    from neurospca.solvers import _precision, _registry
+    from neurospca.solvers import _precision
 
-    dtypes = []
-    inner = prox_mod.solve_dual
-
-    def spy(problem, **kw):
-        dtypes.append(problem.y.dtype)
-        return inner(problem, **kw)
-
-    monkeypatch.setattr(_registry, "solve_dual", spy)
+    dtypes = vstep_dtypes
     monkeypatch.setattr(_alternation, "FLOAT32_VSTEP_MIN_TOL", 0.0)
     monkeypatch.setattr(_precision, "FLOOR_ITERS", 30)
     X = _data(n=50, seed=2).astype(F32)
@@ -360,17 +361,10 @@ def test_float32_floor_in_a_fit_falls_back_to_float64(monkeypatch):
     assert_pairs_certified(Xc, U, V, info, op, 0.02, 0.1, 0.05)
 
 
-def test_tight_tol_fits_run_float64_vsteps(monkeypatch):
-    from neurospca.solvers import _registry
-
-    dtypes = []
-    inner = prox_mod.solve_dual
-    monkeypatch.setattr(_registry, "solve_dual",
-                        lambda problem, **kw: dtypes.append(problem.y.dtype) or inner(problem,
-                                                                                        **kw))
+def test_tight_tol_fits_run_float64_vsteps(vstep_dtypes):
     SPCATV(n_components=1, alpha_rel=0.5, tol=1e-6,
            operator=tv_from_mask(np.ones((8, 9), bool))).fit(_data().astype(F32))
-    assert set(dtypes) == {np.dtype(F64)}
+    assert set(vstep_dtypes) == {np.dtype(F64)}
 
 
 @pytest.mark.parametrize("scale", [1e-41, 1e-29, 1e-12, 1e12, 1e29, 1e37])
