@@ -73,6 +73,13 @@ def test_gap_bounds_true_suboptimality_against_cvxpy(case, tol, max_iter):
     w = 10 * np.random.default_rng(case).standard_normal(problem.n_dual)
     assert problem.gap(res.v, w)[0] >= sub - 1e-7 * max(1.0, abs(p_star))
     assert problem.certificate(res.v, res.state)[0] >= sub - 1e-7 * max(1.0, abs(p_star))
+    # with tol_abs the state's gap is returned as soon as it certifies tol_abs
+    state_gap = problem.gap(res.v, res.state)[0]
+    best, primal = problem.certificate(res.v, res.state, (1e-3,))
+    assert best <= state_gap and primal == pytest.approx(res.objective, rel=1e-12)
+    assert problem.certificate(res.v, res.state, (1e-3,), tol_abs=state_gap) == (
+        state_gap, problem.gap(res.v, res.state)[1])
+    assert problem.certificate(res.v, res.state, (1e-3,), tol_abs=0.5 * best)[0] == best
 
 
 def test_zero_weight_is_exactly_the_problem_without_the_piece():

@@ -211,7 +211,7 @@ def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every
     """
     y = problem.y
     tol_abs = tol * 0.5 * float(y @ y)
-    gap, obj = problem.certificate(v, state, (1e-3, 1e-6))
+    gap, obj = problem.certificate(v, state, (1e-3, 1e-6), tol_abs=tol_abs)
     if gap <= tol_abs or not np.any(v):
         return v, replace(res, v=v, gap=gap, tol_abs=tol_abs, converged=bool(gap <= tol_abs),
                           objective=obj), 0
