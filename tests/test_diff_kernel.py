@@ -256,6 +256,58 @@ def test_prox_dual_threads_deterministic(monkeypatch):
     np.testing.assert_allclose(two.w, one.w, rtol=0, atol=1e-12)
 
 
+def test_thread_chooser_runs_the_faster_and_probes_the_other(monkeypatch):
+    from neurospca.solvers import _base
+
+    monkeypatch.setattr(_base, "_THREAD_TIMES", {})
+    chooser = _base.ThreadChooser("shape", 2)
+    assert chooser.pick() == 2  # untimed: each choice is tried once
+    chooser.record(2, 0.20, 10)
+    assert chooser.pick() == 1
+    chooser.record(1, 0.10, 10)
+    chooser.record(1, 0.10, 1)  # a lone gap evaluation is not a timing
+    picks = [chooser.pick() for _ in range(2 * _base.PROBE_EVERY)]
+    assert picks.count(2) == 2 and set(picks) == {1, 2}  # one probe per PROBE_EVERY
+    for _ in range(3):  # the machine got quiet: the probe now times 2 threads fast
+        chooser.record(2, 0.01, 10)
+    assert chooser.pick() == 2
+    # the times are shared by the next solve of the same shape, not of another
+    assert _base.ThreadChooser("shape", 2).pick() == 2
+    assert _base.ThreadChooser("other", 2).pick() == 2
+    assert _base.ThreadChooser("other", 2).pick() == 2  # still untimed
+    one = _base.ThreadChooser("single", 1)
+    one.record(1, 1.0, 10)
+    assert one.pick() == 1 and _base._THREAD_TIMES["single"][1] is None
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_prox_dual_result_whatever_threads_the_chooser_picks(monkeypatch, dtype):
+    """Blocks on 2 threads or on 1 (the chooser's call): the same solve, bit for bit."""
+    from neurospca.solvers import _base
+
+    monkeypatch.setattr(_base, "MIN_ROWS_PER_CHUNK", 1)  # two chunks
+    op = DIFF_OPS["grid"]
+    y = (2 * np.random.default_rng(9).standard_normal(op.n_features)).astype(dtype)
+    results, picked = [], []
+    for choice in ("many", "one", "alternate"):
+        calls = []
+
+        def pick(self, choice=choice, calls=calls):
+            calls.append(1)
+            if choice == "alternate":
+                return 1 if len(calls) % 2 else self.n_threads
+            return self.n_threads if choice == "many" else 1
+
+        monkeypatch.setattr(_base.ThreadChooser, "pick", pick)
+        results.append(prox_dual(y, op, 0.3, 0.6, tol=1e-6, n_threads=2))
+        picked.append(len(calls))
+    assert min(picked) > 3  # every block asked the chooser
+    for res in results[1:]:
+        assert res.n_iter == results[0].n_iter and res.gap_history == results[0].gap_history
+        np.testing.assert_array_equal(res.v, results[0].v)
+        np.testing.assert_array_equal(res.w, results[0].w)
+
+
 def test_module_default_threads():
     try:
         set_n_threads(3)

@@ -21,12 +21,18 @@ import importlib
 import os
 import warnings
 
-# OpenMP threads that wait at a barrier sleep instead of spinning: the
-# difference kernel meets two barriers per iteration, and with spinning
-# waiters one busy core elsewhere on the machine (or BLAS threads) made
-# two threads 4-14x slower than one. Read by libgomp when the compiled
-# kernels first load it; an OMP_WAIT_POLICY set by the user is kept.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OpenMP threads that wait at a barrier spin briefly, then sleep. The
+# difference kernel meets two barriers per iteration (0.1-2 ms apart): waking
+# a sleeping thread each time cost 15 % of a 2-thread iteration on meshes of
+# fsaverage's size, while long spins are ruinous when anything else holds a
+# core (libgomp's default spin made two threads 4-14x slower than one).
+# GOMP_SPINCOUNT=1000 is ~10 us, and with PASSIVE libgomp drops even that
+# when it has more threads than CPUs (benchmarks/RESULTS.md, issue 14). Read
+# by libgomp when the compiled kernels first load it; the user's
+# OMP_WAIT_POLICY or GOMP_SPINCOUNT are kept.
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 __all__ = ["KERNELS", "ENV_VAR", "load", "compiled_available"]
 

@@ -215,9 +215,8 @@ def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every
     if gap <= tol_abs or not np.any(v):
         return v, replace(res, v=v, gap=gap, tol_abs=tol_abs, converged=bool(gap <= tol_abs),
                           objective=obj), 0
-    with _vstep_blas(n_threads):
-        new = solver.solve(problem, tol=tol, max_iter=max_inner_iter, gap_every=gap_every,
-                           kernels=kernels, v=v, state=state, n_threads=n_threads)
+    new = solver.solve(problem, tol=tol, max_iter=max_inner_iter, gap_every=gap_every,
+                       kernels=kernels, v=v, state=state, n_threads=n_threads)
     if not np.any(new.v):  # keep a non-zero component; report its own bound
         return v, replace(res, v=v, gap=gap, tol_abs=tol_abs, converged=False,
                           objective=obj, state=state), new.n_iter
@@ -225,10 +224,12 @@ def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every
 
 
 def _vstep_blas(n_threads):
-    """BLAS on one thread while a v-step's kernels run on ``n_threads > 1``
+    """BLAS on one thread while a fit runs its kernels on ``n_threads > 1``
     OpenMP threads, so the two pools never both claim the cores; no change
-    otherwise. (On the 2-core cortical benchmark the fits took the same time
-    either way, 0.97-1.02x: benchmarks/RESULTS.md.)"""
+    otherwise. (Measured: an fMRI-sized fit took 0.49 s with the hold around
+    the v-steps only and 0.32 s with it around the whole fit, as the BLAS
+    threads woken between v-steps spun beside the kernel's:
+    benchmarks/RESULTS.md, issue 14.)"""
     return _single_threaded_blas() if n_threads > 1 else nullcontext()
 
 
@@ -313,14 +314,29 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
     w0 : list or None
         Per component, a solver state to start the first v-step from.
     n_threads : int
-        Threads of the v-step kernels (resolved: a positive int); BLAS runs on
-        one thread during the v-steps when it is above 1.
+        Threads of the v-step kernels and of the data products (resolved: a
+        positive int). When it is above 1, BLAS runs on one thread for the
+        whole fit: the products run one BLAS thread per row block already,
+        and BLAS threads woken by anything else (a dot product of two
+        ``P``-vectors) keep spinning into the next v-step beside its kernel
+        threads.
 
     Returns
     -------
     U, V, info
         As :func:`neurospca.spca_tv`.
     """
+    with _vstep_blas(n_threads):
+        return _alternate(op, n_components, l2=l2, pieces=pieces, solver=solver,
+                          weights_msg=weights_msg, tol=tol, max_iter=max_iter,
+                          max_inner_iter=max_inner_iter, init=init, rng=rng,
+                          gap_every=gap_every, kernels=kernels, verbose=verbose, u0=u0,
+                          w0=w0, n_threads=n_threads)
+
+
+def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter,
+               max_inner_iter, init, rng, gap_every, kernels, verbose, u0, w0, n_threads):
+    """The body of :func:`_spca_tv`, BLAS already held."""
     n_samples, n_features = op.shape
     scale_y = 1.0 / (2.0 * n_samples * l2)
     defl = _Deflated(op)
@@ -353,9 +369,8 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
         history, rel_history, mu_hist, inner, outer_ok = [], [], [], 0, False
         for it in range(1, max_iter + 1):
             y = g * scale_y
-            with _vstep_blas(n_threads):
-                res, vdtype = _vstep(solver, y, pieces, vdtype, tol, max_inner_iter,
-                                     gap_every, kernels, v, state, n_threads)
+            res, vdtype = _vstep(solver, y, pieces, vdtype, tol, max_inner_iter,
+                                 gap_every, kernels, v, state, n_threads)
             state = res.state
             mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
             history.extend((inner + i, 2.0 * l2 * g_) for i, g_ in res.gap_history)

@@ -160,10 +160,15 @@ def resolve_n_threads(n_threads):
     return int(n_threads)
 
 
-#: Rows below which a chunk of the dual kernels is not worth a thread: at the
-#: 3 mm MNI grid (179,789 rows) two threads gained 0.8-1.5x on a 2-core
-#: machine (benchmarks/RESULTS.md, issue 14), so such sizes run on one.
-MIN_ROWS_PER_CHUNK = 262144
+#: Rows below which a chunk of the difference kernel is not worth a thread.
+#: Two chunks of the 3 mm MNI grid (179,789 rows) ran one iteration 1.7-1.8x
+#: faster on two threads than one chunk on one, once waiting threads spin
+#: briefly before they sleep (benchmarks/RESULTS.md, issue 14).
+MIN_ROWS_PER_CHUNK = 65536
+
+#: Rows below which the CSR kernel runs on one thread (its threads were not
+#: measured to pay below this).
+MIN_ROWS_PER_CSR_THREAD = 262144
 
 
 def n_chunks_for(n_rows, n_threads):
@@ -172,6 +177,69 @@ def n_chunks_for(n_rows, n_threads):
     The iterates depend (to rounding) on the chunks, so on this number only.
     """
     return int(max(1, min(n_threads, n_rows // MIN_ROWS_PER_CHUNK)))
+
+
+def csr_threads_for(n_rows, n_threads):
+    """Threads of the CSR dual kernel for ``n_threads`` threads and ``n_rows`` rows."""
+    return int(max(1, min(n_threads, n_rows // MIN_ROWS_PER_CSR_THREAD)))
+
+
+#: Seconds per iteration of the difference kernel on one thread and on
+#: several, by problem shape, shared by the solves of this process.
+_THREAD_TIMES = {}
+
+#: A block on the slower choice every PROBE_EVERY blocks: the load of the
+#: machine changes, and with it which choice is faster.
+PROBE_EVERY = 32
+
+
+class ThreadChooser:
+    """Run each block of kernel iterations on several threads or on one, the faster now.
+
+    The difference kernel's iterates depend on its chunks and never on the
+    threads that run them (tested bit for bit), so this changes no result,
+    only the time. Two threads gain 1.7-1.8x on a quiet 2-core machine but
+    lose 5-40 % when another process holds a core; the chooser times every
+    block (seconds per iteration, averaged with the previous time of that
+    choice), runs the faster choice, and every :data:`PROBE_EVERY` blocks
+    the other one. Times are shared by the solves of one process through
+    ``key`` (the problem's shape).
+
+    Parameters
+    ----------
+    key : hashable
+        The shape of the problem (the time of one iteration depends on it).
+    n_threads : int
+        The most threads a block may use; 1 disables the choice.
+    """
+
+    def __init__(self, key, n_threads):
+        self.n_threads = int(n_threads)
+        self.times = _THREAD_TIMES.setdefault(key, {1: None, "many": None, "blocks": 0})
+
+    def pick(self):
+        """The threads of the next block: ``n_threads`` or 1."""
+        if self.n_threads <= 1:
+            return 1
+        times = self.times
+        if times["many"] is None:
+            return self.n_threads
+        if times[1] is None:
+            return 1
+        fast, slow = (1, self.n_threads) if times[1] < times["many"] else (self.n_threads, 1)
+        times["blocks"] += 1
+        if times["blocks"] % PROBE_EVERY == 0:
+            return slow
+        return fast
+
+    def record(self, threads, seconds, n_iter):
+        """Note that ``n_iter`` iterations on ``threads`` threads took ``seconds``."""
+        if self.n_threads <= 1 or n_iter < 2:  # a lone gap evaluation says little
+            return
+        name = 1 if threads == 1 else "many"
+        per = seconds / n_iter
+        old = self.times[name]
+        self.times[name] = per if old is None else 0.5 * (old + per)
 
 
 def difference_arrays(operator, n_chunks, reorder=False):

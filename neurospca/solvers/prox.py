@@ -25,6 +25,7 @@ smoothing; ``P(v(w)) - D(w) \\ge P(v(w)) - P(v^*)`` is a tight, certified gap.
 """
 
 import logging
+import time
 import warnings
 
 import numpy as np
@@ -34,7 +35,7 @@ from .._utils.validation import check_nonneg, check_real, check_warm_start
 from ..operators import check_operator
 from ._base import (
     SolverResult, difference_arrays, difference_halos, get_kernels, locality_order,
-    n_chunks_for, operator_arrays, resolve_n_threads,
+    ThreadChooser, csr_threads_for, n_chunks_for, operator_arrays, resolve_n_threads,
 )
 from ._precision import Float64Check, certified as _certified, stop_rule as _stop_rule
 from ._problem import ProxProblem
@@ -159,10 +160,14 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
         OpenMP threads of the difference kernel; None uses
         :data:`neurospca.solvers._base.N_THREADS` (set by
         :func:`neurospca.solvers.set_n_threads`), by default the machine's
-        cores. The groups are split into ``min(n_threads, n_rows // 262144)``
+        cores. The groups are split into ``min(n_threads, n_rows // 65536)``
         chunks (at least one; small operators run on one thread): the
         iterates depend on the chunks (to rounding, ~1e-16 relative), never
-        on how many threads actually run.
+        on how many threads actually run. Each block of ``gap_every``
+        iterations runs on up to ``n_threads`` threads or on one, whichever
+        is faster at the time (:class:`~neurospca.solvers._base.ThreadChooser`:
+        two threads lose when another process holds a core). The CSR kernel
+        uses ``min(n_threads, n_rows // 262144)`` threads.
     kernel_path : {"auto", "difference", "csr"}, default="auto"
         "auto" uses the difference kernel when every row of the operator is
         ``c (v[tail] - v[head])`` (:meth:`GroupOperator.difference_form`:
@@ -345,7 +350,7 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
         n_run = min(gap_every, max_iter - n_iter)
         t, _ = K.dual_iterations(n_run, A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr,
                                  y, l1, group, step, w, w_old, ATw, ATw_old,
-                                 vq, t, restart, n_chunks_for(n_rows, n_threads))
+                                 vq, t, restart, csr_threads_for(n_rows, n_threads))
         n_iter += n_run
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
     return _certified(stop, SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
@@ -417,11 +422,16 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
     n_run, first = 1, True  # the first call certifies the starting w
+    chooser = ThreadChooser((n_rows, P, chunk_ptr.size - 1, y.dtype.char),
+                            min(n_threads, chunk_ptr.size - 1))
     while True:
+        threads = chooser.pick()
+        start = time.perf_counter()
         t, _, swapped, primal, dual, _ = K.diff_dual_iterations(
             n_run, heads, tails, scale, heads_are_groups, gptr, chunk_ptr, y, l1, group,
-            step, w, w_old, ATw, ATw_old, bufs, vq, vw, t, restart, True, n_threads,
+            step, w, w_old, ATw, ATw_old, bufs, vq, vw, t, restart, True, threads,
             *halo_args)
+        chooser.record(threads, time.perf_counter() - start, n_run)
         if swapped:
             ATw, ATw_old = ATw_old, ATw
             w, w_old = w_old, w
