@@ -200,9 +200,9 @@ class ThreadChooser:
     threads that run them (tested bit for bit), so this changes no result,
     only the time. Two threads gain 1.7-1.8x on a quiet 2-core machine but
     lose 5-40 % when another process holds a core; the chooser times every
-    block (seconds per iteration, averaged with the previous time of that
-    choice), runs the faster choice, and every :data:`PROBE_EVERY` blocks
-    the other one. Times are shared by the solves of one process through
+    block (seconds per iteration; the latest time of each choice is kept),
+    runs the faster choice, and every :data:`PROBE_EVERY` blocks the other
+    one. Times are shared by the solves of one process through
     ``key`` (the problem's shape).
 
     Parameters
@@ -236,10 +236,7 @@ class ThreadChooser:
         """Note that ``n_iter`` iterations on ``threads`` threads took ``seconds``."""
         if self.n_threads <= 1 or n_iter < 2:  # a lone gap evaluation says little
             return
-        name = 1 if threads == 1 else "many"
-        per = seconds / n_iter
-        old = self.times[name]
-        self.times[name] = per if old is None else 0.5 * (old + per)
+        self.times[1 if threads == 1 else "many"] = seconds / n_iter
 
 
 def difference_arrays(operator, n_chunks, reorder=False):
