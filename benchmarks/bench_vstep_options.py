@@ -30,23 +30,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # this tree's neurospca, not an installed one
 sys.path.insert(1, str(HERE))
 
-
-def interleaved(runs, repeat):
-    """``{name: [seconds]}`` of the two callables of ``runs``, alternating their order."""
-    names = list(runs)
-    times = {name: [] for name in names}
-    for rep in range(repeat):
-        for name in (names if rep % 2 == 0 else names[::-1]):
-            t0 = time.perf_counter()
-            runs[name]()
-            times[name].append(time.perf_counter() - t0)
-    return times
+from bench_float32 import interleaved  # noqa: E402  (medians, order alternating)
 
 
-def report(label, times):
-    (a, ta), (b, tb) = times.items()
-    print(f"| {label} | {np.median(ta):.2f} | {np.median(tb):.2f} | "
-          f"{np.median(ta) / np.median(tb):.2f} |", flush=True)
+def report(label, medians):
+    """One table row: the two medians of :func:`interleaved` and their ratio."""
+    (_, ta), (_, tb) = medians.items()
+    print(f"| {label} | {ta:.2f} | {tb:.2f} | {ta / tb:.2f} |", flush=True)
 
 
 def part_blas(repeat):
