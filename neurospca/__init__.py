@@ -76,6 +76,7 @@ from .persistence import SavedModel, load_model, save_model
 # --- simulations and model selection
 from .datasets import (
     make_cortical_atrophy,
+    make_atrophy_cohort,
     make_fmri_like,
     make_paper_simulation,
     make_paper_simulation_split,
@@ -165,6 +166,7 @@ __all__ = [
     "make_paper_simulation_split",
     "make_structured_images",
     "make_fmri_like",
+    "make_atrophy_cohort",
     "make_cortical_atrophy",
     "make_tree_patches",
     # model selection
