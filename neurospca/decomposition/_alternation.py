@@ -284,7 +284,8 @@ def _check_l2_scale(op, l2):
 
 
 def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter,
-             max_inner_iter, init, rng, gap_every, kernels, verbose, u0, w0, n_threads):
+             max_inner_iter, init, rng, gap_every, kernels, verbose, u0, w0, n_threads,
+             defl=None):
     """The alternation and deflation of :func:`neurospca.spca_tv` (validated inputs).
 
     Parameters
@@ -320,6 +321,9 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
         and BLAS threads woken by anything else (a dot product of two
         ``P``-vectors) keep spinning into the next v-step beside its kernel
         threads.
+    defl : _Deflated, optional
+        Start from this implicitly deflated data (the other components of a
+        joint fit, :mod:`~neurospca.decomposition._joint`) instead of ``op``.
 
     Returns
     -------
@@ -331,15 +335,16 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
                           weights_msg=weights_msg, tol=tol, max_iter=max_iter,
                           max_inner_iter=max_inner_iter, init=init, rng=rng,
                           gap_every=gap_every, kernels=kernels, verbose=verbose, u0=u0,
-                          w0=w0, n_threads=n_threads)
+                          w0=w0, n_threads=n_threads, defl=defl)
 
 
 def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter,
-               max_inner_iter, init, rng, gap_every, kernels, verbose, u0, w0, n_threads):
+               max_inner_iter, init, rng, gap_every, kernels, verbose, u0, w0, n_threads,
+               defl=None):
     """The body of :func:`_spca_tv`, BLAS already held."""
     n_samples, n_features = op.shape
     scale_y = 1.0 / (2.0 * n_samples * l2)
-    defl = _Deflated(op)
+    defl = _Deflated(op) if defl is None else defl
     basis = None
     # float32 data: products in float32, the certificate's y in float64
     exact_y = op.dtype != np.float64

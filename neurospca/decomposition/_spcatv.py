@@ -8,6 +8,7 @@ parametrisation) validate their inputs once and call the private worker
 
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
@@ -20,6 +21,8 @@ from ._base import (
 )
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _say, _spca_tv
 from ._data import as_data_operator, validated_data_operator
+from ._joint import _joint_spca_tv
+from ._stability import STABILITY_THRESHOLD, choose_alpha_rel, component_stability, fit_halves
 from ._weights import _weights, weights_from_ratios
 from .._utils.docs import fill_doc
 from .._utils.validation import (
@@ -175,10 +178,7 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
 
 
 #: The path of relative penalties tried by ``alpha_rel="auto"`` (weakest first).
-AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
-#: ``alpha_rel="auto"`` stops at the first path point where every component has
-#: at most this fraction of non-zero loadings.
-AUTO_MAX_NONZERO = 0.25
+AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0)
 #: Above this many features, ``operator=None`` (a 1-D chain) warns.
 CHAIN_WARNING_FEATURES = 500
 
@@ -215,11 +215,13 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         ``l1_ratio + tv_ratio < 1``.
     alpha_rel : "auto" or float, default="auto"
         ``alpha`` in units of ``l1_max_``, used when ``alpha`` is None. "auto"
-        walks the path :data:`AUTO_ALPHA_REL_PATH` (0.5, 1, 2, ..., 16;
-        warm-started) and keeps the weakest penalty for which every component
-        has at most a quarter of its loadings non-zero (without emptying a
-        component; if a component vanishes first, the last fit with all
-        components non-empty is kept). The value used is ``alpha_rel_``.
+        fits two random halves of the samples along the path
+        :data:`AUTO_ALPHA_REL_PATH` (0.5, 1, 2, 4, 8; warm-started) and keeps
+        the penalty whose components reproduce best between the halves
+        (matched |corr|; among penalties with every component non-empty and
+        at most half non-zero; near-ties go to the stronger penalty:
+        :func:`~neurospca.decomposition._stability.choose_alpha_rel`). The
+        value used is ``alpha_rel_``, the path ``auto_path_``.
     operator : GroupOperator, optional
         The structure, e.g. from :func:`neurospca.tv_from_mask` or
         :func:`neurospca.tv_from_mesh`. Default: a 1-D chain over the features
@@ -248,6 +250,25 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         Threads of the v-step kernels and of the data products (see
         :func:`spca_tv`); None: :func:`neurospca.solvers.set_n_threads`'s
         default, else all the cores this process may use.
+    stability : "auto" or bool, default="auto"
+        Compute ``stability_``, the split-half reproducibility of each
+        component: "auto" when ``alpha_rel="auto"`` (free: the halves of the
+        chosen penalty), True always (two more fits on halves), False never.
+        Components below 0.5 raise a warning.
+    method : {"joint", "deflation"}, default="joint"
+        "deflation" is the paper's Algorithm 3: component ``k`` is fitted on
+        the data minus the components before it, so when regions co-vary
+        (atrophy sharing a disease severity) the first component merges them.
+        "joint" starts from deflation's fit and then re-fits each component,
+        with the same certified v-step, on the data minus all the other
+        components, sweeping until the loadings settle (block-coordinate
+        descent, as scikit-learn's SparsePCA updates one atom at a time):
+        the penalties then separate co-varying regions
+        (:mod:`neurospca.decomposition._joint`; evidence in
+        docs/model_selection.rst). ``n_sweeps_`` records the sweeps.
+    max_sweeps : int, default=50
+        Most back-fitting sweeps of ``method="joint"`` (each re-fits every
+        component); a fit that has not settled by then warns.
 
     Attributes
     ----------
@@ -268,7 +289,13 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         weight.
     auto_path_ : list of dict
         With ``alpha_rel="auto"``: the path points tried (``alpha_rel``,
-        ``nonzero_fraction`` per component); else empty.
+        ``reproducibility`` per matched pair of half components,
+        ``nonzero_fraction`` per component of both halves); else empty.
+    stability_ : ndarray of shape (n_components,)
+        Split-half reproducibility of each component in [0, 1]: the |corr|
+        of the two half-sample components matched to it (0 for an empty
+        component; NaN when not computed, see ``stability``). Below 0.5 the
+        component does not reproduce.
     l1_max_ : float
         ``max_j ||Xc_j||_2 / N`` of the centred training data.
     mean_ : ndarray of shape (n_features,)
@@ -296,6 +323,8 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
     pca_explained_variance_ratio_ : ndarray of shape (n_components,)
         Plain PCA's explained variance ratios of the same centred data (top
         ``n_components``), for comparison.
+    n_sweeps_ : int
+        Back-fitting sweeps of ``method="joint"`` (0 for deflation).
     n_features_in_ : int
     fit_time_ : float
 
@@ -312,7 +341,8 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
     def __init__(self, n_components=3, *, alpha=None, l1_ratio=0.05, tv_ratio=0.1,
                  alpha_rel="auto", operator=None, tol=1e-3, max_iter=100, solver="dual",
                  max_inner_iter=None, init="svd", random_state=None, verbose=0,
-                 warm_start=False, penalties=None, n_threads=None):
+                 warm_start=False, penalties=None, n_threads=None, method="joint",
+                 max_sweeps=50, stability="auto"):
         self.n_components = n_components
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -329,6 +359,9 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.warm_start = warm_start
         self.penalties = penalties
         self.n_threads = n_threads
+        self.method = method
+        self.max_sweeps = max_sweeps
+        self.stability = stability
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
@@ -347,6 +380,9 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         "warm_start": ["boolean"],
         "penalties": [list, tuple, None],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
+        "method": [StrOptions({"joint", "deflation"})],
+        "max_sweeps": [Interval(Integral, 1, None, closed="left")],
+        "stability": ["boolean", StrOptions({"auto"})],
     }
 
     @property
@@ -358,9 +394,12 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         operator, extra, solver, max_inner_iter = checked
         l1, l2, tv = _weights(alpha, self.l1_ratio, self.tv_ratio)
         _check_l2_scale(Xc, l2)
+        worker = _spca_tv
+        if self.method == "joint":
+            worker = partial(_joint_spca_tv, max_sweeps=self.max_sweeps)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            U, V, info = _spca_tv(
+            U, V, info = worker(
                 Xc, n_components, l2=l2, pieces=eq3_pieces(l1, tv, operator, l2, extra),
                 solver=solver, weights_msg=f"l1={l1:.3g}, tv={tv:.3g}", tol=self.tol,
                 max_iter=self.max_iter, max_inner_iter=max_inner_iter, init=self.init,
@@ -402,6 +441,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         warm = (self.warm_start and hasattr(self, "scores_")
                 and getattr(self, "n_features_in_", None) == np.shape(X)[-1])
         n_threads = resolve_n_threads(self.n_threads)
+        X_in = X
         op = validated_data_operator(self, X, reset=True, min_samples=2, n_threads=n_threads)
         X = op
         n_components = check_n_components(self.n_components, *X.shape)
@@ -440,33 +480,15 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
             if w0 is not None and (getattr(self, "_duals_for", None) != _state_key(self, extra)
                                    or len(w0) != n_components):
                 w0 = None
-        self.auto_path_ = []
+        halves, self.auto_path_ = self._auto_path(X_in)
         if self.alpha is not None:
-            alphas = [float(self.alpha)]
-        elif isinstance(self.alpha_rel, str):  # "auto"
-            alphas = [a * self.l1_max_ for a in AUTO_ALPHA_REL_PATH]
+            alpha = float(self.alpha)
+        elif self.auto_path_:
+            alpha = self.auto_path_[choose_alpha_rel(self.auto_path_)]["alpha_rel"]
+            alpha *= self.l1_max_
         else:
-            alphas = [float(self.alpha_rel) * self.l1_max_]
-        chosen = None
-        for alpha in alphas:
-            U, V, info, caught, weights = self._run(Xc, n_components, alpha, u0, w0, checked)
-            if len(alphas) == 1:
-                chosen = (alpha, U, V, info, caught, weights)
-                break
-            nz = np.mean(V != 0, axis=0)
-            self.auto_path_.append({"alpha_rel": alpha / self.l1_max_,
-                                    "nonzero_fraction": nz})
-            if self.verbose:
-                _say("alpha_rel=%g: non-zero fractions %s", alpha / self.l1_max_,
-                     np.array2string(nz, precision=3))
-            if np.any(nz == 0):  # too strong: keep the last fit with no empty component
-                chosen = chosen or (alpha, U, V, info, caught, weights)
-                break
-            chosen = (alpha, U, V, info, caught, weights)
-            if np.all(nz <= AUTO_MAX_NONZERO):
-                break
-            u0, w0 = U, info["w"]
-        alpha, U, V, info, caught, weights = chosen
+            alpha = float(self.alpha_rel) * self.l1_max_
+        U, V, info, caught, weights = self._run(Xc, n_components, alpha, u0, w0, checked)
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.alpha_ = float(alpha)
@@ -500,13 +522,51 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.gap_history_ = info["gap_history"]
         self.mu_history_ = info["mu_history"]
         self.converged_ = info["converged"]
+        self.n_sweeps_ = int(info.get("n_sweeps", 0))
         self.component_times_ = info["time"]
         self.explained_variance_, self.explained_variance_ratio_ = _adjusted_variance(
             Xc, self.components_
         )
         self.pca_explained_variance_ratio_ = _pca_variance_ratio(Xc, n_components)
+        self._set_stability(X_in, halves)
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    def _auto_path(self, X):
+        """With ``alpha_rel="auto"``: the halves fitted along the path; else nothing."""
+        if self.alpha is not None or not isinstance(self.alpha_rel, str):
+            return None, []
+        path = fit_halves(self, X, [{"alpha_rel": a} for a in AUTO_ALPHA_REL_PATH],
+                          self.random_state)
+        if self.verbose:
+            for p in path:
+                _say("alpha_rel=%g: split-half reproducibility %s, non-zero %s",
+                     p["alpha_rel"], np.array2string(p["reproducibility"], precision=2),
+                     np.array2string(p["nonzero_fraction"], precision=3))
+        chosen = path[choose_alpha_rel(path)]["components"]
+        for p in path:  # keep the summary, not every half's maps
+            del p["components"]
+        return chosen, path
+
+    def _set_stability(self, X, halves):
+        """``stability_``: from the chosen path point, or two half fits on request."""
+        if halves is None and self.stability is True:
+            same = {"alpha": self.alpha} if self.alpha is not None else \
+                {"alpha_rel": self.alpha_rel_}
+            halves = fit_halves(self, X, [same], self.random_state)[0]["components"]
+        if halves is None:
+            self.stability_ = np.full(self.components_.shape[0], np.nan)
+            return
+        self.stability_ = component_stability(self.components_, *halves)
+        low = np.flatnonzero(np.any(self.components_ != 0, axis=1)
+                             & (self.stability_ < STABILITY_THRESHOLD))
+        if low.size:
+            warnings.warn(
+                f"components {low.tolist()} do not reproduce across split halves "
+                f"(stability_ {np.round(self.stability_[low], 2).tolist()} < "
+                f"{STABILITY_THRESHOLD}): do not interpret them without replication.",
+                UserWarning,
+            )
 
     def score(self, X, y=None):
         """Fraction of the variance of ``X`` explained by the components.

@@ -1,0 +1,155 @@
+"""Joint SPCA-TV: the components fitted together by back-fitting (issue 20).
+
+Deflation (paper Algorithm 3) fits component ``k`` on ``X`` minus the
+components before it, so the first component takes the leading PCA direction
+of the data: when regions co-vary (atrophy that shares a disease severity),
+that direction merges them and the later components cannot undo it. The joint
+fit starts from deflation's components and then sweeps: each component is
+fitted again, with the same certified v-step, on the data minus ALL the other
+components,
+
+.. math::
+
+    R_k = X - \\sum_{j \\ne k} d_j u_j v_j^T, \\qquad
+    \\min_{\\|u_k\\|_2 \\le 1, v_k} -\\frac1N u_k^T R_k v_k + \\lambda_2 \\|v_k\\|_2^2
+    + \\lambda_1 \\|v_k\\|_1 + \\lambda \\sum_g \\|A_g v_k\\|_2
+
+(block-coordinate descent on the sum of rank-one fits, as scikit-learn's
+SparsePCA and dictionary learning update one atom at a time), until a sweep
+changes the loadings by at most ``tol`` (relative, Frobenius norm). A rank-one
+term of the unpenalised sum can be rotated within the top singular subspace at
+no cost in fit, so the sweeps let the l1 and TV penalties choose the rotation:
+separated regions. Each returned ``v_k`` is certified for its final ``u_k``
+against the residual of the final other components.
+"""
+
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._alternation import _Deflated, _alternate, _say, _vstep_blas
+
+
+
+def _others(op, sqnorm, U, V, d, Z, k):
+    """``X`` minus every component but ``k``, implicitly, with its exact squared norm.
+
+    ``Z[:, j] = X v_j`` (the centred data, not deflated):
+    ``||X - sum_j d_j u_j v_j^T||^2 = ||X||^2 - 2 sum_j d_j u_j^T z_j
+    + sum_ij d_i d_j (u_i . u_j)(v_i . v_j)`` over ``j != k``.
+    """
+    keep = [j for j in range(U.shape[1]) if j != k and d[j] != 0.0]
+    defl = _Deflated(op)
+    for j in keep:
+        defl.U.append(U[:, j])
+        defl.V.append(V[:, j])
+        defl.d.append(d[j])
+    dk = np.asarray(d)[keep]
+    cross = (U[:, keep].T @ U[:, keep]) * (V[:, keep].T @ V[:, keep])
+    fit = 2.0 * float(dk @ np.einsum("ij,ij->j", U[:, keep], Z[:, keep]))
+    defl.sqnorm = max(sqnorm - fit + float(dk @ cross @ dk), 0.0)
+    return defl
+
+
+def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
+    """Component ``k`` fitted again on the residual of the others (warm start)."""
+    defl = _others(op, sqnorm, U, V, d, Z, k)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        u, v, info = _alternate(op, 1, u0=U[:, [k]], w0=[w], defl=defl, **kw)
+    return u[:, 0], v[:, 0], info, caught
+
+
+def _merge_info(info, k, new):
+    """Component ``k``'s record after a refit: counts add up, histories continue."""
+    offset = int(info["n_inner_iter"][k])
+    for key in ("gap_history", "rel_gap_history"):
+        info[key][k] = info[key][k] + [(offset + i, g) for i, g in new[key][0]]
+    info["mu_history"][k] = info["mu_history"][k] + [
+        (offset + i, mu, e) for i, mu, e in new["mu_history"][0]]
+    for key in ("n_iter", "n_inner_iter", "time"):
+        info[key][k] += new[key][0]
+    for key in ("d", "gaps", "rel_gaps", "converged"):
+        info[key][k] = new[key][0]
+    info["w"][k] = new["w"][0]
+
+
+def _joint(op, n_components, *, tol, verbose, max_sweeps, kw):
+    """Deflation, then back-fitting sweeps (inputs validated, BLAS held).
+
+    Returns ``U, V, info`` as :func:`~neurospca.decomposition._alternation._spca_tv`,
+    plus ``info["n_sweeps"]`` and ``info["sweep_change"]`` (relative change of
+    the loadings per sweep). The gaps are those of the last refit of each
+    component; the sweeps stop only after a sweep in which no loading moved by
+    more than ``tol`` (relative), so every certificate refers to the returned
+    other components up to that change.
+    """
+    U, V, info = _alternate(op, n_components, u0=kw.pop("u0"), w0=kw.pop("w0"), tol=tol,
+                            verbose=verbose, **kw)
+    info = {key: list(val) for key, val in info.items()}
+    d = np.asarray(info["d"], dtype=np.float64)
+    sqnorm = op.sqnorm()
+    Z = np.column_stack([op.matvec(V[:, j]) for j in range(n_components)])
+    changes, caught = [], []
+    active = [k for k in range(n_components) if np.any(V[:, k])]
+    for sweep in range(1, max_sweeps + 1 if len(active) > 1 else 1):
+        t0 = time.perf_counter()
+        V_old = V.copy()
+        caught = []
+        for k in active:
+            if not np.any(V[:, k]):
+                continue
+            u, v, new, warned = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k],
+                                       dict(kw, tol=tol, verbose=0))
+            caught.extend(warned)
+            U[:, k], V[:, k], d[k] = u, v, new["d"][0]
+            Z[:, k] = op.matvec(v) if np.any(v) else 0.0
+            _merge_info(info, k, new)
+        change = float(np.linalg.norm(V - V_old) / max(np.linalg.norm(V), 1e-300))
+        changes.append(change)
+        if verbose:
+            _say("joint sweep %d: relative change of the loadings %.2e (%.2f s)", sweep,
+                 change, time.perf_counter() - t0)
+        if change <= tol:
+            break
+    else:
+        if len(active) > 1:
+            warnings.warn(
+                f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
+                f"change of the loadings {changes[-1]:.3e} > tol={tol}); the "
+                "certificates refer to the other components as they were when each "
+                "was last fitted. Increase max_sweeps or tol, or use method='deflation'.",
+                ConvergenceWarning,
+            )
+            info["converged"] = [False] * n_components
+    for w in caught:  # the last sweep's warnings (non-convergence of a v-step)
+        if issubclass(w.category, ConvergenceWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    info["d"] = d
+    info["n_sweeps"] = len(changes)
+    info["sweep_change"] = changes
+    return _ordered(U, V, info)
+
+
+def _ordered(U, V, info):
+    """Components by decreasing singular value ``d_k ||v_k||`` (empty ones last)."""
+    s = np.asarray(info["d"]) * np.linalg.norm(V, axis=0)
+    order = np.argsort(-s, kind="stable")
+    out = {}
+    for key, val in info.items():
+        if key in ("n_sweeps", "sweep_change"):
+            out[key] = val
+        elif key in ("gap_history", "rel_gap_history", "mu_history", "w"):
+            out[key] = [val[k] for k in order]
+        else:
+            out[key] = np.asarray(val)[order]
+    return U[:, order], V[:, order], out
+
+
+def _joint_spca_tv(op, n_components, *, tol, verbose, n_threads, max_sweeps, **kw):
+    """:func:`_joint` with BLAS held for the whole fit (see ``_spca_tv``)."""
+    with _vstep_blas(n_threads):
+        return _joint(op, n_components, tol=tol, verbose=verbose, max_sweeps=max_sweeps,
+                      kw=dict(kw, n_threads=n_threads))

@@ -1,0 +1,189 @@
+"""Split-half stability of a decomposition, and the penalty it chooses (issue 20).
+
+A component a researcher can trust comes back when the study is repeated. The
+closest a single data set gets is to split its samples in two halves, fit each
+half with the same settings and compare the components: the matched absolute
+correlation of the loadings (Hungarian matching, as in Groves et al. and the
+split-half reproducibility of nilearn's decomposition examples).
+
+- :func:`split_halves` draws the halves (random rows for arrays; even and odd
+  rows for memmaps and dask arrays, which stay views, never copies);
+- :func:`matched_abs_corr` pairs the components of two fits;
+- :func:`component_stability` gives each component of a full fit the split-half
+  reproducibility of the pair of half components it matches;
+- :func:`choose_alpha_rel` is the rule of ``SPCATV(alpha_rel="auto")``.
+"""
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from sklearn.utils import check_random_state
+
+#: Components whose split-half reproducibility is below this are flagged
+#: (a warning, the report) as not reproducible.
+STABILITY_THRESHOLD = 0.5
+
+
+def split_halves(X, random_state=None):
+    """Two disjoint halves of the rows of ``X``.
+
+    Parameters
+    ----------
+    X : ndarray, numpy.memmap or dask.array of shape (n_samples, n_features)
+    random_state : int, RandomState or None
+        Seed of the random halves of an in-memory array.
+
+    Returns
+    -------
+    XA, XB : array-like
+        Random halves (``floor(N / 2)`` rows each) of an ndarray; the even and
+        the odd rows of a memmap or a dask array (strided views, no copy).
+    """
+    if type(X) is np.ndarray:
+        idx = check_random_state(random_state).permutation(X.shape[0])
+        h = X.shape[0] // 2
+        return X[np.sort(idx[:h])], X[np.sort(idx[h:2 * h])]
+    return X[0::2], X[1::2]
+
+
+def _abs_corr(A, B):
+    """|corr| between the rows of ``A`` and of ``B`` (0 for a constant row)."""
+    Ac = A - A.mean(axis=1, keepdims=True)
+    Bc = B - B.mean(axis=1, keepdims=True)
+    na = np.linalg.norm(Ac, axis=1, keepdims=True)
+    nb = np.linalg.norm(Bc, axis=1, keepdims=True)
+    Ac = np.divide(Ac, na, out=np.zeros_like(Ac), where=na > 0)
+    Bc = np.divide(Bc, nb, out=np.zeros_like(Bc), where=nb > 0)
+    return np.abs(Ac @ Bc.T)
+
+
+def matched_abs_corr(A, B):
+    """Match the rows of two component matrices by |corr| (Hungarian).
+
+    Parameters
+    ----------
+    A, B : ndarray of shape (n_components, n_features)
+
+    Returns
+    -------
+    match : ndarray of int, shape (n_components,)
+        ``B[match[k]]`` is the row matched to ``A[k]``.
+    corr : ndarray of shape (n_components,)
+        ``|corr(A[k], B[match[k]])|``; 0 where either row is empty.
+    """
+    C = _abs_corr(np.asarray(A, float), np.asarray(B, float))
+    rows, cols = linear_sum_assignment(-C)
+    match = np.empty(C.shape[0], dtype=int)
+    match[rows] = cols
+    return match, C[rows, cols][np.argsort(rows)]
+
+
+def component_stability(components, half_a, half_b):
+    """Split-half reproducibility of each component of a full fit.
+
+    Component ``k`` is matched to a component of half A (Hungarian on
+    |corr|); its stability is the |corr| between that half-A component and
+    the half-B component matched to it. An empty component scores 0.
+
+    Parameters
+    ----------
+    components : ndarray of shape (n_components, n_features)
+        The full fit's components.
+    half_a, half_b : ndarray of shape (n_components, n_features)
+        The components of the fits on the two halves.
+
+    Returns
+    -------
+    ndarray of shape (n_components,), in [0, 1]
+    """
+    to_a, _ = matched_abs_corr(components, half_a)
+    _, ab = matched_abs_corr(half_a, half_b)
+    stab = ab[to_a]
+    stab[~np.any(np.asarray(components) != 0, axis=1)] = 0.0
+    return np.clip(stab, 0.0, 1.0)
+
+
+def choose_alpha_rel(path):
+    """The rule of ``alpha_rel="auto"`` on a path of split-half fits.
+
+    Parameters
+    ----------
+    path : list of dict
+        Per ``alpha_rel`` (increasing): ``"alpha_rel"``, ``"reproducibility"``
+        (split-half matched |corr| per component pair), ``"nonzero_fraction"``
+        (per component of both halves).
+
+    Returns
+    -------
+    int
+        Index into ``path`` of the chosen point: the highest mean split-half
+        reproducibility among the points whose components are all non-empty
+        and at most half non-zero (all points if none qualifies); ties within
+        :data:`REPRODUCIBILITY_TIE` go to the stronger penalty (sparser maps
+        that reproduce as well).
+    """
+    score = np.array([np.mean(p["reproducibility"]) for p in path])
+    ok = np.array([np.all(p["nonzero_fraction"] > 0) and np.all(p["nonzero_fraction"] <= 0.5)
+                   for p in path])
+    if not ok.any():
+        ok[:] = True
+    best = np.max(score[ok])
+    within = np.flatnonzero(ok & (score >= best - REPRODUCIBILITY_TIE))
+    return int(within[-1])
+
+
+#: Most back-fitting sweeps of a half fit (``method="joint"``): the selection
+#: compares penalties, it does not need the last digits.
+HALF_MAX_SWEEPS = 15
+
+#: Split-half reproducibilities this close count as equal in
+#: :func:`choose_alpha_rel`.
+REPRODUCIBILITY_TIE = 0.02
+
+
+def fit_halves(estimator, X, settings, random_state=None):
+    """Fit the two halves of ``X`` at each of a sequence of settings (warm-started).
+
+    Parameters
+    ----------
+    estimator : SPCATV
+        Its settings are copied (``clone``); each half is fitted with
+        ``stability=False`` and each entry of ``settings`` in turn,
+        warm-started from the previous one.
+    X : array-like, numpy.memmap or dask.array
+        The training data (not centred: each half is centred on its own mean).
+    settings : sequence of dict
+        Parameters to set for each point, e.g.
+        ``[{"alpha": None, "alpha_rel": a} for a in (1, 2, 4)]``.
+    random_state : int, RandomState or None
+        Seed of the halves (:func:`split_halves`).
+
+    Returns
+    -------
+    list of dict
+        Per point (the path stops after a point where every component of
+        both halves is empty): its settings, ``"components"`` (a pair of arrays, the
+        halves' ``components_``), ``"reproducibility"`` (matched |corr| per
+        pair), ``"nonzero_fraction"`` (per component of both halves).
+    """
+    import warnings
+
+    from sklearn.base import clone
+
+    halves = split_halves(X, random_state)
+    sweeps = min(estimator.max_sweeps, HALF_MAX_SWEEPS)
+    models = [clone(estimator).set_params(stability=False, warm_start=True, verbose=0,
+                                          max_sweeps=sweeps) for _ in halves]
+    path = []
+    for params in settings:
+        if path and np.all(path[-1]["nonzero_fraction"] == 0):
+            break  # every half component empty: stronger penalties only empty more
+        comps = []
+        for model, Xh in zip(models, halves):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                comps.append(model.set_params(**params).fit(Xh).components_.copy())
+        _, corr = matched_abs_corr(*comps)
+        path.append(dict(params, components=tuple(comps), reproducibility=corr,
+                         nonzero_fraction=np.concatenate([np.mean(c != 0, axis=1)
+                                                          for c in comps])))
+    return path
