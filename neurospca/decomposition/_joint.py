@@ -30,6 +30,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._alternation import _Deflated, _alternate, _say, _vstep_blas
+from ..solvers import ProxProblem
 
 
 
@@ -127,10 +128,30 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, kw):
     for w in caught:  # the last sweep's warnings (non-convergence of a v-step)
         if issubclass(w.category, ConvergenceWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    _certify_all(op, sqnorm, U, V, d, Z, info, kw["l2"], kw["pieces"], tol)
     info["d"] = d
     info["n_sweeps"] = len(changes)
     info["sweep_change"] = changes
     return _ordered(U, V, info)
+
+
+def _certify_all(op, sqnorm, U, V, d, Z, info, l2, pieces, tol):
+    """The gap of each returned ``v_k`` for its returned ``u_k`` against the
+    residual of the returned other components (a certificate of the model as
+    returned: the sweeps certified each component against the others as they
+    were then). ``converged`` turns False where it exceeds ``tol * P(0)``."""
+    scale_y = 1.0 / (2.0 * op.shape[0] * l2)
+    for k in range(U.shape[1]):
+        if not np.any(V[:, k]):
+            continue
+        defl = _others(op, sqnorm, U, V, d, Z, k)
+        y = defl.tdot(U[:, k], exact=True) * scale_y
+        p0 = 0.5 * float(y @ y)
+        gap, _ = ProxProblem(y, pieces).certificate(V[:, k], info["w"][k], (1e-3, 1e-6),
+                                                    tol_abs=tol * p0)
+        info["gaps"][k] = 2.0 * l2 * gap
+        info["rel_gaps"][k] = gap / p0 if p0 > 0 else 0.0
+        info["converged"][k] = bool(info["converged"][k] and gap <= tol * p0)
 
 
 def _ordered(U, V, info):

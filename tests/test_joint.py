@@ -1,0 +1,121 @@
+"""Issue 20: the joint fit (back-fitting after deflation) and split-half stability."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from neurospca import SPCATV, make_paper_simulation, spca_tv, tv_from_mask
+from neurospca.decomposition._stability import (
+    choose_alpha_rel, component_stability, matched_abs_corr, split_halves,
+)
+from neurospca.model_selection import match_components
+from neurospca.solvers import prox_objective
+
+from ._certificates import reference
+
+
+def _covarying(seed, n=200, shape=(30, 30)):
+    """The paper's three patterns with scores correlated 0.7 (a shared severity)."""
+    X, patterns, mask = make_paper_simulation(n, random_state=seed, shape=shape,
+                                              correlation=0.7, snr=0.3)
+    return X, patterns, tv_from_mask(mask)
+
+
+@pytest.mark.parametrize("seed", [3101, 3102])
+def test_joint_separates_covarying_patterns_that_deflation_merges(seed):
+    X, patterns, op = _covarying(seed)
+    joint = SPCATV(3, operator=op, alpha_rel=1.0, method="joint").fit(X)
+    defl = SPCATV(3, operator=op, alpha_rel=1.0, method="deflation").fit(X)
+    cos_joint = match_components(patterns, joint)[2]
+    cos_defl = match_components(patterns, defl)[2]
+    assert np.all(cos_joint >= 0.95), cos_joint
+    assert cos_defl.min() < 0.9, cos_defl  # the first component merges the patterns
+    assert joint.n_sweeps_ >= 2 and defl.n_sweeps_ == 0
+
+
+def test_joint_certificates_hold_for_the_returned_model():
+    """Each v_k is within dual_gaps_[k] of the exact v-step optimum for u_k on the
+    data minus the OTHER returned components (high-precision reference)."""
+    X, _, op = _covarying(3103, n=80, shape=(12, 12))
+    m = SPCATV(3, operator=op, alpha_rel=1.0, tol=1e-4).fit(X)
+    w = m.penalty_weights_
+    a, b = w["l1"] / (2 * w["l2"]), w["tv"] / (2 * w["l2"])
+    Xc = X - X.mean(axis=0)
+    U, V = m.scores_, m.loadings_
+    d = m.singular_values_ / np.linalg.norm(V, axis=0)
+    assert np.all(np.any(V != 0, axis=0))
+    for k in range(3):
+        others = [j for j in range(3) if j != k]
+        R = Xc - (U[:, others] * d[others]) @ V[:, others].T
+        y = R.T @ U[:, k] / (2 * X.shape[0] * w["l2"])
+        p_ref, err = reference(y, op, a, b)
+        subopt = prox_objective(V[:, k], y, op, a, b) - p_ref
+        assert subopt <= m.dual_gaps_[k] / (2 * w["l2"]) + 1e-10 * float(y @ y)
+        assert m.rel_gaps_[k] <= 1e-4 and m.converged_[k]
+
+
+def test_deflation_method_is_the_papers_algorithm():
+    X, _, op = _covarying(3104, n=60, shape=(10, 10))
+    m = SPCATV(3, operator=op, alpha_rel=0.5, method="deflation").fit(X)
+    w = m.penalty_weights_
+    _, V, _ = spca_tv(X - X.mean(axis=0), 3, l1=w["l1"], l2=w["l2"], tv=w["tv"],
+                      operator=op)
+    V = V / np.linalg.norm(V, axis=0)
+    np.testing.assert_allclose(np.abs(m.components_), np.abs(V.T), atol=1e-12)
+
+
+def test_stability_separates_a_planted_component_from_noise():
+    rng = np.random.default_rng(3105)
+    mask = np.ones((12, 12), dtype=bool)
+    pattern = np.zeros((12, 12))
+    pattern[2:6, 2:6] = 1.0
+    X = 2.0 * rng.standard_normal((120, 1)) * pattern.ravel() \
+        + rng.standard_normal((120, 144))
+    with pytest.warns(UserWarning, match="do not reproduce"):
+        m = SPCATV(2, operator=tv_from_mask(mask), alpha_rel=0.3, stability=True,
+                   random_state=0).fit(X)
+    assert np.all(np.any(m.components_ != 0, axis=1))
+    assert m.stability_[0] > 0.9, m.stability_
+    assert m.stability_[1] < 0.5, m.stability_
+
+
+def test_stability_not_computed_at_fixed_penalty_unless_asked():
+    X, _, op = _covarying(3106, n=40, shape=(8, 8))
+    m = SPCATV(2, operator=op, alpha_rel=1.0).fit(X)
+    assert np.all(np.isnan(m.stability_)) and m.auto_path_ == []
+
+
+def test_matched_abs_corr_and_component_stability():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((3, 50))
+    perm = [2, 0, 1]
+    match, corr = matched_abs_corr(A, -A[perm])
+    np.testing.assert_array_equal(A, A[perm][match])
+    np.testing.assert_allclose(corr, 1.0)
+    full = np.vstack([A[:2], np.zeros(50)])
+    stab = component_stability(full, A, A[perm])
+    np.testing.assert_allclose(stab, [1.0, 1.0, 0.0])
+
+
+def test_split_halves_are_disjoint_and_seeded():
+    X = np.arange(22.0)[:, None] * np.ones((1, 3))
+    a, b = split_halves(X, 0)
+    a2, _ = split_halves(X, 0)
+    assert a.shape == b.shape == (11, 3)
+    assert not set(a[:, 0]) & set(b[:, 0])
+    np.testing.assert_array_equal(a, a2)
+
+
+def test_choose_alpha_rel_rule():
+    def point(a, corr, nz):
+        return {"alpha_rel": a, "reproducibility": np.array(corr),
+                "nonzero_fraction": np.array(nz)}
+    path = [point(0.5, [0.9, 0.9], [0.8, 0.7]),    # too dense: not admissible
+            point(1, [0.6, 0.7], [0.2, 0.1]),
+            point(2, [0.8, 0.8], [0.1, 0.05]),
+            point(4, [0.79, 0.8], [0.05, 0.02]),   # within the tie of the best: stronger wins
+            point(8, [0.95, 0.0], [0.01, 0.0])]    # an empty component: not admissible
+    assert choose_alpha_rel(path) == 3
+    path[3]["reproducibility"] = np.array([0.5, 0.5])
+    assert choose_alpha_rel(path) == 2
