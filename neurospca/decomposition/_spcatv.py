@@ -19,10 +19,10 @@ from ._base import (
     Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
     reconstruction_error,
 )
-from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _say, _spca_tv
+from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
 from ._data import as_data_operator, validated_data_operator
 from ._joint import _joint_spca_tv
-from ._stability import STABILITY_THRESHOLD, choose_alpha_rel, component_stability, fit_halves
+from ._stability import auto_path, choose_alpha_rel, set_stability
 from ._weights import _weights, weights_from_ratios
 from .._utils.docs import fill_doc
 from .._utils.validation import (
@@ -218,7 +218,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         fits two random halves of the samples along the path
         :data:`AUTO_ALPHA_REL_PATH` (0.5, 1, 2, 4, 8; warm-started) and keeps
         the penalty whose components reproduce best between the halves
-        (matched |corr|; among penalties with every component non-empty and
+        (matched absolute correlation; among penalties with every component non-empty and
         at most half non-zero; near-ties go to the stronger penalty:
         :func:`~neurospca.decomposition._stability.choose_alpha_rel`). The
         value used is ``alpha_rel_``, the path ``auto_path_``.
@@ -292,7 +292,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         ``reproducibility`` per matched pair of half components,
         ``nonzero_fraction`` per component of both halves); else empty.
     stability_ : ndarray of shape (n_components,)
-        Split-half reproducibility of each component in [0, 1]: the |corr|
+        Split-half reproducibility of each component in [0, 1]: the absolute correlation
         of the two half-sample components matched to it (0 for an empty
         component; NaN when not computed, see ``stability``). Below 0.5 the
         component does not reproduce.
@@ -480,7 +480,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
             if w0 is not None and (getattr(self, "_duals_for", None) != _state_key(self, extra)
                                    or len(w0) != n_components):
                 w0 = None
-        halves, self.auto_path_ = self._auto_path(X_in)
+        halves, self.auto_path_ = auto_path(self, X_in, AUTO_ALPHA_REL_PATH)
         if self.alpha is not None:
             alpha = float(self.alpha)
         elif self.auto_path_:
@@ -528,45 +528,9 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
             Xc, self.components_
         )
         self.pca_explained_variance_ratio_ = _pca_variance_ratio(Xc, n_components)
-        self._set_stability(X_in, halves)
+        set_stability(self, X_in, halves)
         self.fit_time_ = time.perf_counter() - t0
         return self
-
-    def _auto_path(self, X):
-        """With ``alpha_rel="auto"``: the halves fitted along the path; else nothing."""
-        if self.alpha is not None or not isinstance(self.alpha_rel, str):
-            return None, []
-        path = fit_halves(self, X, [{"alpha_rel": a} for a in AUTO_ALPHA_REL_PATH],
-                          self.random_state)
-        if self.verbose:
-            for p in path:
-                _say("alpha_rel=%g: split-half reproducibility %s, non-zero %s",
-                     p["alpha_rel"], np.array2string(p["reproducibility"], precision=2),
-                     np.array2string(p["nonzero_fraction"], precision=3))
-        chosen = path[choose_alpha_rel(path)]["components"]
-        for p in path:  # keep the summary, not every half's maps
-            del p["components"]
-        return chosen, path
-
-    def _set_stability(self, X, halves):
-        """``stability_``: from the chosen path point, or two half fits on request."""
-        if halves is None and self.stability is True:
-            same = {"alpha": self.alpha} if self.alpha is not None else \
-                {"alpha_rel": self.alpha_rel_}
-            halves = fit_halves(self, X, [same], self.random_state)[0]["components"]
-        if halves is None:
-            self.stability_ = np.full(self.components_.shape[0], np.nan)
-            return
-        self.stability_ = component_stability(self.components_, *halves)
-        low = np.flatnonzero(np.any(self.components_ != 0, axis=1)
-                             & (self.stability_ < STABILITY_THRESHOLD))
-        if low.size:
-            warnings.warn(
-                f"components {low.tolist()} do not reproduce across split halves "
-                f"(stability_ {np.round(self.stability_[low], 2).tolist()} < "
-                f"{STABILITY_THRESHOLD}): do not interpret them without replication.",
-                UserWarning,
-            )
 
     def score(self, X, y=None):
         """Fraction of the variance of ``X`` explained by the components.

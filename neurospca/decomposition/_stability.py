@@ -46,7 +46,7 @@ def split_halves(X, random_state=None):
 
 
 def _abs_corr(A, B):
-    """|corr| between the rows of ``A`` and of ``B`` (0 for a constant row)."""
+    """absolute correlation between the rows of ``A`` and of ``B`` (0 for a constant row)."""
     Ac = A - A.mean(axis=1, keepdims=True)
     Bc = B - B.mean(axis=1, keepdims=True)
     na = np.linalg.norm(Ac, axis=1, keepdims=True)
@@ -57,7 +57,7 @@ def _abs_corr(A, B):
 
 
 def matched_abs_corr(A, B):
-    """Match the rows of two component matrices by |corr| (Hungarian).
+    """Match the rows of two component matrices by absolute correlation (Hungarian).
 
     Parameters
     ----------
@@ -81,7 +81,7 @@ def component_stability(components, half_a, half_b):
     """Split-half reproducibility of each component of a full fit.
 
     Component ``k`` is matched to a component of half A (Hungarian on
-    |corr|); its stability is the |corr| between that half-A component and
+    absolute correlation); its stability is the absolute correlation between that half-A component and
     the half-B component matched to it. An empty component scores 0.
 
     Parameters
@@ -109,7 +109,7 @@ def choose_alpha_rel(path):
     ----------
     path : list of dict
         Per ``alpha_rel`` (increasing): ``"alpha_rel"``, ``"reproducibility"``
-        (split-half matched |corr| per component pair), ``"nonzero_fraction"``
+        (split-half matched absolute correlation per component pair), ``"nonzero_fraction"``
         (per component of both halves).
 
     Returns
@@ -162,7 +162,7 @@ def fit_halves(estimator, X, settings, random_state=None):
     list of dict
         Per point (the path stops after a point where every component of
         both halves is empty): its settings, ``"components"`` (a pair of arrays, the
-        halves' ``components_``), ``"reproducibility"`` (matched |corr| per
+        halves' ``components_``), ``"reproducibility"`` (matched absolute correlation per
         pair), ``"nonzero_fraction"`` (per component of both halves).
     """
     import warnings
@@ -187,3 +187,59 @@ def fit_halves(estimator, X, settings, random_state=None):
                          nonzero_fraction=np.concatenate([np.mean(c != 0, axis=1)
                                                           for c in comps])))
     return path
+
+
+def auto_path(estimator, X, alpha_rels):
+    """``alpha_rel="auto"``: the halves fitted along the path (else nothing).
+
+    Returns
+    -------
+    halves : (ndarray, ndarray) or None
+        The two halves' components at the chosen point.
+    path : list of dict
+        :func:`fit_halves`'s records without the components (``auto_path_``).
+    """
+    from ._alternation import _say
+
+    if estimator.alpha is not None or not isinstance(estimator.alpha_rel, str):
+        return None, []
+    path = fit_halves(estimator, X, [{"alpha_rel": a} for a in alpha_rels],
+                      estimator.random_state)
+    if estimator.verbose:
+        for p in path:
+            _say("alpha_rel=%g: split-half reproducibility %s, non-zero %s",
+                 p["alpha_rel"], np.array2string(p["reproducibility"], precision=2),
+                 np.array2string(p["nonzero_fraction"], precision=3))
+    chosen = path[choose_alpha_rel(path)]["components"]
+    for p in path:  # keep the summary, not every half's maps
+        del p["components"]
+    return chosen, path
+
+
+def set_stability(estimator, X, halves):
+    """Set ``stability_``: from the chosen path point, or two half fits on request.
+
+    NaN when not computed (``stability="auto"`` at a fixed penalty, or
+    False); a UserWarning names the non-empty components below
+    :data:`STABILITY_THRESHOLD`.
+    """
+    import warnings
+
+    C = estimator.components_
+    if halves is None and estimator.stability is True:
+        same = ({"alpha": estimator.alpha} if estimator.alpha is not None
+                else {"alpha_rel": estimator.alpha_rel_})
+        halves = fit_halves(estimator, X, [same], estimator.random_state)[0]["components"]
+    if halves is None:
+        estimator.stability_ = np.full(C.shape[0], np.nan)
+        return
+    estimator.stability_ = component_stability(C, *halves)
+    low = np.flatnonzero(np.any(C != 0, axis=1)
+                         & (estimator.stability_ < STABILITY_THRESHOLD))
+    if low.size:
+        warnings.warn(
+            f"components {low.tolist()} do not reproduce across split halves "
+            f"(stability_ {np.round(estimator.stability_[low], 2).tolist()} < "
+            f"{STABILITY_THRESHOLD}): do not interpret them without replication.",
+            UserWarning,
+        )
