@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from neurospca import SPCATV, make_paper_simulation, spca_tv, tv_from_mask
-from neurospca.decomposition._stability import (
+from neurospca.decomposition import (
     choose_alpha_rel, component_stability, matched_abs_corr, split_halves,
 )
 from neurospca.model_selection import match_components

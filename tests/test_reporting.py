@@ -859,14 +859,20 @@ def test_methods_of_automatic_alpha_rel(planted_volume):
                    operator=masker.operator(), tol=1e-2).fit(X)
     model.alpha_rel = "auto"  # as the selection work's SPCATV records it
     model.alpha_rel_ = 0.5
-    model.auto_path_ = [{"alpha_rel": 0.125, "nonzero_fraction": np.array([0.6])},
-                        {"alpha_rel": 0.25, "nonzero_fraction": np.array([0.4])},
-                        {"alpha_rel": 0.5, "nonzero_fraction": np.array([0.2])}]
+    model.auto_path_ = [{"alpha_rel": 0.125, "reproducibility": np.array([0.6]),
+                         "nonzero_fraction": np.array([0.6, 0.5])},
+                        {"alpha_rel": 0.25, "reproducibility": np.array([0.4]),
+                         "nonzero_fraction": np.array([0.4, 0.3])},
+                        {"alpha_rel": 0.5, "reproducibility": np.array([0.9]),
+                         "nonzero_fraction": np.array([0.2, 0.2])}]
+    model.stability_ = np.array([0.42])
     text = _text(make_report(model))
     assert f"alpha_rel x l1_max = 0.5 x {model.l1_max_:.4g}" in text
     assert 'alpha_rel="auto"' in text
-    assert "tried, with the largest non-zero fraction of a component: 0.125 (60 %), " \
-           "0.25 (40 %), 0.5 (20 %)" in text
+    assert "tried, with the mean split-half absolute correlation of matched components: " \
+           "0.125 (0.60), 0.25 (0.40), 0.5 (0.90)" in text
+    assert "stability (split-half reproducibility)" in text
+    assert "Component 1 does not reproduce across split halves (stability 0.42 < 0.5)" in text
 
 
 def test_surface_cluster_area_from_anatomical_coords():

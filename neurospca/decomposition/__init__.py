@@ -7,7 +7,9 @@ prox of ``_tree``, ``_nspca`` (nonnegative sparse PCA, paper 004) and
 ``_ktrace`` ((k, q)-trace norm PCA, paper 001) with the Table-2 baselines of
 ``_covariance_baselines``. Helpers shared by several estimators live in
 ``_base`` (transform, held-out error), ``_covariance`` (covariance input, PSD
-thresholding, truncated power iteration) and ``_projections`` (ℓ1 ball).
+thresholding, truncated power iteration) and ``_projections`` (ℓ1 ball);
+``_joint`` (SPCA-TV's joint fit) and ``_stability`` (split-half stability and
+the automatic penalty) serve SPCATV.
 """
 
 from ._base import reconstruction_error
@@ -22,6 +24,10 @@ from ._dictionary import HierarchicalDictionaryLearning, tree_sparse_coding
 from ._ktrace import KTraceNormPCA, ktrace_pca
 from ._nspca import NonnegativeSparsePCA, nspca
 from ._spcatv import SPCATV, spca_tv
+from ._stability import (
+    STABILITY_THRESHOLD, choose_alpha_rel, component_stability, fit_halves, matched_abs_corr,
+    split_halves,
+)
 from ._weights import ratios_from_weights, weights_from_ratios
 from ._sspca import SSPCA, sspca
 from ._tree import prox_tree
@@ -47,4 +53,10 @@ __all__ = [
     "trace_l1_covariance",
     "sequential_spca_covariance",
     "reconstruction_error",
+    "STABILITY_THRESHOLD",
+    "choose_alpha_rel",
+    "component_stability",
+    "fit_halves",
+    "matched_abs_corr",
+    "split_halves",
 ]

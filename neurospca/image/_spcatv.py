@@ -102,7 +102,7 @@ class ImageSPCATV(BaseEstimator):
         Images whose shape or affine differ from the mask's raise a
         ``ValueError`` unless True (resampled with
         ``nilearn.image.resample_to_img``, continuous interpolation).
-    alpha, alpha_rel, l1_ratio, tv_ratio, tol, max_iter, solver, random_state, verbose, n_threads
+    alpha, alpha_rel, l1_ratio, tv_ratio, tol, max_iter, solver, random_state, verbose, n_threads, method, stability
         Passed to :class:`~neurospca.SPCATV` (same meaning and defaults):
         ``alpha=None`` means ``alpha_ = alpha_rel * l1_max_`` (relative to the
         data), a float is the paper's absolute weight.
@@ -145,7 +145,8 @@ class ImageSPCATV(BaseEstimator):
                  l1_ratio=_SPCATV_DEFAULTS["l1_ratio"], tv_ratio=_SPCATV_DEFAULTS["tv_ratio"],
                  tol=_SPCATV_DEFAULTS["tol"], max_iter=_SPCATV_DEFAULTS["max_iter"],
                  solver=_SPCATV_DEFAULTS["solver"], random_state=None, verbose=0,
-                 n_threads=None):
+                 n_threads=None, method=_SPCATV_DEFAULTS["method"],
+                 stability=_SPCATV_DEFAULTS["stability"]):
         self.n_components = n_components
         self.mask = mask
         self.standardize = standardize
@@ -161,6 +162,8 @@ class ImageSPCATV(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.n_threads = n_threads
+        self.method = method
+        self.stability = stability
 
     # ------------------------------------------------------------------
     # fit
@@ -221,7 +224,8 @@ class ImageSPCATV(BaseEstimator):
                       l1_ratio=self.l1_ratio, tv_ratio=self.tv_ratio, operator=operator,
                       tol=self.tol, max_iter=self.max_iter, solver=self.solver,
                       random_state=self.random_state, verbose=self.verbose,
-                      n_threads=self.n_threads)
+                      n_threads=self.n_threads, method=self.method,
+                      stability=self.stability)
 
     def _fit_matrix(self, X):
         self.estimator_ = self._make_estimator(self.operator_).fit(X)
@@ -581,6 +585,7 @@ def _passthrough(name):
 
 for _name in ("explained_variance_ratio_", "explained_variance_", "dual_gaps_", "alpha_",
               "l1_max_", "n_iter_", "converged_", "mean_", "scores_", "singular_values_",
-              "gap_history_", "fit_time_", "alpha_rel_", "rel_gaps_", "penalty_weights_"):
+              "gap_history_", "fit_time_", "alpha_rel_", "rel_gaps_", "penalty_weights_",
+              "stability_", "auto_path_", "n_sweeps_"):
     setattr(ImageSPCATV, _name, _passthrough(_name))
 del _name

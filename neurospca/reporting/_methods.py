@@ -98,16 +98,17 @@ def _auto_text(pen):
     steps = []
     for step in path:
         try:
-            nz = np.asarray(step["nonzero_fraction"], dtype=np.float64)
-            steps.append(f"{float(step['alpha_rel']):g} ({100 * nz.max():.0f} %)")
+            rep = np.asarray(step["reproducibility"], dtype=np.float64)
+            steps.append(f"{float(step['alpha_rel']):g} ({rep.mean():.2f})")
         except (KeyError, TypeError, ValueError):
             continue
-    text = ("; alpha_rel was chosen automatically (alpha_rel=\"auto\": the weakest relative "
-            "penalty on a path for which every component keeps at most a small fraction of "
-            "non-zero loadings")
+    text = ("; alpha_rel was chosen automatically (alpha_rel=\"auto\": two random halves "
+            "of the samples were fitted along a path of relative penalties and the one "
+            "whose components reproduce best between the halves was kept, among those "
+            "with every component non-empty and at most half non-zero")
     if steps:
-        text += ("; tried, with the largest non-zero fraction of a component: "
-                 + ", ".join(steps))
+        text += ("; tried, with the mean split-half absolute correlation of matched "
+                 "components: " + ", ".join(steps))
     return text + ")"
 
 

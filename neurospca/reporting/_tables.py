@@ -156,7 +156,8 @@ def convergence_status(conv, support, rel, tol):
     return "no"
 
 
-def caption_text(label, peak, atlas, support, n_features, unit, clusters, stability):
+def caption_text(label, peak, atlas, support, n_features, unit, clusters, stability,
+                 stability_label="mean pairwise Dice"):
     """A component figure's caption: peak, atlas label, support, clusters, stability."""
     if peak is None:
         return f"{label} is identically zero."
@@ -171,5 +172,5 @@ def caption_text(label, peak, atlas, support, n_features, unit, clusters, stabil
         caption += f" in {len(clusters):,} cluster(s)"
     caption += "."
     if stability is not None:
-        caption += f" Stability across splits (mean pairwise Dice): {stability:.2f}."
+        caption += f" Stability across splits ({stability_label}): {stability:.2f}."
     return caption

@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from .._utils.io import atomic_write
+from ..decomposition import STABILITY_THRESHOLD
 from ..masking import VolumeMasker, unmask
 from ..operators import GroupOperator
 from ..surface import Hemispheres
@@ -320,6 +321,11 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     rel_gaps = None if rel_gaps is None else np.asarray(rel_gaps, dtype=np.float64).ravel()
     sel = None if selection is None else selection_table(selection, n_components)
     stability = None if sel is None else sel["stability"]
+    stability_label = "mean pairwise Dice"
+    own = getattr(estimator, "stability_", None)
+    if stability is None and own is not None and np.any(np.isfinite(own)):
+        stability = np.asarray(own, dtype=np.float64).ravel()
+        stability_label = "split-half reproducibility"
 
     header = ["component", "explained var. (%)"]
     if pca_evr is not None:
@@ -329,7 +335,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         header.append("clusters")
     header.append("peak")
     if stability is not None:
-        header.append("stability (Dice)")
+        header.append(f"stability ({stability_label})")
     if rel_gaps is not None:
         header.append(f"relative gap (tol = {tol:g})" if tol is not None else "relative gap")
     header.append("converged")
@@ -386,6 +392,12 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         elif conv is not None and not bool(conv):
             warnings_.append(f"Component {k + 1} did not reach the requested tolerance "
                              f"({conv_text}).")
+        if support and stability is not None and k < stability.size \
+                and stability[k] < STABILITY_THRESHOLD:
+            warnings_.append(f"Component {k + 1} does not reproduce across split halves "
+                             f"(stability {float(stability[k]):.2f} < "
+                             f"{STABILITY_THRESHOLD}): do not interpret it without "
+                             "replication.")
 
         # the component's own section
         label = f"Component {k + 1}"
@@ -401,7 +413,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         unit = ("voxels" if isinstance(space, VolumeMasker) else
                 "vertices" if isinstance(space, Hemispheres) else "features")
         stab = None if stability is None or k >= stability.size else float(stability[k])
-        caption = caption_text(label, peak, atlas_obj, support, n_features, unit, clusters, stab)
+        caption = caption_text(label, peak, atlas_obj, support, n_features, unit, clusters, stab,
+                               stability_label)
         cluster_header = ["cluster", "sign", f"size ({unit})"]
         if isinstance(space, VolumeMasker):
             cluster_header.append("volume (mm\u00b3)")
