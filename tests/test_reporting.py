@@ -873,6 +873,7 @@ def test_methods_of_automatic_alpha_rel(planted_volume):
            "0.125 (0.60), 0.25 (0.40), 0.5 (0.90)" in text
     assert "stability (split-half reproducibility)" in text
     assert "Component 1 does not reproduce across split halves (stability 0.42 < 0.5)" in text
+    assert "samples): 0.42; component(s) 1 did not reproduce (below 0.5)" in text
 
 
 def test_surface_cluster_area_from_anatomical_coords():

@@ -234,8 +234,8 @@ def methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
         unit = ("voxels" if isinstance(space, VolumeMasker) else
                 "vertices" if isinstance(space, Hemispheres) else "features")
         parts.append(f"The data held {n_samples:,} samples and {n_features:,} {unit}; they "
-                     "were centred and the components extracted one at a time by "
-                     "alternating minimisation and deflation." if pen is not None else
+                     "were centred and the components extracted " + _method_text(estimator)
+                     if pen is not None else
                      f"The data held {n_samples:,} samples and {n_features:,} {unit}.")
     if pen is not None:
         parts.append(_penalty_sentence(pen))
@@ -269,6 +269,9 @@ def methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
             text += ("; stability of the chosen components across splits (mean pairwise "
                      "Dice): " + ", ".join(fmt(float(s), ".2f") for s in stab))
         parts.append(text + ".")
+    stab = getattr(estimator, "stability_", None)
+    if selection is None and stab is not None and np.any(np.isfinite(stab)):
+        parts.append(_stability_sentence(np.asarray(stab, dtype=np.float64)))
     if atlas_desc:
         parts.append(f"Peaks and clusters were labelled with {atlas_desc}.")
     libs = ", ".join(f"{k} {versions[k]}" for k in ("numpy", "scipy", "scikit-learn", "nibabel")
@@ -277,6 +280,29 @@ def methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
                  f"{libs}.")
     return " ".join(parts)
 
+
+
+def _method_text(estimator):
+    """How the components were extracted: deflation alone, or the joint fit."""
+    text = "one at a time by alternating minimisation and deflation"
+    if getattr(estimator, "method", "deflation") == "joint":
+        sweeps = getattr(estimator, "n_sweeps_", None)
+        text += (", then fitted jointly: each component was fitted again on the data minus "
+                 "all the other components, sweeping until the loadings settled"
+                 + (f" ({sweeps} sweeps)" if sweeps else ""))
+    return text + "."
+
+
+def _stability_sentence(stab):
+    """The split-half reproducibility of the components, and which do not reproduce."""
+    text = ("Split-half reproducibility of the components (absolute correlation of the "
+            "matched components of fits on two random halves of the samples): "
+            + ", ".join("-" if not np.isfinite(s) else f"{s:.2f}" for s in stab))
+    low = [str(k + 1) for k, s in enumerate(stab) if np.isfinite(s) and s < 0.5]
+    if low:
+        text += ("; component(s) " + ", ".join(low) + " did not reproduce (below 0.5) and "
+                 "should not be interpreted without replication")
+    return text + "."
 
 
 def atlas_description(atlas, atlas_name):
