@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from neurospca import SPCATV, make_paper_simulation, spca_tv, tv_from_mask
 from neurospca.decomposition import (
@@ -119,3 +120,30 @@ def test_choose_alpha_rel_rule():
     assert choose_alpha_rel(path) == 3
     path[3]["reproducibility"] = np.array([0.5, 0.5])
     assert choose_alpha_rel(path) == 2
+
+
+def test_joint_signs_scores_and_gap_histories():
+    X, _, op = _covarying(3107, n=60, shape=(10, 10))
+    a = SPCATV(3, operator=op, alpha_rel=1.0).fit(X)
+    b = SPCATV(3, operator=op, alpha_rel=1.0).fit(-X)
+    for C in (a.components_, b.components_):
+        assert np.all(C[np.arange(3), np.argmax(np.abs(C), axis=1)] > 0)
+    np.testing.assert_allclose(a.components_, b.components_, atol=1e-6)
+    # u_k points along R_k v_k, R_k the data minus the other components
+    Xc = X - a.mean_
+    d = a.singular_values_ / np.linalg.norm(a.loadings_, axis=0)
+    for k in range(3):
+        others = [j for j in range(3) if j != k]
+        R = Xc - (a.scores_[:, others] * d[others]) @ a.loadings_[:, others].T
+        z = R @ a.loadings_[:, k]
+        assert a.scores_[:, k] @ z / np.linalg.norm(z) > 0.99
+        assert a.rel_gap_history_[k][-1][1] == pytest.approx(a.rel_gaps_[k])
+        assert a.gap_history_[k][-1][1] == pytest.approx(a.dual_gaps_[k])
+    assert np.all(a.converged_) and a.n_sweeps_ < 50
+
+
+def test_joint_that_does_not_settle_warns_and_reports_it():
+    X, _, op = _covarying(3108, n=60, shape=(10, 10))
+    with pytest.warns(ConvergenceWarning, match="did not settle in max_sweeps=1"):
+        m = SPCATV(3, operator=op, alpha_rel=0.5, max_sweeps=1).fit(X)
+    assert not np.any(m.converged_) and m.n_sweeps_ == 1

@@ -77,15 +77,30 @@ def _merge_info(info, k, new):
     info["w"][k] = new["w"][0]
 
 
+def _sweep(op, sqnorm, U, V, d, Z, info, kw):
+    """One back-fitting sweep: each non-empty component gets one u-step and one
+    v-step on the residual of the others. Returns the v-step warnings."""
+    caught = []
+    for k in range(U.shape[1]):
+        if not np.any(V[:, k]):
+            continue
+        u, v, new, warned = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw)
+        caught.extend(w for w in warned if issubclass(w.category, ConvergenceWarning)
+                      and "v-step" in str(w.message))
+        U[:, k], V[:, k], d[k] = u, v, new["d"][0]
+        Z[:, k] = op.matvec(v) if np.any(v) else 0.0
+        _merge_info(info, k, new)
+    return caught
+
+
 def _joint(op, n_components, *, tol, verbose, max_sweeps, kw):
     """Deflation, then back-fitting sweeps (inputs validated, BLAS held).
 
     Returns ``U, V, info`` as :func:`~neurospca.decomposition._alternation._spca_tv`,
     plus ``info["n_sweeps"]`` and ``info["sweep_change"]`` (relative change of
-    the loadings per sweep). The gaps are those of the last refit of each
-    component; the sweeps stop only after a sweep in which no loading moved by
-    more than ``tol`` (relative), so every certificate refers to the returned
-    other components up to that change.
+    the loadings per sweep). The sweeps stop after one in which the loadings
+    moved by at most ``tol`` (relative, Frobenius norm); the gaps are then
+    evaluated for the returned model (:func:`_certify_all`).
     """
     U, V, info = _alternate(op, n_components, u0=kw.pop("u0"), w0=kw.pop("w0"), tol=tol,
                             verbose=verbose, **kw)
@@ -94,52 +109,43 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, kw):
     sqnorm = op.sqnorm()
     Z = np.column_stack([op.matvec(V[:, j]) for j in range(n_components)])
     changes, caught = [], []
-    active = [k for k in range(n_components) if np.any(V[:, k])]
-    for sweep in range(1, max_sweeps + 1 if len(active) > 1 else 1):
+    settled = np.count_nonzero(np.any(V != 0, axis=0)) < 2  # nothing to rotate
+    refit_kw = dict(kw, tol=tol, verbose=0, max_iter=1)
+    for sweep in range(1, 0 if settled else max_sweeps + 1):
         t0 = time.perf_counter()
         V_old = V.copy()
-        caught = []
-        for k in active:
-            if not np.any(V[:, k]):
-                continue
-            u, v, new, warned = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k],
-                                       dict(kw, tol=tol, verbose=0))
-            caught.extend(warned)
-            U[:, k], V[:, k], d[k] = u, v, new["d"][0]
-            Z[:, k] = op.matvec(v) if np.any(v) else 0.0
-            _merge_info(info, k, new)
+        caught = _sweep(op, sqnorm, U, V, d, Z, info, refit_kw)
         change = float(np.linalg.norm(V - V_old) / max(np.linalg.norm(V), 1e-300))
         changes.append(change)
         if verbose:
             _say("joint sweep %d: relative change of the loadings %.2e (%.2f s)", sweep,
                  change, time.perf_counter() - t0)
         if change <= tol:
+            settled = True
             break
-    else:
-        if len(active) > 1:
-            warnings.warn(
-                f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
-                f"change of the loadings {changes[-1]:.3e} > tol={tol}); the "
-                "certificates refer to the other components as they were when each "
-                "was last fitted. Increase max_sweeps or tol, or use method='deflation'.",
-                ConvergenceWarning,
-            )
-            info["converged"] = [False] * n_components
-    for w in caught:  # the last sweep's warnings (non-convergence of a v-step)
-        if issubclass(w.category, ConvergenceWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    _certify_all(op, sqnorm, U, V, d, Z, info, kw["l2"], kw["pieces"], tol)
+    if not settled:
+        warnings.warn(
+            f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
+            f"change of the loadings {changes[-1]:.3e} > tol={tol}): the components may "
+            "still be rotating among themselves (each one's certified gap holds for the "
+            "returned model). Increase max_sweeps, or use method='deflation'.",
+            ConvergenceWarning,
+        )
+    for w in caught:  # the last sweep's v-steps that stopped short of tol
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    _certify_all(op, sqnorm, U, V, d, Z, info, kw["l2"], kw["pieces"], tol, settled)
     info["d"] = d
     info["n_sweeps"] = len(changes)
     info["sweep_change"] = changes
     return _ordered(U, V, info)
 
 
-def _certify_all(op, sqnorm, U, V, d, Z, info, l2, pieces, tol):
+def _certify_all(op, sqnorm, U, V, d, Z, info, l2, pieces, tol, settled):
     """The gap of each returned ``v_k`` for its returned ``u_k`` against the
     residual of the returned other components (a certificate of the model as
     returned: the sweeps certified each component against the others as they
-    were then). ``converged`` turns False where it exceeds ``tol * P(0)``."""
+    were then). ``converged[k]``: the sweeps settled and this gap is at most
+    ``tol * P(0)``."""
     scale_y = 1.0 / (2.0 * op.shape[0] * l2)
     for k in range(U.shape[1]):
         if not np.any(V[:, k]):
@@ -151,7 +157,10 @@ def _certify_all(op, sqnorm, U, V, d, Z, info, l2, pieces, tol):
                                                     tol_abs=tol * p0)
         info["gaps"][k] = 2.0 * l2 * gap
         info["rel_gaps"][k] = gap / p0 if p0 > 0 else 0.0
-        info["converged"][k] = bool(info["converged"][k] and gap <= tol * p0)
+        done = int(info["n_inner_iter"][k])
+        info["gap_history"][k] = info["gap_history"][k] + [(done, info["gaps"][k])]
+        info["rel_gap_history"][k] = info["rel_gap_history"][k] + [(done, info["rel_gaps"][k])]
+        info["converged"][k] = bool(settled and gap <= tol * p0)
 
 
 def _ordered(U, V, info):

@@ -38,11 +38,14 @@ def split_halves(X, random_state=None):
         Random halves (``floor(N / 2)`` rows each) of an ndarray; the even and
         the odd rows of a memmap or a dask array (strided views, no copy).
     """
-    if type(X) is np.ndarray:
-        idx = check_random_state(random_state).permutation(X.shape[0])
-        h = X.shape[0] // 2
-        return X[np.sort(idx[:h])], X[np.sort(idx[h:2 * h])]
-    return X[0::2], X[1::2]
+    from ._data import is_out_of_core
+
+    if is_out_of_core(X):
+        return X[0::2], X[1::2]
+    X = np.asarray(X)
+    idx = check_random_state(random_state).permutation(X.shape[0])
+    h = X.shape[0] // 2
+    return X[np.sort(idx[:h])], X[np.sort(idx[h:2 * h])]
 
 
 def _abs_corr(A, B):
