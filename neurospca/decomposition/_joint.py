@@ -59,8 +59,24 @@ def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
     defl = _others(op, sqnorm, U, V, d, Z, k)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        u, v, info = _alternate(op, 1, u0=U[:, [k]], w0=[w], defl=defl, **kw)
+        u, v, info = _alternate(op, 1, u0=U[:, [k]], w0=[w], defl=defl,
+                                **{key: val for key, val in kw.items() if key != "max_iter_full"})
     return u[:, 0], v[:, 0], info, caught
+
+
+def _revive(op, sqnorm, U, V, d, Z, k, info, kw):
+    """Fit an empty component ``k`` from a fresh start (``init``) on the residual
+    of the others (full alternation); keep it if it is no longer empty."""
+    defl = _others(op, sqnorm, U, V, d, Z, k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        u, v, new = _alternate(op, 1, u0=None, w0=None, defl=defl,
+                               **dict({key: val for key, val in kw.items()
+                                       if key != "max_iter_full"}, max_iter=kw["max_iter_full"]))
+    if np.any(v):
+        U[:, k], V[:, k], d[k] = u[:, 0], v[:, 0], new["d"][0]
+        Z[:, k] = op.matvec(V[:, k])
+        _merge_info(info, k, new)
 
 
 def _merge_info(info, k, new):
@@ -82,7 +98,8 @@ def _sweep(op, sqnorm, U, V, d, Z, info, kw):
     v-step on the residual of the others. Returns the v-step warnings."""
     caught = []
     for k in range(U.shape[1]):
-        if not np.any(V[:, k]):
+        if not np.any(V[:, k]):  # it may come back once the others have split
+            _revive(op, sqnorm, U, V, d, Z, k, info, kw)
             continue
         u, v, new, warned = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw)
         caught.extend(w for w in warned if issubclass(w.category, ConvergenceWarning)
@@ -109,8 +126,8 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, kw):
     sqnorm = op.sqnorm()
     Z = np.column_stack([op.matvec(V[:, j]) for j in range(n_components)])
     changes, caught = [], []
-    settled = np.count_nonzero(np.any(V != 0, axis=0)) < 2  # nothing to rotate
-    refit_kw = dict(kw, tol=tol, verbose=0, max_iter=1)
+    settled = n_components < 2  # nothing to rotate
+    refit_kw = dict(kw, tol=tol, verbose=0, max_iter=1, max_iter_full=kw["max_iter"])
     for sweep in range(1, 0 if settled else max_sweeps + 1):
         t0 = time.perf_counter()
         V_old = V.copy()
