@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 
 from neurospca import SPCATV, make_paper_simulation, spca_tv, tv_from_mask
 from neurospca.model_selection import (
-    dice_to_truth, match_components, mse_to_truth, one_se_refit, reconstruction_error,
+    dice_index, dice_to_truth, match_components, mse_to_truth, one_se_refit, reconstruction_error,
     select_penalty,
 )
 
@@ -37,12 +37,12 @@ def test_default_is_sparse_on_real_fsaverage5_thickness():
     model = SPCATV(3, operator=op, random_state=0).fit(X)
     _check_sparse_regions(model, op)
     assert model.alpha_ == pytest.approx(model.alpha_rel_ * model.l1_max_)
-    # the chosen point is the path's most reproducible admissible one (ties: stronger)
+    # the chosen point is the path's most reproducible admissible one
     path = model.auto_path_
     chosen = [p["alpha_rel"] for p in path].index(model.alpha_rel_)
     best = max(np.mean(p["reproducibility"]) for p in path
                if np.all(p["nonzero_fraction"] > 0) and np.all(p["nonzero_fraction"] <= 0.5))
-    assert np.mean(path[chosen]["reproducibility"]) >= best - 0.02
+    assert np.mean(path[chosen]["reproducibility"]) == best
     assert model.stability_.shape == (3,) and np.all((0 <= model.stability_)
                                                      & (model.stability_ <= 1))
 
@@ -62,9 +62,13 @@ def test_default_is_sparse_on_real_brainspace_rsfmri():
 def test_default_recovers_paper_patterns(seed):
     """Table I set-up (100x100, SNR 0.1, 250 images), seeds used nowhere else."""
     X, patterns, mask = make_paper_simulation(250, random_state=seed)
-    model = SPCATV(3, operator=tv_from_mask(mask)).fit(X)
-    _, _, cos = match_components(patterns, model)
-    assert np.all(cos >= 0.95), cos
+    model = SPCATV(3, operator=tv_from_mask(mask), random_state=0).fit(X)
+    order, _, cos = match_components(patterns, model)
+    assert np.all(cos >= 0.93), cos
+    # the two stronger patterns' supports (the weakest's is measured in RESULTS.md)
+    for k in (0, 1):
+        assert dice_index(patterns[k], model.components_[order[k]]) >= 0.8
+    assert np.all(model.stability_ >= 0.9), model.stability_
 
 
 def test_default_is_scale_invariant():

@@ -112,14 +112,17 @@ def test_choose_alpha_rel_rule():
     def point(a, corr, nz):
         return {"alpha_rel": a, "reproducibility": np.array(corr),
                 "nonzero_fraction": np.array(nz)}
-    path = [point(0.5, [0.9, 0.9], [0.8, 0.7]),    # too dense: not admissible
+    path = [point(0.5, [0.9, 0.95], [0.8, 0.7]),   # too dense: not admissible
             point(1, [0.6, 0.7], [0.2, 0.1]),
             point(2, [0.8, 0.8], [0.1, 0.05]),
-            point(4, [0.79, 0.8], [0.05, 0.02]),   # within the tie of the best: stronger wins
-            point(8, [0.95, 0.0], [0.01, 0.0])]    # an empty component: not admissible
-    assert choose_alpha_rel(path) == 3
-    path[3]["reproducibility"] = np.array([0.5, 0.5])
+            point(4, [0.79, 0.8], [0.05, 0.02]),
+            point(8, [0.95, 0.99], [0.01, 0.0])]   # an empty component: not admissible
     assert choose_alpha_rel(path) == 2
+    path[3]["reproducibility"] = np.array([0.8, 0.8])  # an exact tie: the stronger
+    assert choose_alpha_rel(path) == 3
+    for p in path:  # nothing admissible: the most reproducible of all
+        p["nonzero_fraction"] = np.array([0.0, 0.9])
+    assert choose_alpha_rel(path) == 4
 
 
 def test_joint_signs_scores_and_gap_histories():

@@ -111,36 +111,36 @@ def choose_alpha_rel(path):
     Parameters
     ----------
     path : list of dict
-        Per ``alpha_rel`` (increasing): ``"alpha_rel"``, ``"reproducibility"``
-        (split-half matched absolute correlation per component pair), ``"nonzero_fraction"``
-        (per component of both halves).
+        Per ``alpha_rel``: ``"alpha_rel"``, ``"reproducibility"`` (split-half
+        matched absolute correlation per component pair),
+        ``"nonzero_fraction"`` (per component of both halves).
 
     Returns
     -------
     int
         Index into ``path`` of the chosen point: the highest mean split-half
-        reproducibility among the points whose components are all non-empty
-        and at most half non-zero (all points if none qualifies); ties within
-        :data:`REPRODUCIBILITY_TIE` go to the stronger penalty (sparser maps
-        that reproduce as well).
+        reproducibility among the admissible points (every component of both
+        halves non-empty and at most :data:`MAX_NONZERO` non-zero; all points
+        if none is admissible); an exact tie goes to the stronger penalty.
     """
     score = np.array([np.mean(p["reproducibility"]) for p in path])
-    ok = np.array([np.all(p["nonzero_fraction"] > 0) and np.all(p["nonzero_fraction"] <= 0.5)
-                   for p in path])
+    ok = np.array([np.all(p["nonzero_fraction"] > 0)
+                   and np.all(p["nonzero_fraction"] <= MAX_NONZERO) for p in path])
     if not ok.any():
         ok[:] = True
-    best = np.max(score[ok])
-    within = np.flatnonzero(ok & (score >= best - REPRODUCIBILITY_TIE))
-    return int(within[-1])
+    strength = np.array([p["alpha_rel"] for p in path])
+    candidates = np.flatnonzero(ok & (score == np.max(score[ok])))
+    return int(candidates[np.argmax(strength[candidates])])
 
+
+#: An admissible point of the automatic path has every component at most this
+#: fraction non-zero (a component that covers most of the brain is not a region).
+MAX_NONZERO = 0.5
 
 #: Most back-fitting sweeps of a half fit (``method="joint"``): the selection
 #: compares penalties, it does not need the last digits.
 HALF_MAX_SWEEPS = 15
 
-#: Split-half reproducibilities this close count as equal in
-#: :func:`choose_alpha_rel`.
-REPRODUCIBILITY_TIE = 0.02
 
 
 def fit_halves(estimator, X, settings, random_state=None):
@@ -206,7 +206,7 @@ def auto_path(estimator, X, alpha_rels):
 
     if estimator.alpha is not None or not isinstance(estimator.alpha_rel, str):
         return None, []
-    path = fit_halves(estimator, X, [{"alpha_rel": a} for a in alpha_rels],
+    path = fit_halves(estimator, X, [{"alpha_rel": a} for a in sorted(alpha_rels)],
                       estimator.random_state)
     if estimator.verbose:
         for p in path:
