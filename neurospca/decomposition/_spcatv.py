@@ -218,10 +218,10 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         fits two random halves of the samples along the path
         :data:`AUTO_ALPHA_REL_PATH` (0.5, 1, 2, 4, 8; warm-started) and keeps
         the penalty whose components reproduce best between the halves
-        (matched absolute correlation; among penalties with every component non-empty and
-        at most half non-zero; near-ties go to the stronger penalty:
-        :func:`~neurospca.decomposition._stability.choose_alpha_rel`). The
-        value used is ``alpha_rel_``, the path ``auto_path_``.
+        (mean matched absolute correlation, among the penalties with every
+        component non-empty and at most half non-zero:
+        :func:`neurospca.decomposition.choose_alpha_rel`). The value used is
+        ``alpha_rel_``, the path ``auto_path_``; evidence in docs/trust.rst.
     operator : GroupOperator, optional
         The structure, e.g. from :func:`neurospca.tv_from_mask` or
         :func:`neurospca.tv_from_mesh`. Default: a 1-D chain over the features
@@ -264,8 +264,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         components, sweeping until the loadings settle (block-coordinate
         descent, as scikit-learn's SparsePCA updates one atom at a time):
         the penalties then separate co-varying regions
-        (:mod:`neurospca.decomposition._joint`; evidence in
-        docs/model_selection.rst). ``n_sweeps_`` records the sweeps.
+        (docs/trust.rst). ``n_sweeps_`` records the sweeps.
     max_sweeps : int, default=50
         Most back-fitting sweeps of ``method="joint"`` (each re-fits every
         component); a fit that has not settled by then warns.
@@ -292,10 +291,10 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         ``reproducibility`` per matched pair of half components,
         ``nonzero_fraction`` per component of both halves); else empty.
     stability_ : ndarray of shape (n_components,)
-        Split-half reproducibility of each component in [0, 1]: the absolute correlation
-        of the two half-sample components matched to it (0 for an empty
-        component; NaN when not computed, see ``stability``). Below 0.5 the
-        component does not reproduce.
+        Split-half reproducibility of each component in [0, 1]: the absolute
+        correlation of the two half-sample components matched to it (0 for an
+        empty component; NaN when not computed, see ``stability``). Below 0.5
+        the component does not reproduce.
     l1_max_ : float
         ``max_j ||Xc_j||_2 / N`` of the centred training data.
     mean_ : ndarray of shape (n_features,)
