@@ -121,8 +121,32 @@ def _sweep(op, sqnorm, U, V, d, Z, info, kw):
     return caught
 
 
-def _joint(op, n_components, *, tol, verbose, max_sweeps, kw):
-    """Deflation, then back-fitting sweeps (inputs validated, BLAS held).
+def _start_from_scores(op, sqnorm, u0, w0, kw):
+    """A warm start from given scores (e.g. a fit at a stronger penalty): one
+    u-step and v-step per component from ``u0[:, k]`` on the residual of the
+    components already started, instead of deflation (which would pull the
+    first component back to the merged leading direction)."""
+    n_samples, K = u0.shape
+    U = u0 / np.linalg.norm(u0, axis=0)
+    V = np.zeros((op.shape[1], K))
+    d, Z = np.zeros(K), np.zeros((n_samples, K))
+    info = {key: [val] * K for key, val in (
+        ("d", 0.0), ("gaps", np.nan), ("rel_gaps", np.nan), ("n_iter", 0),
+        ("n_inner_iter", 0), ("converged", False), ("time", 0.0))}
+    for key in ("gap_history", "rel_gap_history", "mu_history"):
+        info[key] = [[] for _ in range(K)]
+    info["w"] = list(w0) if w0 is not None else [None] * K
+    for k in range(K):
+        u, v, new, _ = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw)
+        U[:, k], V[:, k], d[k] = u, v, new["d"][0]
+        Z[:, k] = op.matvec(v) if np.any(v) else 0.0
+        _merge_info(info, k, new)
+    return U, V, d, Z, info
+
+
+def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, kw):
+    """Deflation (or, with ``from_scores``, a start from the scores ``u0``),
+    then back-fitting sweeps (inputs validated, BLAS held).
 
     Returns ``U, V, info`` as :func:`~neurospca.decomposition._alternation._spca_tv`,
     plus ``info["n_sweeps"]`` and ``info["sweep_change"]`` (relative change of
@@ -130,15 +154,19 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, kw):
     moved by at most ``max(tol, SWEEP_TOL)`` (relative); the gaps are then
     evaluated for the returned model (:func:`_certify_all`).
     """
-    U, V, info = _alternate(op, n_components, u0=kw.pop("u0"), w0=kw.pop("w0"), tol=tol,
-                            verbose=verbose, **kw)
-    info = {key: list(val) for key, val in info.items()}
-    d = np.asarray(info["d"], dtype=np.float64)
+    u0, w0 = kw.pop("u0"), kw.pop("w0")
+    refit_kw = dict(kw, tol=tol, verbose=0, max_iter=1, max_iter_full=kw["max_iter"])
     sqnorm = op.sqnorm()
-    Z = np.column_stack([op.matvec(V[:, j]) for j in range(n_components)])
+    if from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0)):
+        U, V, d, Z, info = _start_from_scores(op, sqnorm, u0, w0, refit_kw)
+    else:
+        U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=verbose,
+                                **kw)
+        info = {key: list(val) for key, val in info.items()}
+        d = np.asarray(info["d"], dtype=np.float64)
+        Z = np.column_stack([op.matvec(V[:, j]) for j in range(n_components)])
     changes, caught = [], []
     settled = n_components < 2  # nothing to rotate
-    refit_kw = dict(kw, tol=tol, verbose=0, max_iter=1, max_iter_full=kw["max_iter"])
     for sweep in range(1, 0 if settled else max_sweeps + 1):
         t0 = time.perf_counter()
         V_old = V.copy()
@@ -207,8 +235,13 @@ def _ordered(U, V, info):
     return U[:, order], V[:, order], out
 
 
-def _joint_spca_tv(op, n_components, *, tol, verbose, n_threads, max_sweeps, **kw):
-    """:func:`_joint` with BLAS held for the whole fit (see ``_spca_tv``)."""
+def _joint_spca_tv(op, n_components, *, tol, verbose, n_threads, max_sweeps,
+                   from_scores=False, **kw):
+    """:func:`_joint` with BLAS held for the whole fit (see ``_spca_tv``).
+
+    ``from_scores``: start the sweeps from the scores ``u0`` (the chosen half
+    fit of ``alpha_rel="auto"``) instead of deflation; else ``u0`` is
+    deflation's warm start."""
     with _vstep_blas(n_threads):
         return _joint(op, n_components, tol=tol, verbose=verbose, max_sweeps=max_sweeps,
-                      kw=dict(kw, n_threads=n_threads))
+                      from_scores=from_scores, kw=dict(kw, n_threads=n_threads))

@@ -388,14 +388,15 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
     def _n_features_out(self):
         return self.components_.shape[0]
 
-    def _run(self, Xc, n_components, alpha, u0, w0, checked):
+    def _run(self, Xc, n_components, alpha, u0, w0, checked, from_scores=False):
         """One fit at absolute ``alpha`` (inputs validated); warnings recorded, not shown."""
         operator, extra, solver, max_inner_iter = checked
         l1, l2, tv = _weights(alpha, self.l1_ratio, self.tv_ratio)
         _check_l2_scale(Xc, l2)
         worker = _spca_tv
         if self.method == "joint":
-            worker = partial(_joint_spca_tv, max_sweeps=self.max_sweeps)
+            worker = partial(_joint_spca_tv, max_sweeps=self.max_sweeps,
+                             from_scores=from_scores)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             U, V, info = worker(
@@ -487,7 +488,11 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
             alpha *= self.l1_max_
         else:
             alpha = float(self.alpha_rel) * self.l1_max_
-        U, V, info, caught, weights = self._run(Xc, n_components, alpha, u0, w0, checked)
+        from_scores = halves is not None and self.method == "joint"
+        if from_scores:  # the full fit starts where the chosen half fit ended
+            u0, w0 = _scores_of(Xc, halves[0]), None
+        U, V, info, caught, weights = self._run(Xc, n_components, alpha, u0, w0, checked,
+                                                from_scores=from_scores and u0 is not None)
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.alpha_ = float(alpha)
@@ -558,6 +563,14 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         if total == 0.0:
             return 1.0
         return 1.0 - err / total
+
+
+def _scores_of(op, components):
+    """Unit scores ``Xc c_k / ||Xc c_k||`` of the data on given loadings (a warm
+    start of the joint fit from the chosen half fit); None if one is empty."""
+    Z = op.matmat(np.asarray(components, dtype=np.float64).T)
+    norms = np.linalg.norm(Z, axis=0)
+    return None if np.any(norms == 0) else Z / norms
 
 
 def _state_key(estimator, extra):

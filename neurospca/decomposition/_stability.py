@@ -151,7 +151,7 @@ def fit_halves(estimator, X, settings, random_state=None):
     estimator : SPCATV
         Its settings are copied (``clone``); each half is fitted with
         ``stability=False`` and each entry of ``settings`` in turn,
-        warm-started from the previous one.
+        warm-started from the previous one (scores and dual variables).
     X : array-like, numpy.memmap or dask.array
         The training data (not centred: each half is centred on its own mean).
     settings : sequence of dict
