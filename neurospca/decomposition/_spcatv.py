@@ -20,6 +20,7 @@ from ._base import (
 )
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _say, _spca_tv
 from ._data import as_data_operator, validated_data_operator
+from ._support import set_certified_support
 from ._weights import _weights, weights_from_ratios
 from .._utils.docs import fill_doc
 from .._utils.validation import (
@@ -479,6 +480,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
                 V[:, k], U[:, k] = -V[:, k], -U[:, k]
                 if info["w"][k] is not None:
                     info["w"][k] = -info["w"][k]
+        set_certified_support(self, V, info, weights, checked, X.shape[0])
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
         self.loadings_ = V

@@ -1,0 +1,133 @@
+"""The certified support of a fitted SPCA-TV model (issue 20, item 3).
+
+Each returned ``v_k`` is certified for its own v-step (``y_k = X_k^T u_k /
+(2 N l2)``, kept by the alternation in ``info["y"]``): its gap bounds the
+distance to that v-step's exact solution ``v_k*``, so
+:func:`neurospca.solvers.certify_support` tells which loadings are surely
+non-zero (with their sign) or surely zero in ``v_k*``; the rest are
+uncertain. When the radius is larger than :data:`SUPPORT_RESOLUTION` times
+the peak loading, the v-step is first *finished*: re-solved for the same
+``y_k``, warm started from its dual point, until every loading above that
+fraction of the peak is certified (or ``max_inner_iter``).
+
+:func:`set_certified_support` is called once at the end of ``SPCATV.fit``.
+"""
+
+import time
+
+import numpy as np
+
+from ..solvers import ProxProblem, certify_support
+from ..solvers.support import ROUNDING
+from ..solvers.penalties import eq3_pieces
+
+__all__ = ["SUPPORT_RESOLUTION", "set_certified_support"]
+
+#: The v-step of a component is finished until its radius is at most this
+#: fraction of its peak loading: every loading above it is then certified
+#: non-zero.
+SUPPORT_RESOLUTION = 1e-2
+
+
+def _finish(problem, solver, v, gap, state, resolution, max_inner_iter, n_threads):
+    """Re-solve a v-step until ``radius <= resolution * peak``; ``(v, gap, state, iters)``."""
+    p0 = 0.5 * float(problem.y @ problem.y)
+    # radius = sqrt(2 (gap + ROUNDING p0)) <= resolution * peak
+    target = 0.5 * (resolution * float(np.max(np.abs(v)))) ** 2 - ROUNDING * p0
+    if p0 == 0.0 or gap <= target or solver.name != "dual":
+        return v, gap, state, 0, []
+    tol = max(target / p0, 1e-15)
+    res = solver.solve(problem, tol=tol, max_iter=max_inner_iter, gap_every=10,
+                       kernels="cython", v=v, state=state, n_threads=n_threads)
+    if res.gap >= gap or not np.any(res.v):  # keep the better certified pair
+        return v, gap, state, res.n_iter, []
+    return np.asarray(res.v, dtype=np.float64), float(res.gap), res.state, res.n_iter, \
+        res.gap_history
+
+
+def _certify_component(k, V, info, pieces, solver, l2, n_samples, max_inner_iter,
+                       n_threads, resolution):
+    """Finish and label component ``k``; updates ``V[:, k]`` and ``info`` in place."""
+    y, v = info["y"][k], V[:, k]
+    if y is None or not np.any(v):
+        return None
+    # the fit may have flipped (u_k, v_k) after the alternation; y_k . v_k > 0
+    y = y if float(y @ v) >= 0.0 else -y
+    problem = ProxProblem(y, pieces)
+    state = info["w"][k]
+    t0 = time.perf_counter()
+    gap = float(info["gaps"][k]) / (2.0 * l2)
+    v, gap, state, n_iter, history = _finish(problem, solver, v, gap, state, resolution,
+                                             max_inner_iter, n_threads)
+    cert = certify_support(problem, v, gap, state)
+    V[:, k] = cert.v
+    if n_iter:
+        info["n_inner_iter"][k] += n_iter
+        base = info["gap_history"][k][-1][0] if info["gap_history"][k] else 0
+        p0 = 0.5 * float(y @ y)
+        info["gap_history"][k].extend((base + i, 2.0 * l2 * g) for i, g in history)
+        info["rel_gap_history"][k].extend((base + i, g / p0) for i, g in history)
+        info["w"][k] = state
+    if cert.zero.any() or n_iter:  # the returned pair changed: its own gap and scale
+        gap = problem.certificate(cert.v, state)[0]
+    vv = float(cert.v @ cert.v)
+    # d = u^T X_k v / ||v||^2 and X_k^T u = 2 N l2 y: no pass over the data
+    info["d"][k] = 2.0 * n_samples * l2 * float(y @ cert.v) / vv
+    info["gaps"][k] = 2.0 * l2 * gap
+    info["rel_gaps"][k] = gap / (0.5 * float(y @ y))
+    cert.time = time.perf_counter() - t0
+    info["time"][k] += cert.time
+    return cert
+
+
+def set_certified_support(estimator, V, info, weights, checked, n_samples, *,
+                          resolution=SUPPORT_RESOLUTION):
+    """Finish each component's v-step, certify its support and set the fitted attributes.
+
+    ``V`` (n_features x n_components, signs as returned) and ``info`` (from
+    the alternation, with ``info["y"]``) are updated in place: finished
+    loadings with their certified zeros set to exactly 0, and the gaps,
+    scales ``d``, iterations and times of the returned pairs. Sets on
+    ``estimator``: ``certified_support_``, ``certified_zeros_``,
+    ``n_uncertain_``, ``support_radius_`` and ``support_time_`` (see
+    :class:`SPCATV`).
+
+    Parameters
+    ----------
+    estimator : SPCATV
+        Being fitted.
+    V : ndarray of shape (n_features, n_components)
+        The raw loadings.
+    info : dict
+        The alternation's info (``y``, ``w``, ``gaps``, ``d``...).
+    weights : dict
+        ``{"l1", "l2", "tv"}`` and the extra pieces' weights, eq. 3 units.
+    checked : tuple
+        ``(operator, extra pieces, solver, max_inner_iter)`` of the fit.
+    n_samples : int
+        Rows of the data.
+    resolution : float, default=SUPPORT_RESOLUTION
+        Finish a v-step until its radius is at most this fraction of its
+        peak loading.
+    """
+    operator, extra, solver, max_inner_iter = checked
+    l2 = weights["l2"]
+    pieces = eq3_pieces(weights["l1"], weights["tv"], operator, l2, extra)
+    n_features, n_components = V.shape
+    support = np.zeros((n_components, n_features), dtype=bool)
+    zeros = np.zeros((n_components, n_features), dtype=bool)
+    radius = np.full(n_components, np.nan)
+    seconds = np.zeros(n_components)
+    n_threads = estimator.n_threads or None
+    for k in range(n_components):
+        cert = _certify_component(k, V, info, pieces, solver, l2, n_samples,
+                                  max_inner_iter, n_threads, resolution)
+        if cert is None:  # a vanished component: not certified (every loading uncertain)
+            continue
+        support[k], zeros[k], seconds[k] = cert.nonzero, cert.zero, cert.time
+        radius[k] = cert.radius / float(np.linalg.norm(cert.v))
+    estimator.certified_support_ = support
+    estimator.certified_zeros_ = zeros
+    estimator.n_uncertain_ = np.count_nonzero(~(support | zeros), axis=1)
+    estimator.support_radius_ = radius
+    estimator.support_time_ = seconds
