@@ -22,6 +22,7 @@ from ._dictionary import HierarchicalDictionaryLearning, tree_sparse_coding
 from ._ktrace import KTraceNormPCA, ktrace_pca
 from ._nspca import NonnegativeSparsePCA, nspca
 from ._spcatv import SPCATV, spca_tv
+from ._support import SUPPORT_RESOLUTION
 from ._weights import ratios_from_weights, weights_from_ratios
 from ._sspca import SSPCA, sspca
 from ._tree import prox_tree
@@ -29,6 +30,7 @@ from ._tree import prox_tree
 __all__ = [
     "SPCATV",
     "spca_tv",
+    "SUPPORT_RESOLUTION",
     "weights_from_ratios",
     "ratios_from_weights",
     "SSPCA",
