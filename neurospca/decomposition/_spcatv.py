@@ -128,7 +128,8 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         at 0 of their v-step, the quantity compared with ``tol``),
         ``mu_history`` (CONESTA), ``converged``, ``time``, ``w`` (final solver
         state per component: the dual variables of the dual method, None for
-        CONESTA; see ``w0``).
+        CONESTA; see ``w0``), ``y`` (per component, the ``y_k`` of the
+        returned pair's v-step, prox form; None for a vanished component).
 
     Raises
     ------
@@ -284,6 +285,29 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
     rel_gaps_ : ndarray of shape (n_components,)
         The same gaps over the v-step's prox objective at 0: compared with
         ``tol``.
+    certified_support_ : ndarray of bool, shape (n_components, n_features)
+        Loadings certified non-zero, with their sign, in the exact solution
+        of their v-step (``|v_j| > sqrt(dual_gaps_[k] / lambda_2)``, the
+        strong-convexity radius; :func:`neurospca.solvers.certify_support`).
+        Each v-step is first re-solved (warm started) until that radius is
+        at most :data:`~neurospca.decomposition.SUPPORT_RESOLUTION` (1 %)
+        of the component's peak loading, or ``max_inner_iter`` (dual solver
+        only). Reports, cluster tables and ``neurospca fit`` count and draw
+        these loadings only.
+    certified_zeros_ : ndarray of bool, shape (n_components, n_features)
+        Loadings certified zero in the exact solution (a gap-safe test); they
+        are exactly 0 in ``components_``. No other loading is altered.
+    n_uncertain_ : ndarray of int, shape (n_components,)
+        Loadings neither certified non-zero nor certified zero (all of them,
+        for a vanished component). Most are 0 in ``components_``; the others
+        are at most ``support_radius_`` in magnitude.
+    support_radius_ : ndarray of shape (n_components,)
+        The radius in the units of ``components_``: ``||c_k - c_k*||_2`` is
+        at most this for the unit-norm exact solution ``c_k*`` (NaN for a
+        vanished component).
+    support_time_ : ndarray of shape (n_components,)
+        Seconds spent re-solving and certifying each component's support
+        (included in ``component_times_``).
     rel_gap_history_ : list of list of (int, float)
         Per component, ``(cumulative inner iteration, relative gap)``.
     n_iter_ : int
