@@ -32,8 +32,8 @@ SUPPORT_RESOLUTION = 1e-2
 def _finish(problem, solver, v, gap, state, resolution, max_inner_iter, n_threads):
     """Re-solve a v-step until ``radius <= resolution * peak``; ``(v, gap, state, iters)``."""
     p0 = 0.5 * float(problem.y @ problem.y)
-    # radius = sqrt(2 (gap + ROUNDING p0)) <= resolution * peak
-    target = 0.5 * (resolution * float(np.max(np.abs(v)))) ** 2 - ROUNDING * p0
+    # radius = sqrt(2 (gap + ROUNDING p0)) <= resolution * peak (0.9: the peak may move)
+    target = 0.5 * (0.9 * resolution * float(np.max(np.abs(v)))) ** 2 - ROUNDING * p0
     if p0 == 0.0 or gap <= target or solver.name != "dual":
         return v, gap, state, 0, []
     tol = max(target / p0, 1e-15)
