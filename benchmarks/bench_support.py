@@ -10,6 +10,7 @@ model has ``certified_support_`` (this branch), else the non-zero loadings
 (run it on the previous code for the "before" columns).
 
     PYTHONPATH=. python benchmarks/bench_support.py [--seeds 3101 3102] [--only atrophy]
+        [--split 0.7 0.2 --alpha-rel 0.5]   # another l1_ratio / tv_ratio (and alpha_rel)
 """
 
 import argparse
@@ -58,9 +59,15 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seeds", nargs="+", type=int, default=[3101, 3102])
     p.add_argument("--only", default=None)
+    p.add_argument("--split", nargs=2, type=float, default=None,
+                   help="l1_ratio tv_ratio (default: SPCATV's)")
+    p.add_argument("--alpha-rel", default=None, type=float)
     args = p.parse_args()
+    kw = {} if args.split is None else {"l1_ratio": args.split[0], "tv_ratio": args.split[1]}
+    if args.alpha_rel is not None:
+        kw["alpha_rel"] = args.alpha_rel
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor()}, "
-          f"python {platform.python_version()}")
+          f"python {platform.python_version()}, SPCATV(3, {kw or 'defaults'})")
     print("data       seed  k  clusters  specks  non-zero  certified  zeros  uncertain  "
           "radius/peak  fit(s)  finish(s)")
     for seed in args.seeds:
@@ -70,7 +77,7 @@ def main():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 t0 = time.perf_counter()
-                m = SPCATV(3, operator=op).fit(X)
+                m = SPCATV(3, operator=op, **kw).fit(X)
                 fit_time = time.perf_counter() - t0
             fin = getattr(m, "support_time_", np.full(3, np.nan))
             for k in range(3):

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..solvers import ProxProblem, certify_support
-from ..solvers.support import ROUNDING
+from ..solvers.support import ROUNDING, restricted_problem
 from ..solvers.penalties import eq3_pieces
 
 __all__ = ["SUPPORT_RESOLUTION", "set_certified_support"]
@@ -29,20 +29,73 @@ __all__ = ["SUPPORT_RESOLUTION", "set_certified_support"]
 SUPPORT_RESOLUTION = 1e-2
 
 
-def _finish(problem, solver, v, gap, state, resolution, max_inner_iter, n_threads):
-    """Re-solve a v-step until ``radius <= resolution * peak``; ``(v, gap, state, iters)``."""
+#: The finishing re-solves the v-step on the features not certified zero once
+#: they are fewer than this fraction of all features (the gap-safe screening
+#: makes the problem smaller; its gaps stay valid for the full one).
+RESTRICT_BELOW = 0.5
+
+
+def _finish(problem, solver, v, gap, state, target, max_iter, n_threads):
+    """Re-solve a v-step until its gap is at most ``target``.
+
+    Stages: certify, restrict to the features not certified zero (when few
+    are left), re-solve warm started to a gap 100 times smaller (or
+    ``target``; straight to ``target`` once a stage certifies no zero). Returns ``(v, gap, state, iterations, gap history)``; the
+    gap is that of the last (possibly restricted) problem, a valid bound for
+    the full one since the features left out are certified zero.
+    """
+    n_iter, history, screened = 0, [], True
+    while gap > target and n_iter < max_iter:
+        keep = ~certify_support(problem, v, gap, state).zero
+        # stages while the screening helps; straight to target once it certifies nothing
+        stage = max(target, 1e-2 * gap) if screened else target
+        screened = not keep.all()
+        sub, rows = (restricted_problem(problem, keep) if keep.mean() < RESTRICT_BELOW
+                     else (None, None))
+        current = problem if sub is None else sub
+        p0 = 0.5 * float(current.y @ current.y)
+        if p0 == 0.0:
+            break
+        w0 = state if sub is None or state is None else np.asarray(state)[rows]
+        res = solver.solve(current, tol=max(stage / p0, 1e-15),
+                           max_iter=max_iter - n_iter, gap_every=10, kernels="cython",
+                           v=v if sub is None else v[keep], state=w0, n_threads=n_threads)
+        history += [(n_iter + i, g) for i, g in res.gap_history]
+        n_iter += res.n_iter
+        if not res.gap < gap or not np.any(res.v):  # keep the better certified pair
+            break
+        v = np.zeros_like(v)
+        v[keep if sub is not None else slice(None)] = res.v
+        gap = float(res.gap)
+        state = res.state if sub is None else _full_state(state, rows, res.state)
+    return v, gap, state, n_iter, history
+
+
+def _full_state(state, rows, sub_state):
+    """The full problem's dual point with the restricted problem's rows replaced."""
+    full = np.zeros(0) if state is None else np.array(state, dtype=np.float64)
+    if sub_state is None or full.size == 0:
+        return state
+    full[rows] = sub_state
+    return full
+
+
+def _returned_gap(problem, v, state, zero):
+    """The gap of the returned pair: the best of the full and the restricted certificates."""
+    gap = problem.certificate(v, state)[0]
+    if zero.any() and not zero.all():
+        sub, rows = restricted_problem(problem, ~zero)
+        if sub is not None:
+            w = None if state is None or rows.size == 0 else np.asarray(state)[rows]
+            gap = min(gap, sub.certificate(v[~zero], w)[0])
+    return gap
+
+
+def _target(problem, v, resolution):
+    """The prox gap at which the radius is ``0.9 * resolution`` times the peak (0.9: the
+    peak may move), net of the rounding allowance."""
     p0 = 0.5 * float(problem.y @ problem.y)
-    # radius = sqrt(2 (gap + ROUNDING p0)) <= resolution * peak (0.9: the peak may move)
-    target = 0.5 * (0.9 * resolution * float(np.max(np.abs(v)))) ** 2 - ROUNDING * p0
-    if p0 == 0.0 or gap <= target or solver.name != "dual":
-        return v, gap, state, 0, []
-    tol = max(target / p0, 1e-15)
-    res = solver.solve(problem, tol=tol, max_iter=max_inner_iter, gap_every=10,
-                       kernels="cython", v=v, state=state, n_threads=n_threads)
-    if res.gap >= gap or not np.any(res.v):  # keep the better certified pair
-        return v, gap, state, res.n_iter, []
-    return np.asarray(res.v, dtype=np.float64), float(res.gap), res.state, res.n_iter, \
-        res.gap_history
+    return 0.5 * (0.9 * resolution * float(np.max(np.abs(v)))) ** 2 - ROUNDING * p0
 
 
 def _certify_component(k, V, info, pieces, solver, l2, n_samples, max_inner_iter,
@@ -57,24 +110,27 @@ def _certify_component(k, V, info, pieces, solver, l2, n_samples, max_inner_iter
     state = info["w"][k]
     t0 = time.perf_counter()
     gap = float(info["gaps"][k]) / (2.0 * l2)
-    v, gap, state, n_iter, history = _finish(problem, solver, v, gap, state, resolution,
-                                             max_inner_iter, n_threads)
+    n_iter, history = 0, []
+    if solver.name == "dual":
+        v, gap, state, n_iter, history = _finish(problem, solver, v, gap, state,
+                                                 _target(problem, v, resolution),
+                                                 max_inner_iter, n_threads)
     cert = certify_support(problem, v, gap, state)
     V[:, k] = cert.v
+    p0 = 0.5 * float(y @ y)
     if n_iter:
         info["n_inner_iter"][k] += n_iter
         base = info["gap_history"][k][-1][0] if info["gap_history"][k] else 0
-        p0 = 0.5 * float(y @ y)
         info["gap_history"][k].extend((base + i, 2.0 * l2 * g) for i, g in history)
         info["rel_gap_history"][k].extend((base + i, g / p0) for i, g in history)
         info["w"][k] = state
     if cert.zero.any() or n_iter:  # the returned pair changed: its own gap and scale
-        gap = problem.certificate(cert.v, state)[0]
+        gap = _returned_gap(problem, cert.v, state, cert.zero)
     vv = float(cert.v @ cert.v)
     # d = u^T X_k v / ||v||^2 and X_k^T u = 2 N l2 y: no pass over the data
-    info["d"][k] = 2.0 * n_samples * l2 * float(y @ cert.v) / vv
+    info["d"][k] = 2.0 * n_samples * l2 * float(y @ cert.v) / vv if vv > 0 else 0.0
     info["gaps"][k] = 2.0 * l2 * gap
-    info["rel_gaps"][k] = gap / (0.5 * float(y @ y))
+    info["rel_gaps"][k] = gap / p0
     cert.time = time.perf_counter() - t0
     info["time"][k] += cert.time
     return cert
@@ -125,7 +181,8 @@ def set_certified_support(estimator, V, info, weights, checked, n_samples, *,
         if cert is None:  # a vanished component: not certified (every loading uncertain)
             continue
         support[k], zeros[k], seconds[k] = cert.nonzero, cert.zero, cert.time
-        radius[k] = cert.radius / float(np.linalg.norm(cert.v))
+        norm = float(np.linalg.norm(cert.v))
+        radius[k] = cert.radius / norm if norm > 0 else np.nan
     estimator.certified_support_ = support
     estimator.certified_zeros_ = zeros
     estimator.n_uncertain_ = np.count_nonzero(~(support | zeros), axis=1)

@@ -54,9 +54,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..operators import GroupOperator
+from ._problem import ProxProblem
 from .penalties import L1, GroupNorm
 
-__all__ = ["SupportCertificate", "certify_support", "ROUNDING"]
+__all__ = ["SupportCertificate", "certify_support", "restricted_problem", "ROUNDING"]
 
 #: Allowance for rounding in the certified gap, relative to ``P(0) = ||y||^2 / 2``:
 #: the radius is ``sqrt(2 (G + ROUNDING * P(0)))``. A gap is the difference of
@@ -146,6 +148,44 @@ def certify_support(problem, v, gap, state=None):
     zero, rounds = _zero_test(problem, y, v, radius, nonzero, state)
     return SupportCertificate(v=np.where(zero, 0.0, v), nonzero=nonzero, zero=zero,
                               radius=radius, rounds=rounds)
+
+
+def restricted_problem(problem, keep):
+    """The v-step on the features ``keep``, the others fixed at 0.
+
+    When the others are certified zero (:func:`certify_support`), its
+    solution is the full solution on ``keep`` and its gaps bound the full
+    problem's suboptimality of a point that is 0 off ``keep``. Rows of the
+    operator without an entry in ``keep`` are dropped (they vanish there).
+
+    Parameters
+    ----------
+    problem : ProxProblem
+        l1 plus at most one group norm.
+    keep : ndarray of bool, shape (n_features,)
+        The features left free.
+
+    Returns
+    -------
+    sub : ProxProblem or None
+        None for other pieces.
+    rows : ndarray of int
+        The rows of the full operator that ``sub``'s dual variables stand
+        for (``w_full[rows]``); empty without a group norm.
+    """
+    form = _screenable(problem)
+    if form is None:
+        return None, np.zeros(0, np.int64)
+    a, operator, b = form
+    y = np.ascontiguousarray(np.asarray(problem.y, dtype=np.float64)[keep])
+    if operator is None or b == 0.0:
+        return ProxProblem(y, [L1(a)]), np.zeros(0, np.int64)
+    A = operator.matrix[:, keep].tocsr()
+    rows = np.flatnonzero(np.diff(A.indptr) > 0)
+    counts = np.bincount(operator.row_group[rows], minlength=operator.n_groups)
+    group_ptr = np.concatenate([[0], np.cumsum(counts)])
+    sub = GroupOperator(A[rows], group_ptr, norm2=operator.norm2)
+    return ProxProblem(y, [L1(a), GroupNorm(sub, b)]), rows
 
 
 def _screenable(problem):
