@@ -19,7 +19,7 @@ from neurospca.persistence import load_model, save_model
 from neurospca.reporting import cluster_table, make_report
 from neurospca.solvers import ProxProblem, certify_support, prox_dual
 from neurospca.solvers.penalties import L1, GroupNorm
-from neurospca.solvers.support import ROUNDING
+from neurospca.solvers.support import ROUNDING, restricted_problem
 
 from ._certificates import assert_pairs_certified
 
@@ -127,6 +127,27 @@ def test_the_check_fails_on_an_under_reported_gap():
         except AssertionError:
             failures += 1
     assert failures >= 3
+
+
+@pytest.mark.parametrize("kind", ["chain", "grid", "mesh"])
+def test_restricted_problem_solves_the_full_one_off_the_certified_zeros(kind):
+    y, op, a, b = _instance(kind, "l1", 3)
+    problem = ProxProblem(y, [L1(a), GroupNorm(op, b)])
+    res = prox_dual(y, op, a, b, tol=1e-6, max_iter=100_000)
+    keep = ~certify_support(problem, res.v, res.gap, res.w).zero
+    assert 0 < keep.sum() < y.size
+    sub, rows = restricted_problem(problem, keep)
+    assert sub.y.size == keep.sum() and rows.size < op.n_rows
+    sol = prox_dual(sub.y, sub.composite[0].operator, a, b, tol=1e-10, w0=res.w[rows],
+                    max_iter=100_000)
+    v = np.zeros_like(y)
+    v[keep] = sol.v
+    v_ref, r_ref = _reference(y, op, a, b)
+    # the restricted gap bounds the full suboptimality, hence the distance
+    assert np.linalg.norm(v - v_ref) <= np.sqrt(2 * (sol.gap + ROUNDING * 0.5 * y @ y)) + r_ref
+    full_gap = problem.gap(v, res.w)[0]
+    assert problem.objective(v) - problem.objective(v_ref) <= sol.gap + 1e-12 * (y @ y)
+    assert full_gap >= 0.0
 
 
 def test_l1_only_and_other_pieces():
