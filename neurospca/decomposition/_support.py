@@ -7,8 +7,10 @@ distance to that v-step's exact solution ``v_k*``, so
 non-zero (with their sign) or surely zero in ``v_k*``; the rest are
 uncertain. When the radius is larger than :data:`SUPPORT_RESOLUTION` times
 the peak loading, the v-step is first *finished*: re-solved for the same
-``y_k``, warm started from its dual point, until every loading above that
-fraction of the peak is certified (or ``max_inner_iter``).
+``y_k``, warm started from its dual point (on the loadings not certified
+zero once most are), until every loading above that fraction of the peak is
+certified or an iteration budget proportional to the fit's own
+(:data:`FINISH_BUDGET`) is spent.
 
 :func:`set_certified_support` is called once at the end of ``SPCATV.fit``.
 """
@@ -28,6 +30,13 @@ __all__ = ["SUPPORT_RESOLUTION", "set_certified_support"]
 #: non-zero.
 SUPPORT_RESOLUTION = 1e-2
 
+
+#: The finishing of a component runs at most this many times the solver
+#: iterations its fit took (and at least :data:`FINISH_MIN_ITER`, at most
+#: ``max_inner_iter``): its cost stays proportional to the fit's; when the
+#: budget runs out first, the radius is larger and more loadings uncertain.
+FINISH_BUDGET = 5
+FINISH_MIN_ITER = 200
 
 #: The finishing re-solves the v-step on the features not certified zero once
 #: they are fewer than this fraction of all features (the gap-safe screening
@@ -112,9 +121,11 @@ def _certify_component(k, V, info, pieces, solver, l2, n_samples, max_inner_iter
     gap = float(info["gaps"][k]) / (2.0 * l2)
     n_iter, history = 0, []
     if solver.name == "dual":
+        budget = min(max_inner_iter, max(FINISH_MIN_ITER,
+                                         FINISH_BUDGET * int(info["n_inner_iter"][k])))
         v, gap, state, n_iter, history = _finish(problem, solver, v, gap, state,
-                                                 _target(problem, v, resolution),
-                                                 max_inner_iter, n_threads)
+                                                 _target(problem, v, resolution), budget,
+                                                 n_threads)
     cert = certify_support(problem, v, gap, state)
     V[:, k] = cert.v
     p0 = 0.5 * float(y @ y)
