@@ -19,7 +19,8 @@ from neurospca.persistence import load_model, save_model
 from neurospca.reporting import cluster_table, make_report
 from neurospca.solvers import ProxProblem, certify_support, prox_dual
 from neurospca.solvers.penalties import L1, GroupNorm
-from neurospca.solvers.support import ROUNDING, restricted_problem
+from neurospca.solvers.support import ROUNDING, _feasible_dual, _RegionTest, \
+    restricted_problem
 
 from ._certificates import assert_pairs_certified
 
@@ -92,6 +93,10 @@ def test_labels_hold_in_a_high_precision_reference(kind, regime, seed):
         res = prox_dual(y, op, a, b, tol=tol, max_iter=100_000)
         cert = certify_support(problem, res.v, res.gap, res.w)
         counts.append(check_labels(y, op, a, b, cert, res.v))
+        # the zeros found by the incremental rounds pass the whole test at once
+        test = _RegionTest(op, y, res.v, cert.radius, a, b,
+                           _feasible_dual(op, b, res.v, res.w), 0.0)
+        assert np.all(test.passes(cert.zero)[cert.zero])
         assert cert.n_uncertain == y.size - counts[-1][0] - counts[-1][1]
     n_zero, n_nonzero = counts[-1]
     assert n_nonzero > 0
@@ -287,3 +292,16 @@ def test_cluster_table_support_is_checked():
     X, op, space = _paper(0)
     with pytest.raises(ValueError, match="support must be a boolean array"):
         cluster_table(np.ones(space.n_features), space, support=np.ones(3, bool))
+
+
+@pytest.mark.parametrize("kind", ["chain", "grid", "mesh"])
+def test_local_rounds_compute_the_same_coefficients(kind):
+    y, op, a, b = _instance(kind, "l1", 4)
+    res = prox_dual(y, op, a, b, tol=1e-4, max_iter=100_000)
+    test = _RegionTest(op, y, res.v, 0.01, a, b, _feasible_dual(op, b, res.v, res.w), 0.0)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        R = rng.random(y.size) < 0.8
+        feats = np.flatnonzero(rng.random(y.size) < 0.3)
+        assert np.array_equal(test.passes_local(R, feats), test.passes(R)[feats])
+        assert np.array_equal(test.passes(R, feats), test.passes(R)[feats])

@@ -38,9 +38,10 @@ which is 1-strongly convex, so a certified gap ``G >= P(v) - P(v*)`` gives
 
   When every coefficient is positive, ``delta = 0``: ``v*`` is zero on all
   of ``R``. Features whose coefficient is not positive are removed from
-  ``R`` and the test is repeated (when ``b ||A_g e_j|| >= a`` for every
-  entry, the whole connected region of a failing feature is removed at
-  once: its failure would spread through it round by round). Inside ``R`` the test is the plain l1 one
+  ``R`` and the test is repeated on the features that share a group with
+  them (the others' coefficients do not change); when ``b ||A_g e_j|| >= a``
+  for every entry, the whole connected region of a failing feature is
+  removed at once (its failure would spread through it round by round). Inside ``R`` the test is the plain l1 one
   (``|y_j - (A^T w)_j| + r < a``), so it also fires where the group term
   dominates, as long as the solution is accurate enough (small ``r``) near
   the edges of the support.
@@ -68,7 +69,7 @@ ROUNDING = 1e-12
 
 #: At most this many rounds of the zero test (each removes the features that
 #: fail it from ``R``); when they are used up, no zero is certified.
-MAX_ROUNDS = 500
+MAX_ROUNDS = 5000
 
 
 @dataclass
@@ -224,17 +225,19 @@ def _zero_test(problem, y, v, r, nonzero, state):
     slack = 1e-12 * (a + float(np.max(np.abs(y), initial=0.0)))  # rounding of q
     if operator is None or b == 0.0 or operator.n_rows == 0:
         return (~nonzero) & (np.abs(y - v) + r + slack < a), 1
-    cols = _Columns(operator)
-    w = _feasible_dual(operator, b, v, state)
+    test = _RegionTest(operator, y, v, r, a, b, _feasible_dual(operator, b, v, state), slack)
     R = ~nonzero
+    ok = test.passes(R)
     for rounds in range(1, MAX_ROUNDS + 1):
-        ok = _coefficients_positive(operator, cols, y, v, r, a, b, w, R, slack)
-        if np.all(ok[R]):
+        failed = R & ~ok
+        if not failed.any():
             return R, rounds
-        if b * cols.smallest >= a:  # a failure spreads through its whole region
-            R = R & ~_regions_of(cols, R, R & ~ok)
-        else:
-            R = R & ok
+        if b * test.cols.smallest >= a:  # a failure spreads through its whole region
+            failed = _regions_of(test.cols, R, failed)
+        R = R & ~failed
+        # only the features sharing a group with a removed one can change
+        near = test.neighbours(failed) & R
+        ok[near] = test.passes_local(R, np.flatnonzero(near))
     return np.zeros(P, bool), MAX_ROUNDS
 
 
@@ -275,19 +278,91 @@ def _feasible_dual(operator, b, v, state):
     return np.where(n > b, w * (b / np.where(n > 0, n, 1.0)), w)
 
 
-def _coefficients_positive(operator, cols, y, v, r, a, b, w, R, slack):
-    """Whether ``a - |q_j| - r - b p_j > 0`` for each feature, for the set ``R``."""
-    inside = np.asarray(cols.M @ R.astype(np.float64)).ravel() > 0
-    outside = np.asarray(cols.M @ (~R).astype(np.float64)).ravel() > 0
-    edge = inside & outside  # groups straddling R and the rest
-    z = operator.matvec(np.where(R, 0.0, v))
-    zn = operator.group_norms(z)
-    eps = np.where(zn > 0, 2.0 * cols.fro * r / np.where(zn > 0, zn, 1.0), np.inf)
-    pinned = edge & (eps < 1.0)
-    eps_edge = np.where(pinned, eps, np.where(edge, 1.0, 0.0))
-    rg = operator.row_group
-    w_t = np.where(edge[rg], 0.0, w)
-    w_t = np.where(pinned[rg], b * z / np.where(zn > 0, zn, 1.0)[rg], w_t)
-    q = y - v - operator.rmatvec(w_t)
-    pen = cols.MT @ eps_edge
-    return np.abs(q) + r + b * pen + slack < a
+class _RegionTest:
+    """The coefficients ``a - |q_j| - r - b p_j`` of the zero test (module docstring)."""
+
+    def __init__(self, operator, y, v, r, a, b, w, slack):
+        self.op, self.cols = operator, _Columns(operator)
+        self.y, self.v, self.r, self.a, self.b, self.w, self.slack = y, v, r, a, b, w, slack
+        # buffers of passes_local: only the entries written in a call are read in it
+        self._w_buf, self._eps_buf = np.zeros(operator.n_rows), np.zeros(operator.n_groups)
+
+    def neighbours(self, feats):
+        """Features sharing a group with one of ``feats`` (bool mask)."""
+        M, MT = self.cols.M, self.cols.MT
+        groups = np.unique(MT.indices[_ranges(MT.indptr, np.flatnonzero(feats))])
+        out = np.zeros(feats.size, bool)
+        out[M.indices[_ranges(M.indptr, groups)]] = True
+        return out
+
+    def passes_local(self, R, feats):
+        """:meth:`passes` for the features ``feats`` only, by gathers (no sparse slicing)."""
+        op, M, MT = self.op, self.cols.M, self.cols.MT
+        A, AT = op.matrix, op.matrix_t
+        groups = np.unique(MT.indices[_ranges(MT.indptr, feats)])
+        gm = _ranges(M.indptr, groups)  # the entries of M in those groups
+        g_of = np.repeat(np.arange(groups.size), np.diff(M.indptr)[groups])
+        in_R = R[M.indices[gm]]
+        inside = np.bincount(g_of, weights=in_R, minlength=groups.size) > 0
+        outside = np.bincount(g_of, weights=~in_R, minlength=groups.size) > 0
+        edge = inside & outside
+        rows = _ranges(op.group_ptr, groups)
+        local = np.repeat(np.arange(groups.size), np.diff(op.group_ptr)[groups])
+        ar = _ranges(A.indptr, rows)
+        cols_ar = A.indices[ar]
+        vhat = np.where(R[cols_ar], 0.0, self.v[cols_ar])
+        r_of = np.repeat(np.arange(rows.size), np.diff(A.indptr)[rows])
+        z = np.bincount(r_of, weights=A.data[ar] * vhat, minlength=rows.size)
+        zn = np.sqrt(np.bincount(local, weights=z * z, minlength=groups.size))
+        safe = np.where(zn > 0, zn, 1.0)
+        eps = np.where(zn > 0, 2.0 * self.cols.fro[groups] * self.r / safe, np.inf)
+        pinned = edge & (eps < 1.0)
+        eps_full, w_full = self._eps_buf, self._w_buf
+        eps_full[groups] = np.where(pinned, eps, np.where(edge, 1.0, 0.0))
+        w_t = np.where(edge[local], 0.0, self.w[rows])
+        w_full[rows] = np.where(pinned[local], self.b * z / safe[local], w_t)
+        at = _ranges(AT.indptr, feats)
+        f_of = np.repeat(np.arange(feats.size), np.diff(AT.indptr)[feats])
+        atw = np.bincount(f_of, weights=AT.data[at] * w_full[AT.indices[at]],
+                          minlength=feats.size)
+        mt = _ranges(MT.indptr, feats)
+        f_of = np.repeat(np.arange(feats.size), np.diff(MT.indptr)[feats])
+        pen = np.bincount(f_of, weights=MT.data[mt] * eps_full[MT.indices[mt]],
+                          minlength=feats.size)
+        q = self.y[feats] - self.v[feats] - atw
+        return np.abs(q) + self.r + self.b * pen + self.slack < self.a
+
+    def passes(self, R, feats=None):
+        """Whether each feature (of ``feats``, default all) has a positive coefficient for ``R``."""
+        op, cols = self.op, self.cols
+        if feats is None:
+            groups, rows = np.arange(op.n_groups), np.arange(op.n_rows)
+            feats = np.arange(R.size)
+        else:
+            groups = np.unique(cols.MT[feats].indices)
+            rows = _ranges(op.group_ptr, groups)
+        M = cols.M[groups] if groups.size < op.n_groups else cols.M
+        A = op.matrix[rows] if rows.size < op.n_rows else op.matrix
+        inside = np.asarray(M @ R.astype(np.float64)).ravel() > 0
+        outside = np.asarray(M @ (~R).astype(np.float64)).ravel() > 0
+        edge = inside & outside  # groups straddling R and the rest
+        z = A @ np.where(R, 0.0, self.v)
+        local = np.repeat(np.arange(groups.size), np.diff(op.group_ptr)[groups])
+        zn = np.sqrt(np.bincount(local, weights=z * z, minlength=groups.size))
+        safe = np.where(zn > 0, zn, 1.0)
+        eps = np.where(zn > 0, 2.0 * cols.fro[groups] * self.r / safe, np.inf)
+        pinned = edge & (eps < 1.0)
+        eps_edge = np.where(pinned, eps, np.where(edge, 1.0, 0.0))
+        w_t = np.where(edge[local], 0.0, self.w[rows])
+        w_t = np.where(pinned[local], self.b * z / safe[local], w_t)
+        q = self.y[feats] - self.v[feats] - A[:, feats].T @ w_t
+        pen = M[:, feats].T @ eps_edge
+        return np.abs(q) + self.r + self.b * pen + self.slack < self.a
+
+
+def _ranges(ptr, idx):
+    """``concatenate([arange(ptr[i], ptr[i + 1]) for i in idx])``, vectorised."""
+    idx = np.asarray(idx, dtype=np.int64)
+    starts, lens = ptr[idx], ptr[idx + 1] - ptr[idx]
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+    return (offsets + np.arange(int(lens.sum()))).astype(np.int64)
