@@ -50,6 +50,7 @@ Everything else is **uncertain**. :func:`certify_support` returns the labels
 and the radius; certified zeros are set exactly to zero in the returned ``v``.
 """
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -201,8 +202,19 @@ def _screenable(problem):
     return problem.separable.weight, group.operator, group.weight
 
 
+_COLUMNS = weakref.WeakKeyDictionary()
+
+
+def _columns(operator):
+    """The :class:`_Columns` of an operator, built once per operator."""
+    cols = _COLUMNS.get(operator)
+    if cols is None:
+        cols = _COLUMNS[operator] = _Columns(operator)
+    return cols
+
+
 class _Columns:
-    """``M[g, j] = ||A_g e_j||_2`` and ``||A_g||_F`` of an operator (built once)."""
+    """``M[g, j] = ||A_g e_j||_2`` and ``||A_g||_F`` of an operator."""
 
     def __init__(self, operator):
         A = operator.matrix.tocoo()
@@ -233,7 +245,8 @@ def _zero_test(problem, y, v, r, nonzero, state):
         if not failed.any():
             return R, rounds
         if b * test.cols.smallest >= a:  # a failure spreads through its whole region
-            failed = _regions_of(test.cols, R, failed)
+            # the regions left share no group with the removed ones: they pass as they did
+            return R & ~_regions_of(test.cols, R, failed), rounds
         R = R & ~failed
         # only the features sharing a group with a removed one can change
         near = test.neighbours(failed) & R
@@ -282,7 +295,7 @@ class _RegionTest:
     """The coefficients ``a - |q_j| - r - b p_j`` of the zero test (module docstring)."""
 
     def __init__(self, operator, y, v, r, a, b, w, slack):
-        self.op, self.cols = operator, _Columns(operator)
+        self.op, self.cols = operator, _columns(operator)
         self.y, self.v, self.r, self.a, self.b, self.w, self.slack = y, v, r, a, b, w, slack
         # buffers of passes_local: only the entries written in a call are read in it
         self._w_buf, self._eps_buf = np.zeros(operator.n_rows), np.zeros(operator.n_groups)
