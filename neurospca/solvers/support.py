@@ -41,10 +41,10 @@ which is 1-strongly convex, so a certified gap ``G >= P(v) - P(v*)`` gives
   ``R`` and the test is repeated on the features that share a group with
   them (the others' coefficients do not change); when ``b ||A_g e_j|| >= a``
   for every entry, the whole connected region of a failing feature is
-  removed at once (its failure would spread through it round by round). Inside ``R`` the test is the plain l1 one
-  (``|y_j - (A^T w)_j| + r < a``), so it also fires where the group term
-  dominates, as long as the solution is accurate enough (small ``r``) near
-  the edges of the support.
+  removed at once (its failure would spread through it round by round).
+  Inside ``R`` the test is the plain l1 one (``|y_j - (A^T w)_j| + r < a``),
+  so it also fires where the group term dominates, as long as the solution
+  is accurate enough (small ``r``) near the edges of the support.
 
 Everything else is **uncertain**. :func:`certify_support` returns the labels
 and the radius; certified zeros are set exactly to zero in the returned ``v``.
