@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from ._alternation import _say
 from ..solvers import ProxProblem, certify_support
 from ..solvers.support import ROUNDING, restricted_problem
 from ..solvers.penalties import eq3_pieces
@@ -199,6 +200,10 @@ def set_certified_support(estimator, V, info, weights, checked, n_samples, *,
         support[k], zeros[k] = cert.nonzero, cert.zero
         norm = float(np.linalg.norm(cert.v))
         radius[k] = cert.radius / norm if norm > 0 else np.nan
+        if estimator.verbose:
+            _say("component %d support certified in %.2f s: %d non-zero, %d zero, "
+                 "%d uncertain", k, seconds[k], cert.nonzero.sum(), cert.zero.sum(),
+                 cert.n_uncertain)
     estimator.certified_support_ = support
     estimator.certified_zeros_ = zeros
     estimator.n_uncertain_ = np.count_nonzero(~(support | zeros), axis=1)
