@@ -328,7 +328,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     shown, certified = certified_view(estimator, comps)
     header += ["support" if certified is None else "certified support", "sparsity (%)"]
     if certified is not None:
-        header.append("uncertain")
+        header.append("uncertain (non-zero)")
     if space is not None:
         header.append("clusters")
     header.append("peak")
@@ -369,7 +369,9 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
             row.append(fmt(100 * float(pca_evr[k]), ".2f") if k < pca_evr.size else "-")
         row += [fmt(support), fmt(100.0 * (1 - support / n_features), ".1f")]
         if certified is not None:
-            row.append(fmt(per_component(estimator, "n_uncertain_", k, n_components)))
+            hidden = int(np.count_nonzero(comp)) - support
+            row.append(f"{fmt(per_component(estimator, 'n_uncertain_', k, n_components))} "
+                       f"({hidden:,})")
         if space is not None:
             row.append(fmt(len(clusters)) if clusters is not None else "-")
         row.append(Text(peak_text(peak, atlas_obj)))
@@ -471,6 +473,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         params=params,
         weights=weights_text(pen),
         component_header=header,
+        certified=certified is not None,
         component_rows=rows,
         warnings=warnings_,
         components=components,
