@@ -291,9 +291,10 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         strong-convexity radius; :func:`neurospca.solvers.certify_support`).
         Each v-step is first re-solved (warm started) until that radius is
         at most :data:`~neurospca.decomposition.SUPPORT_RESOLUTION` (1 %)
-        of the component's peak loading, or ``max_inner_iter`` (dual solver
-        only). Reports, cluster tables and ``neurospca fit`` count and draw
-        these loadings only.
+        of the component's peak loading, or until five times the component's
+        own solver iterations (at least 200, at most ``max_inner_iter``) are
+        spent (dual solver only). Reports, cluster tables and
+        ``neurospca fit`` count, draw and cluster these loadings only.
     certified_zeros_ : ndarray of bool, shape (n_components, n_features)
         Loadings certified zero in the exact solution (a gap-safe test); they
         are exactly 0 in ``components_``. No other loading is altered.
@@ -302,9 +303,9 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         for a vanished component). Most are 0 in ``components_``; the others
         are at most ``support_radius_`` in magnitude.
     support_radius_ : ndarray of shape (n_components,)
-        The radius in the units of ``components_``: ``||c_k - c_k*||_2`` is
-        at most this for the unit-norm exact solution ``c_k*`` (NaN for a
-        vanished component).
+        The radius in the units of ``components_``: ``support_radius_[k] *
+        ||v_k||`` bounds ``||v_k - v_k*||_2`` (``v_k = loadings_[:, k]``,
+        ``v_k*`` the exact v-step solution); NaN for a vanished component.
     support_time_ : ndarray of shape (n_components,)
         Seconds spent re-solving and certifying each component's support
         (included in ``component_times_``).
