@@ -199,8 +199,10 @@ def test_volume_report(volume_model, tmp_path):
         assert f'id="{section}"' in html
     assert html.count('alt="Component ') == 2
     assert "20 controls" in html and "voxels in the mask" in html
-    support = np.count_nonzero(model.components_[0])
+    support = np.count_nonzero(model.certified_support_[0])  # counts the certified support
     assert f"<td class=\"num\">{support:,}</td>" in html
+    hidden = np.count_nonzero(model.components_[0]) - support
+    assert f"<td class=\"num\">{model.n_uncertain_[0]:,} ({hidden:,})</td>" in html
     assert "certified gap" in html and "scikit-learn" in html
     path = save_report(html, tmp_path / "report.html")
     assert open(path, encoding="utf-8").read() == html

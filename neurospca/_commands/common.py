@@ -18,6 +18,7 @@ from .penalties import spcatv_defaults
 
 __all__ = ["UserError", "say", "expand", "existing", "check_report_dependencies",
            "check_before_work", "estimator_from_args", "load_maps", "fit_with_progress",
+           "support_summary",
            "write_all", "run_metadata", "format_rel", "report_path", "OUTPUT_FILE"]
 
 #: files that neurospca writes into an output folder (stale ones are removed on re-use)
@@ -321,7 +322,41 @@ def fit_with_progress(args, model, X):
                 else f" ({model.estimator_.alpha_rel_:g} x l1_max)")
     say(args, f"fitted {model.n_components} component(s) in {elapsed:.2f} s "
               f"(alpha = {model.estimator_.alpha_:.4g}{relative})")
+    for line in support_summary(model.estimator_):
+        say(args, line)
     return model
+
+
+def support_summary(estimator):
+    """One line per component: certified non-zero, certified zero and uncertain loadings.
+
+    Parameters
+    ----------
+    estimator : fitted SPCATV
+        Read: ``certified_support_``, ``certified_zeros_``, ``n_uncertain_``,
+        ``support_radius_`` (nothing is said without them).
+
+    Returns
+    -------
+    list of str
+    """
+    import numpy as np
+
+    support = getattr(estimator, "certified_support_", None)
+    if support is None:
+        return []
+    lines = []
+    for k, comp in enumerate(np.asarray(estimator.components_)):
+        peak = float(np.max(np.abs(comp)))
+        radius = float(estimator.support_radius_[k])
+        hidden = int(np.count_nonzero((comp != 0) & ~support[k]))
+        bound = (f", |loading| <= {100 * radius / peak:.2g} % of the peak"
+                 if peak > 0 and np.isfinite(radius) else "")
+        lines.append(f"component {k + 1}: {int(support[k].sum()):,} loadings certified "
+                     f"non-zero, {int(estimator.certified_zeros_[k].sum()):,} certified zero, "
+                     f"{int(estimator.n_uncertain_[k]):,} uncertain ({hidden:,} of them "
+                     f"non-zero{bound}; not counted, drawn or clustered)")
+    return lines
 
 
 # --------------------------------------------------------------------------

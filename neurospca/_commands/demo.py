@@ -49,8 +49,9 @@ def run_demo(args):
     model = fit_with_progress(args, model, load_maps(args, model, imgs, "demo"))
     estimator = model.estimator_
     truth = patterns > 0.05
-    support = estimator.components_ != 0
-    print("component  support  explained var.  best Dice vs truth  certified gap")
+    support = getattr(estimator, "certified_support_", estimator.components_ != 0)
+    print("component  support  explained var.  best Dice vs truth  certified gap "
+          "(support: certified non-zero loadings)")
     for k in range(estimator.n_components):
         s = support[k]
         dice = max(2 * np.sum(s & t) / max(s.sum() + t.sum(), 1) for t in truth)

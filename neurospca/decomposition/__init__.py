@@ -28,6 +28,7 @@ from ._stability import (
     STABILITY_THRESHOLD, choose_alpha_rel, component_stability, fit_halves, matched_abs_corr,
     split_halves,
 )
+from ._support import SUPPORT_RESOLUTION
 from ._weights import ratios_from_weights, weights_from_ratios
 from ._sspca import SSPCA, sspca
 from ._tree import prox_tree
@@ -35,6 +36,7 @@ from ._tree import prox_tree
 __all__ = [
     "SPCATV",
     "spca_tv",
+    "SUPPORT_RESOLUTION",
     "weights_from_ratios",
     "ratios_from_weights",
     "SSPCA",

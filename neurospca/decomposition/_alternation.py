@@ -356,7 +356,7 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
     V = np.zeros((n_features, n_components))
     info = {key: [] for key in ("d", "gaps", "rel_gaps", "n_iter", "n_inner_iter",
                                 "gap_history", "rel_gap_history", "mu_history",
-                                "converged", "time", "w")}
+                                "converged", "time", "w", "y")}
     zero_from = None
     for k in range(n_components):
         t0 = time.perf_counter()
@@ -458,6 +458,7 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
         info["gap_history"].append(history)
         info["rel_gap_history"].append(rel_history)
         info["w"].append(state)
+        info["y"].append(y)  # the v-step of the returned pair (certified support)
         info["mu_history"].append(mu_hist)
         info["converged"].append(outer_ok and res.converged)
         info["time"].append(time.perf_counter() - t0)
@@ -469,9 +470,10 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
             for key, value in (("d", 0.0), ("gaps", np.nan), ("rel_gaps", np.nan),
                                ("n_iter", 0), ("n_inner_iter", 0), ("gap_history", []),
                                ("rel_gap_history", []), ("mu_history", []),
-                               ("converged", False), ("time", 0.0), ("w", None)):
+                               ("converged", False), ("time", 0.0), ("w", None),
+                               ("y", None)):
                 info[key].append(value)
-    info = {key: (val if key in ("gap_history", "rel_gap_history", "mu_history", "w")
+    info = {key: (val if key in ("gap_history", "rel_gap_history", "mu_history", "w", "y")
                   else np.asarray(val)) for key, val in info.items()}
     return U, V, info
 

@@ -102,6 +102,7 @@ def _merge_info(info, k, new):
     for key in ("d", "gaps", "rel_gaps", "converged"):
         info[key][k] = new[key][0]
     info["w"][k] = new["w"][0]
+    info["y"][k] = new["y"][0]
 
 
 def _sweep(op, sqnorm, U, V, d, Z, info, kw):
@@ -136,6 +137,7 @@ def _start_from_scores(op, sqnorm, u0, w0, kw):
     for key in ("gap_history", "rel_gap_history", "mu_history"):
         info[key] = [[] for _ in range(K)]
     info["w"] = list(w0) if w0 is not None else [None] * K
+    info["y"] = [None] * K
     for k in range(K):
         u, v, new, _ = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw)
         U[:, k], V[:, k], d[k] = u, v, new["d"][0]
@@ -212,6 +214,7 @@ def _certify_all(op, sqnorm, U, V, d, Z, info, l2, pieces, tol, settled):
         p0 = 0.5 * float(y @ y)
         gap, _ = ProxProblem(y, pieces).certificate(V[:, k], info["w"][k], (1e-3, 1e-6),
                                                     tol_abs=tol * p0)
+        info["y"][k] = y  # the v-step of the returned pair (certified support)
         info["gaps"][k] = 2.0 * l2 * gap
         info["rel_gaps"][k] = gap / p0 if p0 > 0 else 0.0
         done = int(info["n_inner_iter"][k])
@@ -228,7 +231,7 @@ def _ordered(U, V, info):
     for key, val in info.items():
         if key in ("n_sweeps", "sweep_change"):
             out[key] = val
-        elif key in ("gap_history", "rel_gap_history", "mu_history", "w"):
+        elif key in ("gap_history", "rel_gap_history", "mu_history", "w", "y"):
             out[key] = [val[k] for k in order]
         else:
             out[key] = np.asarray(val)[order]
@@ -245,3 +248,35 @@ def _joint_spca_tv(op, n_components, *, tol, verbose, n_threads, max_sweeps,
     with _vstep_blas(n_threads):
         return _joint(op, n_components, tol=tol, verbose=verbose, max_sweeps=max_sweeps,
                       from_scores=from_scores, kw=dict(kw, n_threads=n_threads))
+
+
+def recheck_support(estimator, op, U, V, info, pieces, l2):
+    """After the certified-support finishing moved some ``v_k``, the others'
+    residuals moved with them: each pair's gap is evaluated again against the
+    returned model, and where it grew the support labels are recomputed with
+    the larger (valid) gap. Updates ``info`` gaps and ``estimator``'s
+    ``certified_support_``, ``certified_zeros_``, ``n_uncertain_`` and
+    ``support_radius_`` in place."""
+    from ..solvers import certify_support
+
+    n_samples = op.shape[0]
+    d = np.asarray(info["d"], dtype=np.float64)
+    Z = np.column_stack([op.matvec(V[:, j]) for j in range(V.shape[1])])
+    sqnorm = op.sqnorm()
+    for k in range(V.shape[1]):
+        if not np.any(V[:, k]):
+            continue
+        defl = _others(op, sqnorm, U, V, d, Z, k)
+        y = defl.tdot(U[:, k], exact=True) / (2.0 * n_samples * l2)
+        problem = ProxProblem(y, pieces)
+        gap = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6))[0]
+        if gap <= info["gaps"][k] / (2.0 * l2):
+            continue
+        cert = certify_support(problem, V[:, k], gap, info["w"][k])
+        info["gaps"][k] = 2.0 * l2 * gap
+        info["rel_gaps"][k] = gap / (0.5 * float(y @ y))
+        estimator.certified_support_[k] = cert.nonzero
+        estimator.certified_zeros_[k] = cert.zero
+        estimator.n_uncertain_[k] = int(np.count_nonzero(~(cert.nonzero | cert.zero)))
+        norm = float(np.linalg.norm(V[:, k]))
+        estimator.support_radius_[k] = cert.radius / norm if norm > 0 else np.nan

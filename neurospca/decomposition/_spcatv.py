@@ -21,8 +21,9 @@ from ._base import (
 )
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
 from ._data import as_data_operator, validated_data_operator
-from ._joint import _joint_spca_tv
+from ._joint import _joint_spca_tv, recheck_support
 from ._stability import auto_path, choose_alpha_rel, set_stability
+from ._support import set_certified_support
 from ._weights import _weights, weights_from_ratios
 from .._utils.docs import fill_doc
 from .._utils.validation import (
@@ -130,7 +131,8 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         at 0 of their v-step, the quantity compared with ``tol``),
         ``mu_history`` (CONESTA), ``converged``, ``time``, ``w`` (final solver
         state per component: the dual variables of the dual method, None for
-        CONESTA; see ``w0``).
+        CONESTA; see ``w0``), ``y`` (per component, the ``y_k`` of the
+        returned pair's v-step, prox form; None for a vanished component).
 
     Raises
     ------
@@ -265,6 +267,11 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         descent, as scikit-learn's SparsePCA updates one atom at a time):
         the penalties then separate co-varying regions
         (docs/trust.rst). ``n_sweeps_`` records the sweeps.
+    certify_support : bool, default=True
+        Finish each returned v-step and certify which loadings are non-zero
+        and which are zero (``certified_support_``; see docs/certificates.rst);
+        False skips it (faster; the ``certified_*`` attributes are then None),
+        as the half fits of ``alpha_rel="auto"`` do.
     max_sweeps : int, default=50
         Most back-fitting sweeps of ``method="joint"`` (each re-fits every
         component); a fit that has not settled by then warns.
@@ -309,6 +316,30 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
     rel_gaps_ : ndarray of shape (n_components,)
         The same gaps over the v-step's prox objective at 0: compared with
         ``tol``.
+    certified_support_ : ndarray of bool, shape (n_components, n_features)
+        Loadings certified non-zero, with their sign, in the exact solution
+        of their v-step (``|v_j| > sqrt(dual_gaps_[k] / lambda_2)``, the
+        strong-convexity radius; :func:`neurospca.solvers.certify_support`).
+        Each v-step is first re-solved (warm started) until that radius is
+        at most :data:`~neurospca.decomposition.SUPPORT_RESOLUTION` (1 %)
+        of the component's peak loading, or until five times the component's
+        own solver iterations (at least 200, at most ``max_inner_iter``) are
+        spent (dual solver only). Reports, cluster tables and
+        ``neurospca fit`` count, draw and cluster these loadings only.
+    certified_zeros_ : ndarray of bool, shape (n_components, n_features)
+        Loadings certified zero in the exact solution (a gap-safe test); they
+        are exactly 0 in ``components_``. No other loading is altered.
+    n_uncertain_ : ndarray of int, shape (n_components,)
+        Loadings neither certified non-zero nor certified zero (all of them,
+        for a vanished component). Most are 0 in ``components_``; the others
+        are at most ``support_radius_`` in magnitude.
+    support_radius_ : ndarray of shape (n_components,)
+        The radius in the units of ``components_``: ``support_radius_[k] *
+        ||v_k||`` bounds ``||v_k - v_k*||_2`` (``v_k = loadings_[:, k]``,
+        ``v_k*`` the exact v-step solution); NaN for a vanished component.
+    support_time_ : ndarray of shape (n_components,)
+        Seconds spent re-solving and certifying each component's support
+        (included in ``component_times_``).
     rel_gap_history_ : list of list of (int, float)
         Per component, ``(cumulative inner iteration, relative gap)``.
     n_iter_ : int
@@ -341,7 +372,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
                  alpha_rel="auto", operator=None, tol=1e-3, max_iter=100, solver="dual",
                  max_inner_iter=None, init="svd", random_state=None, verbose=0,
                  warm_start=False, penalties=None, n_threads=None, method="joint",
-                 max_sweeps=50, stability="auto"):
+                 max_sweeps=50, stability="auto", certify_support=True):
         self.n_components = n_components
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -361,6 +392,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.method = method
         self.max_sweeps = max_sweeps
         self.stability = stability
+        self.certify_support = certify_support
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
@@ -382,6 +414,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         "method": [StrOptions({"joint", "deflation"})],
         "max_sweeps": [Interval(Integral, 1, None, closed="left")],
         "stability": ["boolean", StrOptions({"auto"})],
+        "certify_support": ["boolean"],
     }
 
     @property
@@ -505,6 +538,16 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
                 V[:, k], U[:, k] = -V[:, k], -U[:, k]
                 if info["w"][k] is not None:
                     info["w"][k] = -info["w"][k]
+        if self.certify_support:
+            set_certified_support(self, V, info, weights, checked, X.shape[0])
+        else:  # not asked for (the half fits of alpha_rel="auto" and stability)
+            for name in ("certified_support_", "certified_zeros_", "n_uncertain_",
+                         "support_radius_", "support_time_"):
+                setattr(self, name, None)
+        if self.method == "joint" and self.certify_support:
+            recheck_support(self, Xc, U, V, info,
+                            eq3_pieces(weights["l1"], weights["tv"], operator, weights["l2"],
+                                       extra), weights["l2"])
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
         self.loadings_ = V

@@ -175,7 +175,8 @@ def fit_halves(estimator, X, settings, random_state=None):
     halves = split_halves(X, random_state)
     sweeps = min(estimator.max_sweeps, HALF_MAX_SWEEPS)
     models = [clone(estimator).set_params(stability=False, warm_start=True, verbose=0,
-                                          max_sweeps=sweeps) for _ in halves]
+                                          max_sweeps=sweeps, certify_support=False)
+              for _ in halves]
     path = []
     for params in settings:
         if path and np.all(path[-1]["nonzero_fraction"] == 0):

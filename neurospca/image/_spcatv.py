@@ -131,6 +131,9 @@ class ImageSPCATV(BaseEstimator):
     explained_variance_ratio_, explained_variance_, dual_gaps_, alpha_, l1_max_,
     n_iter_, converged_, mean_, scores_, singular_values_
         The same attributes of ``estimator_``.
+    certified_support_, certified_zeros_, n_uncertain_, support_radius_
+        The certified support of ``estimator_`` (see :class:`~neurospca.SPCATV`):
+        loadings certified non-zero or zero, the uncertain ones per component.
 
     Examples
     --------
@@ -586,6 +589,7 @@ def _passthrough(name):
 for _name in ("explained_variance_ratio_", "explained_variance_", "dual_gaps_", "alpha_",
               "l1_max_", "n_iter_", "converged_", "mean_", "scores_", "singular_values_",
               "gap_history_", "fit_time_", "alpha_rel_", "rel_gaps_", "penalty_weights_",
-              "stability_", "auto_path_", "n_sweeps_"):
+              "stability_", "auto_path_", "n_sweeps_",
+              "certified_support_", "certified_zeros_", "n_uncertain_", "support_radius_"):
     setattr(ImageSPCATV, _name, _passthrough(_name))
 del _name

@@ -7,7 +7,8 @@ from ..masking import VolumeMasker
 from ..surface import Hemispheres
 
 __all__ = ["fmt", "Text", "cells", "signed", "peak_text", "space_rows", "per_component",
-           "selection_table", "cluster_rows", "cluster_note", "convergence_status", "caption_text"]
+           "selection_table", "cluster_rows", "cluster_note", "convergence_status", "caption_text",
+           "certified_view", "uncertain_text"]
 
 
 def fmt(value, spec=".4g"):
@@ -109,6 +110,57 @@ def _same(a, b):
     return a == b
 
 
+def certified_view(estimator, comps):
+    """The loadings a report shows: only the certified non-zeros, when the model has them.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        Read: ``certified_support_`` (n_components x n_features, bool), if any.
+    comps : ndarray of shape (n_components, n_features)
+        Its ``components_``.
+
+    Returns
+    -------
+    shown : ndarray of shape (n_components, n_features)
+        ``comps`` with every loading that is not certified non-zero set to 0
+        (``comps`` itself for a model without ``certified_support_``, e.g. an
+        older model file or another estimator).
+    support : ndarray of bool or None
+        ``certified_support_``, or None.
+    """
+    support = getattr(estimator, "certified_support_", None)
+    if support is None:
+        return comps, None
+    support = np.asarray(support)
+    if support.dtype != bool or support.shape != comps.shape:
+        raise ValueError(f"certified_support_ must be a boolean array of shape {comps.shape}, "
+                         f"got {support.dtype} of shape {support.shape}.")
+    return np.where(support, comps, 0.0), support
+
+
+def uncertain_text(estimator, k, comp, support, unit):
+    """The sentence on component ``k``'s uncertain loadings, or "" without a certificate."""
+    if support is None:
+        return ""
+    n_unc = per_component(estimator, "n_uncertain_", k, support.shape[0])
+    radius = per_component(estimator, "support_radius_", k, support.shape[0])
+    n_zero = per_component(estimator, "certified_zeros_", k, support.shape[0])
+    n_zero = None if n_zero is None else int(np.count_nonzero(n_zero))
+    if n_unc is None:
+        return ""
+    hidden = int(np.count_nonzero((comp != 0) & ~support[k]))
+    peak = float(np.max(np.abs(comp)))
+    text = (f"Only the loadings certified non-zero (sign certified) are counted, drawn and "
+            f"clustered: {int(n_unc):,} {unit} are uncertain")
+    if radius is not None and np.isfinite(radius) and peak > 0:
+        text += f" (|loading| at most {100 * float(radius) / peak:.2g} % of the peak)"
+    text += f", {hidden:,} of them non-zero in the returned loadings and not drawn"
+    if n_zero is not None:
+        text += f"; {n_zero:,} are certified zero"
+    return text + "."
+
+
 def cluster_rows(clusters, space, atlas, max_clusters, with_area=False):
     """Rows of a component's cluster table (the ``max_clusters`` largest)."""
     rows = []
@@ -126,13 +178,15 @@ def cluster_rows(clusters, space, atlas, max_clusters, with_area=False):
     return rows
 
 
-def cluster_note(clusters, space, max_clusters, connectivity):
+def cluster_note(clusters, space, max_clusters, connectivity, certified=False):
     """The note under a cluster table: connectivity and the clusters not listed."""
     unit = "voxels" if isinstance(space, VolumeMasker) else "vertices"
     how = (f"{connectivity}-connectivity on the voxel grid" if isinstance(space, VolumeMasker)
            else "connected along the mesh edges")
     text = (f"{len(clusters)} cluster(s) of non-zero loadings ({how}; positive and negative "
             "loadings form separate clusters), largest first.")
+    if certified:
+        text = text.replace("non-zero loadings", "loadings certified non-zero")
     rest = clusters[max_clusters:]
     if rest:
         text += (f" Only the {max_clusters} largest are listed; the {len(rest)} others hold "
@@ -157,8 +211,9 @@ def convergence_status(conv, support, rel, tol):
 
 
 def caption_text(label, peak, atlas, support, n_features, unit, clusters, stability,
-                 stability_label="mean pairwise Dice"):
-    """A component figure's caption: peak, atlas label, support, clusters, stability."""
+                 stability_label="mean pairwise Dice", certified=False):
+    """A component figure's caption: peak, atlas label, support, clusters, stability
+    (``certified``: ``support`` counts the loadings certified non-zero)."""
     if peak is None:
         return f"{label} is identically zero."
     caption = f"Peak loading {signed(peak.value)} at {peak.describe()}"
@@ -166,8 +221,12 @@ def caption_text(label, peak, atlas, support, n_features, unit, clusters, stabil
         caption += f" (voxel {peak.ijk[0]}, {peak.ijk[1]}, {peak.ijk[2]})"
     if atlas is not None:
         caption += f", atlas label: {atlas.label(peak.feature) or 'no label'}"
-    caption += (f". {support:,} non-zero {unit} "
-                f"({100.0 * (1 - support / n_features):.1f} % of the loadings are zero)")
+    if certified:
+        caption += (f". {support:,} {unit} certified non-zero "
+                    f"({100.0 * (1 - support / n_features):.1f} % of the loadings are not)")
+    else:
+        caption += (f". {support:,} non-zero {unit} "
+                    f"({100.0 * (1 - support / n_features):.1f} % of the loadings are zero)")
     if clusters is not None:
         caption += f" in {len(clusters):,} cluster(s)"
     caption += "."

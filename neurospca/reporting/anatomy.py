@@ -264,10 +264,14 @@ def _surface_clusters(comp, space, meshes, hemi_coords, with_area):
     return out
 
 
-def cluster_table(component, space, *, meshes=None, surface_coords=None, connectivity=26):
+def cluster_table(component, space, *, meshes=None, surface_coords=None, connectivity=26,
+                  support=None):
     """Connected clusters of a component's non-zero loadings, largest first.
 
-    Positive and negative loadings form separate clusters.
+    Positive and negative loadings form separate clusters. With ``support``
+    (e.g. ``SPCATV.certified_support_[k]``), only those loadings are
+    clustered: uncertain loadings, which may be zero at the optimum, never
+    form a cluster.
 
     Parameters
     ----------
@@ -283,6 +287,8 @@ def cluster_table(component, space, *, meshes=None, surface_coords=None, connect
     connectivity : {6, 18, 26}, default=26
         Voxel neighbourhood (volumes): faces, faces and edges, or faces, edges
         and corners.
+    support : array-like of bool, shape (n_features,), optional
+        The loadings to cluster (default: every non-zero loading).
 
     Returns
     -------
@@ -292,8 +298,9 @@ def cluster_table(component, space, *, meshes=None, surface_coords=None, connect
     Raises
     ------
     ValueError
-        If ``connectivity`` is not 6, 18 or 26, if the component does not have
-        ``space.n_features`` entries, or (surfaces) if ``meshes`` is missing.
+        If ``connectivity`` is not 6, 18 or 26, if the component or ``support``
+        does not have ``space.n_features`` entries, or (surfaces) if
+        ``meshes`` is missing.
     TypeError
         If ``space`` is neither a VolumeMasker nor a Hemispheres.
     """
@@ -304,6 +311,12 @@ def cluster_table(component, space, *, meshes=None, surface_coords=None, connect
     if comp.size != space.n_features:
         raise ValueError(f"component has {comp.size} entries but space has "
                          f"{space.n_features} features.")
+    if support is not None:
+        support = np.asarray(support)
+        if support.dtype != bool or support.shape != comp.shape:
+            raise ValueError(f"support must be a boolean array of shape {comp.shape}, got "
+                             f"{support.dtype} of shape {support.shape}.")
+        comp = np.where(support, comp, 0.0)
     if isinstance(space, VolumeMasker):
         clusters = _volume_clusters(comp, space, connectivity)
     else:

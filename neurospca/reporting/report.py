@@ -32,8 +32,9 @@ from ..surface import Hemispheres
 from . import anatomy, plotting
 from .anatomy import load_atlas
 from ._methods import atlas_description, methods_text, penalties, weights_text
-from ._tables import Text, caption_text, cells, cluster_note, cluster_rows, \
-    convergence_status, fmt, peak_text, per_component, selection_table, space_rows
+from ._tables import Text, caption_text, cells, certified_view, cluster_note, cluster_rows, \
+    convergence_status, fmt, peak_text, per_component, selection_table, space_rows, \
+    uncertain_text
 
 logger = logging.getLogger("neurospca")
 
@@ -330,7 +331,10 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     header = ["component", "explained var. (%)"]
     if pca_evr is not None:
         header.append("PCA explained var. (%)")
-    header += ["support", "sparsity (%)"]
+    shown, certified = certified_view(estimator, comps)
+    header += ["support" if certified is None else "certified support", "sparsity (%)"]
+    if certified is not None:
+        header.append("uncertain (non-zero)")
     if space is not None:
         header.append("clusters")
     header.append("peak")
@@ -349,26 +353,31 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     rows, warnings_, components = [], [], []
     surface_maps, bg_maps = None, {}
     if isinstance(space, Hemispheres) and meshes is not None:
-        surface_maps = space.inverse_transform(comps)
+        surface_maps = space.inverse_transform(shown)
         bg_maps = {h: meshes.get(f"bg_{h}") for h in ("left", "right")}
         bg_maps = {h: v for h, v in bg_maps.items() if v is not None}
     can_cluster = isinstance(space, VolumeMasker) or (isinstance(space, Hemispheres)
                                                       and meshes is not None)
     for k, comp in enumerate(comps):
-        support = int(np.count_nonzero(comp))
+        nonzero = int(np.count_nonzero(comp))
+        support = int(np.count_nonzero(shown[k]))
         peak = anatomy.peak_coordinates(comp, space, surface_coords=hemi_coords)
         clusters = None
         if can_cluster and support:
-            clusters = anatomy.cluster_table(comp, space, meshes=meshes,
+            clusters = anatomy.cluster_table(shown[k], space, meshes=meshes,
                                              surface_coords=surface_coords,
                                              connectivity=cluster_connectivity)
         conv = per_component(estimator, "converged_", k, n_components)
         rel = None if rel_gaps is None or k >= rel_gaps.size else float(rel_gaps[k])
-        conv_text = convergence_status(conv, support, rel, tol)
+        conv_text = convergence_status(conv, nonzero, rel, tol)
         row = [str(k + 1), fmt(100 * float(evr[k]), ".2f")]
         if pca_evr is not None:
             row.append(fmt(100 * float(pca_evr[k]), ".2f") if k < pca_evr.size else "-")
         row += [fmt(support), fmt(100.0 * (1 - support / n_features), ".1f")]
+        if certified is not None:
+            hidden = int(np.count_nonzero(comp)) - support
+            row.append(f"{fmt(per_component(estimator, 'n_uncertain_', k, n_components))} "
+                       f"({hidden:,})")
         if space is not None:
             row.append(fmt(len(clusters)) if clusters is not None else "-")
         row.append(Text(peak_text(peak, atlas_obj)))
@@ -386,7 +395,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                      fmt(per_component(estimator, "component_times_", k, n_components),
                           ".3f")]
         conv_rows.append(cells(conv_row))
-        if support == 0:
+        if nonzero == 0:
             warnings_.append(f"Component {k + 1} is identically zero: the penalties are too "
                              "strong for these data; decrease alpha.")
         elif conv is not None and not bool(conv):
@@ -407,14 +416,16 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         if pca_evr is not None and k < pca_evr.size:
             heading += f" \u00b7 PCA {100 * float(pca_evr[k]):.2f} %"
         t0 = time.perf_counter()
-        image = _component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img,
+        image = _component_figure(shown[k], k, space, meshes, surface_maps, bg_maps, bg_img,
                                   engine, dpi)
         logger.info("report: %s drawn in %.2f s", label, time.perf_counter() - t0)
         unit = ("voxels" if isinstance(space, VolumeMasker) else
                 "vertices" if isinstance(space, Hemispheres) else "features")
         stab = None if stability is None or k >= stability.size else float(stability[k])
         caption = caption_text(label, peak, atlas_obj, support, n_features, unit, clusters, stab,
-                               stability_label)
+                               stability_label, certified is not None)
+        caption = " ".join(t for t in (caption, uncertain_text(estimator, k, comp, certified,
+                                                                 unit)) if t)
         cluster_header = ["cluster", "sign", f"size ({unit})"]
         if isinstance(space, VolumeMasker):
             cluster_header.append("volume (mm\u00b3)")
@@ -433,8 +444,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
             item["cluster_rows"] = cluster_rows(clusters, space, atlas_obj, max_clusters,
                                                  surface_coords is not None)
             item["cluster_note"] = cluster_note(clusters, space, max_clusters,
-                                                 cluster_connectivity)
-        elif isinstance(space, Hemispheres) and meshes is None and support:
+                                                 cluster_connectivity, certified is not None)
+        elif isinstance(space, Hemispheres) and meshes is None and nonzero:
             item["cluster_note"] = ("No meshes were given: the surface clusters need the "
                                     "mesh edges.")
         components.append(item)
@@ -474,6 +485,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         params=params,
         weights=weights_text(pen),
         component_header=header,
+        certified=certified is not None,
         component_rows=rows,
         warnings=warnings_,
         components=components,

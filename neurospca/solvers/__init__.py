@@ -10,7 +10,9 @@ The v-step is a :class:`ProxProblem`, ``||v - y||^2 / 2`` plus penalty pieces
 
 The solvers of :data:`SOLVERS` solve it to a certified duality gap and return
 a :class:`SolverResult`; :func:`prox_dual` and :func:`conesta` are their
-front doors for the l1-plus-group-norm problem. The pieces live in
+front doors for the l1-plus-group-norm problem. :func:`certify_support`
+labels the loadings of a solution certified non-zero, certified zero or
+uncertain from its gap (:mod:`neurospca.solvers.support`). The pieces live in
 :mod:`neurospca.solvers.penalties` (not re-exported here: adding a penalty
 touches that module only).
 """
@@ -21,6 +23,8 @@ from ._registry import SOLVERS, get_solver
 from .conesta import conesta, fista
 from .gap import mu_opt, prox_objective, spca_objective
 from .prox import prox_dual
+from .support import SupportCertificate, certify_support
 
-__all__ = ["ProxProblem", "SOLVERS", "SolverResult", "conesta", "fista", "get_solver", "mu_opt", "prox_dual", "prox_objective",
+__all__ = ["ProxProblem", "SOLVERS", "SolverResult", "SupportCertificate", "certify_support",
+           "conesta", "fista", "get_solver", "mu_opt", "prox_dual", "prox_objective",
            "set_n_threads", "spca_objective"]

@@ -1,0 +1,211 @@
+"""The certified support of a fitted SPCA-TV model (issue 20, item 3).
+
+Each returned ``v_k`` is certified for its own v-step (``y_k = X_k^T u_k /
+(2 N l2)``, kept by the alternation in ``info["y"]``): its gap bounds the
+distance to that v-step's exact solution ``v_k*``, so
+:func:`neurospca.solvers.certify_support` tells which loadings are surely
+non-zero (with their sign) or surely zero in ``v_k*``; the rest are
+uncertain. When the radius is larger than :data:`SUPPORT_RESOLUTION` times
+the peak loading, the v-step is first *finished*: re-solved for the same
+``y_k``, warm started from its dual point (on the loadings not certified
+zero once most are), until every loading above that fraction of the peak is
+certified or an iteration budget proportional to the fit's own
+(:data:`FINISH_BUDGET`) is spent.
+
+:func:`set_certified_support` is called once at the end of ``SPCATV.fit``.
+"""
+
+import time
+
+import numpy as np
+
+from ._alternation import _say
+from ..solvers import ProxProblem, certify_support
+from ..solvers.support import ROUNDING, restricted_problem
+from ..solvers.penalties import eq3_pieces
+
+__all__ = ["SUPPORT_RESOLUTION", "set_certified_support"]
+
+#: The v-step of a component is finished until its radius is at most this
+#: fraction of its peak loading: every loading above it is then certified
+#: non-zero.
+SUPPORT_RESOLUTION = 1e-2
+
+
+#: The finishing of a component runs at most this many times the solver
+#: iterations its fit took (and at least :data:`FINISH_MIN_ITER`, at most
+#: ``max_inner_iter``): its cost stays proportional to the fit's; when the
+#: budget runs out first, the radius is larger and more loadings uncertain.
+FINISH_BUDGET = 5
+FINISH_MIN_ITER = 200
+
+#: The finishing re-solves the v-step on the features not certified zero once
+#: they are fewer than this fraction of all features (the gap-safe screening
+#: makes the problem smaller; its gaps stay valid for the full one).
+RESTRICT_BELOW = 0.5
+
+
+def _finish(problem, solver, v, gap, state, target, max_iter, n_threads):
+    """Re-solve a v-step until its gap is at most ``target``.
+
+    Stages: certify, restrict to the features not certified zero (when few
+    are left), re-solve warm started to a gap 100 times smaller (or
+    ``target``; straight to ``target`` once a stage certifies no zero).
+    Returns ``(v, gap, state, iterations, gap history)``; the gap is that of
+    the last (possibly restricted) problem, a valid bound for the full one
+    since the features left out are certified zero.
+    """
+    n_iter, history, screened = 0, [], True
+    while gap > target and n_iter < max_iter:
+        keep = ~certify_support(problem, v, gap, state).zero
+        # stages while the screening helps; straight to target once it certifies nothing
+        stage = max(target, 1e-2 * gap) if screened else target
+        screened = not keep.all()
+        sub, rows = (restricted_problem(problem, keep) if keep.mean() < RESTRICT_BELOW
+                     else (None, None))
+        current = problem if sub is None else sub
+        p0 = 0.5 * float(current.y @ current.y)
+        if p0 == 0.0:
+            break
+        w0 = state if sub is None or state is None else np.asarray(state)[rows]
+        res = solver.solve(current, tol=max(stage / p0, 1e-15),
+                           max_iter=max_iter - n_iter, gap_every=10, kernels="cython",
+                           v=v if sub is None else v[keep], state=w0, n_threads=n_threads)
+        history += [(n_iter + i, g) for i, g in res.gap_history]
+        n_iter += res.n_iter
+        if not res.gap < gap or not np.any(res.v):  # keep the better certified pair
+            break
+        v = np.zeros_like(v)
+        v[keep if sub is not None else slice(None)] = res.v
+        gap = float(res.gap)
+        state = res.state if sub is None else _full_state(state, rows, res.state)
+    return v, gap, state, n_iter, history
+
+
+def _full_state(state, rows, sub_state):
+    """The full problem's dual point with the restricted problem's rows replaced."""
+    full = np.zeros(0) if state is None else np.array(state, dtype=np.float64)
+    if sub_state is None or full.size == 0:
+        return state
+    full[rows] = sub_state
+    return full
+
+
+def _returned_gap(problem, v, state, zero):
+    """The gap of the returned pair: the best of the full and the restricted certificates."""
+    gap = problem.certificate(v, state)[0]
+    if zero.any() and not zero.all():
+        sub, rows = restricted_problem(problem, ~zero)
+        if sub is not None:
+            w = None if state is None or rows.size == 0 else np.asarray(state)[rows]
+            gap = min(gap, sub.certificate(v[~zero], w)[0])
+    return gap
+
+
+def _target(problem, v, resolution):
+    """The prox gap at which the radius is ``0.9 * resolution`` times the peak (0.9: the
+    peak may move), net of the rounding allowance."""
+    p0 = 0.5 * float(problem.y @ problem.y)
+    return 0.5 * (0.9 * resolution * float(np.max(np.abs(v)))) ** 2 - ROUNDING * p0
+
+
+def _certify_component(k, V, info, pieces, solver, l2, n_samples, max_inner_iter,
+                       n_threads, resolution):
+    """Finish and label component ``k``; updates ``V[:, k]`` and ``info`` in place.
+
+    Returns ``(SupportCertificate or None, seconds)``; None for a vanished
+    component.
+    """
+    y, v = info["y"][k], V[:, k]
+    if y is None or not np.any(v):
+        return None, 0.0
+    # the fit may have flipped (u_k, v_k) after the alternation; y_k . v_k > 0
+    y = y if float(y @ v) >= 0.0 else -y
+    problem = ProxProblem(y, pieces)
+    state = info["w"][k]
+    t0 = time.perf_counter()
+    gap = float(info["gaps"][k]) / (2.0 * l2)
+    n_iter, history = 0, []
+    if solver.name == "dual":
+        budget = min(max_inner_iter, max(FINISH_MIN_ITER,
+                                         FINISH_BUDGET * int(info["n_inner_iter"][k])))
+        v, gap, state, n_iter, history = _finish(problem, solver, v, gap, state,
+                                                 _target(problem, v, resolution), budget,
+                                                 n_threads)
+    cert = certify_support(problem, v, gap, state)
+    V[:, k] = cert.v
+    p0 = 0.5 * float(y @ y)
+    if n_iter:
+        info["n_inner_iter"][k] += n_iter
+        base = info["gap_history"][k][-1][0] if info["gap_history"][k] else 0
+        info["gap_history"][k].extend((base + i, 2.0 * l2 * g) for i, g in history)
+        info["rel_gap_history"][k].extend((base + i, g / p0) for i, g in history)
+        info["w"][k] = state
+    if cert.zero.any() or n_iter:  # the returned pair changed: its own gap and scale
+        gap = _returned_gap(problem, cert.v, state, cert.zero)
+    vv = float(cert.v @ cert.v)
+    # d = u^T X_k v / ||v||^2 and X_k^T u = 2 N l2 y: no pass over the data
+    info["d"][k] = 2.0 * n_samples * l2 * float(y @ cert.v) / vv if vv > 0 else 0.0
+    info["gaps"][k] = 2.0 * l2 * gap
+    info["rel_gaps"][k] = gap / p0
+    seconds = time.perf_counter() - t0
+    info["time"][k] += seconds
+    return cert, seconds
+
+
+def set_certified_support(estimator, V, info, weights, checked, n_samples, *,
+                          resolution=SUPPORT_RESOLUTION):
+    """Finish each component's v-step, certify its support and set the fitted attributes.
+
+    ``V`` (n_features x n_components, signs as returned) and ``info`` (from
+    the alternation, with ``info["y"]``) are updated in place: finished
+    loadings with their certified zeros set to exactly 0, and the gaps,
+    scales ``d``, iterations and times of the returned pairs. Sets on
+    ``estimator``: ``certified_support_``, ``certified_zeros_``,
+    ``n_uncertain_``, ``support_radius_`` and ``support_time_`` (see
+    :class:`SPCATV`).
+
+    Parameters
+    ----------
+    estimator : SPCATV
+        Being fitted.
+    V : ndarray of shape (n_features, n_components)
+        The raw loadings.
+    info : dict
+        The alternation's info (``y``, ``w``, ``gaps``, ``d``...).
+    weights : dict
+        ``{"l1", "l2", "tv"}`` and the extra pieces' weights, eq. 3 units.
+    checked : tuple
+        ``(operator, extra pieces, solver, max_inner_iter)`` of the fit.
+    n_samples : int
+        Rows of the data.
+    resolution : float, default=SUPPORT_RESOLUTION
+        Finish a v-step until its radius is at most this fraction of its
+        peak loading.
+    """
+    operator, extra, solver, max_inner_iter = checked
+    l2 = weights["l2"]
+    pieces = eq3_pieces(weights["l1"], weights["tv"], operator, l2, extra)
+    n_features, n_components = V.shape
+    support = np.zeros((n_components, n_features), dtype=bool)
+    zeros = np.zeros((n_components, n_features), dtype=bool)
+    radius = np.full(n_components, np.nan)
+    seconds = np.zeros(n_components)
+    n_threads = estimator.n_threads or None
+    for k in range(n_components):
+        cert, seconds[k] = _certify_component(k, V, info, pieces, solver, l2, n_samples,
+                                              max_inner_iter, n_threads, resolution)
+        if cert is None:  # a vanished component: not certified (every loading uncertain)
+            continue
+        support[k], zeros[k] = cert.nonzero, cert.zero
+        norm = float(np.linalg.norm(cert.v))
+        radius[k] = cert.radius / norm if norm > 0 else np.nan
+        if estimator.verbose:
+            _say("component %d support certified in %.2f s: %d non-zero, %d zero, "
+                 "%d uncertain", k, seconds[k], cert.nonzero.sum(), cert.zero.sum(),
+                 cert.n_uncertain)
+    estimator.certified_support_ = support
+    estimator.certified_zeros_ = zeros
+    estimator.n_uncertain_ = np.count_nonzero(~(support | zeros), axis=1)
+    estimator.support_radius_ = radius
+    estimator.support_time_ = seconds
