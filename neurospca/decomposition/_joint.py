@@ -275,6 +275,10 @@ def recheck_support(estimator, op, U, V, info, pieces, l2):
         cert = certify_support(problem, V[:, k], gap, info["w"][k])
         info["gaps"][k] = 2.0 * l2 * gap
         info["rel_gaps"][k] = gap / (0.5 * float(y @ y))
+        done = int(info["n_inner_iter"][k])
+        info["gap_history"][k] = list(info["gap_history"][k]) + [(done, info["gaps"][k])]
+        info["rel_gap_history"][k] = list(info["rel_gap_history"][k]) + [
+            (done, info["rel_gaps"][k])]
         estimator.certified_support_[k] = cert.nonzero
         estimator.certified_zeros_[k] = cert.zero
         estimator.n_uncertain_[k] = int(np.count_nonzero(~(cert.nonzero | cert.zero)))

@@ -109,6 +109,16 @@ def _target(problem, v, resolution):
     return 0.5 * (0.9 * resolution * float(np.max(np.abs(v)))) ** 2 - ROUNDING * p0
 
 
+def _record_final(info, k, gap, rel_gap):
+    """End component ``k``'s gap histories on its reported gap (if not already)."""
+    hist = info["gap_history"][k]
+    if hist and hist[-1][1] == gap:
+        return
+    done = int(info["n_inner_iter"][k])
+    info["gap_history"][k] = list(hist) + [(done, gap)]
+    info["rel_gap_history"][k] = list(info["rel_gap_history"][k]) + [(done, rel_gap)]
+
+
 def _certify_component(k, V, info, pieces, solver, l2, n_samples, max_inner_iter,
                        n_threads, resolution):
     """Finish and label component ``k``; updates ``V[:, k]`` and ``info`` in place.
@@ -148,6 +158,7 @@ def _certify_component(k, V, info, pieces, solver, l2, n_samples, max_inner_iter
     info["d"][k] = 2.0 * n_samples * l2 * float(y @ cert.v) / vv if vv > 0 else 0.0
     info["gaps"][k] = 2.0 * l2 * gap
     info["rel_gaps"][k] = gap / p0
+    _record_final(info, k, 2.0 * l2 * gap, gap / p0)
     seconds = time.perf_counter() - t0
     info["time"][k] += seconds
     return cert, seconds
