@@ -80,7 +80,7 @@ def test_default_recovers_paper_patterns(seed):
 
 
 def test_default_is_scale_invariant():
-    X, _, mask = make_paper_simulation(120, random_state=2003, shape=(30, 30))
+    X, _, mask = make_paper_simulation(120, random_state=2003, shape=(30, 30), snr=0.5)
     op = tv_from_mask(mask)
     ref = SPCATV(3, operator=op).fit(X)
     for s in (1e3, 1e-3):
