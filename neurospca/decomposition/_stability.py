@@ -158,7 +158,8 @@ def fit_halves(estimator, X, settings, random_state=None):
         Parameters to set for each point, e.g.
         ``[{"alpha": None, "alpha_rel": a} for a in (1, 2, 4)]``.
     random_state : int, RandomState or None
-        Seed of the halves (:func:`split_halves`).
+        Seed of the halves (:func:`split_halves`); None means 0, so that
+        default fits are reproducible.
 
     Returns
     -------
@@ -172,7 +173,8 @@ def fit_halves(estimator, X, settings, random_state=None):
 
     from sklearn.base import clone
 
-    halves = split_halves(X, random_state)
+    # None: a fixed seed, so that a default fit gives the same model every time
+    halves = split_halves(X, 0 if random_state is None else random_state)
     sweeps = min(estimator.max_sweeps, HALF_MAX_SWEEPS)
     models = [clone(estimator).set_params(stability=False, warm_start=True, verbose=0,
                                           max_sweeps=sweeps, certify_support=False)
