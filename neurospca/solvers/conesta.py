@@ -252,8 +252,13 @@ def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=1000
         ``v`` (eqs. 20-24 with ``mu = 0``, the dual point taken from the
         Nesterov dual ``alpha*_mu(v)`` of eq. 12 and its ``mu -> 0`` limit, the
         best of these): a true bound of ``P(v) - P(v*)`` in prox units,
-        evaluated at the ``v`` that is returned. ``converged`` is True only
-        when ``gap <= tol_abs``. The paper's running precision ``eps`` of
+        evaluated at the ``v`` that is returned. ``v`` is the one with the
+        lowest objective of the last iterate, the exact prox step
+        ``soft(y - A^T w, l1)`` on its dual point and ``0``
+        (:func:`exact_finish`); an iterate whose objective is not below that
+        of ``v = 0`` is accepted only once 0 is certified to
+        :data:`ZERO_GAP_FRACTION` of ``tol_abs``, so where the optimum is 0,
+        ``v`` is exactly 0. ``converged`` is True only when ``gap <= tol_abs``. The paper's running precision ``eps`` of
         Algorithm 2 drives the continuation only; ``mu_history`` lists
         ``(iteration, mu, eps)`` per continuation step. A non-finite gap stops
         the solver with ``converged=False`` and a ``ConvergenceWarning``.
