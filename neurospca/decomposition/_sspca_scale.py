@@ -24,10 +24,11 @@ overlapping groups it is a non-convex problem, and :func:`alpha_max` returns
 the largest ratio over candidate directions: the singletons and the leading
 right singular vectors of ``X`` cut to their ``m`` largest entries for a
 geometric range of ``m``. That is a lower bound of the exact value (below it,
-``V = 0`` is certainly not a minimiser); measured on the half-space groups of
-:func:`neurospca.grid_halfspace_groups`, every component collapsed between 0.7
-and 1.0 times it (benchmarks/RESULTS.md, issue 20, item 5), so it is the
-scale of the problem, as ``l1_max_`` is SPCA-TV's.
+``V = 0`` is certainly not a minimiser). Measured on the half-space groups of
+:func:`neurospca.grid_halfspace_groups` (20 image sets), every component was
+kept at 0.7 times it and every one had collapsed at 1.5 times it
+(benchmarks/RESULTS.md, issue 20, item 5): it is the scale of the problem, as
+``l1_max_`` is SPCA-TV's.
 """
 
 import numpy as np
