@@ -225,7 +225,7 @@ def _sparse_pca_at(X, card):
     from sklearn.decomposition import SparsePCA
 
     lo, hi, best = 0.1, 100.0, None
-    for _ in range(30):
+    while hi / lo > 1.001:
         a = np.sqrt(lo * hi)
         comps = SparsePCA(3, alpha=a, method="cd", random_state=0).fit(X).components_
         c = np.count_nonzero(comps)
