@@ -72,8 +72,8 @@ def bench_sspca():
                                                       layout="overlapping")}
     print("\n## SSPCA, half-space groups, 16 x 16, N = 100, seeds 40-49")
     print("| images | alpha | kept (of 3) | support sizes (mean, min-max) | mean Dice | "
-          "explained variance | alpha_rel_ |")
-    print("|---|---|---|---|---|---|---|")
+          "explained variance | alpha_rel_ | what the old code listed: supports, EV |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, kw in sets.items():
         for label, params in (("1e-3 (old default)", {"alpha": 1e-3}),
                               ("None (new default)", {})):
@@ -82,14 +82,20 @@ def bench_sspca():
                 X, supports, _ = make_structured_images(seed, **kw)
                 m = _quiet(lambda: SSPCA(3, groups=groups, random_state=0, **params).fit(X))
                 sizes = m.supports_.sum(axis=1)
+                # before issue 20: every column renormalised, supports from the raw loadings
+                V = np.abs(m.loadings_)
+                old = (V > m.support_threshold * V.max(axis=0)).sum(axis=0)
                 rows.append((np.sum(~m.collapsed_), sizes.mean(), sizes.min(), sizes.max(),
                              _dice(m.components_, supports) if m.components_.any() else 0.0,
-                             _projected_variance(X - m.mean_, m.components_), m.alpha_rel_))
+                             _projected_variance(X - m.mean_, m.components_), m.alpha_rel_,
+                             old.mean(), old.min(), old.max(),
+                             _projected_variance(X - m.mean_, m.loadings_.T)))
             r = np.array(rows)
             print(f"| {name} | {label} | {r[:, 0].mean():.1f} ({int(r[:, 0].min())}-"
                   f"{int(r[:, 0].max())}) | {r[:, 1].mean():.0f} ({int(r[:, 2].min())}-"
                   f"{int(r[:, 3].max())}) | {r[:, 4].mean():.3f} | {r[:, 5].mean():.3f} | "
-                  f"{np.median(r[:, 6]):.3g} |")
+                  f"{np.median(r[:, 6]):.3g} | {r[:, 7].mean():.0f} ({int(r[:, 8].min())}-"
+                  f"{int(r[:, 9].max())}), {r[:, 10].mean():.3f} |")
     rels = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
     print("\nMean Dice over alpha_rel (seeds 40-49; the old default alpha=1e-3 is "
           "1e3-1e4 x alpha_max_):")
