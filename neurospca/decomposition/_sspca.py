@@ -245,8 +245,9 @@ def sspca(X, n_components, *, groups=None, alpha=None, alpha_rel=DEFAULT_ALPHA_R
         ``n p``). None: ``alpha_rel * alpha_max`` (relative to the data).
     alpha_rel : float, default=0.5
         ``alpha`` in units of ``alpha_max``, the smallest weight at which
-        ``V = 0`` is a minimiser (:func:`~neurospca.decomposition._sspca_scale.alpha_max`;
-        from 1 on, every component is empty). Used when ``alpha`` is None.
+        ``V = 0`` is a minimiser (``_sspca_scale.alpha_max``: exact on
+        singletons, a lower bound on overlapping groups, where every
+        component was empty by 1.5). Used when ``alpha`` is None.
     exponent : float in (0, 1], default=0.5
         The exponent ``q`` of the group quasi-norm (the paper's ``alpha``).
     group_weights : None, array-like of shape (n_groups,) or sequence of arrays
@@ -298,8 +299,8 @@ def sspca(X, n_components, *, groups=None, alpha=None, alpha_rel=DEFAULT_ALPHA_R
         ``n_iter``, ``converged``, ``objectives`` (final value of each run),
         ``alpha`` (the weight used), ``alpha_max``, ``collapsed`` (bool per
         component: its loadings do not lower the objective below that of
-        dropping it, :func:`~neurospca.decomposition._sspca_scale.collapsed_components`;
-        a ``UserWarning`` names them).
+        dropping it, ``_sspca_scale.collapsed_components``; a
+        ``UserWarning`` names them).
 
     Raises
     ------
@@ -395,9 +396,10 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         alpha_max_``, relative to the data.
     alpha_rel : float, default=0.5
         ``alpha`` in units of ``alpha_max_``, the smallest weight at which
-        ``V = 0`` minimises the objective (every component is empty from 1
-        on). Used when ``alpha`` is None; 0.5 was the most accurate value on
-        half-space groups over noise levels and layouts (docs/sspca.rst).
+        ``V = 0`` minimises the objective (on half-space groups every
+        component was empty by 1.5). Used when ``alpha`` is None; 0.5 lost
+        least support accuracy over noise levels and layouts with half-space
+        groups (docs/sspca.rst).
     exponent : float in (0, 1], default=0.5
         Exponent ``q`` of the group quasi-norm (the paper's ``alpha``; 1: the
         convex overlapping group lasso).
