@@ -317,6 +317,10 @@ def test_bad_input():
     Xc = X - X.mean(0)
     with pytest.raises(ValueError, match="alpha must be >= 0"):
         sspca(Xc, 2, alpha=-1.0)
+    with pytest.raises(ValueError, match="alpha_rel must be > 0"):
+        sspca(Xc, 2, alpha_rel=0.0)
+    with pytest.raises(ValueError, match="'alpha_rel' parameter of SSPCA must be"):
+        SSPCA(2, alpha_rel=-1.0).fit(X)
     with pytest.raises(ValueError, match="exponent must be in"):
         sspca(Xc, 2, exponent=1.5)
     with pytest.raises(ValueError, match="exponent must be > 0"):
