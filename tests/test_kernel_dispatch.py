@@ -42,7 +42,7 @@ def cases():
     Z = rng.standard_normal((6, parent.size))
     t = prox_tree(Z, parent, 0.4, norm="linf")
     X = rng.standard_normal((30, 12))
-    U = nspca(np.cov(X.T), 2, alpha=1.0, beta=0.05, max_iter=30)
+    U = nspca(np.cov(X.T), 2, alpha=1.0, beta=0.05, max_iter=30, n_init=1)
     U = U[0] if isinstance(U, tuple) else U
     return {"prox": v.tolist(), "tree": np.asarray(t).tolist(), "nspca": np.asarray(U).tolist()}
 """

@@ -179,3 +179,80 @@ def test_bad_input(solver, kwargs, match):
     y, op, l1, group = args.pop("y"), args.pop("operator"), args.pop("l1"), args.pop("group")
     with pytest.raises((ValueError, TypeError), match=match):
         solver(y, op, l1, group, **args)
+
+
+# ------------------------------------------------- exact zeros (issue 20, item 5)
+
+
+def _zero_optimum(seed, shape=(12, 12), l1=0.3, group=0.5, margin=0.5):
+    """A v-step whose optimum is exactly v* = 0: ``y = A^T w0 + e`` with
+    ``||w0_g|| <= margin * group`` and ``|e_j| <= margin * l1``, so ``w0`` is a
+    dual point at which ``soft(y - A^T w0, l1) = 0`` (zero is optimal)."""
+    rng = np.random.default_rng(seed)
+    op = tv_from_mask(np.ones(shape, dtype=bool))
+    w0 = rng.standard_normal(op.n_rows)
+    w0 *= (margin * group / np.maximum(op.group_norms(w0), 1e-12))[op.row_group]
+    y = op.rmatvec(w0) + rng.uniform(-margin, margin, op.n_features) * l1
+    return y, op, l1, group
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("tol", [1e-2, 1e-3])
+def test_conesta_returns_exact_zero_where_the_optimum_is_zero(seed, tol):
+    """Where v* = 0, CONESTA (started away from 0, as SPCA-TV starts it) returns
+    exactly 0, as the dual solver does, with a gap that bounds the true
+    suboptimality P(v) - P(0) = 0 and certifies tol. (Before, it returned
+    ~100 small non-zeros whose objective was above P(0), within tol.)"""
+    y, op, l1, group = _zero_optimum(seed)
+    v0 = np.sign(y) * np.maximum(np.abs(y) - l1, 0.0)  # the l1-only prox: non-zero
+    assert np.count_nonzero(v0) > 0
+    res = conesta(y, op, l1, group, tol=tol, v0=v0)
+    ref = prox_dual(y, op, l1, group, tol=1e-10, max_iter=100000)
+    assert not np.any(ref.v)  # the construction: v* = 0
+    assert not np.any(res.v), np.count_nonzero(res.v)
+    p0 = 0.5 * float(y @ y)
+    assert res.objective == pytest.approx(p0, rel=1e-14)
+    assert res.converged and 0.0 <= res.gap <= res.tol_abs
+    assert res.gap >= res.objective - p0 - 1e-12 * p0  # gap >= true suboptimality
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_conesta_never_returns_worse_than_zero_and_gap_bounds_suboptimality(seed):
+    """On problems whose optimum is near zero (scaled-down y, non-zero v*),
+    CONESTA's answer has P(v) <= P(0), and its gap bounds P(v) - P(v*) against
+    a high-precision reference."""
+    rng = np.random.default_rng(10 + seed)
+    op = tv_from_mask(np.ones((10, 10), dtype=bool))
+    l1, group = 0.2, 0.3
+    y = rng.standard_normal(100) * rng.uniform(0.2, 0.6)
+    ref = prox_dual(y, op, l1, group, tol=1e-12, max_iter=100000)
+    v0 = np.sign(y) * np.maximum(np.abs(y) - l1, 0.0)
+    res = conesta(y, op, l1, group, tol=1e-3, v0=v0)
+    p0 = 0.5 * float(y @ y)
+    assert res.objective <= p0 + 1e-12 * p0
+    assert res.gap >= res.objective - ref.objective - 1e-10 * p0
+    assert res.gap <= res.tol_abs
+    assert res.objective == pytest.approx(prox_objective(res.v, y, op, l1, group), rel=1e-12)
+
+
+def test_conesta_and_dual_give_the_same_empty_model():
+    """The issue's case: an SPCA-TV fit whose v-steps have v* = 0. With the
+    dual solver every component is empty; CONESTA used to return 19, 5 and 0
+    non-zeros (objectives above that of v = 0, accepted within tol); now both
+    are empty."""
+    import warnings
+
+    from neurospca import SPCATV
+    from neurospca.datasets import make_paper_simulation
+
+    X, _, mask = make_paper_simulation(random_state=0, shape=(30, 30), n_samples=100)
+    op = tv_from_mask(mask)
+    models = {}
+    for solver in ("dual", "conesta"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            models[solver] = SPCATV(3, alpha=None, alpha_rel=6.0, operator=op, solver=solver,
+                                    random_state=0).fit(X)
+        assert any("identically zero" in str(w.message) for w in caught)
+    for model in models.values():
+        assert not np.any(model.components_)

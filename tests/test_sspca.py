@@ -317,6 +317,10 @@ def test_bad_input():
     Xc = X - X.mean(0)
     with pytest.raises(ValueError, match="alpha must be >= 0"):
         sspca(Xc, 2, alpha=-1.0)
+    with pytest.raises(ValueError, match="alpha_rel must be > 0"):
+        sspca(Xc, 2, alpha_rel=0.0)
+    with pytest.raises(ValueError, match="'alpha_rel' parameter of SSPCA must be"):
+        SSPCA(2, alpha_rel=-1.0).fit(X)
     with pytest.raises(ValueError, match="exponent must be in"):
         sspca(Xc, 2, exponent=1.5)
     with pytest.raises(ValueError, match="exponent must be > 0"):
@@ -340,3 +344,96 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
+
+
+# ------------------------------------------- the scale-free default (issue 20, item 5)
+
+
+def _halfspace_problem(seed, shape=(16, 16), exponent=0.5):
+    from neurospca.decomposition._sspca_scale import alpha_max
+
+    X, supports = make_images(seed)
+    Xc = X - X.mean(0)
+    groups = grid_halfspace_groups(shape)
+    gs, wts = check_groups(groups, Xc.shape[1])
+    Msq = _membership(gs, wts, Xc.shape[1])
+    return X, Xc, supports, groups, Msq, alpha_max(Xc, Msq, exponent, 3)
+
+
+def test_alpha_max_is_exact_on_singletons():
+    """Singleton groups: alpha_max = max_j ||X_j|| / (n p) for every exponent, and
+    V = 0 is optimal from there on (the loss gains nothing along any axis)."""
+    from neurospca.decomposition._sspca_scale import alpha_max
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((20, 9)) * rng.uniform(0.5, 3.0, 9)
+    gs, wts = check_groups([np.array([j]) for j in range(9)], 9)
+    Msq = _membership(gs, wts, 9)
+    expected = np.linalg.norm(X, axis=0).max() / X.size
+    for q in (0.5, 1.0):
+        assert alpha_max(X, Msq, q, 2) == pytest.approx(expected, rel=1e-12)
+    # l1 codes: the dual norm is the largest entry
+    assert alpha_max(X, Msq, 1.0, 2, code_constraint="l1") == pytest.approx(
+        np.abs(X).max() / X.size, rel=1e-12)
+
+
+def test_alpha_max_is_a_lower_bound_and_the_collapse_point():
+    """Below alpha_max some direction d lowers the objective from V = 0 (a
+    lower bound, checked on the ratio); fits keep every component at half of it
+    and lose them all at twice it (measured: all lost by 1.25-1.5 x on 20 sets). Scale-free: X -> 10 X scales
+    alpha_max by 10."""
+    X, Xc, _, groups, Msq, amax = _halfspace_problem(20)
+    from neurospca.decomposition._sspca_scale import alpha_max
+
+    assert alpha_max(10 * Xc, Msq, 0.5, 3) == pytest.approx(10 * amax, rel=1e-10)
+    n, p = Xc.shape
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # no random direction beats the candidates by much
+        d = rng.standard_normal(p) * (rng.random(p) < 0.2)
+        nrm = np.sqrt(Msq @ d**2)
+        ratio = np.linalg.norm(Xc @ d) / ((np.sqrt(nrm).sum()) ** 2 * n * p)
+        assert ratio <= amax
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        full = SSPCA(3, alpha=2 * amax, groups=groups, random_state=0).fit(X)
+    half = SSPCA(3, alpha_rel=0.5, groups=groups, random_state=0).fit(X)
+    assert full.collapsed_.all() and not half.collapsed_.any()
+    assert half.alpha_ == pytest.approx(0.5 * amax) and half.alpha_rel_ == pytest.approx(0.5)
+    assert half.alpha_max_ == pytest.approx(amax)
+
+
+@pytest.mark.parametrize("seed", [20, 21, 22])
+def test_default_is_non_empty_on_halfspace_groups(seed):
+    """The issue's case: with the paper's half-space groups the default fit keeps
+    every component, with supports that are neither empty nor the whole grid
+    and match the planted ones (the old default alpha=1e-3 collapsed them all)."""
+    X, supports = make_images(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no collapse warning
+        model = SSPCA(3, groups=grid_halfspace_groups((16, 16)), random_state=0).fit(X)
+    assert not model.collapsed_.any()
+    sizes = model.supports_.sum(axis=1)
+    assert np.all(sizes >= 10) and np.all(sizes <= 128), sizes
+    np.testing.assert_allclose(np.linalg.norm(model.components_, axis=1), 1.0)
+    dice, _ = support_dice(model.components_, supports)
+    assert dice.mean() >= 0.75, dice
+
+
+def test_collapse_warns_and_leaves_empty_supports():
+    """At a huge alpha every component collapses: a UserWarning names alpha and
+    the fix, components_ rows are zero and supports_ are empty (no renormalised
+    noise); the raw loadings stay in loadings_."""
+    X, _ = make_images(23)
+    groups = grid_halfspace_groups((16, 16))
+    with pytest.warns(UserWarning, match=r"collapsed: at alpha=0\.001.*Decrease alpha_rel"):
+        model = SSPCA(3, alpha=1e-3, groups=groups, random_state=0).fit(X)
+    assert model.collapsed_.all()
+    assert not model.supports_.any()
+    assert not np.any(model.components_)
+    assert model.alpha_ == 1e-3 and model.alpha_rel_ > 100
+    assert np.linalg.norm(model.loadings_) < 1e-6 * np.linalg.norm(X - model.mean_)
+    assert np.all(model.transform(X) == 0)
+    # the function says the same
+    with pytest.warns(UserWarning, match="collapsed"):
+        _, _, info = sspca(X - X.mean(0), 2, groups=groups, alpha_rel=3.0, random_state=0)
+    assert info["collapsed"].all() and info["alpha"] == pytest.approx(3 * info["alpha_max"])

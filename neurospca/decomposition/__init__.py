@@ -1,8 +1,9 @@
 """The estimators of the founding papers, one private module each.
 
 Import from here (or from :mod:`neurospca`), never from the private modules:
-``_spcatv`` (SPCA-TV, paper 003), ``_sspca`` (structured sparse PCA, paper 000),
-``_dictionary`` (tree-structured dictionary learning, paper 002) on the tree
+``_spcatv`` (SPCA-TV, paper 003), ``_sspca`` (structured sparse PCA, paper 000,
+with its penalty scale and collapse test in ``_sspca_scale`` and its argument
+helpers in ``_sspca_args``), ``_dictionary`` (tree-structured dictionary learning, paper 002) on the tree
 prox of ``_tree``, ``_nspca`` (nonnegative sparse PCA, paper 004) and
 ``_ktrace`` ((k, q)-trace norm PCA, paper 001) with the Table-2 baselines of
 ``_covariance_baselines``. Helpers shared by several estimators live in

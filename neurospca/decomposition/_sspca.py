@@ -46,6 +46,10 @@ from .._utils.validation import (
 )
 from ..groups import check_groups
 from ._projections import _project_l1_ball
+from ._sspca_args import (
+    DEFAULT_EXPONENT as _DEFAULT_EXPONENT, _check_partition, _weight_and_exponent,
+)
+from ._sspca_scale import alpha_max, collapsed_components
 
 logger = logging.getLogger("neurospca")
 
@@ -53,8 +57,9 @@ __all__ = ["SSPCA", "sspca", "structured_norm"]
 
 _CODE_CONSTRAINTS = ("l2", "l1")
 _INITS = ("random", "svd")
-_DEFAULT_ALPHA = 1e-3  # the penalty weight (the paper's lambda)
-_DEFAULT_EXPONENT = 0.5  # the group quasi-norm exponent (the paper's alpha)
+#: ``alpha`` in units of ``alpha_max`` when no absolute ``alpha`` is given:
+#: measured on half-space groups (benchmarks/RESULTS.md, issue 20, item 5).
+DEFAULT_ALPHA_REL = 0.5
 
 
 def _membership(groups, weights, n_features):
@@ -126,29 +131,6 @@ def _check_exponent(exponent):
     return exponent
 
 
-def _weight_and_exponent(lam, alpha, exponent, owner):
-    """``(alpha, exponent)`` when the deprecated ``lam`` may be given.
-
-    Before the rename, ``lam`` was the weight and ``alpha`` the exponent: a call
-    that still passes ``lam`` is read with the old meaning, so an ``alpha``
-    other than its default is the old exponent (FutureWarning either way).
-    """
-    if lam is None or (isinstance(lam, str) and lam == DEPRECATED):
-        return alpha, exponent
-    if alpha != _DEFAULT_ALPHA:
-        if exponent != _DEFAULT_EXPONENT:
-            raise ValueError(
-                f"{owner}: lam (deprecated) was given with both alpha={alpha!r} and "
-                f"exponent={exponent!r}; pass alpha (the penalty weight) and exponent "
-                "(the group-norm exponent) without lam.")
-        warnings.warn(
-            f"{owner}: with the deprecated `lam`, `alpha` keeps its old meaning (the "
-            f"exponent): pass alpha={lam!r} (penalty weight) and exponent={alpha!r}.",
-            FutureWarning, stacklevel=3)
-        exponent = alpha
-    return _renamed(lam, alpha, "lam", "alpha", owner), exponent
-
-
 def _problem(n_samples, n_features, n_components, groups, group_weights, partition):
     """Convert the structure arguments: ``(Msq, classes, label)``."""
     if groups is None:
@@ -156,13 +138,6 @@ def _problem(n_samples, n_features, n_components, groups, group_weights, partiti
     groups, wts = check_groups(groups, n_features, group_weights)
     classes, label = _check_partition(partition, n_components)
     return _membership(groups, wts, n_features), classes, label
-
-
-def _check_alpha(alpha):
-    alpha = check_nonneg(alpha, "alpha", strict=True)
-    if alpha > 1:
-        raise ValueError(f"alpha must be in (0, 1], got {alpha}.")
-    return alpha
 
 
 def _project_code(w, constraint, nonneg=False):
@@ -182,40 +157,6 @@ def _objective(X, U, V, Msq, alpha, exponent, classes=None):
     R = X - U @ V.T
     return (0.5 * float(np.einsum("ij,ij->", R, R)) / (n * p)
             + alpha * float(_omega(_group_norms(Msq, V, classes), exponent).sum()))
-
-
-def _check_partition(partition, r):
-    """The (r, n_classes) 0/1 matrix and the class of each component, or Nones."""
-    if partition is None:
-        return None, None
-    if isinstance(partition, (str, bytes)) or not hasattr(partition, "__iter__"):
-        raise TypeError(
-            "partition must be a sequence of sequences of component indices, e.g. "
-            f"[[0, 1], [2]], got {type(partition).__name__}."
-        )
-    label = np.full(r, -1)
-    for m, block in enumerate(partition):
-        block = np.atleast_1d(np.asarray(block))
-        if block.size == 0 or block.ndim != 1 or not np.issubdtype(block.dtype, np.integer):
-            raise ValueError(
-                f"partition[{m}] must be a non-empty 1-D sequence of int component "
-                f"indices, got {block.tolist()!r}."
-            )
-        if block.min() < 0 or block.max() >= r:
-            raise ValueError(
-                f"partition[{m}] holds {block.tolist()}; component indices must be in "
-                f"[0, n_components={r})."
-            )
-        if np.any(label[block] >= 0) or np.unique(block).size != block.size:
-            raise ValueError(f"partition[{m}] repeats a component; the blocks must be disjoint.")
-        label[block] = m
-    if np.any(label < 0):
-        raise ValueError(
-            f"partition must cover every component; missing {np.flatnonzero(label < 0).tolist()}."
-        )
-    classes = np.zeros((r, label.max() + 1))
-    classes[np.arange(r), label] = 1.0
-    return classes, label
 
 
 def _fit_once(X, r, Msq, alpha, exponent, code_constraint, eps, n_inner, max_iter, tol, rng,
@@ -271,10 +212,10 @@ def _fit_once(X, r, Msq, alpha, exponent, code_constraint, eps, n_inner, max_ite
     return U, V, eta, history, it, converged
 
 
-def sspca(X, n_components, *, groups=None, alpha=_DEFAULT_ALPHA, exponent=_DEFAULT_EXPONENT,
-          group_weights=None, code_constraint="l2", partition=None, nonneg=False,
-          init="random", eps=1e-6, n_inner=3, max_iter=200, tol=1e-4, n_init=1,
-          random_state=None, lam=None):
+def sspca(X, n_components, *, groups=None, alpha=None, alpha_rel=DEFAULT_ALPHA_REL,
+          exponent=_DEFAULT_EXPONENT, group_weights=None, code_constraint="l2",
+          partition=None, nonneg=False, init="random", eps=1e-6, n_inner=3, max_iter=200,
+          tol=1e-4, n_init=1, random_state=None, lam=None):
     """Structured sparse PCA on centred data (Jenatton et al. 2010, Algorithm 1).
 
     .. math::
@@ -299,9 +240,14 @@ def sspca(X, n_components, *, groups=None, alpha=_DEFAULT_ALPHA, exponent=_DEFAU
     groups : sequence of array-like of int, optional
         The group set ``G``; must cover every feature. Default: singletons
         (``Omega^q`` is then the ℓq quasi-norm, ℓ1 for ``exponent = 1``).
-    alpha : float, default=1e-3
+    alpha : float or None, default=None
         The penalty weight (the paper's ``lambda``; the loss is divided by
-        ``n p``).
+        ``n p``). None: ``alpha_rel * alpha_max`` (relative to the data).
+    alpha_rel : float, default=0.5
+        ``alpha`` in units of ``alpha_max``, the smallest weight at which
+        ``V = 0`` is a minimiser (``_sspca_scale.alpha_max``: exact on
+        singletons, a lower bound on overlapping groups, where every
+        component was empty by 1.5). Used when ``alpha`` is None.
     exponent : float in (0, 1], default=0.5
         The exponent ``q`` of the group quasi-norm (the paper's ``alpha``).
     group_weights : None, array-like of shape (n_groups,) or sequence of arrays
@@ -350,7 +296,11 @@ def sspca(X, n_components, *, groups=None, alpha=_DEFAULT_ALPHA, exponent=_DEFAU
     info : dict
         ``objective`` (history of the best run), ``eta`` (n_groups, r), or
         (n_groups, n_blocks) with a ``partition``,
-        ``n_iter``, ``converged``, ``objectives`` (final value of each run).
+        ``n_iter``, ``converged``, ``objectives`` (final value of each run),
+        ``alpha`` (the weight used), ``alpha_max``, ``collapsed`` (bool per
+        component: its loadings do not lower the objective below that of
+        dropping it, ``_sspca_scale.collapsed_components``; a
+        ``UserWarning`` names them).
 
     Raises
     ------
@@ -363,7 +313,8 @@ def sspca(X, n_components, *, groups=None, alpha=_DEFAULT_ALPHA, exponent=_DEFAU
     n, p = X.shape
     r = check_n_components(n_components, n, p)
     Msq, classes, label = _problem(n, p, r, groups, group_weights, partition)
-    alpha = check_nonneg(alpha, "alpha")
+    alpha = None if alpha is None else check_nonneg(alpha, "alpha")
+    alpha_rel = check_nonneg(alpha_rel, "alpha_rel", strict=True)
     exponent = _check_exponent(exponent)
     if code_constraint not in _CODE_CONSTRAINTS:
         raise ValueError(
@@ -378,13 +329,16 @@ def sspca(X, n_components, *, groups=None, alpha=_DEFAULT_ALPHA, exponent=_DEFAU
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     n_init = check_int(n_init, "n_init", minimum=1)
     tol = check_nonneg(tol, "tol", strict=True)
-    return _sspca(X, r, Msq, classes, label, alpha, exponent, code_constraint, bool(nonneg),
-                  init, eps, n_inner, max_iter, tol, n_init, random_state)
+    return _sspca(X, r, Msq, classes, label, alpha, alpha_rel, exponent, code_constraint,
+                  bool(nonneg), init, eps, n_inner, max_iter, tol, n_init, random_state)
 
 
-def _sspca(X, r, Msq, classes, label, alpha, exponent, code_constraint, nonneg, init, eps,
-           n_inner, max_iter, tol, n_init, random_state):
+def _sspca(X, r, Msq, classes, label, alpha, alpha_rel, exponent, code_constraint, nonneg,
+           init, eps, n_inner, max_iter, tol, n_init, random_state):
     """:func:`sspca` on validated arguments (the estimator calls it directly)."""
+    a_max = alpha_max(X, Msq, exponent, r, code_constraint=code_constraint, nonneg=nonneg)
+    if alpha is None:
+        alpha = alpha_rel * a_max
     rng = check_random_state(random_state)
     best, finals = None, []
     U0 = np.linalg.svd(X, full_matrices=False)[0][:, :r] if init == "svd" else None
@@ -406,8 +360,18 @@ def _sspca(X, r, Msq, classes, label, alpha, exponent, code_constraint, nonneg, 
             f"sspca did not converge in {max_iter} iterations (relative decrease "
             f"{abs(history[-2] - history[-1]) / max(abs(history[-1]), 1e-300):.2e} > "
             f"tol={tol}); increase max_iter.", ConvergenceWarning, stacklevel=3)
+    collapsed = collapsed_components(
+        lambda W: _objective(X, U, W, Msq, alpha, exponent, classes), X, V)
+    if np.any(collapsed):
+        warnings.warn(
+            f"SSPCA: component(s) {np.flatnonzero(collapsed).tolist()} of {r} collapsed: "
+            f"at alpha={alpha:.3g} ({alpha / a_max:.3g} x alpha_max={a_max:.3g}) their "
+            "loadings do not lower the objective below that of V = 0, so they are set "
+            "to zero in components_ and supports_. Decrease alpha_rel (with alpha=None) "
+            "or alpha, or ask for fewer components.", UserWarning, stacklevel=3)
     info = {"objective": history, "eta": eta, "n_iter": n_iter, "converged": converged,
-            "objectives": np.asarray(finals)}
+            "objectives": np.asarray(finals), "alpha": float(alpha), "alpha_max": a_max,
+            "collapsed": collapsed}
     return U, V, info
 
 
@@ -426,9 +390,16 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     ----------
     n_components : int, default=3
         Number of components.
-    alpha : float, default=1e-3
+    alpha : float or None, default=None
         The penalty weight (the paper's ``lambda``); the loss is divided by
-        ``n_samples * n_features``.
+        ``n_samples * n_features``. None (the default): ``alpha_rel *
+        alpha_max_``, relative to the data.
+    alpha_rel : float, default=0.5
+        ``alpha`` in units of ``alpha_max_``, the smallest weight at which
+        ``V = 0`` minimises the objective (on half-space groups every
+        component was empty by 1.5). Used when ``alpha`` is None; 0.5 lost
+        least support accuracy over noise levels and layouts with half-space
+        groups (docs/sspca.rst).
     exponent : float in (0, 1], default=0.5
         Exponent ``q`` of the group quasi-norm (the paper's ``alpha``; 1: the
         convex overlapping group lasso).
@@ -462,7 +433,8 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         Random restarts, the best objective is kept.
     support_threshold : float, default=1e-3
         ``supports_[k]`` holds the features with ``|V_jk| > support_threshold *
-        max_j |V_jk|`` (the ``eps`` smoothing leaves no exact zeros).
+        max_j |V_jk|`` (the ``eps`` smoothing leaves no exact zeros); empty
+        for a collapsed component.
     random_state : int, RandomState or None
         Seed of the random starts.
     lam : float, optional
@@ -472,13 +444,26 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
-        Unit-norm loadings (zero rows for vanished components).
+        Unit-norm loadings; zero rows for collapsed components.
     loadings_ : ndarray of shape (n_features, n_components)
-        The raw dictionary ``V``.
+        The raw dictionary ``V`` (as fitted, also for collapsed components).
     scores_ : ndarray of shape (n_samples, n_components)
         The training codes ``U`` (``codes_`` is a deprecated alias).
     supports_ : ndarray of bool, shape (n_components, n_features)
-        Features above ``support_threshold`` per component.
+        Features above ``support_threshold`` per component (none for a
+        collapsed component).
+    collapsed_ : ndarray of bool, shape (n_components,)
+        Components whose loadings do not lower the objective below that of
+        dropping them (a ``UserWarning`` names them): what is left of a
+        collapse to zero, not a pattern.
+    alpha_ : float
+        The weight used (``alpha``, or ``alpha_rel * alpha_max_``).
+    alpha_rel_ : float
+        ``alpha_ / alpha_max_``.
+    alpha_max_ : float
+        The smallest weight at which ``V = 0`` is a minimiser: exact for
+        singleton groups, else the best lower bound over candidate directions
+        (``neurospca.decomposition._sspca_scale.alpha_max``).
     mean_ : ndarray of shape (n_features,)
         Feature means (zeros with ``center=False``).
     eta_ : ndarray of shape (n_groups, n_components) or (n_groups, n_blocks)
@@ -502,13 +487,14 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     (2, 36)
     """
 
-    def __init__(self, n_components=3, *, alpha=_DEFAULT_ALPHA, exponent=_DEFAULT_EXPONENT,
-                 groups=None, group_weights=None, code_constraint="l2", partition=None,
-                 nonneg=False, center=True, init="random", eps=1e-6, n_inner=3, max_iter=200,
-                 tol=1e-4, n_init=1, support_threshold=1e-3, random_state=None,
-                 lam=DEPRECATED):
+    def __init__(self, n_components=3, *, alpha=None, alpha_rel=DEFAULT_ALPHA_REL,
+                 exponent=_DEFAULT_EXPONENT, groups=None, group_weights=None,
+                 code_constraint="l2", partition=None, nonneg=False, center=True,
+                 init="random", eps=1e-6, n_inner=3, max_iter=200, tol=1e-4, n_init=1,
+                 support_threshold=1e-3, random_state=None, lam=DEPRECATED):
         self.n_components = n_components
         self.alpha = alpha
+        self.alpha_rel = alpha_rel
         self.exponent = exponent
         self.groups = groups
         self.group_weights = group_weights
@@ -528,7 +514,8 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left"), None],
+        "alpha_rel": [Interval(Real, 0, None, closed="neither")],
         "exponent": [Interval(Real, 0, 1, closed="right")],
         "groups": ["array-like", None],
         "group_weights": ["array-like", None],
@@ -578,18 +565,24 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         r = check_n_components(self.n_components, n, p)
         Msq, classes, label = _problem(n, p, r, self.groups, self.group_weights,
                                        self.partition)
-        U, V, info = _sspca(Xc, r, Msq, classes, label, float(alpha), float(exponent),
-                            self.code_constraint, bool(self.nonneg), self.init,
-                            float(self.eps), self.n_inner, self.max_iter, float(self.tol),
-                            self.n_init, self.random_state)
+        U, V, info = _sspca(Xc, r, Msq, classes, label,
+                            None if alpha is None else float(alpha), float(self.alpha_rel),
+                            float(exponent), self.code_constraint, bool(self.nonneg),
+                            self.init, float(self.eps), self.n_inner, self.max_iter,
+                            float(self.tol), self.n_init, self.random_state)
+        kept = ~info["collapsed"]
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
         self.loadings_ = V
         self.scores_ = U
-        self.components_ = (V / safe).T
+        self.components_ = (V / safe * kept).T
         absV = np.abs(V)
         thr = float(self.support_threshold)
-        self.supports_ = (absV > thr * absV.max(axis=0, keepdims=True)).T & (norms > 0)[:, None]
+        self.supports_ = (absV > thr * absV.max(axis=0, keepdims=True)).T & kept[:, None]
+        self.collapsed_ = info["collapsed"]
+        self.alpha_ = info["alpha"]
+        self.alpha_max_ = info["alpha_max"]
+        self.alpha_rel_ = self.alpha_ / self.alpha_max_
         self.eta_ = info["eta"]
         self.objective_ = float(info["objective"][-1])
         self.objective_history_ = info["objective"]

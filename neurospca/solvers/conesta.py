@@ -26,7 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._utils.validation import check_nonneg, check_warm_start
 from ._base import SolverResult, get_kernels, operator_arrays
-from .gap import conesta_gap, mu_opt, primal_certificate
+from .gap import conesta_gap, mu_opt, primal_certificate, prox_objective
 from ._problem import ProxProblem
 from .penalties import L1, GroupNorm
 from .prox import _check_prox_input, _scale_of, _unscale
@@ -74,6 +74,87 @@ def _fista(prob, v, mu, eps_mu, max_iter, gap_every):
         gap_mu, gap_0, _ = prob.gaps(v, mu)
         history.append((n_iter, gap_mu, gap_0))
     return v, n_iter, gap_mu, gap_0, history
+
+
+#: Where CONESTA's iterate is no better than ``v = 0`` (``P(v) >= P(0)``), it
+#: stops only once ``P(0) - D`` (the certified gap of 0) is at most this
+#: fraction of ``tol_abs`` (then 0 is returned), or once ``P(v) < P(0)``.
+ZERO_GAP_FRACTION = 0.01
+
+
+def _settled(gap, objective, p0, tol_abs):
+    """Algorithm 2's stopping test (line 10) on the true certificate, with v = 0 in mind.
+
+    ``gap <= tol_abs`` alone accepts an iterate whose objective is above that
+    of ``v = 0`` when the optimum is 0 (or within ``tol_abs`` of it): it would
+    return small non-zeros where the dual solver returns none. So an iterate
+    that does not beat 0 is accepted only when 0 itself is certified to
+    :data:`ZERO_GAP_FRACTION` of ``tol_abs``; :func:`exact_finish` then
+    returns 0.
+    """
+    if gap > tol_abs:
+        return False
+    dual = objective - gap  # the best dual value found
+    return objective < p0 or p0 - dual <= ZERO_GAP_FRACTION * tol_abs
+
+
+def exact_finish(v, y, operator, l1, group, mus, tol_abs):
+    """The sparsest certified of ``v``, the exact prox step on its dual point, and 0.
+
+    FISTA on the smoothed problem leaves small non-zeros where the exact
+    prox is zero (the smoothed group norm has no kink at 0), and CONESTA
+    accepts them once the gap is below ``tol_abs``. Its dual point gives
+    exact zeros instead: for each Nesterov dual ``w = group * proj(A v / mu)``
+    (``mu`` in ``mus`` and ``mu -> 0``; feasible), ``v(w) = soft(y - A^T w, l1)``
+    is the exact minimiser of the Lagrangian at ``w`` (the primal point of the
+    dual solver), and ``D(w) = ||y||^2/2 - ||v(w)||^2/2`` bounds ``P(v*)``
+    from below. With the best of these dual values ``D``, each candidate ``c``
+    in ``(0, v(w), v)`` has the exact gap ``P(c) - D``, a bound of
+    ``P(c) - P(v*)``. Of the candidates whose gap is at most ``tol_abs``, the
+    one with the fewest non-zeros is returned (ties: the lower objective); if
+    none is, the one with the lowest objective. Its gap is never above that of
+    ``v`` when ``v`` is returned, and where ``v* = 0`` the candidate 0 (whose
+    gap is ``P(0) - D``) is certified as soon as ``D`` is within ``tol_abs``
+    of ``P(0)``.
+
+    Parameters
+    ----------
+    v : ndarray of shape (n_features,)
+        CONESTA's iterate.
+    y, operator, l1, group
+        The prox problem.
+    mus : sequence of float
+        Smoothing levels of the dual candidates (the last continuation's).
+    tol_abs : float
+        The absolute gap asked for.
+
+    Returns
+    -------
+    v : ndarray of shape (n_features,)
+        The chosen candidate.
+    gap : float
+        Its certified gap ``P(v) - D``.
+    objective : float
+        ``P(v)``.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        Av = operator.matvec(v)
+        nrm = operator.group_norms(Av)
+        dual, v_dual = -np.inf, None
+        for mu in tuple(mus) + (0.0,):
+            denom = np.maximum(nrm, mu)
+            scale = np.where(denom > 0, group / np.where(denom > 0, denom, 1.0), 0.0)
+            z = y - operator.rmatvec(Av * scale[operator.row_group])
+            vw = np.sign(z) * np.maximum(np.abs(z) - l1, 0.0)
+            value = 0.5 * float(y @ y) - 0.5 * float(vw @ vw)
+            if value > dual:
+                dual, v_dual = value, vw
+    if not np.isfinite(dual):
+        return v, np.inf, prox_objective(v, y, operator, l1, group)
+    candidates = [np.zeros_like(v), v_dual, v]
+    objectives = [prox_objective(c, y, operator, l1, group) for c in candidates]
+    pick = int(np.argmin(objectives))  # the first of equals: the sparsest
+    return candidates[pick], max(objectives[pick] - dual, 0.0), objectives[pick]
 
 
 def _check_v0(v0, y):
@@ -171,8 +252,13 @@ def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=1000
         ``v`` (eqs. 20-24 with ``mu = 0``, the dual point taken from the
         Nesterov dual ``alpha*_mu(v)`` of eq. 12 and its ``mu -> 0`` limit, the
         best of these): a true bound of ``P(v) - P(v*)`` in prox units,
-        evaluated at the ``v`` that is returned. ``converged`` is True only
-        when ``gap <= tol_abs``. The paper's running precision ``eps`` of
+        evaluated at the ``v`` that is returned. ``v`` is the one with the
+        lowest objective of the last iterate, the exact prox step
+        ``soft(y - A^T w, l1)`` on its dual point and ``0``
+        (:func:`exact_finish`); an iterate whose objective is not below that
+        of ``v = 0`` is accepted only once 0 is certified to
+        :data:`ZERO_GAP_FRACTION` of ``tol_abs``, so where the optimum is 0,
+        ``v`` is exactly 0. ``converged`` is True only when ``gap <= tol_abs``. The paper's running precision ``eps`` of
         Algorithm 2 drives the continuation only; ``mu_history`` lists
         ``(iteration, mu, eps)`` per continuation step. A non-finite gap stops
         the solver with ``converged=False`` and a ``ConvergenceWarning``.
@@ -261,9 +347,12 @@ def solve_conesta(problem, *, tol=1e-3, v0=None, tau=0.5, max_iter=100000, gap_e
         gap_mu, _, _ = prob.gaps(v, mu0)
         gap, objective = primal_certificate(v, y, operator, l1, group, (mu0,))
     n_iter, n_cont, history, mu_history = 0, 0, [(0, gap)], []
+    mus_last = (mu0,)
     finite = np.isfinite(gap) and np.isfinite(gap_mu)
     eps = tau * gap_mu  # Algorithm 2, line 2
-    while finite and gap > tol_abs and n_iter < max_iter and n_cont < max_iter:
+    p0 = 0.5 * float(y @ y)
+    while (finite and not _settled(gap, objective, p0, tol_abs) and n_iter < max_iter
+           and n_cont < max_iter):
         mu = _mu(eps)  # lines 3 and 9
         if not (np.isfinite(mu) and mu > 0.0):  # eps underflowed: nothing left to gain
             break
@@ -275,15 +364,19 @@ def solve_conesta(problem, *, tol=1e-3, v0=None, tau=0.5, max_iter=100000, gap_e
         eps = gap_mu + mu * gamma_M  # line 7
         mu_history.append((n_iter, mu, eps / 2.0))
         # the returned certificate: the exact gap at the current v
-        gap, objective = primal_certificate(v, y, operator, l1, group, (mu,))
+        mus_last = (mu,)
+        gap, objective = primal_certificate(v, y, operator, l1, group, mus_last)
         history.append((n_iter, gap))
         finite = bool(np.isfinite(gap) and np.isfinite(eps) and np.all(np.isfinite(v)))
-        if not finite or gap <= tol_abs:  # line 10, on the true certificate
+        if not finite or _settled(gap, objective, p0, tol_abs):  # line 10, certified
             break
         eps = tau * eps  # line 8
     if not finite:
         gap = np.inf
         _warn_nonfinite(n_iter)
+    else:
+        v, gap, objective = exact_finish(v, y, operator, l1, group, mus_last, tol_abs)
+        history.append((n_iter, gap))
     logger.debug("conesta: %d FISTA iterations, %d continuations, gap %.3e (tol %.3e)",
                  n_iter, n_cont, gap, tol_abs)
     return SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
