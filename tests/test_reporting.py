@@ -767,7 +767,7 @@ def test_selection_stand_in(planted_volume, planted_report):
     html = planted_report
     text = _text(html)
     assert 'id="selection"' in html and "Rule: one-standard-error" in text
-    assert "stability (Dice)" in text
+    assert "stability (mean pairwise Dice)" in text
     assert "Stability across splits (mean pairwise Dice): 0.93" in text
     assert "Stability across splits (mean pairwise Dice): 0.71" in text
     table = html.split('id="selection"')[1].split("</table>")[0]
