@@ -100,13 +100,13 @@ def rule_f(rs):  # max worst-component |corr| x mean support Dice among valid po
 
 
 RULES = {
-    "a max mean|corr|": rule_a,
+    "a max mean corr": rule_a,
     "b 1-SE stronger": rule_b,
-    "c max |corr|*topm": rule_c,
-    "c2 max |corr|*suppDice (valid)": rule_c2,
+    "c max corr x topm": rule_c,
+    "c2 max corr x suppDice (valid)": rule_c2,
     "d weakest within .05 (valid)": rule_d,
-    "e max min|corr| (valid)": rule_e,
-    "f max min|corr|*suppDice (valid)": rule_f,
+    "e max min corr (valid)": rule_e,
+    "f max min corr x suppDice (valid)": rule_f,
 }
 
 
@@ -130,8 +130,8 @@ def main():
         for r in rs:
             groups[setting(r)].append(r)
         hdr = "| method | alpha_rel | l1, tv | "
-        hdr += "|cos| per pattern | Dice per pattern | " if truth else ""
-        hdr += "half |corr| | top-m Dice | supp Dice | support % (max) | empty | t full s | t halves s |"
+        hdr += "cos per pattern | Dice per pattern | " if truth else ""
+        hdr += "half corr | top-m Dice | supp Dice | support % (max) | empty | t full s | t halves s |"
         print(hdr)
         print("|" + "---|" * (hdr.count("|") - 1))
         order = sorted(groups, key=lambda k: (k[0] not in ("deflation", "backfit"), k[0],
@@ -168,7 +168,7 @@ def main():
         hdr = "| rule | method | scope | picks (alpha_rel; l1,tv) per instance | "
         if truth:
             hdr += "truth score at pick | truth-best score (setting) | steps from best | "
-        hdr += "half |corr| | top-m Dice | supp Dice | half-fits | cost / 1 full fit |"
+        hdr += "half corr | top-m Dice | supp Dice | half-fits | cost / 1 full fit |"
         print(hdr)
         print("|" + "---|" * (hdr.count("|") - 1))
         for method in ("deflation", "backfit", "both"):
