@@ -24,6 +24,9 @@ def load(paths):
     for p in paths:
         with open(p) as f:
             recs += [json.loads(line) for line in f if line.strip()]
+    for r in recs:  # contiguous halves are another protocol: tabulated apart
+        if r.get("split_seed") == -1:
+            r["set"] += " (contiguous halves)"
     return recs
 
 
@@ -99,6 +102,30 @@ def rule_f(rs):  # max worst-component |corr| x mean support Dice among valid po
     return max(ok, key=lambda r: (np.min(r["hcorr"]) * np.mean(r["hsdice"]), r["alpha_rel"]))
 
 
+def _score_f(r):
+    return np.min(r["hcorr"]) * np.mean(r["hsdice"])
+
+
+def rule_g(rs):
+    """f along the path from strong to weak, stopping at the first valid point whose
+    score is below the best so far (coarse path, early stop). Returns the pick; the
+    number of points visited is stored in ``rule_g.visited``."""
+    path = sorted(rs, key=lambda r: -r["alpha_rel"])
+    best, visited = None, 0
+    for r in path:
+        visited += 1
+        if not valid(r):
+            if best is not None:
+                break
+            continue
+        if best is None or _score_f(r) >= _score_f(best):
+            best = r
+        else:
+            break
+    rule_g.visited = visited
+    return best or rule_a(rs)
+
+
 RULES = {
     "a max mean corr": rule_a,
     "b 1-SE stronger": rule_b,
@@ -107,6 +134,7 @@ RULES = {
     "d weakest within .05 (valid)": rule_d,
     "e max min corr (valid)": rule_e,
     "f max min corr x suppDice (valid)": rule_f,
+    "g f strong-to-weak, early stop": rule_g,
 }
 
 
@@ -163,6 +191,20 @@ def main():
             th = [r["t_half"] for r in g if "t_half" in r]
             line += f"{f2(np.mean(tf)) if tf else '—'} | {f2(np.mean(th)) if th else '—'} |"
             print(line)
+        # ---- back-fitting convergence
+        bf = [r for r in rs if r["method"] == "backfit" and "half_sweeps" in r]
+        if bf:
+            print("\nBack-fitting sweeps that hit the 20-sweep cap (non-empty fits only): ", end="")
+            parts = []
+            for sp in SPLITS:
+                g = [r for r in bf if (r["l1_ratio"], r["tv_ratio"]) == sp]
+                full = [r["sweeps"] for r in g if "sweeps" in r and max(r["supp"]) > 0]
+                half = [s for r in g for s, h in zip(r["half_sweeps"], (0, 1))
+                        if max(r["hsupp"]) > 0]
+                if g:
+                    parts.append(f"split {sp}: full fits {sum(x >= 20 for x in full)}/{len(full)}, "
+                                 f"half fits {sum(x >= 20 for x in half)}/{len(half)}")
+            print("; ".join(parts) + ".")
         # ---- rules
         print()
         hdr = "| rule | method | scope | picks (alpha_rel; l1,tv) per instance | "
@@ -172,7 +214,8 @@ def main():
         print(hdr)
         print("|" + "---|" * (hdr.count("|") - 1))
         for method in ("deflation", "backfit", "both"):
-            for scope in ("grid", "default split", "split 0.2,0.2"):
+            for scope in ("grid", "default split", "default split, alpha_rel >= 1",
+                          "split 0.2,0.2"):
                 if method == "both" and scope != "grid":
                     continue
                 for rname, rule in RULES.items():
@@ -181,21 +224,29 @@ def main():
                         cand = [r for r in rs if inst_key(r) == ik and "hcorr" in r
                                 and r["method"] in (("deflation", "backfit") if method == "both"
                                                     else (method,))]
-                        if scope == "default split":
+                        if scope.startswith("default split"):
                             cand = [r for r in cand if (r["l1_ratio"], r["tv_ratio"]) == SPLITS[0]]
+                        if scope.endswith(">= 1"):
+                            cand = [r for r in cand if r["alpha_rel"] >= 1]
                         elif scope == "split 0.2,0.2":
                             cand = [r for r in cand if (r["l1_ratio"], r["tv_ratio"]) == SPLITS[1]]
                         if not cand:
                             continue
+                        if rule is rule_g and (method == "both" or scope == "grid"):
+                            continue
                         ch = rule(cand)
+                        if rule is rule_g:  # cost of the visited points only
+                            vis = sorted(cand, key=lambda r: -r["alpha_rel"])[:rule_g.visited]
+                        else:
+                            vis = cand
                         tag = ("B" if ch["method"] == "backfit" else "D") if method == "both" else ""
                         picks.append(f"{tag}{ch['alpha_rel']:g};{ch['l1_ratio']:g},{ch['tv_ratio']:g}")
                         hc.append(np.mean(ch["hcorr"]))
                         ht.append(np.mean(ch["htopm"]))
                         hs.append(np.mean(ch["hsdice"]))
-                        nh.append(2 * len(cand))
+                        nh.append(2 * len(vis))
                         if "t_full" in ch and ch["t_full"] > 0:
-                            costs.append((sum(r["t_half"] for r in cand) + ch["t_full"]) / ch["t_full"])
+                            costs.append((sum(r["t_half"] for r in vis) + ch["t_full"]) / ch["t_full"])
                         if truth and "cos" in ch:
                             best = max(cand, key=truth_score)
                             ts.append(truth_score(ch))
