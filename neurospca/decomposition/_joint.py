@@ -162,8 +162,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, kw):
     if from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0)):
         U, V, d, Z, info = _start_from_scores(op, sqnorm, u0, w0, refit_kw)
     else:
-        U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=verbose,
-                                **kw)
+        U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, **kw)
         info = {key: list(val) for key, val in info.items()}
         d = np.asarray(info["d"], dtype=np.float64)
         Z = np.column_stack([op.matvec(V[:, j]) for j in range(n_components)])
@@ -193,6 +192,11 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, kw):
     for w in caught:  # the last sweep's v-steps that stopped short of tol
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled)
+    if verbose:
+        for k in range(n_components):
+            _say("component %d done: %d alternations, %d solver iterations, gap %.3e, "
+                 "%.2f s", k, info["n_iter"][k], info["n_inner_iter"][k], info["gaps"][k],
+                 info["time"][k])
     info["d"] = d
     info["n_sweeps"] = len(changes)
     info["sweep_change"] = changes
@@ -284,35 +288,34 @@ def _joint_spca_tv(op, n_components, *, tol, verbose, n_threads, max_sweeps,
                       from_scores=from_scores, kw=dict(kw, n_threads=n_threads))
 
 
-def recheck_support(estimator, op, U, V, info, pieces, l2):
+def recheck_support(estimator, op, U, V, info, kw, tol):
     """After the certified-support finishing moved some ``v_k``, the others'
-    residuals moved with them: each pair's gap is evaluated again against the
-    returned model, and where it grew the support labels are recomputed with
-    the larger (valid) gap. Updates ``info`` gaps and ``estimator``'s
-    ``certified_support_``, ``certified_zeros_``, ``n_uncertain_`` and
-    ``support_radius_`` in place."""
+    residuals moved with them: every pair is certified again against the
+    returned model (:func:`_certify_all`: re-solved there when above ``tol``),
+    and the support labels of a pair whose loading or gap changed are
+    recomputed with its final (valid) gap. Updates ``V``, ``info`` and the
+    ``certified_*`` attributes of ``estimator`` in place."""
     from ..solvers import certify_support
 
-    n_samples = op.shape[0]
     d = np.asarray(info["d"], dtype=np.float64)
     Z = np.column_stack([op.matvec(V[:, j]) for j in range(V.shape[1])])
-    sqnorm = op.sqnorm()
+    V_before, gaps_before = V.copy(), np.asarray(info["gaps"], dtype=np.float64).copy()
+    settled = [bool(c) for c in info["converged"]]
+    _certify_all(op, op.sqnorm(), U, V, d, Z, info, kw, tol, True)
+    info["d"] = d
+    info["converged"] = [c and s for c, s in zip(info["converged"], settled)]
     for k in range(V.shape[1]):
-        if not np.any(V[:, k]):
+        same = np.array_equal(V[:, k], V_before[:, k]) and info["gaps"][k] <= gaps_before[k]
+        if same or not np.any(V[:, k]):
             continue
-        defl = _others(op, sqnorm, U, V, d, Z, k)
-        y = defl.tdot(U[:, k], exact=True) / (2.0 * n_samples * l2)
-        problem = ProxProblem(y, pieces)
-        gap = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6))[0]
-        if gap <= info["gaps"][k] / (2.0 * l2):
-            continue
+        gap = info["gaps"][k] / (2.0 * kw["l2"])
+        problem = ProxProblem(info["y"][k], kw["pieces"])
         cert = certify_support(problem, V[:, k], gap, info["w"][k])
-        info["gaps"][k] = 2.0 * l2 * gap
-        info["rel_gaps"][k] = gap / (0.5 * float(y @ y))
-        done = int(info["n_inner_iter"][k])
-        info["gap_history"][k] = list(info["gap_history"][k]) + [(done, info["gaps"][k])]
-        info["rel_gap_history"][k] = list(info["rel_gap_history"][k]) + [
-            (done, info["rel_gaps"][k])]
+        if not np.array_equal(cert.v, V[:, k]):  # certified zeros set to 0: its own gap
+            V[:, k] = cert.v
+            gap = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6))[0]
+            info["gaps"][k] = 2.0 * kw["l2"] * gap
+            info["rel_gaps"][k] = gap / (0.5 * float(problem.y @ problem.y))
         estimator.certified_support_[k] = cert.nonzero
         estimator.certified_zeros_[k] = cert.zero
         estimator.n_uncertain_[k] = int(np.count_nonzero(~(cert.nonzero | cert.zero)))

@@ -21,9 +21,9 @@ from ._base import (
 )
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
 from ._data import as_data_operator, validated_data_operator
-from ._joint import _joint_spca_tv, recheck_support
-from ._stability import auto_path, choose_alpha_rel, set_stability
-from ._support import set_certified_support
+from ._joint import _joint_spca_tv
+from ._stability import auto_path, choose_alpha_rel, scores_of, set_stability
+from ._support import certify_fit
 from ._weights import _weights, weights_from_ratios
 from .._utils.docs import fill_doc
 from .._utils.validation import (
@@ -268,13 +268,10 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         the penalties then separate co-varying regions
         (docs/trust.rst). ``n_sweeps_`` records the sweeps.
     certify_support : bool, default=True
-        Finish each returned v-step and certify which loadings are non-zero
-        and which are zero (``certified_support_``; see docs/certificates.rst);
-        False skips it (faster; the ``certified_*`` attributes are then None),
-        as the half fits of ``alpha_rel="auto"`` do.
+        Certify which loadings are non-zero and which zero
+        (``certified_support_``); False skips it (faster; ``certified_*`` None).
     max_sweeps : int, default=50
-        Most back-fitting sweeps of ``method="joint"`` (each re-fits every
-        component); a fit that has not settled by then warns.
+        Most sweeps of ``method="joint"``; a fit not settled by then warns.
 
     Attributes
     ----------
@@ -311,8 +308,8 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         Certified v-step gaps of the returned pairs ``(u_k, v_k)`` (``u_k`` =
         ``scores_[:, k]``, ``v_k`` = ``loadings_[:, k]``), in units of the
         objective of eq. 3: ``v_k`` is within ``dual_gaps_[k]`` of the best
-        ``v`` for that ``u_k``. The alternation itself is non-convex and not
-        certified.
+        ``v`` for that ``u_k`` (with ``method="joint"``, on the data minus the
+        other returned components). The alternation is not certified.
     rel_gaps_ : ndarray of shape (n_components,)
         The same gaps over the v-step's prox objective at 0: compared with
         ``tol``.
@@ -353,8 +350,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
     pca_explained_variance_ratio_ : ndarray of shape (n_components,)
         Plain PCA's explained variance ratios of the same centred data (top
         ``n_components``), for comparison.
-    n_sweeps_ : int
-        Back-fitting sweeps of ``method="joint"`` (0 for deflation).
+    n_sweeps_ : int (sweeps of ``method="joint"``; 0 for deflation)
     n_features_in_ : int
     fit_time_ : float
 
@@ -523,7 +519,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
             alpha = float(self.alpha_rel) * self.l1_max_
         from_scores = halves is not None and self.method == "joint"
         if from_scores:  # the full fit starts where the chosen half fit ended
-            u0, w0 = _scores_of(Xc, halves[0]), None
+            u0, w0 = scores_of(Xc, halves[0]), None
         U, V, info, caught, weights = self._run(Xc, n_components, alpha, u0, w0, checked,
                                                 from_scores=from_scores and u0 is not None)
         for w in caught:
@@ -538,16 +534,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
                 V[:, k], U[:, k] = -V[:, k], -U[:, k]
                 if info["w"][k] is not None:
                     info["w"][k] = -info["w"][k]
-        if self.certify_support:
-            set_certified_support(self, V, info, weights, checked, X.shape[0])
-        else:  # not asked for (the half fits of alpha_rel="auto" and stability)
-            for name in ("certified_support_", "certified_zeros_", "n_uncertain_",
-                         "support_radius_", "support_time_"):
-                setattr(self, name, None)
-        if self.method == "joint" and self.certify_support:
-            recheck_support(self, Xc, U, V, info,
-                            eq3_pieces(weights["l1"], weights["tv"], operator, weights["l2"],
-                                       extra), weights["l2"])
+        certify_fit(self, Xc, U, V, info, weights, checked)
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
         self.loadings_ = V
@@ -606,14 +593,6 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         if total == 0.0:
             return 1.0
         return 1.0 - err / total
-
-
-def _scores_of(op, components):
-    """Unit scores ``Xc c_k / ||Xc c_k||`` of the data on given loadings (a warm
-    start of the joint fit from the chosen half fit); None if one is empty."""
-    Z = op.matmat(np.asarray(components, dtype=np.float64).T)
-    norms = np.linalg.norm(Z, axis=0)
-    return None if np.any(norms == 0) else Z / norms
 
 
 def _state_key(estimator, extra):

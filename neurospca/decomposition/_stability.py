@@ -249,3 +249,11 @@ def set_stability(estimator, X, halves):
             f"{STABILITY_THRESHOLD}): do not interpret them without replication.",
             UserWarning,
         )
+
+
+def scores_of(op, components):
+    """Unit scores ``Xc c_k / ||Xc c_k||`` of the data on given loadings (a warm
+    start of the joint fit from the chosen half fit); None if one is empty."""
+    Z = op.matmat(np.asarray(components, dtype=np.float64).T)
+    norms = np.linalg.norm(Z, axis=0)
+    return None if np.any(norms == 0) else Z / norms

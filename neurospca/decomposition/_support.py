@@ -220,3 +220,29 @@ def set_certified_support(estimator, V, info, weights, checked, n_samples, *,
     estimator.n_uncertain_ = np.count_nonzero(~(support | zeros), axis=1)
     estimator.support_radius_ = radius
     estimator.support_time_ = seconds
+
+
+def certify_fit(estimator, op, U, V, info, weights, checked):
+    """The certified support of a fit (``estimator.certify_support``), BLAS held as
+    during the fit; for ``method="joint"`` each pair is then certified again
+    against the returned other components (:func:`recheck_support`).
+
+    ``V`` and ``info`` are updated in place (see :func:`set_certified_support`).
+    """
+    from ._alternation import _vstep_blas
+    from ._joint import recheck_support
+
+    if not estimator.certify_support:  # the half fits of alpha_rel="auto"
+        for name in ("certified_support_", "certified_zeros_", "n_uncertain_",
+                     "support_radius_", "support_time_"):
+            setattr(estimator, name, None)
+        return
+    operator, extra, solver, max_inner_iter = checked
+    with _vstep_blas(op.n_threads):
+        set_certified_support(estimator, V, info, weights, checked, op.shape[0])
+        if estimator.method == "joint":
+            kw = {"l2": weights["l2"], "solver": solver, "max_inner_iter": max_inner_iter,
+                  "gap_every": 10, "kernels": "cython", "n_threads": op.n_threads,
+                  "pieces": eq3_pieces(weights["l1"], weights["tv"], operator,
+                                       weights["l2"], extra)}
+            recheck_support(estimator, op, U, V, info, kw, estimator.tol)
