@@ -1,0 +1,118 @@
+"""Issue 20, item 1: ``select_penalty`` with the split-half rule (seeds 2101+).
+
+1. Never worse than a method's own default: on the paper's simulation
+   (``make_paper_simulation(250, random_state=seed)``, Table I set-up), MSE and
+   Dice to the truth of ``select_penalty(est, X).best_estimator_`` against
+   ``est``'s default fit, for SPCA-TV (``SPCATV(3, operator=op)``) and
+   ElasticNet PCA (the same with ``tv_ratio=0``).
+2. Within one grid step of the truth-best point: on the paper's set-up with
+   scores correlated at r = 0.7 (and ``--atrophy``: ``benchmarks/_trust.py``'s
+   ``atrophy("fsaverage5", 0.6, seed)``), the chosen point against the grid
+   point with the lowest MSE to the truth (mean over the half fits); steps
+   along ``alpha_rel`` and along the splits (ordered as searched).
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_select_issue20.py [--part default|steps]
+        [--seeds 2101 2102 2103] [--atrophy]
+"""
+
+import argparse
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from neurospca import SPCATV, make_paper_simulation, tv_from_mask  # noqa: E402
+from neurospca.model_selection import dice_to_truth, mse_to_truth, select_penalty  # noqa: E402
+
+
+def _quiet(fn, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kw)
+
+
+def default_vs_selected(seeds):
+    print("\n## never worse than the default (paper simulation, 250 images)")
+    print(f"{'seed':>5s} {'method':>12s} {'default a/MSE/Dice':>24s} "
+          f"{'selected (l1, tv) a / MSE / Dice':>40s} {'time sel/def':>13s}")
+    for seed in seeds:
+        X, P, mask = make_paper_simulation(250, random_state=seed)
+        op = tv_from_mask(mask)
+        for name, est in (("SPCA-TV", SPCATV(3, operator=op, random_state=0)),
+                          ("ElasticNet", SPCATV(3, operator=op, tv_ratio=0.0,
+                                                random_state=0))):
+            t0 = time.perf_counter()
+            d = _quiet(est.fit, X)
+            t_def = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            sel = _quiet(select_penalty, est, X, random_state=seed)
+            t_sel = time.perf_counter() - t0
+            b, bp = sel.best_estimator_, sel.best_params_
+            print(f"{seed:5d} {name:>12s} {d.alpha_rel_:4.2g} {mse_to_truth(d, P):7.3f} "
+                  f"{dice_to_truth(d, P):6.3f}        ({bp['l1_ratio']:.2f}, "
+                  f"{bp['tv_ratio']:.2f}) {bp['alpha_rel']:4.2g} {mse_to_truth(b, P):7.3f} "
+                  f"{dice_to_truth(b, P):6.3f}   {t_sel:5.1f}/{t_def:4.1f} s", flush=True)
+        if seed == seeds[0]:
+            print(sel.table())
+
+
+def steps(sel):
+    """Chosen vs truth-best (lowest half-fit MSE): steps in alpha_rel and split."""
+    res = sel.results_
+    splits = list(dict.fromkeys((r["l1_ratio"], r["tv_ratio"]) for r in res))
+    grid = sorted({r["alpha_rel"] for r in res})
+    best = min(range(len(res)), key=lambda i: res[i]["mse"])
+    c, t = res[sel.best_index_], res[best]
+    da = abs(grid.index(c["alpha_rel"]) - grid.index(t["alpha_rel"]))
+    ds = abs(splits.index((c["l1_ratio"], c["tv_ratio"]))
+             - splits.index((t["l1_ratio"], t["tv_ratio"])))
+    return c, t, da, ds
+
+
+def one_step(name, seeds, make):
+    print(f"\n## {name}: chosen vs truth-best grid point (MSE / Dice: mean over half fits)")
+    print(f"{'seed':>5s} {'chosen (l1, tv) a: MSE/Dice':>34s} {'truth-best':>34s} "
+          f"{'steps a/split':>14s} {'refit MSE/Dice':>15s} {'time':>6s}")
+    for seed in seeds:
+        X, op, P = make(seed)
+        t0 = time.perf_counter()
+        sel = _quiet(select_penalty, SPCATV(3, operator=op, random_state=0), X, truth=P,
+                     random_state=seed)
+        t_sel = time.perf_counter() - t0
+        c, t, da, ds = steps(sel)
+        cell = lambda r: (f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
+                          f"{r['mse']:.3f}/{r['dice_truth']:.2f}")
+        b = sel.best_estimator_
+        print(f"{seed:5d} {cell(c):>34s} {cell(t):>34s} {da:>7d}/{ds:<6d} "
+              f"{mse_to_truth(b, P):.3f}/{dice_to_truth(b, P):.2f} {t_sel:5.1f}s", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--part", choices=["default", "steps", "all"], default="all")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[2101, 2102, 2103])
+    ap.add_argument("--atrophy", action="store_true")
+    args = ap.parse_args()
+    print(f"# {platform.machine()} {platform.processor() or ''}, python "
+          f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    if args.part in ("default", "all"):
+        default_vs_selected(args.seeds)
+    if args.part in ("steps", "all"):
+        def paper(seed):
+            X, P, mask = make_paper_simulation(250, random_state=seed, correlation=0.7)
+            return X, tv_from_mask(mask), P
+        one_step("paper 2-D, scores correlated r = 0.7", args.seeds, paper)
+        if args.atrophy:
+            from _trust import atrophy
+
+            one_step("atrophy fsaverage5, r = 0.6 (age/sex regressed out)", args.seeds,
+                     lambda seed: atrophy("fsaverage5", 0.6, seed))
+
+
+if __name__ == "__main__":
+    main()
