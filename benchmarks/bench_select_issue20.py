@@ -22,12 +22,15 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
+import numpy as np  # noqa: F401
+from sklearn.base import clone
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask  # noqa: E402
-from neurospca.model_selection import dice_to_truth, mse_to_truth, select_penalty  # noqa: E402
+from neurospca.model_selection import (  # noqa: E402
+    choose_reproducible, dice_to_truth, mse_to_truth, select_penalty,
+)
 
 
 def _quiet(fn, *args, **kw):
@@ -36,10 +39,24 @@ def _quiet(fn, *args, **kw):
         return fn(*args, **kw)
 
 
+TOLERANCES = (0.0, 0.05, 0.1)
+
+
+def _replay(sel, est, X, tolerance, cache):
+    """The row chosen at ``tolerance`` and the estimator refitted there (cached)."""
+    i = choose_reproducible(sel.results_, tolerance)
+    params = sel.results_[i]["params"]
+    key = tuple(sorted(params.items(), key=lambda kv: kv[0]))
+    if key not in cache:
+        cache[key] = _quiet(clone(est).set_params(**params).fit, X)
+    return i, cache[key]
+
+
 def default_vs_selected(seeds):
     print("\n## never worse than the default (paper simulation, 250 images)")
-    print(f"{'seed':>5s} {'method':>12s} {'default a/MSE/Dice':>24s} "
-          f"{'selected (l1, tv) a / MSE / Dice':>40s} {'time sel/def':>13s}")
+    print(f"{'seed':>5s} {'method':>11s} {'default a: MSE/Dice':>20s} "
+          + " ".join(f"{'tol ' + str(t) + ' (l1, tv) a: MSE/Dice':>32s}" for t in TOLERANCES)
+          + f" {'time sel/def':>13s}")
     for seed in seeds:
         X, P, mask = make_paper_simulation(250, random_state=seed)
         op = tv_from_mask(mask)
@@ -47,27 +64,29 @@ def default_vs_selected(seeds):
                           ("ElasticNet", SPCATV(3, operator=op, tv_ratio=0.0,
                                                 random_state=0))):
             t0 = time.perf_counter()
-            d = _quiet(est.fit, X)
+            d = _quiet(clone(est).fit, X)
             t_def = time.perf_counter() - t0
             t0 = time.perf_counter()
-            sel = _quiet(select_penalty, est, X, random_state=seed)
+            sel = _quiet(select_penalty, est, X, random_state=seed, refit=False)
             t_sel = time.perf_counter() - t0
-            b, bp = sel.best_estimator_, sel.best_params_
-            print(f"{seed:5d} {name:>12s} {d.alpha_rel_:4.2g} {mse_to_truth(d, P):7.3f} "
-                  f"{dice_to_truth(d, P):6.3f}        ({bp['l1_ratio']:.2f}, "
-                  f"{bp['tv_ratio']:.2f}) {bp['alpha_rel']:4.2g} {mse_to_truth(b, P):7.3f} "
-                  f"{dice_to_truth(b, P):6.3f}   {t_sel:5.1f}/{t_def:4.1f} s", flush=True)
-        if seed == seeds[0]:
-            print(sel.table())
+            cache, cells = {}, []
+            for tol in TOLERANCES:
+                i, b = _replay(sel, est, X, tol, cache)
+                r = sel.results_[i]
+                cells.append(f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
+                             f"{mse_to_truth(b, P):.3f}/{dice_to_truth(b, P):.3f}")
+            print(f"{seed:5d} {name:>11s} {d.alpha_rel_:4.2g}: {mse_to_truth(d, P):.3f}/"
+                  f"{dice_to_truth(d, P):.3f} " + " ".join(f"{c:>32s}" for c in cells)
+                  + f" {t_sel:6.1f}/{t_def:4.1f} s", flush=True)
 
 
-def steps(sel):
-    """Chosen vs truth-best (lowest half-fit MSE): steps in alpha_rel and split."""
+def steps(sel, i):
+    """Row ``i`` vs truth-best (lowest half-fit MSE): steps in alpha_rel and split."""
     res = sel.results_
     splits = list(dict.fromkeys((r["l1_ratio"], r["tv_ratio"]) for r in res))
     grid = sorted({r["alpha_rel"] for r in res})
-    best = min(range(len(res)), key=lambda i: res[i]["mse"])
-    c, t = res[sel.best_index_], res[best]
+    best = min(range(len(res)), key=lambda j: res[j]["mse"])
+    c, t = res[i], res[best]
     da = abs(grid.index(c["alpha_rel"]) - grid.index(t["alpha_rel"]))
     ds = abs(splits.index((c["l1_ratio"], c["tv_ratio"]))
              - splits.index((t["l1_ratio"], t["tv_ratio"])))
@@ -75,21 +94,23 @@ def steps(sel):
 
 
 def one_step(name, seeds, make):
-    print(f"\n## {name}: chosen vs truth-best grid point (MSE / Dice: mean over half fits)")
-    print(f"{'seed':>5s} {'chosen (l1, tv) a: MSE/Dice':>34s} {'truth-best':>34s} "
-          f"{'steps a/split':>14s} {'refit MSE/Dice':>15s} {'time':>6s}")
+    print(f"\n## {name}: chosen vs truth-best grid point (MSE/Dice: mean over the half "
+          "fits; refit: on all samples)")
+    cell = lambda r: (f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
+                      f"{r['mse']:.3f}/{r['dice_truth']:.2f}")
     for seed in seeds:
         X, op, P = make(seed)
+        est = SPCATV(3, operator=op, random_state=0)
         t0 = time.perf_counter()
-        sel = _quiet(select_penalty, SPCATV(3, operator=op, random_state=0), X, truth=P,
-                     random_state=seed)
+        sel = _quiet(select_penalty, est, X, truth=P, random_state=seed, refit=False)
         t_sel = time.perf_counter() - t0
-        c, t, da, ds = steps(sel)
-        cell = lambda r: (f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
-                          f"{r['mse']:.3f}/{r['dice_truth']:.2f}")
-        b = sel.best_estimator_
-        print(f"{seed:5d} {cell(c):>34s} {cell(t):>34s} {da:>7d}/{ds:<6d} "
-              f"{mse_to_truth(b, P):.3f}/{dice_to_truth(b, P):.2f} {t_sel:5.1f}s", flush=True)
+        cache = {}
+        for tol in TOLERANCES:
+            i, b = _replay(sel, est, X, tol, cache)
+            c, t, da, ds = steps(sel, i)
+            print(f"{seed:5d} tol {tol:4.2f} chosen {cell(c):>30s}  truth-best {cell(t):>30s}"
+                  f"  steps a/split {da}/{ds}  refit {mse_to_truth(b, P):.3f}/"
+                  f"{dice_to_truth(b, P):.2f}  ({t_sel:.1f} s)", flush=True)
 
 
 def main():

@@ -132,10 +132,16 @@ def reproducibility_search(estimator, X, splits, grid, seeds, truth=None, verbos
     return results, halves
 
 
-def choose_reproducible(results):
-    """Index of the chosen row: :func:`~neurospca.decomposition.choose_alpha_rel`
-    over every row of every split (the most reproducible admissible point;
-    an exact tie goes to the stronger penalty). Marks ``admissible``."""
+def choose_reproducible(results, tolerance=0.0):
+    """Index of the chosen row, and marks ``admissible`` and ``near_best``.
+
+    :func:`~neurospca.decomposition.choose_alpha_rel` over every row of every
+    split: the most reproducible admissible point (an exact tie goes to the
+    stronger penalty). With ``tolerance > 0``, among the admissible rows whose
+    mean reproducibility is within ``tolerance`` of that point's, the one with
+    the best held-out score (the least shrunk of the near-equally
+    reproducible points).
+    """
     path = [{"alpha_rel": r["alpha_rel"],
              "reproducibility": r["reproducibility_per_component"].ravel(),
              "nonzero_fraction": r["nonzero_fraction"]} for r in results]
@@ -143,6 +149,11 @@ def choose_reproducible(results):
     for r in results:
         nz = r["nonzero_fraction"]
         r["admissible"] = bool(np.all(nz > 0) and np.all(nz <= MAX_NONZERO))
+        r["near_best"] = bool(r["admissible"] and r["reproducibility"]
+                              >= results[best]["reproducibility"] - tolerance)
+    near = [i for i, r in enumerate(results) if r["near_best"]]
+    if tolerance > 0 and near:
+        best = max(near, key=lambda i: results[i]["mean_score"])
     return best
 
 

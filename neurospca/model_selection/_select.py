@@ -25,7 +25,8 @@ from ._halves import choose_reproducible, chosen_stability, reproducibility_sear
 logger = logging.getLogger("neurospca")
 
 __all__ = ["select_penalty", "PenaltySelection", "one_se_refit", "DEFAULT_ALPHA_REL_GRID",
-           "SELECTION_RULES", "STABLE_TOLERANCE", "_choose"]
+           "SELECTION_RULES", "STABLE_TOLERANCE", "REPRODUCIBILITY_TOLERANCE", "_choose",
+           "choose_reproducible"]
 
 #: Default grid of :func:`select_penalty` (relative penalties, weakest first).
 DEFAULT_ALPHA_REL_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
@@ -35,6 +36,10 @@ SELECTION_RULES = ("reproducibility",) + FOLD_RULES
 #: own: with TV (SPCA-TV), and without (ElasticNet PCA, ``tv_ratio=0``).
 SPARSER_SPLITS = ((0.2, 0.2), (0.5, 0.3))
 SPARSER_SPLITS_NO_TV = ((0.2, 0.0), (0.5, 0.0))
+#: ``rule="reproducibility"``: admissible points whose mean reproducibility is
+#: within this of the most reproducible one are near-ties, decided by the
+#: held-out score.
+REPRODUCIBILITY_TOLERANCE = 0.05
 
 
 class PenaltySelection:
@@ -187,6 +192,14 @@ def _data(estimator, kind, X, confounds):
                         f"an ImageSPCATV as estimator. ({exc})") from None
 
 
+def _check_tolerance(tolerance):
+    """A finite float in [0, 1)."""
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float, np.number)) \
+            or not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be a number in [0, 1), got {tolerance!r}.")
+    return float(tolerance)
+
+
 def _seeds(random_state, n_splits):
     """One integer seed per random split of the samples."""
     n_splits = check_int(n_splits, "n_splits", minimum=1)
@@ -203,7 +216,8 @@ def _refit(estimator, kind, X, confounds, params):
 
 
 def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=None,
-                   rule="reproducibility", n_splits=1, confounds=None, cv=5, n_jobs=None,
+                   rule="reproducibility", n_splits=1, tolerance=REPRODUCIBILITY_TOLERANCE,
+                   confounds=None, cv=5, n_jobs=None,
                    random_state=None, refit=True, truth=None, verbose=0,
                    min_zero_fraction=0.5, sparse_indices=(1, 2)):
     """Choose SPCA-TV's penalties, scale AND split, by the reproducibility of the components.
@@ -253,6 +267,11 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=Non
     n_splits : int, default=1
         Random splits of the samples into halves (``"reproducibility"``);
         each costs two fits per grid point.
+    tolerance : float, default=0.05
+        ``"reproducibility"``: among the admissible points whose mean
+        reproducibility is within ``tolerance`` of the most reproducible
+        one's, the one with the best held-out score is chosen (0: the most
+        reproducible, as ``alpha_rel="auto"``).
     confounds : array-like or path, optional
         With an ImageSPCATV: regressed out by its masker, as in its ``fit``.
     cv : int, cross-validation splitter or iterable, default=5
@@ -302,7 +321,7 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=Non
     if rule == "reproducibility":
         results, halves = reproducibility_search(inner, data, splits, grid_values, seeds,
                                                  truth, verbose)
-        best = choose_reproducible(results)
+        best = choose_reproducible(results, _check_tolerance(tolerance))
         chosen_fits = halves[best]
     else:
         grid = [{"alpha": None, "alpha_rel": float(a), "l1_ratio": s[0], "tv_ratio": s[1]}
