@@ -274,7 +274,7 @@ def test_gridsearchcv_with_spcatv_agrees_with_grid_search_cv(small_sim):
 
 
 def test_select_penalty_searches_scale_and_split(small_sim, capsys):
-    from neurospca.model_selection import select_penalty
+    from neurospca.model_selection import REPRODUCIBILITY_TOLERANCE, select_penalty
 
     X, patterns, mask = small_sim
     est = SPCATV(2, operator=tv_from_mask(mask), random_state=0)
@@ -291,7 +291,7 @@ def test_select_penalty_searches_scale_and_split(small_sim, capsys):
     # admissible points within `tolerance` of the most reproducible one
     top = max(r["reproducibility"] for r in res if r["admissible"])
     near = [i for i, r in enumerate(res)
-            if r["admissible"] and r["reproducibility"] >= top - 0.05]
+            if r["admissible"] and r["reproducibility"] >= top - REPRODUCIBILITY_TOLERANCE]
     assert sel.best_index_ == max(near, key=lambda i: res[i]["mean_score"])
     chosen = res[sel.best_index_]
     assert chosen["reproducibility_per_component"].shape == (2, 2)  # n_splits x components

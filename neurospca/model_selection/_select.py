@@ -39,7 +39,7 @@ SPARSER_SPLITS_NO_TV = ((0.2, 0.0), (0.5, 0.0))
 #: ``rule="reproducibility"``: admissible points whose mean reproducibility is
 #: within this of the most reproducible one are near-ties, decided by the
 #: held-out score.
-REPRODUCIBILITY_TOLERANCE = 0.05
+REPRODUCIBILITY_TOLERANCE = 0.01
 
 
 class PenaltySelection:
@@ -267,7 +267,7 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=Non
     n_splits : int, default=1
         Random splits of the samples into halves (``"reproducibility"``);
         each costs two fits per grid point.
-    tolerance : float, default=0.05
+    tolerance : float, default=0.01
         ``"reproducibility"``: among the admissible points whose mean
         reproducibility is within ``tolerance`` of the most reproducible
         one's, the one with the best held-out score is chosen (0: the most
