@@ -216,7 +216,7 @@ def _refit(estimator, kind, X, confounds, params):
 
 
 def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=None,
-                   rule="reproducibility", n_splits=1, tolerance=REPRODUCIBILITY_TOLERANCE,
+                   rule="reproducibility", n_splits=2, tolerance=REPRODUCIBILITY_TOLERANCE,
                    confounds=None, cv=5, n_jobs=None,
                    random_state=None, refit=True, truth=None, verbose=0,
                    min_zero_fraction=0.5, sparse_indices=(1, 2)):
@@ -264,7 +264,7 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=Non
         the K-fold rules: its own only.
     rule : str, default="reproducibility"
         One of :data:`SELECTION_RULES`.
-    n_splits : int, default=1
+    n_splits : int, default=2
         Random splits of the samples into halves (``"reproducibility"``);
         each costs two fits per grid point.
     tolerance : float, default=0.01
