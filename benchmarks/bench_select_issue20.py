@@ -80,37 +80,44 @@ def default_vs_selected(seeds):
                   + f" {t_sel:6.1f}/{t_def:4.1f} s", flush=True)
 
 
-def steps(sel, i):
-    """Row ``i`` vs truth-best (lowest half-fit MSE): steps in alpha_rel and split."""
+def steps(sel, i, key):
+    """Row ``i`` vs the truth-best row by ``key`` (lowest "mse" or highest
+    "dice_truth", half fits): steps along alpha_rel and along the splits."""
     res = sel.results_
     splits = list(dict.fromkeys((r["l1_ratio"], r["tv_ratio"]) for r in res))
     grid = sorted({r["alpha_rel"] for r in res})
-    best = min(range(len(res)), key=lambda j: res[j]["mse"])
+    sign = 1 if key == "mse" else -1
+    best = min(range(len(res)), key=lambda j: sign * res[j][key])
     c, t = res[i], res[best]
     da = abs(grid.index(c["alpha_rel"]) - grid.index(t["alpha_rel"]))
     ds = abs(splits.index((c["l1_ratio"], c["tv_ratio"]))
              - splits.index((t["l1_ratio"], t["tv_ratio"])))
-    return c, t, da, ds
+    return t, da, ds
 
 
 def one_step(name, seeds, make):
-    print(f"\n## {name}: chosen vs truth-best grid point (MSE/Dice: mean over the half "
-          "fits; refit: on all samples)")
+    print(f"\n## {name}: chosen vs truth-best grid points (MSE/Dice: mean over the half "
+          "fits; refit and default: on all samples)")
     cell = lambda r: (f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
                       f"{r['mse']:.3f}/{r['dice_truth']:.2f}")
     for seed in seeds:
         X, op, P = make(seed)
         est = SPCATV(3, operator=op, random_state=0)
+        d = _quiet(clone(est).fit, X)
         t0 = time.perf_counter()
         sel = _quiet(select_penalty, est, X, truth=P, random_state=seed, refit=False)
         t_sel = time.perf_counter() - t0
         cache = {}
+        print(f"{seed:5d} default (alpha_rel {d.alpha_rel_:g}): {mse_to_truth(d, P):.3f}/"
+              f"{dice_to_truth(d, P):.2f}; selection {t_sel:.1f} s", flush=True)
         for tol in TOLERANCES:
             i, b = _replay(sel, est, X, tol, cache)
-            c, t, da, ds = steps(sel, i)
-            print(f"{seed:5d} tol {tol:4.2f} chosen {cell(c):>30s}  truth-best {cell(t):>30s}"
-                  f"  steps a/split {da}/{ds}  refit {mse_to_truth(b, P):.3f}/"
-                  f"{dice_to_truth(b, P):.2f}  ({t_sel:.1f} s)", flush=True)
+            tm, am, sm = steps(sel, i, "mse")
+            td, ad, sd = steps(sel, i, "dice_truth")
+            print(f"      tol {tol:4.2f} chosen {cell(sel.results_[i]):>30s}  MSE-best "
+                  f"{cell(tm):>30s} ({am}/{sm} steps)  Dice-best {cell(td):>30s} ({ad}/{sd} "
+                  f"steps)  refit {mse_to_truth(b, P):.3f}/{dice_to_truth(b, P):.2f}",
+                  flush=True)
 
 
 def main():
