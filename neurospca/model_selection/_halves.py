@@ -141,6 +141,21 @@ def choose_reproducible(results, tolerance=0.0):
     mean reproducibility is within ``tolerance`` of that point's, the one with
     the best held-out score (the least shrunk of the near-equally
     reproducible points).
+
+    Parameters
+    ----------
+    results : list of dict
+        The rows of :func:`reproducibility_search` (``alpha_rel``,
+        ``reproducibility``, ``reproducibility_per_component``,
+        ``nonzero_fraction``, ``mean_score``); ``admissible`` and
+        ``near_best`` are set on each.
+    tolerance : float, default=0.0
+        Width of the near-ties in mean reproducibility.
+
+    Returns
+    -------
+    int
+        Index of the chosen row.
     """
     path = [{"alpha_rel": r["alpha_rel"],
              "reproducibility": r["reproducibility_per_component"].ravel(),
@@ -159,6 +174,17 @@ def choose_reproducible(results, tolerance=0.0):
 
 def chosen_stability(components, halves):
     """Per component of the refitted model: split-half reproducibility,
-    averaged over the sample splits (:func:`component_stability`)."""
+    averaged over the sample splits (:func:`component_stability`).
+
+    Parameters
+    ----------
+    components : ndarray of shape (n_components, n_features)
+    halves : list of (ndarray, ndarray)
+        The two halves' components of each split of the samples.
+
+    Returns
+    -------
+    ndarray of shape (n_components,)
+    """
     return np.mean([component_stability(components, *pair) for pair in halves], axis=0)
 
