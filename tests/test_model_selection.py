@@ -286,7 +286,9 @@ def test_select_penalty_searches_scale_and_split(small_sim, capsys):
     assert splits[0] == (0.05, 0.1) and set(splits) <= {(0.05, 0.1), (0.2, 0.2), (0.5, 0.3)}
     assert len(splits) >= 2
     # one progress line per grid point
-    assert capsys.readouterr().out.count("[select_penalty]") == len(res)
+    out = capsys.readouterr().out
+    assert out.count("[select_penalty]") == len(res)
+    assert sel.table() in out  # and the table at the end
     # the chosen point: admissible, and the best held-out score among the
     # admissible points within `tolerance` of the most reproducible one
     top = max(r["reproducibility"] for r in res if r["admissible"])
@@ -325,13 +327,14 @@ def test_select_penalty_elasticnet_keeps_its_method(small_sim):
     assert sel.best_params_["tv_ratio"] == 0.0 and sel.best_estimator_ is None
 
 
-def test_select_penalty_old_rules_by_name(small_sim):
+def test_select_penalty_old_rules_by_name(small_sim, capsys):
     from neurospca.model_selection import select_penalty
 
     X, _, mask = small_sim
     est = SPCATV(2, operator=tv_from_mask(mask))
     sel = select_penalty(est, X, alpha_rel=(0.5, 1.0), rule="weakest_stable", cv=3,
-                         random_state=0, refit=False)
+                         random_state=0, refit=False, verbose=1)
+    assert capsys.readouterr().out.count("[select_penalty]") == 2
     # the K-fold rules search the estimator's own split, as before
     assert [(r["l1_ratio"], r["tv_ratio"]) for r in sel.results_] == [(0.05, 0.1)] * 2
     assert {"fold_scores", "stability_corrected", "within_one_se"} <= set(sel.results_[0])

@@ -20,7 +20,7 @@ from sklearn.utils import check_random_state
 from .._utils.validation import check_int, check_matrix
 from ..decomposition import weights_from_ratios
 from ._folds import FOLD_RULES, STABLE_TOLERANCE, _choose, _paired_se, fold_search, fold_stability
-from ._halves import choose_reproducible, chosen_stability, reproducibility_search
+from ._halves import _say, choose_reproducible, chosen_stability, reproducibility_search
 
 logger = logging.getLogger("neurospca")
 
@@ -287,8 +287,9 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=Non
         Known patterns (simulations, masked columns): adds ``mse`` and
         ``dice_truth`` (mean over the half or fold fits).
     verbose : int, default=0
-        When > 0, print one line per grid point (also INFO records on the
-        ``"neurospca"`` logger).
+        When > 0, print one line per grid point as each split's path is
+        done, then the table (also INFO records on the ``"neurospca"``
+        logger; nothing is printed when a handler is attached there).
     min_zero_fraction : float, default=0.5
     sparse_indices : sequence of int, default=(1, 2)
         For ``rule="sparsity"``.
@@ -329,15 +330,24 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=Non
         results, fold_comps = fold_search(
             inner, data, grid, cv=cv, random_state=random_state, n_jobs=n_jobs, truth=truth,
             min_zero_fraction=min_zero_fraction, sparse_indices=sparse_indices)
+        for r in results:
+            _say(verbose, "l1_ratio=%g tv_ratio=%g alpha_rel=%g: held-out score %.4g (std "
+                 "%.2g), stability %.3f (corrected %.3f), support %.1f %%, %d empty",
+                 r["l1_ratio"], r["tv_ratio"], r["alpha_rel"], r["mean_score"],
+                 r["std_score"], r["stability"], r["stability_corrected"],
+                 100 * r["support"], r["n_empty"])
         best = _choose(results, rule, len(fold_comps[0]))
         chosen_fits = fold_comps[best]
     best_params = dict(results[best]["params"])
     best_estimator = _refit(estimator, kind, X, confounds, best_params) if refit else None
     stability = _component_stability(best_estimator, rule, chosen_fits)
     logger.info("select_penalty (%s): %s", rule, best_params)
-    return PenaltySelection(best_params_=best_params, best_index_=best, results_=results,
-                            rule=rule, component_stability_=stability,
-                            best_estimator_=best_estimator, fold_components_=chosen_fits)
+    selection = PenaltySelection(best_params_=best_params, best_index_=best, results_=results,
+                                 rule=rule, component_stability_=stability,
+                                 best_estimator_=best_estimator, fold_components_=chosen_fits)
+    if verbose and not logger.handlers:
+        print(selection.table(), flush=True)
+    return selection
 
 
 def _component_stability(best_estimator, rule, chosen_fits):
