@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.decomposition import PCA
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import Pipeline
@@ -94,40 +95,40 @@ def test_default_is_scale_invariant():
 
 
 def test_selection_beats_weakest_penalty_on_paper_simulation():
-    """The chosen setting beats the grid's weakest penalty in MSE and Dice to truth."""
-    X, patterns, mask = make_paper_simulation(250, random_state=2004)  # Table I set-up
+    """The split-half rule (issue 20) on the paper's simulation (Table I patterns
+    and SNR on a 50x50 grid, to stay fast): the chosen point is reproducible,
+    beats the grid's weakest penalty, and its refit is no worse than the
+    estimator's own default fit (MSE and Dice to the truth)."""
+    X, patterns, mask = make_paper_simulation(250, random_state=2004, shape=(50, 50))
     op = tv_from_mask(mask)
-    sel = select_penalty(SPCATV(3, operator=op), X, alpha_rel=(0.25, 0.5, 1.0, 2.0, 8.0),
-                         cv=3, truth=patterns, random_state=0)
+    est = SPCATV(3, operator=op, random_state=0)
+    sel = select_penalty(est, X, alpha_rel=(0.25, 0.5, 1.0, 2.0, 8.0), truth=patterns,
+                         random_state=0)
     res = sel.results_
     weakest, chosen = res[0], res[sel.best_index_]
-    assert sel.best_params_ == {"alpha": None, "alpha_rel": chosen["alpha_rel"]}
-    assert chosen["alpha_rel"] > weakest["alpha_rel"]
+    assert sel.rule == "reproducibility" and chosen["admissible"] and chosen["n_empty"] == 0
+    assert sel.best_params_ == {"alpha": None, "alpha_rel": chosen["alpha_rel"],
+                                "l1_ratio": chosen["l1_ratio"], "tv_ratio": chosen["tv_ratio"]}
+    assert not weakest["admissible"]  # dense: never chosen, however reproducible
     assert chosen["mse"] < weakest["mse"] and chosen["dice_truth"] > weakest["dice_truth"]
-    # held-out score alone prefers a weaker penalty with worse supports
-    by_score = int(np.argmax([r["mean_score"] for r in res]))
-    assert by_score < sel.best_index_
-    assert res[by_score]["dice_truth"] < chosen["dice_truth"]
-    # the refitted estimator on all data also beats the weakest fold fits
-    best = sel.best_estimator_
-    assert best.alpha_rel_ == chosen["alpha_rel"]
-    assert mse_to_truth(best, patterns) < weakest["mse"]
-    assert dice_to_truth(best, patterns) > weakest["dice_truth"]
-    # per-component stability of the chosen setting's fold fits: their mean is
-    # the setting's stability (same fits, aligned to the refit instead of
-    # pairwise), and the chosen supports are reproducible (seeds 2004-2006: >= 0.84)
+    # the refit at the chosen point against the default fit (never worse)
+    best, default = sel.best_estimator_, clone(est).fit(X)
+    assert mse_to_truth(best, patterns) <= mse_to_truth(default, patterns) + 0.02
+    assert dice_to_truth(best, patterns) >= dice_to_truth(default, patterns) - 0.02
+    # per-component split-half reproducibility of the refit, as the default reports it
     assert sel.component_stability_.shape == (3,)
-    assert sel.component_stability_.mean() == pytest.approx(chosen["stability"], abs=0.02)
-    assert np.all(sel.component_stability_ > 0.75), sel.component_stability_
-    assert res[-1]["n_empty"] > 0  # too strong: excluded, never chosen
-    assert "*" in sel.table() and sel.rule == "weakest_stable"
+    np.testing.assert_array_equal(best.stability_, sel.component_stability_)
+    assert np.sum(sel.component_stability_ > 0.75) >= 2, sel.component_stability_
+    assert res[4]["n_empty"] > 0 and not res[4]["admissible"]  # alpha_rel 8: too strong
+    assert "*" in sel.table()
 
 
 def test_selection_scores_are_the_estimator_score_on_held_out_folds():
     X, _, mask = make_paper_simulation(60, random_state=2005, shape=(12, 12))
     op = tv_from_mask(mask)
     cv = KFold(3, shuffle=True, random_state=1)
-    sel = select_penalty(SPCATV(2, operator=op), X, alpha_rel=[1.0], cv=cv, refit=False)
+    sel = select_penalty(SPCATV(2, operator=op), X, alpha_rel=[1.0], cv=cv, refit=False,
+                         rule="weakest_stable")
     direct = cross_val_score(SPCATV(2, operator=op, alpha_rel=1.0), X, cv=cv)
     np.testing.assert_allclose(sel.results_[0]["fold_scores"], direct, rtol=1e-10)
     assert sel.best_estimator_ is None

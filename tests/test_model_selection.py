@@ -266,3 +266,174 @@ def test_gridsearchcv_with_spcatv_agrees_with_grid_search_cv(small_sim):
     np.testing.assert_allclose(-gs.cv_results_["mean_test_score"], ours["mean_test_error"],
                                rtol=1e-12)
     assert gs.best_index_ == ours["best_index"]
+
+
+# --------------------------------------------------------------------------
+# select_penalty: the split-half rule, its inputs (issue 20)
+# --------------------------------------------------------------------------
+
+
+def test_select_penalty_searches_scale_and_split(small_sim, capsys):
+    from neurospca.model_selection import REPRODUCIBILITY_TOLERANCE, select_penalty
+
+    X, patterns, mask = small_sim
+    est = SPCATV(2, operator=tv_from_mask(mask), random_state=0)
+    sel = select_penalty(est, X, alpha_rel=(0.5, 1.0, 2.0), n_splits=2, truth=patterns[:2],
+                         random_state=0, verbose=1)
+    res = sel.results_
+    # the estimator's own split first, then the sparser defaults, each along alpha_rel
+    splits = list(dict.fromkeys((r["l1_ratio"], r["tv_ratio"]) for r in res))
+    assert splits[0] == (0.05, 0.1) and set(splits) <= {(0.05, 0.1), (0.2, 0.2), (0.5, 0.3)}
+    assert len(splits) >= 2
+    # one progress line per grid point
+    out = capsys.readouterr().out
+    assert out.count("[select_penalty]") == len(res)
+    assert sel.table() in out  # and the table at the end
+    # the chosen point: admissible, and the best held-out score among the
+    # admissible points within `tolerance` of the most reproducible one
+    top = max(r["reproducibility"] for r in res if r["admissible"])
+    near = [i for i, r in enumerate(res)
+            if r["admissible"] and r["reproducibility"] >= top - REPRODUCIBILITY_TOLERANCE]
+    assert sel.best_index_ == max(near, key=lambda i: res[i]["mean_score"])
+    chosen = res[sel.best_index_]
+    assert chosen["reproducibility_per_component"].shape == (2, 2)  # n_splits x components
+    assert chosen["reproducibility"] == pytest.approx(
+        chosen["reproducibility_per_component"].mean())
+    assert set(sel.best_params_) == {"alpha", "alpha_rel", "l1_ratio", "tv_ratio"}
+    best = sel.best_estimator_
+    assert (best.alpha_rel_, best.l1_ratio, best.tv_ratio) == (
+        chosen["alpha_rel"], chosen["l1_ratio"], chosen["tv_ratio"])
+    np.testing.assert_array_equal(best.stability_, sel.component_stability_)
+    assert np.all((0 <= best.stability_) & (best.stability_ <= 1))
+    table = sel.table()
+    for name in ("alpha_rel", "l1_ratio", "tv_ratio", "repro", "repro_min", "support",
+                 "empty", "score", "mse", "dice_truth"):
+        assert name in table.splitlines()[0]
+    assert len(table.splitlines()) == len(res) + 1 and table.count("*") == 1
+    # tolerance=0: the most reproducible admissible point, as alpha_rel="auto"
+    strict = select_penalty(est, X, alpha_rel=(0.5, 1.0, 2.0), n_splits=2, random_state=0,
+                            tolerance=0.0, refit=False)
+    assert strict.results_[strict.best_index_]["reproducibility"] == pytest.approx(top)
+
+
+def test_select_penalty_elasticnet_keeps_its_method(small_sim):
+    """Without TV (ElasticNet PCA) the searched splits keep tv_ratio = 0."""
+    from neurospca.model_selection import select_penalty
+
+    X, _, mask = small_sim
+    sel = select_penalty(SPCATV(2, operator=tv_from_mask(mask), tv_ratio=0.0), X,
+                         alpha_rel=(1.0, 2.0), random_state=0, refit=False)
+    assert {r["tv_ratio"] for r in sel.results_} == {0.0}
+    assert sel.best_params_["tv_ratio"] == 0.0 and sel.best_estimator_ is None
+
+
+def test_select_penalty_old_rules_by_name(small_sim, capsys):
+    from neurospca.model_selection import select_penalty
+
+    X, _, mask = small_sim
+    est = SPCATV(2, operator=tv_from_mask(mask))
+    sel = select_penalty(est, X, alpha_rel=(0.5, 1.0), rule="weakest_stable", cv=3,
+                         random_state=0, refit=False, verbose=1)
+    assert capsys.readouterr().out.count("[select_penalty]") == 2
+    # the K-fold rules search the estimator's own split, as before
+    assert [(r["l1_ratio"], r["tv_ratio"]) for r in sel.results_] == [(0.05, 0.1)] * 2
+    assert {"fold_scores", "stability_corrected", "within_one_se"} <= set(sel.results_[0])
+    assert "corrected" in sel.table() and sel.rule == "weakest_stable"
+
+
+def _tiny_volumes(n=24, seed=0):
+    """A 4-D NIfTI with two blobs inside an ellipsoid mask, and a confound."""
+    import nibabel as nib
+
+    rng = np.random.default_rng(seed)
+    shape = (9, 10, 7)
+    grid = np.indices(shape).transpose(1, 2, 3, 0).astype(float)
+    mask = ((grid - [4, 4.5, 3]) ** 2 / [16, 20, 9]).sum(-1) < 1.0
+    blobs = [np.exp(-((grid - c) ** 2).sum(-1) / 2.0) for c in ([2, 3, 3], [6, 6, 3])]
+    confound = rng.standard_normal(n)
+    data = (3 * rng.standard_normal((n, 1, 1, 1)) * blobs[0]
+            + 2 * rng.standard_normal((n, 1, 1, 1)) * blobs[1]
+            + 2 * confound[:, None, None, None] * mask
+            + 0.2 * rng.standard_normal((n,) + shape))
+    affine = np.diag([2.0, 2.0, 2.0, 1.0])
+    img = nib.Nifti1Image(np.moveaxis(data, 0, -1).astype(np.float32), affine)
+    return img, nib.Nifti1Image(mask.astype(np.uint8), affine), confound[:, None]
+
+
+def test_select_penalty_takes_nifti_glob_mask_and_confounds(tmp_path):
+    pytest.importorskip("nilearn")
+    import nibabel as nib
+
+    from neurospca import ImageSPCATV
+    from neurospca.model_selection import select_penalty
+
+    img, mask_img, confounds = _tiny_volumes()
+    for i in range(img.shape[-1]):
+        nib.save(nib.Nifti1Image(img.get_fdata()[..., i], img.affine),
+                 tmp_path / f"sub-{i:02d}.nii.gz")
+    pattern = str(tmp_path / "sub-*.nii.gz")
+    est = ImageSPCATV(2, mask=mask_img, random_state=0)
+    kw = dict(alpha_rel=(0.5, 1.0), splits=[(0.05, 0.1), (0.2, 0.2)], random_state=0)
+    sel = select_penalty(est, pattern, confounds=confounds, **kw)
+    best = sel.best_estimator_
+    assert isinstance(best, ImageSPCATV) and best.components_img_.shape == mask_img.shape + (2,)
+    assert best.alpha_rel_ == sel.best_params_["alpha_rel"]
+    np.testing.assert_array_equal(best.stability_, sel.component_stability_)
+    assert not hasattr(est, "masker_")  # the estimator given is left unfitted
+    # the same search as on the matrix ImageSPCATV masks, with the SPCATV it fits
+    X, inner = ImageSPCATV(2, mask=mask_img, random_state=0).prepare(pattern, confounds)
+    assert isinstance(inner, SPCATV) and inner.operator.shape[1] == X.shape[1]
+    direct = select_penalty(inner, X, refit=False, **kw)
+    for a, b in zip(sel.results_, direct.results_):
+        np.testing.assert_allclose(a["reproducibility_per_component"],
+                                   b["reproducibility_per_component"], atol=1e-12)
+    # the confound was regressed out of what was searched
+    c = confounds[:, 0] - confounds[:, 0].mean()
+    assert np.abs(c @ (X - X.mean(axis=0))).max() < 1e-6 * np.abs(X).max() * len(c)
+
+
+def test_select_penalty_takes_a_surface_image():
+    pytest.importorskip("nilearn")
+    from nilearn.datasets import load_fsaverage
+    from nilearn.surface import SurfaceImage
+
+    from neurospca import ImageSPCATV
+    from neurospca.model_selection import select_penalty
+
+    mesh = load_fsaverage("fsaverage5")["pial"]
+    rng = np.random.default_rng(4)
+    n = 16
+    amp = 3 * rng.standard_normal(n)  # one pattern across both hemispheres
+    data = {}
+    for hemi, centre in (("left", 4321), ("right", 777)):
+        xyz = mesh.parts[hemi].coordinates
+        blob = np.exp(-((xyz - xyz[centre]) ** 2).sum(1) / (2 * 8.0**2))
+        data[hemi] = (np.where(blob > 0.05, blob, 0.0)[:, None] * amp
+                      + 0.1 * rng.standard_normal((xyz.shape[0], n)))
+    img = SurfaceImage(mesh=mesh, data=data)
+    est = ImageSPCATV(1, mask=(np.ones(10242, bool), np.ones(10242, bool)), random_state=0)
+    sel = select_penalty(est, img, alpha_rel=(1.0, 2.0), splits=[(0.05, 0.1)], random_state=0)
+    best = sel.best_estimator_
+    assert isinstance(best.components_img_, SurfaceImage)
+    assert best.alpha_rel_ == sel.best_params_["alpha_rel"]
+    assert sel.results_[sel.best_index_]["reproducibility"] > 0.9
+    # an SPCATV cannot take images: the error names X and the fix
+    with pytest.raises(TypeError, match="X must be a numeric .* ImageSPCATV"):
+        select_penalty(SPCATV(1), img)
+
+
+def test_select_penalty_bad_arguments_are_named(small_sim):
+    from neurospca.model_selection import select_penalty
+
+    X, _, mask = small_sim
+    est = SPCATV(2, operator=tv_from_mask(mask))
+    for kw, match in (({"splits": [(0.6, 0.5)]}, "splits"), ({"splits": [1.0, 2.0]}, "splits"),
+                      ({"splits": []}, "splits"), ({"n_splits": 0}, "n_splits"),
+                      ({"tolerance": -0.1}, "tolerance"), ({"alpha_rel": []}, "alpha_rel"),
+                      ({"confounds": np.ones((60, 1))}, "confounds"), ({"rule": "x"}, "rule")):
+        with pytest.raises(ValueError, match=match):
+            select_penalty(est, X, **kw)
+    with pytest.raises(TypeError, match="estimator"):
+        select_penalty(PCA(2), X)
+    with pytest.raises(TypeError, match="n_splits"):
+        select_penalty(est, X, n_splits=1.5)

@@ -26,7 +26,7 @@ from ._ktrace import KTraceNormPCA, ktrace_pca
 from ._nspca import NonnegativeSparsePCA, nspca
 from ._spcatv import SPCATV, spca_tv
 from ._stability import (
-    STABILITY_THRESHOLD, choose_alpha_rel, component_stability, fit_halves, matched_abs_corr,
+    MAX_NONZERO, STABILITY_THRESHOLD, choose_alpha_rel, component_stability, fit_halves, matched_abs_corr,
     split_halves,
 )
 from ._support import SUPPORT_RESOLUTION
@@ -57,6 +57,7 @@ __all__ = [
     "sequential_spca_covariance",
     "reconstruction_error",
     "STABILITY_THRESHOLD",
+    "MAX_NONZERO",
     "choose_alpha_rel",
     "component_stability",
     "fit_halves",

@@ -21,6 +21,9 @@ both).
 (91, 109, 91, 5)
 >>> model.generate_report().save_as_html("report.html")               # doctest: +SKIP
 
+Size: about 610 lines, the estimator and its volume and surface masking in one
+class (its input checks are in ``_inputs``).
+
 nilearn is imported only when an image model is fitted (``pip install
 "neurospca[report]"``).
 """
@@ -217,6 +220,28 @@ class ImageSPCATV(BaseEstimator):
         X = self._prepare(imgs, confounds)
         self._fit_matrix(X)
         return self.estimator_.transform(X)
+
+    def prepare(self, imgs, confounds=None):
+        """Mask the images as :meth:`fit` does, without fitting.
+
+        Sets the masker, mask and operator (``masker_``, ``mask_img_``,
+        ``operator_``, ``space_``) and returns the data matrix with the
+        unfitted SPCATV that :meth:`fit` would fit on it, e.g. for
+        :func:`neurospca.model_selection.select_penalty`.
+
+        Parameters
+        ----------
+        imgs : images as in :meth:`fit`
+        confounds : array-like of shape (n_samples, n_confounds) or path, optional
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features)
+        estimator : SPCATV
+            Unfitted, with the mask's TV operator.
+        """
+        X = self._prepare(imgs, confounds)
+        return X, self._make_estimator(self.operator_)
 
     def _make_estimator(self, operator):
         """The unfitted SPCATV given the operator (fit_images swaps in a template)."""

@@ -15,10 +15,12 @@
   joblib, so that ``joblib.parallel_config(backend="dask")`` runs it on a dask
   cluster.
 - :func:`select_penalty`, :class:`PenaltySelection`, :func:`one_se_refit`:
-  choosing SPCA-TV's relative penalty by held-out fit and stability.
+  choosing SPCA-TV's penalties (scale and split) by split-half
+  reproducibility, or by held-out fit and stability across folds.
 
 Modules: ``_metrics`` (comparing loadings), ``_search`` (the grid),
-``_select`` (penalty selection rules).
+``_select`` (penalty selection), with its split-half rule in ``_halves`` and its
+K-fold rules in ``_folds``.
 """
 
 from ._metrics import (
@@ -34,12 +36,14 @@ from ._metrics import (
     sparsity_rule,
 )
 from ._search import format_grid_table, grid_search_cv
-from ._select import (  # noqa: F401  (the constants and _choose: not in __all__)
+from ._select import (  # noqa: F401  (constants, _choose, choose_reproducible: not in __all__)
     DEFAULT_ALPHA_REL_GRID,
+    REPRODUCIBILITY_TOLERANCE,
     SELECTION_RULES,
     STABLE_TOLERANCE,
     PenaltySelection,
     _choose,  # benchmarks/bench_selection.py replays the rules
+    choose_reproducible,  # and bench_select_issue20.py the tolerance
     one_se_refit,
     select_penalty,
 )

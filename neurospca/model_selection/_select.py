@@ -1,61 +1,45 @@
-"""Choosing SPCA-TV's relative penalty by held-out fit and stability (issue 12).
+"""Choosing SPCA-TV's penalties, scale and split, by evidence (issues 12 and 20).
 
-:func:`select_penalty` fits each fold along a warm-started path of relative
-penalties and applies one of :data:`SELECTION_RULES`; it returns a
-:class:`PenaltySelection`. :func:`one_se_refit` is the one-standard-error rule
-as a ``refit`` callable for scikit-learn's ``GridSearchCV``.
+:func:`select_penalty` searches the relative penalty ``alpha_rel`` AND the
+split of the penalty ``(l1_ratio, tv_ratio)``, warm-started along
+``alpha_rel`` within each split, on an array or, through an ``ImageSPCATV``,
+on the images it takes. The default rule, ``"reproducibility"``, is the
+criterion of ``SPCATV(alpha_rel="auto")`` (split-half matched absolute
+correlation, ``_halves``); the K-fold rules of issue 12 (``_folds``) are kept
+by name. It returns a :class:`PenaltySelection`; :func:`one_se_refit` is the
+one-standard-error rule as a ``refit`` callable for scikit-learn's
+``GridSearchCV``.
 """
 
 import logging
-import numbers
-import time
-import warnings
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import clone
-from sklearn.model_selection import KFold, check_cv
+from sklearn.utils import check_random_state
 
-from .._utils.validation import check_matrix
-from ._metrics import (
-    corrected_stability, dice_to_truth, match_components, mse_to_truth, pairwise_dice,
-)
+from .._utils.validation import check_int, check_matrix
+from ..decomposition import weights_from_ratios
+from ._folds import FOLD_RULES, STABLE_TOLERANCE, _choose, _paired_se, fold_search, fold_stability
+from ._halves import _say, choose_reproducible, chosen_stability, reproducibility_search
 
 logger = logging.getLogger("neurospca")
 
 __all__ = ["select_penalty", "PenaltySelection", "one_se_refit", "DEFAULT_ALPHA_REL_GRID",
-           "SELECTION_RULES", "STABLE_TOLERANCE"]
+           "SELECTION_RULES", "STABLE_TOLERANCE", "REPRODUCIBILITY_TOLERANCE", "_choose",
+           "choose_reproducible"]
 
 #: Default grid of :func:`select_penalty` (relative penalties, weakest first).
 DEFAULT_ALPHA_REL_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-SELECTION_RULES = ("weakest_stable", "one_se_stability", "stability", "one_se", "sparsity",
-                   "score")
-#: ``rule="weakest_stable"``: stability within this fraction of the best.
-STABLE_TOLERANCE = 0.1
-
-
-def _fit_path(estimator, grid, X, train, test, truth):
-    """One fold: fit the grid weakest-first, each fit warm-started from the last."""
-    est = clone(estimator)
-    warm = "warm_start" in est.get_params()
-    if warm:
-        est.set_params(warm_start=True)
-    out = []
-    for params in grid:
-        est.set_params(**params)
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():  # empty components are recorded (n_empty)
-            warnings.simplefilter("ignore")
-            est.fit(X[train])
-        fit_time = time.perf_counter() - t0
-        C = np.array(est.components_, dtype=np.float64)
-        rec = {"score": float(est.score(X[test])), "components": C,
-               "zero_fraction": np.mean(C == 0, axis=1), "fit_time": fit_time}
-        if truth is not None:
-            rec["mse"] = mse_to_truth(C, truth)
-            rec["dice_truth"] = dice_to_truth(C, truth)
-        out.append(rec)
-    return out
+#: The rules of :func:`select_penalty` (the default first).
+SELECTION_RULES = ("reproducibility",) + FOLD_RULES
+#: The sparser splits ``(l1_ratio, tv_ratio)`` searched besides the estimator's
+#: own: with TV (SPCA-TV), and without (ElasticNet PCA, ``tv_ratio=0``).
+SPARSER_SPLITS = ((0.2, 0.2), (0.5, 0.3))
+SPARSER_SPLITS_NO_TV = ((0.2, 0.0), (0.5, 0.0))
+#: ``rule="reproducibility"``: admissible points whose mean reproducibility is
+#: within this of the most reproducible one are near-ties, decided by the
+#: held-out score.
+REPRODUCIBILITY_TOLERANCE = 0.01
 
 
 class PenaltySelection:
@@ -70,25 +54,34 @@ class PenaltySelection:
     Attributes
     ----------
     best_params_ : dict
-        The chosen parameters (e.g. ``{"alpha": None, "alpha_rel": 1.0}``).
+        The chosen parameters: ``alpha`` (None), ``alpha_rel``, ``l1_ratio``,
+        ``tv_ratio``.
     best_index_ : int
     results_ : list of dict
-        One per grid point (weakest penalty first): ``params``, ``alpha_rel``,
-        ``mean_score`` / ``std_score`` (held-out :meth:`SPCATV.score` across
-        folds), ``fold_scores``, ``stability`` (mean pairwise Dice of the fold
-        fits), ``stability_corrected`` (the same, chance-corrected),
-        ``zero_fraction`` (mean over folds and components),
-        ``zero_fraction_per_component``, ``n_empty`` (fold fits with an
-        all-zero component), ``passes_sparsity``, ``within_one_se``,
-        ``mean_fit_time``, and with ``truth`` ``mse`` and ``dice_truth``.
+        One per grid point (per split, weakest penalty first): ``params``,
+        ``alpha_rel``, ``l1_ratio``, ``tv_ratio``, ``mean_score`` /
+        ``std_score`` (held-out score), ``zero_fraction``, ``support``
+        (mean non-zero fraction), ``n_empty``, ``mean_fit_time``, with
+        ``truth`` ``mse`` and ``dice_truth``. Rule ``"reproducibility"``:
+        ``reproducibility`` (mean split-half matched absolute correlation),
+        ``reproducibility_min`` (of the worst component),
+        ``reproducibility_per_component``, ``nonzero_fraction``,
+        ``admissible``. K-fold rules: ``fold_scores``, ``stability`` and
+        ``stability_corrected`` (Dice across folds),
+        ``zero_fraction_per_component``, ``passes_sparsity``,
+        ``within_one_se``.
     rule : str
     component_stability_ : ndarray of shape (n_components,)
-        Mean pairwise Dice of each component of the chosen setting across the
-        fold fits (components in the order of ``best_estimator_``).
+        Per component of ``best_estimator_``: split-half matched absolute
+        correlation (rule ``"reproducibility"``, as ``SPCATV.stability_``), or
+        mean pairwise Dice across the fold fits (K-fold rules).
     best_estimator_ : estimator or None
-        Refitted on all the data with ``best_params_`` (None if ``refit=False``).
+        The estimator given (SPCATV or ImageSPCATV), refitted on all the data
+        with ``best_params_`` (None if ``refit=False``); with rule
+        ``"reproducibility"`` its ``stability_`` is ``component_stability_``.
     fold_components_ : list of ndarray
-        The chosen setting's components on each fold.
+        K-fold rules: the chosen setting's components on each fold. Rule
+        ``"reproducibility"``: the two halves' components of each split.
     """
 
     def __init__(self, **kwargs):
@@ -110,115 +103,193 @@ class PenaltySelection:
         Returns
         -------
         str
-            One line per grid point (weakest penalty first) under a header.
+            One line per grid point under a header: ``alpha_rel``,
+            ``l1_ratio``, ``tv_ratio``, the rule's stability (``repro`` and
+            ``repro_min``, or ``stability`` and ``corrected``), ``support``,
+            ``empty``, held-out ``score``, and ``mse`` / ``dice_truth`` with a
+            truth.
         """
-        cols = ["alpha_rel", "score", "std", "stability", "corrected", "zeros", "empty"]
-        has_truth = "mse" in self.results_[0]
-        if has_truth:
-            cols += ["mse", "dice_truth"]
-        lines = ["  " + "  ".join(f"{c:>10s}" for c in cols)]
+        if self.rule == "reproducibility":
+            keys = ["reproducibility", "reproducibility_min"]
+            names = ["repro", "repro_min"]
+        else:
+            keys, names = ["stability", "stability_corrected"], ["stability", "corrected"]
+        keys = ["alpha_rel", "l1_ratio", "tv_ratio"] + keys + ["support", "n_empty",
+                                                               "mean_score"]
+        names = ["alpha_rel", "l1_ratio", "tv_ratio"] + names + ["support", "empty", "score"]
+        if "mse" in self.results_[0]:
+            keys, names = keys + ["mse", "dice_truth"], names + ["mse", "dice_truth"]
+        lines = ["  " + "  ".join(f"{c:>10s}" for c in names)]
         for i, r in enumerate(self.results_):
-            vals = [r["alpha_rel"], r["mean_score"], r["std_score"], r["stability"],
-                    r["stability_corrected"], r["zero_fraction"], r["n_empty"]]
-            if has_truth:
-                vals += [r["mse"], r["dice_truth"]]
-            cells = [f"{float_format.format(v):>10s}" if isinstance(v, float)
-                     else f"{v!s:>10s}" for v in vals]
+            cells = [f"{float_format.format(r[k]):>10s}" if isinstance(r[k], float)
+                     else f"{r[k]!s:>10s}" for k in keys]
             lines.append(("*" if i == self.best_index_ else " ") + " " + "  ".join(cells))
         return "\n".join(lines)
 
 
-def _paired_se(folds, best):
-    """Standard error of each setting's mean score difference to ``best``,
-    paired by fold (the folds' own difficulty cancels)."""
-    d = folds - folds[best]
-    n = folds.shape[1]
-    return d.std(axis=1, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(len(folds))
+def _check_grid(alpha_rel):
+    """The relative penalties, unique and weakest first."""
+    try:
+        values = np.atleast_1d(np.asarray(alpha_rel, dtype=np.float64))
+    except (TypeError, ValueError):
+        values = np.array([np.nan])
+    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)) \
+            or np.any(values <= 0):
+        raise ValueError(f"alpha_rel must be a non-empty sequence of positive floats, "
+                         f"got {alpha_rel!r}.")
+    return np.unique(values)
 
 
-def _choose(results, rule, n_folds):
-    """Index of the chosen grid point (grid ordered weakest penalty first)."""
-    n = len(results)
-    ok = np.array([r["n_empty"] == 0 for r in results])
-    cand = np.flatnonzero(ok) if ok.any() else np.arange(n)
-    score = np.array([r["mean_score"] for r in results])
-    folds = np.array([r["fold_scores"] for r in results])
-    stab = np.array([r["stability_corrected"] for r in results])
-    best = cand[np.argmax(score[cand])]
-    se = _paired_se(folds, best)
-    within = cand[score[cand] >= score[best] - se[cand]]
-    for i in range(n):
-        results[i]["within_one_se"] = bool(i in within)
-    if rule == "score":
-        return int(best)
-    if rule == "one_se":  # strongest penalty within one standard error
-        return int(within.max())
-    if rule == "stability":  # most stable; ties to the weaker penalty
-        return int(cand[np.argmax(stab[cand])])
-    if rule == "one_se_stability":
-        return int(within[np.argmax(stab[within])])
-    if rule == "weakest_stable":  # weakest penalty nearly as stable as the most stable
-        top = stab[cand].max()
-        return int(cand[stab[cand] >= top - STABLE_TOLERANCE * abs(top)].min())
-    # "sparsity": the paper's rule, then the best score
-    passing = cand[[results[i]["passes_sparsity"] for i in cand]]
-    pool = passing if passing.size else cand
-    return int(pool[np.argmax(score[pool])])
+def _check_splits(splits, estimator, rule):
+    """The ``(l1_ratio, tv_ratio)`` pairs: the given ones, or the estimator's own
+    (first) then the sparser defaults (the K-fold rules: its own only)."""
+    params = estimator.get_params()
+    own = (float(params["l1_ratio"]), float(params["tv_ratio"]))
+    if splits is None:
+        if rule != "reproducibility":
+            return [own]
+        extra = SPARSER_SPLITS if own[1] > 0 else SPARSER_SPLITS_NO_TV
+        return [own] + [s for s in extra if s[0] > own[0]]
+    try:
+        pairs = [(float(a), float(b)) for a, b in splits]
+    except (TypeError, ValueError):
+        raise ValueError(f"splits must be a sequence of (l1_ratio, tv_ratio) pairs, got "
+                         f"{splits!r}.") from None
+    if not pairs:
+        raise ValueError("splits must hold at least one (l1_ratio, tv_ratio) pair, got none.")
+    for l1_ratio, tv_ratio in pairs:
+        try:
+            weights_from_ratios(1.0, l1_ratio, tv_ratio)
+        except ValueError as exc:
+            raise ValueError(f"splits: ({l1_ratio:g}, {tv_ratio:g}): {exc}") from None
+    return list(dict.fromkeys(pairs))
 
 
-def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, cv=5,
-                   rule="weakest_stable", n_jobs=None, random_state=None, refit=True,
-                   truth=None, min_zero_fraction=0.5, sparse_indices=(1, 2)):
-    """Choose SPCA-TV's relative penalty by held-out fit AND stability.
+def _check_estimator(estimator):
+    """``"image"`` for an ImageSPCATV-like estimator (a ``prepare`` method), else
+    ``"matrix"``; TypeError for anything without the penalty parameters."""
+    params = estimator.get_params() if hasattr(estimator, "get_params") else {}
+    if not hasattr(estimator, "fit") or not {"alpha_rel", "l1_ratio", "tv_ratio"} <= set(params):
+        raise TypeError(f"estimator must be an SPCATV or ImageSPCATV (parameters alpha_rel, "
+                        f"l1_ratio, tv_ratio), got {type(estimator).__name__}.")
+    return "image" if callable(getattr(estimator, "prepare", None)) else "matrix"
 
-    For each cross-validation fold a clone of ``estimator`` is fitted along
-    the grid of relative penalties (weakest first, each fit warm-started from
-    the previous one: scores and dual variables), giving the held-out
-    :meth:`SPCATV.score` (fraction of variance explained) and the components.
-    Per grid point: mean and standard deviation of the held-out score, the
-    stability (mean pairwise Dice of the supports across the fold fits,
-    :func:`pairwise_dice`; and chance-corrected, :func:`corrected_stability`,
-    which the rules use), the zero fractions. Settings where a fold fit has
-    an all-zero component are excluded. Rules:
 
-    - ``"weakest_stable"`` (default): the weakest penalty whose corrected
-      stability is within 10 % (:data:`STABLE_TOLERANCE`) of the most stable
-      setting's: as reproducible as the penalties allow, with the least
-      shrinkage (the shrinkage of the loadings grows with the penalty);
-    - ``"one_se_stability"``: among the settings whose mean score is within
-      one standard error of the best, the most stable one;
-    - ``"stability"``: the most stable setting;
-    - ``"one_se"``: the strongest penalty within one standard error of the
-      best score (as :func:`one_se_refit` does for ``GridSearchCV``);
-    - ``"sparsity"``: the paper's rule, best score among settings whose
-      components ``sparse_indices`` are at least ``min_zero_fraction`` zeros
-      on every fold;
-    - ``"score"``: the best held-out score alone (it prefers the weakest
-      penalty; kept for comparison).
+def _data(estimator, kind, X, confounds):
+    """The data matrix and the SPCATV to select on it."""
+    if kind == "image":  # masked once, as ImageSPCATV.fit would
+        return clone(estimator).prepare(X, confounds=confounds)
+    if confounds is not None:
+        raise ValueError("confounds: only with an ImageSPCATV estimator (its masker "
+                         "regresses them out); regress them out of X first.")
+    try:
+        return check_matrix(X, "X"), estimator
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ValueError) and "X " in str(exc):
+            raise
+        raise TypeError(f"X must be a numeric (n_samples, n_features) array for "
+                        f"{type(estimator).__name__}; for images (NIfTI, SurfaceImage) pass "
+                        f"an ImageSPCATV as estimator. ({exc})") from None
 
-    "Within one standard error": ``mean_i >= mean_best - SE_i`` with
-    ``SE_i`` the standard error of the fold-paired differences
-    ``score_i - score_best`` (``std(ddof=1) / sqrt(n_folds)``): the folds
-    share their test sets, so their own difficulty cancels.
+
+def _check_tolerance(tolerance):
+    """A finite float in [0, 1)."""
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float, np.number)) \
+            or not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be a number in [0, 1), got {tolerance!r}.")
+    return float(tolerance)
+
+
+def _seeds(random_state, n_splits):
+    """One integer seed per random split of the samples."""
+    n_splits = check_int(n_splits, "n_splits", minimum=1)
+    rng = check_random_state(random_state)
+    return [int(s) for s in rng.randint(np.iinfo(np.int32).max, size=n_splits)]
+
+
+def _refit(estimator, kind, X, confounds, params):
+    """The estimator given, refitted on all the data with ``params``."""
+    best = clone(estimator).set_params(**params)
+    if kind == "image":
+        return best.fit(X, confounds=confounds)
+    return best.fit(X)
+
+
+def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=None,
+                   rule="reproducibility", n_splits=2, tolerance=REPRODUCIBILITY_TOLERANCE,
+                   confounds=None, cv=5, n_jobs=None,
+                   random_state=None, refit=True, truth=None, verbose=0,
+                   min_zero_fraction=0.5, sparse_indices=(1, 2)):
+    """Choose SPCA-TV's penalties, scale AND split, by the reproducibility of the components.
+
+    For each split of the penalty ``(l1_ratio, tv_ratio)`` in ``splits``, the
+    grid of relative penalties ``alpha_rel`` is fitted weakest first, each fit
+    warm-started from the previous one. With the default rule,
+    ``"reproducibility"`` (the criterion of ``SPCATV(alpha_rel="auto")``), two
+    random halves of the samples are fitted
+    (:func:`neurospca.decomposition.fit_halves`), ``n_splits`` times with
+    different halves, and each point gets the matched absolute correlation of
+    the halves' components (mean over components and splits; ``min``: the
+    worst component), their support, their empty components and the held-out
+    score of each half's components on the other half. The chosen point is
+    the most reproducible admissible one (every component of every half
+    non-empty and at most half non-zero;
+    :func:`neurospca.decomposition.choose_alpha_rel`): the default fit's own
+    path is a subset of this search.
+
+    The K-fold rules of issue 12 (held-out score and Dice stability across
+    ``cv`` folds) are kept by name: ``"weakest_stable"`` (the former
+    default), ``"one_se_stability"``, ``"stability"``, ``"one_se"``,
+    ``"sparsity"``, ``"score"`` (see docs/model_selection.rst); with them
+    ``splits`` defaults to the estimator's own split.
 
     Parameters
     ----------
-    estimator : SPCATV
-        With its ``operator`` and other settings; ``alpha`` is set to None and
-        ``alpha_rel`` to each grid value.
-    X : array-like of shape (n_samples, n_features)
+    estimator : SPCATV or ImageSPCATV
+        With its ``operator`` and other settings (SPCATV), or its mask,
+        masker settings and estimator settings (ImageSPCATV: the images are
+        masked once as :meth:`ImageSPCATV.fit` would, through its
+        ``prepare``); ``alpha`` is set to None, ``alpha_rel``, ``l1_ratio``
+        and ``tv_ratio`` to each grid point.
+    X : array-like of shape (n_samples, n_features), or images
+        A matrix for an SPCATV; what :meth:`ImageSPCATV.fit` takes for an
+        ImageSPCATV (a 4-D NIfTI, a list or glob of 3-D NIfTI, a
+        SurfaceImage).
     alpha_rel : sequence of float, default=(0.25, 0.5, 1, 2, 4, 8)
         Relative penalties (``alpha_ = alpha_rel * l1_max_``).
+    splits : sequence of (float, float), optional
+        ``(l1_ratio, tv_ratio)`` pairs. Default: the estimator's own, then
+        the sparser (0.2, 0.2) and (0.5, 0.3) (without TV, ``tv_ratio=0``:
+        (0.2, 0) and (0.5, 0)) whose ``l1_ratio`` is larger than its own;
+        the K-fold rules: its own only.
+    rule : str, default="reproducibility"
+        One of :data:`SELECTION_RULES`.
+    n_splits : int, default=2
+        Random splits of the samples into halves (``"reproducibility"``);
+        each costs two fits per grid point.
+    tolerance : float, default=0.01
+        ``"reproducibility"``: among the admissible points whose mean
+        reproducibility is within ``tolerance`` of the most reproducible
+        one's, the one with the best held-out score is chosen (0: the most
+        reproducible, as ``alpha_rel="auto"``).
+    confounds : array-like or path, optional
+        With an ImageSPCATV: regressed out by its masker, as in its ``fit``.
     cv : int, cross-validation splitter or iterable, default=5
-        An int is a shuffled ``KFold`` seeded by ``random_state``.
-    rule : str, default="weakest_stable"
+        K-fold rules only. An int is a shuffled ``KFold`` seeded by
+        ``random_state``.
     n_jobs : int, optional
-        Folds run in parallel through joblib.
-    random_state : int, optional
+        K-fold rules: folds run in parallel through joblib.
+    random_state : int, RandomState or None
+        Seeds the random halves (and the folds).
     refit : bool, default=True
-        Refit the chosen setting on all of ``X`` (``best_estimator_``).
+        Refit the chosen setting on all the data (``best_estimator_``).
     truth : array-like of shape (n_true, n_features), optional
-        Known patterns (simulations): adds ``mse`` and ``dice_truth``.
+        Known patterns (simulations, masked columns): adds ``mse`` and
+        ``dice_truth`` (mean over the half or fold fits).
+    verbose : int, default=0
+        When > 0, print one line per grid point as each split's path is
+        done, then the table (also INFO records on the ``"neurospca"``
+        logger; nothing is printed when a handler is attached there).
     min_zero_fraction : float, default=0.5
     sparse_indices : sequence of int, default=(1, 2)
         For ``rule="sparsity"``.
@@ -226,76 +297,71 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, cv=5,
     Returns
     -------
     PenaltySelection
+        ``table()`` prints the search.
 
     Raises
     ------
     ValueError
-        Unknown rule, empty or non-positive grid, fewer than 2 folds.
+        Unknown rule, empty or non-positive grid, a bad split, ``n_splits``
+        < 1, fewer than 2 folds, ``confounds`` without an ImageSPCATV.
+    TypeError
+        An estimator without ``alpha_rel``, ``l1_ratio``, ``tv_ratio``;
+        images with an SPCATV.
     """
-    X = check_matrix(X, "X")
     if rule not in SELECTION_RULES:
         raise ValueError(f"rule must be one of {SELECTION_RULES}, got {rule!r}.")
-    grid_values = np.atleast_1d(np.asarray(alpha_rel, dtype=np.float64))
-    if grid_values.size == 0 or not np.all(np.isfinite(grid_values)) \
-            or np.any(grid_values <= 0):
-        raise ValueError(f"alpha_rel must be a non-empty sequence of positive floats, "
-                         f"got {alpha_rel!r}.")
-    grid_values = np.unique(grid_values)  # weakest first
-    if not hasattr(estimator, "fit") or "alpha_rel" not in estimator.get_params():
-        raise TypeError(f"estimator must be an SPCATV-like estimator with an alpha_rel "
-                        f"parameter, got {estimator!r}.")
+    grid_values = _check_grid(alpha_rel)
+    kind = _check_estimator(estimator)
+    splits = _check_splits(splits, estimator, rule)
+    seeds = _seeds(random_state, n_splits)
+    data, inner = _data(estimator, kind, X, confounds)
     if truth is not None:
-        truth = check_matrix(truth, "truth", X.shape[1])
-    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-        cv = KFold(int(cv), shuffle=True, random_state=random_state)
-    folds = list(check_cv(cv).split(X))
-    if len(folds) < 2:
-        raise ValueError(f"cv must give at least 2 folds, got {len(folds)}.")
-    grid = [{"alpha": None, "alpha_rel": float(a)} for a in grid_values]
-    logger.info("select_penalty: %d settings x %d folds (warm-started paths)",
-                len(grid), len(folds))
-    paths = Parallel(n_jobs=n_jobs)(
-        delayed(_fit_path)(estimator, grid, X, tr, te, truth) for tr, te in folds)
-    n_fold = len(folds)
-    results = []
-    for i, params in enumerate(grid):
-        recs = [paths[f][i] for f in range(n_fold)]
-        comps = [r["components"] for r in recs]
-        zeros = np.array([r["zero_fraction"] for r in recs])
-        scores = np.array([r["score"] for r in recs])
-        rule_rows = [k for k in sparse_indices if k < zeros.shape[1]]
-        res = {
-            "params": params,
-            "alpha_rel": params["alpha_rel"],
-            "mean_score": float(scores.mean()),
-            "std_score": float(scores.std()),
-            "fold_scores": scores,
-            "stability": float(pairwise_dice(comps).mean()),
-            "stability_corrected": float(corrected_stability(comps).mean()),
-            "zero_fraction": float(zeros.mean()),
-            "zero_fraction_per_component": zeros.mean(axis=0),
-            "n_empty": int(np.sum(np.any(zeros == 1.0, axis=1))),
-            "passes_sparsity": bool(np.all(zeros[:, rule_rows] >= min_zero_fraction)),
-            "mean_fit_time": float(np.mean([r["fit_time"] for r in recs])),
-        }
-        if truth is not None:
-            res["mse"] = float(np.mean([r["mse"] for r in recs]))
-            res["dice_truth"] = float(np.mean([r["dice_truth"] for r in recs]))
-        results.append(res)
-    best = _choose(results, rule, n_fold)
-    best_params = dict(grid[best])
-    fold_comps = [paths[f][best]["components"] for f in range(n_fold)]
-    best_estimator = None
-    reference = fold_comps[0]
-    if refit:
-        best_estimator = clone(estimator).set_params(**best_params).fit(X)
-        reference = best_estimator.components_
-    aligned = [C[match_components(reference, C)[0]] for C in fold_comps]
-    component_stability = pairwise_dice(aligned, match=False).mean(axis=0)
-    logger.info("select_penalty (%s): alpha_rel=%g", rule, best_params["alpha_rel"])
-    return PenaltySelection(best_params_=best_params, best_index_=best, results_=results,
-                            rule=rule, component_stability_=component_stability,
-                            best_estimator_=best_estimator, fold_components_=fold_comps)
+        truth = check_matrix(truth, "truth", data.shape[1])
+    logger.info("select_penalty (%s): %d splits x %d alpha_rel", rule, len(splits),
+                len(grid_values))
+    if rule == "reproducibility":
+        results, halves = reproducibility_search(inner, data, splits, grid_values, seeds,
+                                                 truth, verbose)
+        best = choose_reproducible(results, _check_tolerance(tolerance))
+        chosen_fits = halves[best]
+    else:
+        grid = [{"alpha": None, "alpha_rel": float(a), "l1_ratio": s[0], "tv_ratio": s[1]}
+                for s in splits for a in grid_values]
+        results, fold_comps = fold_search(
+            inner, data, grid, cv=cv, random_state=random_state, n_jobs=n_jobs, truth=truth,
+            min_zero_fraction=min_zero_fraction, sparse_indices=sparse_indices)
+        for r in results:
+            _say(verbose, "l1_ratio=%g tv_ratio=%g alpha_rel=%g: held-out score %.4g (std "
+                 "%.2g), stability %.3f (corrected %.3f), support %.1f %%, %d empty",
+                 r["l1_ratio"], r["tv_ratio"], r["alpha_rel"], r["mean_score"],
+                 r["std_score"], r["stability"], r["stability_corrected"],
+                 100 * r["support"], r["n_empty"])
+        best = _choose(results, rule, len(fold_comps[0]))
+        chosen_fits = fold_comps[best]
+    best_params = dict(results[best]["params"])
+    best_estimator = _refit(estimator, kind, X, confounds, best_params) if refit else None
+    stability = _component_stability(best_estimator, rule, chosen_fits)
+    logger.info("select_penalty (%s): %s", rule, best_params)
+    selection = PenaltySelection(best_params_=best_params, best_index_=best, results_=results,
+                                 rule=rule, component_stability_=stability,
+                                 best_estimator_=best_estimator, fold_components_=chosen_fits)
+    if verbose and not logger.handlers:
+        print(selection.table(), flush=True)
+    return selection
+
+
+def _component_stability(best_estimator, rule, chosen_fits):
+    """Per component of the refit (else of the first fit): reproducibility
+    across halves, or Dice across folds; sets the refit's ``stability_``."""
+    inner = getattr(best_estimator, "estimator_", best_estimator)
+    if rule != "reproducibility":
+        reference = chosen_fits[0] if inner is None else inner.components_
+        return fold_stability(reference, chosen_fits)
+    reference = chosen_fits[0][0] if inner is None else inner.components_
+    stability = chosen_stability(reference, chosen_fits)
+    if inner is not None:
+        inner.stability_ = stability
+    return stability
 
 
 def one_se_refit(cv_results, param="param_alpha_rel"):

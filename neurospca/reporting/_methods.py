@@ -286,8 +286,11 @@ def methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
                 + ", ".join(f"{k} = {fmt(v)}" for k, v in best.items()))
         stab = getattr(selection, "component_stability_", None)
         if stab is not None and len(stab):
-            text += ("; stability of the chosen components across splits (mean pairwise "
-                     "Dice): " + ", ".join(fmt(float(s), ".2f") for s in stab))
+            measure = ("split-half matched absolute correlation"
+                       if getattr(selection, "rule", None) == "reproducibility"
+                       else "mean pairwise Dice")
+            text += (f"; stability of the chosen components across splits ({measure}): "
+                     + ", ".join(fmt(float(s), ".2f") for s in stab))
         parts.append(text + ".")
     stab = getattr(estimator, "stability_", None)
     if selection is None and stab is not None and np.any(np.isfinite(stab)):

@@ -88,7 +88,8 @@ def selection_table(selection, n_components):
         for key in row.get("params", {}) if isinstance(row.get("params"), dict) else {}:
             if key not in param_keys:
                 param_keys.append(key)
-    metric_keys = [k for k in ("mean_score", "std_score", "stability", "zero_fraction")
+    metric_keys = [k for k in ("reproducibility", "mean_score", "std_score", "stability",
+                               "zero_fraction")
                    if any(k in row for row in results)]
     header = param_keys + [k.replace("_", " ") for k in metric_keys] + ["chosen"]
     rows = []

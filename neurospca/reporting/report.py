@@ -322,7 +322,9 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     rel_gaps = None if rel_gaps is None else np.asarray(rel_gaps, dtype=np.float64).ravel()
     sel = None if selection is None else selection_table(selection, n_components)
     stability = None if sel is None else sel["stability"]
-    stability_label = "mean pairwise Dice"
+    stability_label = ("split-half reproducibility"
+                       if getattr(selection, "rule", None) == "reproducibility"
+                       else "mean pairwise Dice")
     own = getattr(estimator, "stability_", None)
     if stability is None and own is not None and np.any(np.isfinite(own)):
         stability = np.asarray(own, dtype=np.float64).ravel()

@@ -1,0 +1,190 @@
+"""The ``"reproducibility"`` rule of :func:`select_penalty`: split-half paths (issue 20).
+
+The same criterion as ``SPCATV(alpha_rel="auto")``: for each split of the
+penalty ``(l1_ratio, tv_ratio)``, two random halves of the samples are fitted
+along the grid of relative penalties (weakest first, warm-started,
+:func:`neurospca.decomposition.fit_halves`), optionally for several random
+splits of the samples; each grid point gets the matched absolute correlation
+of the two halves' components (averaged over the splits), its support and
+empty components, and the held-out score of each half's components on the
+other half. :func:`neurospca.decomposition.choose_alpha_rel` then keeps the
+most reproducible admissible point.
+"""
+
+import logging
+import time
+
+import numpy as np
+
+from ..decomposition import (
+    MAX_NONZERO, choose_alpha_rel, component_stability, fit_halves, reconstruction_error,
+    split_halves,
+)
+from ._metrics import dice_to_truth, mse_to_truth
+
+logger = logging.getLogger("neurospca")
+
+
+def _say(verbose, msg, *args):
+    """Progress line: an INFO record; printed too when ``verbose`` and no
+    handler is attached to the ``"neurospca"`` logger."""
+    logger.info(msg, *args)
+    if verbose and not logger.handlers:
+        print("[select_penalty] " + msg % args, flush=True)
+
+
+def _held_out(train, test, components):
+    """Fraction of the variance of ``test`` explained by ``components``
+    (centred on the mean of ``train``), as ``SPCATV.score``."""
+    mean = np.asarray(train).mean(axis=0)
+    total = float(np.sum((np.asarray(test) - mean) ** 2))
+    if total == 0.0:
+        return 1.0
+    return 1.0 - reconstruction_error(test, components, mean) ** 2 / total
+
+
+def _split_path(estimator, X, split, grid, seed, truth):
+    """One split of the penalty, one random split of the samples: the path records."""
+    settings = [{"alpha": None, "alpha_rel": float(a), "l1_ratio": split[0],
+                 "tv_ratio": split[1]} for a in grid]
+    t0 = time.perf_counter()
+    path = fit_halves(estimator, X, settings, random_state=seed)
+    elapsed = (time.perf_counter() - t0) / max(len(path), 1)
+    halves = split_halves(X, seed)
+    for point in path:
+        comps = point["components"]
+        point["score"] = 0.5 * (_held_out(halves[0], halves[1], comps[0])
+                                + _held_out(halves[1], halves[0], comps[1]))
+        point["fit_time"] = elapsed
+        if truth is not None:
+            point["mse"] = float(np.mean([mse_to_truth(c, truth) for c in comps]))
+            point["dice_truth"] = float(np.mean([dice_to_truth(c, truth) for c in comps]))
+    return path
+
+
+def _summary(params, points, n_components):
+    """The results row of one grid point from its records over the sample splits."""
+    corr = np.concatenate([p["reproducibility"] for p in points])
+    nonzero = np.concatenate([p["nonzero_fraction"] for p in points])
+    scores = np.array([p["score"] for p in points])
+    row = {
+        "params": params,
+        "alpha_rel": params["alpha_rel"],
+        "l1_ratio": params["l1_ratio"],
+        "tv_ratio": params["tv_ratio"],
+        "reproducibility": float(corr.mean()),
+        "reproducibility_min": float(np.mean([p["reproducibility"].min() for p in points])),
+        "reproducibility_per_component": corr.reshape(len(points), n_components),
+        "support": float(nonzero.mean()),
+        "nonzero_fraction": nonzero,
+        "zero_fraction": float(1.0 - nonzero.mean()),
+        "n_empty": int(np.sum(nonzero == 0)),
+        "mean_score": float(scores.mean()),
+        "std_score": float(scores.std()),
+        "mean_fit_time": float(np.mean([p["fit_time"] for p in points])),
+    }
+    for key in ("mse", "dice_truth"):
+        if key in points[0]:
+            row[key] = float(np.mean([p[key] for p in points]))
+    return row
+
+
+def reproducibility_search(estimator, X, splits, grid, seeds, truth=None, verbose=0):
+    """Split-half paths over the splits of the penalty and the sample splits.
+
+    Parameters
+    ----------
+    estimator : SPCATV
+        Unfitted; cloned by :func:`~neurospca.decomposition.fit_halves`.
+    X : ndarray of shape (n_samples, n_features)
+    splits : list of (float, float)
+        ``(l1_ratio, tv_ratio)`` pairs, in the order of the results.
+    grid : ndarray
+        Relative penalties, weakest first.
+    seeds : list of int
+        One random split of the samples per seed.
+    truth : ndarray, optional
+    verbose : int
+
+    Returns
+    -------
+    results : list of dict
+        One row per fitted point (a split's path stops after the point where
+        every half component is empty).
+    halves : list of list of tuple
+        Per row, the pair of half components of each sample split.
+    """
+    results, halves = [], []
+    n_components = estimator.get_params()["n_components"]
+    for split in splits:
+        paths = [_split_path(estimator, X, split, grid, s, truth) for s in seeds]
+        for i in range(min(len(p) for p in paths)):
+            points = [p[i] for p in paths]
+            params = {k: points[0][k] for k in ("alpha", "alpha_rel", "l1_ratio", "tv_ratio")}
+            row = _summary(params, points, n_components)
+            results.append(row)
+            halves.append([p["components"] for p in points])
+            _say(verbose, "l1_ratio=%g tv_ratio=%g alpha_rel=%g: reproducibility %.3f "
+                 "(min %.3f), support %.1f %%, %d empty, held-out score %.4g (%.1f s)",
+                 row["l1_ratio"], row["tv_ratio"], row["alpha_rel"], row["reproducibility"],
+                 row["reproducibility_min"], 100 * row["support"], row["n_empty"],
+                 row["mean_score"], row["mean_fit_time"])
+    return results, halves
+
+
+def choose_reproducible(results, tolerance=0.0):
+    """Index of the chosen row, and marks ``admissible`` and ``near_best``.
+
+    :func:`~neurospca.decomposition.choose_alpha_rel` over every row of every
+    split: the most reproducible admissible point (an exact tie goes to the
+    stronger penalty). With ``tolerance > 0``, among the admissible rows whose
+    mean reproducibility is within ``tolerance`` of that point's, the one with
+    the best held-out score (the least shrunk of the near-equally
+    reproducible points).
+
+    Parameters
+    ----------
+    results : list of dict
+        The rows of :func:`reproducibility_search` (``alpha_rel``,
+        ``reproducibility``, ``reproducibility_per_component``,
+        ``nonzero_fraction``, ``mean_score``); ``admissible`` and
+        ``near_best`` are set on each.
+    tolerance : float, default=0.0
+        Width of the near-ties in mean reproducibility.
+
+    Returns
+    -------
+    int
+        Index of the chosen row.
+    """
+    path = [{"alpha_rel": r["alpha_rel"],
+             "reproducibility": r["reproducibility_per_component"].ravel(),
+             "nonzero_fraction": r["nonzero_fraction"]} for r in results]
+    best = choose_alpha_rel(path)
+    for r in results:
+        nz = r["nonzero_fraction"]
+        r["admissible"] = bool(np.all(nz > 0) and np.all(nz <= MAX_NONZERO))
+        r["near_best"] = bool(r["admissible"] and r["reproducibility"]
+                              >= results[best]["reproducibility"] - tolerance)
+    near = [i for i, r in enumerate(results) if r["near_best"]]
+    if tolerance > 0 and near:
+        best = max(near, key=lambda i: results[i]["mean_score"])
+    return best
+
+
+def chosen_stability(components, halves):
+    """Per component of the refitted model: split-half reproducibility,
+    averaged over the sample splits (:func:`component_stability`).
+
+    Parameters
+    ----------
+    components : ndarray of shape (n_components, n_features)
+    halves : list of (ndarray, ndarray)
+        The two halves' components of each split of the samples.
+
+    Returns
+    -------
+    ndarray of shape (n_components,)
+    """
+    return np.mean([component_stability(components, *pair) for pair in halves], axis=0)
+
