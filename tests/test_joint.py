@@ -143,6 +143,7 @@ def test_joint_signs_scores_and_gap_histories():
         assert a.rel_gap_history_[k][-1][1] == pytest.approx(a.rel_gaps_[k])
         assert a.gap_history_[k][-1][1] == pytest.approx(a.dual_gaps_[k])
     assert np.all(a.converged_) and a.n_sweeps_ < 50
+    assert isinstance(a.converged_, np.ndarray) and a.converged_.dtype == bool
 
 
 def test_joint_that_does_not_settle_warns_and_reports_it():
