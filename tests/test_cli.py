@@ -411,6 +411,7 @@ def test_demo(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "best Dice vs truth" in captured.out
     assert "component 1/1 done" in captured.err
+    assert "split-half reproducibility of the components: " in captured.out + captured.err
     assert sorted(os.listdir(out)) == ["loadings.nii.gz", "model.npz", "report.html",
                                        "scores.csv"]
     saved = load_model(out / "model.npz")

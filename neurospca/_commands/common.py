@@ -322,9 +322,34 @@ def fit_with_progress(args, model, X):
                 else f" ({model.estimator_.alpha_rel_:g} x l1_max)")
     say(args, f"fitted {model.n_components} component(s) in {elapsed:.2f} s "
               f"(alpha = {model.estimator_.alpha_:.4g}{relative})")
-    for line in support_summary(model.estimator_):
+    for line in support_summary(model.estimator_) + stability_summary(model.estimator_):
         say(args, line)
     return model
+
+
+def stability_summary(estimator):
+    """The split-half reproducibility of the components, one line (none if not computed).
+
+    Parameters
+    ----------
+    estimator : fitted SPCATV
+        Read: ``stability_``.
+
+    Returns
+    -------
+    list of str
+    """
+    import numpy as np
+
+    stab = getattr(estimator, "stability_", None)
+    if stab is None or not np.any(np.isfinite(stab)):
+        return []
+    low = [str(k + 1) for k, s in enumerate(stab) if np.isfinite(s) and s < 0.5]
+    line = ("split-half reproducibility of the components: "
+            + ", ".join(f"{s:.2f}" for s in stab))
+    if low:
+        line += f" (component(s) {', '.join(low)} do not reproduce: below 0.5)"
+    return [line]
 
 
 def support_summary(estimator):
