@@ -17,10 +17,9 @@ components,
 (block-coordinate descent on the sum of rank-one fits, as scikit-learn's
 SparsePCA and dictionary learning update one atom at a time), until a sweep
 changes the loadings by at most ``max(tol, SWEEP_TOL)`` (relative, Frobenius
-norm). A rank-one
-term of the unpenalised sum can be rotated within the top singular subspace at
-no cost in fit, so the sweeps let the l1 and TV penalties choose the rotation:
-separated regions. Each returned ``v_k`` is certified for its final ``u_k``
+norm). A rank-one term of the unpenalised sum can be rotated within the top
+singular subspace at no cost in fit, so the sweeps let the l1 and TV penalties
+choose the rotation: separated regions. Each returned ``v_k`` is certified for its final ``u_k``
 against the residual of the final other components.
 """
 
@@ -32,8 +31,6 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._alternation import _Deflated, _alternate, _say, _vstep_blas
 from ..solvers import ProxProblem
-
-
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
 #: (relative, Frobenius norm) in one sweep. Near-equal components can keep
@@ -184,9 +181,9 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, kw):
         warnings.warn(
             f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
             f"change of the loadings {changes[-1]:.3e} > {max(tol, SWEEP_TOL):g}): the "
-            "components may "
-            "still be rotating among themselves (each one's certified gap holds for the "
-            "returned model). Increase max_sweeps, or use method='deflation'.",
+            "components may still be rotating among themselves (each one's certified gap "
+            "holds for the returned model). Increase max_sweeps, or use "
+            "method='deflation'.",
             ConvergenceWarning,
         )
     for w in caught:  # the last sweep's v-steps that stopped short of tol

@@ -142,7 +142,6 @@ MAX_NONZERO = 0.5
 HALF_MAX_SWEEPS = 15
 
 
-
 def fit_halves(estimator, X, settings, random_state=None):
     """Fit the two halves of ``X`` at each of a sequence of settings (warm-started).
 
@@ -165,9 +164,10 @@ def fit_halves(estimator, X, settings, random_state=None):
     -------
     list of dict
         Per point (the path stops after a point where every component of
-        both halves is empty): its settings, ``"components"`` (a pair of arrays, the
-        halves' ``components_``), ``"reproducibility"`` (matched absolute correlation per
-        pair), ``"nonzero_fraction"`` (per component of both halves).
+        both halves is empty): its settings, ``"components"`` (a pair of
+        arrays, the halves' ``components_``), ``"reproducibility"`` (matched
+        absolute correlation per pair), ``"nonzero_fraction"`` (per component
+        of both halves).
     """
     import warnings
 
