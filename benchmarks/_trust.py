@@ -75,6 +75,25 @@ def top_m_dice(a, b, m):
     return _dice(ia, ib)
 
 
+def compare(A, B, top_fraction=0.1):
+    """Scores of two fitted K x P component arrays (halves of one data set).
+
+    Returns matched |corr| per pair (Hungarian on |corr|), top-m Dice per pair
+    (m = ``top_fraction`` of the features), the support fractions of both, and
+    the Dice of the matched supports (top-m Dice ranks ties at zero
+    arbitrarily when a map has fewer than m non-zeros).
+    """
+    A = np.asarray(A, float)
+    B = np.asarray(B, float)
+    sim = _cos(A - A.mean(axis=1, keepdims=True), B - B.mean(axis=1, keepdims=True))
+    rows, cols = linear_sum_assignment(-sim)
+    m = max(1, int(top_fraction * A.shape[1]))
+    dice = np.array([top_m_dice(A[r], B[c], m) for r, c in zip(rows, cols)])
+    support = np.concatenate([np.mean(A != 0, axis=1), np.mean(B != 0, axis=1)])
+    sdice = np.array([_dice(A[r] != 0, B[c] != 0) for r, c in zip(rows, cols)])
+    return sim[rows, cols], dice, support, sdice
+
+
 def split_half(fit, X, seed=0, top_fraction=0.1):
     """Fit on two random halves of the rows; matched |corr| and top-m Dice.
 
@@ -85,14 +104,5 @@ def split_half(fit, X, seed=0, top_fraction=0.1):
     rng = np.random.default_rng(seed)
     idx = rng.permutation(len(X))
     h = len(X) // 2
-    A = np.asarray(fit(X[idx[:h]]), float)
-    B = np.asarray(fit(X[idx[h:2 * h]]), float)
-    Ac = A - A.mean(axis=1, keepdims=True)
-    Bc = B - B.mean(axis=1, keepdims=True)
-    sim = _cos(Ac, Bc)
-    rows, cols = linear_sum_assignment(-sim)
-    m = max(1, int(top_fraction * X.shape[1]))
-    corr = sim[rows, cols]
-    dice = np.array([top_m_dice(A[r], B[c], m) for r, c in zip(rows, cols)])
-    support = np.concatenate([np.mean(A != 0, axis=1), np.mean(B != 0, axis=1)])
+    corr, dice, support, _ = compare(fit(X[idx[:h]]), fit(X[idx[h:2 * h]]), top_fraction)
     return corr, dice, support

@@ -30,9 +30,10 @@ from pathlib import Path
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from sklearn.decomposition import SparsePCA
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests._helpers import sparse_pca_at_cardinality  # noqa: E402
 
 from neurospca import (  # noqa: E402
     SPCATV, SSPCA, NonnegativeSparsePCA, grid_halfspace_groups, make_paper_simulation,
@@ -125,22 +126,6 @@ def _parts_data(seed, n=300, p=24, noise=0.3):
     return X + noise * rng.standard_normal((n, p))
 
 
-def _sparse_pca_at(X, card, n_components=3):
-    """SparsePCA whose total number of non-zeros is closest to ``card`` (bisection)."""
-    lo, hi, best = 1e-2, 1e2, None
-    while hi / lo > 1.001:
-        a = np.sqrt(lo * hi)
-        m = _quiet(lambda: SparsePCA(n_components, alpha=a, method="cd", random_state=0,
-                                     max_iter=200).fit(X))
-        c = np.count_nonzero(m.components_)
-        if best is None or abs(c - card) < abs(best[1] - card):
-            best = (m, c)
-        if c == card:
-            break
-        lo, hi = (a, hi) if c > card else (lo, a)
-    return best
-
-
 def bench_nspca():
     from neurospca.decomposition._nspca import _adjusted_variance
 
@@ -160,9 +145,10 @@ def bench_nspca():
                 m = _quiet(lambda: NonnegativeSparsePCA(3, alpha=alpha, beta=beta,
                                                         n_init=n_init, random_state=0).fit(X))
                 dt = time.perf_counter() - t0
-                sp, _ = _sparse_pca_at(X, int(m.cardinality_.sum()))
+                sp, _ = sparse_pca_at_cardinality(X, int(m.cardinality_.sum()), lo=1e-2,
+                                                  max_iter=200)
                 ev = _adjusted_variance(C, m.components_)[1].sum()
-                ev_sp = _adjusted_variance(C, sp.components_)[1].sum()
+                ev_sp = _adjusted_variance(C, sp)[1].sum()
                 rows.append((ev, ev_sp, ev / ev_sp, dt))
             r = np.array(rows)
             print(f"| {alpha:g}, {beta:g} | {n_init} | {r[:, 0].mean():.3f} +- "

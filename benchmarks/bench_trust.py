@@ -34,12 +34,11 @@ import time
 import warnings
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from _trust import _cos, _dice, atrophy, paper2d, recovery, top_m_dice  # noqa: E402
+from _trust import atrophy, compare, paper2d, recovery  # noqa: E402
 
 from neurospca import spca_tv  # noqa: E402
 from neurospca.decomposition._weights import _weights  # noqa: E402
@@ -52,6 +51,24 @@ SPLITS = ((0.05, 0.1), (0.2, 0.2), (0.4, 0.3))
 
 def l1_max(Xc):
     return np.sqrt((Xc ** 2).sum(0)).max() / len(Xc)
+
+
+def backfit_sweeps(Xc, op, K, U, V, d, W, l1, l2, tv, max_sweeps=20, tol=1e-3):
+    """The prototype's back-fitting: each component refitted with ``spca_tv`` on
+    the residual of the others, until V moves by less than ``tol`` (relative).
+    Returns ``U, V, d, W`` (updated in place too) and the number of sweeps."""
+    s = 0
+    for s in range(max_sweeps):
+        old = V.copy()
+        for k in range(K):
+            R = Xc - (U * d) @ V.T + d[k] * np.outer(U[:, k], V[:, k])
+            u0 = U[:, [k]] if np.any(U[:, k]) else None
+            u, v, inf = spca_tv(R, 1, l1=l1, l2=l2, tv=tv, operator=op, u0=u0, w0=[W[k]],
+                                tol=tol)
+            U[:, k], V[:, k], d[k], W[k] = u[:, 0], v[:, 0], inf["d"][0], inf["w"][0]
+        if np.linalg.norm(V - old) / max(np.linalg.norm(V), 1e-300) < tol:
+            break
+    return U, V, d, W, s + 1
 
 
 def fit_both(X, op, K, alpha_rel, l1r, tvr, sweeps=20, tol=1e-3):
@@ -67,21 +84,10 @@ def fit_both(X, op, K, alpha_rel, l1r, tvr, sweeps=20, tol=1e-3):
     t_defl = time.perf_counter() - t0
     V0 = V.copy()
     d = np.array(info["d"], float)
-    W = list(info["w"])
-    s = 0
-    for s in range(sweeps):
-        old = V.copy()
-        for k in range(K):
-            R = Xc - (U * d) @ V.T + d[k] * np.outer(U[:, k], V[:, k])
-            u0 = U[:, [k]] if np.any(U[:, k]) else None
-            u, v, inf = spca_tv(R, 1, l1=l1, l2=l2, tv=tv, operator=op, u0=u0, w0=[W[k]],
-                                tol=tol)
-            U[:, k], V[:, k], d[k], W[k] = u[:, 0], v[:, 0], inf["d"][0], inf["w"][0]
-        ch = np.linalg.norm(V - old) / max(np.linalg.norm(V), 1e-300)
-        if ch < tol:
-            break
+    U, V, d, W, n = backfit_sweeps(Xc, op, K, U, V, d, list(info["w"]), l1, l2, tv,
+                                   max_sweeps=sweeps, tol=tol)
     t_back = time.perf_counter() - t0
-    return {"deflation": V0.T, "backfit": V.T}, s + 1, t_defl, t_back
+    return {"deflation": V0.T, "backfit": V.T}, n, t_defl, t_back
 
 
 def halves(n, seed):
@@ -93,24 +99,6 @@ def halves(n, seed):
     idx = np.random.default_rng(seed).permutation(n)
     h = n // 2
     return idx[:h], idx[h:2 * h]
-
-
-def compare(A, B, top_fraction=0.1):
-    """``_trust.split_half``'s scores for two fitted K x P component arrays."""
-    A = np.asarray(A, float)
-    B = np.asarray(B, float)
-    Ac = A - A.mean(axis=1, keepdims=True)
-    Bc = B - B.mean(axis=1, keepdims=True)
-    sim = _cos(Ac, Bc)
-    rows, cols = linear_sum_assignment(-sim)
-    m = max(1, int(top_fraction * A.shape[1]))
-    corr = sim[rows, cols]
-    dice = np.array([top_m_dice(A[r], B[c], m) for r, c in zip(rows, cols)])
-    support = np.concatenate([np.mean(A != 0, axis=1), np.mean(B != 0, axis=1)])
-    # top-m Dice ranks ties at zero arbitrarily when a map has fewer than m
-    # non-zeros; the Dice of the supports themselves is recorded as well.
-    sdice = np.array([_dice(A[r] != 0, B[c] != 0) for r, c in zip(rows, cols)])
-    return corr, dice, support, sdice
 
 
 # ------------------------------------------------------------------- peers

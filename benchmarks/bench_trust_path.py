@@ -23,25 +23,10 @@ from scipy.optimize import linear_sum_assignment
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _trust import _cos, recovery  # noqa: E402
-from bench_trust import compare, halves, l1_max, load  # noqa: E402
+from bench_trust import backfit_sweeps, compare, halves, l1_max, load  # noqa: E402
 
 from neurospca import spca_tv  # noqa: E402
 from neurospca.decomposition._weights import _weights  # noqa: E402
-
-
-def sweeps(Xc, op, K, U, V, d, W, l1, l2, tv, max_sweeps=20, tol=1e-3):
-    s = 0
-    for s in range(max_sweeps):
-        old = V.copy()
-        for k in range(K):
-            R = Xc - (U * d) @ V.T + d[k] * np.outer(U[:, k], V[:, k])
-            u0 = U[:, [k]] if np.any(U[:, k]) else None
-            u, v, inf = spca_tv(R, 1, l1=l1, l2=l2, tv=tv, operator=op, u0=u0, w0=[W[k]],
-                                tol=tol)
-            U[:, k], V[:, k], d[k], W[k] = u[:, 0], v[:, 0], inf["d"][0], inf["w"][0]
-        if np.linalg.norm(V - old) / max(np.linalg.norm(V), 1e-300) < tol:
-            break
-    return U, V, d, W, s + 1
 
 
 def fit(X, op, K, alpha_rel, l1r, tvr, state=None):
@@ -53,7 +38,7 @@ def fit(X, op, K, alpha_rel, l1r, tvr, state=None):
         d, W = np.array(info["d"], float), list(info["w"])
     else:
         U, V, d, W = (a.copy() if isinstance(a, np.ndarray) else list(a) for a in state)
-    U, V, d, W, n = sweeps(Xc, op, K, U, V, d, W, l1, l2, tv)
+    U, V, d, W, n = backfit_sweeps(Xc, op, K, U, V, d, W, l1, l2, tv)
     return (U, V, d, W), n, time.perf_counter() - t0
 
 

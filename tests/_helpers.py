@@ -45,3 +45,27 @@ def cvxpy_prox(y, operator, l1, group):
     from neurospca.solvers import prox_objective
 
     return vs, prox_objective(vs, y, operator, l1, group)
+
+
+def sparse_pca_at_cardinality(X, card, n_components=3, lo=0.1, hi=100.0, **params):
+    """scikit-learn's SparsePCA with (nearly) ``card`` non-zeros in all, by bisection
+    on alpha in ``[lo, hi]``; ``params`` go to SparsePCA (``method="cd"``,
+    ``random_state=0`` by default). Returns ``(components, number of non-zeros)``."""
+    import warnings
+
+    from sklearn.decomposition import SparsePCA
+
+    params = {"method": "cd", "random_state": 0, **params}
+    best = None
+    while hi / lo > 1.001:
+        a = np.sqrt(lo * hi)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            comps = SparsePCA(n_components, alpha=a, **params).fit(X).components_
+        c = np.count_nonzero(comps)
+        if best is None or abs(c - card) < abs(best[1] - card):
+            best = (comps, c)
+        if c == card:
+            break
+        lo, hi = (a, hi) if c > card else (lo, a)
+    return best

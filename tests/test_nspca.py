@@ -16,6 +16,8 @@ from neurospca.decomposition._nspca import (
     nspca_objective,
 )
 
+from ._helpers import sparse_pca_at_cardinality
+
 
 def _cov(seed=0, n=60, p=15):
     rng = np.random.default_rng(seed)
@@ -220,23 +222,6 @@ def test_recovers_nonnegative_parts():
 # --------------------------------------------------------------------- several starts (issue 20)
 
 
-def _sparse_pca_at(X, card):
-    """scikit-learn's SparsePCA(3) with (nearly) ``card`` non-zeros, by bisection on alpha."""
-    from sklearn.decomposition import SparsePCA
-
-    lo, hi, best = 0.1, 100.0, None
-    while hi / lo > 1.001:
-        a = np.sqrt(lo * hi)
-        comps = SparsePCA(3, alpha=a, method="cd", random_state=0).fit(X).components_
-        c = np.count_nonzero(comps)
-        if best is None or abs(c - card) < abs(best[1] - card):
-            best = (comps, c)
-        if c == card:
-            break
-        lo, hi = (a, hi) if c > card else (lo, a)
-    return best
-
-
 def test_default_starts_keep_the_best_objective_and_are_reproducible():
     """n_init defaults to 10; the first start is the SVD start of n_init=1, so
     the kept objective is >= the single start's and >= every start's."""
@@ -264,7 +249,7 @@ def test_explained_variance_is_competitive_with_sparse_pca():
     for n_init in (1, 10):
         m = NonnegativeSparsePCA(3, alpha=10.0, beta=10.0, n_init=n_init,
                                  random_state=0).fit(X)
-        comps, card = _sparse_pca_at(X, int(m.cardinality_.sum()))
+        comps, card = sparse_pca_at_cardinality(X, int(m.cardinality_.sum()))
         assert card == m.cardinality_.sum()
         ev_sp = nspca_mod._adjusted_variance(C, comps)[1].sum()
         ratios[n_init] = m.explained_variance_ratio_.sum() / ev_sp
