@@ -151,3 +151,53 @@ def test_joint_that_does_not_settle_warns_and_reports_it():
     with pytest.warns(ConvergenceWarning, match="did not settle in max_sweeps=1"):
         m = SPCATV(3, operator=op, alpha_rel=0.5, max_sweeps=1).fit(X)
     assert not np.any(m.converged_) and m.n_sweeps_ == 1
+
+
+def test_sparsest_pair_separates_a_merged_pair_and_keeps_a_separated_one():
+    """In the plane of A + B and A - B (disjoint supports), the two l1-sparsest
+    unit directions are A and B; a separated pair gains nothing."""
+    from neurospca.decomposition._rotation import MIN_GAIN, sparsest_pair
+
+    rng = np.random.default_rng(3105)
+    A, B = np.zeros(400), np.zeros(400)
+    A[:60], B[200:280] = rng.uniform(0.5, 1.5, 60), rng.uniform(0.5, 1.5, 80)
+    A, B = A / np.linalg.norm(A), B / np.linalg.norm(B)
+    w1, w2, gain = sparsest_pair(A + 0.8 * B, A - 1.2 * B)
+    cos = np.abs(np.array([[w1 @ A, w1 @ B], [w2 @ A, w2 @ B]]))
+    assert np.sort(cos.max(axis=1)).min() > 0.999 and cos.max(axis=0).min() > 0.999
+    assert gain > 0.2
+    same = sparsest_pair(A, B)
+    assert same is None or same[2] < MIN_GAIN
+    assert sparsest_pair(A, 2 * A) is None  # a degenerate plane
+
+
+def test_rotate_pairs_moves_a_merged_pair_onto_the_patterns():
+    """rotate_pairs replaces a merged pair by the planted patterns and keeps the
+    factorisation consistent (U = X V / ||X V||, Z = X V, d = ||X v|| / ||v||);
+    a third, separated component is left alone."""
+    from neurospca.decomposition._data import DataOperator
+    from neurospca.decomposition._rotation import rotate_pairs
+
+    X, patterns, _ = _covarying(3106)
+    A, B, C = patterns / np.linalg.norm(patterns, axis=1, keepdims=True)
+    V = np.column_stack([2.0 * (A + B), 3.0 * (A - B), C])
+    op = DataOperator(X)
+    op.centre(X.mean(axis=0))
+    Z = op.matmat(V)
+    U = Z / np.linalg.norm(Z, axis=0)
+    d = np.linalg.norm(Z, axis=0) / np.linalg.norm(V, axis=0) ** 2
+    info = {"w": [np.ones(3)] * 3}
+    C_before = V[:, 2].copy()
+    assert rotate_pairs(op, U, V, d, Z, info) == 1
+    W = V[:, :2] / np.linalg.norm(V[:, :2], axis=0)
+    cos = np.abs(np.stack([A, B]) @ W)  # rows: patterns, columns: the pair
+    assert cos.max(axis=0).min() > 0.999 and cos.max(axis=1).min() > 0.999
+    assert np.array_equal(V[:, 2], C_before) and info["w"][2] is not None
+    assert info["w"][0] is None and info["w"][1] is None
+    np.testing.assert_allclose(np.linalg.norm(V[:, :2], axis=0),
+                               [2.0 * np.sqrt(2.0), 3.0 * np.sqrt(2.0)], rtol=1e-12)
+    np.testing.assert_allclose(Z, op.matmat(V), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(U, Z / np.linalg.norm(Z, axis=0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(d, np.linalg.norm(Z, axis=0) / np.linalg.norm(V, axis=0) ** 2,
+                               rtol=1e-10)
+    assert rotate_pairs(op, U, V, d, Z, info) == 0  # separated now: nothing to gain

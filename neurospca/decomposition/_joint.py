@@ -30,6 +30,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._alternation import _Deflated, _alternate, _say, _vstep_blas
+from ._rotation import rotate_pairs
 from ..solvers import ProxProblem
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
@@ -168,12 +169,13 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, kw):
     for sweep in range(1, 0 if settled else max_sweeps + 1):
         t0 = time.perf_counter()
         V_old = V.copy()
+        rotated = rotate_pairs(op, U, V, d, Z, info)
         caught = _sweep(op, sqnorm, U, V, d, Z, info, refit_kw)
         change = float(np.linalg.norm(V - V_old) / max(np.linalg.norm(V), 1e-300))
         changes.append(change)
         if verbose:
-            _say("joint sweep %d: relative change of the loadings %.2e (%.2f s)", sweep,
-                 change, time.perf_counter() - t0)
+            _say("joint sweep %d: %d pairs rotated, relative change of the loadings %.2e "
+                 "(%.2f s)", sweep, rotated, change, time.perf_counter() - t0)
         if change <= max(tol, SWEEP_TOL):
             settled = True
             break
