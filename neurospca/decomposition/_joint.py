@@ -144,7 +144,7 @@ def _start_from_scores(op, sqnorm, u0, w0, kw):
     return U, V, d, Z, info
 
 
-def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, kw):
+def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, kw):
     """Deflation (or, with ``from_scores``, a start from the scores ``u0``),
     then back-fitting sweeps (inputs validated, BLAS held).
 
@@ -169,7 +169,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, kw):
     for sweep in range(1, 0 if settled else max_sweeps + 1):
         t0 = time.perf_counter()
         V_old = V.copy()
-        rotated = rotate_pairs(op, U, V, d, Z, info)
+        rotated = rotate_pairs(op, U, V, d, Z, info) if rotate else 0
         caught = _sweep(op, sqnorm, U, V, d, Z, info, refit_kw)
         change = float(np.linalg.norm(V - V_old) / max(np.linalg.norm(V), 1e-300))
         changes.append(change)
@@ -276,15 +276,18 @@ def _ordered(U, V, info):
 
 
 def _joint_spca_tv(op, n_components, *, tol, verbose, n_threads, max_sweeps,
-                   from_scores=False, **kw):
+                   from_scores=False, rotate=True, **kw):
     """:func:`_joint` with BLAS held for the whole fit (see ``_spca_tv``).
 
     ``from_scores``: start the sweeps from the scores ``u0`` (the chosen half
     fit of ``alpha_rel="auto"``) instead of deflation; else ``u0`` is
-    deflation's warm start."""
+    deflation's warm start. ``rotate``: each sweep starts with
+    :func:`~neurospca.decomposition._rotation.rotate_pairs` (an l1 penalty is
+    what makes one rotation of a pair better than another)."""
     with _vstep_blas(n_threads):
         return _joint(op, n_components, tol=tol, verbose=verbose, max_sweeps=max_sweeps,
-                      from_scores=from_scores, kw=dict(kw, n_threads=n_threads))
+                      from_scores=from_scores, rotate=rotate,
+                      kw=dict(kw, n_threads=n_threads))
 
 
 def recheck_support(estimator, op, U, V, info, kw, tol):

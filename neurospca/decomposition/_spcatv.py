@@ -4,6 +4,9 @@
 scikit-learn estimator with the paper's ``(alpha, l1_ratio, tv_ratio)``
 parametrisation) validate their inputs once and call the private worker
 :func:`~neurospca.decomposition._alternation._spca_tv`.
+
+Size: about 610 lines, most of them the estimator's docstring (25 parameters and
+fitted attributes); the code is the fit's sequence, its workers live elsewhere.
 """
 
 import time
@@ -22,7 +25,7 @@ from ._base import (
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
 from ._data import as_data_operator, validated_data_operator
 from ._joint import _joint_spca_tv
-from ._stability import auto_path, choose_alpha_rel, scores_of, set_stability
+from ._stability import auto_fit, auto_path, scores_of, set_stability
 from ._support import certify_fit
 from ._weights import _weights, weights_from_ratios
 from .._utils.docs import fill_doc
@@ -425,7 +428,7 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         worker = _spca_tv
         if self.method == "joint":
             worker = partial(_joint_spca_tv, max_sweeps=self.max_sweeps,
-                             from_scores=from_scores)
+                             from_scores=from_scores, rotate=l1 > 0)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             U, V, info = worker(
@@ -509,19 +512,19 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
             if w0 is not None and (getattr(self, "_duals_for", None) != _state_key(self, extra)
                                    or len(w0) != n_components):
                 w0 = None
-        halves, self.auto_path_ = auto_path(self, X_in, AUTO_ALPHA_REL_PATH)
-        if self.alpha is not None:
-            alpha = float(self.alpha)
-        elif self.auto_path_:
-            alpha = self.auto_path_[choose_alpha_rel(self.auto_path_)]["alpha_rel"]
-            alpha *= self.l1_max_
+        halves, path = auto_path(self, X_in, AUTO_ALPHA_REL_PATH)
+        if self.alpha is not None or not path:
+            alpha = (float(self.alpha) if self.alpha is not None
+                     else float(self.alpha_rel) * self.l1_max_)
+            U, V, info, caught, weights = self._run(Xc, n_components, alpha, u0, w0, checked)
         else:
-            alpha = float(self.alpha_rel) * self.l1_max_
-        from_scores = halves is not None and self.method == "joint"
-        if from_scores:  # the full fit starts where the chosen half fit ended
-            u0, w0 = scores_of(Xc, halves[0]), None
-        U, V, info, caught, weights = self._run(Xc, n_components, alpha, u0, w0, checked,
-                                                from_scores=from_scores and u0 is not None)
+            alpha, halves, (U, V, info, caught, weights) = auto_fit(
+                path, lambda a, u: self._run(Xc, n_components, a * self.l1_max_, u, None,
+                                             checked, from_scores=self.method == "joint"
+                                             and u is not None),
+                lambda h: scores_of(Xc, h[0]) if self.method == "joint" else u0)
+            alpha *= self.l1_max_
+        self.auto_path_ = path
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.alpha_ = float(alpha)

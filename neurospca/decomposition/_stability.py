@@ -203,7 +203,8 @@ def auto_path(estimator, X, alpha_rels):
     halves : (ndarray, ndarray) or None
         The two halves' components at the chosen point.
     path : list of dict
-        :func:`fit_halves`'s records without the components (``auto_path_``).
+        :func:`fit_halves`'s records (``auto_path_`` once :func:`auto_fit`
+        has removed their components).
     """
     from ._alternation import _say
 
@@ -216,10 +217,50 @@ def auto_path(estimator, X, alpha_rels):
             _say("alpha_rel=%g: split-half reproducibility %s, non-zero %s",
                  p["alpha_rel"], np.array2string(p["reproducibility"], precision=2),
                  np.array2string(p["nonzero_fraction"], precision=3))
-    chosen = path[choose_alpha_rel(path)]["components"]
+    return path[choose_alpha_rel(path)]["components"], path
+
+
+def auto_fit(path, run, start):
+    """The full fit of ``alpha_rel="auto"`` at the chosen point of ``path``.
+
+    The fit starts from the chosen half fit (``start(halves)``: scores, or
+    None). The admissibility of :func:`choose_alpha_rel` is checked on the
+    halves; the full sample passes more features, so when a returned
+    component is more than :data:`MAX_NONZERO` non-zero the next admissible
+    point toward stronger penalties (the most reproducible one) is fitted
+    instead, if there is one.
+
+    Parameters
+    ----------
+    path : list of dict
+        :func:`fit_halves`' records; their ``"components"`` are removed here.
+    run : callable
+        ``run(alpha_rel, u0)`` fits the full data, returns ``(U, V, ...)``.
+    start : callable
+        ``start((half_a, half_b))``: the start scores ``u0`` of the full fit.
+
+    Returns
+    -------
+    alpha_rel : float
+    halves : (ndarray, ndarray)
+        The two halves' components at the point fitted.
+    result : tuple
+        What ``run`` returned.
+    """
+    i = choose_alpha_rel(path)
+    while True:
+        halves = path[i]["components"]
+        result = run(path[i]["alpha_rel"], start(halves))
+        stronger = [j for j in range(i + 1, len(path))
+                    if np.all(path[j]["nonzero_fraction"] > 0)
+                    and np.all(path[j]["nonzero_fraction"] <= MAX_NONZERO)]
+        if np.all(np.mean(result[1] != 0, axis=0) <= MAX_NONZERO) or not stronger:
+            break
+        i = stronger[choose_alpha_rel([path[j] for j in stronger])]
+    alpha_rel = path[i]["alpha_rel"]
     for p in path:  # keep the summary, not every half's maps
         del p["components"]
-    return chosen, path
+    return alpha_rel, halves, result
 
 
 def set_stability(estimator, X, halves):
