@@ -7,6 +7,7 @@ import numpy as np
 from .._utils.docs import fill_doc
 from .common import UserError, estimator_from_args, existing, expand, fit_with_progress, \
     load_maps, run_metadata, say, write_all
+from .study import atlas_from_args, finish_study, prepare_study, study_options_given
 
 __all__ = ["run_fit"]
 
@@ -36,6 +37,9 @@ def _fit_volume(args):
     say(args, f"loading {len(images)} image(s) in the mask {args.mask} ...")
     X = load_maps(args, model, images, "--images/--mask")
     say(args, f"data: {X.shape[0]} maps x {X.shape[1]:,} voxels")
+    atlas = atlas_from_args(args, model.space_)
+    if study_options_given(args):
+        X = prepare_study(args, model, X, images, "--images")
     model = fit_with_progress(args, model, X)
     base = [os.path.basename(p) for p in images]
     data = {"images": _file_list(base), "mask": os.path.abspath(args.mask)}
@@ -43,8 +47,17 @@ def _fit_volume(args):
     if args.bg_img:
         metadata["bg_img"] = os.path.abspath(args.bg_img)
     write_all(args, model.estimator_, model.space_, meshes=None, metadata=metadata,
-              sample_labels=_labels(base, X.shape[0]), bg_img=args.bg_img)
+              sample_labels=_labels(base, X.shape[0]), bg_img=args.bg_img,
+              **_study_outputs(args, model, atlas))
     return 0
+
+
+def _study_outputs(args, model, atlas):
+    """write_all's study, associations and atlas arguments after the fit."""
+    out = {"atlas": atlas}
+    if getattr(model, "study_", None) is not None:
+        out["study"], out["associations"] = finish_study(args, model)
+    return out
 
 
 def _plot_meshes(args, hemis, meshes_fit):
@@ -114,6 +127,10 @@ def _fit_surface(args):
     hemis = model.space_
     say(args, f"data: {X.shape[0]} maps x {X.shape[1]:,} vertices (both hemispheres)")
     meshes = _plot_meshes(args, hemis, meshes_fit)
+    atlas = atlas_from_args(args, hemis)
+    if study_options_given(args):
+        _same_subjects(data)
+        X = prepare_study(args, model, X, data["left"], "--left-data")
     model = fit_with_progress(args, model, X)
     base = [os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p)
             if len({os.path.basename(q) for q in data["left"]}) < len(data["left"])
@@ -123,8 +140,19 @@ def _fit_surface(args):
         desc["cortex labels"] = f"{args.left_cortex}, {args.right_cortex}"
     write_all(args, model.estimator_, hemis, meshes=meshes,
               metadata=run_metadata(args, args.title, desc),
-              sample_labels=_labels(base, X.shape[0]))
+              sample_labels=_labels(base, X.shape[0]), **_study_outputs(args, model, atlas))
     return 0
+
+
+def _same_subjects(data):
+    """The left and right maps of each row belong to one subject (by their IDs)."""
+    from ..study import subject_id_from_path
+
+    for left, right in zip(data["left"], data["right"]):
+        a, b = subject_id_from_path(left), subject_id_from_path(right)
+        if a is not None and b is not None and a != b:
+            raise UserError(f"--left-data/--right-data: {left!r} is {a} but {right!r} is {b}; "
+                            "give the same subjects in the same order.")
 
 
 @fill_doc
