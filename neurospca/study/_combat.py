@@ -33,7 +33,7 @@ def _site_codes(sites, labels, name):
     unknown = sorted({str(s) for s in sites if s not in index})
     if unknown:
         raise ValueError(f"{name}: site(s) {unknown[:5]} were not in the training data "
-                         f"(sites {list(labels)[:10]}); ComBat can only harmonise subjects "
+                         f"(sites {[str(x) for x in labels][:10]}); ComBat can only harmonise subjects "
                          "of the sites it was fitted on.")
     return np.array([index[s] for s in sites], dtype=np.int64)
 
@@ -95,11 +95,11 @@ def combat_fit(X, sites, covariates=None, *, empirical_bayes=True, name="harmoni
     covariates = np.zeros((n, 0)) if covariates is None else np.asarray(covariates, float)
     labels, counts = np.unique(sites, return_counts=True)
     if labels.size < 2:
-        raise ValueError(f"{name}: all subjects are at one site ({labels[0]!r}); there is "
+        raise ValueError(f"{name}: all subjects are at one site ('{labels[0]}'); there is "
                          "nothing to harmonise.")
     small = labels[counts < 2]
     if small.size:
-        raise ValueError(f"{name}: site(s) {list(small)} have a single subject; ComBat "
+        raise ValueError(f"{name}: site(s) {[str(x) for x in small]} have a single subject; ComBat "
                          "needs at least 2 per site (merge or leave them out).")
     codes = _site_codes(sites, labels, name)
     D = _design(codes, labels.size, covariates)

@@ -102,7 +102,7 @@ class StudyDesign:
                 unknown = sorted(set(values) - set(levels))
                 if unknown:
                     raise ValueError(f"{argument}: column {col!r} has value(s) {unknown[:5]} "
-                                     f"not seen at fit (levels {list(levels)}).")
+                                     f"not seen at fit (levels {[str(x) for x in levels]}).")
                 blocks.append((values[:, None] == levels[None, 1:]).astype(np.float64))
             else:
                 blocks.append((numeric_values(rows, col, argument) - self.means_[col])[:, None])
@@ -140,8 +140,9 @@ class StudyDesign:
         self.combat_ = None
         if self.harmonize is not None:
             sites = category_values(rows, self.harmonize)
-            self.combat_ = combat_fit(X, sites, np.hstack([C, K]), name="harmonize")
-            X = combat_apply(X, sites, np.hstack([C, K]), self.combat_, name="harmonize")
+            name = f"harmonize: column '{self.harmonize}'"
+            self.combat_ = combat_fit(X, sites, np.hstack([C, K]), name=name)
+            X = combat_apply(X, sites, np.hstack([C, K]), self.combat_, name=name)
         self.confound_beta_ = np.zeros((C.shape[1], X.shape[1]))
         if C.shape[1]:
             D = np.hstack([np.ones((X.shape[0], 1)), C, K])
@@ -175,7 +176,7 @@ class StudyDesign:
         X = np.asarray(X, dtype=np.float64)
         if self.combat_ is not None:
             X = combat_apply(X, category_values(rows, self.harmonize), np.hstack([C, K]),
-                             self.combat_, name="harmonize")
+                             self.combat_, name=f"harmonize: column '{self.harmonize}'")
         return X - C @ self.confound_beta_ if C.shape[1] else X
 
     def describe(self):

@@ -83,7 +83,7 @@ def read_participants(participants, id_column="participant_id", name="participan
                          f"{_list(np.flatnonzero(ids.isna().to_numpy()) + 1)}).")
     table[id_column] = ids.astype(str).str.strip()
     keys = table[id_column].map(_bare)
-    repeated = keys[keys.duplicated()].unique()
+    repeated = table[id_column][keys.duplicated()].unique()
     if repeated.size:
         raise ValueError(f"{name}: the ID column {id_column!r} repeats "
                          f"{_list(repeated)}; one row per subject.")
@@ -122,10 +122,11 @@ def subject_id_from_path(path):
         match = _SUB.search(part)
         if match:
             return "sub-" + match.group(1)
-    if "surf" in parts[:-1]:
-        i = len(parts) - 2 - parts[:-1][::-1].index("surf")
-        if i >= 0 and parts[i]:
-            return parts[i]
+    folders = parts[:-1]
+    if "surf" in folders:
+        j = len(folders) - 1 - folders[::-1].index("surf")
+        if j >= 1 and folders[j - 1]:
+            return folders[j - 1]
     return None
 
 
