@@ -136,6 +136,12 @@ class StudyDesign:
         self._check(rows)
         self._fit_encoding(rows)
         C, K = self._matrices(rows)
+        if np.linalg.matrix_rank(np.hstack([np.ones((len(rows), 1)), C, K])) < 1 + \
+                C.shape[1] + K.shape[1]:
+            raise ValueError(
+                "confounds/groups/covariates: the encoded columns ("
+                + ", ".join(self.columns_) + ") are collinear (e.g. a score that is a "
+                "function of the diagnosis, or a constant column); drop one of them.")
         X = np.asarray(X, dtype=np.float64)
         self.combat_ = None
         if self.harmonize is not None:

@@ -1,0 +1,217 @@
+"""Cohort studies end to end on real files: ImageSPCATV.fit(participants=...), the
+command line's --participants/--confounds/--harmonize/--groups/--covariates/--atlas,
+scores.csv and associations.tsv, the report's section, load_surface_image globs."""
+
+import csv
+import glob
+import os
+
+import nibabel as nib
+import numpy as np
+import pandas as pd
+import pytest
+
+from neurospca import ImageSPCATV, load_model, load_surface_image, write_surf_data, \
+    write_surf_mesh
+from neurospca.cli import main
+
+N = 36
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    """N subjects on a small grid, 3 sites (offsets), blob A driven by dx, blob B not,
+    an age effect everywhere; participants.tsv shuffled with one extra row."""
+    root = tmp_path_factory.mktemp("cohort")
+    rng = np.random.default_rng(0)
+    shape = (12, 12, 10)
+    affine = np.diag([4.0, 4.0, 4.0, 1.0])
+    mask = np.zeros(shape, dtype=bool)
+    mask[1:11, 1:11, 1:9] = True
+    nib.Nifti1Image(mask.astype(np.uint8), affine).to_filename(root / "mask.nii.gz")
+    grid = np.indices(shape).transpose(1, 2, 3, 0)
+    blob_a = np.exp(-((grid - [3, 3, 4]) ** 2).sum(-1) / 3.0)
+    blob_b = np.exp(-((grid - [8, 8, 4]) ** 2).sum(-1) / 3.0)
+    dx = np.tile(["CN", "AD"], N // 2)
+    site = np.repeat(["A", "B", "C"], N // 3)
+    age = np.round(rng.uniform(55, 85, N), 1)
+    sex = rng.choice(["F", "M"], N)
+    offset = {"A": -0.5, "B": 0.0, "C": 0.5}
+    for i in range(N):
+        data = ((2.0 * (dx[i] == "AD") + 0.5 * rng.standard_normal()) * blob_a
+                + 1.5 * rng.standard_normal() * blob_b + 0.03 * (age[i] - 70)
+                + offset[site[i]] + 0.2 * rng.standard_normal(shape))
+        nib.Nifti1Image(data.astype(np.float32), affine).to_filename(
+            root / f"sub-{i:02d}_thickness.nii.gz")
+    table = pd.DataFrame({"participant_id": [f"sub-{i:02d}" for i in range(N)] + ["sub-99"],
+                          "age": list(age) + [70.0], "sex": list(sex) + ["F"],
+                          "site": list(site) + ["A"], "dx": list(dx) + ["CN"],
+                          "mmse": list(np.where(dx == "AD", 22, 29) + rng.integers(-2, 2, N))
+                          + [29]})
+    table.sample(frac=1.0, random_state=3).to_csv(root / "participants.tsv", sep="\t",
+                                                  index=False)
+    atlas = np.zeros(shape, dtype=np.int16)
+    atlas[:6] = 1
+    atlas[6:] = 2
+    nib.Nifti1Image(atlas, affine).to_filename(root / "atlas.nii.gz")
+    return root, dx, age
+
+
+def _model():
+    return ImageSPCATV(2, alpha_rel=1.0, tol=1e-2, stability=False, method="deflation",
+                       random_state=0)
+
+
+def test_fit_with_participants(cohort):
+    root, dx, age = cohort
+    imgs = str(root / "sub-*_thickness.nii.gz")
+    model = _model().fit(imgs, participants=root / "participants.tsv", confounds=["age", "sex"],
+                         harmonize="site", groups=["dx"], covariates=["mmse"],
+                         n_permutations=199)
+    assert list(model.participant_ids_) == [f"sub-{i:02d}" for i in range(N)]
+    table = model.associations_
+    assert isinstance(table, pd.DataFrame) and len(table) == 4
+    by_dx = table[table.variable == "dx"].set_index("component")
+    # blob A (dx-driven) is one component, blob B the other
+    assert by_dx.p_corrected.min() == pytest.approx(1 / 200)
+    assert by_dx.p_corrected.max() > 0.05
+    # age was regressed out: the scores no longer follow it
+    scores = model.transform(imgs, participants=root / "participants.tsv")
+    assert np.all(np.abs([np.corrcoef(scores[:, k], age)[0, 1] for k in range(2)]) < 0.3)
+    html = str(model.generate_report(title="cohort"))
+    assert "Scores and participants" in html and "Kruskal-Wallis" in html
+    assert "one-hot, reference &#39;F&#39;" in html
+
+
+def test_transform_of_held_out_subjects_uses_training_parameters(cohort):
+    root, _, _ = cohort
+    paths = sorted(glob.glob(str(root / "sub-*_thickness.nii.gz")))
+    train, test = paths[:30], paths[30:]
+    model = _model().fit(train, participants=root / "participants.tsv", confounds=["age"],
+                         harmonize="site")
+    combat = {k: np.array(v, copy=True) for k, v in model.study_.combat_.items()}
+    together = model.transform(test, participants=root / "participants.tsv")
+    alone = np.vstack([model.transform([p], participants=root / "participants.tsv")
+                       for p in test])
+    np.testing.assert_allclose(together, alone, rtol=0, atol=1e-10)
+    for k, v in combat.items():
+        np.testing.assert_array_equal(model.study_.combat_[k], v)
+    with pytest.raises(ValueError, match="participants: this model harmonised sites"):
+        model.transform(test)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"confounds": ["age", "weight"]}, "confounds: unknown column 'weight'"),
+    ({"covariates": ["sex"]}, "covariates: column 'sex' is not numeric"),
+    ({"groups": ["dx"], "subset": 3}, r"participants: 1 of 4 image\(s\) have no row .*"
+                                      "'sub-77'"),
+    ({"groups": ["dx"], "rename": True}, "participants: no image matches a row"),
+    ({"harmonize": "site", "lone": True}, r"harmonize: column 'site': site\(s\) \['Z'\]"),
+    ({"harmonize": "site", "memory": True}, "participants: cannot tell which subject"),
+])
+def test_fit_bad_participants(cohort, tmp_path, kwargs, message):
+    root, _, _ = cohort
+    paths = sorted(glob.glob(str(root / "sub-*_thickness.nii.gz")))
+    table = pd.read_csv(root / "participants.tsv", sep="\t")
+    imgs = paths
+    if kwargs.pop("subset", None):
+        imgs = paths[:3] + [str(tmp_path / "sub-77_thickness.nii.gz")]
+        nib.load(paths[0]).to_filename(imgs[-1])
+    if kwargs.pop("rename", False):
+        table["participant_id"] = [f"subject{i}" for i in range(len(table))]
+    if kwargs.pop("lone", False):
+        table.loc[table.participant_id == "sub-00", "site"] = "Z"
+    if kwargs.pop("memory", False):
+        imgs = nib.concat_images([nib.load(p) for p in paths])
+    with pytest.raises(ValueError, match=message):
+        _model().fit(imgs, participants=table, **kwargs)
+    with pytest.raises(ValueError, match="participants: harmonize, groups"):
+        _model().fit(paths, groups=["dx"])
+
+
+# --------------------------------------------------------------------------
+# command line
+# --------------------------------------------------------------------------
+
+
+def _argv(root, out, *extra):
+    return ["fit", "--images", str(root / "sub-*_thickness.nii.gz"), "--mask",
+            str(root / "mask.nii.gz"), "--output", str(out), "--alpha-rel", "1",
+            "--n-components", "2", "--tol", "1e-2", "--max-iter", "50", "-q", *extra]
+
+
+def test_command_line_cohort(cohort, tmp_path, capsys):
+    root, dx, _ = cohort
+    out = tmp_path / "out"
+    code = main(_argv(root, out, "--participants", str(root / "participants.tsv"),
+                      "--confounds", "age,sex", "--harmonize", "site", "--groups", "dx",
+                      "--covariates", "mmse", "--n-permutations", "199",
+                      "--atlas", str(root / "atlas.nii.gz")))
+    assert code == 0, capsys.readouterr().err
+    with open(out / "scores.csv") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0][0] == "participant_id"
+    assert [r[0] for r in rows[1:]] == [f"sub-{i:02d}" for i in range(N)]
+    table = pd.read_csv(out / "associations.tsv", sep="\t")
+    assert list(table.columns)[:4] == ["component", "variable", "test", "statistic"]
+    assert set(table.variable) == {"dx", "mmse"} and len(table) == 4
+    assert table[table.variable == "dx"].p_corrected.min() == pytest.approx(1 / 200)
+    html = (out / "report.html").read_text()
+    assert "Scores and participants" in html and "atlas" in html.lower()
+    saved = load_model(out / "model.npz")
+    assert list(saved.study["participant_ids"])[:2] == ["sub-00", "sub-01"]
+    # the report of the saved model shows the groups again, with --atlas
+    report = tmp_path / "again.html"
+    assert main(["report", str(out / "model.npz"), "--output", str(report), "-q",
+                 "--atlas", str(root / "atlas.nii.gz")]) == 0
+    assert "Scores and participants" in report.read_text()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--confounds", "age,weight"], "--confounds: unknown column 'weight'"),
+    (["--covariates", "sex"], "--covariates: column 'sex' is not numeric"),
+    (["--groups", "dx", "--participant-id", "subject"],
+     "--participants: no ID column 'subject'"),
+])
+def test_command_line_bad_participants(cohort, tmp_path, capsys, extra, message):
+    root, _, _ = cohort
+    code = main(_argv(root, tmp_path / "o", "--participants", str(root / "participants.tsv"),
+                      *extra))
+    err = capsys.readouterr().err
+    assert code == 2 and message in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_command_line_options_need_participants(cohort, tmp_path, capsys):
+    root, _, _ = cohort
+    assert main(_argv(root, tmp_path / "o", "--groups", "dx")) == 2
+    assert "--groups needs --participants" in capsys.readouterr().err
+    assert main(_argv(root, tmp_path / "o", "--atlas", "a.nii", "b.nii")) == 2
+    assert "--atlas" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------
+# load_surface_image takes globs
+# --------------------------------------------------------------------------
+
+
+def test_load_surface_image_globs(tmp_path):
+    from neurospca.surface import icosphere
+
+    coords, faces = icosphere(2)
+    write_surf_mesh(coords, faces, tmp_path / "lh.surf.gii")
+    rng = np.random.default_rng(0)
+    for i in range(3):
+        for hemi in ("lh", "rh"):
+            (tmp_path / f"sub-{i}" / "surf").mkdir(parents=True, exist_ok=True)
+            write_surf_data(rng.standard_normal(coords.shape[0]) + i,
+                            tmp_path / f"sub-{i}" / "surf" / f"{hemi}.thickness.mgh")
+    img = load_surface_image(str(tmp_path / "sub-*/surf/lh.thickness.mgh"),
+                             [str(tmp_path / "sub-*/surf/rh.thickness.mgh")],
+                             str(tmp_path / "lh.surf.gii"), str(tmp_path / "lh.surf.gii"))
+    left = np.asarray(img.data.parts["left"])
+    assert left.shape == (coords.shape[0], 3)
+    np.testing.assert_allclose(left.mean(0), [0, 1, 2], atol=0.3)  # sorted order
+    with pytest.raises(ValueError, match="left_data: the pattern .* matches no file"):
+        load_surface_image(str(tmp_path / "nope-*/lh.mgh"), str(tmp_path / "x"),
+                           str(tmp_path / "lh.surf.gii"), str(tmp_path / "lh.surf.gii"))
