@@ -215,3 +215,48 @@ def test_load_surface_image_globs(tmp_path):
     with pytest.raises(ValueError, match="left_data: the pattern .* matches no file"):
         load_surface_image(str(tmp_path / "nope-*/lh.mgh"), str(tmp_path / "x"),
                            str(tmp_path / "lh.surf.gii"), str(tmp_path / "lh.surf.gii"))
+
+
+# --------------------------------------------------------------------------
+# the report's section in a browser
+# --------------------------------------------------------------------------
+
+EVIL = "<script>alert('pwned')</script>"
+
+
+@pytest.mark.browser
+def test_participants_section_in_chromium(browser, cohort, tmp_path):
+    """The section renders offline: no console error, no request leaving the file, every
+    figure decodes, the association table and one figure per component are laid out,
+    and a group label holding <script> is text."""
+    root, _, _ = cohort
+    table = pd.read_csv(root / "participants.tsv", sep="\t")
+    table["dx"] = table["dx"].replace({"AD": f"AD {EVIL}"})
+    model = _model().fit(str(root / "sub-*_thickness.nii.gz"), participants=table,
+                         groups=["dx"], covariates=["mmse"], n_permutations=99)
+    path = tmp_path / "report.html"
+    model.generate_report(title="cohort").save_as_html(path)
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    console, requests, dialogs = [], [], []
+    page.on("console", lambda m: console.append((m.type, m.text)))
+    page.on("pageerror", lambda e: console.append(("pageerror", str(e))))
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    url = "file://" + str(path)
+    page.goto(url)
+    page.wait_for_load_state("load")
+    parts = page.evaluate("""() => {
+        const s = document.querySelector('#participants');
+        return {rows: s.querySelectorAll('table.associations tr').length,
+                images: Array.from(s.querySelectorAll('img')).map(
+                    i => [i.complete && i.naturalWidth > 0, i.getBoundingClientRect().width]),
+                text: s.innerText,
+                nav: !!document.querySelector('nav a[href="#participants"]')};
+    }""")
+    page.close()
+    assert not [c for c in console if c[0] in ("error", "pageerror", "warning")], console
+    assert not [u for u in requests if u != url and not u.startswith("data:")], requests
+    assert not dialogs
+    assert parts["nav"] and parts["rows"] == 1 + 2 * 2  # header + 2 components x 2 variables
+    assert len(parts["images"]) == 2 and all(ok and w > 300 for ok, w in parts["images"])
+    assert "Kruskal-Wallis" in parts["text"] and "Westfall-Young" in parts["text"]
