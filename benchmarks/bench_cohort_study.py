@@ -12,7 +12,8 @@ scales 0.8/1.0/1.3; two regions driven by the diagnosis, one not), then runs::
 
 in a subprocess (and, for comparison, the same without --harmonize, and without any
 participants option), and scores the outputs: Dice of each planted region's support
-with its best-matching component (non-zero loadings in the written loadings files),
+with its best-matching component's certified support (model.npz, what the report counts,
+draws and clusters) and with its non-zero loadings (the written loadings files),
 |cos|, the dx p-values of associations.tsv, whether scores.csv starts with the
 participant IDs and whether the report shows the groups.
 
@@ -30,7 +31,7 @@ import time
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from neurospca import load_surf_data
+from neurospca import load_model, load_surf_data
 from neurospca.study import make_multisite_cohort
 
 REGIONS = ("medial temporal (dx)", "prefrontal (dx)", "precuneus (unrelated)")
@@ -82,6 +83,10 @@ def run(seed, file_format, root, variant):
     comps = _loadings(out)
     cos, cols = _match(patterns, comps)
     dice = [_dice(patterns[r] != 0, comps[c] != 0) for r, c in enumerate(cols)]
+    saved = load_model(os.path.join(out, "model.npz"))
+    support = saved.space.inverse_transform(saved.estimator.certified_support_.astype(float))
+    support = np.concatenate([support["left"], support["right"]], axis=0).T > 0
+    cdice = [_dice(patterns[r] != 0, support[c]) for r, c in enumerate(cols)]
     p = [np.nan] * 3
     assoc = os.path.join(out, "associations.tsv")
     if os.path.exists(assoc):
@@ -92,7 +97,8 @@ def run(seed, file_format, root, variant):
     with open(os.path.join(out, "scores.csv")) as fh:
         first = [r[0] for r in csv.reader(fh)][:3]
     html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
-    return {"seed": seed, "variant": variant, "cos": cos, "dice": np.array(dice), "p": p,
+    return {"seed": seed, "variant": variant, "cos": cos, "dice": np.array(dice),
+            "cdice": np.array(cdice), "p": p,
             "nnz": [int(np.count_nonzero(comps[c])) for c in cols],
             "ids": first, "groups_shown": "Scores and participants" in html
             and "Kruskal-Wallis" in html, "time": elapsed}
@@ -108,13 +114,15 @@ def main():
     args = parser.parse_args()
     root = args.root or tempfile.mkdtemp(prefix="neurospca-cohort-")
     print(f"outputs in {root}")
-    print("| seed | command | |cos| (MTL/PFC/precuneus) | Dice | non-zero | dx p corrected "
-          "| scores.csv starts | report shows groups | time (s) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| seed | command | |cos| (MTL/PFC/precuneus) | Dice (certified support) | "
+          "Dice (non-zero) | non-zero | dx p corrected | scores.csv starts | report shows "
+          "groups | time (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for seed in args.seeds:
         for variant in args.variants:
             r = run(seed, args.format, root, variant)
             print(f"| {seed} | {variant} | {'/'.join(f'{c:.2f}' for c in r['cos'])} | "
+                  f"{'/'.join(f'{d:.2f}' for d in r['cdice'])} | "
                   f"{'/'.join(f'{d:.2f}' for d in r['dice'])} | "
                   f"{'/'.join(str(n) for n in r['nnz'])} | "
                   f"{'/'.join(f'{p:.2g}' for p in r['p'])} | {', '.join(r['ids'])} | "

@@ -260,3 +260,13 @@ def test_participants_section_in_chromium(browser, cohort, tmp_path):
     assert parts["nav"] and parts["rows"] == 1 + 2 * 2  # header + 2 components x 2 variables
     assert len(parts["images"]) == 2 and all(ok and w > 300 for ok, w in parts["images"])
     assert "Kruskal-Wallis" in parts["text"] and "Westfall-Young" in parts["text"]
+
+
+def test_text_confounds_without_participants_say_what_to_do(cohort):
+    root, _, _ = cohort
+    paths = sorted(glob.glob(str(root / "sub-*_thickness.nii.gz")))[:6]
+    table = pd.read_csv(root / "participants.tsv", sep="\t").iloc[:6]
+    for confounds in (root / "participants.tsv", table[["age", "sex"]]):
+        with pytest.raises(ValueError, match="confounds: column '(participant_id|sex)' is "
+                                             "text.*participants=TABLE"):
+            _model().fit(paths, confounds=confounds)
