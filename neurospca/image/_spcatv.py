@@ -611,6 +611,7 @@ class ImageSPCATV(BaseEstimator):
         -------
         ndarray of shape (n_samples, n_components)
         """
+        self._check_fitted()
         if getattr(self, "study_", None) is None:
             return self.estimator_.transform(self._data(imgs, confounds))
         X = transform_study(self, self._data(imgs, None), imgs, participants, subject_ids)
