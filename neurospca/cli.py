@@ -112,6 +112,10 @@ def _positive_int(text):
     return value
 
 
+def _n_components(text):
+    return text if text == "auto" else _positive_int(text)
+
+
 # --------------------------------------------------------------------------
 # parser
 # --------------------------------------------------------------------------
@@ -121,8 +125,9 @@ def _add_common(p, output_default):
     p.add_argument("--output", "-o", default=output_default, metavar="DIR",
                    help=f"output folder (default {output_default}); created if absent, "
                         "files in it are replaced")
-    p.add_argument("--n-components", type=_positive_int, default=3, metavar="K",
-                   help="number of components (default 3)")
+    p.add_argument("--n-components", type=_n_components, default=3, metavar="K",
+                   help="number of components, or 'auto' (parallel analysis of the "
+                        "explained variance against column-permuted data; default 3)")
     p.add_argument("--tol", type=_positive_float, default=1e-3,
                    help="scale-free precision of the certified gaps and of the "
                         "alternations (default 1e-3)")

@@ -270,3 +270,47 @@ def test_text_confounds_without_participants_say_what_to_do(cohort):
         with pytest.raises(ValueError, match="confounds: column '(participant_id|sex)' is "
                                              "text.*participants=TABLE"):
             _model().fit(paths, confounds=confounds)
+
+
+# --------------------------------------------------------------------------
+# n_components="auto": parallel analysis
+# --------------------------------------------------------------------------
+
+
+def test_parallel_analysis_counts_planted_components():
+    from neurospca.model_selection import parallel_analysis
+
+    rng = np.random.default_rng(0)
+    n, p = 80, 1500
+    noise = rng.standard_normal((n, p))
+    k, evidence = parallel_analysis(noise)
+    assert k == 1 and "none of the first" in evidence["rule"]
+    for rank in (2, 4):
+        signal = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, p))
+        k, evidence = parallel_analysis(0.5 * signal + noise)
+        assert k == rank, evidence
+        assert np.all(np.array(evidence["observed"][:rank]) > evidence["null"][:rank])
+    with pytest.raises(ValueError, match="quantile must be in"):
+        parallel_analysis(noise, quantile=1.0)
+
+
+def test_n_components_auto_python_and_command_line(cohort, tmp_path, capsys):
+    root, _, _ = cohort
+    imgs = str(root / "sub-*_thickness.nii.gz")
+    model = ImageSPCATV("auto", alpha_rel=1.0, tol=1e-2, stability=False,
+                        method="deflation", random_state=0)
+    model.fit(imgs, participants=root / "participants.tsv", confounds=["age", "sex"],
+              harmonize="site")
+    # two planted blobs (A driven by dx, B random) once sites and confounds are removed
+    assert model.n_components_ == 2 and model.components_.shape[0] == 2
+    assert "parallel analysis" in model.n_components_evidence_["rule"]
+    assert "Number of components" in str(model.generate_report())
+    out = tmp_path / "auto"
+    argv = _argv(root, out, "--participants", str(root / "participants.tsv"),
+                 "--confounds", "age,sex", "--harmonize", "site")
+    argv[argv.index("--n-components") + 1] = "auto"
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "Number of components" in (out / "report.html").read_text()
+    saved = load_model(out / "model.npz")
+    assert saved.estimator.n_components == 2
+    assert saved.metadata["n_components_evidence"]["n_components"] == 2

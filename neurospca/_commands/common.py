@@ -282,7 +282,7 @@ def load_maps(args, model, imgs, option):
     print_warnings(caught)
     if X.shape[0] < 2:
         raise UserError(f"{option}: need at least 2 maps, got {X.shape[0]}.")
-    if model.n_components > min(X.shape):
+    if not isinstance(model.n_components, str) and model.n_components > min(X.shape):
         raise UserError(f"--n-components {model.n_components} is larger than the data allow "
                         f"({X.shape[0]} samples x {X.shape[1]} features).")
     return X
@@ -307,12 +307,15 @@ def fit_with_progress(args, model, X):
         ``model``, fitted.
     """
     quiet = getattr(args, "quiet", False)
-    with progress_lines(model.n_components, getattr(args, "verbose", 0), quiet):
+    k = model._choose_n_components(X)
+    if model.n_components_evidence_ is not None:
+        say(args, model.n_components_evidence_["rule"])
+    with progress_lines(k, getattr(args, "verbose", 0), quiet):
         if not quiet:
             model.set_params(verbose=1)
         try:
             t0 = time.perf_counter()
-            model._fit_matrix(X)
+            model._fit_matrix(X, k)
             elapsed = time.perf_counter() - t0
         finally:
             model.set_params(verbose=0)
@@ -320,7 +323,7 @@ def fit_with_progress(args, model, X):
                 model.estimator_.set_params(verbose=0)
     relative = ("" if model.alpha is not None
                 else f" ({model.estimator_.alpha_rel_:g} x l1_max)")
-    say(args, f"fitted {model.n_components} component(s) in {elapsed:.2f} s "
+    say(args, f"fitted {k} component(s) in {elapsed:.2f} s "
               f"(alpha = {model.estimator_.alpha_:.4g}{relative})")
     for line in support_summary(model.estimator_) + stability_summary(model.estimator_):
         say(args, line)

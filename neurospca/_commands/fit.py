@@ -43,13 +43,19 @@ def _fit_volume(args):
     model = fit_with_progress(args, model, X)
     base = [os.path.basename(p) for p in images]
     data = {"images": _file_list(base), "mask": os.path.abspath(args.mask)}
-    metadata = run_metadata(args, args.title, data)
+    metadata = _with_evidence(model, run_metadata(args, args.title, data))
     if args.bg_img:
         metadata["bg_img"] = os.path.abspath(args.bg_img)
     write_all(args, model.estimator_, model.space_, meshes=None, metadata=metadata,
               sample_labels=_labels(base, X.shape[0]), bg_img=args.bg_img,
               **_study_outputs(args, model, atlas))
     return 0
+
+
+def _with_evidence(model, metadata):
+    """The metadata with the evidence for ``--n-components auto`` (when chosen)."""
+    evidence = getattr(model, "n_components_evidence_", None)
+    return metadata if evidence is None else dict(metadata, n_components_evidence=evidence)
 
 
 def _study_outputs(args, model, atlas):
@@ -139,7 +145,7 @@ def _fit_surface(args):
     if args.left_cortex or args.right_cortex:
         desc["cortex labels"] = f"{args.left_cortex}, {args.right_cortex}"
     write_all(args, model.estimator_, hemis, meshes=meshes,
-              metadata=run_metadata(args, args.title, desc),
+              metadata=_with_evidence(model, run_metadata(args, args.title, desc)),
               sample_labels=_labels(base, X.shape[0]), **_study_outputs(args, model, atlas))
     return 0
 

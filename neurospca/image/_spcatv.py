@@ -91,7 +91,11 @@ class ImageSPCATV(BaseEstimator):
 
     Parameters
     ----------
-    n_components : int, default=3
+    n_components : int or "auto", default=3
+        "auto": chosen at fit by parallel analysis
+        (:func:`neurospca.model_selection.parallel_analysis`, after masking,
+        harmonisation and confound removal); ``n_components_`` and
+        ``n_components_evidence_`` say what was chosen and why.
     mask : mask image, masker, pair of arrays or None, default=None
         Volumes: a 3-D NIfTI mask (image or path) on the images' grid, or a
         ``NiftiMasker`` (fitted or not; its own parameters are used). Surfaces:
@@ -335,14 +339,40 @@ class ImageSPCATV(BaseEstimator):
         template = getattr(self, "_template", None)
         if template is not None:
             return clone(template).set_params(operator=operator)
-        return SPCATV(self.n_components, alpha=self.alpha, alpha_rel=self.alpha_rel,
+        k = self.n_components
+        if isinstance(k, str):
+            k = getattr(self, "n_components_", None)
+            if k is None:
+                raise ValueError("n_components='auto' is chosen from the data at fit; call "
+                                 "fit (or give an int).")
+        return SPCATV(k, alpha=self.alpha, alpha_rel=self.alpha_rel,
                       l1_ratio=self.l1_ratio, tv_ratio=self.tv_ratio, operator=operator,
                       tol=self.tol, max_iter=self.max_iter, solver=self.solver,
                       random_state=self.random_state, verbose=self.verbose,
                       n_threads=self.n_threads, method=self.method,
                       stability=self.stability)
 
-    def _fit_matrix(self, X):
+    def _choose_n_components(self, X):
+        """``n_components_`` (and its evidence) from X: the given int, or parallel analysis
+        for ``n_components="auto"``."""
+        self.n_components_evidence_ = None
+        if isinstance(self.n_components, str):
+            if self.n_components != "auto":
+                raise ValueError(f"n_components must be an int >= 1 or 'auto', got "
+                                 f"{self.n_components!r}.")
+            from ..model_selection import parallel_analysis
+
+            seed = self.random_state if isinstance(self.random_state, (int, np.integer)) \
+                else 0
+            k, self.n_components_evidence_ = parallel_analysis(X, random_state=seed)
+            self.n_components_ = k
+        else:
+            self.n_components_ = self.n_components
+        return self.n_components_
+
+    def _fit_matrix(self, X, n_components=None):
+        if n_components is None:
+            self._choose_n_components(X)
         self.estimator_ = self._make_estimator(self.operator_).fit(X)
         self.components_ = self.estimator_.components_
         self.components_img_ = self._to_img(self.components_)
@@ -674,7 +704,9 @@ class ImageSPCATV(BaseEstimator):
         from ..reporting import HTMLReport, make_report
 
         extras = {k: v for k, v in (("atlas", atlas), ("atlas_labels", atlas_labels),
-                                    ("selection", selection), ("command", command))
+                                    ("selection", selection), ("command", command),
+                                    ("n_components_evidence",
+                                     getattr(self, "n_components_evidence_", None)))
                   if v is not None}
         meshes = None
         if self.meshes_ is not None:

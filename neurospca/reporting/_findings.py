@@ -12,7 +12,7 @@ import numpy as np
 
 from . import plotting
 
-__all__ = ["findings_section"]
+__all__ = ["findings_section", "n_components_section"]
 
 _COLUMNS = [("component", "component", None), ("variable", "variable", None),
             ("test", "test", None), ("statistic", "statistic", ".4g"),
@@ -130,3 +130,39 @@ def findings_section(study, scores, dpi=80):
             f"({int(study.get('n_permutations', 0)):,} permutations; the smallest attainable "
             "p is 1/(permutations + 1)).")
     return out
+
+
+def n_components_section(evidence, dpi=80):
+    """The evidence for the number of components (None without it).
+
+    Parameters
+    ----------
+    evidence : dict or None
+        ``observed`` and ``null`` explained-variance ratios per rank,
+        ``n_components``, ``rule`` (from
+        :func:`neurospca.model_selection.parallel_analysis`).
+    dpi : int, default=80
+
+    Returns
+    -------
+    dict or None
+        ``image`` (data URI) and ``note``.
+    """
+    if not evidence:
+        return None
+    observed = 100 * np.asarray(evidence["observed"], dtype=np.float64)
+    null = 100 * np.asarray(evidence["null"], dtype=np.float64)
+    k = int(evidence["n_components"])
+    plt = plotting._pyplot()
+    fig, ax = plt.subplots(figsize=(6.0, 3.0))
+    ranks = np.arange(1, observed.size + 1)
+    ax.plot(ranks, observed, "o-", ms=4, label="data (PCA)")
+    ax.plot(ranks, null, "s--", ms=3, color="grey",
+            label=f"permuted data, {100 * float(evidence['quantile']):g}th percentile")
+    ax.axvline(k + 0.5, color="k", lw=0.8)
+    ax.set_xlabel("component (rank)")
+    ax.set_ylabel("explained variance (%)")
+    ax.set_title(f"{k} component(s) kept", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return {"image": plotting.figure_to_data_uri(fig, dpi=dpi), "note": str(evidence["rule"])}

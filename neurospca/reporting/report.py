@@ -31,7 +31,7 @@ from ..operators import GroupOperator
 from ..surface import Hemispheres
 from . import anatomy, plotting
 from .anatomy import load_atlas
-from ._findings import findings_section
+from ._findings import findings_section, n_components_section
 from ._methods import atlas_description, methods_text, penalties, weights_text
 from ._tables import Text, caption_text, cells, certified_view, cluster_note, cluster_rows, \
     convergence_status, fmt, peak_text, per_component, selection_table, space_rows, \
@@ -175,7 +175,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                 data_description=None, bg_img=None, engine="auto", dpi=80, atlas=None,
                 atlas_labels=None, atlas_name=None, selection=None, command=None,
                 metadata=None, surface_coords=None, cluster_connectivity=26,
-                max_clusters=10, study=None):
+                max_clusters=10, study=None, n_components_evidence=None):
     """A self-contained HTML report of a fitted SPCA-TV model, for a paper.
 
     It holds a methods paragraph (method and citation, penalties absolute and
@@ -243,6 +243,11 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         ``neurospca fit --participants`` build): a "Scores and participants"
         section with each component's scores by group and against each
         covariate.
+    n_components_evidence : dict, optional
+        How the number of components was chosen (what
+        :func:`neurospca.model_selection.parallel_analysis` returns as
+        evidence; default: ``metadata["n_components_evidence"]``): a figure of
+        the observed and permuted explained variance per rank.
 
     Returns
     -------
@@ -512,6 +517,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         convergence_note=convergence_note,
         timings=timings,
         findings=findings_section(study, scores, dpi=dpi),
+        ncomp=n_components_section(n_components_evidence if n_components_evidence is not None
+                                   else (metadata or {}).get("n_components_evidence"), dpi),
     )
     return html
 
