@@ -87,12 +87,12 @@ def run(seed, file_format, root, variant):
     support = saved.space.inverse_transform(saved.estimator.certified_support_.astype(float))
     support = np.concatenate([support["left"], support["right"]], axis=0).T > 0
     cdice = [_dice(patterns[r] != 0, support[c]) for r, c in enumerate(cols)]
-    p = [np.nan] * 3
+    p = [(np.nan, np.nan)] * 3
     assoc = os.path.join(out, "associations.tsv")
     if os.path.exists(assoc):
         with open(assoc) as fh:
             rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["variable"] == "dx"]
-        byk = {int(r["component"]): float(r["p_corrected"]) for r in rows}
+        byk = {int(r["component"]): (float(r["p"]), float(r["p_corrected"])) for r in rows}
         p = [byk[c + 1] for c in cols]
     with open(os.path.join(out, "scores.csv")) as fh:
         first = [r[0] for r in csv.reader(fh)][:3]
@@ -115,7 +115,7 @@ def main():
     root = args.root or tempfile.mkdtemp(prefix="neurospca-cohort-")
     print(f"outputs in {root}")
     print("| seed | command | |cos| (MTL/PFC/precuneus) | Dice (certified support) | "
-          "Dice (non-zero) | non-zero | dx p corrected | scores.csv starts | report shows "
+          "Dice (non-zero) | non-zero | dx p (corrected) | scores.csv starts | report shows "
           "groups | time (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for seed in args.seeds:
@@ -125,7 +125,7 @@ def main():
                   f"{'/'.join(f'{d:.2f}' for d in r['cdice'])} | "
                   f"{'/'.join(f'{d:.2f}' for d in r['dice'])} | "
                   f"{'/'.join(str(n) for n in r['nnz'])} | "
-                  f"{'/'.join(f'{p:.2g}' for p in r['p'])} | {', '.join(r['ids'])} | "
+                  f"{'/'.join(f'{p:.2g} ({q:.2g})' for p, q in r['p'])} | {', '.join(r['ids'])} | "
                   f"{r['groups_shown']} | {r['time']:.0f} |", flush=True)
 
 
