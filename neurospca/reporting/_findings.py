@@ -132,7 +132,7 @@ def findings_section(study, scores, dpi=80):
     return out
 
 
-def n_components_section(evidence, dpi=80):
+def n_components_section(evidence, metadata=None, dpi=80):
     """The evidence for the number of components (None without it).
 
     Parameters
@@ -141,6 +141,9 @@ def n_components_section(evidence, dpi=80):
         ``observed`` and ``null`` explained-variance ratios per rank,
         ``n_components``, ``rule`` (from
         :func:`neurospca.model_selection.parallel_analysis`).
+    metadata : dict, optional
+        A saved model's metadata: its ``"n_components_evidence"`` is used
+        when ``evidence`` is None.
     dpi : int, default=80
 
     Returns
@@ -148,6 +151,8 @@ def n_components_section(evidence, dpi=80):
     dict or None
         ``image`` (data URI) and ``note``.
     """
+    if evidence is None:
+        evidence = (metadata or {}).get("n_components_evidence")
     if not evidence:
         return None
     observed = 100 * np.asarray(evidence["observed"], dtype=np.float64)

@@ -238,16 +238,11 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     max_clusters : int, default=10
         Clusters listed per component (the largest; the rest summarised).
     study : dict, optional
-        The participants side of a cohort fit (participant IDs, groups,
-        covariates, associations, methods; what ``ImageSPCATV`` and
-        ``neurospca fit --participants`` build): a "Scores and participants"
-        section with each component's scores by group and against each
-        covariate.
+        A cohort fit's participants (``ImageSPCATV``, ``neurospca fit
+        --participants``): the "Scores and participants" section.
     n_components_evidence : dict, optional
-        How the number of components was chosen (what
-        :func:`neurospca.model_selection.parallel_analysis` returns as
-        evidence; default: ``metadata["n_components_evidence"]``): a figure of
-        the observed and permuted explained variance per rank.
+        Evidence of :func:`~neurospca.model_selection.parallel_analysis`
+        (default ``metadata["n_components_evidence"]``), drawn.
 
     Returns
     -------
@@ -517,8 +512,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         convergence_note=convergence_note,
         timings=timings,
         findings=findings_section(study, scores, dpi=dpi),
-        ncomp=n_components_section(n_components_evidence if n_components_evidence is not None
-                                   else (metadata or {}).get("n_components_evidence"), dpi),
+        ncomp=n_components_section(n_components_evidence, metadata, dpi),
     )
     return html
 

@@ -186,7 +186,12 @@ class StudyDesign:
         return X - C @ self.confound_beta_ if C.shape[1] else X
 
     def describe(self):
-        """Sentences for the report's methods: what was done to the data (list of str)."""
+        """Sentences for the report's methods: what was done to the data.
+
+        Returns
+        -------
+        list of str
+        """
         out = []
         if self.harmonize is not None:
             kept = ", ".join(self.confounds + [c for c in self.groups + self.covariates
@@ -209,7 +214,12 @@ class StudyDesign:
     # ------------------------------------------------------------------
 
     def to_dict(self):
-        """The fitted design as a dict of arrays, strings and lists (for save_model)."""
+        """The fitted design as arrays, strings and lists (for :func:`neurospca.save_model`).
+
+        Returns
+        -------
+        dict
+        """
         return {"confounds": list(self.confounds), "harmonize": self.harmonize,
                 "groups": list(self.groups), "covariates": list(self.covariates),
                 "id_column": self.id_column,
@@ -220,7 +230,17 @@ class StudyDesign:
 
     @classmethod
     def from_dict(cls, state):
-        """The design back from :meth:`to_dict` (arrays checked for shape)."""
+        """The design back from :meth:`to_dict`.
+
+        Parameters
+        ----------
+        state : dict
+            What :meth:`to_dict` returned (e.g. from a saved model).
+
+        Returns
+        -------
+        StudyDesign
+        """
         out = cls(state["confounds"], state["harmonize"], state["groups"],
                   state["covariates"], state["id_column"])
         out.levels_ = {k: np.asarray(v).astype(str) for k, v in state["levels"].items()}

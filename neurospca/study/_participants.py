@@ -215,14 +215,35 @@ def check_columns(table, columns, argument, id_column="participant_id"):
 
 
 def is_categorical(series):
-    """Whether a column holds categories (text, booleans, categoricals), not numbers."""
+    """Whether a column holds categories (text, booleans, categoricals), not numbers.
+
+    Parameters
+    ----------
+    series : pandas.Series
+
+    Returns
+    -------
+    bool
+    """
     pd = _pandas()
     return not (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(
         series))
 
 
 def numeric_values(table, column, argument):
-    """A numeric column as float64 (ValueError naming ``argument`` for text)."""
+    """A numeric column as float64.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    column : str
+    argument : str
+        Named in errors (a text column is a ValueError naming it and the column).
+
+    Returns
+    -------
+    ndarray of float64
+    """
     series = table[column]
     if is_categorical(series):
         levels = sorted({str(v) for v in series})
@@ -236,7 +257,17 @@ def numeric_values(table, column, argument):
 
 
 def category_values(table, column):
-    """A column as strings (numbers as written, e.g. site ``1`` -> ``'1'``)."""
+    """A column as strings (whole numbers as written, e.g. site ``1`` -> ``'1'``).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    column : str
+
+    Returns
+    -------
+    ndarray of str
+    """
     series = table[column]
     pd = _pandas()
     if pd.api.types.is_float_dtype(series) and np.all(np.mod(series.to_numpy(), 1) == 0):
