@@ -7,7 +7,7 @@ participant_id, age, sex, site, dx, mmse; three sites with offsets -0.2/+0.05/+0
 scales 0.8/1.0/1.3; two regions driven by the diagnosis, one not), then runs::
 
     neurospca fit --left-mesh lh.pial.surf.gii --right-mesh rh.pial.surf.gii \\
-        --left-data 'sub-*/anat/*hemi-L_thickness.shape.gii' --right-data ... \\
+        --left-data 'sub-*/anat/*hemi-L_*thickness.shape.gii' --right-data ... \\
         --participants participants.tsv --confounds age,sex --harmonize site --groups dx
 
 in a subprocess (and, for comparison, the same without --harmonize, and without any
@@ -61,7 +61,8 @@ def run(seed, file_format, root, variant):
         make_multisite_cohort(folder, random_state=seed, file_format=file_format)
     out = os.path.join(root, f"out{seed}_{variant}")
     if file_format == "gii":
-        data = ["sub-*/anat/*hemi-L_thickness.shape.gii", "sub-*/anat/*hemi-R_thickness.shape.gii"]
+        data = ["sub-*/anat/*hemi-L_*thickness.shape.gii",
+                "sub-*/anat/*hemi-R_*thickness.shape.gii"]
     else:
         data = ["sub-*/surf/lh.thickness.mgh", "sub-*/surf/rh.thickness.mgh"]
     argv = ["neurospca", "fit", "--left-mesh", "lh.pial.surf.gii", "--right-mesh",

@@ -55,8 +55,8 @@ examples:
       surfaces: per-hemisphere meshes and per-subject maps on them
 
   neurospca fit --left-mesh lh.pial.surf.gii --right-mesh rh.pial.surf.gii \\
-                --left-data 'sub-*/anat/*hemi-L_thickness.shape.gii' \\
-                --right-data 'sub-*/anat/*hemi-R_thickness.shape.gii' \\
+                --left-data 'sub-*/anat/*hemi-L_*thickness.shape.gii' \\
+                --right-data 'sub-*/anat/*hemi-R_*thickness.shape.gii' \\
                 --participants participants.tsv --confounds age,sex --harmonize site \\
                 --groups dx --covariates mmse,age --output results
       a cohort study: also writes associations.tsv (scores against dx, mmse, age)
@@ -248,6 +248,19 @@ def _build_parser():
                               f"--{hemi}-mesh)")
     srf.add_argument("--surface-format", choices=("gii", "mgh"), default="gii",
                      help="format of the surface loadings (default gii)")
+    pipe = fit.add_argument_group(
+        "inputs as pipelines write them (instead of --images or --left-data/--right-data)")
+    pipe.add_argument("--bids-derivatives", metavar="DIR",
+                      help="BIDS derivatives folder: the maps sub-*_[hemi-L|R_]space-SPACE_"
+                           "*SUFFIX.<ext> below it (needs --space and --suffix)")
+    pipe.add_argument("--space", help="space- entity of --bids-derivatives, e.g. fsaverage5")
+    pipe.add_argument("--suffix", help="suffix of --bids-derivatives, e.g. thickness")
+    pipe.add_argument("--freesurfer-subjects", metavar="SUBJECTS_DIR",
+                      help="FreeSurfer subjects: SUBJECTS_DIR/<subject>/surf/{lh,rh}."
+                           "MEASURE.mgh of every subject (fsaverage* left out)")
+    pipe.add_argument("--measure", default="thickness.fwhm10.fsaverage",
+                      help="measure of --freesurfer-subjects (default "
+                           "thickness.fwhm10.fsaverage, qcache's)")
     _add_study(fit)
     _add_atlas(fit)
     fit.set_defaults(func=run_fit)

@@ -314,3 +314,77 @@ def test_n_components_auto_python_and_command_line(cohort, tmp_path, capsys):
     saved = load_model(out / "model.npz")
     assert saved.estimator.n_components == 2
     assert saved.metadata["n_components_evidence"]["n_components"] == 2
+
+
+# --------------------------------------------------------------------------
+# inputs as pipelines write them
+# --------------------------------------------------------------------------
+
+
+def _ico_study(root, layout, n=12):
+    """Per-subject maps on an icosphere in a BIDS-derivatives or FreeSurfer layout, and
+    participants.tsv (sites, dx driving one patch)."""
+    from neurospca.surface import icosphere
+
+    coords, faces = icosphere(3)
+    rng = np.random.default_rng(1)
+    patch = np.exp(-((coords - coords[0]) ** 2).sum(1) / 0.1)
+    ids, dx = [f"sub-{i:02d}" for i in range(n)], np.tile(["CN", "AD"], n // 2)
+    for i, sid in enumerate(ids):
+        for hemi, letter in (("lh", "L"), ("rh", "R")):
+            values = ((dx[i] == "AD") * 1.0 + 0.3 * rng.standard_normal()) * patch \
+                + 0.1 * rng.standard_normal(coords.shape[0])
+            if layout == "bids":
+                path = root / sid / "ses-1" / "anat" / \
+                    f"{sid}_ses-1_hemi-{letter}_space-ico3_thickness.shape.gii"
+            else:
+                path = root / sid / "surf" / f"{hemi}.thickness.fwhm10.ico3.mgh"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_surf_data(values, path)
+    if layout == "bids":
+        (root / "sub-00" / "ses-1" / "anat" / "sub-00_ses-1_hemi-L_space-other_"
+         "thickness.shape.gii").write_bytes(b"")  # another space: not picked up
+    (root / "ico3" / "surf").mkdir(parents=True)
+    (root / "fsaverage" / "surf").mkdir(parents=True)  # a template subject: left out
+    for hemi in ("lh", "rh"):
+        write_surf_mesh(coords, faces, root / "ico3" / "surf" / f"{hemi}.pial")
+    pd.DataFrame({"participant_id": ids, "dx": dx}).to_csv(root / "participants.tsv",
+                                                          sep="\t", index=False)
+    return ids
+
+
+def test_find_bids_derivatives_and_freesurfer_subjects(tmp_path):
+    from neurospca.study import find_bids_derivatives, find_freesurfer_subjects
+
+    ids = _ico_study(tmp_path / "bids", "bids")
+    kind, files, found = find_bids_derivatives(tmp_path / "bids", "ico3", "thickness")
+    assert kind == "surface" and found == ids and len(files["right"]) == len(ids)
+    assert all("hemi-L" in p and "space-ico3" in p for p in files["left"])
+    with pytest.raises(ValueError, match="--bids-derivatives: no file named"):
+        find_bids_derivatives(tmp_path / "bids", "fsaverage5", "thickness")
+    os.remove(files["right"][3])
+    with pytest.raises(ValueError, match=r"subject\(s\) \['sub-03'\] have one hemisphere"):
+        find_bids_derivatives(tmp_path / "bids", "ico3", "thickness")
+    ids = _ico_study(tmp_path / "fs", "fs")
+    files, found = find_freesurfer_subjects(tmp_path / "fs", "thickness.fwhm10.ico3")
+    assert found == ids and files["left"][0].endswith("lh.thickness.fwhm10.ico3.mgh")
+
+
+@pytest.mark.parametrize("layout", ["bids", "fs"])
+def test_command_line_pipeline_layouts(tmp_path, capsys, layout):
+    root = tmp_path / layout
+    ids = _ico_study(root, layout)
+    source = (["--bids-derivatives", str(root), "--space", "ico3", "--suffix", "thickness",
+               "--left-mesh", str(root / "ico3" / "surf" / "lh.pial"),
+               "--right-mesh", str(root / "ico3" / "surf" / "rh.pial")] if layout == "bids"
+              else ["--freesurfer-subjects", str(root), "--measure", "thickness.fwhm10.ico3"])
+    out = tmp_path / "out"
+    code = main(["fit", *source, "--participants", str(root / "participants.tsv"),
+                 "--groups", "dx", "--n-permutations", "99", "--output", str(out),
+                 "--n-components", "1", "--alpha-rel", "1", "--tol", "1e-2", "-q",
+                 "--engine", "matplotlib"])
+    assert code == 0, capsys.readouterr().err
+    with open(out / "scores.csv") as fh:
+        assert [r[0] for r in csv.reader(fh)] == ["participant_id"] + ids
+    table = pd.read_csv(out / "associations.tsv", sep="\t")
+    assert table.p_corrected.iloc[0] <= 0.05  # the dx-driven patch (6 vs 6 subjects)

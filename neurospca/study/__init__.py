@@ -9,6 +9,8 @@
 - :func:`associations`: every component's scores against groups
   (Kruskal-Wallis) and covariates (Spearman), permutation p-values corrected
   over components x variables (Westfall-Young min-P).
+- :func:`find_bids_derivatives`, :func:`find_freesurfer_subjects`: the maps
+  of BIDS derivatives (by entities) and of a FreeSurfer SUBJECTS_DIR.
 - :func:`make_multisite_cohort`: a simulated multi-site atrophy study written
   to disk as FreeSurfer/BIDS users have it.
 
@@ -18,6 +20,7 @@ pandas is imported only when a table is read or a result is returned.
 from ._associations import ASSOCIATION_COLUMNS, associations
 from ._combat import combat_apply, combat_fit
 from ._design import StudyDesign
+from ._layouts import find_bids_derivatives, find_freesurfer_subjects
 from ._simulate import make_multisite_cohort
 from ._participants import (
     category_values,
@@ -30,6 +33,7 @@ from ._participants import (
 )
 
 __all__ = ["ASSOCIATION_COLUMNS", "StudyDesign", "associations", "category_values",
-           "check_columns", "combat_apply", "combat_fit", "is_categorical",
+           "check_columns", "combat_apply", "combat_fit", "find_bids_derivatives",
+           "find_freesurfer_subjects", "is_categorical",
            "make_multisite_cohort", "match_participants", "numeric_values", "read_participants",
            "subject_id_from_path"]

@@ -30,7 +30,7 @@ def _participants(n, rng, age, sex, n_sites):
     return level, site, mmse
 
 
-def _write(folder, ids, X, sizes, meshes, file_format, participants):
+def _write(folder, ids, X, sizes, meshes, file_format, participants, space):
     """Per-subject left/right maps, meshes, participants.tsv, truth; returns paths."""
     os.makedirs(folder, exist_ok=True)
     paths = {"left": [], "right": []}
@@ -39,7 +39,7 @@ def _write(folder, ids, X, sizes, meshes, file_format, participants):
         for hemi, letter, fs in (("left", "L", "lh"), ("right", "R", "rh")):
             if file_format == "gii":
                 sub = os.path.join(folder, sid, "anat")
-                path = os.path.join(sub, f"{sid}_hemi-{letter}_thickness.shape.gii")
+                path = os.path.join(sub, f"{sid}_hemi-{letter}_{space}_thickness.shape.gii")
             else:
                 sub = os.path.join(folder, sid, "surf")
                 path = os.path.join(sub, f"{fs}.thickness.mgh")
@@ -144,7 +144,8 @@ def make_multisite_cohort(folder=None, n_samples=133, *, mesh="fsaverage5",
         shuffled = pd.concat([table, extra]).sample(frac=1.0, random_state=int(
             rng.integers(2**31))).reset_index(drop=True)
         out.paths = _write(os.fspath(folder), ids, X, base.n_vertices,
-                           (base.mesh_left, base.mesh_right), file_format, shuffled)
+                           (base.mesh_left, base.mesh_right), file_format, shuffled,
+                           "space-fsaverage5" if mesh == "fsaverage5" else "space-fsLR_den-32k")
         np.savez(os.path.join(os.fspath(folder), "truth.npz"), patterns=base.patterns,
                  severities=sev, cortex=cortex)
     return out
