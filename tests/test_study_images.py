@@ -292,6 +292,15 @@ def test_parallel_analysis_counts_planted_components():
         assert np.all(np.array(evidence["observed"][:rank]) > evidence["null"][:rank])
     with pytest.raises(ValueError, match="quantile must be in"):
         parallel_analysis(noise, quantile=1.0)
+    # spatially smooth noise: Horn's column permutations keep every rank, the null with
+    # the effective number of features none
+    from scipy.ndimage import gaussian_filter1d
+
+    smooth = gaussian_filter1d(rng.standard_normal((n, p)), 10, axis=1)
+    assert parallel_analysis(smooth, null="permutation")[0] >= 20
+    k, evidence = parallel_analysis(smooth)
+    assert k == 1 and "none of the first" in evidence["rule"], evidence["rule"]
+    assert parallel_analysis(noise, null="permutation")[0] == 1
 
 
 def test_n_components_auto_python_and_command_line(cohort, tmp_path, capsys):

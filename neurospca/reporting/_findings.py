@@ -156,14 +156,15 @@ def n_components_section(evidence, metadata=None, dpi=80):
     if not evidence:
         return None
     observed = 100 * np.asarray(evidence["observed"], dtype=np.float64)
-    null = 100 * np.asarray(evidence["null"], dtype=np.float64)
+    null = 100 * np.array([np.nan if v is None else v for v in evidence["null"]],
+                          dtype=np.float64)
     k = int(evidence["n_components"])
     plt = plotting._pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 3.0))
     ranks = np.arange(1, observed.size + 1)
     ax.plot(ranks, observed, "o-", ms=4, label="data (PCA)")
     ax.plot(ranks, null, "s--", ms=3, color="grey",
-            label=f"permuted data, {100 * float(evidence['quantile']):g}th percentile")
+            label=f"null, {100 * float(evidence['quantile']):g}th percentile")
     ax.axvline(k + 0.5, color="k", lw=0.8)
     ax.set_xlabel("component (rank)")
     ax.set_ylabel("explained variance (%)")
