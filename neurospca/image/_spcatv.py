@@ -356,7 +356,10 @@ class ImageSPCATV(BaseEstimator):
         """``n_components_`` (and its evidence) from X: the given int, or parallel analysis
         for ``n_components="auto"``."""
         self.n_components_evidence_ = None
-        if isinstance(self.n_components, str):
+        template = getattr(self, "_template", None)
+        if template is not None:  # fit_images: the given estimator's own number
+            self.n_components_ = template.n_components
+        elif isinstance(self.n_components, str):
             if self.n_components != "auto":
                 raise ValueError(f"n_components must be an int >= 1 or 'auto', got "
                                  f"{self.n_components!r}.")
