@@ -98,6 +98,10 @@ def test_transform_of_held_out_subjects_uses_training_parameters(cohort):
         np.testing.assert_array_equal(model.study_.combat_[k], v)
     with pytest.raises(ValueError, match="participants: this model harmonised sites"):
         model.transform(test)
+    # score sees the same adjusted data: better with the adjustments than without
+    adjusted = model.score(test, participants=root / "participants.tsv")
+    raw = float(model.estimator_.score(model._data(test, None)))
+    assert adjusted > raw
 
 
 @pytest.mark.parametrize("kwargs, message", [

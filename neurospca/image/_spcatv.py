@@ -667,19 +667,25 @@ class ImageSPCATV(BaseEstimator):
         self._check_fitted()
         return self._to_img(self.estimator_.inverse_transform(S))
 
-    def score(self, imgs, confounds=None):
+    def score(self, imgs, confounds=None, *, participants=None, subject_ids=None):
         """Held-out fit of images, higher is better (``SPCATV.score`` on the masked data).
 
         Parameters
         ----------
         imgs : images as in :meth:`fit`
         confounds : array-like or path, optional
+        participants, subject_ids : optional
+            As in :meth:`transform` (the training adjustments are applied first).
 
         Returns
         -------
         float
         """
-        return float(self.estimator_.score(self._data(imgs, confounds)))
+        self._check_fitted()
+        if getattr(self, "study_", None) is None:
+            return float(self.estimator_.score(self._data(imgs, confounds)))
+        X = transform_study(self, self._data(imgs, None), imgs, participants, subject_ids)
+        return float(self.estimator_.score(X))
 
     def generate_report(self, title=None, atlas=None, atlas_labels=None, selection=None,
                         command=None):
