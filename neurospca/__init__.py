@@ -5,7 +5,7 @@ The public names, by topic. Each comes from its package (``neurospca.decompositi
 which layer does what, and :doc:`naming` how weights and fitted attributes are named.
 """
 
-from . import datasets, model_selection, reporting, solvers
+from . import datasets, model_selection, reporting, solvers, study
 
 # --- the estimators and their functions
 from .decomposition import (
@@ -69,6 +69,9 @@ from .surface import (
 from .cohort import (
     images_to_dask, images_to_memmap, npy_to_dask, surfaces_to_dask, surfaces_to_memmap,
 )
+
+# --- cohort studies: participants, ComBat, confounds, associations
+from .study import make_multisite_cohort
 
 # --- saved models
 from .persistence import SavedModel, load_model, save_model
@@ -157,6 +160,8 @@ __all__ = [
     "npy_to_dask",
     "images_to_dask",
     "surfaces_to_dask",
+    # cohort studies
+    "make_multisite_cohort",
     # saved models
     "SavedModel",
     "load_model",
@@ -185,4 +190,5 @@ __all__ = [
     "model_selection",
     "reporting",
     "solvers",
+    "study",
 ]

@@ -54,6 +54,13 @@ examples:
                 --alpha 0.5 --tv-ratio 0.3 --n-components 5 --output results
       surfaces: per-hemisphere meshes and per-subject maps on them
 
+  neurospca fit --left-mesh lh.pial.surf.gii --right-mesh rh.pial.surf.gii \\
+                --left-data 'sub-*/anat/*hemi-L_*thickness.shape.gii' \\
+                --right-data 'sub-*/anat/*hemi-R_*thickness.shape.gii' \\
+                --participants participants.tsv --confounds age,sex --harmonize site \\
+                --groups dx --covariates mmse,age --output results
+      a cohort study: also writes associations.tsv (scores against dx, mmse, age)
+
   neurospca report results/model.npz --output report.html
       (re)build the HTML report of a saved model
 """
@@ -105,6 +112,10 @@ def _positive_int(text):
     return value
 
 
+def _n_components(text):
+    return text if text == "auto" else _positive_int(text)
+
+
 # --------------------------------------------------------------------------
 # parser
 # --------------------------------------------------------------------------
@@ -114,8 +125,9 @@ def _add_common(p, output_default):
     p.add_argument("--output", "-o", default=output_default, metavar="DIR",
                    help=f"output folder (default {output_default}); created if absent, "
                         "files in it are replaced")
-    p.add_argument("--n-components", type=_positive_int, default=3, metavar="K",
-                   help="number of components (default 3)")
+    p.add_argument("--n-components", type=_n_components, default=3, metavar="K",
+                   help="number of components, or 'auto' (parallel analysis of the "
+                        "explained variance against column-permuted data; default 3)")
     p.add_argument("--tol", type=_positive_float, default=1e-3,
                    help="scale-free precision of the certified gaps and of the "
                         "alternations (default 1e-3)")
@@ -129,6 +141,36 @@ def _add_common(p, output_default):
     p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="log every alternation")
+
+
+def _add_study(p):
+    grp = p.add_argument_group(
+        "participants (a cohort study: subjects matched to the maps by sub-<label> in the "
+        "file or folder names, or the FreeSurfer subject folder)")
+    grp.add_argument("--participants", metavar="TSV",
+                     help="participants table: BIDS participants.tsv (tab-separated, n/a "
+                          "missing) or .csv, one row per subject")
+    grp.add_argument("--participant-id", default="participant_id", metavar="COLUMN",
+                     help="ID column of --participants (default participant_id)")
+    grp.add_argument("--confounds", metavar="COLS",
+                     help="comma-separated columns regressed out of every vertex/voxel "
+                          "(learnt on these subjects; text columns one-hot encoded)")
+    grp.add_argument("--harmonize", metavar="COLUMN",
+                     help="site column: ComBat harmonisation (saved with the model)")
+    grp.add_argument("--groups", metavar="COLS",
+                     help="comma-separated categorical columns the scores are compared "
+                          "between (Kruskal-Wallis, eta^2_H)")
+    grp.add_argument("--covariates", metavar="COLS",
+                     help="comma-separated numeric columns the scores are correlated with "
+                          "(Spearman)")
+    grp.add_argument("--n-permutations", type=_positive_int, default=9999, metavar="N",
+                     help="permutations of the association tests (default 9999)")
+
+
+def _add_atlas(p):
+    p.add_argument("--atlas", nargs="+", metavar="ATLAS",
+                   help="labels for the peaks and clusters: a labelled NIfTI (volumes) or "
+                        "left and right .annot/.label.gii files (surfaces)")
 
 
 def _build_parser():
@@ -206,6 +248,21 @@ def _build_parser():
                               f"--{hemi}-mesh)")
     srf.add_argument("--surface-format", choices=("gii", "mgh"), default="gii",
                      help="format of the surface loadings (default gii)")
+    pipe = fit.add_argument_group(
+        "inputs as pipelines write them (instead of --images or --left-data/--right-data)")
+    pipe.add_argument("--bids-derivatives", metavar="DIR",
+                      help="BIDS derivatives folder: the maps sub-*_[hemi-L|R_]space-SPACE_"
+                           "*SUFFIX.<ext> below it (needs --space and --suffix)")
+    pipe.add_argument("--space", help="space- entity of --bids-derivatives, e.g. fsaverage5")
+    pipe.add_argument("--suffix", help="suffix of --bids-derivatives, e.g. thickness")
+    pipe.add_argument("--freesurfer-subjects", metavar="SUBJECTS_DIR",
+                      help="FreeSurfer subjects: SUBJECTS_DIR/<subject>/surf/{lh,rh}."
+                           "MEASURE.mgh of every subject (fsaverage* left out)")
+    pipe.add_argument("--measure", default="thickness.fwhm10.fsaverage",
+                      help="measure of --freesurfer-subjects (default "
+                           "thickness.fwhm10.fsaverage, qcache's)")
+    _add_study(fit)
+    _add_atlas(fit)
     fit.set_defaults(func=run_fit)
 
     rep = sub.add_parser(
@@ -221,6 +278,7 @@ def _build_parser():
     rep.add_argument("--bg-img", default=None, help="background of volume slices")
     rep.add_argument("--engine", choices=("auto", "pyvista", "matplotlib"), default="auto")
     rep.add_argument("-q", "--quiet", action="store_true")
+    _add_atlas(rep)
     rep.set_defaults(func=run_report)
     return parser
 

@@ -81,6 +81,8 @@ SLOW = (
     "tests/test_reporting.py::test_surface_report_and_plain_report",
     "tests/test_reporting.py::test_volume_report",
     "tests/test_sspca.py::test_sspca_recovers_convex_supports_where_sparse_pca_does_not",
+    "tests/test_study_images.py",
+    "tests/test_study.py::test_associations_control_the_familywise_error",
 )
 
 

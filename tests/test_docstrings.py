@@ -21,7 +21,8 @@ numpydoc_validate = pytest.importorskip(
 
 CONF = Path(__file__).resolve().parents[1] / "docs" / "conf.py"
 MODULES = ("neurospca", "neurospca.solvers", "neurospca.reporting",
-           "neurospca.model_selection", "neurospca.surface", "neurospca.masking")
+           "neurospca.model_selection", "neurospca.surface", "neurospca.masking",
+           "neurospca.study")
 
 
 def _conf_setting(name):

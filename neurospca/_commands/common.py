@@ -22,7 +22,7 @@ __all__ = ["UserError", "say", "expand", "existing", "check_report_dependencies"
            "write_all", "run_metadata", "format_rel", "report_path", "OUTPUT_FILE"]
 
 #: files that neurospca writes into an output folder (stale ones are removed on re-use)
-OUTPUT_FILE = re.compile(r"(report\.html|scores\.csv|model\.npz|"
+OUTPUT_FILE = re.compile(r"(report\.html|scores\.csv|model\.npz|associations\.tsv|"
                          r"loadings[A-Za-z0-9_.-]*\.(nii\.gz|nii|gii|mgh|mgz))\Z")
 
 
@@ -282,7 +282,7 @@ def load_maps(args, model, imgs, option):
     print_warnings(caught)
     if X.shape[0] < 2:
         raise UserError(f"{option}: need at least 2 maps, got {X.shape[0]}.")
-    if model.n_components > min(X.shape):
+    if not isinstance(model.n_components, str) and model.n_components > min(X.shape):
         raise UserError(f"--n-components {model.n_components} is larger than the data allow "
                         f"({X.shape[0]} samples x {X.shape[1]} features).")
     return X
@@ -307,12 +307,15 @@ def fit_with_progress(args, model, X):
         ``model``, fitted.
     """
     quiet = getattr(args, "quiet", False)
-    with progress_lines(model.n_components, getattr(args, "verbose", 0), quiet):
+    k = model._choose_n_components(X)
+    if model.n_components_evidence_ is not None:
+        say(args, model.n_components_evidence_["rule"])
+    with progress_lines(k, getattr(args, "verbose", 0), quiet):
         if not quiet:
             model.set_params(verbose=1)
         try:
             t0 = time.perf_counter()
-            model._fit_matrix(X)
+            model._fit_matrix(X, k)
             elapsed = time.perf_counter() - t0
         finally:
             model.set_params(verbose=0)
@@ -320,7 +323,7 @@ def fit_with_progress(args, model, X):
                 model.estimator_.set_params(verbose=0)
     relative = ("" if model.alpha is not None
                 else f" ({model.estimator_.alpha_rel_:g} x l1_max)")
-    say(args, f"fitted {model.n_components} component(s) in {elapsed:.2f} s "
+    say(args, f"fitted {k} component(s) in {elapsed:.2f} s "
               f"(alpha = {model.estimator_.alpha_:.4g}{relative})")
     for line in support_summary(model.estimator_) + stability_summary(model.estimator_):
         say(args, line)
@@ -410,15 +413,16 @@ def run_metadata(args, title, data):
                 timespec="seconds")}
 
 
-def _write_scores(path, scores, labels):
+def _write_scores(path, scores, labels, first="sample"):
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["sample"] + [f"component_{k + 1}" for k in range(scores.shape[1])])
+        writer.writerow([first] + [f"component_{k + 1}" for k in range(scores.shape[1])])
         for label, row in zip(labels, scores):
             writer.writerow([label] + [f"{x:.10g}" for x in row])
 
 
-def write_all(args, estimator, space, *, meshes, metadata, sample_labels, bg_img=None):
+def write_all(args, estimator, space, *, meshes, metadata, sample_labels, bg_img=None,
+              study=None, associations=None, atlas=None):
     """Loadings, scores, model and report into ``args.output`` (all or nothing).
 
     Parameters
@@ -437,6 +441,14 @@ def write_all(args, estimator, space, *, meshes, metadata, sample_labels, bg_img
         One per sample (rows of scores.csv).
     bg_img : str, optional
         Background of the report's volume slices.
+    study : dict, optional
+        The participants side of a cohort fit: its participant IDs label the
+        rows of scores.csv (first column ``participant_id``); saved with the
+        model and shown in the report.
+    associations : pandas.DataFrame, optional
+        Written as associations.tsv.
+    atlas : path or pair of paths, optional
+        Labels of the report's peaks and clusters.
 
     Returns
     -------
@@ -451,19 +463,29 @@ def write_all(args, estimator, space, *, meshes, metadata, sample_labels, bg_img
         names = [os.path.basename(p) for p in images.save_loadings(
             estimator.components_, space, tmp,
             surface_format=getattr(args, "surface_format", "gii"))]
+        first = "sample"
+        if study is not None:
+            sample_labels, first = [str(i) for i in study["participant_ids"]], "participant_id"
         _write_scores(os.path.join(tmp, "scores.csv"), report.component_scores(estimator),
-                      sample_labels)
+                      sample_labels, first)
+        extra = []
+        if associations is not None:
+            from .study import write_associations
+
+            write_associations(os.path.join(tmp, "associations.tsv"), associations)
+            extra.append("associations.tsv")
         metadata = dict(metadata, sample_labels=list(sample_labels))
         persistence.save_model(estimator, os.path.join(tmp, "model.npz"), space=space,
-                               meshes=meshes, metadata=metadata)
+                               meshes=meshes, metadata=metadata, study=study)
         say(args, "drawing the report ...")
         t0 = time.perf_counter()
         html = report.make_report(estimator, space, meshes=meshes, title=metadata["title"],
                                   data_description=metadata.get("data"), bg_img=bg_img,
-                                  engine=getattr(args, "engine", "auto"), metadata=metadata)
+                                  engine=getattr(args, "engine", "auto"), metadata=metadata,
+                                  study=study, **({} if atlas is None else {"atlas": atlas}))
         report.save_report(html, os.path.join(tmp, "report.html"))
         say(args, f"report drawn in {time.perf_counter() - t0:.1f} s")
-        written = names + ["scores.csv", "model.npz", "report.html"]
+        written = names + ["scores.csv"] + extra + ["model.npz", "report.html"]
         out = folder.commit(written)
     print(f"wrote {', '.join(written)} to {out}")
     print(f"open the report: file://{os.path.join(out, 'report.html')}")

@@ -37,9 +37,15 @@ def run_report(args):
     # no path stored in a model file is ever opened: give --bg-img again if needed
     bg_img = existing(args.bg_img, "--bg-img")
     say(args, f"drawing the report of {args.model} ...")
+    from .study import atlas_from_args
+
+    if getattr(args, "atlas", None) and saved.space is None:
+        raise UserError("--atlas: this model has no brain space (mask or meshes) to label.")
+    atlas = atlas_from_args(args, saved.space)
     html = report.make_report(saved.estimator, saved.space, meshes=saved.meshes, title=title,
-                              data_description=saved.metadata.get("data"),
-                              bg_img=bg_img, engine=args.engine, metadata=saved.metadata)
+                              data_description=saved.metadata.get("data"), bg_img=bg_img,
+                              engine=args.engine, metadata=saved.metadata, study=saved.study,
+                              **({} if atlas is None else {"atlas": atlas}))
     report.save_report(html, out)
     print(f"wrote {out}")
     return 0

@@ -191,11 +191,41 @@ def _stack_volumes(items, grid, resample):
     return nib.Nifti1Image(out, grid.affine)
 
 
+_TEXT_CONFOUNDS = (
+    "confounds: column {!r} is text; the masker takes numbers only. For a participants "
+    "table give participants=TABLE and confounds=[column names] (text columns are one-hot "
+    "encoded; on the command line --participants and --confounds).")
+
+
+def _check_confounds_file(path):
+    """A confounds file with a text column (e.g. participants.tsv) is a clear error."""
+    path = os.fsdecode(path)
+    if not os.path.isfile(path) or not path.lower().endswith((".tsv", ".csv", ".txt")):
+        return
+    import pandas as pd
+
+    sep = "," if path.lower().endswith(".csv") else "\t"
+    try:
+        table = pd.read_csv(path, sep=sep, nrows=50)
+    except (ValueError, OSError, UnicodeDecodeError):
+        return  # nilearn reports what it cannot read
+    text = [c for c in table.columns if table[c].dtype.kind not in "biuf"]
+    if text:
+        raise ValueError(_TEXT_CONFOUNDS.format(text[0]))
+
+
 def _check_confounds(confounds, n_samples):
     """Confounds as given (None, a path or an array), checked: numeric, finite, one
     row per sample."""
-    if confounds is None or isinstance(confounds, (str, bytes, os.PathLike)):
+    if confounds is None:
         return confounds
+    if isinstance(confounds, (str, bytes, os.PathLike)):
+        _check_confounds_file(confounds)
+        return confounds
+    text = [c for c in getattr(confounds, "columns", [])
+            if getattr(confounds[c], "dtype", np.dtype(float)).kind not in "biuf"]
+    if text:
+        raise ValueError(_TEXT_CONFOUNDS.format(text[0]))
     try:
         arr = np.asarray(confounds, dtype=np.float64)
     except (TypeError, ValueError) as exc:

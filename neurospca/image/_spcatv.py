@@ -21,8 +21,8 @@ both).
 (91, 109, 91, 5)
 >>> model.generate_report().save_as_html("report.html")               # doctest: +SKIP
 
-Size: about 610 lines, the estimator and its volume and surface masking in one
-class (its input checks are in ``_inputs``).
+Size: about 720 lines, the estimator and its volume and surface masking in one
+class (its input checks are in ``_inputs``, its participants side in ``_study``).
 
 nilearn is imported only when an image model is fitted (``pip install
 "neurospca[report]"``).
@@ -30,6 +30,7 @@ nilearn is imported only when an image model is fitted (``pip install
 
 import inspect
 import logging
+import os
 import warnings
 
 import numpy as np
@@ -48,6 +49,14 @@ from ..masking import (
     unmask,
 )
 from ..surface import load_surf_mesh, tv_from_hemispheres
+from ._study import (
+    fit_study,
+    image_subject_ids,
+    participant_rows,
+    study_findings,
+    study_state,
+    transform_study,
+)
 from ._inputs import (
     _HEMIS,
     _check_confounds,
@@ -82,7 +91,11 @@ class ImageSPCATV(BaseEstimator):
 
     Parameters
     ----------
-    n_components : int, default=3
+    n_components : int or "auto", default=3
+        "auto": chosen at fit by parallel analysis
+        (:func:`neurospca.model_selection.parallel_analysis`, after masking,
+        harmonisation and confound removal); ``n_components_`` and
+        ``n_components_evidence_`` say what was chosen and why.
     mask : mask image, masker, pair of arrays or None, default=None
         Volumes: a 3-D NIfTI mask (image or path) on the images' grid, or a
         ``NiftiMasker`` (fitted or not; its own parameters are used). Surfaces:
@@ -137,6 +150,15 @@ class ImageSPCATV(BaseEstimator):
     certified_support_, certified_zeros_, n_uncertain_, support_radius_
         The certified support of ``estimator_`` (see :class:`~neurospca.SPCATV`):
         loadings certified non-zero or zero, the uncertain ones per component.
+    participant_ids_ : ndarray of str or None
+        With ``participants`` at fit: each image's participant ID (row order).
+    study_ : neurospca.study.StudyDesign or None
+        With ``participants``: the encoding, ComBat parameters and confound
+        effects learnt at fit (applied by ``transform``).
+    associations_ : pandas.DataFrame or None
+        With ``groups`` or ``covariates``: one row per component and
+        variable (test, statistic, effect size, p, p corrected; see
+        :func:`neurospca.study.associations`).
 
     Examples
     --------
@@ -176,7 +198,9 @@ class ImageSPCATV(BaseEstimator):
     # ------------------------------------------------------------------
 
     @fill_doc
-    def fit(self, imgs, y=None, confounds=None):
+    def fit(self, imgs, y=None, confounds=None, *, participants=None, harmonize=None,
+            groups=None, covariates=None, subject_ids=None, id_column="participant_id",
+            n_permutations=9999):
         """Mask the images, build the TV operator of the mask and fit SPCA-TV.
 
         Parameters
@@ -186,8 +210,29 @@ class ImageSPCATV(BaseEstimator):
             column of a SurfaceImage (both hemispheres; the mesh is the
             image's). A list of SurfaceImages on one mesh is stacked.
         %(y_ignored)s
-        confounds : array-like of shape (n_samples, n_confounds) or path, optional
-            Regressed out of every voxel/vertex by the nilearn masker.
+        confounds : list of str, array-like of shape (n_samples, n_confounds) or path, optional
+            With ``participants``: column names whose effects are removed
+            (learnt on these subjects, applied unchanged by ``transform``;
+            text columns one-hot encoded). Without: an array (or file)
+            regressed out of every voxel/vertex by the nilearn masker.
+        participants : path or pandas.DataFrame, optional
+            The participants table (BIDS ``participants.tsv``, CSV or
+            DataFrame), matched to the images by subject ID (``sub-<label>``
+            in the file or folder names, or ``subject_ids``).
+        harmonize : str, optional
+            The site column: ComBat harmonisation (learnt here, saved,
+            applied by ``transform``), preserving confounds, groups and
+            covariates.
+        groups, covariates : list of str, optional
+            Categorical and numeric columns that every component's scores are
+            tested against (``associations_``).
+        subject_ids : list of str, optional
+            One ID (or path holding ``sub-<label>``) per image, when the images
+            carry no file names (a SurfaceImage, a 4-D file).
+        id_column : str, default="participant_id"
+            The table's ID column.
+        n_permutations : int, default=9999
+            Permutations of the association tests.
 
         Returns
         -------
@@ -198,25 +243,71 @@ class ImageSPCATV(BaseEstimator):
         ValueError
             Images not on the mask's grid (without ``resample``), a
             SurfaceImage whose data and mesh disagree, a mask of the wrong
-            shape, confounds with another number of rows than samples.
+            shape, confounds with another number of rows than samples;
+            participants missing some subjects or matching none, unknown
+            columns, a site with one subject, a text column as a covariate
+            (each naming the argument and the column).
         """
-        X = self._prepare(imgs, confounds)
-        return self._fit_matrix(X)
+        study = (participants, harmonize, groups, covariates, subject_ids)
+        self.study_ = self.participant_ids_ = self.associations_ = None
+        if participants is None:
+            if any(v is not None for v in study[1:]) or _names(confounds):
+                raise ValueError("participants: harmonize, groups, covariates, subject_ids "
+                                 "and confound column names need participants= (the "
+                                 "participants table).")
+            return self._fit_matrix(self._prepare(imgs, confounds))
+        if confounds is not None and not _names(confounds):
+            raise TypeError("confounds: with participants=, give column names (e.g. "
+                            "['age', 'sex']), not an array.")
+        X = self._prepare(imgs, None)
+        ids = image_subject_ids(imgs, subject_ids, X.shape[0])
+        X = self._study_prepare(X, ids, participants, confounds, harmonize, groups,
+                                covariates, id_column)
+        self._fit_matrix(X)
+        self._train_scores = self.estimator_.transform(X)
+        self._study_findings(n_permutations)
+        return self
+
+    def _study_prepare(self, X, ids, participants, confounds, harmonize, groups, covariates,
+                       id_column="participant_id"):
+        """Match the participants to ``ids``, learn and apply the adjustments; returns X."""
+        self._id_column = id_column
+        rows = participant_rows(participants, ids, id_column)
+        return fit_study(self, X, rows, confounds, harmonize, groups, covariates)
+
+    def _study_findings(self, n_permutations=9999):
+        """``associations_`` of the fitted model's training scores (as in scores.csv)."""
+        from ..reporting import component_scores
+
+        self._n_permutations = n_permutations
+        self.associations_ = study_findings(self, component_scores(self.estimator_),
+                                            n_permutations, self.random_state)
+        return self.associations_
+
+    def _study_state(self):
+        """The participants side as saved with the model and shown in the report."""
+        return None if getattr(self, "study_", None) is None else study_state(self)
 
     @fill_doc
-    def fit_transform(self, imgs, y=None, confounds=None):
+    def fit_transform(self, imgs, y=None, confounds=None, **study):
         """Fit, then the scores of the training images (``transform``).
 
         Parameters
         ----------
         imgs : images as in :meth:`fit`
         %(y_ignored)s
-        confounds : array-like of shape (n_samples, n_confounds) or path, optional
+        confounds : list of str, array-like of shape (n_samples, n_confounds) or path, optional
+        **study
+            ``participants``, ``harmonize``, ``groups``, ``covariates``,
+            ``subject_ids``... as in :meth:`fit`.
 
         Returns
         -------
         ndarray of shape (n_samples, n_components)
         """
+        if study:
+            self.fit(imgs, confounds=confounds, **study)
+            return self._train_scores
         X = self._prepare(imgs, confounds)
         self._fit_matrix(X)
         return self.estimator_.transform(X)
@@ -248,14 +339,43 @@ class ImageSPCATV(BaseEstimator):
         template = getattr(self, "_template", None)
         if template is not None:
             return clone(template).set_params(operator=operator)
-        return SPCATV(self.n_components, alpha=self.alpha, alpha_rel=self.alpha_rel,
+        k = self.n_components
+        if isinstance(k, str):
+            k = getattr(self, "n_components_", None)
+            if k is None:
+                raise ValueError("n_components='auto' is chosen from the data at fit; call "
+                                 "fit (or give an int).")
+        return SPCATV(k, alpha=self.alpha, alpha_rel=self.alpha_rel,
                       l1_ratio=self.l1_ratio, tv_ratio=self.tv_ratio, operator=operator,
                       tol=self.tol, max_iter=self.max_iter, solver=self.solver,
                       random_state=self.random_state, verbose=self.verbose,
                       n_threads=self.n_threads, method=self.method,
                       stability=self.stability)
 
-    def _fit_matrix(self, X):
+    def _choose_n_components(self, X):
+        """``n_components_`` (and its evidence) from X: the given int, or parallel analysis
+        for ``n_components="auto"``."""
+        self.n_components_evidence_ = None
+        template = getattr(self, "_template", None)
+        if template is not None:  # fit_images: the given estimator's own number
+            self.n_components_ = template.n_components
+        elif isinstance(self.n_components, str):
+            if self.n_components != "auto":
+                raise ValueError(f"n_components must be an int >= 1 or 'auto', got "
+                                 f"{self.n_components!r}.")
+            from ..model_selection import parallel_analysis
+
+            seed = self.random_state if isinstance(self.random_state, (int, np.integer)) \
+                else 0
+            k, self.n_components_evidence_ = parallel_analysis(X, random_state=seed)
+            self.n_components_ = k
+        else:
+            self.n_components_ = self.n_components
+        return self.n_components_
+
+    def _fit_matrix(self, X, n_components=None):
+        if n_components is None:
+            self._choose_n_components(X)
         self.estimator_ = self._make_estimator(self.operator_).fit(X)
         self.components_ = self.estimator_.components_
         self.components_img_ = self._to_img(self.components_)
@@ -505,19 +625,29 @@ class ImageSPCATV(BaseEstimator):
     # transform, score, report
     # ------------------------------------------------------------------
 
-    def transform(self, imgs, confounds=None):
+    def transform(self, imgs, confounds=None, *, participants=None, subject_ids=None):
         """Scores of images on the components (least squares, as SPCATV.transform).
 
         Parameters
         ----------
         imgs : images as in :meth:`fit`
         confounds : array-like or path, optional
+            Without participants at fit only (regressed by the masker).
+        participants : path or pandas.DataFrame, optional
+            The new subjects' rows (site and confound columns), needed when
+            the fit harmonised sites or removed confounds: the training
+            subjects' parameters are applied, nothing is re-estimated.
+        subject_ids : list of str, optional
+            As in :meth:`fit`.
 
         Returns
         -------
         ndarray of shape (n_samples, n_components)
         """
-        X = self._data(imgs, confounds)
+        self._check_fitted()
+        if getattr(self, "study_", None) is None:
+            return self.estimator_.transform(self._data(imgs, confounds))
+        X = transform_study(self, self._data(imgs, None), imgs, participants, subject_ids)
         return self.estimator_.transform(X)
 
     def inverse_transform(self, S):
@@ -537,19 +667,25 @@ class ImageSPCATV(BaseEstimator):
         self._check_fitted()
         return self._to_img(self.estimator_.inverse_transform(S))
 
-    def score(self, imgs, confounds=None):
+    def score(self, imgs, confounds=None, *, participants=None, subject_ids=None):
         """Held-out fit of images, higher is better (``SPCATV.score`` on the masked data).
 
         Parameters
         ----------
         imgs : images as in :meth:`fit`
         confounds : array-like or path, optional
+        participants, subject_ids : optional
+            As in :meth:`transform` (the training adjustments are applied first).
 
         Returns
         -------
         float
         """
-        return float(self.estimator_.score(self._data(imgs, confounds)))
+        self._check_fitted()
+        if getattr(self, "study_", None) is None:
+            return float(self.estimator_.score(self._data(imgs, confounds)))
+        X = transform_study(self, self._data(imgs, None), imgs, participants, subject_ids)
+        return float(self.estimator_.score(X))
 
     def generate_report(self, title=None, atlas=None, atlas_labels=None, selection=None,
                         command=None):
@@ -577,7 +713,9 @@ class ImageSPCATV(BaseEstimator):
         from ..reporting import HTMLReport, make_report
 
         extras = {k: v for k, v in (("atlas", atlas), ("atlas_labels", atlas_labels),
-                                    ("selection", selection), ("command", command))
+                                    ("selection", selection), ("command", command),
+                                    ("n_components_evidence",
+                                     getattr(self, "n_components_evidence_", None)))
                   if v is not None}
         meshes = None
         if self.meshes_ is not None:
@@ -586,6 +724,8 @@ class ImageSPCATV(BaseEstimator):
             meshes = dict(self.meshes_)
             for h in _HEMIS:
                 meshes[f"bg_{h}"] = surface_background(*self.meshes_[h])
+        if getattr(self, "study_", None) is not None:
+            extras["study"] = self._study_state()
         html = make_report(self.estimator_, self.space_, meshes=meshes,
                            title="neurospca report" if title is None else title,
                            data_description=self._data_description(), **extras)
@@ -599,6 +739,13 @@ class ImageSPCATV(BaseEstimator):
         if self.smoothing_fwhm is not None:
             desc["smoothing FWHM (mm)"] = self.smoothing_fwhm
         return desc
+
+
+def _names(confounds):
+    """Whether ``confounds`` is column names (a str or a list of str)."""
+    return isinstance(confounds, str) and not os.path.exists(confounds) or (
+        isinstance(confounds, (list, tuple)) and bool(confounds)
+        and all(isinstance(c, str) for c in confounds))
 
 
 def _passthrough(name):

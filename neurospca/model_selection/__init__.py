@@ -10,6 +10,8 @@
   comparison with a ground truth after matching, sign and scale alignment.
 - :func:`sparsity_rule`: at least half zeros in components 2 and 3.
 - :func:`sign_permutation_test`: the paper's sign-flip permutation p-value.
+- :func:`parallel_analysis`: the number of components by Horn's parallel
+  analysis (``n_components="auto"`` of :class:`neurospca.ImageSPCATV`).
 - :func:`grid_search_cv`, :func:`format_grid_table`: K-fold grid over
   estimator parameters, e.g. ``(alpha, l1_ratio, tv_ratio)``, parallel through
   joblib, so that ``joblib.parallel_config(backend="dask")`` runs it on a dask
@@ -35,6 +37,7 @@ from ._metrics import (
     sign_permutation_test,
     sparsity_rule,
 )
+from ._parallel import parallel_analysis
 from ._search import format_grid_table, grid_search_cv
 from ._select import (  # noqa: F401  (constants, _choose, choose_reproducible: not in __all__)
     DEFAULT_ALPHA_REL_GRID,
@@ -64,4 +67,5 @@ __all__ = [
     "one_se_refit",
     "dice_to_truth",
     "corrected_stability",
+    "parallel_analysis",
 ]

@@ -56,12 +56,16 @@ class SavedModel(NamedTuple):
     metadata : dict
         JSON-compatible user metadata (title, data description, sample
         labels...).
+    study : dict or None
+        The participants side of a cohort fit (participant IDs, ComBat and
+        confound parameters, groups, covariates, associations), as saved.
     """
 
     estimator: object
     space: object
     meshes: object
     metadata: dict
+    study: object = None
 
 
 # --------------------------------------------------------------------------
@@ -168,7 +172,7 @@ def _fitted_attributes(estimator):
     return sorted(k for k in vars(estimator) if k.endswith("_") and not k.startswith("_"))
 
 
-def save_model(estimator, path, *, space=None, meshes=None, metadata=None):
+def save_model(estimator, path, *, space=None, meshes=None, metadata=None, study=None):
     """Save a fitted estimator (and how to map it to the brain) without pickle.
 
     Parameters
@@ -190,6 +194,9 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None):
     metadata : dict, optional
         JSON-compatible values (str, numbers, lists, dicts): title, data
         description, sample labels...
+    study : dict, optional
+        The participants side of a cohort fit (arrays, strings, numbers and
+        dicts/lists of those; arrays go into the archive as arrays).
 
     Returns
     -------
@@ -245,6 +252,12 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None):
             raise TypeError(f"estimator attribute {name} cannot be saved without pickle "
                             f"({exc}).") from None
     space_desc = _encode_space(space, arrays)
+    if study is not None and not isinstance(study, dict):
+        raise TypeError(f"study must be a dict or None, got {type(study).__name__}.")
+    try:
+        study_desc = None if study is None else encode_value("study", study, arrays)
+    except TypeError as exc:
+        raise TypeError(f"study cannot be saved without pickle ({exc}).") from None
     meshes = _check_meshes(meshes, space)
     if meshes is not None:
         for key, value in meshes.items():
@@ -262,6 +275,7 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None):
         "meshes": None if meshes is None else sorted(meshes),
         "metadata": metadata_json,
         "arrays": sorted(arrays),
+        **({} if study_desc is None else {"study": study_desc}),
     }
     return write_archive(path, meta, arrays)
 
@@ -322,6 +336,10 @@ def load_model(path, *, max_bytes=MAX_BYTES):
         ) from None
     try:
         estimator, space, meshes, metadata = _build(meta, arrays)
+        study = meta.get("study")
+        study = None if study is None else decode_value("study", study, arrays)
+        if study is not None and not isinstance(study, dict):
+            raise ValueError("'study' must be an object")
     except ValueError as exc:
         raise ValueError(f"model: {path!r} is malformed: {exc}") from None
     except (KeyError, TypeError, AttributeError, IndexError) as exc:
@@ -330,7 +348,7 @@ def load_model(path, *, max_bytes=MAX_BYTES):
     except RecursionError:
         raise ValueError(f"model: {path!r} is malformed: nested too deeply") from None
     _check_consistency(estimator, space, path)
-    return SavedModel(estimator, space, meshes, metadata)
+    return SavedModel(estimator, space, meshes, metadata, study)
 
 
 def _build(meta, arrays):

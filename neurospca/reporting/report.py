@@ -31,6 +31,7 @@ from ..operators import GroupOperator
 from ..surface import Hemispheres
 from . import anatomy, plotting
 from .anatomy import load_atlas
+from ._findings import findings_section, n_components_section
 from ._methods import atlas_description, methods_text, penalties, weights_text
 from ._tables import Text, caption_text, cells, certified_view, cluster_note, cluster_rows, \
     convergence_status, fmt, peak_text, per_component, selection_table, space_rows, \
@@ -174,7 +175,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                 data_description=None, bg_img=None, engine="auto", dpi=80, atlas=None,
                 atlas_labels=None, atlas_name=None, selection=None, command=None,
                 metadata=None, surface_coords=None, cluster_connectivity=26,
-                max_clusters=10):
+                max_clusters=10, study=None, n_components_evidence=None):
     """A self-contained HTML report of a fitted SPCA-TV model, for a paper.
 
     It holds a methods paragraph (method and citation, penalties absolute and
@@ -236,6 +237,12 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         Voxel neighbourhood of the volume clusters.
     max_clusters : int, default=10
         Clusters listed per component (the largest; the rest summarised).
+    study : dict, optional
+        A cohort fit's participants (``ImageSPCATV``, ``neurospca fit
+        --participants``): the "Scores and participants" section.
+    n_components_evidence : dict, optional
+        Evidence of :func:`~neurospca.model_selection.parallel_analysis`
+        (default ``metadata["n_components_evidence"]``), drawn.
 
     Returns
     -------
@@ -504,6 +511,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         convergence_rows=conv_rows,
         convergence_note=convergence_note,
         timings=timings,
+        findings=findings_section(study, scores, dpi=dpi),
+        ncomp=n_components_section(n_components_evidence, metadata, dpi),
     )
     return html
 

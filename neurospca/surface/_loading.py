@@ -1,6 +1,7 @@
 """Per-subject maps of two hemispheres: a data matrix with its operator, or a
 nilearn ``SurfaceImage``."""
 
+import glob
 import os
 import warnings
 
@@ -13,8 +14,29 @@ from ._validation import _HEMIS, _check_coords, _check_faces, _check_kind, _chec
 __all__ = ["load_surface_data", "load_surface_image", "load_surface_subjects"]
 
 
+def _expand_globs(data, name):
+    """``data`` with glob patterns (str, alone or in a list) replaced by their sorted
+    matches; a pattern that matches nothing is a ValueError naming ``name``."""
+    items = [data] if isinstance(data, str) else data
+    if not isinstance(items, (list, tuple)) or not any(
+            isinstance(p, str) and glob.has_magic(p) and not os.path.exists(p) for p in items):
+        return data
+    out = []
+    for p in items:
+        if isinstance(p, str) and glob.has_magic(p) and not os.path.exists(p):
+            matches = sorted(glob.glob(os.path.expanduser(p)))
+            if not matches:
+                raise ValueError(f"{name}: the pattern {p!r} matches no file.")
+            out.extend(matches)
+        else:
+            out.append(p)
+    return out
+
+
 def _subject_maps(data, n_vertices, name):
-    """(n_samples, n_vertices) from a list of files/arrays, one file or an array."""
+    """(n_samples, n_vertices) from a list of files/arrays (or glob patterns), one
+    file or an array."""
+    data = _expand_globs(data, name)
     if isinstance(data, (list, tuple)):
         if not data:
             raise ValueError(f"{name} is empty: give one map per subject.")
@@ -153,8 +175,9 @@ def load_surface_image(left_data, right_data, left_mesh, right_mesh=None):
 
     Parameters
     ----------
-    left_data, right_data : list of paths/arrays, path or array-like
-        One map per subject (see :func:`load_surface_subjects`): a list of files,
+    left_data, right_data : list of paths/arrays, path, glob or array-like
+        One map per subject (see :func:`load_surface_subjects`): a list of files
+        or glob patterns (``"sub-*/lh.thickness.mgh"``, matches sorted),
         one multi-frame file (``lh.thickness.fwhm10.fsaverage.mgh`` holding N
         frames gives N samples), or an array (n_samples, n_vertices).
     left_mesh, right_mesh : path, (coords, faces) or mesh object
