@@ -114,6 +114,10 @@ def _fit_surface(args):
     hemis = model.space_
     say(args, f"data: {X.shape[0]} maps x {X.shape[1]:,} vertices (both hemispheres)")
     meshes = _plot_meshes(args, hemis, meshes_fit)
+    if getattr(args, "engine", "auto") == "auto":  # probe pyvista while the model is fitted
+        from ..reporting.plotting import start_pyvista_probe
+
+        start_pyvista_probe()
     model = fit_with_progress(args, model, X)
     base = [os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p)
             if len({os.path.basename(q) for q in data["left"]}) < len(data["left"])

@@ -26,7 +26,7 @@ import numpy as np
 logger = logging.getLogger("neurospca")
 
 __all__ = ["encode_png", "png_data_uri", "digest", "image_digest", "FigureCache",
-           "VolumeCanvas", "SurfaceCanvas", "ReportCanvases", "component_figure",
+           "VolumeCanvas", "SurfaceCanvas", "ReportCanvases", "cached_uri", "component_figure",
            "component_images", "PARALLEL_MIN_FIGURES"]
 
 #: margin kept around the ink when cropping, in inches (as savefig's pad_inches)
@@ -142,7 +142,18 @@ class FigureCache:
         self.misses = 0
 
     def get(self, key):
-        """The cached data URI of ``key`` (str) or None."""
+        """The cached data URI of ``key``.
+
+        Parameters
+        ----------
+        key : str
+            A content hash (:func:`digest`).
+
+        Returns
+        -------
+        str or None
+            None when the figure is not cached.
+        """
         uri = self._items.get(key)
         if uri is None:
             self.misses += 1
@@ -152,7 +163,19 @@ class FigureCache:
         return uri
 
     def put(self, key, uri):
-        """Store ``uri`` (str) under ``key`` (str)."""
+        """Store a figure.
+
+        Parameters
+        ----------
+        key : str
+            A content hash (:func:`digest`).
+        uri : str
+            The figure's data URI.
+
+        Returns
+        -------
+        None
+        """
         self._items[key] = uri
         self._items.move_to_end(key)
         while len(self._items) > self.max_items:
@@ -160,6 +183,18 @@ class FigureCache:
 
     def __len__(self):
         return len(self._items)
+
+
+def cached_uri(cache, parts, draw):
+    """``draw()`` (a data URI), or the one ``cache`` holds for ``parts`` (hashed)."""
+    if cache is None:
+        return draw()
+    key = digest(*parts)
+    uri = cache.get(key)
+    if uri is None:
+        uri = draw()
+        cache.put(key, uri)
+    return uri
 
 
 def image_digest(img):

@@ -40,6 +40,7 @@ __all__ = [
 INSTALL_HINT = 'install the report extra: pip install "neurospca[report]"'
 CMAP = "cold_hot"
 _PYVISTA_OK = None
+_PROBE_RUN = None  # a probe started ahead by start_pyvista_probe (subprocess.Popen)
 
 _PROBE = """
 import os
@@ -206,6 +207,37 @@ def surface_background(coords, faces):
     return np.clip(conv / scale, -1, 1) if scale > 0 else conv
 
 
+def start_pyvista_probe():
+    """Start the probe of :func:`pyvista_available` in the background (returns at once).
+
+    A command that will draw surfaces calls this before its fit, so that the
+    probe (a new interpreter importing VTK and rendering: seconds) runs while
+    the model is fitted; :func:`pyvista_available` then only collects it.
+
+    Returns
+    -------
+    None
+    """
+    global _PROBE_RUN
+    if _PYVISTA_OK is not None or _PROBE_RUN is not None or not _pyvista_installed():
+        return
+    env = dict(os.environ)
+    env.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
+    try:
+        _PROBE_RUN = subprocess.Popen([sys.executable, "-c", _PROBE], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, env=env, text=True)
+    except OSError:
+        _PROBE_RUN = None
+
+
+def _pyvista_installed():
+    if os.environ.get("NEUROSPCA_NO_PYVISTA"):
+        return False
+    import importlib.util
+
+    return importlib.util.find_spec("pyvista") is not None
+
+
 def pyvista_available():
     """Whether pyvista can render off-screen here (probed once, in a subprocess).
 
@@ -215,23 +247,22 @@ def pyvista_available():
     -------
     bool
     """
-    global _PYVISTA_OK
+    global _PYVISTA_OK, _PROBE_RUN
     if _PYVISTA_OK is None:
-        if os.environ.get("NEUROSPCA_NO_PYVISTA"):
+        if not _pyvista_installed():
             _PYVISTA_OK = False
             return False
+        start_pyvista_probe()
+        run, _PROBE_RUN = _PROBE_RUN, None
         try:
-            import importlib.util
-
-            if importlib.util.find_spec("pyvista") is None:
-                _PYVISTA_OK = False
-                return False
-            env = dict(os.environ)
-            env.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
-            res = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True,
-                                 timeout=120, env=env, text=True)
-            _PYVISTA_OK = res.returncode == 0 and "ok" in res.stdout
+            if run is None:
+                raise OSError("the probe did not start")
+            out, _ = run.communicate(timeout=120)
+            _PYVISTA_OK = run.returncode == 0 and "ok" in out
         except (OSError, subprocess.SubprocessError):
+            if run is not None:
+                run.kill()
+                run.communicate()
             _PYVISTA_OK = False
         if not _PYVISTA_OK:
             logger.info("pyvista off-screen rendering unavailable; using matplotlib.")

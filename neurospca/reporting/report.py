@@ -32,7 +32,7 @@ from ..surface import Hemispheres
 from . import anatomy, plotting
 from .anatomy import load_atlas
 from ._methods import atlas_description, methods_text, penalties, weights_text
-from ._render import component_images
+from ._render import cached_uri, component_images
 from ._tables import Text, caption_text, cells, certified_view, cluster_note, cluster_rows, \
     convergence_status, fmt, peak_text, per_component, selection_table, space_rows, \
     uncertain_text
@@ -115,10 +115,11 @@ def _loading_note(space, surface_coords):
     return "Unit-norm loadings against the feature index, in the order fitted."
 
 
-def _variance_figure(evr, pca_evr, n_components, dpi):
+def _variance_figure(evr, pca_evr, n_components, dpi, cache=None):
     """(image, note) of the explained variance, beside PCA's when the model stores it."""
-    image = plotting.figure_to_data_uri(plotting.plot_explained_variance(evr, pca_evr),
-                                        dpi=dpi)
+    image = cached_uri(cache, ("variance", evr, pca_evr, dpi),
+                       lambda: plotting.figure_to_data_uri(
+                           plotting.plot_explained_variance(evr, pca_evr), dpi=dpi))
     total = fmt(100 * float(np.nansum(evr)), '.2f')
     if pca_evr is not None:
         note = ("Adjusted explained variance of the components (scores orthogonalised by QR, "
@@ -133,13 +134,14 @@ def _variance_figure(evr, pca_evr, n_components, dpi):
     return image, note
 
 
-def _convergence_figure(estimator, tol, dpi):
+def _convergence_figure(estimator, tol, dpi, cache=None):
     """(image, note) of the gaps against solver iterations (relative gaps and tol when
     the model stores them)."""
     rel_hist = getattr(estimator, "rel_gap_history_", None)
     if rel_hist is not None:
-        image = plotting.figure_to_data_uri(plotting.plot_convergence(rel_hist, tol=tol),
-                                            dpi=dpi)
+        image = cached_uri(cache, ("convergence", rel_hist, tol, dpi),
+                           lambda: plotting.figure_to_data_uri(
+                               plotting.plot_convergence(rel_hist, tol=tol), dpi=dpi))
         return image, ("Relative duality gap (certified gap over the objective at zero) of "
                        "the v-steps against cumulative solver iterations, one line per "
                        "component. Each v-step stops once its relative gap is at most tol "
@@ -453,8 +455,9 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     loading_note = _loading_note(space, surface_coords)
     scores_image = ("" if scores is None else
                     plotting.figure_to_data_uri(plotting.plot_scores(scores), dpi=dpi))
-    variance_image, variance_note = _variance_figure(evr, pca_evr, n_components, dpi)
-    convergence_image, convergence_note = _convergence_figure(estimator, tol, dpi)
+    variance_image, variance_note = _variance_figure(evr, pca_evr, n_components, dpi,
+                                                     figure_cache)
+    convergence_image, convergence_note = _convergence_figure(estimator, tol, dpi, figure_cache)
 
     timings = []
     if hasattr(estimator, "fit_time_"):
