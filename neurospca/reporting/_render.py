@@ -233,7 +233,8 @@ def default_background():
         from nilearn.datasets import load_mni152_template
 
         template = load_mni152_template(resolution=1)
-        data = np.asarray(template.get_fdata(dtype=np.float32))
+        # a copy: nilearn may hand out a cached array, which must stay as it is
+        data = np.array(template.get_fdata(dtype=np.float32), copy=True)
         data[data <= np.finfo(np.float32).eps] = data.max()
         _BACKGROUND.append(nib.Nifti1Image(data, template.affine))
     return _BACKGROUND[0]
