@@ -23,7 +23,9 @@ neurospca``), ``first use`` (the names used: ``ImageSPCATV``,
 ``load_surface_image``: scikit-learn, nibabel, nilearn), ``load`` (the files
 into memory), ``mask``, ``select + fit`` (the default model, ``alpha_rel="auto"``),
 ``report``; then, outside the timeline, ``fit (alpha known)``: the same model
-refitted at the chosen ``alpha_`` (so ``select`` ~ ``select + fit`` - this).
+refitted at the chosen ``alpha_`` (so ``select`` ~ ``select + fit`` - this), the
+time of each component figure (the report's log) and ``report again``: a second
+``generate_report()`` of the same model (a redraw).
 
 The components of each run are saved (``.npy``) and compared between checkouts:
 ``--compare`` prints the largest absolute difference of the unit loadings.
@@ -114,9 +116,22 @@ stages["mask"] = time.perf_counter() - t
 t = time.perf_counter()
 model._fit_matrix(X)
 stages["select + fit"] = time.perf_counter() - t
+import logging, re
+drawn = []
+class _Figures(logging.Handler):
+    def emit(self, record):
+        m = re.match(r"report: [Cc]omponent \d+ drawn in ([\d.]+) s", record.getMessage())
+        if m:
+            drawn.append(float(m.group(1)))
+log = logging.getLogger("neurospca")
+log.addHandler(_Figures())
+log.setLevel(logging.INFO)
 t = time.perf_counter()
 model.generate_report().save_as_html(os.path.join(out, f"{label}_{scenario}.html"))
 stages["report"] = time.perf_counter() - t
+t = time.perf_counter()
+model.generate_report()
+again = time.perf_counter() - t
 import numpy as np
 np.save(os.path.join(out, f"{label}_{scenario}_components.npy"), model.components_)
 refit = ImageSPCATV(3, alpha=model.estimator_.alpha_)
@@ -124,6 +139,8 @@ refit._prepare(img, None)
 t = time.perf_counter()
 refit._fit_matrix(X)
 extra = {"fit (alpha known)": time.perf_counter() - t,
+         "component figures (s each)": [round(x, 2) for x in drawn],
+         "report again (same model)": again,
          "shape": list(X.shape), "alpha_rel_": float(model.estimator_.alpha_rel_)}
 print(json.dumps({"stages": stages, "extra": extra}))
 '''
