@@ -18,10 +18,12 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from neurospca import SPCATV, VolumeMasker, icosphere, tv_from_hemispheres  # noqa: E402
+from neurospca import SPCATV, icosphere, tv_from_hemispheres  # noqa: E402
 from neurospca.reporting import FigureCache, make_report, plotting  # noqa: E402
 from neurospca.reporting import _render  # noqa: E402
 from neurospca.reporting.images import loadings_to_nifti  # noqa: E402
+
+from .test_reporting import volume_model  # noqa: E402,F401  (the fitted volume fixture)
 
 
 def _pixels(png):
@@ -34,24 +36,6 @@ def _uri_pixels(uri):
 
 def _images(html):
     return re.findall(r'<img src="(data:image/png;base64,[^"]+)" alt="([^"]+)"', html)
-
-
-@pytest.fixture(scope="module")
-def volume_model():
-    rng = np.random.default_rng(0)
-    mask = np.zeros((12, 14, 11), dtype=bool)
-    mask[2:10, 2:12, 2:9] = True
-    affine = np.diag([4.0, 4.0, 4.0, 1.0])
-    affine[:3, 3] = [-24, -30, -20]
-    masker = VolumeMasker(nib.Nifti1Image(mask.astype(np.uint8), affine))
-    ijk = np.argwhere(mask)
-    patterns = [np.exp(-((ijk - c) ** 2).sum(1) / 3.0) for c in ([4, 5, 4], [7, 9, 6])]
-    X = (rng.standard_normal((30, 2)) * [3, 2]) @ np.array(patterns)
-    X += 0.3 * rng.standard_normal(X.shape)
-    model = SPCATV(2, alpha=0.2, l1_ratio=0.1, tv_ratio=0.3, operator=masker.operator(),
-                   tol=1e-2).fit(X)
-    bg = nib.Nifti1Image(mask.astype(np.float32), affine)
-    return model, masker, bg
 
 
 # --------------------------------------------------------------------------

@@ -415,11 +415,18 @@ class ReportCanvases:
 
     def surface(self, meshes):
         """The report's :class:`SurfaceCanvas` (pyvista engine only; None otherwise)."""
-        from .plotting import pyvista_available
+        import importlib
+
+        from .plotting import _pyvista_installed, pyvista_available, start_pyvista_probe
 
         engine = self.engine
-        if engine == "auto":
+        if engine == "auto" and self._surface is None:
+            start_pyvista_probe()  # (a no-op once probed) and, while it runs, import
+            if _pyvista_installed():  # pyvista here: importing is safe, rendering may not be
+                importlib.import_module("pyvista")
             engine = "pyvista" if pyvista_available() else "matplotlib"
+        elif engine == "auto":
+            engine = "pyvista"
         if engine != "pyvista":
             return None
         if self._surface is None:

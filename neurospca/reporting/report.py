@@ -276,6 +276,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         raise ValueError("atlas needs a brain space: pass space= (a VolumeMasker or a "
                          "Hemispheres) with atlas=.")
     t_start = time.perf_counter()
+    if isinstance(space, Hemispheres) and meshes is not None and engine == "auto":
+        plotting.start_pyvista_probe()  # runs while the tables are made
     env = _jinja_env()
     atlas_obj = None if atlas is None else load_atlas(atlas, space, atlas_labels)
     hemi_coords = None
