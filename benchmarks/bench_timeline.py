@@ -27,6 +27,10 @@ refitted at the chosen ``alpha_`` (so ``select`` ~ ``select + fit`` - this), the
 time of each component figure (the report's log) and ``report again``: a second
 ``generate_report()`` of the same model (a redraw).
 
+Each stage has its wall time and its CPU time (this process, all threads, plus
+the children it waited for, e.g. the pyvista probe): on a shared machine the CPU
+column moves much less with the load than the wall column.
+
 The components of each run are saved (``.npy``) and compared between checkouts:
 ``--compare`` prints the largest absolute difference of the unit loadings.
 
@@ -89,18 +93,24 @@ def make_inputs(out):
 # --------------------------------------------------------------------------
 
 _DRIVER = r'''
-import json, os, sys, time, warnings
-t = time.perf_counter()
+import json, os, resource, sys, time, warnings
+def clock():  # (wall, CPU of this process and of the children it waited for)
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter(), time.process_time() + r.ru_utime + r.ru_stime
+stages, cpu = {}, {}
+def done(name, start):
+    now = clock()
+    stages[name], cpu[name] = now[0] - start[0], now[1] - start[1]
+    return clock()
+t = clock()
 import neurospca
-stages = {"import": time.perf_counter() - t}
+t = done("import", t)
 scenario, out, label = sys.argv[1], sys.argv[2], sys.argv[3]
 warnings.simplefilter("ignore")
-t = time.perf_counter()
 ImageSPCATV = neurospca.ImageSPCATV
 if scenario == "surface":
     load_surface_image = neurospca.load_surface_image
-stages["first use"] = time.perf_counter() - t
-t = time.perf_counter()
+t = done("first use", t)
 if scenario == "nifti":
     import nibabel as nib
     img = nib.load(os.path.join(out, "maps.nii.gz"))
@@ -108,14 +118,12 @@ if scenario == "nifti":
 else:
     img = load_surface_image(*(os.path.join(out, f) for f in (
         "lh.maps.mgh", "rh.maps.mgh", "lh.pial.gii", "rh.pial.gii")))
-stages["load"] = time.perf_counter() - t
+t = done("load", t)
 model = ImageSPCATV(3)
-t = time.perf_counter()
 X = model._prepare(img, None)
-stages["mask"] = time.perf_counter() - t
-t = time.perf_counter()
+t = done("mask", t)
 model._fit_matrix(X)
-stages["select + fit"] = time.perf_counter() - t
+t = done("select + fit", t)
 import logging, re
 drawn = []
 class _Figures(logging.Handler):
@@ -126,23 +134,22 @@ class _Figures(logging.Handler):
 log = logging.getLogger("neurospca")
 log.addHandler(_Figures())
 log.setLevel(logging.INFO)
-t = time.perf_counter()
+t = clock()
 model.generate_report().save_as_html(os.path.join(out, f"{label}_{scenario}.html"))
-stages["report"] = time.perf_counter() - t
-t = time.perf_counter()
+t = done("report", t)
+first = list(drawn)
 model.generate_report()
-again = time.perf_counter() - t
+t = done("report again", t)
 import numpy as np
 np.save(os.path.join(out, f"{label}_{scenario}_components.npy"), model.components_)
 refit = ImageSPCATV(3, alpha=model.estimator_.alpha_)
 refit._prepare(img, None)
-t = time.perf_counter()
+t = clock()
 refit._fit_matrix(X)
-extra = {"fit (alpha known)": time.perf_counter() - t,
-         "component figures (s each)": [round(x, 2) for x in drawn],
-         "report again (same model)": again,
+done("fit (alpha known)", t)
+extra = {"component figures (s each)": [round(x, 2) for x in first],
          "shape": list(X.shape), "alpha_rel_": float(model.estimator_.alpha_rel_)}
-print(json.dumps({"stages": stages, "extra": extra}))
+print(json.dumps({"stages": stages, "cpu": cpu, "extra": extra}))
 '''
 
 
@@ -153,15 +160,22 @@ def _env(repo):
 
 def run_driver(repo, scenario, out, label):
     """Stages (seconds) of one scenario on ``repo``."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     res = subprocess.run([sys.executable, "-c", _DRIVER, scenario, out, label],
                          env=_env(repo), capture_output=True, text=True, cwd=out, check=False)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if res.returncode:
         raise RuntimeError(f"{scenario} on {repo} failed:\n{res.stderr[-3000:]}")
     result = json.loads(res.stdout.strip().splitlines()[-1])
-    result["wall"] = wall
+    result["wall"], result["cpu_total"] = wall, cpu
     return result
+
+
+def _children_cpu():
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def _seconds(lines, prefix, pattern):
@@ -178,10 +192,10 @@ def _seconds(lines, prefix, pattern):
 def run_demo(repo, out, label):
     """Stages of ``neurospca demo`` (from its progress lines) and its wall time."""
     folder = os.path.join(out, f"{label}_demo")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     res = subprocess.run([sys.executable, "-m", "neurospca.cli", "demo", "-o", folder],
                          env=_env(repo), capture_output=True, text=True, cwd=out, check=False)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if res.returncode:
         raise RuntimeError(f"demo on {repo} failed:\n{res.stderr[-3000:]}")
     lines = [ln.strip() for ln in res.stderr.splitlines()]
@@ -195,7 +209,7 @@ def run_demo(repo, out, label):
     with np.load(os.path.join(folder, "model.npz"), allow_pickle=False) as z:
         key = next(k for k in z.files if k.endswith("components_"))
         np.save(os.path.join(out, f"{label}_demo_components.npy"), z[key])
-    return {"stages": stages, "extra": {}, "wall": wall}
+    return {"stages": stages, "extra": {}, "wall": wall, "cpu_total": cpu}
 
 
 # --------------------------------------------------------------------------
@@ -203,16 +217,23 @@ def run_demo(repo, out, label):
 # --------------------------------------------------------------------------
 
 
+TIMELINE = ("import", "first use", "load", "load (generate)", "mask", "mask + write",
+            "select + fit", "report")
+
+
 def print_table(results):
     for scenario, res in results.items():
-        print(f"\n{scenario} (wall {res['wall']:.2f} s)")
-        print("| stage | seconds | share |")
-        print("|---|---:|---:|")
-        total = sum(res["stages"].values())
+        print(f"\n{scenario} (wall {res['wall']:.2f} s, CPU {res.get('cpu_total', 0):.2f} s)")
+        print("| stage | wall (s) | share | CPU (s) |")
+        print("|---|---:|---:|---:|")
+        total = sum(v for k, v in res["stages"].items() if k in TIMELINE)
         for stage, sec in res["stages"].items():
-            print(f"| {stage} | {sec:.2f} | {100 * sec / total:.0f} % |")
+            share = f"{100 * sec / total:.0f} %" if stage in TIMELINE else "(outside)"
+            cpu = res.get("cpu", {}).get(stage)
+            print(f"| {stage} | {sec:.2f} | {share} | "
+                  f"{'-' if cpu is None else format(cpu, '.2f')} |")
         for key, value in res["extra"].items():
-            print(f"| ({key}) | {value if not isinstance(value, float) else round(value, 3)} | |")
+            print(f"| ({key}) | {value} | | |")
 
 
 def compare(out, labels):
