@@ -128,9 +128,10 @@ import logging, re
 drawn = []
 class _Figures(logging.Handler):
     def emit(self, record):
-        m = re.match(r"report: [Cc]omponent \d+ drawn in ([\d.]+) s", record.getMessage())
+        m = re.match(r"report: [Cc]omponent \d+ drawn in ([\d.]+) s(?: \(CPU ([\d.]+) s\))?",
+                     record.getMessage())
         if m:
-            drawn.append(float(m.group(1)))
+            drawn.append(m.group(1) + ("" if m.group(2) is None else f" (CPU {m.group(2)})"))
 log = logging.getLogger("neurospca")
 log.addHandler(_Figures())
 log.setLevel(logging.INFO)
@@ -147,7 +148,7 @@ refit._prepare(img, None)
 t = clock()
 refit._fit_matrix(X)
 done("fit (alpha known)", t)
-extra = {"component figures (s each)": [round(x, 2) for x in first],
+extra = {"component figures (s each)": ", ".join(first),
          "shape": list(X.shape), "alpha_rel_": float(model.estimator_.alpha_rel_)}
 print(json.dumps({"stages": stages, "cpu": cpu, "extra": extra}))
 '''

@@ -329,7 +329,11 @@ class SurfaceCanvas:
 
     def __init__(self, meshes, size=(420, 320)):
         os.environ.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
-        import pyvista as pv
+        try:
+            import pyvista as pv
+        except ImportError:
+            raise ImportError('engine="pyvista" needs pyvista: pip install '
+                              '"neurospca[plotting]", or use engine="matplotlib".') from None
 
         pv.OFF_SCREEN = True
         self.size = size
@@ -514,11 +518,11 @@ def _draw_chunk(ks, comps, space, meshes, surface_maps, bg_maps, bg_img, engine,
     out = []
     try:
         for k, comp in zip(ks, comps):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out.append(component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img,
                                         engine, canvases))
-            logger.info("report: component %d drawn in %.2f s", k + 1,
-                        time.perf_counter() - t0)
+            logger.info("report: component %d drawn in %.2f s (CPU %.2f s)", k + 1,
+                        time.perf_counter() - t0, time.process_time() - c0)
     finally:
         canvases.close()
     return out

@@ -285,15 +285,9 @@ def _vertex_colors(values, bg, vmax, threshold, cmap):
 
 
 def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas=None):
-    try:
-        if canvas is None:
-            canvas = SurfaceCanvas(meshes)
-            owned = True
-        else:
-            owned = False
-    except ImportError:
-        raise ImportError('engine="pyvista" needs pyvista: pip install "neurospca[plotting]", '
-                          'or use engine="matplotlib".') from None
+    owned = canvas is None
+    if owned:
+        canvas = SurfaceCanvas(meshes)  # an ImportError with the install hint without pyvista
     colors = {h: _vertex_colors(maps[h], bgs.get(h), vmax, threshold, cmap)
               for h in ("left", "right")}
     try:
