@@ -199,3 +199,21 @@ def test_pyvista_probe_started_ahead_gives_the_same_answer(monkeypatch):
     assert plotting._PROBE_RUN is None  # collected
     monkeypatch.setattr(plotting, "_PYVISTA_OK", None)
     assert plotting.pyvista_available() is ahead
+
+
+def test_space_hash_tells_apart_what_changes_the_drawing(volume_model):
+    _, masker, _ = volume_model
+    coords, faces = icosphere(2)
+    full = np.ones(coords.shape[0], dtype=bool)
+    first, last = full.copy(), full.copy()
+    first[:5], last[-5:] = False, False
+    # the same number of columns, mapped to other vertices: another figure
+    _, h1 = tv_from_hemispheres((coords, faces), (coords, faces), first, full)
+    _, h2 = tv_from_hemispheres((coords, faces), (coords, faces), last, full)
+    assert h1.n_features == h2.n_features
+    meshes = {"left": (coords, faces), "right": (coords, faces)}
+    key = [_render.digest(_render._space_parts(h, meshes)) for h in (h1, h2)]
+    assert key[0] != key[1]
+    moved = {"left": (coords * 1.01, faces), "right": (coords, faces)}
+    assert _render.digest(_render._space_parts(h1, moved)) != key[0]
+    assert _render.digest(_render._space_parts(masker, None)) not in key

@@ -463,6 +463,9 @@ def _space_parts(space, meshes):
     mask_img = getattr(space, "mask_img", None)
     if mask_img is not None:
         parts += [np.asanyarray(mask_img.dataobj), np.asarray(mask_img.affine)]
+    vertices = getattr(space, "vertices", None)  # Hemispheres: which vertex each column is
+    if vertices is not None:
+        parts += [tuple(np.asarray(v) for v in vertices), tuple(space.n_vertices)]
     if meshes is not None:
         parts.append({str(k): (tuple(np.asarray(a) for a in v) if isinstance(v, tuple)
                                else np.asarray(v)) for k, v in meshes.items()})
