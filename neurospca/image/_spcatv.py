@@ -710,7 +710,7 @@ class ImageSPCATV(BaseEstimator):
         neurospca.reporting.HTMLReport
         """
         self._check_fitted()
-        from ..reporting import HTMLReport, make_report
+        from ..reporting import FigureCache, HTMLReport, make_report
 
         extras = {k: v for k, v in (("atlas", atlas), ("atlas_labels", atlas_labels),
                                     ("selection", selection), ("command", command),
@@ -726,9 +726,12 @@ class ImageSPCATV(BaseEstimator):
                 meshes[f"bg_{h}"] = surface_background(*self.meshes_[h])
         if getattr(self, "study_", None) is not None:
             extras["study"] = self._study_state()
+        if getattr(self, "_figure_cache", None) is None:  # redraws reuse unchanged figures
+            self._figure_cache = FigureCache()
         html = make_report(self.estimator_, self.space_, meshes=meshes,
                            title="neurospca report" if title is None else title,
-                           data_description=self._data_description(), **extras)
+                           data_description=self._data_description(),
+                           figure_cache=self._figure_cache, **extras)
         return HTMLReport(html)
 
     def _data_description(self):

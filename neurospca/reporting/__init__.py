@@ -4,6 +4,7 @@ matplotlib, nilearn, jinja2 and pyvista are imported only when a figure or a
 report is made (``pip install "neurospca[report]"``).
 """
 
+from ._render import FigureCache
 from .anatomy import cluster_table, load_atlas, peak_coordinates
 from .images import loadings_to_nifti, loadings_to_surface, save_loadings
 from .plotting import (
@@ -18,6 +19,7 @@ from .plotting import (
 from .report import HTMLReport, component_scores, library_versions, make_report, save_report
 
 __all__ = [
+    "FigureCache",
     "HTMLReport",
     "cluster_table",
     "component_scores",

@@ -13,8 +13,6 @@ install hint when missing (``pip install "neurospca[report]"``).
   surface plots are used.
 """
 
-import base64
-import io
 import logging
 import os
 import subprocess
@@ -22,6 +20,8 @@ import sys
 
 import numpy as np
 import scipy.sparse as sp
+
+from ._render import SurfaceCanvas, VolumeCanvas, encode_png, png_data_uri
 
 logger = logging.getLogger("neurospca")
 
@@ -40,6 +40,7 @@ __all__ = [
 INSTALL_HINT = 'install the report extra: pip install "neurospca[report]"'
 CMAP = "cold_hot"
 _PYVISTA_OK = None
+_PROBE_RUN = None  # a probe started ahead by start_pyvista_probe (subprocess.Popen)
 
 _PROBE = """
 import os
@@ -78,6 +79,9 @@ def _nilearn_plotting():
 def figure_to_png(fig, dpi=80):
     """PNG bytes of a matplotlib figure (the figure is closed).
 
+    One Agg draw, the white margins cropped (as ``bbox_inches="tight"``) and a
+    fast PNG writer (:func:`neurospca.reporting._render.encode_png`).
+
     Parameters
     ----------
     fig : matplotlib.figure.Figure
@@ -87,18 +91,13 @@ def figure_to_png(fig, dpi=80):
     -------
     bytes
     """
-    plt = _pyplot()
-    buf = io.BytesIO()
-    try:
-        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    finally:
-        plt.close(fig)
-    return buf.getvalue()
+    _pyplot()
+    return encode_png(fig, dpi)
 
 
 def figure_to_data_uri(fig, dpi=80):
     """``data:image/png;base64,...`` URI of a figure (embedded in the HTML report)."""
-    return "data:image/png;base64," + base64.b64encode(figure_to_png(fig, dpi)).decode("ascii")
+    return png_data_uri(figure_to_png(fig, dpi))
 
 
 def _symmetric_scale(values):
@@ -125,7 +124,7 @@ def _empty_figure(title, message, figsize=(8, 2)):
 # --------------------------------------------------------------------------
 
 
-def plot_volume_component(img, title=None, *, bg_img=None, cmap=None):
+def plot_volume_component(img, title=None, *, bg_img=None, cmap=None, canvas=None):
     """Stat-map slices (through the peak) and a glass brain of one loading map.
 
     Parameters
@@ -138,6 +137,10 @@ def plot_volume_component(img, title=None, *, bg_img=None, cmap=None):
         MNI152 template).
     cmap : str or matplotlib colormap, optional
         Default nilearn's ``"cold_hot"``.
+    canvas : VolumeCanvas, optional
+        A figure to draw into whose glass-brain outlines are already drawn
+        (the report draws every component into one; its ``cmap`` is used).
+        Default: a new figure.
 
     Returns
     -------
@@ -146,8 +149,6 @@ def plot_volume_component(img, title=None, *, bg_img=None, cmap=None):
         half the smallest non-zero magnitude); the colour scale is symmetric
         about zero.
     """
-    plt = _pyplot()
-    plotting = _nilearn_plotting()
     import nibabel as nib
 
     data = np.asanyarray(img.dataobj)
@@ -161,21 +162,9 @@ def plot_volume_component(img, title=None, *, bg_img=None, cmap=None):
         return _empty_figure(title, "this component is identically zero")
     peak = np.unravel_index(np.argmax(np.abs(data)), data.shape)
     cut = img.affine[:3, :3] @ np.asarray(peak, dtype=np.float64) + img.affine[:3, 3]
-    fig = plt.figure(figsize=(11, 3.2))
-    ax1 = fig.add_axes([0.0, 0.0, 0.5, 0.9])
-    ax2 = fig.add_axes([0.5, 0.0, 0.5, 0.9])
-    kwargs = {} if bg_img is None else {"bg_img": bg_img}
-    cmap = CMAP if cmap is None else cmap
-    plotting.plot_stat_map(img, cut_coords=tuple(cut), display_mode="ortho", axes=ax1,
-                           figure=fig, threshold=threshold, vmax=vmax, cmap=cmap,
-                           symmetric_cbar=True, colorbar=True, draw_cross=False,
-                           annotate=True, **kwargs)
-    plotting.plot_glass_brain(img, display_mode="lzr", axes=ax2, figure=fig,
-                              threshold=threshold, vmax=vmax, cmap=cmap, plot_abs=False,
-                              symmetric_cbar=True, colorbar=True)
-    if title:
-        fig.suptitle(title, fontsize=12)
-    return fig
+    if canvas is None:
+        canvas = VolumeCanvas(CMAP if cmap is None else cmap)
+    return canvas.draw(img, cut, vmax, threshold, bg_img=bg_img, title=title)
 
 
 # --------------------------------------------------------------------------
@@ -218,6 +207,37 @@ def surface_background(coords, faces):
     return np.clip(conv / scale, -1, 1) if scale > 0 else conv
 
 
+def start_pyvista_probe():
+    """Start the probe of :func:`pyvista_available` in the background (returns at once).
+
+    A command that will draw surfaces calls this before its fit, so that the
+    probe (a new interpreter importing VTK and rendering: seconds) runs while
+    the model is fitted; :func:`pyvista_available` then only collects it.
+
+    Returns
+    -------
+    None
+    """
+    global _PROBE_RUN
+    if _PYVISTA_OK is not None or _PROBE_RUN is not None or not _pyvista_installed():
+        return
+    env = dict(os.environ)
+    env.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
+    try:
+        _PROBE_RUN = subprocess.Popen([sys.executable, "-c", _PROBE], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, env=env, text=True)
+    except OSError:
+        _PROBE_RUN = None
+
+
+def _pyvista_installed():
+    if os.environ.get("NEUROSPCA_NO_PYVISTA"):
+        return False
+    import importlib.util
+
+    return importlib.util.find_spec("pyvista") is not None
+
+
 def pyvista_available():
     """Whether pyvista can render off-screen here (probed once, in a subprocess).
 
@@ -227,23 +247,22 @@ def pyvista_available():
     -------
     bool
     """
-    global _PYVISTA_OK
+    global _PYVISTA_OK, _PROBE_RUN
     if _PYVISTA_OK is None:
-        if os.environ.get("NEUROSPCA_NO_PYVISTA"):
+        if not _pyvista_installed():
             _PYVISTA_OK = False
             return False
+        start_pyvista_probe()
+        run, _PROBE_RUN = _PROBE_RUN, None
         try:
-            import importlib.util
-
-            if importlib.util.find_spec("pyvista") is None:
-                _PYVISTA_OK = False
-                return False
-            env = dict(os.environ)
-            env.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
-            res = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True,
-                                 timeout=120, env=env, text=True)
-            _PYVISTA_OK = res.returncode == 0 and "ok" in res.stdout
+            if run is None:
+                raise OSError("the probe did not start")
+            out, _ = run.communicate(timeout=120)
+            _PYVISTA_OK = run.returncode == 0 and "ok" in out
         except (OSError, subprocess.SubprocessError):
+            if run is not None:
+                run.kill()
+                run.communicate()
             _PYVISTA_OK = False
         if not _PYVISTA_OK:
             logger.info("pyvista off-screen rendering unavailable; using matplotlib.")
@@ -265,43 +284,17 @@ def _vertex_colors(values, bg, vmax, threshold, cmap):
     return (rgb * 255).astype(np.uint8)
 
 
-def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, size=(420, 320)):
-    os.environ.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
+def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas=None):
+    owned = canvas is None
+    if owned:
+        canvas = SurfaceCanvas(meshes)  # an ImportError with the install hint without pyvista
+    colors = {h: _vertex_colors(maps[h], bgs.get(h), vmax, threshold, cmap)
+              for h in ("left", "right")}
     try:
-        import pyvista as pv
-    except ImportError:
-        raise ImportError('engine="pyvista" needs pyvista: pip install "neurospca[plotting]", '
-                          'or use engine="matplotlib".') from None
-    pv.OFF_SCREEN = True
-    shots = []
-    for hemi in ("left", "right"):
-        coords, faces = meshes[hemi]
-        cells = np.hstack([np.full((faces.shape[0], 1), 3), faces]).astype(np.int64).ravel()
-        mesh = pv.PolyData(np.asarray(coords, dtype=np.float64), cells)
-        mesh.point_data["rgb"] = _vertex_colors(maps[hemi], bgs.get(hemi), vmax, threshold,
-                                                cmap)
-        plotter = pv.Plotter(off_screen=True, window_size=size)
-        try:
-            plotter.set_background("white")
-            plotter.add_mesh(mesh, scalars="rgb", rgb=True, smooth_shading=True)
-            plotter.enable_parallel_projection()
-            lo, hi = mesh.points.min(axis=0), mesh.points.max(axis=0)
-            center = (lo + hi) / 2
-            # the same scale for every view, fitting the y (front-back) and z extents
-            scale = 0.5 * max(hi[2] - lo[2], (hi[1] - lo[1]) * size[1] / size[0]) * 1.05
-            plotter.show(auto_close=False)  # the first render resets the camera: do it now
-            for h, _, direction in _VIEWS:
-                if h != hemi:
-                    continue
-                plotter.view_vector(direction, viewup=(0, 0, 1))
-                plotter.camera.focal_point = tuple(center)
-                plotter.camera.position = tuple(center + 4 * float(np.max(hi - lo))
-                                                * np.asarray(direction, dtype=np.float64))
-                plotter.camera.parallel_scale = scale
-                plotter.reset_camera_clipping_range()
-                shots.append(plotter.screenshot(return_img=True))
-        finally:
-            plotter.close()
+        shots = canvas.shots(colors, _VIEWS)
+    finally:
+        if owned:
+            canvas.close()
     # crop the white margins, with one box for all views so that scales stay equal
     ink = np.zeros(shots[0].shape[:2], dtype=bool)
     for shot in shots:
@@ -314,7 +307,7 @@ def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, size=(420, 320)):
 
 
 def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="auto",
-                           cmap=None):
+                           cmap=None, canvas=None):
     """Lateral and medial views of one loading on both hemispheres.
 
     Parameters
@@ -334,6 +327,9 @@ def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="au
         matplotlib surface plots.
     cmap : str or matplotlib colormap, optional
         Default nilearn's ``"cold_hot"``.
+    canvas : SurfaceCanvas, optional
+        pyvista plotters of these ``meshes`` built once (the report draws
+        every component with one); used by the pyvista engine only.
 
     Returns
     -------
@@ -372,7 +368,7 @@ def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="au
         engine = "pyvista" if pyvista_available() else "matplotlib"
     fig = plt.figure(figsize=(11, 3.0))
     if engine == "pyvista":
-        shots = _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap)
+        shots = _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas)
         for i, ((hemi, view, _), shot) in enumerate(zip(_VIEWS, shots)):
             ax = fig.add_axes([i * 0.225, 0.0, 0.225, 0.9])
             ax.imshow(shot)

@@ -26,13 +26,14 @@ import numpy as np
 
 from .._utils.io import atomic_write
 from ..decomposition import STABILITY_THRESHOLD
-from ..masking import VolumeMasker, unmask
+from ..masking import VolumeMasker
 from ..operators import GroupOperator
 from ..surface import Hemispheres
 from . import anatomy, plotting
 from .anatomy import load_atlas
 from ._findings import findings_section, n_components_section
 from ._methods import atlas_description, methods_text, penalties, weights_text
+from ._render import cached_uri, component_images
 from ._tables import Text, caption_text, cells, certified_view, cluster_note, cluster_rows, \
     convergence_status, fmt, peak_text, per_component, selection_table, space_rows, \
     uncertain_text
@@ -98,24 +99,6 @@ def component_scores(estimator):
     return scores * np.asarray(estimator.singular_values_, dtype=np.float64)[None, :]
 
 
-def _component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engine, dpi):
-    if isinstance(space, VolumeMasker):
-        fig = plotting.plot_volume_component(unmask(comp, space.mask_img), None, bg_img=bg_img)
-    elif surface_maps is not None:
-        maps = {h: surface_maps[h][:, k] for h in ("left", "right")}
-        fig = plotting.plot_surface_component(maps, meshes, None, bg_maps=bg_maps, engine=engine)
-    elif isinstance(space, Hemispheres):
-        return None
-    else:
-        plt = plotting._pyplot()
-        fig, ax = plt.subplots(figsize=(8, 2.2))
-        ax.plot(comp, lw=0.8)
-        ax.set_xlabel("feature")
-        ax.set_ylabel("loading")
-        fig.tight_layout()
-    return plotting.figure_to_data_uri(fig, dpi=dpi)
-
-
 def _loading_note(space, surface_coords):
     """How to read the component figures."""
     if isinstance(space, VolumeMasker):
@@ -133,10 +116,11 @@ def _loading_note(space, surface_coords):
     return "Unit-norm loadings against the feature index, in the order fitted."
 
 
-def _variance_figure(evr, pca_evr, n_components, dpi):
+def _variance_figure(evr, pca_evr, n_components, dpi, cache=None):
     """(image, note) of the explained variance, beside PCA's when the model stores it."""
-    image = plotting.figure_to_data_uri(plotting.plot_explained_variance(evr, pca_evr),
-                                        dpi=dpi)
+    image = cached_uri(cache, ("variance", evr, pca_evr, dpi),
+                       lambda: plotting.figure_to_data_uri(
+                           plotting.plot_explained_variance(evr, pca_evr), dpi=dpi))
     total = fmt(100 * float(np.nansum(evr)), '.2f')
     if pca_evr is not None:
         note = ("Adjusted explained variance of the components (scores orthogonalised by QR, "
@@ -151,13 +135,14 @@ def _variance_figure(evr, pca_evr, n_components, dpi):
     return image, note
 
 
-def _convergence_figure(estimator, tol, dpi):
+def _convergence_figure(estimator, tol, dpi, cache=None):
     """(image, note) of the gaps against solver iterations (relative gaps and tol when
     the model stores them)."""
     rel_hist = getattr(estimator, "rel_gap_history_", None)
     if rel_hist is not None:
-        image = plotting.figure_to_data_uri(plotting.plot_convergence(rel_hist, tol=tol),
-                                            dpi=dpi)
+        image = cached_uri(cache, ("convergence", rel_hist, tol, dpi),
+                           lambda: plotting.figure_to_data_uri(
+                               plotting.plot_convergence(rel_hist, tol=tol), dpi=dpi))
         return image, ("Relative duality gap (certified gap over the objective at zero) of "
                        "the v-steps against cumulative solver iterations, one line per "
                        "component. Each v-step stops once its relative gap is at most tol "
@@ -175,7 +160,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
                 data_description=None, bg_img=None, engine="auto", dpi=80, atlas=None,
                 atlas_labels=None, atlas_name=None, selection=None, command=None,
                 metadata=None, surface_coords=None, cluster_connectivity=26,
-                max_clusters=10, study=None, n_components_evidence=None):
+                max_clusters=10, study=None, n_components_evidence=None, figure_cache=None,
+                n_jobs=None):
     """A self-contained HTML report of a fitted SPCA-TV model, for a paper.
 
     It holds a methods paragraph (method and citation, penalties absolute and
@@ -243,6 +229,16 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     n_components_evidence : dict, optional
         Evidence of :func:`~neurospca.model_selection.parallel_analysis`
         (default ``metadata["n_components_evidence"]``), drawn.
+    figure_cache : FigureCache, optional
+        Component figures already drawn, by a hash of what they are drawn
+        from (loadings, space, background, engine, dpi): an unchanged
+        component is not redrawn; new figures are added to it.
+    n_jobs : int, optional
+        Worker processes drawing the component figures (loky: started, not
+        forked, so OpenMP kernels used before are safe). Default: workers
+        only when there are enough figures to pay for starting them
+        (:data:`neurospca.reporting._render.PARALLEL_MIN_FIGURES`), one per
+        core; 1 draws them in this process.
 
     Returns
     -------
@@ -288,6 +284,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         raise ValueError("atlas needs a brain space: pass space= (a VolumeMasker or a "
                          "Hemispheres) with atlas=.")
     t_start = time.perf_counter()
+    if isinstance(space, Hemispheres) and meshes is not None and engine == "auto":
+        plotting.start_pyvista_probe()  # runs while the tables are made
     env = _jinja_env()
     atlas_obj = None if atlas is None else load_atlas(atlas, space, atlas_labels)
     hemi_coords = None
@@ -367,6 +365,8 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
         bg_maps = {h: v for h, v in bg_maps.items() if v is not None}
     can_cluster = isinstance(space, VolumeMasker) or (isinstance(space, Hemispheres)
                                                       and meshes is not None)
+    images = component_images(shown, space, meshes, surface_maps, bg_maps, bg_img, engine, dpi,
+                              cache=figure_cache, n_jobs=n_jobs)
     for k, comp in enumerate(comps):
         nonzero = int(np.count_nonzero(comp))
         support = int(np.count_nonzero(shown[k]))
@@ -424,10 +424,7 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
             heading += f" \u00b7 {100 * float(evr[k]):.2f} % explained variance (adjusted)"
         if pca_evr is not None and k < pca_evr.size:
             heading += f" \u00b7 PCA {100 * float(pca_evr[k]):.2f} %"
-        t0 = time.perf_counter()
-        image = _component_figure(shown[k], k, space, meshes, surface_maps, bg_maps, bg_img,
-                                  engine, dpi)
-        logger.info("report: %s drawn in %.2f s", label, time.perf_counter() - t0)
+        image = images[k]
         unit = ("voxels" if isinstance(space, VolumeMasker) else
                 "vertices" if isinstance(space, Hemispheres) else "features")
         stab = None if stability is None or k >= stability.size else float(stability[k])
@@ -468,8 +465,9 @@ def make_report(estimator, space=None, *, meshes=None, title="neurospca report",
     loading_note = _loading_note(space, surface_coords)
     scores_image = ("" if scores is None else
                     plotting.figure_to_data_uri(plotting.plot_scores(scores), dpi=dpi))
-    variance_image, variance_note = _variance_figure(evr, pca_evr, n_components, dpi)
-    convergence_image, convergence_note = _convergence_figure(estimator, tol, dpi)
+    variance_image, variance_note = _variance_figure(evr, pca_evr, n_components, dpi,
+                                                     figure_cache)
+    convergence_image, convergence_note = _convergence_figure(estimator, tol, dpi, figure_cache)
 
     timings = []
     if hasattr(estimator, "fit_time_"):

@@ -1,0 +1,276 @@
+"""The user's timeline, from command to report: import, load, mask, select, fit, report.
+
+Three scenarios, each run in a fresh interpreter (so that imports count) on the
+checkout given by ``--repo`` (``PYTHONPATH``), so that one script times the
+code before and after a change on the same inputs, in the same run:
+
+- ``demo``: the ``neurospca demo -q`` command end to end (its own seeded
+  simulation: 83 maps x 64,030 voxels in the MNI152 3 mm mask). Stages from
+  the command's progress lines: generate, select + fit (``alpha_rel="auto"``),
+  report (drawing and writing); "import" is the wall time before the
+  simulation starts (interpreter, ``neurospca.cli`` and what it imports).
+- ``nifti``: ``ImageSPCATV(3).fit(<4-D NIfTI on disk>)`` then
+  ``generate_report()`` and ``save_as_html``: 60 fMRI-like maps
+  (``make_fmri_like(random_state=1)``) written once as a 4-D ``.nii.gz``; the
+  mask is computed from the data (``mask=None``), as in the issue.
+- ``surface``: ``ImageSPCATV(3).fit(load_surface_image(lh.mgh, rh.mgh, lh.gii,
+  rh.gii))`` then the report: 60 cortical-thickness maps on both fsaverage5
+  hemispheres (``make_cortical_atrophy(60)``, 2 x 10,242 vertices), written
+  once as multi-frame MGH files and GIFTI pial meshes.
+
+Stages of the ``nifti`` and ``surface`` drivers: ``import`` (``import
+neurospca``), ``first use`` (the names used: ``ImageSPCATV``,
+``load_surface_image``: scikit-learn, nibabel, nilearn), ``load`` (the files
+into memory), ``mask``, ``select + fit`` (the default model, ``alpha_rel="auto"``),
+``report``; then, outside the timeline, ``fit (alpha known)``: the same model
+refitted at the chosen ``alpha_`` (so ``select`` ~ ``select + fit`` - this), the
+time of each component figure (the report's log) and ``report again``: a second
+``generate_report()`` of the same model (a redraw).
+
+Each stage has its wall time and its CPU time (this process, all threads, plus
+the children it waited for, e.g. the pyvista probe): on a shared machine the CPU
+column moves much less with the load than the wall column.
+
+The components of each run are saved (``.npy``) and compared between checkouts:
+``--compare`` prints the largest absolute difference of the unit loadings.
+
+Usage::
+
+    python benchmarks/bench_timeline.py --repo /path/to/before --label before
+    python benchmarks/bench_timeline.py --repo . --label after
+    python benchmarks/bench_timeline.py --compare before after
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_OUT = os.path.join(os.environ.get("TMPDIR", "/tmp"), "neurospca_timeline")
+
+# --------------------------------------------------------------------------
+# inputs (made once, by this checkout; identical for every run)
+# --------------------------------------------------------------------------
+
+
+def make_inputs(out):
+    """Write the 4-D NIfTI and the surface files into ``out`` (once)."""
+    nifti = os.path.join(out, "maps.nii.gz")
+    if not os.path.exists(nifti):
+        import nibabel as nib
+        from nilearn.datasets import load_mni152_brain_mask
+
+        from neurospca.datasets import make_fmri_like
+
+        X, _, mask = make_fmri_like(n_samples=60, random_state=1)
+        affine = load_mni152_brain_mask(resolution=3, threshold=0.48).affine
+        data = np.zeros(mask.shape + (X.shape[0],), dtype=np.float32)
+        data[mask] = X.T
+        nib.Nifti1Image(data, affine).to_filename(nifti + ".tmp.nii.gz")
+        os.replace(nifti + ".tmp.nii.gz", nifti)
+    if not os.path.exists(os.path.join(out, "rh.pial.gii")):
+        import nibabel as nib
+
+        from neurospca.datasets import make_cortical_atrophy
+        from neurospca.surface import write_surf_mesh
+
+        data = make_cortical_atrophy(60, random_state=0)
+        n_left = data.n_vertices[0]
+        for short, cols, mesh in (("lh", slice(0, n_left), data.mesh_left),
+                                  ("rh", slice(n_left, None), data.mesh_right)):
+            maps = np.asarray(data.X[:, cols].T, dtype=np.float32)[:, None, None, :]
+            nib.MGHImage(maps, np.eye(4)).to_filename(os.path.join(out, f"{short}.maps.mgh"))
+            write_surf_mesh(*mesh, os.path.join(out, f"{short}.pial.gii"))
+
+
+# --------------------------------------------------------------------------
+# the drivers (run in a fresh interpreter on the checkout under test)
+# --------------------------------------------------------------------------
+
+_DRIVER = r'''
+import json, os, resource, sys, time, warnings
+def clock():  # (wall, CPU of this process and of the children it waited for)
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter(), time.process_time() + r.ru_utime + r.ru_stime
+stages, cpu = {}, {}
+def done(name, start):
+    now = clock()
+    stages[name], cpu[name] = now[0] - start[0], now[1] - start[1]
+    return clock()
+t = clock()
+import neurospca
+t = done("import", t)
+scenario, out, label = sys.argv[1], sys.argv[2], sys.argv[3]
+warnings.simplefilter("ignore")
+ImageSPCATV = neurospca.ImageSPCATV
+if scenario == "surface":
+    load_surface_image = neurospca.load_surface_image
+t = done("first use", t)
+if scenario == "nifti":
+    import nibabel as nib
+    img = nib.load(os.path.join(out, "maps.nii.gz"))
+    img = nib.Nifti1Image(img.get_fdata(dtype="float32"), img.affine)
+else:
+    img = load_surface_image(*(os.path.join(out, f) for f in (
+        "lh.maps.mgh", "rh.maps.mgh", "lh.pial.gii", "rh.pial.gii")))
+t = done("load", t)
+model = ImageSPCATV(3)
+X = model._prepare(img, None)
+t = done("mask", t)
+model._fit_matrix(X)
+t = done("select + fit", t)
+import logging, re
+drawn = []
+class _Figures(logging.Handler):
+    def emit(self, record):
+        m = re.match(r"report: [Cc]omponent \d+ drawn in ([\d.]+) s(?: \(CPU ([\d.]+) s\))?",
+                     record.getMessage())
+        if m:
+            drawn.append(m.group(1) + ("" if m.group(2) is None else f" (CPU {m.group(2)})"))
+log = logging.getLogger("neurospca")
+log.addHandler(_Figures())
+log.setLevel(logging.INFO)
+t = clock()
+model.generate_report().save_as_html(os.path.join(out, f"{label}_{scenario}.html"))
+t = done("report", t)
+first = list(drawn)
+model.generate_report()
+t = done("report again", t)
+import numpy as np
+np.save(os.path.join(out, f"{label}_{scenario}_components.npy"), model.components_)
+refit = ImageSPCATV(3, alpha=model.estimator_.alpha_)
+refit._prepare(img, None)
+t = clock()
+refit._fit_matrix(X)
+done("fit (alpha known)", t)
+extra = {"component figures (s each)": ", ".join(first),
+         "shape": list(X.shape), "alpha_rel_": float(model.estimator_.alpha_rel_)}
+print(json.dumps({"stages": stages, "cpu": cpu, "extra": extra}))
+'''
+
+
+def _env(repo):
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(repo), MPLBACKEND="Agg")
+    return env
+
+
+def run_driver(repo, scenario, out, label):
+    """Stages (seconds) of one scenario on ``repo``."""
+    t0, c0 = time.perf_counter(), _children_cpu()
+    res = subprocess.run([sys.executable, "-c", _DRIVER, scenario, out, label],
+                         env=_env(repo), capture_output=True, text=True, cwd=out, check=False)
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
+    if res.returncode:
+        raise RuntimeError(f"{scenario} on {repo} failed:\n{res.stderr[-3000:]}")
+    result = json.loads(res.stdout.strip().splitlines()[-1])
+    result["wall"], result["cpu_total"] = wall, cpu
+    return result
+
+
+def _children_cpu():
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _seconds(lines, prefix, pattern):
+    import re
+
+    for line in lines:
+        if line.startswith(prefix):
+            m = re.search(pattern, line)
+            if m:
+                return float(m.group(1))
+    return float("nan")
+
+
+def run_demo(repo, out, label):
+    """Stages of ``neurospca demo`` (from its progress lines) and its wall time."""
+    folder = os.path.join(out, f"{label}_demo")
+    t0, c0 = time.perf_counter(), _children_cpu()
+    res = subprocess.run([sys.executable, "-m", "neurospca.cli", "demo", "-o", folder],
+                         env=_env(repo), capture_output=True, text=True, cwd=out, check=False)
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
+    if res.returncode:
+        raise RuntimeError(f"demo on {repo} failed:\n{res.stderr[-3000:]}")
+    lines = [ln.strip() for ln in res.stderr.splitlines()]
+    generate = _seconds(lines, "83 maps", r"generated in ([\d.]+) s")
+    fit = _seconds(lines, "fitted", r" in ([\d.]+) s")
+    report = _seconds(lines, "report drawn", r"in ([\d.]+) s")
+    total = _seconds(lines, "total", r"total ([\d.]+) s")
+    stages = {"import": wall - total, "load (generate)": generate,
+              "mask + write": total - generate - fit - report, "select + fit": fit,
+              "report": report}
+    with np.load(os.path.join(folder, "model.npz"), allow_pickle=False) as z:
+        key = next(k for k in z.files if k.endswith("components_"))
+        np.save(os.path.join(out, f"{label}_demo_components.npy"), z[key])
+    return {"stages": stages, "extra": {}, "wall": wall, "cpu_total": cpu}
+
+
+# --------------------------------------------------------------------------
+# tables
+# --------------------------------------------------------------------------
+
+
+TIMELINE = ("import", "first use", "load", "load (generate)", "mask", "mask + write",
+            "select + fit", "report")
+
+
+def print_table(results):
+    for scenario, res in results.items():
+        print(f"\n{scenario} (wall {res['wall']:.2f} s, CPU {res.get('cpu_total', 0):.2f} s)")
+        print("| stage | wall (s) | share | CPU (s) |")
+        print("|---|---:|---:|---:|")
+        total = sum(v for k, v in res["stages"].items() if k in TIMELINE)
+        for stage, sec in res["stages"].items():
+            share = f"{100 * sec / total:.0f} %" if stage in TIMELINE else "(outside)"
+            cpu = res.get("cpu", {}).get(stage)
+            print(f"| {stage} | {sec:.2f} | {share} | "
+                  f"{'-' if cpu is None else format(cpu, '.2f')} |")
+        for key, value in res["extra"].items():
+            print(f"| ({key}) | {value} | | |")
+
+
+def compare(out, labels):
+    a, b = labels
+    for scenario in ("demo", "nifti", "surface"):
+        pa = os.path.join(out, f"{a}_{scenario}_components.npy")
+        pb = os.path.join(out, f"{b}_{scenario}_components.npy")
+        if os.path.exists(pa) and os.path.exists(pb):
+            diff = float(np.max(np.abs(np.load(pa) - np.load(pb))))
+            print(f"{scenario}: max |components {a} - {b}| = {diff:.2e}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", default=os.path.dirname(HERE), help="checkout to time")
+    parser.add_argument("--label", default="after", help="name of this run's outputs")
+    parser.add_argument("--out", default=DEFAULT_OUT, help="folder of inputs and outputs")
+    parser.add_argument("--scenarios", nargs="+", default=["demo", "nifti", "surface"])
+    parser.add_argument("--compare", nargs=2, metavar=("LABEL_A", "LABEL_B"))
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if args.compare:
+        compare(args.out, args.compare)
+        return
+    make_inputs(args.out)
+    print(f"checkout {os.path.abspath(args.repo)} ({args.label}); python "
+          f"{sys.version.split()[0]}; {os.cpu_count()} cores (shared)")
+    results = {}
+    for scenario in args.scenarios:
+        results[scenario] = (run_demo(args.repo, args.out, args.label) if scenario == "demo"
+                             else run_driver(args.repo, scenario, args.out, args.label))
+        print_table({scenario: results[scenario]}, )
+        sys.stdout.flush()
+    with open(os.path.join(args.out, f"{args.label}_timeline.json"), "w") as fh:
+        json.dump(results, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

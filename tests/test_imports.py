@@ -1,0 +1,82 @@
+"""``import neurospca`` is cheap: public names are imported where they live on first use.
+
+Each check runs in a fresh interpreter (``sys.modules`` of the test process
+already holds everything the suite imported).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import neurospca
+
+#: the stacks that ``import neurospca`` must not load (issue 22, item 1)
+HEAVY = ("matplotlib", "nilearn", "pyvista", "jinja2", "pandas", "dask", "scipy.optimize",
+         "sklearn", "nibabel", "scipy.stats")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(neurospca.__file__)))
+
+
+def _fresh(code):
+    """Run ``code`` in a new interpreter that imports this checkout; its stdout as JSON."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=300, check=False)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_import_loads_no_heavy_stack():
+    loaded = _fresh(
+        "import json, sys\n"
+        "import neurospca\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n")
+    assert loaded == []
+
+
+def test_first_use_imports_where_the_name_lives():
+    # the mapping is right: an estimator brings scikit-learn, a simulation does not
+    out = _fresh(
+        "import json, sys\n"
+        "import neurospca\n"
+        "f = neurospca.make_paper_simulation\n"
+        "before = 'sklearn.base' in sys.modules\n"
+        "from neurospca import SPCATV\n"
+        "print(json.dumps([before, 'sklearn.base' in sys.modules, SPCATV.__module__,\n"
+        "                  f.__module__]))\n")
+    assert out == [False, True, "neurospca.decomposition._spcatv", "neurospca.datasets"]
+
+
+def test_every_public_name_resolves_to_its_package_object():
+    import importlib
+
+    for name, where in neurospca._LAZY_NAMES.items():
+        package = importlib.import_module(f"neurospca.{where}")
+        assert getattr(neurospca, name) is getattr(package, name), name
+    assert set(neurospca.__all__) - set(neurospca._LAZY_NAMES) == {
+        "datasets", "model_selection", "reporting", "solvers"}
+
+
+def test_dir_all_and_star_import():
+    names = dir(neurospca)
+    assert set(neurospca.__all__) <= set(names)
+    assert "surface" in names and "load_surface_data" not in neurospca.__all__
+    assert names == sorted(names)
+    namespace = {}
+    exec("from neurospca import *", namespace)  # noqa: S102 - the star import itself
+    assert {n for n in namespace if not n.startswith("__")} == set(neurospca.__all__)
+
+
+def test_subpackages_are_attributes():
+    assert neurospca.surface.icosphere is neurospca.icosphere
+    assert neurospca.solvers.prox_dual.__name__ == "prox_dual"
+
+
+def test_unknown_name_is_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_name"):
+        neurospca.no_such_name  # noqa: B018
+    assert not hasattr(neurospca, "_private_helper")
