@@ -13,12 +13,13 @@ transform), which streams them by row blocks:
   the images themselves and nothing is loaded on the client.
 """
 
+import errno
 import os
 
 import nibabel as nib
 import numpy as np
 
-from ._utils.io import atomic_write
+from ._utils.io import atomic_write, check_not_input
 from .masking import _check_grid, _collect_images, _image_data, _mask_array, load_mask_img
 from .surface import load_surf_data
 
@@ -49,21 +50,54 @@ def _checked_block(label, block, n_cols, dtype):
     return block
 
 
-def _write_rows(path, n_rows, n_cols, dtype, rows):
-    """Write ``rows`` (an iterator of 2-D blocks) into a new ``.npy`` at
-    ``path`` atomically; non-finite values are an error naming the block."""
+def _npy_header(n_rows, n_cols, dtype):
+    """The bytes of a ``.npy`` header for a C-ordered ``(n_rows, n_cols)`` array."""
+    import io
+
+    buf = io.BytesIO()
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+              "shape": (n_rows, n_cols)}
+    np.lib.format.write_array_header_1_0(buf, header)
+    return buf.getvalue()
+
+
+def _preallocate(fd, size):
+    """Reserve ``size`` bytes for ``fd`` now, so a full disk is an OSError here (not
+    later); file systems that cannot reserve space are written as they are."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            return
+        raise
+
+
+def _write_rows(path, n_rows, n_cols, dtype, rows, inputs=()):
+    """Write ``rows`` (an iterator of ``(label, 2-D block)``) into a new ``.npy`` at
+    ``path`` atomically; non-finite values are an error naming the block.
+
+    The file is written with ordinary writes after its whole size was
+    reserved (``posix_fallocate``): a full disk or a file size limit is an
+    ``OSError`` and nothing is left behind (writing through a memory map would
+    kill the process with SIGBUS instead). ``path`` may not be one of the
+    ``inputs``.
+    """
+    check_not_input(path, inputs)
+    header = _npy_header(n_rows, n_cols, dtype)
 
     def write(tmp):
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(n_rows, n_cols))
-        i = 0
-        for label, block in rows:
-            block = _checked_block(label, block, n_cols, dtype)
-            out[i:i + block.shape[0]] = block
-            i += block.shape[0]
-        if i != n_rows:  # pragma: no cover - guarded by the row count
-            raise ValueError(f"wrote {i} rows, expected {n_rows}.")
-        out.flush()
-        del out
+        with open(tmp, "wb") as fh:
+            _preallocate(fh.fileno(), len(header) + n_rows * n_cols * dtype.itemsize)
+            fh.write(header)
+            i = 0
+            for label, block in rows:
+                block = np.ascontiguousarray(_checked_block(label, block, n_cols, dtype))
+                if i + block.shape[0] > n_rows:  # pragma: no cover - guarded by the count
+                    raise ValueError(f"{label}: more rows than the {n_rows} counted.")
+                fh.write(memoryview(block).cast("B"))
+                i += block.shape[0]
+            if i != n_rows:  # pragma: no cover - guarded by the row count
+                raise ValueError(f"wrote {i} rows, expected {n_rows}.")
 
     atomic_write(write, path)
     return np.load(path, mmap_mode="r")
@@ -98,7 +132,11 @@ def images_to_memmap(imgs, mask, path, *, dtype=np.float32, threshold=None,
     ------
     ValueError
         An image is not on the mask's grid (and ``resample`` is False) or has
-        NaN/inf values inside the mask.
+        NaN/inf values inside the mask; ``path`` is one of the inputs or exists
+        and is not a regular file.
+    OSError
+        The disk is full (or the file is over a size limit): nothing is left
+        at ``path``.
     """
     dtype = _check_dtype(dtype)
     mask_img = load_mask_img(mask, threshold=threshold)
@@ -107,7 +145,9 @@ def images_to_memmap(imgs, mask, path, *, dtype=np.float32, threshold=None,
     n_rows = sum(_n_frames(img) for _, img in items)
     rows = ((label, _image_rows(label, img, mask_img, mask_arr, resample))
             for label, img in items)
-    return _write_rows(os.fspath(path), n_rows, int(mask_arr.sum()), dtype, rows), mask_img
+    inputs = [(label, img.get_filename()) for label, img in items] + [("mask", mask)]
+    return _write_rows(os.fspath(path), n_rows, int(mask_arr.sum()), dtype, rows,
+                       inputs), mask_img
 
 
 def _n_frames(img):
@@ -262,14 +302,18 @@ def surfaces_to_memmap(files, path, *, mask=None, dtype=np.float32):
     ------
     ValueError
         No files, a file with several maps, a vertex count differing from the
-        first file's or the mask's, or NaN/inf values in the mask.
+        first file's or the mask's, or NaN/inf values in the mask; ``path`` is
+        one of the ``files`` or exists and is not a regular file.
+    OSError
+        The disk is full: nothing is left at ``path``.
     """
     dtype = _check_dtype(dtype)
     files, first, mask = _surface_header(files, mask)
     rows = ((f"files[{i}]", _surface_row(f"files[{i}]", first if i == 0 else
                                          np.asarray(load_surf_data(f, f"files[{i}]")), mask))
             for i, f in enumerate(files))
-    return _write_rows(os.fspath(path), len(files), int(mask.sum()), dtype, rows)
+    inputs = [(f"files[{i}]", f) for i, f in enumerate(files)]
+    return _write_rows(os.fspath(path), len(files), int(mask.sum()), dtype, rows, inputs)
 
 
 def surfaces_to_dask(files, *, mask=None, chunk_files=64, dtype=np.float32):

@@ -1,0 +1,290 @@
+"""Faults users meet at cohort scale: full disks, outputs that are inputs, saves
+through links and onto special files, killed runs, forked processes, files
+that change under a lazy array, dying dask workers.
+
+Whatever can crash or hang runs in a child process with a timeout (a signal
+or a timeout is a failure of the test, not of the runner).
+"""
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import nibabel as nib
+import numpy as np
+import pytest
+
+import neurospca
+from neurospca._utils.io import STALE_SECONDS, TEMP_PREFIX, remove_stale_temps, temp_name
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_child(code, timeout=60, prefix=()):
+    """Run ``code`` in a fresh interpreter (after ``prefix``); its CompletedProcess.
+
+    A timeout or a death by signal fails the test with the child's stderr.
+    """
+    env = dict(os.environ, MPLBACKEND="Agg")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    try:
+        res = subprocess.run([*prefix, sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
+                             env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:  # pragma: no cover - a hang is a failure
+        pytest.fail(f"the child hung for {timeout} s:\n{exc.stderr}")
+    if res.returncode < 0:  # pragma: no cover - a crash is a failure
+        pytest.fail(f"the child died of {signal.Signals(-res.returncode).name}:\n"
+                    f"{res.stderr[-4000:]}")
+    assert res.returncode == 0, res.stderr[-4000:]
+    return res
+
+
+@pytest.fixture(scope="module")
+def volumes(tmp_path_factory):
+    """A mask and 6 NIfTI images (in-mask: 6 x 280 float32, 6.7 KB)."""
+    root = tmp_path_factory.mktemp("vol")
+    rng = np.random.default_rng(0)
+    mask = np.zeros((8, 9, 7), dtype=np.uint8)
+    mask[1:8, 1:9, 1:6] = 1
+    nib.Nifti1Image(mask, np.eye(4)).to_filename(root / "mask.nii.gz")
+    files = []
+    for i in range(6):
+        files.append(str(root / f"sub-{i}.nii.gz"))
+        nib.Nifti1Image(rng.standard_normal(mask.shape).astype(np.float32),
+                        np.eye(4)).to_filename(files[-1])
+    return root, files
+
+
+def _listing(folder):
+    return sorted(os.listdir(folder))
+
+
+# ------------------------------------------------------------------ full disk
+
+FULL_DISK = """
+    import errno, os, resource, signal, sys
+    import numpy as np, nibabel as nib
+    import neurospca
+    out = sys.argv[1] if len(sys.argv) > 1 else {out!r}
+    files = {files!r}
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of the signal
+    {limit}
+    calls = {{
+        "images_to_memmap": lambda p: neurospca.images_to_memmap(files, {mask!r}, p),
+        "save_model": lambda p: neurospca.save_model(model, p),
+    }}
+    X = np.random.default_rng(0).standard_normal((10, 40000))
+    model = neurospca.SPCATV(n_components=1, max_iter=2, tol=1e-1).fit(X)
+    for name, call in calls.items():
+        path = os.path.join(out, name + ".bin")
+        try:
+            call(path)
+        except OSError as exc:
+            assert exc.errno in (errno.EFBIG, errno.ENOSPC), exc
+            print(name, "refused", errno.errorcode[exc.errno])
+        else:
+            raise AssertionError(name + " wrote past the limit")
+        assert not os.path.exists(path)
+    assert os.listdir(out) == [], os.listdir(out)
+"""
+
+
+def _big_volumes(root, n=8, shape=(40, 40, 40)):
+    """``n`` images whose in-mask rows make a 2 MB ``.npy``."""
+    mask = np.ones(shape, dtype=np.uint8)
+    nib.Nifti1Image(mask, np.eye(4)).to_filename(root / "bigmask.nii")
+    rng = np.random.default_rng(1)
+    files = []
+    for i in range(n):
+        files.append(str(root / f"big-{i}.nii"))
+        nib.Nifti1Image(rng.standard_normal(shape).astype(np.float32),
+                        np.eye(4)).to_filename(files[-1])
+    return files, str(root / "bigmask.nii")
+
+
+def test_full_disk_is_an_oserror_with_nothing_left(tmp_path):
+    """A file size limit (RLIMIT_FSIZE, SIGXFSZ ignored): every writer raises
+    OSError(EFBIG) and leaves no file, no temporary file."""
+    files, mask = _big_volumes(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    limit = "resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))"
+    res = run_child(FULL_DISK.format(out=str(out), files=files, mask=mask, limit=limit))
+    assert res.stdout.split() == ["images_to_memmap", "refused", "EFBIG",
+                                  "save_model", "refused", "EFBIG"]
+
+
+def _can_mount_tmpfs():
+    if shutil.which("unshare") is None:
+        return False
+    res = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+                         capture_output=True)
+    return res.returncode == 0
+
+
+@pytest.mark.skipif(not _can_mount_tmpfs(), reason="cannot mount a tmpfs (no user namespaces)")
+def test_full_tmpfs_is_an_oserror_with_nothing_left(tmp_path):
+    """A real full disk: a 256 KB tmpfs (in a private mount namespace) and a 2 MB
+    ``.npy`` (writing it through a memory map was a SIGBUS)."""
+    files, mask = _big_volumes(tmp_path)
+    out = tmp_path / "tmpfs"
+    out.mkdir()
+    script = tmp_path / "child.py"
+    script.write_text(textwrap.dedent(FULL_DISK.format(out=str(out), files=files, mask=mask,
+                                                       limit="")))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = f"mount -t tmpfs -o size=256k tmpfs {out} && exec {sys.executable} {script}"
+    res = subprocess.run(["unshare", "-rm", "sh", "-c", cmd], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert res.stdout.split() == ["images_to_memmap", "refused", "ENOSPC",
+                                  "save_model", "refused", "ENOSPC"]
+
+
+# ------------------------------------------------------------ outputs, inputs
+
+def test_output_that_is_an_input_is_refused(volumes):
+    root, files = volumes
+    before = [open(f, "rb").read() for f in files[:2]]
+    for target in (files[0], str(root / "mask.nii.gz")):
+        with pytest.raises(ValueError, match=r"path: .* is the input"):
+            neurospca.images_to_memmap(files, root / "mask.nii.gz", target)
+    os.symlink(files[1], root / "link.npy")
+    with pytest.raises(ValueError, match=r"imgs\[1\]"):
+        neurospca.images_to_memmap(files, root / "mask.nii.gz", root / "link.npy")
+    assert [open(f, "rb").read() for f in files[:2]] == before
+    X, _ = neurospca.images_to_memmap(files, root / "mask.nii.gz", root / "X.npy")
+    assert X.shape == (6, 7 * 8 * 5)
+
+
+def test_surfaces_to_memmap_refuses_an_input(tmp_path):
+    values = np.arange(12, dtype=np.float32)
+    paths = []
+    for i in range(3):
+        paths.append(str(tmp_path / f"s{i}.mgh"))
+        neurospca.write_surf_data(values + i, paths[-1])
+    with pytest.raises(ValueError, match=r"files\[2\]"):
+        neurospca.surfaces_to_memmap(paths, paths[2])
+    np.testing.assert_array_equal(neurospca.load_surf_data(paths[2]), values + 2)
+
+
+# ------------------------------------------------------- links, special files
+
+@pytest.fixture(scope="module")
+def small_model():
+    X = np.random.default_rng(0).standard_normal((20, 30))
+    return neurospca.SPCATV(n_components=1, tol=1e-2).fit(X)
+
+
+def test_save_writes_through_a_symlink(tmp_path, small_model):
+    target = tmp_path / "store" / "model.npz"
+    target.parent.mkdir()
+    target.write_bytes(b"old")
+    link = tmp_path / "model.npz"
+    os.symlink(target, link)
+    neurospca.save_model(small_model, link)
+    assert os.path.islink(link) and os.readlink(link) == str(target)
+    np.testing.assert_array_equal(neurospca.load_model(target).estimator.components_,
+                                  small_model.components_)
+    assert _listing(tmp_path) == ["model.npz", "store"]
+    assert _listing(target.parent) == ["model.npz"]
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device"])
+def test_save_refuses_what_is_not_a_regular_file(tmp_path, small_model, volumes, kind):
+    if kind == "folder":
+        path = tmp_path / "model.npz"
+        path.mkdir()
+    elif kind == "fifo":
+        path = tmp_path / "model.npz"
+        os.mkfifo(path)
+    else:
+        path = "/dev/null"
+    mode = os.stat(path).st_mode
+    with pytest.raises(ValueError, match="path: .* exists and is a"):
+        neurospca.save_model(small_model, path)
+    assert os.stat(path).st_mode == mode
+    root, files = volumes
+    with pytest.raises(ValueError, match="path: .* exists and is a"):
+        neurospca.images_to_memmap(files, root / "mask.nii.gz", path)
+    assert os.stat(path).st_mode == mode
+
+
+# ------------------------------------------------------- stale temporary files
+
+def _dead_pid():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_temporaries_of_killed_runs_are_removed(tmp_path, small_model):
+    """Temporary files and folders of a dead process, old enough, are removed by
+    the next save; those of live processes, recent ones and foreign names stay."""
+    old = time.time() - STALE_SECONDS - 60
+    dead = temp_name(str(tmp_path), "model.npz").replace(f"-{os.getpid()}-",
+                                                         f"-{_dead_pid()}-")
+    dead_dir = dead.replace("model.npz", "out")
+    live = temp_name(str(tmp_path), "model.npz").replace(f"-{os.getpid()}-", "-1-")
+    recent = dead.replace("model.npz", "recent.npz")
+    for p in (dead, live, recent):
+        open(p, "wb").close()
+    os.mkdir(dead_dir)
+    open(os.path.join(dead_dir, "report.html"), "w").close()
+    os.symlink("/etc/hostname", os.path.join(dead_dir, "link"))
+    foreign = tmp_path / ".tmp-123-model.npz"
+    foreign.write_bytes(b"")
+    for p in (dead, live, dead_dir, foreign):
+        os.utime(p, (old, old))
+    neurospca.save_model(small_model, tmp_path / "model.npz")
+    names = _listing(tmp_path)
+    assert os.path.basename(dead) not in names and os.path.basename(dead_dir) not in names
+    assert {os.path.basename(live), os.path.basename(recent), foreign.name,
+            "model.npz"} == set(names)
+    assert os.path.exists("/etc/hostname")
+    assert remove_stale_temps(str(tmp_path)) == []
+
+
+def test_killed_save_leaves_a_recognisable_temporary(tmp_path):
+    """A save killed by SIGKILL while writing leaves only a name of the pattern."""
+    code = f"""
+        import os, signal, numpy as np, neurospca
+        from neurospca._utils import io
+        def write(tmp):
+            open(tmp, "wb").write(b"partial")
+            os.kill(os.getpid(), signal.SIGKILL)
+        io.atomic_write(write, {str(tmp_path / 'x.npz')!r})
+    """
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, timeout=60)
+    assert res.returncode == -signal.SIGKILL
+    (name,) = _listing(tmp_path)
+    assert name.startswith(TEMP_PREFIX) and name.endswith("-x.npz")
+    assert remove_stale_temps(str(tmp_path), max_age=0) == [str(tmp_path / name)]
+
+
+def test_cli_never_replaces_an_input(volumes, tmp_path, capsys):
+    """An input named like an output inside --output, and a report over its model."""
+    from neurospca.cli import main
+
+    root, files = volumes
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy(files[0], out / "loadings.nii.gz")
+    images = [str(out / "loadings.nii.gz")] + files[1:]
+    before = (out / "loadings.nii.gz").read_bytes()
+    argv = ["fit", "--images", *images, "--mask", str(root / "mask.nii.gz"), "--output",
+            str(out), "--n-components", "1", "-q"]
+    assert main(argv) == 2
+    assert "--images:" in capsys.readouterr().err
+    assert (out / "loadings.nii.gz").read_bytes() == before
+    assert _listing(out) == ["loadings.nii.gz"]
+    model = tmp_path / "m.npz"
+    model.write_bytes(b"not a model")
+    assert main(["report", str(model), "--output", str(model)]) == 2
+    assert model.read_bytes() == b"not a model"
