@@ -288,3 +288,50 @@ def test_cli_never_replaces_an_input(volumes, tmp_path, capsys):
     model.write_bytes(b"not a model")
     assert main(["report", str(model), "--output", str(model)]) == 2
     assert model.read_bytes() == b"not a model"
+
+
+# ------------------------------------------------------------------- fork
+
+FORK = """
+    import multiprocessing, os, sys, time
+    import numpy as np
+    import neurospca
+    from neurospca.solvers import _base, prox_dual
+    op = neurospca.tv_from_mask(np.ones((48, 48, 40), bool))  # 270,336 rows: 2 chunks
+    assert _base.n_chunks_for(op.n_rows, 2) == 2
+    y = np.random.default_rng(0).standard_normal(op.matrix.shape[1])
+    kw = dict(tol=1e-12, max_iter=40, gap_every=10, n_threads=2)
+    ref = prox_dual(y, op, 0.1, 0.5, **kw)  # the first block runs on 2 threads
+
+    def child_vstep(_=None):
+        _base._THREAD_TIMES.clear()  # the next block would run on 2 threads
+        res = prox_dual(y, op, 0.1, 0.5, **kw)
+        assert neurospca._kernels.forked_child()
+        return bool(np.array_equal(res.v, ref.v) and res.gap == ref.gap)
+
+    for i in range({repeat}):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if child_vstep() else 3)
+        t0 = time.monotonic()
+        while not os.waitpid(pid, os.WNOHANG)[0]:
+            if time.monotonic() - t0 > 30:
+                os.kill(pid, 9)
+                sys.exit(f"fork {{i}}: the child hung in the v-step")
+            time.sleep(0.01)
+        prox_dual(y, op, 0.1, 0.5, **kw)  # the parent keeps its 2 threads
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        out = pool.map_async(child_vstep, range(2)).get(timeout=30)
+    assert out == [True, True], out
+    assert not neurospca._kernels.forked_child()
+    print("forks ok")
+"""
+
+
+def test_forked_child_after_a_threaded_vstep_does_not_hang():
+    """A child forked after a 2-thread v-step on a 2-chunk operator runs its own
+    v-step (on one thread: the same iterates, bit for bit), repeatedly; a
+    multiprocessing 'fork' pool too. Before, the child hung in GOMP_parallel."""
+    res = run_child(FORK.format(repeat=4), timeout=150,
+                    prefix=("env", "OMP_NUM_THREADS=2"))
+    assert "forks ok" in res.stdout
