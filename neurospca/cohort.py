@@ -19,7 +19,7 @@ import os
 import nibabel as nib
 import numpy as np
 
-from ._utils.io import atomic_write, check_not_input
+from ._utils.io import atomic_write, check_not_input, regular_file
 from .masking import _check_grid, _collect_images, _image_data, _mask_array, load_mask_img
 from .surface import load_surf_data
 
@@ -50,7 +50,7 @@ def _checked_block(label, block, n_cols, dtype):
     return block
 
 
-def _npy_header(n_rows, n_cols, dtype):
+def _npy_header_bytes(n_rows, n_cols, dtype):
     """The bytes of a ``.npy`` header for a C-ordered ``(n_rows, n_cols)`` array."""
     import io
 
@@ -83,7 +83,7 @@ def _write_rows(path, n_rows, n_cols, dtype, rows, inputs=()):
     ``inputs``.
     """
     check_not_input(path, inputs)
-    header = _npy_header(n_rows, n_cols, dtype)
+    header = _npy_header_bytes(n_rows, n_cols, dtype)
 
     def write(tmp):
         with open(tmp, "wb") as fh:
@@ -355,40 +355,103 @@ def surfaces_to_dask(files, *, mask=None, chunk_files=64, dtype=np.float32):
     return _delayed_rows(_surface_chunk, tasks, int(mask.sum()), dtype, "surfaces_to_dask")
 
 
-def _read_rows(path, lo, hi):
-    """Rows ``lo:hi`` of a ``.npy`` file (one dask task)."""
-    return np.array(np.load(path, mmap_mode="r")[lo:hi])
+def _npy_header(fh, path):
+    """``(shape, fortran_order, dtype, offset)`` of the ``.npy`` file open as ``fh``."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(fh)
+        reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, fortran, dtype = reader(fh, max_header_size=10_000)
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise ValueError(f"path: {path!r} is not a readable .npy file ({exc}).") from None
+    if dtype.hasobject:
+        raise ValueError(f"path: {path!r} holds Python objects ({dtype}); neurospca reads "
+                         "numeric .npy files only.")
+    if not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
+        raise ValueError(f"path: {path!r} holds {dtype} values; expected real numbers.")
+    return shape, fortran, dtype, fh.tell()
+
+
+def _npy_identity(path):
+    """What identifies the ``.npy`` file at ``path`` now: ``(stat, header)``."""
+    regular_file(path, "path")
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        header = _npy_header(fh, path)
+    shape, _, dtype, offset = header
+    if st.st_size < offset + int(np.prod(shape)) * dtype.itemsize:
+        raise ValueError(f"path: {path!r} is truncated: its header promises {shape} "
+                         f"{dtype} values, more than its {st.st_size} bytes hold.")
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), header
+
+
+def _read_rows(path, lo, hi, identity):
+    """Rows ``lo:hi`` of the ``.npy`` file ``path`` (one dask task), read with
+    ordinary I/O after checking the file is the one the array was made from."""
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if now != identity[0] or _npy_header(fh, path) != identity[1]:
+            raise ValueError(
+                f"path: {path!r} changed after npy_to_dask read it (size, modification "
+                "time, inode or header differ): the array would not be the one promised. "
+                "Call npy_to_dask again on the new file.")
+        shape, fortran, dtype, offset = identity[1]
+        if fortran:
+            mm = np.memmap(fh, dtype=dtype, mode="r", shape=shape, order="F", offset=offset)
+            return np.array(mm[lo:hi])
+        fh.seek(offset + lo * shape[1] * dtype.itemsize)
+        out = np.fromfile(fh, dtype=dtype, count=(hi - lo) * shape[1])
+    if out.size != (hi - lo) * shape[1]:  # pragma: no cover - guarded by the identity
+        raise ValueError(f"path: {path!r} ended before row {hi}.")
+    return out.reshape(hi - lo, shape[1])
 
 
 def npy_to_dask(path, *, chunk_rows=1000):
     """A dask array over a ``.npy`` file, chunked by rows (subjects).
 
-    Each chunk is read by its own task from the file (``np.load(...,
-    mmap_mode="r")`` inside the task), so the task graph holds only the path:
-    nothing is loaded on the client and the workers of a ``dask.distributed``
-    cluster read their chunks themselves. ``da.from_array(np.load(path,
-    mmap_mode="r"))`` instead embeds the memmap in the graph, which is pickled
-    (the whole array) whenever the graph is sent to a scheduler.
+    Each chunk is read by its own task from the file (ordinary reads inside
+    the task), so the task graph holds only the path: nothing is loaded on the
+    client and the workers of a ``dask.distributed`` cluster read their chunks
+    themselves. ``da.from_array(np.load(path, mmap_mode="r"))`` instead embeds
+    the memmap in the graph, which is pickled (the whole array) whenever the
+    graph is sent to a scheduler, and a fit then holds the whole array in
+    memory (:class:`neurospca.SPCATV` warns about it).
+
+    The file's identity (device, inode, size, modification time and header)
+    is recorded now; a task that finds the file changed (replaced, rewritten,
+    truncated) raises a ValueError naming ``path`` instead of computing other
+    numbers than the array promised.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A 2-D ``.npy`` file, e.g. from :func:`images_to_memmap`.
+        A 2-D ``.npy`` file of real numbers, e.g. from :func:`images_to_memmap`.
     chunk_rows : int, default=1000
 
     Returns
     -------
     dask.array.Array of shape (n_samples, n_features)
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ValueError
+        ``path`` is not a regular file (a folder, FIFO or device), not a
+        readable ``.npy`` file, truncated, not 2-D or not numeric; bad
+        ``chunk_rows``; when computed, the file changed.
     """
     _import_dask("npy_to_dask")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
     path = os.path.abspath(os.fspath(path))
-    head = np.load(path, mmap_mode="r")
-    if head.ndim != 2:
-        raise ValueError(f"path: {path!r} holds a {head.ndim}-D array; expected 2-D.")
     chunk_rows = _check_chunk(chunk_rows, "chunk_rows")
-    n, p = head.shape
-    dtype = head.dtype
-    del head
-    tasks = [(min(n, lo + chunk_rows) - lo, (path, lo, min(n, lo + chunk_rows)))
+    identity = _npy_identity(path)
+    shape, _, dtype, _ = identity[1]
+    if len(shape) != 2:
+        raise ValueError(f"path: {path!r} holds a {len(shape)}-D array; expected 2-D.")
+    n, p = shape
+    tasks = [(min(n, lo + chunk_rows) - lo, (path, lo, min(n, lo + chunk_rows), identity))
              for lo in range(0, n, chunk_rows)]
     return _delayed_rows(_read_rows, tasks, p, dtype, "npy_to_dask")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import nibabel as nib
 import numpy as np
@@ -335,3 +336,120 @@ def test_forked_child_after_a_threaded_vstep_does_not_hang():
     res = run_child(FORK.format(repeat=4), timeout=150,
                     prefix=("env", "OMP_NUM_THREADS=2"))
     assert "forks ok" in res.stdout
+
+
+# ---------------------------------------------------------- files that change
+
+def test_npy_to_dask_refuses_a_file_that_changed(tmp_path):
+    pytest.importorskip("dask")
+    path = tmp_path / "X.npy"
+    rng = np.random.default_rng(0)
+    X0 = rng.standard_normal((12, 20))
+    np.save(path, X0)
+    X = neurospca.npy_to_dask(path, chunk_rows=5)
+    np.testing.assert_array_equal(X.compute(), X0)
+    np.save(tmp_path / "other.npy", rng.standard_normal((3, 7)))
+    os.replace(tmp_path / "other.npy", path)  # replaced: another inode and shape
+    with pytest.raises(ValueError, match=r"path: .*X\.npy' changed after npy_to_dask"):
+        X.compute()
+    np.save(path, X0)
+    X = neurospca.npy_to_dask(path, chunk_rows=5)
+    with open(path, "r+b") as fh:  # rewritten in place: same inode and size
+        fh.seek(-8, os.SEEK_END)
+        fh.write(np.float64(7.0).tobytes())
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+    with pytest.raises(ValueError, match="changed after npy_to_dask"):
+        X[10:].compute()
+
+
+def _npy_bytes(descr, shape, payload=b""):
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False,
+                                               "shape": shape})
+    return buf.getvalue() + payload
+
+
+@pytest.mark.parametrize("content, match", [
+    (b"", "not a readable .npy file"),
+    (_npy_bytes("|O", (2, 2)), "holds Python objects"),
+    (_npy_bytes("<f8", (200, 2), b"\0" * 64), "truncated"),
+    (_npy_bytes("<c16", (2, 2), b"\0" * 64), "expected real numbers"),
+    (b"PK\x03\x04 a zip", "not a readable .npy file"),
+])
+def test_npy_to_dask_errors_name_path(tmp_path, content, match):
+    pytest.importorskip("dask")
+    path = tmp_path / "bad.npy"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=match) as info:
+        neurospca.npy_to_dask(path)
+    assert str(info.value).startswith("path: ") and "pickle" not in str(info.value)
+    os.remove(path)
+    os.mkfifo(path)
+    with pytest.raises(ValueError, match=r"path: .* exists but is a FIFO"):
+        neurospca.npy_to_dask(path)  # opening a FIFO would block forever
+    with pytest.raises(ValueError, match=r"path: .* exists but is a folder"):
+        neurospca.npy_to_dask(tmp_path)
+    with pytest.raises(FileNotFoundError, match="path: no such file"):
+        neurospca.npy_to_dask(tmp_path / "missing.npy")
+
+
+MEMMAP_CHANGES = """
+    import os, numpy as np, neurospca
+    from neurospca.decomposition._data import as_data_operator
+    rng = np.random.default_rng(0)
+    path = {path!r}
+    np.save(path, rng.standard_normal((30, 50)))
+    model = neurospca.SPCATV(n_components=1, tol=1e-2, stability=False)
+    X = np.load(path, mmap_mode="r")
+    np.save(path + ".new.npy", rng.standard_normal((30, 50)))
+    os.replace(path + ".new.npy", path)  # the memmap still maps the old file
+    try:
+        model.fit(X)
+    except ValueError as exc:
+        assert str(exc).startswith("X: ") and "was replaced" in str(exc), exc
+        print("replaced: refused")
+    X = np.load(path, mmap_mode="r")
+    op = as_data_operator(X)
+    with open(path, "r+b") as fh:
+        fh.truncate(os.path.getsize(path) // 2)  # reading the map now: SIGBUS
+    try:
+        op.scan()
+    except ValueError as exc:
+        assert "changed during the fit" in str(exc), exc
+        print("truncated during the fit: refused")
+    try:
+        model.fit(X)
+    except ValueError as exc:
+        assert "was truncated" in str(exc), exc
+        print("truncated: refused")
+"""
+
+
+def test_memmap_whose_file_changed_is_refused(tmp_path):
+    """Replaced (another inode) or truncated under a memmap: ValueError naming X,
+    never numbers of another file, never a SIGBUS."""
+    res = run_child(MEMMAP_CHANGES.format(path=str(tmp_path / "X.npy")))
+    assert res.stdout.splitlines() == ["replaced: refused", "truncated during the fit: refused",
+                                       "truncated: refused"]
+
+
+def test_dask_array_embedding_a_memmap_warns(tmp_path):
+    """The data operator every fit and transform builds warns about a dask array
+    that embeds a memmap, not about npy_to_dask or a plain memmap."""
+    da = pytest.importorskip("dask.array")
+    from neurospca.decomposition._data import as_data_operator
+
+    path = tmp_path / "X.npy"
+    X0 = np.random.default_rng(0).standard_normal((40, 30))
+    np.save(path, X0)
+    embedded = da.from_array(np.load(path, mmap_mode="r"), chunks=(10, 30)) * 1.0
+    with pytest.warns(UserWarning, match=r"X is a dask array that embeds a NumPy memmap"):
+        op = as_data_operator(embedded)
+    np.testing.assert_allclose(op.stats["mean"], X0.mean(axis=0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for X in (neurospca.npy_to_dask(path, chunk_rows=10), np.load(path, mmap_mode="r")):
+            np.testing.assert_allclose(as_data_operator(X).stats["mean"], X0.mean(axis=0))
+    assert not [w for w in caught if "memmap" in str(w.message)]

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from .. import persistence
-from .._utils.io import AtomicFolder, same_file
+from .._utils.io import AtomicFolder, regular_file, same_file
 from .._utils.progress import print_warnings, progress_lines
 from .._utils.signals import signals_blocked
 from .penalties import spcatv_defaults
@@ -85,14 +85,13 @@ def expand(paths, option):
                 raise UserError(f"{option}: the pattern {p!r} matches no file.")
             out.extend(matches)
         else:
-            if not os.path.exists(p):
-                raise UserError(f"{option}: no such file {p!r}.")
-            out.append(p)
+            out.append(existing(p, option))
     return out
 
 
 def existing(path, option):
-    """``path`` if it is None or exists, else UserError naming ``option``.
+    """``path`` if it is None or an existing regular file, else UserError naming
+    ``option`` (a folder, FIFO or device that exists is not a file).
 
     Parameters
     ----------
@@ -105,8 +104,11 @@ def existing(path, option):
     -------
     str or None
     """
-    if path is not None and not os.path.exists(path):
-        raise UserError(f"{option}: no such file {path!r}.")
+    if path is not None:
+        try:
+            regular_file(path, option)
+        except (OSError, ValueError) as exc:
+            raise UserError(str(exc)) from None
     return path
 
 
@@ -225,8 +227,7 @@ def check_before_work(args):
             if path is None:
                 continue
             option = f"--{hemi}-plot-mesh"
-            if not os.path.exists(path):
-                raise UserError(f"{option}: no such file {path!r}.")
+            existing(path, option)
             try:
                 check_plot_mesh(*load_surf_mesh(path, option), name=option)
             except (ValueError, TypeError) as exc:

@@ -150,6 +150,41 @@ _KINDS = {stat.S_IFDIR: "a folder", stat.S_IFCHR: "a character device",
           stat.S_IFSOCK: "a socket"}
 
 
+def regular_file(path, name="path"):
+    """``path`` as a str if it names an existing regular file (links followed).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file to read.
+    name : str, default="path"
+        How errors name ``path``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing exists at ``path``.
+    ValueError
+        ``path`` exists and is a folder, a device, a FIFO or a socket (reading
+        one could block forever or never end).
+    """
+    path = os.fsdecode(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{name}: no such file {path!r}.") from None
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot read {path!r} ({exc.strerror}).") from None
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise ValueError(f"{name}: {path!r} exists but is {kind}, not a file.")
+    return path
+
+
 def same_file(a, b):
     """True when paths ``a`` and ``b`` both exist and are the same file (links followed)."""
     try:

@@ -7,6 +7,8 @@ import warnings
 import nibabel as nib
 import numpy as np
 
+from .._utils.io import regular_file
+
 __all__ = ["images_to_data", "load_mask_img", "unmask"]
 
 _AFFINE_ATOL = 1e-4
@@ -21,9 +23,7 @@ def _load_image(obj, name):
     if isinstance(obj, nib.spatialimages.SpatialImage):
         return obj
     if _is_pathlike(obj):
-        path = os.fsdecode(obj)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{name}: no such file {path!r}.")
+        path = regular_file(obj, name)
         try:
             img = nib.load(path)
         except Exception as exc:  # nibabel raises several types for unreadable files

@@ -21,7 +21,7 @@ from ..decomposition import (
     KTraceNormPCA,
     NonnegativeSparsePCA,
 )
-from .._utils.io import check_not_input
+from .._utils.io import check_not_input, regular_file
 from .._utils.validation import check_int
 from ..operators import GroupOperator
 from ..surface import Hemispheres, check_plot_mesh
@@ -331,9 +331,7 @@ def load_model(path, *, max_bytes=MAX_BYTES):
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
     check_int(max_bytes, "max_bytes", minimum=1)
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"model: no such file {path!r}.")
+    path = regular_file(path, "model")
     try:
         meta, arrays = read_archive(path, int(max_bytes))
     except NotAModel as exc:
