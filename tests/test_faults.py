@@ -453,3 +453,63 @@ def test_dask_array_embedding_a_memmap_warns(tmp_path):
         for X in (neurospca.npy_to_dask(path, chunk_rows=10), np.load(path, mmap_mode="r")):
             np.testing.assert_allclose(as_data_operator(X).stats["mean"], X0.mean(axis=0))
     assert not [w for w in caught if "memmap" in str(w.message)]
+
+
+# ------------------------------------------------------------ model loader
+
+def _with_member(path, name, descr, shape, desc):
+    """Add the array ``name`` (an .npy header of ``shape`` and ``descr``, no data) to
+    the model file ``path`` and declare it as the fitted attribute of ``desc``."""
+    import io
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    meta = json.loads(np.load(io.BytesIO(members["meta.json.npy"])).tobytes())
+    meta["arrays"].append(name)
+    meta["fitted"][desc[0]] = desc[1]
+    raw = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    buf = io.BytesIO()
+    np.save(buf, raw)
+    members["meta.json.npy"] = buf.getvalue()
+    members[name + ".npy"] = _npy_bytes(descr, shape)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n, data in members.items():
+            zf.writestr(n, data)
+    return path
+
+
+@pytest.mark.parametrize("case", ["n_vertices", "string", "rows_of_nothing", "operator"])
+def test_model_loader_bounds_declared_sizes_before_allocating(tmp_path, case, capsys):
+    """Small files that declare huge sizes: a ValueError naming the file, with
+    almost nothing allocated; `neurospca report` exits 2 with one line."""
+    import json
+    import tracemalloc
+
+    from neurospca.cli import main
+    from tests.test_model_files import _surface_model, _tampered, _volume_model
+
+    if case == "n_vertices":
+        path = _tampered(_surface_model(tmp_path), tmp_path / "bad.npz", edit_meta=lambda m:
+                         m["space"].update(n_vertices=[2**31 - 1, 2**31 - 1]))
+    elif case == "operator":
+        def edit(m):
+            m["params"]["operator"]["operator"]["shape"][1] = 2**31 - 1
+        path = _tampered(_volume_model(tmp_path)[0], tmp_path / "bad.npz", edit_meta=edit)
+    elif case == "string":
+        path = _with_member(_volume_model(tmp_path)[0], "attr/names_", "<U0", (2**40,),
+                            ("names_", {"kind": "array", "object_str": True}))
+    else:
+        path = _with_member(_volume_model(tmp_path)[0], "attr/hist_/0", "<f8", (2**40, 0),
+                            ("hist_", {"kind": "ragged", "items": [{"int_columns": []}]}))
+    assert os.path.getsize(path) < 30_000
+    tracemalloc.start()
+    with pytest.raises(ValueError, match="max_bytes") as info:
+        neurospca.load_model(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert str(path) in str(info.value) and peak < 20 * 2**20
+    assert main(["report", str(path), "--output", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "max_bytes" in err
