@@ -232,11 +232,10 @@ def check_declared_sizes(meta, limit):
             continue
         for key, value in item.items():
             if key == "n_vertices" and isinstance(value, list):
-                total += BYTES_PER_VERTEX * sum(_declared_int(v, key) for v in value)
+                total += BYTES_PER_VERTEX * sum(_declared_int(v) for v in value)
             elif key == "operator" and isinstance(value, dict) \
                     and isinstance(value.get("shape"), list):
-                total += BYTES_PER_OPERATOR_DIM * sum(_declared_int(v, "operator shape")
-                                                      for v in value["shape"])
+                total += BYTES_PER_OPERATOR_DIM * sum(_declared_int(v) for v in value["shape"])
             else:
                 stack.append(value)
     if total > limit:
@@ -245,8 +244,9 @@ def check_declared_sizes(meta, limit):
                          "(raise max_bytes to read a larger model)")
 
 
-def _declared_int(value, key):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"malformed header: {key} must hold non-negative ints, got "
-                         f"{value!r}")
+def _declared_int(value):
+    """``value`` if it is a plausible size; 0 otherwise (the decoder refuses it
+    with its own message)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        return 0
     return value
