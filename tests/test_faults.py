@@ -513,3 +513,117 @@ def test_model_loader_bounds_declared_sizes_before_allocating(tmp_path, case, ca
     assert main(["report", str(path), "--output", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "max_bytes" in err
+
+
+# ------------------------------------------- silent acceptances, unclear errors
+
+def _fit(X):
+    return neurospca.SPCATV(n_components=1, tol=1e-1, max_iter=3, stability=False).fit(X)
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda X: X.astype("datetime64[s]"), TypeError, r"X holds dates"),
+    (lambda X: X.astype("timedelta64[s]"), TypeError, r"X holds durations"),
+    (lambda X: X.astype(str), TypeError, r"X holds strings"),
+    (lambda X: X.astype(str).astype(object), TypeError, r"X holds strings"),
+    (lambda X: X.reshape(20, 5, 2), ValueError, r"X must be a 2-D array .* got 3-D"),
+    (lambda X: __import__("pandas").DataFrame(X.astype(str)), TypeError, r"X column 0"),
+])
+def test_bad_kinds_of_x_are_refused(make, error, match):
+    X = np.arange(200, dtype=np.int64).reshape(20, 10) % 7
+    with pytest.raises(error, match=match):
+        _fit(make(X))
+
+
+def test_inverse_transform_refuses_non_finite_scores():
+    model = _fit(np.random.default_rng(0).standard_normal((20, 10)))
+    S = np.ones((2, 1))
+    np.testing.assert_allclose(model.inverse_transform(S),
+                               S @ model.components_ + model.mean_)
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match=r"X \(the scores\) contains NaN or infinite"):
+            model.inverse_transform(np.full((2, 1), bad))
+
+
+def _raw_singular(data, path):
+    """A NIfTI file whose sform (the only transform) is singular (nibabel
+    refuses to write one)."""
+    import struct
+
+    nib.Nifti1Image(data, np.eye(4)).to_filename(path)
+    raw = bytearray(open(path, "rb").read())
+    struct.pack_into("<hh", raw, 252, 0, 1)  # qform_code 0, sform_code 1
+    struct.pack_into("<4f", raw, 280, 0, 0, 0, 0)  # srow_x = 0
+    open(path, "wb").write(bytes(raw))
+    return path
+
+
+@pytest.fixture(scope="module")
+def odd_images(tmp_path_factory):
+    root = tmp_path_factory.mktemp("odd")
+    rng = np.random.default_rng(0)
+    shape = (5, 5, 5)
+    mask = np.zeros(shape, np.uint8)
+    mask[1:4, 1:4, 1:4] = 1
+    nib.Nifti1Image(mask, np.eye(4)).to_filename(root / "mask.nii.gz")
+    ok = rng.standard_normal(shape).astype(np.float32)
+    nib.Nifti1Image(ok, np.eye(4)).to_filename(root / "ok.nii.gz")
+    nib.Nifti1Image(ok + 1j, np.eye(4)).to_filename(root / "complex.nii.gz")
+    nib.Nifti1Image(np.zeros(shape + (0,), np.float32), np.eye(4)).to_filename(
+        root / "empty.nii.gz")
+    rgb = np.zeros(shape, dtype=[("R", "u1"), ("G", "u1"), ("B", "u1")])
+    nib.Nifti1Image(rgb, np.eye(4)).to_filename(root / "rgb.nii.gz")
+    _raw_singular(ok, root / "singular.nii")
+    _raw_singular(mask, root / "singular_mask.nii")
+    raw = (root / "ok.nii.gz").read_bytes()
+    (root / "truncated.nii.gz").write_bytes(raw[:len(raw) // 2])
+    return root
+
+
+@pytest.mark.parametrize("name, error, match", [
+    ("complex.nii.gz", TypeError, r"imgs\[1\]: .* holds complex values"),
+    ("empty.nii.gz", ValueError, r"imgs\[1\]: .* 4-D image with no frame"),
+    ("rgb.nii.gz", TypeError, r"imgs\[1\]: .* holds .* values \(e.g. RGB"),
+    ("singular.nii", ValueError, r"imgs\[1\]: .* singular or non-finite affine"),
+    ("truncated.nii.gz", ValueError, r"imgs\[1\]: .* truncated gzip file"),
+])
+def test_odd_images_are_refused_naming_the_image(odd_images, name, error, match, tmp_path):
+    imgs = [str(odd_images / "ok.nii.gz"), str(odd_images / name)]
+    for call in (lambda: neurospca.images_to_data(imgs, odd_images / "mask.nii.gz"),
+                 lambda: neurospca.images_to_data(imgs, odd_images / "mask.nii.gz",
+                                                  resample=True),
+                 lambda: neurospca.images_to_memmap(imgs, odd_images / "mask.nii.gz",
+                                                    tmp_path / "X.npy")):
+        with pytest.raises(error, match=match):
+            call()
+    assert not os.path.exists(tmp_path / "X.npy")
+
+
+def test_singular_affine_in_masks_and_model_files(odd_images, tmp_path):
+    from tests.test_model_files import _tampered, _volume_model
+
+    with pytest.raises(ValueError, match=r"mask: .* singular or non-finite affine"):
+        neurospca.tv_from_mask(odd_images / "singular_mask.nii")
+
+    def edit(arrays):
+        arrays["space/affine"] = np.diag([0.0, 1.0, 1.0, 1.0])
+    path = _tampered(_volume_model(tmp_path)[0], tmp_path / "bad.npz", edit_arrays=edit)
+    with pytest.raises(ValueError, match=r"bad\.npz' is malformed: the saved affine is "
+                                         "singular"):
+        neurospca.load_model(path)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"min_zero_fraction": 2.0}, r"min_zero_fraction must be in \[0, 1\]"),
+    ({"min_zero_fraction": float("nan")}, r"min_zero_fraction must be in \[0, 1\]"),
+    ({"sparse_indices": ()}, r"sparse_indices must be a (non-empty )?sequence"),
+    ({"sparse_indices": (-1,)}, r"sparse_indices must be a (non-empty )?sequence"),
+    ({"sparse_indices": (1, 5)}, r"sparse_indices \(1, 5\) name components past the last"),
+])
+def test_impossible_sparsity_settings_are_refused(kw, match):
+    from neurospca.model_selection import select_penalty
+
+    X = np.random.default_rng(0).standard_normal((20, 10))
+    est = neurospca.SPCATV(n_components=2, tol=1e-1, max_iter=3, stability=False)
+    with pytest.raises(ValueError, match=match):
+        select_penalty(est, X, rule="sparsity", alpha_rel=[1.0], cv=2, refit=False, **kw)

@@ -639,6 +639,12 @@ def validated_data_operator(estimator, X, reset, min_samples, n_threads=None):
         _check_feature_names(estimator, X, reset=reset)
         _check_n_features(estimator, X, reset=reset)
         return as_data_operator(X, min_samples=min_samples, n_threads=n_threads)
+    check_real(X, "X")
+    ndim = getattr(X, "ndim", None)
+    if ndim is not None and ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got {ndim}-D "
+                         f"of shape {tuple(X.shape)}; reshape it, e.g. "
+                         "X.reshape(len(X), -1).")
     X = validate_data(estimator, X, reset=reset, dtype=(np.float64, np.float32),
                       ensure_min_samples=min_samples, ensure_all_finite=False)
     return as_data_operator(X, min_samples=min_samples, n_threads=n_threads)
