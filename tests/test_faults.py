@@ -627,3 +627,68 @@ def test_impossible_sparsity_settings_are_refused(kw, match):
     est = neurospca.SPCATV(n_components=2, tol=1e-1, max_iter=3, stability=False)
     with pytest.raises(ValueError, match=match):
         select_penalty(est, X, rule="sparsity", alpha_rel=[1.0], cv=2, refit=False, **kw)
+
+
+# ------------------------------------------------------------ dask workers die
+
+WORKERS_DIE = """
+    import os, signal, sys, threading, time, warnings
+    import numpy as np
+    warnings.simplefilter("ignore")
+    import neurospca
+    from distributed import Client, LocalCluster
+
+    def kill_soon(client, nannies):
+        def run():
+            time.sleep(2.0)
+            for addr, (pid, ppid) in client.run(lambda: (os.getpid(), os.getppid())).items():
+                os.kill(pid, signal.SIGKILL)
+                if nannies:
+                    os.kill(ppid, signal.SIGKILL)
+        threading.Thread(target=run, daemon=True).start()
+
+    def fit(X):
+        try:
+            neurospca.SPCATV(n_components=2, alpha=0.05, tol=1e-9, max_iter=400,
+                             stability=False).fit(X)
+            return "result"
+        except RuntimeError as exc:
+            assert str(exc).startswith("X: ") and "dask" in str(exc), exc
+            return "error"
+
+    if __name__ == "__main__":
+        path = sys.argv[1]
+        np.save(path, np.random.default_rng(0).standard_normal((200, 400)))
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None, silence_logs=50)
+        client = Client(cluster)
+        X = neurospca.npy_to_dask(path, chunk_rows=100)
+        kill_soon(client, nannies=False)  # the nannies restart the workers
+        print("workers killed:", fit(X), flush=True)
+        kill_soon(client, nannies=True)  # nothing restarts them
+        print("workers and nannies killed:", fit(X), flush=True)
+        os._exit(0)
+"""
+
+
+@pytest.mark.slow
+def test_fit_on_a_cluster_whose_workers_die_ends(tmp_path):
+    """A fit on a LocalCluster (127.0.0.1) whose worker processes are killed ends
+    with a result or a RuntimeError naming X; with the nannies killed too (no
+    worker ever again) it ends with the error after the no-worker timeout
+    (5 s here), where it used to wait forever."""
+    pytest.importorskip("distributed")
+    script = tmp_path / "die.py"
+    script.write_text(textwrap.dedent(WORKERS_DIE))
+    env = dict(os.environ, NEUROSPCA_DASK_NO_WORKER_TIMEOUT="5",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        res = subprocess.run([sys.executable, str(script), str(tmp_path / "X.npy")],
+                             cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=240)
+    except subprocess.TimeoutExpired as exc:  # pragma: no cover - a hang is a failure
+        pytest.fail(f"the fit hung after its workers died:\n{exc.stdout}\n{exc.stderr}")
+    lines = res.stdout.splitlines()
+    assert res.returncode == 0 and len(lines) == 2, res.stdout + res.stderr[-3000:]
+    assert lines[0] in ("workers killed: result", "workers killed: error")
+    assert lines[1] == "workers and nannies killed: error"

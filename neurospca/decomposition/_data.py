@@ -17,6 +17,7 @@ there (the certificates' ``X^T u``).
 
 import mmap
 import os
+import time
 import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -274,6 +275,71 @@ def _check_unchanged(name, X, fh, identity):
                          "would mix two data sets.")
 
 
+#: Seconds a computation on a ``dask.distributed`` cluster waits while the
+#: cluster has no worker before it stops with an error (workers killed or lost
+#: and not restarted). Change with the environment variable
+#: ``NEUROSPCA_DASK_NO_WORKER_TIMEOUT``.
+NO_WORKER_TIMEOUT = 60.0
+
+
+def _distributed_client():
+    """The active ``dask.distributed`` client, or None (no import if not loaded)."""
+    import sys
+
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import default_client
+
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _compute(name, *values):
+    """``dask.compute(*values)``, ending in a result or a clear error in bounded time
+    when the distributed cluster loses its workers.
+
+    Without a distributed client this is ``dask.compute``. With one, the
+    futures are watched: a task whose workers died ``allowed-failures`` times
+    (dask's setting) is a RuntimeError naming ``name``, and so is a cluster
+    without any worker for :data:`NO_WORKER_TIMEOUT` seconds (a plain
+    ``compute`` would wait for one forever).
+    """
+    import dask
+
+    client = _distributed_client()
+    if client is None:
+        return dask.compute(*values)
+    from distributed import KilledWorker, wait
+
+    limit = float(os.environ.get("NEUROSPCA_DASK_NO_WORKER_TIMEOUT", NO_WORKER_TIMEOUT))
+    futures = client.compute(list(values))
+    idle_since = None
+    while True:
+        try:
+            wait(futures, timeout=1.0)
+            break
+        except TimeoutError:
+            pass
+        if client.scheduler_info().get("workers"):
+            idle_since = None
+            continue
+        idle_since = idle_since or time.monotonic()
+        if time.monotonic() - idle_since > limit:
+            client.cancel(futures)
+            raise RuntimeError(
+                f"{name}: the dask cluster has had no worker for {limit:g} s (workers "
+                "killed or lost and not restarted); the computation was stopped. Restart "
+                "the cluster's workers and fit again.")
+    try:
+        return tuple(client.gather(futures))
+    except KilledWorker as exc:
+        raise RuntimeError(
+            f"{name}: dask workers died while computing a block ({exc}); the fit was "
+            "stopped. Check the workers' memory limits and logs, then fit again.") from None
+
+
 class DataOperator:
     """``X`` (optionally centred, ``X - 1 mean^T``) as products by row blocks.
 
@@ -369,7 +435,7 @@ class DataOperator:
                      for b, lo, hi in zip(blocks, self._offsets[:-1], self._offsets[1:])]
             rows = [delayed(_first)(t) for t in tasks]
             total = _tree([delayed(_second)(t) for t in tasks], combine, delayed)
-            rows, total = dask.compute(rows, total)
+            rows, total = _compute(self.name, rows, total)
         else:
             rows, total = [], None
 
