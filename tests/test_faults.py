@@ -671,7 +671,6 @@ WORKERS_DIE = """
 """
 
 
-@pytest.mark.slow
 def test_fit_on_a_cluster_whose_workers_die_ends(tmp_path):
     """A fit on a LocalCluster (127.0.0.1) whose worker processes are killed ends
     with a result or a RuntimeError naming X; with the nannies killed too (no
