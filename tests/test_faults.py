@@ -9,7 +9,6 @@ or a timeout is a failure of the test, not of the runner).
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import textwrap
@@ -484,7 +483,6 @@ def _with_member(path, name, descr, shape, desc):
 def test_model_loader_bounds_declared_sizes_before_allocating(tmp_path, case, capsys):
     """Small files that declare huge sizes: a ValueError naming the file, with
     almost nothing allocated; `neurospca report` exits 2 with one line."""
-    import json
     import tracemalloc
 
     from neurospca.cli import main

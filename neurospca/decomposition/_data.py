@@ -17,8 +17,6 @@ there (the certificates' ``X^T u``).
 
 import mmap
 import os
-import time
-import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,6 +26,7 @@ from threadpoolctl import ThreadpoolController
 from sklearn.utils.validation import _check_feature_names, _check_n_features, validate_data
 
 from .._utils.validation import check_real
+from ._sources import check_unchanged, compute, file_identity, warn_embedded_memmaps
 
 __all__ = ["DataOperator", "as_data_operator", "is_dask_array", "is_out_of_core"]
 
@@ -192,154 +191,6 @@ def _memmap_file_position(X):
     return start + (X.ctypes.data - base)
 
 
-def _mapping_of(address):
-    """``(inode, path)`` of the file mapped at ``address`` (from /proc/self/maps),
-    or ``(None, None)``."""
-    try:
-        with open("/proc/self/maps") as fh:
-            for line in fh:
-                fields = line.split(maxsplit=5)
-                lo, hi = (int(a, 16) for a in fields[0].split("-"))
-                if lo <= address < hi:
-                    return int(fields[4]), (fields[5].strip() if len(fields) > 5 else None)
-    except (OSError, ValueError, TypeError, IndexError):
-        pass
-    return None, None
-
-
-def _mapped_inode(mm):
-    """The inode of the file mapped by the mmap ``mm``, or None."""
-    try:
-        return _mapping_of(np.frombuffer(mm, dtype=np.uint8).ctypes.data)[0]
-    except (TypeError, ValueError):
-        return None
-
-
-def _embedded_memmaps(X):
-    """File names of the NumPy memmaps embedded in the task graph of the dask array
-    ``X`` (``da.from_array(np.load(path, mmap_mode="r"))``); materialised layers only."""
-    graph = X.__dask_graph__()
-    layers = graph.layers.values() if hasattr(graph, "layers") else [graph]
-    found = set()
-    for layer in layers:
-        mapping = getattr(layer, "mapping", layer if isinstance(layer, dict) else None)
-        if mapping is None:
-            continue
-        for value in mapping.values():
-            value = getattr(value, "value", value)  # a dask DataNode wraps its value
-            if isinstance(value, np.memmap):
-                path = getattr(value, "filename", None) or \
-                    _mapping_of(value.__array_interface__["data"][0])[1]
-                found.add(f"of {path!r}" if path and path.startswith("/") else
-                          "(here a copy in memory)")
-    return sorted(found)
-
-
-def _warn_embedded_memmaps(name, X):
-    files = _embedded_memmaps(X)
-    if files:
-        warnings.warn(
-            f"{name} is a dask array that embeds a NumPy memmap {files[0]} in its task "
-            "graph (da.from_array(np.load(path, mmap_mode='r'))): a fit through dask then "
-            "holds up to the whole array in memory (and pickles it for a distributed "
-            "scheduler). Pass the memmap itself (np.load(path, mmap_mode='r'), streamed from "
-            "the file by row blocks) or neurospca.npy_to_dask(path) (each task reads its "
-            "rows) instead.", UserWarning, stacklevel=4)
-
-
-def _file_identity(name, X, pos):
-    """``(dev, ino, size, mtime_ns)`` of the file behind the memmap ``X`` (read
-    from ``pos``), after checking that it is still the mapped file and holds
-    all of ``X``; ValueError naming ``name`` otherwise."""
-    try:
-        st = os.stat(X.filename)
-    except OSError as exc:
-        raise ValueError(f"{name}: the file of this memmap, {X.filename!r}, cannot be read "
-                         f"({exc.strerror}).") from None
-    ino = _mapped_inode(X._mmap)
-    if ino is not None and ino != st.st_ino:
-        raise ValueError(f"{name}: the file of this memmap, {X.filename!r}, was replaced "
-                         "after it was opened; open it again (np.load(path, "
-                         "mmap_mode='r')).")
-    if st.st_size < pos + X.nbytes:
-        raise ValueError(f"{name}: the file of this memmap, {X.filename!r}, was truncated "
-                         f"({st.st_size} bytes; the array needs {pos + X.nbytes}).")
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _check_unchanged(name, X, fh, identity):
-    st = os.fstat(fh.fileno())
-    if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != identity:
-        raise ValueError(f"{name}: the file of this memmap, {X.filename!r}, changed during "
-                         "the fit (size, modification time or inode differ); the results "
-                         "would mix two data sets.")
-
-
-#: Seconds a computation on a ``dask.distributed`` cluster waits while the
-#: cluster has no worker before it stops with an error (workers killed or lost
-#: and not restarted). Change with the environment variable
-#: ``NEUROSPCA_DASK_NO_WORKER_TIMEOUT``.
-NO_WORKER_TIMEOUT = 60.0
-
-
-def _distributed_client():
-    """The active ``dask.distributed`` client, or None (no import if not loaded)."""
-    import sys
-
-    if "distributed" not in sys.modules:
-        return None
-    from distributed import default_client
-
-    try:
-        return default_client()
-    except ValueError:
-        return None
-
-
-def _compute(name, *values):
-    """``dask.compute(*values)``, ending in a result or a clear error in bounded time
-    when the distributed cluster loses its workers.
-
-    Without a distributed client this is ``dask.compute``. With one, the
-    futures are watched: a task whose workers died ``allowed-failures`` times
-    (dask's setting) is a RuntimeError naming ``name``, and so is a cluster
-    without any worker for :data:`NO_WORKER_TIMEOUT` seconds (a plain
-    ``compute`` would wait for one forever).
-    """
-    import dask
-
-    client = _distributed_client()
-    if client is None:
-        return dask.compute(*values)
-    from distributed import KilledWorker, wait
-
-    limit = float(os.environ.get("NEUROSPCA_DASK_NO_WORKER_TIMEOUT", NO_WORKER_TIMEOUT))
-    futures = client.compute(list(values))
-    idle_since = None
-    while True:
-        try:
-            wait(futures, timeout=1.0)
-            break
-        except TimeoutError:
-            pass
-        if client.scheduler_info().get("workers"):
-            idle_since = None
-            continue
-        idle_since = idle_since or time.monotonic()
-        if time.monotonic() - idle_since > limit:
-            client.cancel(futures)
-            raise RuntimeError(
-                f"{name}: the dask cluster has had no worker for {limit:g} s (workers "
-                "killed or lost and not restarted); the computation was stopped. Restart "
-                "the cluster's workers and fit again.")
-    try:
-        return tuple(client.gather(futures))
-    except KilledWorker as exc:
-        raise RuntimeError(
-            f"{name}: dask workers died while computing a block ({exc}); the fit was "
-            "stopped. Check the workers' memory limits and logs, then fit again.") from None
-
-
 class DataOperator:
     """``X`` (optionally centred, ``X - 1 mean^T``) as products by row blocks.
 
@@ -373,7 +224,7 @@ class DataOperator:
         self.n_threads = n_threads
         if is_dask_array(X):
             self.kind = "dask"
-            _warn_embedded_memmaps(name, X)
+            warn_embedded_memmaps(name, X)
             if X.numblocks[1] > 1:
                 X = X.rechunk({1: -1})
             self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
@@ -392,7 +243,7 @@ class DataOperator:
         if self.kind == "memmap":
             self._pos = _memmap_file_position(X)
             if getattr(X, "filename", None) is not None and getattr(X, "_mmap", None) is not None:
-                self._identity = _file_identity(name, X, self._pos or int(X.offset))
+                self._identity = file_identity(name, X, self._pos or int(X.offset))
         self.X = X
 
     # ------------------------------------------------------------ execution
@@ -403,7 +254,7 @@ class DataOperator:
             if pos is not None:
                 row_bytes = self.shape[1] * X.dtype.itemsize
                 with open(X.filename, "rb", buffering=0) as fh:
-                    _check_unchanged(self.name, X, fh, self._identity)
+                    check_unchanged(self.name, X, fh, self._identity)
                     for lo, hi in zip(off[:-1], off[1:]):
                         B = np.empty((hi - lo, self.shape[1]), dtype=X.dtype)
                         buf = memoryview(B).cast("B")
@@ -435,7 +286,7 @@ class DataOperator:
                      for b, lo, hi in zip(blocks, self._offsets[:-1], self._offsets[1:])]
             rows = [delayed(_first)(t) for t in tasks]
             total = _tree([delayed(_second)(t) for t in tasks], combine, delayed)
-            rows, total = _compute(self.name, rows, total)
+            rows, total = compute(self.name, rows, total)
         else:
             rows, total = [], None
 
