@@ -316,6 +316,11 @@ def main(argv=None):
         except (UserError, ValueError, TypeError, OSError, ImportError, EOFError) as exc:
             print(f"neurospca: error: {_one_line(exc)}", file=sys.stderr)
             return 2
+        except MemoryError as exc:
+            print(f"neurospca: error: out of memory ({_one_line(exc) or 'MemoryError'}); "
+                  "use fewer or smaller inputs, or a machine with more memory.",
+                  file=sys.stderr)
+            return 2
         finally:
             remove_temp_folders()
 

@@ -13,12 +13,13 @@ transform), which streams them by row blocks:
   the images themselves and nothing is loaded on the client.
 """
 
+import errno
 import os
 
 import nibabel as nib
 import numpy as np
 
-from ._utils.io import atomic_write
+from ._utils.io import atomic_write, check_not_input, regular_file
 from .masking import _check_grid, _collect_images, _image_data, _mask_array, load_mask_img
 from .surface import load_surf_data
 
@@ -49,21 +50,54 @@ def _checked_block(label, block, n_cols, dtype):
     return block
 
 
-def _write_rows(path, n_rows, n_cols, dtype, rows):
-    """Write ``rows`` (an iterator of 2-D blocks) into a new ``.npy`` at
-    ``path`` atomically; non-finite values are an error naming the block."""
+def _npy_header_bytes(n_rows, n_cols, dtype):
+    """The bytes of a ``.npy`` header for a C-ordered ``(n_rows, n_cols)`` array."""
+    import io
+
+    buf = io.BytesIO()
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+              "shape": (n_rows, n_cols)}
+    np.lib.format.write_array_header_1_0(buf, header)
+    return buf.getvalue()
+
+
+def _preallocate(fd, size):
+    """Reserve ``size`` bytes for ``fd`` now, so a full disk is an OSError here (not
+    later); file systems that cannot reserve space are written as they are."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            return
+        raise
+
+
+def _write_rows(path, n_rows, n_cols, dtype, rows, inputs=()):
+    """Write ``rows`` (an iterator of ``(label, 2-D block)``) into a new ``.npy`` at
+    ``path`` atomically; non-finite values are an error naming the block.
+
+    The file is written with ordinary writes after its whole size was
+    reserved (``posix_fallocate``): a full disk or a file size limit is an
+    ``OSError`` and nothing is left behind (writing through a memory map would
+    kill the process with SIGBUS instead). ``path`` may not be one of the
+    ``inputs``.
+    """
+    check_not_input(path, inputs)
+    header = _npy_header_bytes(n_rows, n_cols, dtype)
 
     def write(tmp):
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(n_rows, n_cols))
-        i = 0
-        for label, block in rows:
-            block = _checked_block(label, block, n_cols, dtype)
-            out[i:i + block.shape[0]] = block
-            i += block.shape[0]
-        if i != n_rows:  # pragma: no cover - guarded by the row count
-            raise ValueError(f"wrote {i} rows, expected {n_rows}.")
-        out.flush()
-        del out
+        with open(tmp, "wb") as fh:
+            _preallocate(fh.fileno(), len(header) + n_rows * n_cols * dtype.itemsize)
+            fh.write(header)
+            i = 0
+            for label, block in rows:
+                block = np.ascontiguousarray(_checked_block(label, block, n_cols, dtype))
+                if i + block.shape[0] > n_rows:  # pragma: no cover - guarded by the count
+                    raise ValueError(f"{label}: more rows than the {n_rows} counted.")
+                fh.write(memoryview(block).cast("B"))
+                i += block.shape[0]
+            if i != n_rows:  # pragma: no cover - guarded by the row count
+                raise ValueError(f"wrote {i} rows, expected {n_rows}.")
 
     atomic_write(write, path)
     return np.load(path, mmap_mode="r")
@@ -98,7 +132,11 @@ def images_to_memmap(imgs, mask, path, *, dtype=np.float32, threshold=None,
     ------
     ValueError
         An image is not on the mask's grid (and ``resample`` is False) or has
-        NaN/inf values inside the mask.
+        NaN/inf values inside the mask; ``path`` is one of the inputs or exists
+        and is not a regular file.
+    OSError
+        The disk is full (or the file is over a size limit): nothing is left
+        at ``path``.
     """
     dtype = _check_dtype(dtype)
     mask_img = load_mask_img(mask, threshold=threshold)
@@ -107,7 +145,9 @@ def images_to_memmap(imgs, mask, path, *, dtype=np.float32, threshold=None,
     n_rows = sum(_n_frames(img) for _, img in items)
     rows = ((label, _image_rows(label, img, mask_img, mask_arr, resample))
             for label, img in items)
-    return _write_rows(os.fspath(path), n_rows, int(mask_arr.sum()), dtype, rows), mask_img
+    inputs = [(label, img.get_filename()) for label, img in items] + [("mask", mask)]
+    return _write_rows(os.fspath(path), n_rows, int(mask_arr.sum()), dtype, rows,
+                       inputs), mask_img
 
 
 def _n_frames(img):
@@ -262,14 +302,18 @@ def surfaces_to_memmap(files, path, *, mask=None, dtype=np.float32):
     ------
     ValueError
         No files, a file with several maps, a vertex count differing from the
-        first file's or the mask's, or NaN/inf values in the mask.
+        first file's or the mask's, or NaN/inf values in the mask; ``path`` is
+        one of the ``files`` or exists and is not a regular file.
+    OSError
+        The disk is full: nothing is left at ``path``.
     """
     dtype = _check_dtype(dtype)
     files, first, mask = _surface_header(files, mask)
     rows = ((f"files[{i}]", _surface_row(f"files[{i}]", first if i == 0 else
                                          np.asarray(load_surf_data(f, f"files[{i}]")), mask))
             for i, f in enumerate(files))
-    return _write_rows(os.fspath(path), len(files), int(mask.sum()), dtype, rows)
+    inputs = [(f"files[{i}]", f) for i, f in enumerate(files)]
+    return _write_rows(os.fspath(path), len(files), int(mask.sum()), dtype, rows, inputs)
 
 
 def surfaces_to_dask(files, *, mask=None, chunk_files=64, dtype=np.float32):
@@ -311,40 +355,103 @@ def surfaces_to_dask(files, *, mask=None, chunk_files=64, dtype=np.float32):
     return _delayed_rows(_surface_chunk, tasks, int(mask.sum()), dtype, "surfaces_to_dask")
 
 
-def _read_rows(path, lo, hi):
-    """Rows ``lo:hi`` of a ``.npy`` file (one dask task)."""
-    return np.array(np.load(path, mmap_mode="r")[lo:hi])
+def _npy_header(fh, path):
+    """``(shape, fortran_order, dtype, offset)`` of the ``.npy`` file open as ``fh``."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(fh)
+        reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, fortran, dtype = reader(fh, max_header_size=10_000)
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise ValueError(f"path: {path!r} is not a readable .npy file ({exc}).") from None
+    if dtype.hasobject:
+        raise ValueError(f"path: {path!r} holds Python objects ({dtype}); neurospca reads "
+                         "numeric .npy files only.")
+    if not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
+        raise ValueError(f"path: {path!r} holds {dtype} values; expected real numbers.")
+    return shape, fortran, dtype, fh.tell()
+
+
+def _npy_identity(path):
+    """What identifies the ``.npy`` file at ``path`` now: ``(stat, header)``."""
+    regular_file(path, "path")
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        header = _npy_header(fh, path)
+    shape, _, dtype, offset = header
+    if st.st_size < offset + int(np.prod(shape)) * dtype.itemsize:
+        raise ValueError(f"path: {path!r} is truncated: its header promises {shape} "
+                         f"{dtype} values, more than its {st.st_size} bytes hold.")
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), header
+
+
+def _read_rows(path, lo, hi, identity):
+    """Rows ``lo:hi`` of the ``.npy`` file ``path`` (one dask task), read with
+    ordinary I/O after checking the file is the one the array was made from."""
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if now != identity[0] or _npy_header(fh, path) != identity[1]:
+            raise ValueError(
+                f"path: {path!r} changed after npy_to_dask read it (size, modification "
+                "time, inode or header differ): the array would not be the one promised. "
+                "Call npy_to_dask again on the new file.")
+        shape, fortran, dtype, offset = identity[1]
+        if fortran:
+            mm = np.memmap(fh, dtype=dtype, mode="r", shape=shape, order="F", offset=offset)
+            return np.array(mm[lo:hi])
+        fh.seek(offset + lo * shape[1] * dtype.itemsize)
+        out = np.fromfile(fh, dtype=dtype, count=(hi - lo) * shape[1])
+    if out.size != (hi - lo) * shape[1]:  # pragma: no cover - guarded by the identity
+        raise ValueError(f"path: {path!r} ended before row {hi}.")
+    return out.reshape(hi - lo, shape[1])
 
 
 def npy_to_dask(path, *, chunk_rows=1000):
     """A dask array over a ``.npy`` file, chunked by rows (subjects).
 
-    Each chunk is read by its own task from the file (``np.load(...,
-    mmap_mode="r")`` inside the task), so the task graph holds only the path:
-    nothing is loaded on the client and the workers of a ``dask.distributed``
-    cluster read their chunks themselves. ``da.from_array(np.load(path,
-    mmap_mode="r"))`` instead embeds the memmap in the graph, which is pickled
-    (the whole array) whenever the graph is sent to a scheduler.
+    Each chunk is read by its own task from the file (ordinary reads inside
+    the task), so the task graph holds only the path: nothing is loaded on the
+    client and the workers of a ``dask.distributed`` cluster read their chunks
+    themselves. ``da.from_array(np.load(path, mmap_mode="r"))`` instead embeds
+    the memmap in the graph, which is pickled (the whole array) whenever the
+    graph is sent to a scheduler, and a fit then holds the whole array in
+    memory (:class:`neurospca.SPCATV` warns about it).
+
+    The file's identity (device, inode, size, modification time and header)
+    is recorded now; a task that finds the file changed (replaced, rewritten,
+    truncated) raises a ValueError naming ``path`` instead of computing other
+    numbers than the array promised.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A 2-D ``.npy`` file, e.g. from :func:`images_to_memmap`.
+        A 2-D ``.npy`` file of real numbers, e.g. from :func:`images_to_memmap`.
     chunk_rows : int, default=1000
 
     Returns
     -------
     dask.array.Array of shape (n_samples, n_features)
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ValueError
+        ``path`` is not a regular file (a folder, FIFO or device), not a
+        readable ``.npy`` file, truncated, not 2-D or not numeric; bad
+        ``chunk_rows``; when computed, the file changed.
     """
     _import_dask("npy_to_dask")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
     path = os.path.abspath(os.fspath(path))
-    head = np.load(path, mmap_mode="r")
-    if head.ndim != 2:
-        raise ValueError(f"path: {path!r} holds a {head.ndim}-D array; expected 2-D.")
     chunk_rows = _check_chunk(chunk_rows, "chunk_rows")
-    n, p = head.shape
-    dtype = head.dtype
-    del head
-    tasks = [(min(n, lo + chunk_rows) - lo, (path, lo, min(n, lo + chunk_rows)))
+    identity = _npy_identity(path)
+    shape, _, dtype, _ = identity[1]
+    if len(shape) != 2:
+        raise ValueError(f"path: {path!r} holds a {len(shape)}-D array; expected 2-D.")
+    n, p = shape
+    tasks = [(min(n, lo + chunk_rows) - lo, (path, lo, min(n, lo + chunk_rows), identity))
              for lo in range(0, n, chunk_rows)]
     return _delayed_rows(_read_rows, tasks, p, dtype, "npy_to_dask")

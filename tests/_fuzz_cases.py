@@ -701,7 +701,7 @@ def cli(data):
             out = os.path.join(work, "out")
             assert sorted(os.listdir(out)) == ["loadings.nii.gz", "model.npz",
                                                "report.html", "scores.csv"]
-        assert [f for f in os.listdir(work) if ".tmp-" in f] == []
+        assert [f for f in os.listdir(work) if ".tmp-" in f or "neurospca-tmp" in f] == []
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -71,6 +71,7 @@ SLOW = (
     "tests/test_cli_files.py::test_sigterm_keeps_an_existing_output_as_it_was",
     "tests/test_cli_files.py::test_sigterm_leaves_no_temp_folder",
     "tests/test_defaults_selection.py::test_default_is_sparse_on_real_brainspace_rsfmri",
+    "tests/test_faults.py::test_fit_on_a_cluster_whose_workers_die_ends",
     "tests/test_image_spcatv.py::test_cli_alpha_options",
     "tests/test_image_spcatv.py::test_cli_surface_qcache_and_gifti_cortex",
     "tests/test_image_spcatv.py::test_generate_report_in_browser",

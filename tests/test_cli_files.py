@@ -340,7 +340,7 @@ def test_sigterm_leaves_no_temp_folder(files, tmp_path, stage):
     def when(lines):
         if stage == "fit":
             return any(line.startswith("SPCA-TV:") for line in lines)
-        return any(".tmp-" in f for f in os.listdir(work))
+        return any("neurospca-tmp-" in f for f in os.listdir(work))
 
     for _ in range(3):  # the report may finish before the signal lands: try again
         sent, code, err = _run_and_terminate(argv, when)

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from .. import persistence
-from .._utils.io import AtomicFolder
+from .._utils.io import AtomicFolder, regular_file, same_file
 from .._utils.progress import print_warnings, progress_lines
 from .._utils.signals import signals_blocked
 from .penalties import spcatv_defaults
@@ -85,14 +85,13 @@ def expand(paths, option):
                 raise UserError(f"{option}: the pattern {p!r} matches no file.")
             out.extend(matches)
         else:
-            if not os.path.exists(p):
-                raise UserError(f"{option}: no such file {p!r}.")
-            out.append(p)
+            out.append(existing(p, option))
     return out
 
 
 def existing(path, option):
-    """``path`` if it is None or exists, else UserError naming ``option``.
+    """``path`` if it is None or an existing regular file, else UserError naming
+    ``option`` (a folder, FIFO or device that exists is not a file).
 
     Parameters
     ----------
@@ -105,8 +104,11 @@ def existing(path, option):
     -------
     str or None
     """
-    if path is not None and not os.path.exists(path):
-        raise UserError(f"{option}: no such file {path!r}.")
+    if path is not None:
+        try:
+            regular_file(path, option)
+        except (OSError, ValueError) as exc:
+            raise UserError(str(exc)) from None
     return path
 
 
@@ -149,6 +151,33 @@ def _probe_writable(folder, option):
                             "choose a writable folder.") from None
 
 
+def _input_files(args):
+    """``(option, path)`` of every existing file named on the command line."""
+    found = []
+    for key, value in sorted(vars(args).items()):
+        if key in ("output", "command", "title", "func", "argv"):
+            continue
+        option = "MODEL" if key == "model" else "--" + key.replace("_", "-")
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if not isinstance(v, str) or not v:
+                continue
+            for path in (glob.glob(os.path.expanduser(v)) if glob.has_magic(v) else [v]):
+                if os.path.isfile(path):
+                    found.append((option, path))
+    return found
+
+
+def _check_inputs_not_outputs(args, out):
+    """UserError if an input file is one the run would replace or remove in ``out``."""
+    real_out = os.path.realpath(out)
+    for option, path in _input_files(args):
+        real = os.path.realpath(path)
+        if os.path.dirname(real) == real_out and OUTPUT_FILE.match(os.path.basename(real)):
+            raise UserError(f"{option}: {path!r} is in --output and would be replaced by "
+                            "this run's outputs; move it or choose another --output.")
+
+
 def check_before_work(args):
     """Fail before loading or fitting anything: output writable, plot meshes and the
     background image readable and valid (the report uses them after the fit).
@@ -172,10 +201,16 @@ def check_before_work(args):
         _probe_writable(parent, "--output")
         if os.path.isdir(out):
             _probe_writable(out, "--output")
+            _check_inputs_not_outputs(args, out)
     elif args.command == "report":
-        folder = os.path.dirname(os.path.abspath(report_path(args)))
+        out = report_path(args)
+        folder = os.path.dirname(os.path.abspath(out))
         if os.path.isdir(folder):
             _probe_writable(folder, "--output")
+        for option, path in _input_files(args):
+            if same_file(out, path):
+                raise UserError(f"--output: {out!r} is the input {option}; writing the "
+                                "report there would destroy it. Choose another --output.")
     bg_img = getattr(args, "bg_img", None)
     if bg_img is not None and os.path.exists(bg_img):  # read now, not after the fit
         from ..masking import _image_data, _load_image
@@ -192,8 +227,7 @@ def check_before_work(args):
             if path is None:
                 continue
             option = f"--{hemi}-plot-mesh"
-            if not os.path.exists(path):
-                raise UserError(f"{option}: no such file {path!r}.")
+            existing(path, option)
             try:
                 check_plot_mesh(*load_surf_mesh(path, option), name=option)
             except (ValueError, TypeError) as exc:

@@ -34,7 +34,8 @@ if "OMP_WAIT_POLICY" not in os.environ:
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
-__all__ = ["KERNELS", "ENV_VAR", "load", "compiled_available"]
+__all__ = ["KERNELS", "ENV_VAR", "load", "compiled_available", "kernel_threads",
+           "forked_child"]
 
 #: Accepted values of the ``kernels`` option of the solvers and estimators.
 KERNELS = ("cython", "numpy")
@@ -52,6 +53,53 @@ _BUILD_HINT = (
 
 _compiled = {}  # name -> compiled module, or the ImportError that loading raised
 _warned = []  # non-empty once the missing-build warning was given
+
+
+# libgomp is not fork-safe: a child made by os.fork() after a parallel region
+# ran on several threads inherits a thread pool whose threads do not exist in
+# it, and its next parallel region on several threads waits for them forever
+# (0 % CPU, inside GOMP_parallel). One thread never touches the pool, so a
+# forked child of a process that loaded the compiled kernels runs them on one
+# thread (kernel_threads); the results do not change (they depend on the
+# chunks of the difference kernel, never on the threads that run them).
+_FORKED = []
+
+
+def _after_fork_in_child():
+    if not _FORKED and any(not isinstance(m, ImportError) for m in _compiled.values()):
+        _FORKED.append(True)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def forked_child():
+    """Whether this process was forked from one that had loaded the compiled kernels.
+
+    Returns
+    -------
+    bool
+        True in such a child (and its own forked children): its OpenMP
+        kernels run on one thread (:func:`kernel_threads`).
+    """
+    return bool(_FORKED)
+
+
+def kernel_threads(n_threads):
+    """The OpenMP threads a compiled kernel may run on: ``n_threads``, or 1 in a
+    forked child (:func:`forked_child`), where more would hang in libgomp.
+
+    Parameters
+    ----------
+    n_threads : int
+        The threads asked for.
+
+    Returns
+    -------
+    int
+    """
+    return 1 if _FORKED else int(n_threads)
 
 
 def _check_name(name):

@@ -1,19 +1,233 @@
-"""Files and folders are written completely or not at all (DESIGN.md section 9)."""
+"""Files and folders are written completely or not at all (DESIGN.md section 9).
+
+Every temporary file or folder is named ``.neurospca-tmp-<host>-<pid>-<hex>-<name>``
+beside its destination (:func:`temp_name`); a save or a command-line run that
+is killed leaves it behind, and the next write into the same folder removes
+it (:func:`remove_stale_temps`) once it is older than :data:`STALE_SECONDS`,
+owned by this user and its process, on this host, is gone.
+"""
 
 import os
+import re
 import shutil
-import tempfile
+import socket
+import stat
+import time
 import uuid
 
 from .signals import signals_blocked
 
+#: Prefix of every temporary file and folder neurospca writes.
+TEMP_PREFIX = ".neurospca-tmp-"
 
-def atomic_write(write, path):
-    """Call ``write(tmp)`` on a temporary name beside ``path``, then rename.
+#: A temporary file of a dead process is removed once it is this old (seconds).
+STALE_SECONDS = 300
 
-    The temporary name keeps ``path``'s basename at its end, so writers that
-    infer the format from the extension (nibabel) see the right one. On any
-    error the temporary file is removed and ``path`` is left untouched.
+_TEMP_RE = re.compile(re.escape(TEMP_PREFIX) + r"(?P<host>.+?)-(?P<pid>[0-9]+)-[0-9a-f]{12}-")
+
+
+def _host():
+    """This host's name as it appears in temporary names (no ``-`` or ``/``)."""
+    return re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
+
+
+def temp_name(directory, base):
+    """A fresh temporary path in ``directory`` that ends with ``base``.
+
+    Parameters
+    ----------
+    directory : str
+        Where the temporary file or folder goes (beside its destination).
+    base : str
+        The destination's basename (writers that infer the format from the
+        extension see the right one).
+
+    Returns
+    -------
+    str
+    """
+    return os.path.join(directory, f"{TEMP_PREFIX}{_host()}-{os.getpid()}-"
+                                   f"{uuid.uuid4().hex[:12]}-{base}")
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def remove_stale_temps(directory, max_age=None):
+    """Remove the temporary files and folders of killed neurospca runs in ``directory``.
+
+    A name is removed only when all hold: it matches :func:`temp_name`'s
+    pattern, was made on this host by a process that no longer exists, is
+    owned by this user, and was last modified more than ``max_age`` seconds
+    ago. Symbolic links are never followed (a link is removed, not its target).
+    Errors are ignored: this is housekeeping.
+
+    Parameters
+    ----------
+    directory : str
+        The folder to clean.
+    max_age : float, optional
+        Seconds; default :data:`STALE_SECONDS`.
+
+    Returns
+    -------
+    list of str
+        The paths removed.
+    """
+    max_age = STALE_SECONDS if max_age is None else max_age
+    removed, host, now, uid = [], _host(), time.time(), os.getuid()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TEMP_RE.match(entry.name)
+        if m is None or m["host"] != host or int(m["pid"]) == os.getpid() \
+                or _pid_alive(int(m["pid"])):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_uid != uid or now - st.st_mtime < max_age:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(entry.path)
+    return removed
+
+
+def write_target(path, name="path"):
+    """The file a save to ``path`` writes: ``path``, or through symbolic links, their target.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Destination given by the user.
+    name : str, default="path"
+        How errors name ``path``.
+
+    Returns
+    -------
+    str
+        The absolute real path (every symbolic link resolved).
+
+    Raises
+    ------
+    ValueError
+        ``path`` exists and is not a regular file (a folder, device, FIFO, socket).
+    FileNotFoundError
+        The folder of the target does not exist.
+    """
+    real = os.path.realpath(os.path.abspath(os.fspath(path)))
+    try:
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot use {os.fspath(path)!r} ({exc.strerror}).") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise ValueError(f"{name}: {os.fspath(path)!r} exists and is {kind}; neurospca writes "
+                         "only regular files (give a new file name).")
+    directory = os.path.dirname(real)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{name}: the directory {directory!r} does not exist.")
+    return real
+
+
+_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFIFO: "a FIFO (named pipe)",
+          stat.S_IFSOCK: "a socket"}
+
+
+def regular_file(path, name="path"):
+    """``path`` as a str if it names an existing regular file (links followed).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file to read.
+    name : str, default="path"
+        How errors name ``path``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing exists at ``path``.
+    ValueError
+        ``path`` exists and is a folder, a device, a FIFO or a socket (reading
+        one could block forever or never end).
+    """
+    path = os.fsdecode(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{name}: no such file {path!r}.") from None
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot read {path!r} ({exc.strerror}).") from None
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise ValueError(f"{name}: {path!r} exists but is {kind}, not a file.")
+    return path
+
+
+def same_file(a, b):
+    """True when paths ``a`` and ``b`` both exist and are the same file (links followed)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def check_not_input(path, inputs, name="path"):
+    """Refuse to write ``path`` when it is one of the ``inputs`` (an output never
+    overwrites an input).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output.
+    inputs : iterable of (label, path)
+        The inputs; those that are not existing paths are ignored.
+    name : str, default="path"
+        How errors name ``path``.
+
+    Raises
+    ------
+    ValueError
+        ``path`` is the same file as an input.
+    """
+    for label, src in inputs:
+        if isinstance(src, (str, os.PathLike)) and same_file(path, src):
+            raise ValueError(f"{name}: {os.fspath(path)!r} is the input {label} "
+                             f"({os.fspath(src)!r}); writing it would destroy the input. "
+                             "Choose another output path.")
+
+
+def atomic_write(write, path, name="path"):
+    """Call ``write(tmp)`` on a temporary name beside the target, then rename.
+
+    ``path`` may be a symbolic link: the link is kept and its target is
+    replaced (the temporary file is written in the target's folder). A path
+    that exists and is not a regular file (a folder, ``/dev/full``, a FIFO) is
+    refused. The temporary name (:func:`temp_name`) keeps the target's
+    basename at its end, so writers that infer the format from the extension
+    (nibabel) see the right one. On any error (a full disk included) the
+    temporary file is removed and the target is left untouched.
 
     Parameters
     ----------
@@ -21,6 +235,8 @@ def atomic_write(write, path):
         Writes a complete file at the path it is given.
     path : str or os.PathLike
         Destination; its directory must exist.
+    name : str, default="path"
+        How errors name ``path``.
 
     Returns
     -------
@@ -30,20 +246,23 @@ def atomic_write(write, path):
     Raises
     ------
     FileNotFoundError
-        If the directory of ``path`` does not exist.
+        If the directory of the target does not exist.
+    ValueError
+        If the target exists and is not a regular file.
+    OSError
+        If writing fails (e.g. no space left on the device).
     """
-    path = os.fspath(path)
-    directory, base = os.path.split(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"path: the directory {directory!r} does not exist.")
-    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex[:12]}-{base}")
+    real = write_target(path, name)
+    directory = os.path.dirname(real)
+    remove_stale_temps(directory)
+    tmp = temp_name(directory, os.path.basename(real))
     try:
         write(tmp)
-        os.replace(tmp, path)
+        os.replace(tmp, real)
     finally:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.remove(tmp)
-    return path
+    return os.fspath(path)
 
 
 # temporary folders of this process not yet committed or removed (removed on any exit)
@@ -96,13 +315,11 @@ class AtomicFolder:
         self.tmp = None
 
     def __enter__(self):
-        with signals_blocked():  # a signal inside mkdtemp would leave an unknown folder
-            self.tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(self.path)}.tmp-",
-                                        dir=self.parent)
+        remove_stale_temps(self.parent)
+        with signals_blocked():  # a signal inside mkdir would leave an unknown folder
+            self.tmp = temp_name(self.parent, os.path.basename(self.path))
+            os.mkdir(self.tmp)
             _TEMP_FOLDERS.add(self.tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self.tmp, 0o777 & ~umask)  # mkdtemp makes it private; the output is not
         return self
 
     def __exit__(self, *exc_info):

@@ -16,7 +16,13 @@ class ComplexDataError(TypeError, ValueError):
 
 
 def check_real(X, name="X"):
-    """Raise TypeError if ``X`` holds complex numbers (never silently made real)."""
+    """Raise TypeError unless ``X`` holds real numbers (or booleans).
+
+    Complex numbers are never silently made real; dates, durations, strings
+    (numeric strings included: convert them explicitly), records (e.g. RGB
+    voxels) and object arrays of non-numbers are refused too, naming ``name``.
+    Non-arrays (images, paths) are not checked here.
+    """
     dtype = getattr(X, "dtype", None)
     if dtype is None:
         if isinstance(X, complex):
@@ -27,9 +33,8 @@ def check_real(X, name="X"):
             except Exception:  # ragged or exotic input: the caller's conversion says so
                 return
         elif hasattr(X, "dtypes"):  # data frames
-            kinds = [np.dtype(d).kind for d in np.atleast_1d(getattr(X, "dtypes"))
-                     if isinstance(d, np.dtype)]
-            dtype = np.dtype(complex) if "c" in kinds else np.dtype(float)
+            _check_frame_dtypes(X, name)
+            return
         else:  # images, paths, ...: not arrays, nothing to check here
             return
     if not isinstance(dtype, np.dtype):
@@ -40,6 +45,45 @@ def check_real(X, name="X"):
             "on real data. Pass the "
             f"real part (np.real({name})) or the magnitude (np.abs({name})) explicitly."
         )
+    what = _NOT_NUMBERS.get(dtype.kind)
+    if what is None and dtype.kind == "O":
+        what = _object_kind(X)
+    if what is not None:
+        raise TypeError(f"{name} holds {what} ({dtype}); neurospca works on real numbers. "
+                        f"Convert {name} explicitly (e.g. np.asarray({name}, dtype=float) "
+                        "for numbers stored as text).")
+
+
+_NOT_NUMBERS = {"M": "dates", "m": "durations", "U": "strings", "S": "byte strings",
+                "V": "records (e.g. RGB values)"}
+
+
+def _object_kind(X):
+    """``"strings"`` when an object array holds text (numeric or not), else None
+    (other objects fail in the caller's conversion to float)."""
+    try:
+        flat = np.asarray(X, dtype=object).ravel()
+    except Exception:  # pragma: no cover - the caller's conversion says so
+        return None
+    if any(isinstance(item, (str, bytes, np.str_, np.bytes_)) for item in flat):
+        return "strings"
+    return None
+
+
+def _check_frame_dtypes(X, name):
+    """A data frame's columns: complex is a ComplexDataError, text, dates,
+    categories and other non-numbers a TypeError naming the first such column."""
+    dtypes = getattr(X, "dtypes")
+    pairs = list(dtypes.items()) if hasattr(dtypes, "items") else [(None, dtypes)]
+    for col, d in pairs:
+        kind = getattr(d, "kind", "O")
+        if kind == "c":
+            raise ComplexDataError(f"{name} is complex (column {col!r}): Complex data not "
+                                   "supported; neurospca works on real data.")
+        if kind not in "biuf":
+            raise TypeError(f"{name} column {col!r} holds {d} values; neurospca works on "
+                            f"real numbers. Convert it explicitly (e.g. "
+                            f"{name}.astype(float) for numbers stored as text).")
 
 
 def check_data(X, name="X", min_samples=2, min_features=1, dtype=np.float64):

@@ -184,6 +184,9 @@ class LoadingsTransformerMixin(TransformerMixin):
             raise ValueError(
                 f"X must have shape (n_samples, {self.components_.shape[0]}), got {S.shape}."
             )
+        if not np.all(np.isfinite(S)):
+            raise ValueError("X (the scores) contains NaN or infinite values; "
+                             "inverse_transform needs finite scores.")
         return S @ self.components_ + self.mean_
 
     def __sklearn_tags__(self):

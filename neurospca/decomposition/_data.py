@@ -26,6 +26,7 @@ from threadpoolctl import ThreadpoolController
 from sklearn.utils.validation import _check_feature_names, _check_n_features, validate_data
 
 from .._utils.validation import check_real
+from ._sources import check_unchanged, compute, file_identity, warn_embedded_memmaps
 
 __all__ = ["DataOperator", "as_data_operator", "is_dask_array", "is_out_of_core"]
 
@@ -223,6 +224,7 @@ class DataOperator:
         self.n_threads = n_threads
         if is_dask_array(X):
             self.kind = "dask"
+            warn_embedded_memmaps(name, X)
             if X.numblocks[1] > 1:
                 X = X.rechunk({1: -1})
             self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
@@ -237,16 +239,22 @@ class DataOperator:
             n = self.shape[0]
             self._offsets = np.append(np.arange(0, n, rows), n).astype(int) if n else \
                 np.array([0])
+        self._pos = self._identity = None
+        if self.kind == "memmap":
+            self._pos = _memmap_file_position(X)
+            if getattr(X, "filename", None) is not None and getattr(X, "_mmap", None) is not None:
+                self._identity = file_identity(name, X, self._pos or int(X.offset))
         self.X = X
 
     # ------------------------------------------------------------ execution
     def _blocks(self):
         X, off = self.X, self._offsets
         if self.kind == "memmap":
-            pos = _memmap_file_position(X)
+            pos = self._pos
             if pos is not None:
                 row_bytes = self.shape[1] * X.dtype.itemsize
                 with open(X.filename, "rb", buffering=0) as fh:
+                    check_unchanged(self.name, X, fh, self._identity)
                     for lo, hi in zip(off[:-1], off[1:]):
                         B = np.empty((hi - lo, self.shape[1]), dtype=X.dtype)
                         buf = memoryview(B).cast("B")
@@ -278,7 +286,7 @@ class DataOperator:
                      for b, lo, hi in zip(blocks, self._offsets[:-1], self._offsets[1:])]
             rows = [delayed(_first)(t) for t in tasks]
             total = _tree([delayed(_second)(t) for t in tasks], combine, delayed)
-            rows, total = dask.compute(rows, total)
+            rows, total = compute(self.name, rows, total)
         else:
             rows, total = [], None
 
@@ -548,6 +556,12 @@ def validated_data_operator(estimator, X, reset, min_samples, n_threads=None):
         _check_feature_names(estimator, X, reset=reset)
         _check_n_features(estimator, X, reset=reset)
         return as_data_operator(X, min_samples=min_samples, n_threads=n_threads)
+    check_real(X, "X")
+    ndim = getattr(X, "ndim", None)
+    if ndim is not None and ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got {ndim}-D "
+                         f"of shape {tuple(X.shape)}; reshape it, e.g. "
+                         "X.reshape(len(X), -1).")
     X = validate_data(estimator, X, reset=reset, dtype=(np.float64, np.float32),
                       ensure_min_samples=min_samples, ensure_all_finite=False)
     return as_data_operator(X, min_samples=min_samples, n_threads=n_threads)

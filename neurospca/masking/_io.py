@@ -1,11 +1,15 @@
 """NIfTI volumes and masks: reading, checking, images <-> data matrix."""
 
 import glob
+import gzip
 import os
+import zlib
 import warnings
 
 import nibabel as nib
 import numpy as np
+
+from .._utils.io import regular_file
 
 __all__ = ["images_to_data", "load_mask_img", "unmask"]
 
@@ -17,25 +21,72 @@ def _is_pathlike(obj):
 
 
 def _load_image(obj, name):
-    """A nibabel spatial image from an image or a path (errors name ``name``)."""
+    """A nibabel spatial image from an image or a path (errors name ``name``), its
+    header checked (:func:`_check_header`)."""
     if isinstance(obj, nib.spatialimages.SpatialImage):
-        return obj
+        return _check_header(obj, name)
     if _is_pathlike(obj):
-        path = os.fsdecode(obj)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{name}: no such file {path!r}.")
+        path = regular_file(obj, name)
         try:
             img = nib.load(path)
         except Exception as exc:  # nibabel raises several types for unreadable files
-            raise ValueError(f"{name}: cannot read {path!r} as an image: {exc}") from None
+            raise ValueError(f"{name}: cannot read {path!r} as an image"
+                             f"{_gzip_problem(path)}: {exc}") from None
         if not isinstance(img, nib.spatialimages.SpatialImage):
             raise TypeError(
                 f"{name}: {path!r} is a {type(img).__name__}, not a volume image."
             )
-        return img
+        return _check_header(img, name)
     raise TypeError(
         f"{name} must be a NIfTI image or a path to one, got {type(obj).__name__}."
     )
+
+
+def _gzip_problem(path):
+    """`` (a truncated gzip file)`` or similar when ``path`` is a damaged gzip
+    stream, else ``""`` (only on the error path: the whole stream is read)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(2) != b"\x1f\x8b":
+                return ""
+        with gzip.open(path, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+    except EOFError:
+        return " (a truncated gzip file: it ends before its compressed stream does)"
+    except (OSError, zlib.error) as exc:
+        return f" (a corrupted gzip file: {exc})"
+    return ""
+
+
+def _check_header(img, name):
+    """``img`` if its header describes real values on an oriented grid.
+
+    Raises
+    ------
+    TypeError
+        Complex values (never silently made real) or records such as RGB voxels.
+    ValueError
+        A singular or non-finite affine, or a 4-D image with no frame.
+    """
+    dtype = np.dtype(img.get_data_dtype())
+    if dtype.kind == "c":
+        raise TypeError(f"{name}: {_describe(img)} holds complex values ({dtype}); "
+                        "neurospca works on real maps: save the real part or the magnitude "
+                        "as its own image.")
+    if dtype.fields is not None or dtype.kind not in "biuf":
+        raise TypeError(f"{name}: {_describe(img)} holds {dtype} values (e.g. RGB colours), "
+                        "not one number per voxel.")
+    affine = np.asarray(img.affine, dtype=np.float64) if img.affine is not None else None
+    if affine is None or not np.all(np.isfinite(affine)) \
+            or abs(np.linalg.det(affine[:3, :3])) < 1e-12:
+        raise ValueError(f"{name}: {_describe(img)} has a singular or non-finite affine "
+                         "(its voxel axes do not span space); fix the sform/qform of its "
+                         "header.")
+    if len(img.shape) == 4 and img.shape[3] == 0:
+        raise ValueError(f"{name}: {_describe(img)} is a 4-D image with no frame "
+                         f"(shape {tuple(img.shape)}).")
+    return img
 
 
 def _image_data(img, name):

@@ -354,3 +354,47 @@ def dice_to_truth(components, truth, threshold=0.0):
     order = match_components(T, C)[0]
     return float(np.mean([dice_index(C[order[k]], T[k], threshold)
                           for k in range(len(order))]))
+
+
+def check_sparsity_rule(min_zero_fraction, sparse_indices, n_components=None):
+    """Validate the settings of the sparsity rule; the indices as a tuple of ints.
+
+    Parameters
+    ----------
+    min_zero_fraction : float
+        In [0, 1].
+    sparse_indices : sequence of int
+        Non-negative; when ``n_components`` is given (the rule is the one
+        that chooses), non-empty and below ``n_components`` (an index past the
+        last component would be skipped, and the rule pass vacuously).
+    n_components : int, optional
+
+    Returns
+    -------
+    tuple of int
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming ``min_zero_fraction`` or ``sparse_indices``.
+    """
+    if isinstance(min_zero_fraction, bool) or not isinstance(min_zero_fraction,
+                                                             (int, float, np.number)):
+        raise TypeError(f"min_zero_fraction must be a number in [0, 1], got "
+                        f"{min_zero_fraction!r}.")
+    if not 0 <= float(min_zero_fraction) <= 1:  # NaN fails too
+        raise ValueError(f"min_zero_fraction must be in [0, 1], got {min_zero_fraction!r}.")
+    try:
+        indices = tuple(sparse_indices)
+    except TypeError:
+        raise TypeError(f"sparse_indices must be a sequence of ints, got "
+                        f"{sparse_indices!r}.") from None
+    if any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0
+           for k in indices) or (not indices and n_components is not None):
+        raise ValueError(f"sparse_indices must be a {'non-empty ' if n_components else ''}"
+                         f"sequence of component indices >= 0, got {sparse_indices!r}.")
+    if isinstance(n_components, (int, np.integer)) and max(indices) >= n_components:
+        raise ValueError(f"sparse_indices {sparse_indices!r} name components past the "
+                         f"last of n_components={n_components} (0-based indices); the "
+                         "sparsity rule would check nothing.")
+    return tuple(int(k) for k in indices)

@@ -14,7 +14,7 @@ from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid, check_cv
 
 from .._utils.validation import check_matrix
-from ._metrics import mse_to_truth, pairwise_dice, reconstruction_error
+from ._metrics import check_sparsity_rule, mse_to_truth, pairwise_dice, reconstruction_error
 
 logger = logging.getLogger("neurospca")
 
@@ -111,6 +111,7 @@ def grid_search_cv(estimator, X, param_grid, *, cv=5, truth=None, min_zero_fract
     X = check_matrix(X, "X")
     if truth is not None:
         truth = check_matrix(truth, "truth", X.shape[1])
+    sparse_indices = check_sparsity_rule(min_zero_fraction, sparse_indices)
     if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
         raise TypeError(f"estimator must be a scikit-learn estimator, got {estimator!r}.")
     params = list(ParameterGrid(param_grid))

@@ -21,6 +21,7 @@ from .._utils.validation import check_int, check_matrix
 from ..decomposition import weights_from_ratios
 from ._folds import FOLD_RULES, STABLE_TOLERANCE, _choose, _paired_se, fold_search, fold_stability
 from ._halves import _say, choose_reproducible, chosen_stability, reproducibility_search
+from ._metrics import check_sparsity_rule
 
 logger = logging.getLogger("neurospca")
 
@@ -310,6 +311,9 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=Non
     """
     if rule not in SELECTION_RULES:
         raise ValueError(f"rule must be one of {SELECTION_RULES}, got {rule!r}.")
+    sparse_indices = check_sparsity_rule(
+        min_zero_fraction, sparse_indices,
+        getattr(estimator, "n_components", None) if rule == "sparsity" else None)
     grid_values = _check_grid(alpha_rel)
     kind = _check_estimator(estimator)
     splits = _check_splits(splits, estimator, rule)

@@ -95,6 +95,17 @@ def _npy_header(fh, key):
     return shape, fortran, dtype, fh.tell()
 
 
+def footprint(shape, itemsize):
+    """Bytes that an array of ``shape`` may cost once used: every dimension counts at
+    least 1 and every element at least 4 bytes (a ``(2**40, 0)`` array or a
+    zero-size string dtype holds no bytes in the file but can make a reader
+    allocate for each of its elements)."""
+    count = 1
+    for n in shape:
+        count *= max(int(n), 1)
+    return count * max(int(itemsize), 4)
+
+
 def _read_member(zf, info, key, limit):
     """One .npy member, its size checked against the zip directory before reading."""
     with zf.open(info) as fh:
@@ -103,6 +114,9 @@ def _read_member(zf, info, key, limit):
     for n in shape:
         count *= n
     nbytes = count * dtype.itemsize
+    if footprint(shape, dtype.itemsize) > limit:
+        raise ValueError(f"{key} declares shape {shape} of {dtype}, more than max_bytes="
+                         f"{limit} allows once used")
     if nbytes > limit or header_len + nbytes != info.file_size:
         raise ValueError(f"{key} declares shape {shape} of {dtype} ({nbytes} bytes) but the "
                          f"archive holds {info.file_size - header_len} bytes for it")
@@ -183,5 +197,56 @@ def read_archive(path, max_bytes):
         if total > max_bytes:
             raise ValueError(f"its declared arrays hold {total} bytes, more than max_bytes="
                              f"{max_bytes} (raise max_bytes to read a larger model)")
-        arrays = {n: _read_member(zf, infos[n + ".npy"], n, max_bytes) for n in names}
+        arrays, used = {}, 0
+        for n in names:
+            arrays[n] = _read_member(zf, infos[n + ".npy"], n, max_bytes - used)
+            used += footprint(arrays[n].shape, arrays[n].dtype.itemsize)
+        check_declared_sizes(meta, max_bytes - used)
     return meta, arrays
+
+
+#: Bytes per vertex a surface space costs when built (masks, index maps, maps
+#: drawn by the report), and per row or column of a saved operator (its row
+#: pointers and those of its transpose).
+BYTES_PER_VERTEX = 64
+BYTES_PER_OPERATOR_DIM = 16
+
+
+def check_declared_sizes(meta, limit):
+    """Refuse sizes that the JSON header declares (not arrays: vertex counts of a
+    surface space, operator shapes) when building them could exceed ``limit``
+    bytes; nothing is allocated before.
+
+    Raises
+    ------
+    ValueError
+        A declared size, multiplied by its cost per element, is over ``limit``.
+    """
+    total, stack = 0, [meta]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        for key, value in item.items():
+            if key == "n_vertices" and isinstance(value, list):
+                total += BYTES_PER_VERTEX * sum(_declared_int(v) for v in value)
+            elif key == "operator" and isinstance(value, dict) \
+                    and isinstance(value.get("shape"), list):
+                total += BYTES_PER_OPERATOR_DIM * sum(_declared_int(v) for v in value["shape"])
+            else:
+                stack.append(value)
+    if total > limit:
+        raise ValueError(f"its header declares sizes (vertex counts, operator shapes) that "
+                         f"would take {total} bytes to build, more than max_bytes allows "
+                         "(raise max_bytes to read a larger model)")
+
+
+def _declared_int(value):
+    """``value`` if it is a plausible size; 0 otherwise (the decoder refuses it
+    with its own message)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        return 0
+    return value

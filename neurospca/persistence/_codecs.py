@@ -392,6 +392,8 @@ def _decode_volume(key, desc, arrays):
     if mask.dtype != bool or mask.ndim != 3 or affine.shape != (4, 4) \
             or affine.dtype.kind != "f" or not np.all(np.isfinite(affine)):
         raise ValueError("the saved mask must be a 3-D boolean array with a finite 4x4 affine")
+    if abs(np.linalg.det(affine[:3, :3])) < 1e-12:
+        raise ValueError("the saved affine is singular (its voxel axes do not span space)")
     return VolumeMasker(nib.Nifti1Image(mask.astype(np.uint8), affine))
 
 

@@ -21,6 +21,7 @@ from ..decomposition import (
     KTraceNormPCA,
     NonnegativeSparsePCA,
 )
+from .._utils.io import check_not_input, regular_file
 from .._utils.validation import check_int
 from ..operators import GroupOperator
 from ..surface import Hemispheres, check_plot_mesh
@@ -202,6 +203,15 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None, study
     -------
     str
         The path written.
+
+    Raises
+    ------
+    ValueError
+        ``path`` exists and is not a regular file (a symbolic link is written
+        through: its target is replaced), or is one of the files the model was
+        made from (the mask of ``space``, a path in ``metadata``).
+    OSError
+        Writing failed (e.g. a full disk); nothing is left behind.
     """
     from sklearn.base import BaseEstimator
 
@@ -277,7 +287,26 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None, study
         "arrays": sorted(arrays),
         **({} if study_desc is None else {"study": study_desc}),
     }
+    check_not_input(path, _input_files(space, metadata_json))
     return write_archive(path, meta, arrays)
+
+
+def _input_files(space, metadata):
+    """``(label, path)`` of the files a model was made from: the mask of ``space``
+    and every string of ``metadata`` (a model is never saved over one of them)."""
+    mask_img = getattr(space, "mask_img", None)
+    found = [("the mask of space", mask_img.get_filename())] if mask_img is not None \
+        and hasattr(mask_img, "get_filename") and mask_img.get_filename() else []
+    stack = [("metadata", metadata)]
+    while stack:
+        label, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{label}[{k!r}]", v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{label}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, str) and 0 < len(value) < 4096 and "\0" not in value:
+            found.append((label, value))
+    return found
 
 
 def load_model(path, *, max_bytes=MAX_BYTES):
@@ -316,9 +345,7 @@ def load_model(path, *, max_bytes=MAX_BYTES):
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
     check_int(max_bytes, "max_bytes", minimum=1)
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"model: no such file {path!r}.")
+    path = regular_file(path, "model")
     try:
         meta, arrays = read_archive(path, int(max_bytes))
     except NotAModel as exc:

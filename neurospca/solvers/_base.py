@@ -181,7 +181,7 @@ def n_chunks_for(n_rows, n_threads):
 
 def csr_threads_for(n_rows, n_threads):
     """Threads of the CSR dual kernel for ``n_threads`` threads and ``n_rows`` rows."""
-    return int(max(1, min(n_threads, n_rows // MIN_ROWS_PER_CSR_THREAD)))
+    return _kernels.kernel_threads(max(1, min(n_threads, n_rows // MIN_ROWS_PER_CSR_THREAD)))
 
 
 #: Seconds per iteration of the difference kernel on one thread and on
@@ -218,8 +218,9 @@ class ThreadChooser:
         self.times = _THREAD_TIMES.setdefault(key, {1: None, "many": None, "blocks": 0})
 
     def pick(self):
-        """The threads of the next block: ``n_threads`` or 1."""
-        if self.n_threads <= 1:
+        """The threads of the next block: ``n_threads`` or 1 (always 1 in a process
+        forked from one that ran the kernels: :func:`neurospca._kernels.kernel_threads`)."""
+        if _kernels.kernel_threads(self.n_threads) <= 1:
             return 1
         times = self.times
         if times["many"] is None:

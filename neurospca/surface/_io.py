@@ -5,7 +5,7 @@ import os
 import nibabel as nib
 import numpy as np
 
-from .._utils.io import atomic_write
+from .._utils.io import atomic_write, regular_file
 from ._validation import _HEMIS, _check_coords, _check_faces
 
 __all__ = [
@@ -43,10 +43,7 @@ def _as_path(obj, name):
 
 
 def _existing(obj, name):
-    path = _as_path(obj, name)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{name}: no such file {path!r}.")
-    return path
+    return regular_file(_as_path(obj, name), name)
 
 
 def _is_polymesh(obj):
