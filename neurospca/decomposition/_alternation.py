@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._data import GRAM_MAX_SAMPLES, _single_threaded_blas, uses_gram
+from ._data import GRAM_MAX_SAMPLES, _single_threaded_blas, uses_gram  # noqa: F401
 from ._deflated import _Deflated
 from ._subspace import cached_subspace
 from ..solvers import ProxProblem

@@ -8,9 +8,9 @@ over ``X`` each) plus rank-one corrections (memory O(N + P) per component).
 It also keeps, for each component removed, ``Xc v_j``, ``Xc^T u_j`` and
 ``Xc^T Xc v_j`` when the alternation had them (from its last fused pass):
 the start of the next component is then found in the span of the data's top
-singular subspace and of the components already removed, and its first power
-step computed, with no pass over the data (:meth:`_Deflated.start_basis`,
-:meth:`_Deflated.start_products`).
+singular subspace, of the components already removed and of the vectors of
+the last passes, with no pass over the data (:meth:`_Deflated.start_basis`,
+:meth:`_Deflated.deflated_basis`).
 """
 
 import numpy as np
