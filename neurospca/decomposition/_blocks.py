@@ -106,17 +106,24 @@ def _blk_stats(B, sl, acc, rows, cols, dtype, W):
                 acc.gram[c] += _typed(B[:, c], dtype).T @ Y
 
 
-def _blk_matvec(B, sl, acc, rows, cols, dtype, v):
-    z = np.zeros(B.shape[0])
+def _rows_product(B, cols, dtype, W):
+    """``B W`` (float64) for a vector or a matrix ``W``, tile by tile."""
+    Z = np.zeros((B.shape[0],) + W.shape[1:])
     for c in _tile_slices(B.shape[1], cols):
-        z += _typed(B[:, c], dtype) @ v[c]
-    rows[...] = z
+        Z += _typed(B[:, c], dtype) @ W[c]
+    return Z
 
 
-def _blk_rmatvec(B, sl, acc, rows, cols, dtype, u):
-    ub = u[sl].astype(dtype)
+def _blk_matvec(B, sl, acc, rows, cols, dtype, W):
+    """``X W`` (rows) for a vector or a matrix ``W``."""
+    rows[...] = _rows_product(B, cols, dtype, W)
+
+
+def _blk_rmatvec(B, sl, acc, rows, cols, dtype, Z):
+    """``X^T Z`` (summed) for a vector or a matrix ``Z``."""
+    Zb = Z[sl].astype(dtype)
     for c in _tile_slices(B.shape[1], cols):
-        acc[c] += ub @ _typed(B[:, c], dtype)
+        acc[c] += _typed(B[:, c], dtype).T @ Zb
 
 
 def _exact_kernel():
@@ -141,9 +148,7 @@ def _blk_fused(B, sl, acc, rows, cols, dtype, v, shift, kernel=None):
     and its product are a certified pair (no extra pass for the certificate).
     """
     tiles = _tile_slices(B.shape[1], cols)
-    z = np.zeros(B.shape[0] if v.ndim == 1 else (B.shape[0], v.shape[1]))
-    for c in tiles:
-        z += _typed(B[:, c], dtype) @ v[c]
+    z = _rows_product(B, cols, dtype, v)
     z -= shift[sl]
     rows[...] = z
     if kernel is not None and B.dtype == np.float32:
@@ -153,19 +158,6 @@ def _blk_fused(B, sl, acc, rows, cols, dtype, v, shift, kernel=None):
     zt = z.astype(dtype)
     for c in tiles:
         acc[c] += _typed(B[:, c], dtype).T @ zt
-
-
-def _blk_matmat(B, sl, acc, rows, cols, dtype, W):
-    Z = np.zeros((B.shape[0], W.shape[1]))
-    for c in _tile_slices(B.shape[1], cols):
-        Z += _typed(B[:, c], dtype) @ W[c]
-    rows[...] = Z
-
-
-def _blk_rmatmat(B, sl, acc, rows, cols, dtype, Z):
-    Zb = Z[sl].astype(dtype)
-    for c in _tile_slices(B.shape[1], cols):
-        acc[c] += _typed(B[:, c], dtype).T @ Zb
 
 
 def _add(a, b):

@@ -26,7 +26,7 @@ from sklearn.utils.validation import _check_feature_names, _check_n_features, va
 
 from .._utils.validation import check_real
 from ._blocks import (
-    _Stats, _add, _blk_fused, _blk_matmat, _blk_matvec, _blk_rmatmat, _blk_rmatvec,
+    _Stats, _add, _blk_fused, _blk_matvec, _blk_rmatvec,
     _blk_rmatvec64, _blk_stats, _dask_block, _exact_kernel, _first, _none, _second,
     _single_threaded_blas, _tree,
 )
@@ -401,7 +401,7 @@ class DataOperator:
     def matmat(self, W):
         """``Xc W`` for ``W`` of shape (n_features, k) (float64)."""
         W = np.asarray(W, dtype=np.float64)
-        Z, _ = self._map(_blk_matmat, (self.dtype, self._cast(W)), rows_tail=(W.shape[1],))
+        Z, _ = self._map(_blk_matvec, (self.dtype, self._cast(W)), rows_tail=(W.shape[1],))
         if self._resid is not None:
             Z -= self._resid @ W
         return Z
@@ -409,7 +409,7 @@ class DataOperator:
     def rmatmat(self, Z):
         """``Xc^T Z`` for ``Z`` of shape (n_samples, k) (float64)."""
         Z = np.asarray(Z, dtype=np.float64)
-        _, G = self._map(_blk_rmatmat, (self.dtype, Z), make_acc=self._vec_acc(Z.shape[1]))
+        _, G = self._map(_blk_rmatvec, (self.dtype, Z), make_acc=self._vec_acc(Z.shape[1]))
         if self._resid is not None:
             G -= np.outer(self._resid, Z.sum(axis=0))
         return G
