@@ -2,7 +2,6 @@
 Krylov subspace and the pass-free starts, the passes of a fit, and the same
 components as before the change."""
 
-import os
 import warnings
 from pathlib import Path
 
