@@ -151,6 +151,29 @@ def test_exact_product_kernel_and_its_twin(rows):
                 load("products").rmatvec_exact(B[:, ::2], z, np.zeros(19))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_statistics_kernels_and_their_twins(dtype):
+    """The scan's column sums, minima, maxima and centred sums of squares of a
+    tile (strided rows), compiled and twin, against float64 NumPy; a NaN or
+    an infinity shows in the sums."""
+    rng = np.random.default_rng(1)
+    T = (rng.standard_normal((23, 40)) * 3 + 1e3).astype(dtype)[:, 4:33]
+    T64 = T.astype(np.float64)
+    mods = [_numpy_products] + ([load("products")] if compiled_available("products") else [])
+    for mod in mods:
+        s, lo, hi, m2 = (np.empty(29) for _ in range(4))
+        mod.column_stats(T, s, lo, hi)
+        mod.column_m2(T, s / 23, m2)
+        np.testing.assert_allclose(s, T64.sum(axis=0), rtol=1e-13)
+        np.testing.assert_array_equal(lo, T64.min(axis=0))
+        np.testing.assert_array_equal(hi, T64.max(axis=0))
+        np.testing.assert_allclose(m2, ((T64 - T64.mean(axis=0)) ** 2).sum(axis=0), rtol=1e-9)
+        bad = T.copy()
+        bad[5, 2], bad[7, 9] = np.nan, -np.inf
+        mod.column_stats(bad, s, lo, hi)
+        assert np.isnan(s[2]) and s[9] == -np.inf and lo[9] == -np.inf
+
+
 # ---------------------------------------------------------------- subspace, starts
 def test_krylov_subspace_finds_the_top_singular_subspace_with_exact_images():
     rng = np.random.default_rng(3)

@@ -49,15 +49,18 @@ class _Stats:
         # the start's sketch: X^T (X W) of a random W, in the same pass
         self.gram = np.zeros((p, width)) if width else None
 
-    def add(self, T, c, n_block):
-        """Merge a tile ``T`` (``n_block`` rows, columns ``c``)."""
-        s = T.sum(axis=0, dtype=np.float64)
-        lo_v = T.min(axis=0).astype(np.float64)
-        hi_v = T.max(axis=0).astype(np.float64)
+    def add(self, T, c, n_block, kernels):
+        """Merge a tile ``T`` (``n_block`` rows, columns ``c``); ``kernels``:
+        the compiled column statistics or their twins (:func:`_products`)."""
+        T = np.asarray(T)
+        if not (T.dtype in (np.float32, np.float64) and T.strides[1] == T.itemsize):
+            from .._kernels import _numpy_products as kernels
+        w = T.shape[1]
+        s, lo_v, hi_v, m2_b = (np.empty(w) for _ in range(4))
+        kernels.column_stats(T, s, lo_v, hi_v)
         with np.errstate(invalid="ignore", over="ignore"):
             mean_b = s / n_block
-            D = np.subtract(T, mean_b, dtype=np.float64)
-            m2_b = np.einsum("ij,ij->j", D, D)
+            kernels.column_m2(T, mean_b, m2_b)
             self._merge(c, n_block, mean_b, m2_b)
         np.minimum(self.min[c], lo_v, out=self.min[c])
         np.maximum(self.max[c], hi_v, out=self.max[c])
@@ -88,13 +91,13 @@ class _Stats:
         return self
 
 
-def _blk_stats(B, sl, acc, rows, cols, dtype, W):
+def _blk_stats(B, sl, acc, rows, cols, dtype, W, kernels):
     n_block = B.shape[0]
     tiles = _tile_slices(B.shape[1], cols)
     Y = None if W is None else np.zeros((n_block, W.shape[1]))
     for c in tiles:
         T = np.asarray(B[:, c])
-        acc.add(T, c, n_block)
+        acc.add(T, c, n_block, kernels)
         if W is not None:
             Y += _typed(T, dtype) @ W[c]
     acc.n += n_block
@@ -126,11 +129,16 @@ def _blk_rmatvec(B, sl, acc, rows, cols, dtype, Z):
         acc[c] += _typed(B[:, c], dtype).T @ Zb
 
 
-def _exact_kernel():
-    """The float32-data, float64-arithmetic ``B^T z`` (compiled, or its twin)."""
+def _products():
+    """The data-path kernels (compiled, or their NumPy twins)."""
     from .._kernels import load
 
-    return load("products").rmatvec_exact
+    return load("products")
+
+
+def _exact_kernel():
+    """The float32-data, float64-arithmetic ``B^T z`` (compiled, or its twin)."""
+    return _products().rmatvec_exact
 
 
 def _blk_rmatvec64(B, sl, acc, rows, cols, kernel, u):

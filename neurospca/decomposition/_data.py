@@ -27,7 +27,8 @@ from sklearn.utils.validation import _check_feature_names, _check_n_features, va
 from .._utils.validation import check_real
 from ._blocks import (
     _Stats, _add, _blk_fused, _blk_matvec, _blk_rmatvec,
-    _blk_rmatvec64, _blk_stats, _dask_block, _exact_kernel, _first, _none, _second,
+    _blk_rmatvec64, _blk_stats, _dask_block, _exact_kernel, _first, _none, _products,
+    _second,
     _single_threaded_blas, _tree,
 )
 
@@ -296,7 +297,8 @@ class DataOperator:
         W = None
         if sketch:
             W = np.random.RandomState(random_state).standard_normal((p, sketch))
-        XW, st = self._map(_blk_stats, (self.dtype, None if W is None else self._cast(W)),
+        XW, st = self._map(_blk_stats, (self.dtype, None if W is None else self._cast(W),
+                                        _products()),
                            make_acc=lambda: _Stats(p, sketch),
                            rows_tail=None if W is None else (sketch,))
         mean, m2, lo_v, hi_v, bad = st.mean, st.m2, st.min, st.max, st.bad
