@@ -11,8 +11,15 @@ Centring is implicit: with ``m`` the column means, ``(X - 1 m^T) w = X w -
 1 (m . w)`` and ``(X - 1 m^T)^T z = X^T z - m sum(z)``, rank-one corrections
 computed on the driver (no centred copy, not even of a block). Products run in
 the data type through BLAS; what is summed over blocks is accumulated in
-float64; ``rmatvec(exact=True)`` converts each block to float64 and centres it
-there (the certificates' ``X^T u``).
+float64; ``rmatvec(exact=True)`` and the fused pass compute ``X^T z`` of
+float32 data in float64 arithmetic (the certificates' ``X^T u``, a compiled
+kernel of :mod:`neurospca._kernels`).
+
+A pass costs O(N P) at any P: row blocks hold at least :data:`MIN_BLOCK_ROWS`
+rows, are processed by column tiles of at most :data:`TILE_BYTES`, and add
+what they contribute to a P-long result in place into one accumulator per
+worker thread (:mod:`._blocks`); block ``i`` goes to thread ``i % n_threads``,
+so the sums do not depend on timing. ``n_passes`` counts the passes.
 """
 
 import mmap
