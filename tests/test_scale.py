@@ -38,9 +38,13 @@ def _rel(a, b):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Row blocks of 17 rows: several blocks (and a ragged last one) per pass."""
+    """Row blocks of 17 rows: several blocks (and a ragged last one) per pass,
+    each in column tiles of 20 columns (and a ragged last one)."""
     monkeypatch.setattr(_data, "BLOCK_BYTES", 17 * 72 * 4)
     monkeypatch.setattr(_data, "MEMMAP_BLOCK_BYTES", 17 * 72 * 4)
+    monkeypatch.setattr(_data, "MIN_BLOCK_ROWS", 1)
+    monkeypatch.setattr(_data, "TILE_BYTES", 17 * 20 * 8)
+    monkeypatch.setattr(_data, "MIN_TILE_COLUMNS", 1)
 
 
 def test_float32_kept_and_agrees_with_float64():
@@ -86,10 +90,13 @@ def test_memmap_dask_and_numpy_give_the_same_fit(tmp_path, small_blocks):
     Xm = np.load(tmp_path / "x.npy", mmap_mode="r")
     Xd = da.from_array(X, chunks=(23, 36))  # rows and columns chunked
     ref = SPCATV(**KW).fit(X)
-    for data in (Xm, Xd):
+    for data, limit in ((Xm, 1e-9), (Xd, 1e-5)):
         m = SPCATV(**KW).fit(data)
-        assert _rel(m.components_, ref.components_) < 1e-6
-        assert _rel(m.scores_, ref.scores_) < 1e-6
+        # the memmap is read in the same blocks: the same numbers; dask's
+        # chunks sum in another order, and an alternation may then stop one
+        # step apart: equal to the fit's tolerance (1e-6)
+        assert _rel(m.components_, ref.components_) < limit
+        assert _rel(m.scores_, ref.scores_) < limit
         np.testing.assert_allclose(m.mean_, ref.mean_, rtol=1e-7)
         assert m.alpha_ == pytest.approx(ref.alpha_, rel=1e-7)
         # transform streams the blocks too
@@ -104,7 +111,9 @@ def test_memmap_view_and_float64_memmap(tmp_path, small_blocks):
     Xm = np.load(tmp_path / "x.npy", mmap_mode="r")
     ref = SPCATV(**KW).fit(X[30:])
     m = SPCATV(**KW).fit(Xm[30:])  # a row view: read at the right file offset
-    assert _rel(m.components_, ref.components_) < 1e-9
+    # the same fixed point from two starts (the N x N Gram matrix in memory,
+    # the Krylov subspace for a memmap): equal to far below tol
+    assert _rel(m.components_, ref.components_) < 1e-6
 
 
 def test_out_of_core_bad_values_are_found_per_block(tmp_path, small_blocks):
@@ -226,7 +235,10 @@ def test_spca_tv_on_raw_memmap_uses_data_as_given(tmp_path, small_blocks):
         a = spca_tv(Xc, 2, l1=0.02, l2=0.1, tv=0.05, operator=KW["operator"])
         b = spca_tv(np.load(tmp_path / "xc.npy", mmap_mode="r"), 2, l1=0.02, l2=0.1,
                     tv=0.05, operator=KW["operator"])
-    assert _rel(b[1], a[1]) < 1e-9 and _rel(b[0], a[0]) < 1e-9
+    # two starts (the N x N Gram matrix in memory, the Krylov subspace for a
+    # memmap) and the same fixed point, to the fit's accuracy at tol=1e-3
+    # (the first component's alternation is slow here: 15 steps)
+    assert _rel(b[1], a[1]) < 1e-4 and _rel(b[0], a[0]) < 1e-4
 
 
 def test_dask_local_cluster_and_npy_to_dask(tmp_path, small_blocks):
@@ -247,7 +259,9 @@ def test_dask_local_cluster_and_npy_to_dask(tmp_path, small_blocks):
             distributed.Client(cluster):
         m = SPCATV(**KW).fit(Xd)
         S = ref.transform(Xd)
-    assert _rel(m.components_, ref.components_) < 1e-6
+    # chunks of 25 rows sum in another order than the in-memory blocks: equal
+    # to the fit's tolerance (1e-6; an alternation may stop one step apart)
+    assert _rel(m.components_, ref.components_) < 1e-5
     assert _rel(S, ref.transform(X)) < 1e-6
     with pytest.raises(ValueError, match="chunk_rows"):
         npy_to_dask(tmp_path / "x.npy", chunk_rows=0)

@@ -2,7 +2,8 @@
 
 Every Cython kernel of neurospca lives in this folder (``_prox.pyx``: the
 v-step solvers; ``_tree.pyx``: the tree-structured prox; ``_nspca.pyx``: the
-nonnegative sparse PCA sweep; shared ``cdef inline`` helpers in
+nonnegative sparse PCA sweep; ``_products.pyx``: float32 data times float64
+vectors in float64, for the data path; shared ``cdef inline`` helpers in
 ``_helpers.pxd``). Each has a pure NumPy twin that computes the same numbers
 (``_numpy_prox.py`` here; the tree and NSPCA twins sit next to their
 estimators) and the tests check they agree.
@@ -44,7 +45,8 @@ KERNELS = ("cython", "numpy")
 ENV_VAR = "NEUROSPCA_KERNELS"
 
 #: Kernel names and the module that holds their NumPy twin, when it is here.
-_NAMES = {"prox": "._numpy_prox", "tree": None, "nspca": None}
+_NAMES = {"prox": "._numpy_prox", "tree": None, "nspca": None,
+          "products": "._numpy_products"}
 
 _BUILD_HINT = (
     "build them with `pip install -e .` or `python setup.py build_ext --inplace` "
@@ -136,7 +138,7 @@ def compiled_available(name):
 
     Parameters
     ----------
-    name : {"prox", "tree", "nspca"}
+    name : {"prox", "tree", "nspca", "products"}
         The kernel module.
 
     Returns
@@ -163,7 +165,7 @@ def load(name, kernels="cython"):
 
     Parameters
     ----------
-    name : {"prox", "tree", "nspca"}
+    name : {"prox", "tree", "nspca", "products"}
         The kernel module.
     kernels : {"cython", "numpy"}, default="cython"
         ``"numpy"`` forces the NumPy twin.

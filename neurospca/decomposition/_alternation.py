@@ -16,48 +16,12 @@ from dataclasses import replace
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._data import _single_threaded_blas, cached_subspace
+from ._data import GRAM_MAX_SAMPLES, _single_threaded_blas, uses_gram  # noqa: F401
+from ._deflated import _Deflated
+from ._subspace import cached_subspace
 from ..solvers import ProxProblem
 
 logger = logging.getLogger("neurospca")
-
-class _Deflated:
-    """``X_k = X - sum_j d_j u_j v_j^T`` applied implicitly (memory O(N + P) per
-    component) on a :class:`~neurospca.decomposition._data.DataOperator`."""
-
-    def __init__(self, op):
-        self.op = op
-        self.U, self.V, self.d = [], [], []
-        self.sqnorm = op.sqnorm()
-
-    def _coef(self, vecs, x):
-        return np.array([d_j * float(w @ x) for w, d_j in zip(vecs, self.d)])
-
-    def _comb(self, vecs, coef, out):
-        for w, c in zip(vecs, coef):
-            out -= c * w
-        return out
-
-    def dot(self, v):
-        """``X_k v``."""
-        return self._comb(self.U, self._coef(self.V, v), self.op.matvec(v))
-
-    def tdot(self, u, exact=False):
-        """``X_k^T u`` (``exact``: float64 accumulation for float32 data)."""
-        return self._comb(self.V, self._coef(self.U, u), self.op.rmatvec(u, exact=exact))
-
-    def gram(self, v):
-        """``z = X_k v`` and ``X_k^T z`` in one pass over the data."""
-        c = self._comb(self.U, self._coef(self.V, v), np.zeros(self.op.shape[0]))
-        z, g = self.op.fused(v, -c)
-        return z, self._comb(self.V, self._coef(self.U, z), g)
-
-    def deflate(self, u, v, d):
-        self.sqnorm = max(self.sqnorm - d * d * float(v @ v), 0.0)
-        self.U.append(u)
-        self.V.append(v)
-        self.d.append(d)
-
 
 def _say(msg, *args):
     """Progress line: an INFO record on ``"neurospca"``; printed to stdout too
@@ -71,7 +35,7 @@ def _ritz_start(defl, basis):
     """The best right singular vector of ``X_k`` within the span of
     ``basis = (R, Xc R)`` (top singular subspace of the centred data; no pass
     over the data). Sign: largest-magnitude entry positive."""
-    R, XR = basis
+    R, XR = basis[0], basis[1]
     M = XR.copy()
     for u_j, v_j, d_j in zip(defl.U, defl.V, defl.d):
         M -= d_j * np.outer(u_j, v_j @ R)
@@ -81,14 +45,7 @@ def _ritz_start(defl, basis):
     return -v if v[j] < 0 else v
 
 
-#: Up to this many samples (float64, in memory) the start ``u`` comes from the
-#: exact eigendecomposition of the small N x N Gram matrix (at most 8 MB and a
-#: fraction of a second): cheaper than Lanczos passes over the data there.
-GRAM_MAX_SAMPLES = 1000
-
-
-def _uses_gram(op):
-    return op.dtype == np.float64 and op.kind == "array" and op.shape[0] <= GRAM_MAX_SAMPLES
+_uses_gram = uses_gram
 
 
 def _centred_gram(op):
@@ -115,8 +72,8 @@ def _init_gram(defl):
     op = defl.op
     G = _centred_gram(op).copy()
     U, V, d = defl.U, defl.V, defl.d
-    for u_j, v_j, d_j in zip(U, V, d):
-        z_j = op.matvec(v_j)
+    XV = defl.XV if defl.known() else [op.matvec(v_j) for v_j in V]
+    for u_j, z_j, d_j in zip(U, XV, d):
         G -= d_j * (np.outer(z_j, u_j) + np.outer(u_j, z_j))
     for u_i, v_i, d_i in zip(U, V, d):
         for u_j, v_j, d_j in zip(U, V, d):
@@ -131,53 +88,57 @@ def _init_svd(defl, basis):
     """``u`` = leading left singular vector of ``X_k`` and ``X_k^T u``.
 
     Small float64 data in memory (N <= :data:`GRAM_MAX_SAMPLES`): the exact
-    eigendecomposition of the N x N Gram matrix (:func:`_init_gram`). Otherwise
-    no Gram matrix: from the Ritz vector of the data's top singular subspace,
-    float64 data run a Lanczos iteration (ARPACK ``eigsh`` on ``v -> X_k^T X_k
-    v``, one pass over the data per product) to 1e-10; float32 data run power
-    iterations (one fused pass each) until ``v`` moves by less than 1e-4.
+    eigendecomposition of the N x N Gram matrix (:func:`_init_gram`).
+    Otherwise no Gram matrix: Rayleigh-Ritz for ``X_k^T X_k`` on the span of
+    the data's top singular subspace and the components already removed
+    (:meth:`_Deflated.deflated_basis`: no pass over the data), then, while a
+    power step from the Ritz vector ``v`` would move it by
+    :data:`START_TOL` or more, the residual direction is added to the span
+    (one fused pass each: a Davidson iteration, which converges faster than
+    the power steps it replaces).
     """
-    from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
-
     if _uses_gram(defl.op):
         return _init_gram(defl)
-    p = defl.op.shape[1]
-    v0 = _ritz_start(defl, basis)
-    if not np.any(v0):
-        v0 = np.random.RandomState(0).uniform(0.5, 1.5, p)
-    if defl.op.dtype == np.float64:
-        if p < 3:
-            G = np.column_stack([defl.gram(e)[1] for e in np.eye(p)])
-            v = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
-        else:
-            lin = LinearOperator((p, p), matvec=lambda x: defl.gram(np.ravel(x))[1],
-                                 dtype=np.float64)
-            try:
-                v = eigsh(lin, k=1, which="LA", v0=v0, tol=1e-10,
-                          maxiter=max(300, p))[1][:, 0]
-            except ArpackNoConvergence as exc:
-                vecs = exc.eigenvectors
-                v = vecs[:, -1] if vecs is not None and vecs.size else v0
-            except ArpackError:
-                v = v0
-        j = int(np.argmax(np.abs(v)))
-        v = -v if v[j] < 0 else v
-        u = defl.dot(v)
-        nrm = np.linalg.norm(u)
-        u = u / nrm if nrm > 0 else u
-        return u, defl.tdot(u)
-    v = v0 / np.linalg.norm(v0)
-    for _ in range(100):
+    start = defl.deflated_basis(basis)
+    if start is None:  # products of the removed components unknown: one pass
+        v = _ritz_start(defl, basis) if basis is not None else None
+        if v is None or not np.any(v):
+            v = np.random.RandomState(0).uniform(0.5, 1.5, defl.op.shape[1])
+        v = v / np.linalg.norm(v)
         z, g = defl.gram(v)
+        start = (v[:, None], z[:, None], g[:, None])
+    Q, XQ, AQ = start
+    for _ in range(START_MAX_ITER):
+        H = Q.T @ AQ
+        theta, Wr = np.linalg.eigh(0.5 * (H + H.T))
+        Wr = Wr[:, ::-1][:, :START_BLOCK]
+        v, z, g = Q @ Wr[:, 0], XQ @ Wr[:, 0], AQ @ Wr[:, 0]
         nz, ng = np.linalg.norm(z), np.linalg.norm(g)
         if nz == 0.0 or ng == 0.0:
             return z, g
-        v_new = g / ng
-        done = np.linalg.norm(v_new - v) < 1e-4
-        if done:
+        if np.linalg.norm(g / ng - v) < START_TOL:
             break
-        v = v_new
-    return z / nz, g / nz
+        # the residuals of the best Ritz pairs, orthogonal to the span: one pass
+        Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][:Wr.shape[1]]
+        for _ in range(2):
+            Rv -= Q @ (Q.T @ Rv)
+        Rv, T = np.linalg.qr(Rv)
+        Rv = Rv[:, np.abs(np.diag(T)) > 1e-12 * max(np.abs(T).max(), 1e-300)]
+        if Rv.shape[1] == 0:
+            break
+        ZR, GR = defl.gram_block(Rv)
+        Q, XQ, AQ = (np.column_stack([M, x]) for M, x in ((Q, Rv), (XQ, ZR), (AQ, GR)))
+    j = int(np.argmax(np.abs(v)))  # sign: largest-magnitude entry of v positive
+    s = -1.0 if v[j] < 0 else 1.0
+    return s * z / nz, s * g / nz
+
+
+#: The start's power iterations stop when ``v`` moves by less than this.
+START_TOL = 1e-3
+#: Most Davidson iterations (passes) of a start.
+START_MAX_ITER = 100
+#: Ritz residuals added to the start's span per pass.
+START_BLOCK = 1
 
 
 def _init_u(defl, init, rng, basis):
@@ -346,9 +307,8 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
     scale_y = 1.0 / (2.0 * n_samples * l2)
     defl = _Deflated(op) if defl is None else defl
     basis = None
-    # float32 data: products in float32, the certificate's y in float64
-    exact_y = op.dtype != np.float64
-    # and float32 v-steps (the dual solver's float32 kernels, certified in float64)
+    # float32 data: X v in float32, X^T z in float64 arithmetic (the
+    # certificate's y, with no pass of its own); float32 v-steps (the dual solver's float32 kernels, certified in float64)
     # when float32 can reach tol
     vdtype = (np.float32 if op.dtype == np.float32 and solver.name == "dual"
               and tol >= FLOAT32_VSTEP_MIN_TOL else np.float64)
@@ -409,7 +369,8 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
                 outer_ok = True
                 break
         if nrm > 0.0 and vv > 0.0:  # certify the returned (u, v), not (u_prev, v)
-            y = (defl.tdot(u, exact=True) if exact_y else g) * scale_y
+            xtu = g  # X_k^T u, in float64 arithmetic (DataOperator.fused)
+            y = xtu * scale_y
             v_new, res, extra = _certify_pair(ProxProblem(y, pieces), v, state, res, solver,
                                               tol, max_inner_iter, gap_every, kernels,
                                               n_threads)
@@ -420,7 +381,7 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
             p0 = 0.5 * float(y @ y)
             rel_history.append((inner, res.gap / p0 if p0 > 0 else 0.0))
             if v_new is not v:
-                v, Xv = v_new, defl.dot(v_new)
+                v, Xv, XtXv = v_new, defl.dot(v_new), None
             vv = float(v @ v)
             nrm = float(u @ Xv)
         if nrm == 0.0 or vv == 0.0:
@@ -448,7 +409,7 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
             )
         # least-squares scale: d = u^T X_k v / ||v||^2 with u = X_k v / ||X_k v||
         d = nrm / vv
-        defl.deflate(u, v, d)
+        defl.deflate(u, v, d, xv=Xv, xtu=xtu, xtxv=XtXv)
         U[:, k], V[:, k] = u, v
         info["d"].append(d)
         info["gaps"].append(2.0 * l2 * res.gap)

@@ -11,45 +11,53 @@ Centring is implicit: with ``m`` the column means, ``(X - 1 m^T) w = X w -
 1 (m . w)`` and ``(X - 1 m^T)^T z = X^T z - m sum(z)``, rank-one corrections
 computed on the driver (no centred copy, not even of a block). Products run in
 the data type through BLAS; what is summed over blocks is accumulated in
-float64; ``rmatvec(exact=True)`` converts each block to float64 and centres it
-there (the certificates' ``X^T u``).
+float64; ``rmatvec(exact=True)`` and the fused pass compute ``X^T z`` of
+float32 data in float64 arithmetic (the certificates' ``X^T u``, a compiled
+kernel of :mod:`neurospca._kernels`).
+
+A pass costs O(N P) at any P: row blocks hold at least :data:`MIN_BLOCK_ROWS`
+rows, are processed by column tiles of at most :data:`TILE_BYTES`, and add
+what they contribute to a P-long result in place into one accumulator per
+worker thread (:mod:`._blocks`); block ``i`` goes to thread ``i % n_threads``,
+so the sums do not depend on timing. ``n_passes`` counts the passes.
 """
 
 import mmap
 import os
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from sklearn.utils.validation import _check_feature_names, _check_n_features, validate_data
 
 from .._utils.validation import check_real
 from ._sources import check_unchanged, compute, file_identity, warn_embedded_memmaps
+from ._blocks import (
+    _Stats, _add, _blk_fused, _blk_matvec, _blk_rmatvec,
+    _blk_rmatvec64, _blk_stats, _dask_block, _exact_kernel, _first, _none, _products,
+    _second,
+    _single_threaded_blas, _tree,
+)
 
 __all__ = ["DataOperator", "as_data_operator", "is_dask_array", "is_out_of_core"]
 
-#: Bytes of one row block of an in-memory array (a few MB: cache friendly).
+#: Bytes of one row block of an in-memory array (a view; a few MB: cache friendly).
 BLOCK_BYTES = 8 * 2**20
-#: Bytes of one row block read from a memmap.
-MEMMAP_BLOCK_BYTES = 16 * 2**20
+#: Bytes of one row block read from a memmap (a buffer per worker thread).
+MEMMAP_BLOCK_BYTES = 32 * 2**20
+#: Fewest rows of a row block (unless the data have fewer): what a block adds
+#: into the P-long accumulators costs O(P) per block, so blocks of a few rows
+#: of a very wide X would make a pass O(N P^2 / block size). Wide rows are
+#: instead taken this many at a time and split into column tiles.
+MIN_BLOCK_ROWS = 32
+#: Bytes of one column tile of a row block: the unit of the BLAS products, so
+#: that a tile's partial results stay in cache while they are added in place.
+TILE_BYTES = 4 * 2**20
+#: Fewest columns of a tile.
+MIN_TILE_COLUMNS = 256
 
 _KEPT = (np.dtype(np.float64), np.dtype(np.float32))
-
-
-_CONTROLLER = []
-
-
-def _single_threaded_blas():
-    """BLAS limited to one thread (context manager).
-
-    One ``ThreadpoolController`` is made and kept: building one scans the
-    loaded libraries (about 5 ms), which a fit would otherwise pay per product.
-    """
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def is_dask_array(X):
@@ -62,114 +70,68 @@ def is_out_of_core(X):
     return isinstance(X, np.memmap) or is_dask_array(X)
 
 
+#: Up to this many samples (float64, in memory) the starts of the alternation
+#: come from the exact eigendecomposition of the small N x N Gram matrix (at
+#: most 8 MB and a fraction of a second): cheaper than passes over the data.
+GRAM_MAX_SAMPLES = 1000
+
+
+def uses_gram(op):
+    """True when the starts use the N x N Gram matrix (small float64 data in memory)."""
+    return op.dtype == np.float64 and op.kind == "array" and op.shape[0] <= GRAM_MAX_SAMPLES
+
+
+def _block_rows(n, row_bytes, block_bytes, n_threads):
+    """Rows of one row block: ``block_bytes`` of rows, at least
+    :data:`MIN_BLOCK_ROWS`, and at most an equal share of the rows per
+    thread (every worker thread gets a block)."""
+    rows = max(block_bytes // max(1, row_bytes), MIN_BLOCK_ROWS)
+    if n_threads > 1:
+        rows = min(rows, -(-n // n_threads))
+    return int(max(1, min(n, rows)))
+
+
+def _run_workers(run, blocks, n_workers):
+    """``run(t, lo, hi, B)`` for every block on ``n_workers`` threads: block i
+    goes to thread ``i % n_workers`` (so each thread adds into its own
+    accumulator in a fixed order: the result does not depend on timing); at
+    most two blocks per thread are queued (a memmap is never read further
+    ahead). The first error of a worker is raised here."""
+    queues = [queue.Queue(maxsize=2) for _ in range(n_workers)]
+    errors = []
+
+    def work(t):
+        while True:
+            item = queues[t].get()
+            if item is None:
+                return
+            if not errors:
+                try:
+                    run(t, *item)
+                except BaseException as exc:  # re-raised by the driver
+                    errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,), daemon=True)
+               for t in range(n_workers)]
+    for th in threads:
+        th.start()
+    try:
+        for i, item in enumerate(blocks):
+            if errors:
+                break
+            queues[i % n_workers].put(item)
+    finally:
+        for q in queues:
+            q.put(None)
+        for th in threads:
+            th.join()
+    if errors:
+        raise errors[0]
+
+
 def _work_dtype(dtype):
     dtype = np.dtype(dtype)
     return dtype if dtype in _KEPT else np.dtype(np.float64)
-
-
-# ---------------------------------------------------------------- block kernels
-# Module-level functions of (block, lo, hi, ...) -> (rows part, summed part):
-# they run on the driver, or as dask tasks on workers.
-
-def _centred(B, dtype, shift):
-    B = np.asarray(B)
-    if B.dtype != dtype:
-        B = B.astype(dtype)
-    return B if shift is None else B - shift
-
-
-def _blk_stats(B, lo, hi, dtype):
-    B = np.asarray(B)
-    n = B.shape[0]
-    s = B.sum(axis=0, dtype=np.float64)
-    lo_v = B.min(axis=0).astype(np.float64)
-    hi_v = B.max(axis=0).astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        mean = s / n
-        D = np.subtract(B, mean, dtype=np.float64)
-        m2 = np.einsum("ij,ij->j", D, D)
-    bad = 0
-    if not (np.all(np.isfinite(s)) and np.all(np.isfinite(lo_v))
-            and np.all(np.isfinite(hi_v))):
-        bad = int(B.size - np.count_nonzero(np.isfinite(B)))
-    return None, (n, mean, m2, lo_v, hi_v, bad)
-
-
-def _comb_stats(a, b):
-    na, ma, qa, la, ha, ba = a
-    nb, mb, qb, lb, hb, bb = b
-    n = na + nb
-    with np.errstate(invalid="ignore", over="ignore"):
-        delta = mb - ma
-        mean = ma + delta * (nb / n)
-        m2 = qa + qb + delta * delta * (na * nb / n)
-    return n, mean, m2, np.minimum(la, lb), np.maximum(ha, hb), ba + bb
-
-
-def _blk_matvec(B, lo, hi, dtype, shift, v):
-    return (_centred(B, dtype, shift) @ v).astype(np.float64), None
-
-
-def _blk_rmatvec(B, lo, hi, dtype, shift, u):
-    Bs = _centred(B, dtype, shift)
-    return None, (u[lo:hi].astype(dtype) @ Bs).astype(np.float64)
-
-
-def _blk_rmatvec64(B, lo, hi, mean, u):
-    B = np.asarray(B)
-    step = max(1, BLOCK_BYTES // max(1, 8 * B.shape[1]))  # float64 copies of <= 8 MB
-    g = np.zeros(B.shape[1])
-    for i in range(0, B.shape[0], step):
-        D = np.array(B[i:i + step], dtype=np.float64)
-        if mean is not None:
-            D -= mean
-        g += u[lo + i:lo + i + D.shape[0]] @ D
-    return None, g
-
-
-def _blk_fused(B, lo, hi, dtype, shift, v, c):
-    Bs = _centred(B, dtype, shift)
-    z = (Bs @ v).astype(np.float64) - c[lo:hi]
-    return z, (z.astype(dtype) @ Bs).astype(np.float64)
-
-
-def _blk_matmat(B, lo, hi, dtype, shift, W):
-    return (_centred(B, dtype, shift) @ W).astype(np.float64), None
-
-
-def _blk_rmatmat(B, lo, hi, dtype, shift, Z):
-    Bs = _centred(B, dtype, shift)
-    return None, (Bs.T @ Z[lo:hi].astype(dtype)).astype(np.float64)
-
-
-def _add(a, b):
-    if a is None:
-        return b
-    return a if b is None else a + b
-
-
-def _run_block(fn, B, lo, hi, *args):
-    # one BLAS thread per task: the workers' threads are the parallelism
-    with _single_threaded_blas():
-        return fn(B, lo, hi, *args)
-
-
-def _first(t):
-    return t[0]
-
-
-def _second(t):
-    return t[1]
-
-
-def _tree(items, combine, delayed):
-    items = list(items)
-    while len(items) > 1:
-        nxt = [delayed(combine)(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
-        if len(items) % 2:
-            nxt.append(items[-1])
-        items = nxt
-    return items[0]
 
 
 # ---------------------------------------------------------------- memmap reader
@@ -215,30 +177,35 @@ class DataOperator:
         self.shape = tuple(int(s) for s in X.shape)
         self.dtype = _work_dtype(X.dtype)
         self.mean = None
-        self._shift = None
         self._resid = None
         self.stats = None
+        self.sketch = None
+        self.n_passes = 0
         if n_threads is None:
             n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
                 else (os.cpu_count() or 1)
         self.n_threads = n_threads
+        n, p = self.shape
         if is_dask_array(X):
             self.kind = "dask"
             warn_embedded_memmaps(name, X)
             if X.numblocks[1] > 1:
                 X = X.rechunk({1: -1})
             self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
+            rows = max(X.chunks[0]) if X.chunks[0] else 1
         else:
             self.kind = "memmap" if isinstance(X, np.memmap) else "array"
             if self.kind == "array":
                 X = np.asarray(X)
             if block_bytes is None:
                 block_bytes = MEMMAP_BLOCK_BYTES if self.kind == "memmap" else BLOCK_BYTES
-            row_bytes = max(1, self.shape[1] * np.dtype(X.dtype).itemsize)
-            rows = int(max(1, min(self.shape[0], block_bytes // row_bytes)))
-            n = self.shape[0]
+            rows = _block_rows(n, p * np.dtype(X.dtype).itemsize, block_bytes,
+                               self.n_threads)
             self._offsets = np.append(np.arange(0, n, rows), n).astype(int) if n else \
                 np.array([0])
+        # column tiles: a tile of a row block is at most TILE_BYTES
+        itemsize = max(np.dtype(X.dtype).itemsize, self.dtype.itemsize)
+        self._cols = int(max(MIN_TILE_COLUMNS, TILE_BYTES // max(1, rows * itemsize)))
         self._pos = self._identity = None
         if self.kind == "memmap":
             self._pos = _memmap_file_position(X)
@@ -273,65 +240,83 @@ class DataOperator:
         for lo, hi in zip(off[:-1], off[1:]):
             yield lo, hi, X[lo:hi]
 
-    def _map(self, fn, args, combine=_add):
-        """Apply ``fn`` to every row block; rows parts stacked, sums combined."""
+    def _map(self, fn, args, make_acc=None, rows_tail=None):
+        """One pass over ``X``: ``fn`` on every row block.
+
+        ``make_acc()`` makes an accumulator that ``fn`` adds into in place
+        (one per worker thread, added up in a fixed order at the end);
+        ``rows_tail`` is the shape of one row of the rows part (``()`` for a
+        vector, ``(k,)`` for a matrix, None for none). Returns ``(rows, acc)``.
+        """
+        self.n_passes += 1
         if self.kind == "dask":
-            import dask
+            return self._map_dask(fn, args, make_acc, rows_tail)
+        n = self.shape[0]
+        rows = None if rows_tail is None else np.empty((n,) + rows_tail)
+        n_workers = max(1, min(self.n_threads, len(self._offsets) - 1))
+        accs = [make_acc() if make_acc is not None else None for _ in range(n_workers)]
 
-            delayed = dask.delayed
-            dargs = [delayed(a) if isinstance(a, np.ndarray) and a.size > 64 else a
-                     for a in args]
-            blocks = self.X.to_delayed()[:, 0]
-            tasks = [delayed(_run_block)(fn, b, int(lo), int(hi), *dargs)
-                     for b, lo, hi in zip(blocks, self._offsets[:-1], self._offsets[1:])]
-            rows = [delayed(_first)(t) for t in tasks]
-            total = _tree([delayed(_second)(t) for t in tasks], combine, delayed)
-            rows, total = compute(self.name, rows, total)
-        else:
-            rows, total = [], None
+        def run(t, lo, hi, B):
+            fn(B, slice(lo, hi), accs[t], None if rows is None else rows[lo:hi],
+               self._cols, *args)
 
-            def take(out):
-                nonlocal total
-                r, s = out
-                rows.append(r)
-                if s is not None:
-                    total = s if total is None else combine(total, s)
+        with _single_threaded_blas():
+            if n_workers == 1:
+                for lo, hi, B in self._blocks():
+                    run(0, lo, hi, B)
+            else:
+                _run_workers(run, self._blocks(), n_workers)
+        acc = accs[0]
+        for other in accs[1:]:
+            acc = _add(acc, other)
+        return rows, acc
 
-            # Blocks in parallel Python threads, each with single-threaded
-            # BLAS: threaded BLAS on thin blocks (z^T B with a few hundred
-            # rows) is up to 10x slower than one thread per block. Results are
-            # combined in block order (deterministic); at most 2 blocks per
-            # thread are in flight (a memmap is never read ahead further).
-            n_threads = self.n_threads
-            with _single_threaded_blas():
-                if n_threads <= 1 or len(self._offsets) <= 2:
-                    for lo, hi, B in self._blocks():
-                        take(fn(B, lo, hi, *args))
-                else:
-                    pending = deque()
-                    with ThreadPoolExecutor(n_threads) as pool:
-                        for lo, hi, B in self._blocks():
-                            pending.append(pool.submit(fn, B, lo, hi, *args))
-                            if len(pending) >= 2 * n_threads:
-                                take(pending.popleft().result())
-                        while pending:
-                            take(pending.popleft().result())
-        rows = None if not rows or rows[0] is None else np.concatenate(rows, axis=0)
+    def _map_dask(self, fn, args, make_acc, rows_tail):
+        import dask
+
+        delayed = dask.delayed
+        dargs = [delayed(a) if isinstance(a, np.ndarray) and a.size > 64 else a
+                 for a in args]
+        blocks = self.X.to_delayed()[:, 0]
+        make = make_acc if make_acc is not None else _none
+        tasks = [delayed(_dask_block)(fn, b, int(lo), int(hi), make, rows_tail, self._cols,
+                                      *dargs)
+                 for b, lo, hi in zip(blocks, self._offsets[:-1], self._offsets[1:])]
+        rows = [delayed(_first)(t) for t in tasks]
+        total = _tree([delayed(_second)(t) for t in tasks], _add, delayed)
+        rows, total = compute(self.name, rows, total)
+        rows = None if rows_tail is None else np.concatenate(rows, axis=0)
         return rows, total
 
+    def _vec_acc(self, width=None):
+        p = self.shape[1]
+        return (lambda: np.zeros(p)) if width is None else (lambda: np.zeros((p, width)))
+
     # ------------------------------------------------------------ statistics
-    def scan(self, min_samples=2, min_features=1):
+    def scan(self, min_samples=2, min_features=1, sketch=0, random_state=0):
         """The one pass over ``X``: finiteness, scale, means, centred column
         sums of squares, minima and maxima (float64). Raises ValueError with
-        the messages of :func:`neurospca._utils.validation.check_data`."""
+        the messages of :func:`neurospca._utils.validation.check_data`.
+
+        ``sketch > 0``: the same pass also applies the Gram matrix of the
+        centred data to ``sketch`` seeded Gaussian directions (the first block
+        of the start's Krylov space, :mod:`~neurospca.decomposition._subspace`),
+        kept as ``self.sketch = (W, Xc W, Xc^T Xc W)``.
+        """
         from .._utils.validation import check_scale_value
 
         name = self.name
         n, p = self.shape
         if n == 0 or p == 0:
             raise ValueError(f"{name} has shape {self.shape}; it must not be empty.")
-        _, st = self._map(_blk_stats, (self.dtype,), combine=_comb_stats)
-        _, mean, m2, lo_v, hi_v, bad = st
+        W = None
+        if sketch:
+            W = np.random.RandomState(random_state).standard_normal((p, sketch))
+        XW, st = self._map(_blk_stats, (self.dtype, None if W is None else self._cast(W),
+                                        _products()),
+                           make_acc=lambda: _Stats(p, sketch),
+                           rows_tail=None if W is None else (sketch,))
+        mean, m2, lo_v, hi_v, bad = st.mean, st.m2, st.min, st.max, st.bad
         if bad:
             raise ValueError(
                 f"{name} contains {bad} NaN or infinite values; remove or impute them."
@@ -347,6 +332,8 @@ class DataOperator:
                 f"{name} has {p} feature(s); at least {min_features} are required."
             )
         self.stats = {"mean": mean, "m2": np.maximum(m2, 0.0), "min": lo_v, "max": hi_v}
+        if W is not None:  # raw products (the centring is applied where used)
+            self.sketch = {"W": W, "XW": XW, "XtXW": st.gram}
         return self
 
     def is_constant(self):
@@ -371,8 +358,8 @@ class DataOperator:
         """Apply ``X - 1 mean^T`` implicitly from now on."""
         mean = np.asarray(mean, dtype=np.float64)
         self.mean = mean
-        self._shift = None  # rank-one corrections only
         self._resid = mean if np.any(mean) else None
+        self._subspace = None
         return self
 
     # ------------------------------------------------------------ products
@@ -381,37 +368,57 @@ class DataOperator:
 
     def matvec(self, v):
         """``Xc v`` (float64, length n_samples)."""
-        z, _ = self._map(_blk_matvec, (self.dtype, self._shift, self._cast(v)))
+        z, _ = self._map(_blk_matvec, (self.dtype, self._cast(v)), rows_tail=())
         if self._resid is not None:
             z -= float(self._resid @ v)
         return z
 
     def rmatvec(self, u, exact=False):
-        """``Xc^T u`` (float64). ``exact``: blocks converted to float64 first
-        (float64 accuracy for float32 data; used by the certificates)."""
-        u = np.asarray(u, dtype=np.float64)
-        if exact and self.dtype != np.float64:
-            _, g = self._map(_blk_rmatvec64, (self.mean, u))
-            return g
-        _, g = self._map(_blk_rmatvec, (self.dtype, self._shift, u))
+        """``Xc^T u`` (float64). ``exact``: float64 arithmetic on float32 data
+        (float64 accuracy; used by the certificates)."""
+        u = np.ascontiguousarray(u, dtype=np.float64)
+        if exact and self.dtype == np.float32:
+            _, g = self._map(_blk_rmatvec64, (_exact_kernel(), u), make_acc=self._vec_acc())
+        else:
+            _, g = self._map(_blk_rmatvec, (self.dtype, u), make_acc=self._vec_acc())
         if self._resid is not None:
             g -= self._resid * float(u.sum())
         return g
 
     def fused(self, v, c=None):
-        """``z = Xc v - c`` and ``Xc^T z`` in one pass over ``X``."""
+        """``z = Xc v - c`` and ``Xc^T z`` in one pass over ``X``.
+
+        ``Xc^T z`` is computed in float64 arithmetic for the float64 ``z``
+        (float32 data too), as ``rmatvec(z, exact=True)`` would.
+        """
         c = np.zeros(self.shape[0]) if c is None else np.asarray(c, dtype=np.float64)
         if self._resid is not None:
             c = c + float(self._resid @ v)
-        z, g = self._map(_blk_fused, (self.dtype, self._shift, self._cast(v), c))
+        kernel = _exact_kernel() if self.dtype == np.float32 else None
+        z, g = self._map(_blk_fused, (self.dtype, self._cast(v), c, kernel),
+                         make_acc=self._vec_acc(), rows_tail=())
         if self._resid is not None:
             g -= self._resid * float(z.sum())
         return z, g
 
+    def gram(self, W, C=None):
+        """``Z = Xc W - C`` and ``Xc^T Z`` for ``W`` of shape (n_features, k),
+        in one pass over ``X`` (float64)."""
+        W = np.asarray(W, dtype=np.float64)
+        shift = np.zeros((self.shape[0], W.shape[1])) if C is None else \
+            np.array(C, dtype=np.float64)
+        if self._resid is not None:
+            shift += self._resid @ W
+        Z, G = self._map(_blk_fused, (self.dtype, self._cast(W), shift),
+                         make_acc=self._vec_acc(W.shape[1]), rows_tail=(W.shape[1],))
+        if self._resid is not None:
+            G -= np.outer(self._resid, Z.sum(axis=0))
+        return Z, G
+
     def matmat(self, W):
         """``Xc W`` for ``W`` of shape (n_features, k) (float64)."""
         W = np.asarray(W, dtype=np.float64)
-        Z, _ = self._map(_blk_matmat, (self.dtype, self._shift, self._cast(W)))
+        Z, _ = self._map(_blk_matvec, (self.dtype, self._cast(W)), rows_tail=(W.shape[1],))
         if self._resid is not None:
             Z -= self._resid @ W
         return Z
@@ -419,59 +426,10 @@ class DataOperator:
     def rmatmat(self, Z):
         """``Xc^T Z`` for ``Z`` of shape (n_samples, k) (float64)."""
         Z = np.asarray(Z, dtype=np.float64)
-        _, G = self._map(_blk_rmatmat, (self.dtype, self._shift, Z))
+        _, G = self._map(_blk_rmatvec, (self.dtype, Z), make_acc=self._vec_acc(Z.shape[1]))
         if self._resid is not None:
             G -= np.outer(self._resid, Z.sum(axis=0))
         return G
-
-
-def top_subspace(op, k, n_iter="auto", random_state=0):
-    """Top ``k`` singular values of ``op``'s matrix, with a basis of its top
-    right singular subspace, without forming the matrix.
-
-    Exact (SVD of ``Xc`` through products with the identity of the small side)
-    when ``min(n_samples, n_features) <= k + 10``; else the randomized range
-    finder of Halko et al. (``k + 10`` columns, ``n_iter`` QR-normalised power
-    iterations; "auto": 7, or 4 above 10^7 entries, sklearn's rule), as
-    :func:`sklearn.utils.extmath.randomized_svd`.
-
-    Returns
-    -------
-    s : ndarray of shape (k,)
-    R : ndarray of shape (n_features, l)
-        Orthonormal approximate right singular vectors (``l >= k``), best first.
-    XR : ndarray of shape (n_samples, l)
-        ``Xc R`` (exact in the exact case, its range-finder approximation else).
-    """
-    n, p = op.shape
-    if n_iter == "auto":
-        n_iter = 7 if n * p <= 10**7 else 4
-    if min(n, p) <= k + 10:
-        if p <= n:
-            A, S, Rt = np.linalg.svd(op.matmat(np.eye(p)), full_matrices=False)
-            return S[:k], Rt.T, A * S
-        R, S, At = np.linalg.svd(op.rmatmat(np.eye(n)), full_matrices=False)
-        return S[:k], R, At.T * S
-    rng = np.random.RandomState(random_state)
-    Q = rng.standard_normal((p, k + 10))
-    Y = op.matmat(Q)
-    for _ in range(n_iter):
-        Y, _ = np.linalg.qr(Y)
-        Q, _ = np.linalg.qr(op.rmatmat(Y))
-        Y = op.matmat(Q)
-    Y, _ = np.linalg.qr(Y)
-    B = op.rmatmat(Y)  # (p, l) = Xc^T Y; Xc ~ Y B^T
-    R, S, At = np.linalg.svd(B, full_matrices=False)  # B^T = A S R^T
-    return S[:k], R, Y @ (At.T * S)
-
-
-def cached_subspace(op, k):
-    """:func:`top_subspace` computed once per operator (and centring)."""
-    cache = getattr(op, "_subspace", None)
-    if cache is None or cache[0] < k:
-        op._subspace = (k,) + top_subspace(op, k)
-    _, s, R, XR = op._subspace
-    return s[:k], R, XR
 
 
 def as_data_operator(X, name="X", min_samples=2, n_threads=None):
@@ -519,7 +477,9 @@ def as_data_operator(X, name="X", min_samples=2, n_threads=None):
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name} must be a numeric array: {exc}") from None
         op = DataOperator(X, name=name, n_threads=n_threads)
-    return op.scan(min_samples=min_samples)
+    from ._subspace import SKETCH_WIDTH
+
+    return op.scan(min_samples=min_samples, sketch=0 if uses_gram(op) else SKETCH_WIDTH)
 
 
 def validated_data_operator(estimator, X, reset, min_samples, n_threads=None):

@@ -163,7 +163,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, k
         U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, **kw)
         info = {key: list(val) for key, val in info.items()}
         d = np.asarray(info["d"], dtype=np.float64)
-        Z = np.column_stack([op.matvec(V[:, j]) for j in range(n_components)])
+        Z = op.matmat(V)  # one pass for all K columns
     changes, caught = [], []
     settled = n_components < 2  # nothing to rotate
     for sweep in range(1, 0 if settled else max_sweeps + 1):
@@ -300,7 +300,7 @@ def recheck_support(estimator, op, U, V, info, kw, tol):
     from ..solvers import certify_support
 
     d = np.asarray(info["d"], dtype=np.float64)
-    Z = np.column_stack([op.matvec(V[:, j]) for j in range(V.shape[1])])
+    Z = op.matmat(V)  # one pass for all K columns
     V_before, gaps_before = V.copy(), np.asarray(info["gaps"], dtype=np.float64).copy()
     settled = [bool(c) for c in info["converged"]]
     _certify_all(op, op.sqnorm(), U, V, d, Z, info, kw, tol, True)

@@ -1,0 +1,26 @@
+"""NumPy twin of :mod:`neurospca._kernels._products` (same results, slower)."""
+
+import numpy as np
+
+
+def rmatvec_exact(B, z, out):
+    """``out += B^T z`` in float64 (``B`` float32)."""
+    out += np.asarray(z, dtype=np.float64) @ np.asarray(B, dtype=np.float64)
+
+
+def column_stats(T, s, lo, hi):
+    """Column sums (float64), minima and maxima of ``T`` into ``s``, ``lo``, ``hi``."""
+    T = np.asarray(T)
+    s[...] = T.sum(axis=0, dtype=np.float64)
+    if T.shape[0]:
+        lo[...] = T.min(axis=0)
+        hi[...] = T.max(axis=0)
+    else:
+        lo[...] = np.inf
+        hi[...] = -np.inf
+
+
+def column_m2(T, mean, m2):
+    """Centred column sums of squares of ``T`` (float64) into ``m2``."""
+    D = np.subtract(T, mean, dtype=np.float64)
+    m2[...] = np.einsum("ij,ij->j", D, D)

@@ -1,0 +1,95 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython kernels of the data path: ``X^T z`` of float32 data in float64, and
+the column statistics of the scan.
+
+The NumPy twin is :mod:`neurospca._kernels._numpy_products`; the tests check
+they agree; :func:`neurospca._kernels.load` chooses. No validation here: the
+caller (:mod:`neurospca.decomposition._data`) passes a column tile of a row
+block (rows strided, columns contiguous).
+
+Every product and sum is computed in double from the float32 values (exact
+conversions), so the result has float64 accuracy, as converting the tile to
+float64 and calling BLAS would, without writing that float64 copy: the tile
+is read once, four rows at a time, and ``out`` (the tile's columns of the
+float64 accumulator) stays in cache. ``column_stats`` and ``column_m2`` are
+the scan's two reads of a tile (sums, minima, maxima; centred sums of
+squares), float64 accumulators per column.
+"""
+
+from cython cimport floating
+from libc.math cimport INFINITY
+
+
+def rmatvec_exact(const float[:, :] B, const double[::1] z, double[::1] out):
+    """``out += B^T z`` in float64 (``B`` float32 with contiguous rows)."""
+    cdef Py_ssize_t i, j, n = B.shape[0], p = B.shape[1]
+    cdef double z0, z1, z2, z3
+    cdef const float *r0
+    cdef const float *r1
+    cdef const float *r2
+    cdef const float *r3
+    cdef double* acc
+    if n == 0 or p == 0:
+        return
+    if B.strides[1] != sizeof(float):
+        raise ValueError("rmatvec_exact: the rows of B must be contiguous")
+    acc = &out[0]
+    with nogil:
+        i = 0
+        while i + 4 <= n:
+            z0, z1, z2, z3 = z[i], z[i + 1], z[i + 2], z[i + 3]
+            r0, r1, r2, r3 = &B[i, 0], &B[i + 1, 0], &B[i + 2, 0], &B[i + 3, 0]
+            for j in range(p):
+                acc[j] += (z0 * <double>r0[j] + z1 * <double>r1[j]) \
+                    + (z2 * <double>r2[j] + z3 * <double>r3[j])
+            i += 4
+        while i < n:
+            z0 = z[i]
+            r0 = &B[i, 0]
+            for j in range(p):
+                acc[j] += z0 * <double>r0[j]
+            i += 1
+
+
+def column_stats(const floating[:, :] T, double[::1] s, double[::1] lo, double[::1] hi):
+    """Column sums (float64), minima and maxima of ``T`` (rows contiguous),
+    written into ``s``, ``lo``, ``hi``: one read of ``T``."""
+    cdef Py_ssize_t i, j, n = T.shape[0], p = T.shape[1]
+    cdef double x
+    cdef const floating* row
+    if p == 0:
+        return
+    if n and T.strides[1] != sizeof(floating):
+        raise ValueError("column_stats: the rows of T must be contiguous")
+    with nogil:
+        for j in range(p):
+            s[j] = 0.0
+            lo[j] = INFINITY
+            hi[j] = -INFINITY
+        for i in range(n):
+            row = &T[i, 0]
+            for j in range(p):
+                x = <double>row[j]
+                s[j] += x
+                lo[j] = x if x < lo[j] else lo[j]
+                hi[j] = x if x > hi[j] else hi[j]
+
+
+def column_m2(const floating[:, :] T, const double[::1] mean, double[::1] m2):
+    """Centred column sums of squares ``sum_i (T_ij - mean_j)^2`` (float64)
+    into ``m2``: one read of ``T``."""
+    cdef Py_ssize_t i, j, n = T.shape[0], p = T.shape[1]
+    cdef double d
+    cdef const floating* row
+    if p == 0:
+        return
+    if n and T.strides[1] != sizeof(floating):
+        raise ValueError("column_m2: the rows of T must be contiguous")
+    with nogil:
+        for j in range(p):
+            m2[j] = 0.0
+        for i in range(n):
+            row = &T[i, 0]
+            for j in range(p):
+                d = <double>row[j] - mean[j]
+                m2[j] += d * d

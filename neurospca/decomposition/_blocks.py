@@ -1,0 +1,214 @@
+"""Block kernels of :mod:`neurospca.decomposition._data`: one pass's work on one row block.
+
+Each ``_blk_*`` function takes ``(B, sl, acc, rows, cols, ...)``: ``B`` is a
+row block (rows ``sl`` of ``X``), processed by column tiles of ``cols``
+columns; what is summed over blocks is added IN PLACE into the accumulator
+``acc`` (``acc[tile] += ...``: no P-long partial per block is allocated or
+summed), the block's rows part is written into ``rows`` (its rows of the
+output). They run on the driver's worker threads, or as dask tasks on
+workers (:func:`_dask_block`).
+"""
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+_CONTROLLER = []
+
+
+def _single_threaded_blas():
+    """BLAS limited to one thread (context manager).
+
+    One ``ThreadpoolController`` is made and kept: building one scans the
+    loaded libraries (about 5 ms), which a fit would otherwise pay per product.
+    """
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+
+
+def _tile_slices(p, cols):
+    return [slice(c, min(c + cols, p)) for c in range(0, p, cols)]
+
+
+def _typed(T, dtype):
+    T = np.asarray(T)
+    return T if T.dtype == dtype else T.astype(dtype)
+
+
+class _Stats:
+    """Column statistics accumulated in place, block by block (Chan et al.'s
+    pairwise update of the centred sums of squares)."""
+
+    def __init__(self, p, width=0):
+        self.n = 0
+        self.mean = np.zeros(p)
+        self.m2 = np.zeros(p)
+        self.min = np.full(p, np.inf)
+        self.max = np.full(p, -np.inf)
+        self.bad = 0
+        # the start's sketch: X^T (X W) of a random W, in the same pass
+        self.gram = np.zeros((p, width)) if width else None
+
+    def add(self, T, c, n_block, kernels):
+        """Merge a tile ``T`` (``n_block`` rows, columns ``c``); ``kernels``:
+        the compiled column statistics or their twins (:func:`_products`)."""
+        T = np.asarray(T)
+        if not (T.dtype in (np.float32, np.float64) and T.strides[1] == T.itemsize):
+            from .._kernels import _numpy_products as kernels
+        w = T.shape[1]
+        s, lo_v, hi_v, m2_b = (np.empty(w) for _ in range(4))
+        kernels.column_stats(T, s, lo_v, hi_v)
+        with np.errstate(invalid="ignore", over="ignore"):
+            mean_b = s / n_block
+            kernels.column_m2(T, mean_b, m2_b)
+            self._merge(c, n_block, mean_b, m2_b)
+        np.minimum(self.min[c], lo_v, out=self.min[c])
+        np.maximum(self.max[c], hi_v, out=self.max[c])
+        if not (np.all(np.isfinite(s)) and np.all(np.isfinite(lo_v))
+                and np.all(np.isfinite(hi_v))):
+            self.bad += int(T.size - np.count_nonzero(np.isfinite(T)))
+
+    def _merge(self, c, nb, mean_b, m2_b):
+        na = self.n
+        n = na + nb
+        delta = mean_b - self.mean[c]
+        self.m2[c] += m2_b + delta * delta * (na * nb / n)
+        self.mean[c] += delta * (nb / n)
+
+    def merged(self, other):
+        """Both accumulations (in place on self)."""
+        if other.n:
+            if self.n == 0:
+                return other
+            with np.errstate(invalid="ignore", over="ignore"):
+                self._merge(slice(None), other.n, other.mean, other.m2)
+            self.n += other.n
+            np.minimum(self.min, other.min, out=self.min)
+            np.maximum(self.max, other.max, out=self.max)
+            self.bad += other.bad
+            if self.gram is not None:
+                self.gram += other.gram
+        return self
+
+
+def _blk_stats(B, sl, acc, rows, cols, dtype, W, kernels):
+    n_block = B.shape[0]
+    tiles = _tile_slices(B.shape[1], cols)
+    Y = None if W is None else np.zeros((n_block, W.shape[1]))
+    for c in tiles:
+        T = np.asarray(B[:, c])
+        acc.add(T, c, n_block, kernels)
+        if W is not None:
+            Y += _typed(T, dtype) @ W[c]
+    acc.n += n_block
+    if W is not None:
+        rows[...] = Y
+        Y = Y.astype(dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for c in tiles:
+                acc.gram[c] += _typed(B[:, c], dtype).T @ Y
+
+
+def _rows_product(B, cols, dtype, W):
+    """``B W`` (float64) for a vector or a matrix ``W``, tile by tile."""
+    Z = np.zeros((B.shape[0],) + W.shape[1:])
+    for c in _tile_slices(B.shape[1], cols):
+        Z += _typed(B[:, c], dtype) @ W[c]
+    return Z
+
+
+def _blk_matvec(B, sl, acc, rows, cols, dtype, W):
+    """``X W`` (rows) for a vector or a matrix ``W``."""
+    rows[...] = _rows_product(B, cols, dtype, W)
+
+
+def _blk_rmatvec(B, sl, acc, rows, cols, dtype, Z):
+    """``X^T Z`` (summed) for a vector or a matrix ``Z``."""
+    Zb = Z[sl].astype(dtype)
+    for c in _tile_slices(B.shape[1], cols):
+        acc[c] += _typed(B[:, c], dtype).T @ Zb
+
+
+def _products():
+    """The data-path kernels (compiled, or their NumPy twins)."""
+    from .._kernels import load
+
+    return load("products")
+
+
+def _exact_kernel():
+    """The float32-data, float64-arithmetic ``B^T z`` (compiled, or its twin)."""
+    return _products().rmatvec_exact
+
+
+def _blk_rmatvec64(B, sl, acc, rows, cols, kernel, u):
+    """``acc += B^T u`` of a float32 block in float64 arithmetic."""
+    ub = u[sl]
+    for c in _tile_slices(B.shape[1], cols):
+        kernel(B[:, c], ub, acc[c])
+
+
+def _blk_fused(B, sl, acc, rows, cols, dtype, v, shift, kernel=None):
+    """``z = B v - shift`` (rows) and ``B^T z`` (summed), one read of the block.
+
+    With ``kernel`` (float32 data, a vector ``v``): ``B^T z`` of the float64
+    ``z`` in float64 arithmetic (:func:`_exact_kernel`), so that ``z / ||z||``
+    and its product are a certified pair (no extra pass for the certificate).
+    """
+    tiles = _tile_slices(B.shape[1], cols)
+    z = _rows_product(B, cols, dtype, v)
+    z -= shift[sl]
+    rows[...] = z
+    if kernel is not None and B.dtype == np.float32:
+        for c in tiles:
+            kernel(B[:, c], z, acc[c])
+        return
+    zt = z.astype(dtype)
+    for c in tiles:
+        acc[c] += _typed(B[:, c], dtype).T @ zt
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, _Stats):
+        return a.merged(b)
+    a += b
+    return a
+
+
+def _dask_block(fn, B, lo, hi, make_acc, rows_tail, cols, *args):
+    """One dask chunk: its own accumulator and rows (one BLAS thread per task:
+    the workers' threads are the parallelism)."""
+    B = np.asarray(B)
+    acc = make_acc()
+    rows = None if rows_tail is None else np.empty((hi - lo,) + rows_tail)
+    with _single_threaded_blas():
+        fn(B, slice(lo, hi), acc, rows, cols, *args)
+    return rows, acc
+
+
+def _first(t):
+    return t[0]
+
+
+def _second(t):
+    return t[1]
+
+
+def _tree(items, combine, delayed):
+    items = list(items)
+    while len(items) > 1:
+        nxt = [delayed(combine)(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        if len(items) % 2:
+            nxt.append(items[-1])
+        items = nxt
+    return items[0]
+
+
+
+
+def _none():
+    return None

@@ -1,0 +1,150 @@
+"""The deflated data ``X_k = Xc - sum_j d_j u_j v_j^T``, applied implicitly.
+
+:class:`_Deflated` serves the alternation of :mod:`._alternation` and the
+joint fit of :mod:`._joint`: products with ``X_k`` are products with the
+centred data (:class:`~neurospca.decomposition._data.DataOperator`, one pass
+over ``X`` each) plus rank-one corrections (memory O(N + P) per component).
+
+It also keeps, for each component removed, ``Xc v_j``, ``Xc^T u_j`` and
+``Xc^T Xc v_j`` when the alternation had them (from its last fused pass):
+the start of the next component is then found in the span of the data's top
+singular subspace, of the components already removed and of the vectors of
+the last passes, with no pass over the data (:meth:`_Deflated.start_basis`,
+:meth:`_Deflated.deflated_basis`).
+"""
+
+import numpy as np
+
+#: Vectors of the last fused passes kept for the starts (``2 P + N`` floats each).
+SEEN_MAX = 12
+
+
+class _Deflated:
+    """``X_k = X - sum_j d_j u_j v_j^T`` applied implicitly (memory O(N + P) per
+    component) on a :class:`~neurospca.decomposition._data.DataOperator`."""
+
+    def __init__(self, op):
+        self.op = op
+        self.U, self.V, self.d = [], [], []
+        # Xc v_j, Xc^T u_j and Xc^T Xc v_j of the removed components, when known
+        self.XV, self.XtU, self.AV = [], [], []
+        # (x, Xc x, Xc^T Xc x) of the last vectors passed through gram():
+        # every fused pass enriches the span the next starts are sought in
+        self.seen = []
+        self.sqnorm = op.sqnorm()
+
+    def _coef(self, vecs, x):
+        return np.array([d_j * float(w @ x) for w, d_j in zip(vecs, self.d)])
+
+    def _comb(self, vecs, coef, out):
+        for w, c in zip(vecs, coef):
+            out -= c * w
+        return out
+
+    def dot(self, v):
+        """``X_k v``."""
+        return self._comb(self.U, self._coef(self.V, v), self.op.matvec(v))
+
+    def tdot(self, u, exact=False):
+        """``X_k^T u`` (``exact``: float64 accumulation for float32 data)."""
+        return self._comb(self.V, self._coef(self.U, u), self.op.rmatvec(u, exact=exact))
+
+    def gram(self, v):
+        """``z = X_k v`` and ``X_k^T z`` in one pass over the data."""
+        c = self._comb(self.U, self._coef(self.V, v), np.zeros(self.op.shape[0]))
+        z, g = self.op.fused(v, -c)
+        g = self._comb(self.V, self._coef(self.U, z), g)
+        if self.known():
+            self.seen = self.seen[-(SEEN_MAX - 1):] + [(v,) + self._undeflated(
+                None, v, z, None, g)[::2]]
+        return z, g
+
+    def gram_block(self, W):
+        """``Z = X_k W`` and ``X_k^T Z`` for a block ``W`` (n_features, b) in one
+        pass over the data (products in the data's type)."""
+        C = np.zeros((self.op.shape[0], W.shape[1]))
+        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
+            C += np.outer(u_j, d_j * (v_j @ W))
+        Z, G = self.op.gram(W, C)
+        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
+            G -= np.outer(v_j, d_j * (u_j @ Z))
+        return Z, G
+
+    def known(self):
+        """True when ``Xc v_j`` and ``Xc^T u_j`` are kept for every component removed."""
+        return self.XV is not None and len(self.XV) == len(self.U)
+
+    def _undeflated(self, u, v, xv, xtu, xtxv):
+        """``Xc v``, ``Xc^T u`` and ``Xc^T Xc v`` from ``X_k v``, ``X_k^T u`` and
+        ``X_k^T X_k v`` (``X_k = Xc - D``, ``D = sum_j d_j u_j v_j^T``):
+        ``A v = X_k^T X_k v + Xc^T D v + D^T Xc v - D^T D v``."""
+        cv = self._coef(self.V, v)  # d_j (v_j . v): D v = sum_j cv_j u_j
+        xcv = xv - self._comb(self.U, cv, np.zeros_like(xv))
+        xcu = None if xtu is None else \
+            xtu - self._comb(self.V, self._coef(self.U, u), np.zeros_like(xtu))
+        if xtxv is None:
+            return xcv, xcu, None
+        dv = -self._comb(self.U, cv, np.zeros_like(xv))
+        av = (xtxv - self._comb(self.XtU, cv, np.zeros_like(xtxv))
+              - self._comb(self.V, self._coef(self.U, xcv), np.zeros_like(xtxv))
+              + self._comb(self.V, self._coef(self.U, dv), np.zeros_like(xtxv)))
+        return xcv, xcu, av
+
+    def deflate(self, u, v, d, xv=None, xtu=None, xtxv=None):
+        """Remove ``d u v^T``. ``xv = X_k v``, ``xtu = X_k^T u`` and ``xtxv =
+        X_k^T X_k v`` (this component's own deflated products, when known) are
+        kept as ``Xc v``, ``Xc^T u`` and ``Xc^T Xc v``."""
+        if xv is not None and xtu is not None and self.known():
+            xcv, xcu, av = self._undeflated(u, v, xv, xtu, xtxv)
+            self.XV.append(xcv)
+            self.XtU.append(xcu)
+            self.AV.append(av)
+        else:
+            self.XV = self.XtU = self.AV = None
+        self.sqnorm = max(self.sqnorm - d * d * float(v @ v), 0.0)
+        self.U.append(u)
+        self.V.append(v)
+        self.d.append(d)
+
+    def start_basis(self, basis):
+        """``basis = (R, Xc R, Xc^T Xc R)`` with the removed components' ``v_j``
+        added (orthonormalised) when their products are known: the leftover of
+        a direction that a sparse ``v_j`` took only in part lies in that span."""
+        if basis is None or not self.known():
+            return basis
+        extra = [(self.V[j], self.XV[j], av) for j, av in enumerate(self.AV)
+                 if av is not None] + self.seen
+        if not extra:
+            return basis
+        R, XR, AR = basis
+        B, XB, AB = (np.column_stack([M] + [e[i] for e in extra])
+                     for i, M in enumerate((R, XR, AR)))
+        Q, T = np.linalg.qr(B)
+        diag = np.abs(np.diag(T))
+        ok = diag > 1e-8 * diag.max()  # a v_j (almost) in the span adds nothing
+        if not ok.all():
+            B, XB, AB = B[:, ok], XB[:, ok], AB[:, ok]
+            Q, T = np.linalg.qr(B)
+        # B = Q T: Xc Q = Xc B T^-1, A Q = A B T^-1
+        return Q, np.linalg.solve(T.T, XB.T).T, np.linalg.solve(T.T, AB.T).T
+
+    def deflated_basis(self, basis):
+        """``(Q, X_k Q, X_k^T X_k Q)`` for the orthonormal ``Q`` of
+        :meth:`start_basis` with no pass over the data, or None when the
+        removed components' products are not known.
+
+        With ``basis = (Q, Xc Q, A Q)``: ``X_k Q = Xc Q - sum_j d_j u_j
+        (v_j^T Q)`` and ``X_k^T Z = Xc^T Z - sum_j d_j v_j (u_j^T Z)`` with
+        ``Xc^T X_k Q = A Q - sum_j d_j (Xc^T u_j) (v_j^T Q)``.
+        """
+        if basis is None or not self.known():
+            return None
+        Q, XQ, AQ = self.start_basis(basis)
+        XkQ, AkQ = XQ.copy(), AQ.copy()
+        for u_j, v_j, xtu_j, d_j in zip(self.U, self.V, self.XtU, self.d):
+            c = d_j * (v_j @ Q)
+            XkQ -= np.outer(u_j, c)
+            AkQ -= np.outer(xtu_j, c)
+        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
+            AkQ -= np.outer(v_j, d_j * (u_j @ XkQ))
+        return Q, XkQ, AkQ

@@ -1,0 +1,116 @@
+"""The data's top right singular subspace by a block Krylov method, in few passes.
+
+The starts of the alternation (:mod:`~neurospca.decomposition._alternation`)
+and ``pca_explained_variance_ratio_`` need the top singular subspace of the
+centred data ``Xc``. Each pass over ``X`` applies the Gram matrix
+``A = Xc^T Xc`` to a block of directions (``Xc W`` and ``Xc^T (Xc W)`` from
+one read of every row block, :meth:`DataOperator.gram`), and the first block
+rides on the data's scan (:meth:`DataOperator.scan` with ``sketch``). The
+Rayleigh-Ritz projection of ``A`` on the whole Krylov space
+``span(W, A W, ..., A^q W)`` then uses every product computed (a randomized
+SVD keeps only the last block and spends two passes per power iteration).
+
+Returned with the subspace are its images ``Xc R`` and ``A R`` (exact up to
+the products' rounding), so the start of any deflated component in its span
+costs no pass over the data.
+"""
+
+import numpy as np
+
+__all__ = ["SKETCH_WIDTH", "KRYLOV_PASSES", "krylov_subspace", "cached_subspace"]
+
+#: Columns of the first Krylov block (the scan's sketch); ``k + 10`` when wider.
+SKETCH_WIDTH = 16
+#: Gram passes over the data after the scan.
+KRYLOV_PASSES = 2
+
+
+def _centred_sketch(op, width, random_state):
+    """``(W, Xc W, Xc^T Xc W)`` of a seeded Gaussian ``W``: from the scan's raw
+    sketch when it has ``width`` columns (centred here: no pass), else by one
+    Gram pass."""
+    sk = op.sketch
+    if sk is None or sk["W"].shape[1] != width:
+        W = np.random.RandomState(random_state).standard_normal((op.shape[1], width))
+        return (W,) + op.gram(W)
+    W, XW, G = sk["W"], sk["XW"], sk["XtXW"]
+    m = op.mean if op._resid is not None else None
+    if m is None:
+        return W, XW.copy(), G.copy()
+    # Xc = X - 1 m^T with the data's column means xbar (X^T 1 = N xbar):
+    # Xc^T Xc W = X^T X W - N xbar (m.W) - m (1^T X W) + N m (m.W)
+    n, xbar, mW = op.shape[0], op.stats["mean"], m @ W
+    XcW = XW - mW
+    AW = G - n * np.outer(xbar - m, mW) - np.outer(m, XW.sum(axis=0))
+    return W, XcW, AW
+
+
+def _orthonormal_block(K, basis):
+    """``K`` orthogonalised against the columns of ``basis`` (twice), then QR."""
+    for _ in range(2):
+        for Q in basis:
+            K = K - Q @ (Q.T @ K)
+    return np.linalg.qr(K)[0]
+
+
+def _exact(op, k):
+    """SVD of ``Xc`` through products with the identity of its small side."""
+    n, p = op.shape
+    if p <= n:
+        A, S, Rt = np.linalg.svd(op.matmat(np.eye(p)), full_matrices=False)
+        return S[:k], Rt.T, A * S, Rt.T * S**2
+    R, S, At = np.linalg.svd(op.rmatmat(np.eye(n)), full_matrices=False)
+    return S[:k], R, At.T * S, R * S**2
+
+
+def krylov_subspace(op, k, n_passes=KRYLOV_PASSES, random_state=0):
+    """Top ``k`` singular values of ``op``'s matrix ``Xc`` with a basis of its
+    top right singular subspace and the basis' images, without forming ``Xc``.
+
+    Exact when ``min(n_samples, n_features) <= k + 10``; else block Krylov:
+    the blocks ``W`` (seeded Gaussian, ``max(SKETCH_WIDTH, k + 10)``
+    columns, from the scan when it sketched), then ``n_passes`` blocks
+    ``A Q`` orthonormalised against the previous ones, each applied to ``A``
+    by one pass; the Ritz vectors of ``A`` on their span.
+
+    Returns
+    -------
+    s : ndarray of shape (k,)
+        Ritz estimates of the top singular values (``sqrt`` of ``A``'s Ritz values).
+    R : ndarray of shape (n_features, l)
+        Orthonormal Ritz vectors, best first (``l >= k``).
+    XR : ndarray of shape (n_samples, l)
+        ``Xc R``.
+    AR : ndarray of shape (n_features, l)
+        ``Xc^T Xc R``.
+    """
+    n, p = op.shape
+    if min(n, p) <= k + 10:
+        return _exact(op, k)
+    W, XW, AW = _centred_sketch(op, max(SKETCH_WIDTH, k + 10), random_state)
+    Q, T = np.linalg.qr(W)
+    # Xc Q = Xc W T^-1 (T upper triangular, well conditioned for Gaussian W)
+    Qs, XQs, AQs = [Q], [np.linalg.solve(T.T, XW.T).T], [np.linalg.solve(T.T, AW.T).T]
+    for _ in range(n_passes):
+        K = _orthonormal_block(AQs[-1], Qs)
+        XK, AK = op.gram(K)
+        Qs.append(K)
+        XQs.append(XK)
+        AQs.append(AK)
+    H = np.block([[Qi.T @ AQj for AQj in AQs] for Qi in Qs])
+    theta, V = np.linalg.eigh(0.5 * (H + H.T))
+    keep = np.argsort(theta)[::-1][:Q.shape[1]]  # the best Ritz pairs, one block's worth
+    theta, V = theta[keep], V[:, keep]
+    ends = np.cumsum([0] + [Qi.shape[1] for Qi in Qs])
+    R, XR, AR = (sum(M @ V[a:b] for M, a, b in zip(blocks, ends[:-1], ends[1:]))
+                 for blocks in (Qs, XQs, AQs))
+    return np.sqrt(np.clip(theta[:k], 0.0, None)), R, XR, AR
+
+
+def cached_subspace(op, k):
+    """:func:`krylov_subspace` computed once per operator (and centring)."""
+    cache = getattr(op, "_subspace", None)
+    if cache is None or cache[0] < k:
+        op._subspace = (k,) + krylov_subspace(op, k)
+    _, s, R, XR, AR = op._subspace
+    return s[:k], R, XR, AR
