@@ -58,7 +58,7 @@ def test_every_public_name_resolves_to_its_package_object():
         package = importlib.import_module(f"neurospca.{where}")
         assert getattr(neurospca, name) is getattr(package, name), name
     assert set(neurospca.__all__) - set(neurospca._LAZY_NAMES) == {
-        "datasets", "model_selection", "reporting", "solvers"}
+        "datasets", "model_selection", "reporting", "solvers", "study"}
 
 
 def test_dir_all_and_star_import():
