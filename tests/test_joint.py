@@ -201,3 +201,36 @@ def test_rotate_pairs_moves_a_merged_pair_onto_the_patterns():
     np.testing.assert_allclose(d, np.linalg.norm(Z, axis=0) / np.linalg.norm(V, axis=0) ** 2,
                                rtol=1e-10)
     assert rotate_pairs(op, U, V, d, Z, info) == 0  # separated now: nothing to gain
+
+
+def test_auto_fit_moves_to_a_stronger_point_when_the_full_fit_is_dense():
+    """The halves were admissible at the chosen point but the full fit is more than
+    half non-zero: the most reproducible admissible stronger point is fitted; a
+    sparse full fit keeps the chosen point."""
+    from neurospca.decomposition._stability import auto_fit
+
+    def path():
+        rep = {0.5: [0.99, 0.99], 1.0: [0.8, 0.8], 2.0: [0.9, 0.9], 4.0: [0.95, 0.0]}
+        return [dict(alpha_rel=a, reproducibility=np.array(r), components=(np.full((2, 4), a),) * 2,
+                     nonzero_fraction=np.array([0.4, 0.3] * 2 if a < 4 else [0.1, 0.0] * 2))
+                for a, r in rep.items()]
+
+    fitted = []
+
+    def run(dense_below):
+        def fit(a, u0):
+            fitted.append((a, u0))
+            V = np.zeros((10, 2))
+            V[: 8 if a < dense_below else 2] = 1.0
+            return None, V
+        return fit
+
+    p = path()
+    a, halves, result = auto_fit(p, run(dense_below=1.0), lambda h: h[0][0, 0])
+    # 1 reproduces less than 2; 4 has an empty half component (not admissible)
+    assert a == 2.0 and fitted == [(0.5, 0.5), (2.0, 2.0)]
+    assert halves[0][0, 0] == 2.0 and np.mean(result[1] != 0) <= 0.5
+    assert all("components" not in q for q in p)
+    fitted.clear()
+    a, _, _ = auto_fit(path(), run(dense_below=0.1), lambda h: None)
+    assert a == 0.5 and fitted == [(0.5, None)]
