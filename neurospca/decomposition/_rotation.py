@@ -76,18 +76,14 @@ def sparsest_pair(a, b):
     return w1, w2, 1.0 - (f[i] + f[j]) / old
 
 
-def _set(op, U, V, d, Z, k, w, scale):
-    """Component ``k`` along unit loading ``w`` (norm ``scale``), its scores
-    the data's projection on it and ``d`` the least-squares scale."""
-    z = op.matvec(w)
+def _set(U, V, d, Z, k, w, z, scale):
+    """Component ``k`` along unit loading ``w`` (norm ``scale``, ``z = X w``), its
+    scores the data's projection on it and ``d`` the least-squares scale."""
     nz = float(np.linalg.norm(z))
-    if nz == 0.0:
-        return False
     U[:, k] = z / nz
     V[:, k] = scale * w
     Z[:, k] = scale * z
     d[k] = nz / scale
-    return True
 
 
 def rotate_pairs(op, U, V, d, Z, info):
@@ -118,11 +114,15 @@ def rotate_pairs(op, U, V, d, Z, info):
             if best is None or best[2] < MIN_GAIN:
                 continue
             w1, w2, _ = best
-            # keep each loading's place: the new direction closer to the old one
-            if abs(w1 @ V[:, j]) * np.linalg.norm(V[:, k]) < abs(w1 @ V[:, k]) * np.linalg.norm(V[:, j]):
-                w1, w2 = w2, w1
             sj, sk = np.linalg.norm(V[:, j]), np.linalg.norm(V[:, k])
-            if _set(op, U, V, d, Z, j, w1, sj) and _set(op, U, V, d, Z, k, w2, sk):
-                info["w"][j] = info["w"][k] = None
-                moved += 1
+            # keep each loading's place: the new direction closer to the old one
+            if abs(w1 @ V[:, j]) / sj < abs(w1 @ V[:, k]) / sk:
+                w1, w2 = w2, w1
+            zj, zk = op.matvec(w1), op.matvec(w2)
+            if not (np.any(zj) and np.any(zk)):
+                continue
+            _set(U, V, d, Z, j, w1, zj, sj)
+            _set(U, V, d, Z, k, w2, zk, sk)
+            info["w"][j] = info["w"][k] = None
+            moved += 1
     return moved
