@@ -5,6 +5,7 @@ helpers in ``_helpers.pxd``; :func:`neurospca._kernels.load` chooses between
 them and their NumPy twins). New Cython modules need no edit here: any
 ``neurospca/**/name.pyx`` becomes the extension ``neurospca.<...>.name``.
 """
+
 import os
 import subprocess
 import sys
@@ -34,13 +35,16 @@ def _openmp_flags():
         src = Path(tmp) / "omp.c"
         src.write_text("#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n")
         try:
-            res = subprocess.run(cc + ["-fopenmp", str(src), "-o", str(Path(tmp) / "omp")],
-                                 capture_output=True)
+            res = subprocess.run(
+                cc + ["-fopenmp", str(src), "-o", str(Path(tmp) / "omp")], capture_output=True
+            )
         except OSError:
             return []
     if res.returncode != 0:
-        print("neurospca: the compiler does not support OpenMP; kernels run on one thread",
-              file=sys.stderr)
+        print(
+            "neurospca: the compiler does not support OpenMP; kernels run on one thread",
+            file=sys.stderr,
+        )
         return []
     return ["-fopenmp"]
 

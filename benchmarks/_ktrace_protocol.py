@@ -13,21 +13,16 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from neurospca import (
-    ktrace_pca,
-    psd_threshold,
-    sequential_spca_covariance,
-    trace_l1_covariance,
-)
-from neurospca.decomposition._covariance_baselines import sample_covariance
+from neurospca import ktrace_pca, psd_threshold, sequential_spca_covariance, trace_l1_covariance
 from neurospca._utils.validation import check_data
+from neurospca.decomposition._covariance_baselines import sample_covariance
 
-__all__ = ["TABLE2_METHODS", "make_sparse_covariance_problem",
-           "covariance_estimation_errors"]
+__all__ = ["TABLE2_METHODS", "make_sparse_covariance_problem", "covariance_estimation_errors"]
 
 
-def make_sparse_covariance_problem(n_samples=80, n_features=200, *, k=10, n_atoms=3,
-                                   overlap=3, sigma=0.8, random_state=None):
+def make_sparse_covariance_problem(
+    n_samples=80, n_features=200, *, k=10, n_atoms=3, overlap=3, sigma=0.8, random_state=None
+):
     """The simulation of the paper's section 6.2.
 
     ``Sigma* = sum_i a_i a_i^T`` with ``n_atoms`` unit atoms of ``k`` nonzeros
@@ -44,11 +39,12 @@ def make_sparse_covariance_problem(n_samples=80, n_features=200, *, k=10, n_atom
     rng = check_random_state(random_state)
     step = k - overlap
     if step <= 0 or (n_atoms - 1) * step + k > n_features:
-        raise ValueError(f"k={k}, overlap={overlap} and n_atoms={n_atoms} do not fit in "
-                         f"n_features={n_features}.")
+        raise ValueError(
+            f"k={k}, overlap={overlap} and n_atoms={n_atoms} do not fit in n_features={n_features}."
+        )
     atoms = np.zeros((n_atoms, n_features))
     for i in range(n_atoms):
-        atoms[i, i * step:i * step + k] = 1.0 / math.sqrt(k)
+        atoms[i, i * step : i * step + k] = 1.0 / math.sqrt(k)
     sigma_star = atoms.T @ atoms
     X = rng.standard_normal((n_samples, n_atoms)) @ atoms
     X += sigma * rng.standard_normal((n_samples, n_features))
@@ -79,10 +75,20 @@ def _fit_method(method, S, param, k, random_state):
     raise ValueError(f"unknown method {method!r}; expected one of {TABLE2_METHODS}.")
 
 
-def covariance_estimation_errors(X, sigma_star, k, *, methods=TABLE2_METHODS,
-                                 tuning="holdout", n_alphas=8, alpha_range=(0.1, 1.0),
-                                 mus=(0.5,), max_components=6, val_fraction=0.25,
-                                 random_state=None):
+def covariance_estimation_errors(
+    X,
+    sigma_star,
+    k,
+    *,
+    methods=TABLE2_METHODS,
+    tuning="holdout",
+    n_alphas=8,
+    alpha_range=(0.1, 1.0),
+    mus=(0.5,),
+    max_components=6,
+    val_fraction=0.25,
+    random_state=None,
+):
     """The protocol of the paper's Table 2 on one sample.
 
     With ``tuning="holdout"`` (the paper's protocol) hyper-parameters are
@@ -109,8 +115,9 @@ def covariance_estimation_errors(X, sigma_star, k, *, methods=TABLE2_METHODS,
     """
     X = check_data(X)
     if tuning not in ("holdout", "holdout-offdiag", "oracle"):
-        raise ValueError("tuning must be 'holdout', 'holdout-offdiag' or 'oracle', "
-                         f"got {tuning!r}.")
+        raise ValueError(
+            f"tuning must be 'holdout', 'holdout-offdiag' or 'oracle', got {tuning!r}."
+        )
     rng = check_random_state(random_state)
     n = X.shape[0]
     S = sample_covariance(X)
@@ -150,4 +157,3 @@ def covariance_estimation_errors(X, sigma_star, k, *, methods=TABLE2_METHODS,
         errors[method] = float(np.linalg.norm(Z - sigma_star)) / norm_star
         params[method] = grid[i]
     return errors, params
-

@@ -30,15 +30,13 @@ def regress_out(X, confounds):
 def atrophy(mesh="fsaverage5", correlation=0.6, seed=0, n_samples=133):
     d = make_atrophy_cohort(n_samples, mesh=mesh, correlation=correlation, random_state=seed)
     n_left = d.n_vertices[0]
-    op, _ = tv_from_hemispheres(d.mesh_left, d.mesh_right, d.cortex[:n_left],
-                                d.cortex[n_left:])
+    op, _ = tv_from_hemispheres(d.mesh_left, d.mesh_right, d.cortex[:n_left], d.cortex[n_left:])
     X = regress_out(d.X[:, d.cortex], d.confounds)
     return X, op, d.patterns[:, d.cortex]
 
 
 def paper2d(correlation=0.7, seed=0, n_samples=250):
-    X, patterns, mask = make_paper_simulation(n_samples, random_state=seed,
-                                              correlation=correlation)
+    X, patterns, mask = make_paper_simulation(n_samples, random_state=seed, correlation=correlation)
     return X, tv_from_mask(mask), patterns
 
 
@@ -104,5 +102,5 @@ def split_half(fit, X, seed=0, top_fraction=0.1):
     rng = np.random.default_rng(seed)
     idx = rng.permutation(len(X))
     h = len(X) // 2
-    corr, dice, support, _ = compare(fit(X[idx[:h]]), fit(X[idx[h:2 * h]]), top_fraction)
+    corr, dice, support, _ = compare(fit(X[idx[:h]]), fit(X[idx[h : 2 * h]]), top_fraction)
     return corr, dice, support

@@ -46,22 +46,30 @@ def main():
     for i in range(args.cases):
         rows += check_case(i, seed=args.seed, use_cvxpy=args.cvxpy)
     elapsed = time.perf_counter() - t0
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"{time.strftime('%Y-%m-%d')}; {args.cases} problems, seed {args.seed}, "
-          f"cvxpy={args.cvxpy}, {elapsed:.1f} s")
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"{time.strftime('%Y-%m-%d')}; {args.cases} problems, seed {args.seed}, "
+        f"cvxpy={args.cvxpy}, {elapsed:.1f} s"
+    )
     print()
     print("| solver | calls | converged | violations | worst subopt/gap | median subopt/gap |")
     print("|---|---|---|---|---|---|")
     for solver in ("dual", "conesta"):
         sel = [r for r in rows if r["solver"] == solver]
-        viol = [r for r in sel if r["subopt"] > r["gap"] + r["slack"]
-                or (r["converged"] and r["gap"] > r["tol_abs"])]
-        ratios = [r["subopt"] / r["gap"] for r in sel
-                  if r["gap"] > 0 and r["subopt"] > 1e3 * r["slack"]]
+        viol = [
+            r
+            for r in sel
+            if r["subopt"] > r["gap"] + r["slack"] or (r["converged"] and r["gap"] > r["tol_abs"])
+        ]
+        ratios = [
+            r["subopt"] / r["gap"] for r in sel if r["gap"] > 0 and r["subopt"] > 1e3 * r["slack"]
+        ]
         worst = max(ratios) if ratios else float("nan")
         med = float(np.median(ratios)) if ratios else float("nan")
-        print(f"| {solver} | {len(sel)} | {sum(r['converged'] for r in sel)} | {len(viol)} | "
-              f"{worst:.6f} | {med:.3f} |")
+        print(
+            f"| {solver} | {len(sel)} | {sum(r['converged'] for r in sel)} | {len(viol)} | "
+            f"{worst:.6f} | {med:.3f} |"
+        )
     print()
     print("| structure | start | calls | violations |")
     print("|---|---|---|---|")

@@ -73,8 +73,7 @@ def make_data(path, n, seed=0):
         coords = coords / np.linalg.norm(coords, axis=1, keepdims=True)
     centres = coords[rng.choice(len(coords), 3, replace=False)]
     patterns = np.exp(-((coords[None] - centres[:, None]) ** 2).sum(-1) / 0.05)  # 3 x P
-    X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32,
-                                  shape=(n, len(coords)))
+    X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, len(coords)))
     patterns = patterns.astype(np.float32)
     step = max(1, int(4e7 // len(coords)))
     for lo in range(0, n, step):
@@ -103,9 +102,14 @@ def child(mode, path):
     if mode == "dask":
         from dask.distributed import Client, LocalCluster
 
-        cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                               host="127.0.0.1", protocol="tcp",
-                               dashboard_address="127.0.0.1:0")
+        cluster = LocalCluster(
+            n_workers=1,
+            threads_per_worker=2,
+            processes=False,
+            host="127.0.0.1",
+            protocol="tcp",
+            dashboard_address="127.0.0.1:0",
+        )
         client = Client(cluster)
         from neurospca import npy_to_dask
 
@@ -127,10 +131,12 @@ def child(mode, path):
         out["evr"] = pca.explained_variance_ratio_.tolist()
     else:
         m = SPCATV(3, operator=op, alpha_rel=1.0, tol=1e-3).fit(X)
-        out.update(n_iter=m.n_iter_per_component_.tolist(),
-                   rel_gaps=m.rel_gaps_.tolist(),
-                   nonzero=np.mean(m.components_ != 0, axis=1).tolist(),
-                   components_head=m.components_[:, :2000].ravel().tolist())
+        out.update(
+            n_iter=m.n_iter_per_component_.tolist(),
+            rel_gaps=m.rel_gaps_.tolist(),
+            nonzero=np.mean(m.components_ != 0, axis=1).tolist(),
+            components_head=m.components_[:, :2000].ravel().tolist(),
+        )
     out["time"] = time.perf_counter() - t0
     maxrss = _peak_mb()
     out["peak_ratio"] = (maxrss - rss0) * 2**20 / nbytes
@@ -163,32 +169,44 @@ def main():
         path = os.path.join(tmp, "X.npy")
         t0 = time.perf_counter()
         shape = make_data(path, args.n)
-        print(f"data {shape} float32 ({np.prod(shape) * 4 / 2**20:.0f} MB) written in "
-              f"{time.perf_counter() - t0:.1f} s")
+        print(
+            f"data {shape} float32 ({np.prod(shape) * 4 / 2**20:.0f} MB) written in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
     res = {}
     try:
         for mode in args.modes.split(","):
-            r = subprocess.run([sys.executable, __file__, "--child", mode, "--path", path],
-                               capture_output=True, text=True, cwd=os.getcwd())
+            r = subprocess.run(
+                [sys.executable, __file__, "--child", mode, "--path", path],
+                capture_output=True,
+                text=True,
+                cwd=os.getcwd(),
+            )
             if r.returncode:
                 print(mode, "FAILED", r.stderr[-2000:])
                 continue
             res[mode] = json.loads(r.stdout.strip().splitlines()[-1])
-            print(f"{mode}: {res[mode]['time']:.1f} s, peak {res[mode]['peak_ratio']:.2f}x "
-                  "the data", flush=True)
+            print(
+                f"{mode}: {res[mode]['time']:.1f} s, peak {res[mode]['peak_ratio']:.2f}x the data",
+                flush=True,
+            )
     finally:
         if tmp is not None:
             os.remove(path)
             os.rmdir(tmp)
     base = res.get("pca", {}).get("time")
-    print(f"\n| fit (N = {shape[0]}, P = {shape[1]}, float32) | time (s) | x randomized PCA "
-          "| peak memory / data | alternations | rel. gaps |")
+    print(
+        f"\n| fit (N = {shape[0]}, P = {shape[1]}, float32) | time (s) | x randomized PCA "
+        "| peak memory / data | alternations | rel. gaps |"
+    )
     print("|---|---|---|---|---|---|")
     for mode, r in res.items():
         ratio = f"{r['time'] / base:.2f}" if base else "-"
-        print(f"| {mode} | {r['time']:.1f} | {ratio} | {r['peak_ratio']:.2f} "
-              f"| {r.get('n_iter', '-')} | "
-              f"{', '.join(f'{g:.1e}' for g in r.get('rel_gaps', []))} |")
+        print(
+            f"| {mode} | {r['time']:.1f} | {ratio} | {r['peak_ratio']:.2f} "
+            f"| {r.get('n_iter', '-')} | "
+            f"{', '.join(f'{g:.1e}' for g in r.get('rel_gaps', []))} |"
+        )
     ref = res.get("spcatv", {}).get("components_head")
     for mode in ("memmap", "dask"):
         if ref and mode in res:

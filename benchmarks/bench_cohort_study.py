@@ -38,15 +38,17 @@ REGIONS = ("medial temporal (dx)", "prefrontal (dx)", "precuneus (unrelated)")
 
 
 def _loadings(out):
-    maps = [np.asarray(load_surf_data(os.path.join(out, f"loadings_{h}.func.gii")), float)
-            for h in ("lh", "rh")]
+    maps = [
+        np.asarray(load_surf_data(os.path.join(out, f"loadings_{h}.func.gii")), float)
+        for h in ("lh", "rh")
+    ]
     return np.concatenate(maps, axis=0).T  # (K, n_vertices)
 
 
 def _match(patterns, comps):
-    cos = np.abs(patterns @ comps.T) / np.outer(np.linalg.norm(patterns, axis=1),
-                                                np.maximum(np.linalg.norm(comps, axis=1),
-                                                           1e-300))
+    cos = np.abs(patterns @ comps.T) / np.outer(
+        np.linalg.norm(patterns, axis=1), np.maximum(np.linalg.norm(comps, axis=1), 1e-300)
+    )
     rows, cols = linear_sum_assignment(-cos)
     return cos[rows, cols], cols
 
@@ -61,21 +63,38 @@ def run(seed, file_format, root, variant):
         make_multisite_cohort(folder, random_state=seed, file_format=file_format)
     out = os.path.join(root, f"out{seed}_{variant}")
     if file_format == "gii":
-        data = ["sub-*/anat/*hemi-L_*thickness.shape.gii",
-                "sub-*/anat/*hemi-R_*thickness.shape.gii"]
+        data = [
+            "sub-*/anat/*hemi-L_*thickness.shape.gii",
+            "sub-*/anat/*hemi-R_*thickness.shape.gii",
+        ]
     else:
         data = ["sub-*/surf/lh.thickness.mgh", "sub-*/surf/rh.thickness.mgh"]
-    argv = ["neurospca", "fit", "--left-mesh", "lh.pial.surf.gii", "--right-mesh",
-            "rh.pial.surf.gii", "--left-data", data[0], "--right-data", data[1],
-            "--output", out, "-q"]
+    argv = [
+        "neurospca",
+        "fit",
+        "--left-mesh",
+        "lh.pial.surf.gii",
+        "--right-mesh",
+        "rh.pial.surf.gii",
+        "--left-data",
+        data[0],
+        "--right-data",
+        data[1],
+        "--output",
+        out,
+        "-q",
+    ]
     if variant != "plain":
-        argv += ["--participants", "participants.tsv", "--confounds", "age,sex",
-                 "--groups", "dx"]
+        argv += ["--participants", "participants.tsv", "--confounds", "age,sex", "--groups", "dx"]
     if variant == "full":
         argv += ["--harmonize", "site"]
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "neurospca.cli", *argv[1:]], cwd=folder,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "neurospca.cli", *argv[1:]],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr)
@@ -98,36 +117,49 @@ def run(seed, file_format, root, variant):
     with open(os.path.join(out, "scores.csv")) as fh:
         first = [r[0] for r in csv.reader(fh)][:3]
     html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
-    return {"seed": seed, "variant": variant, "cos": cos, "dice": np.array(dice),
-            "cdice": np.array(cdice), "p": p,
-            "nnz": [int(np.count_nonzero(comps[c])) for c in cols],
-            "ids": first, "groups_shown": "Scores and participants" in html
-            and "Kruskal-Wallis" in html, "time": elapsed}
+    return {
+        "seed": seed,
+        "variant": variant,
+        "cos": cos,
+        "dice": np.array(dice),
+        "cdice": np.array(cdice),
+        "p": p,
+        "nnz": [int(np.count_nonzero(comps[c])) for c in cols],
+        "ids": first,
+        "groups_shown": "Scores and participants" in html and "Kruskal-Wallis" in html,
+        "time": elapsed,
+    }
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--format", choices=("gii", "mgh"), default="gii")
-    parser.add_argument("--variants", nargs="+", default=["full"],
-                        choices=("full", "noharm", "plain"))
+    parser.add_argument(
+        "--variants", nargs="+", default=["full"], choices=("full", "noharm", "plain")
+    )
     parser.add_argument("--root", default=None)
     args = parser.parse_args()
     root = args.root or tempfile.mkdtemp(prefix="neurospca-cohort-")
     print(f"outputs in {root}")
-    print("| seed | command | |cos| (MTL/PFC/precuneus) | Dice (certified support) | "
-          "Dice (non-zero) | non-zero | dx p (corrected) | scores.csv starts | report shows "
-          "groups | time (s) |")
+    print(
+        "| seed | command | |cos| (MTL/PFC/precuneus) | Dice (certified support) | "
+        "Dice (non-zero) | non-zero | dx p (corrected) | scores.csv starts | report shows "
+        "groups | time (s) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for seed in args.seeds:
         for variant in args.variants:
             r = run(seed, args.format, root, variant)
-            print(f"| {seed} | {variant} | {'/'.join(f'{c:.2f}' for c in r['cos'])} | "
-                  f"{'/'.join(f'{d:.2f}' for d in r['cdice'])} | "
-                  f"{'/'.join(f'{d:.2f}' for d in r['dice'])} | "
-                  f"{'/'.join(str(n) for n in r['nnz'])} | "
-                  f"{'/'.join(f'{p:.2g} ({q:.2g})' for p, q in r['p'])} | {', '.join(r['ids'])} | "
-                  f"{r['groups_shown']} | {r['time']:.0f} |", flush=True)
+            print(
+                f"| {seed} | {variant} | {'/'.join(f'{c:.2f}' for c in r['cos'])} | "
+                f"{'/'.join(f'{d:.2f}' for d in r['cdice'])} | "
+                f"{'/'.join(f'{d:.2f}' for d in r['dice'])} | "
+                f"{'/'.join(str(n) for n in r['nnz'])} | "
+                f"{'/'.join(f'{p:.2g} ({q:.2g})' for p, q in r['p'])} | {', '.join(r['ids'])} | "
+                f"{r['groups_shown']} | {r['time']:.0f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -96,14 +96,21 @@ def main(argv=None):
     t_sim = time.perf_counter() - t0
     t0 = time.perf_counter()
     op, hemis = neurospca.tv_from_hemispheres(
-        (coords, faces), (coords, faces), masks[0], masks[1], kind=args.kind)
+        (coords, faces), (coords, faces), masks[0], masks[1], kind=args.kind
+    )
     t_op = time.perf_counter() - t0
 
     l1_max = penalties.l1_max(X)
     l1, l2, tv = penalties.example_weights(X, l1=args.l1, tv=args.tv)
     alpha = l1 + l2 + tv
-    est = neurospca.SPCATV(n_components=3, alpha=alpha, l1_ratio=l1 / alpha,
-                           tv_ratio=tv / alpha, operator=op, tol=args.tol)
+    est = neurospca.SPCATV(
+        n_components=3,
+        alpha=alpha,
+        l1_ratio=l1 / alpha,
+        tv_ratio=tv / alpha,
+        operator=op,
+        tol=args.tol,
+    )
 
     rss_before = _rss_mb()
     tracemalloc.start()
@@ -118,29 +125,42 @@ def main(argv=None):
 
     corr = np.abs(np.corrcoef(np.vstack([est.components_, patterns]))[:3, 3:])
     print(f"# SPCA-TV, cortical thickness at full fsaverage size ({args.kind} TV)")
-    print(f"# machine: {platform.machine()}, {os.cpu_count()} cpus, load average "
-          f"{os.getloadavg()[0]:.1f}; numpy {np.__version__}")
-    print(f"N = {X.shape[0]}, P = {X.shape[1]} ({hemis.vertices[0].size} + "
-          f"{hemis.vertices[1].size} kept of 2 x {coords.shape[0]} vertices), "
-          f"operator rows = {op.n_rows}, nnz = {op.matrix.nnz}")
-    print(f"(l1, l2, tv) = l1_max * ({args.l1}, 1, {args.tv}), l1_max = {l1_max:.4g}; "
-          f"tol = {args.tol}")
+    print(
+        f"# machine: {platform.machine()}, {os.cpu_count()} cpus, load average "
+        f"{os.getloadavg()[0]:.1f}; numpy {np.__version__}"
+    )
+    print(
+        f"N = {X.shape[0]}, P = {X.shape[1]} ({hemis.vertices[0].size} + "
+        f"{hemis.vertices[1].size} kept of 2 x {coords.shape[0]} vertices), "
+        f"operator rows = {op.n_rows}, nnz = {op.matrix.nnz}"
+    )
+    print(
+        f"(l1, l2, tv) = l1_max * ({args.l1}, 1, {args.tv}), l1_max = {l1_max:.4g}; "
+        f"tol = {args.tol}"
+    )
     print(f"simulation {t_sim:.2f} s, operator build {t_op:.2f} s (norm2 = {op.norm2:g})")
-    print(f"fit: {t_fit:.2f} s  (per component: "
-          f"{', '.join(f'{t:.2f}' for t in np.atleast_1d(est.component_times_))} s; "
-          f"alternations {np.asarray(est.n_iter_).tolist()}, inner iterations "
-          f"{np.asarray(est.n_inner_iter_).tolist()})")
+    print(
+        f"fit: {t_fit:.2f} s  (per component: "
+        f"{', '.join(f'{t:.2f}' for t in np.atleast_1d(est.component_times_))} s; "
+        f"alternations {np.asarray(est.n_iter_).tolist()}, inner iterations "
+        f"{np.asarray(est.n_inner_iter_).tolist()})"
+    )
     outside = t_fit - float(np.sum(est.component_times_))
-    print(f"  of which outside the components (validation, centring, X X^T for the SVD "
-          f"init, explained variance): {outside:.2f} s")
+    print(
+        f"  of which outside the components (validation, centring, X X^T for the SVD "
+        f"init, explained variance): {outside:.2f} s"
+    )
     print(f"certified v-step gaps: {', '.join(f'{g:.2e}' for g in est.dual_gaps_)}")
-    print(f"zero fraction per loading: "
-          f"{', '.join(f'{z:.2f}' for z in np.mean(est.components_ == 0, axis=1))}")
-    print(f"|corr(loading k, best pattern)|: "
-          f"{', '.join(f'{c:.3f}' for c in corr.max(axis=1))}")
-    print(f"memory: X = {X.nbytes / 2**20:.0f} MiB; peak RSS before fit {rss_before:.0f} MiB, "
-          f"after fit {rss_after:.0f} MiB; peak allocated during fit (tracemalloc) "
-          f"{traced_peak / 2**20:.0f} MiB")
+    print(
+        f"zero fraction per loading: "
+        f"{', '.join(f'{z:.2f}' for z in np.mean(est.components_ == 0, axis=1))}"
+    )
+    print(f"|corr(loading k, best pattern)|: {', '.join(f'{c:.3f}' for c in corr.max(axis=1))}")
+    print(
+        f"memory: X = {X.nbytes / 2**20:.0f} MiB; peak RSS before fit {rss_before:.0f} MiB, "
+        f"after fit {rss_after:.0f} MiB; peak allocated during fit (tracemalloc) "
+        f"{traced_peak / 2**20:.0f} MiB"
+    )
     for w in caught:
         print(f"warning: {w.category.__name__}: {w.message}")
 

@@ -87,11 +87,14 @@ def _write(name, tmp):
     if name.startswith("cube"):
         return None
     path = os.path.join(tmp, f"{name}.npy")
-    env = dict(os.environ, BENCH_COHORT_MESH="ico7x2" if name == "ooc" else "fsaverage5",
-               PYTHONPATH=ROOT)
+    env = dict(
+        os.environ, BENCH_COHORT_MESH="ico7x2" if name == "ooc" else "fsaverage5", PYTHONPATH=ROOT
+    )
     n = 2000 if name == "ooc" else 10_000
-    code = (f"import sys; sys.path.insert(0, {HERE!r}); import bench_cohort; "
-            f"bench_cohort.make_data({path!r}, {n})")
+    code = (
+        f"import sys; sys.path.insert(0, {HERE!r}); import bench_cohort; "
+        f"bench_cohort.make_data({path!r}, {n})"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
     return path
 
@@ -156,9 +159,24 @@ def _floor(X):
 
 def run(code, name, path, setting, out):
     env = dict(os.environ, PYTHONPATH=code)
-    r = subprocess.run([sys.executable, __file__, "--child", name, "--path", path or "",
-                        "--setting", setting, "--out", out],
-                       capture_output=True, text=True, env=env, cwd=code)
+    r = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            name,
+            "--path",
+            path or "",
+            "--setting",
+            setting,
+            "--out",
+            out,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=code,
+    )
     if r.returncode:
         print(f"{name} {setting} ({code}) FAILED:", r.stderr[-1500:], flush=True)
         return None
@@ -195,19 +213,26 @@ def main():
             after = run(ROOT, name, path, setting, os.path.join(tmp, f"a_{name}_{setting}.npy"))
             before = None
             if args.before and setting in before_settings:
-                before = run(args.before, name, path, setting,
-                             os.path.join(tmp, f"b_{name}_{setting}.npy"))
+                before = run(
+                    args.before, name, path, setting, os.path.join(tmp, f"b_{name}_{setting}.npy")
+                )
             diff = None
             if after and before:
-                diff = float(np.abs(np.load(os.path.join(tmp, f"a_{name}_{setting}.npy"))
-                                    - np.load(os.path.join(tmp, f"b_{name}_{setting}.npy"))).max())
+                diff = float(
+                    np.abs(
+                        np.load(os.path.join(tmp, f"a_{name}_{setting}.npy"))
+                        - np.load(os.path.join(tmp, f"b_{name}_{setting}.npy"))
+                    ).max()
+                )
             rows.append((name, setting, pca, floor, before, after, diff))
             _print_row(rows[-1])
         if path:
             os.remove(path)
     print()
-    print("| data | P | setting | randomized PCA (s) | before (s) | x PCA | passes | after (s) "
-          "| x PCA | passes | GB/s (floor) | max abs diff of components |")
+    print(
+        "| data | P | setting | randomized PCA (s) | before (s) | x PCA | passes | after (s) "
+        "| x PCA | passes | GB/s (floor) | max abs diff of components |"
+    )
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         _print_row(row, table=True)
@@ -223,8 +248,11 @@ def _print_row(row, table=False):
     cells = [name, f"{_p(name):,}", setting, _fmt(t_pca, "{:.1f}")]
     for r in (before, after):
         t = r["time"] if r else None
-        cells += [_fmt(t, "{:.1f}"), _fmt(t / t_pca if t and t_pca else None),
-                  _fmt(r["passes"] if r else None, "{:.1f}")]
+        cells += [
+            _fmt(t, "{:.1f}"),
+            _fmt(t / t_pca if t and t_pca else None),
+            _fmt(r["passes"] if r else None, "{:.1f}"),
+        ]
     gbs = _fmt(after["gbs"] if after else None, "{:.2f}")
     if floor:
         gbs += f" ({floor['gbs']:.1f}; {100 * after['gbs'] / floor['gbs']:.0f} %)" if after else ""

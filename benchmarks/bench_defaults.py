@@ -27,11 +27,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _instances import (  # noqa: E402
-    brainspace_rsfmri, motor_maps, support_regions, thickness_maps,
+    brainspace_rsfmri,
+    motor_maps,
+    support_regions,
+    thickness_maps,
 )
 
 from neurospca import (  # noqa: E402
-    SPCATV, make_cortical_atrophy, make_fmri_like, make_paper_simulation, tv_from_hemispheres,
+    SPCATV,
+    make_cortical_atrophy,
+    make_fmri_like,
+    make_paper_simulation,
+    tv_from_hemispheres,
     tv_from_mask,
 )
 
@@ -67,26 +74,39 @@ def row(name, X, op, alpha_rel, **kw):
     C = m.components_
     nz = [np.mean(c != 0) for c in C]
     reg = [f"{support_regions(c, op)}({support_regions(c, op, 10)})" for c in C]
-    warn = "W" if any("converge" in str(w.message) or "zero" in str(w.message)
-                      for w in caught) else ""
-    print(f"{name:26s} {X.shape[0]:5d} {X.shape[1]:7d} {label} "
-          + " ".join(f"{z:5.3f}" for z in nz) + "  "
-          + " ".join(f"{r:>8s}" for r in reg)
-          + f"  {m.explained_variance_ratio_.sum():6.3f} {dt:7.1f}s {warn}", flush=True)
+    warn = (
+        "W" if any("converge" in str(w.message) or "zero" in str(w.message) for w in caught) else ""
+    )
+    print(
+        f"{name:26s} {X.shape[0]:5d} {X.shape[1]:7d} {label} "
+        + " ".join(f"{z:5.3f}" for z in nz)
+        + "  "
+        + " ".join(f"{r:>8s}" for r in reg)
+        + f"  {m.explained_variance_ratio_.sum():6.3f} {dt:7.1f}s {warn}",
+        flush=True,
+    )
     return m
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--alpha-rel", nargs="+", default=["auto", 0.5, 1.0, 2.0, 4.0, 8.0],
-                   help='values of alpha_rel ("auto" = the default)')
+    p.add_argument(
+        "--alpha-rel",
+        nargs="+",
+        default=["auto", 0.5, 1.0, 2.0, 4.0, 8.0],
+        help='values of alpha_rel ("auto" = the default)',
+    )
     p.add_argument("--only", default=None, help="substring of the data set names")
     args = p.parse_args()
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor()}, "
-          f"python {platform.python_version()}")
-    print(f"{'data set':26s} {'N':>5s} {'P':>7s} {'a_rel':>6s} {'non-zero fraction':>17s}  "
-          f"{'regions (>=10 features)':>26s}  {'EV':>6s} {'time':>8s}")
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor()}, "
+        f"python {platform.python_version()}"
+    )
+    print(
+        f"{'data set':26s} {'N':>5s} {'P':>7s} {'a_rel':>6s} {'non-zero fraction':>17s}  "
+        f"{'regions (>=10 features)':>26s}  {'EV':>6s} {'time':>8s}"
+    )
     for name, X, op in datasets(args.quick):
         if args.only and args.only not in name:
             continue
@@ -96,12 +116,16 @@ def main():
     X, P, mask = make_paper_simulation(250, random_state=1002)
     op = tv_from_mask(mask)
     ref = SPCATV(3, operator=op).fit(X).components_
-    print(f"# paper simulation seed 1002, default: non-zero fractions "
-          f"{np.round(np.mean(ref != 0, axis=1), 3)}")
+    print(
+        f"# paper simulation seed 1002, default: non-zero fractions "
+        f"{np.round(np.mean(ref != 0, axis=1), 3)}"
+    )
     for s in (1e3, 1e-3):
         C = SPCATV(3, operator=op).fit(X * s).components_
-        print(f"# scale invariance: X * {s:g}: max |C - C_ref| = {np.abs(C - ref).max():.2e}, "
-              f"same supports: {bool(np.array_equal(C != 0, ref != 0))}")
+        print(
+            f"# scale invariance: X * {s:g}: max |C - C_ref| = {np.abs(C - ref).max():.2e}, "
+            f"same supports: {bool(np.array_equal(C != 0, ref != 0))}"
+        )
 
 
 if __name__ == "__main__":

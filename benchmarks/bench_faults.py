@@ -41,7 +41,7 @@ def _old_write(path, blocks, shape, dtype):  # the writer before issue 24
     out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
     i = 0
     for b in blocks:
-        out[i:i + b.shape[0]] = b
+        out[i : i + b.shape[0]] = b
         i += b.shape[0]
     out.flush()
     del out
@@ -52,23 +52,32 @@ def reads(folder, n=4000, p=20000, chunk=500):
     X = np.random.default_rng(0).standard_normal((n, p)).astype(np.float32)
     np.save(path, X)
     identity = cohort._npy_identity(path)
-    new = best(lambda: [cohort._read_rows(path, lo, min(n, lo + chunk), identity)
-                        for lo in range(0, n, chunk)])
-    old = best(lambda: [_old_read_rows(path, lo, min(n, lo + chunk))
-                        for lo in range(0, n, chunk)])
+    new = best(
+        lambda: [
+            cohort._read_rows(path, lo, min(n, lo + chunk), identity) for lo in range(0, n, chunk)
+        ]
+    )
+    old = best(lambda: [_old_read_rows(path, lo, min(n, lo + chunk)) for lo in range(0, n, chunk)])
     t_id = best(lambda: cohort._npy_identity(path), 20)
     mm = np.load(path, mmap_mode="r")
     t_op = best(lambda: DataOperator(mm), 20)
-    blocks = [X[lo:lo + 100] for lo in range(0, n, 100)]
+    blocks = [X[lo : lo + 100] for lo in range(0, n, 100)]
     out = os.path.join(folder, "out.npy")
-    w_new = best(lambda: cohort._write_rows(out, n, p, np.dtype(np.float32),
-                                            ((str(i), b) for i, b in enumerate(blocks))))
+    w_new = best(
+        lambda: cohort._write_rows(
+            out, n, p, np.dtype(np.float32), ((str(i), b) for i, b in enumerate(blocks))
+        )
+    )
     w_old = best(lambda: _old_write(out, blocks, (n, p), np.float32))
     mb = X.nbytes / 2**20
-    print(f"| read {n} x {p} float32 ({mb:.0f} MB), {n // chunk} chunks | {new:.3f} | "
-          f"{old:.3f} | {new / old:.2f} |")
-    print(f"| write it ({n // 100} blocks of 100 rows) | {w_new:.3f} | {w_old:.3f} | "
-          f"{w_new / w_old:.2f} |")
+    print(
+        f"| read {n} x {p} float32 ({mb:.0f} MB), {n // chunk} chunks | {new:.3f} | "
+        f"{old:.3f} | {new / old:.2f} |"
+    )
+    print(
+        f"| write it ({n // 100} blocks of 100 rows) | {w_new:.3f} | {w_old:.3f} | "
+        f"{w_new / w_old:.2f} |"
+    )
     print(f"| npy_to_dask identity (stat + header), once per task | {t_id * 1e6:.0f} us | | |")
     print(f"| DataOperator of a memmap (maps lookup + stat) | {t_op * 1e6:.0f} us | | |")
 
@@ -91,8 +100,10 @@ def fork_vstep():
     os.close(w)
     t_child = float(os.read(r, 100).decode())
     os.waitpid(pid, 0)
-    print(f"| v-step, 200 iterations, 270,336 rows: forked child (1 thread) vs parent "
-          f"(2 threads) | {t_child:.3f} | {t_parent:.3f} | {t_child / t_parent:.2f} |")
+    print(
+        f"| v-step, 200 iterations, 270,336 rows: forked child (1 thread) vs parent "
+        f"(2 threads) | {t_child:.3f} | {t_parent:.3f} | {t_child / t_parent:.2f} |"
+    )
 
 
 if __name__ == "__main__":

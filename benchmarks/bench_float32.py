@@ -48,8 +48,10 @@ def kernel_runs(K, op, n_iter, dtype, n_threads, path):
         w_old, ATw_old, vq = w.copy(), ATw.copy(), np.empty(P, dtype)
 
         def run():
-            K.dual_iterations(n_iter, *arrs, y, 1.0, 0.5, step, w, w_old, ATw, ATw_old,
-                              vq, 1.0, True, 1)
+            K.dual_iterations(
+                n_iter, *arrs, y, 1.0, 0.5, step, w, w_old, ATw, ATw_old, vq, 1.0, True, 1
+            )
+
         return run
     heads, tails, scale, hg, gp, chunk_ptr = difference_arrays(op, n_threads)
     w, ATw = np.zeros(R, dtype), np.zeros(P, dtype)
@@ -59,9 +61,31 @@ def kernel_runs(K, op, n_iter, dtype, n_threads, path):
 
     def run():  # the fused gap every 10 iterations, as prox_dual runs it
         for _ in range(n_iter // 10):
-            K.diff_dual_iterations(10, heads, tails, scale, hg, gp, chunk_ptr, y, 1.0, 0.5,
-                                   step, w, w_old, ATw, ATw_old, bufs, vq, vw, 1.0, True,
-                                   True, n_threads)
+            K.diff_dual_iterations(
+                10,
+                heads,
+                tails,
+                scale,
+                hg,
+                gp,
+                chunk_ptr,
+                y,
+                1.0,
+                0.5,
+                step,
+                w,
+                w_old,
+                ATw,
+                ATw_old,
+                bufs,
+                vq,
+                vw,
+                1.0,
+                True,
+                True,
+                n_threads,
+            )
+
     return run
 
 
@@ -76,8 +100,11 @@ def float64_outputs(K, op, n_iter=25):
     out = []
     w, ATw = np.zeros(R), np.zeros(P)
     w_old, ATw_old, vq, v = w.copy(), ATw.copy(), np.empty(P), np.empty(P)
-    out.append(K.dual_iterations(n_iter, *arrs, y, 0.3, 0.5, 1 / op.norm2, w, w_old, ATw,
-                                 ATw_old, vq, 1.0, True, 1))
+    out.append(
+        K.dual_iterations(
+            n_iter, *arrs, y, 0.3, 0.5, 1 / op.norm2, w, w_old, ATw, ATw_old, vq, 1.0, True, 1
+        )
+    )
     out.append(K.dual_gap_terms(*arrs[:3], arrs[-1], y, ATw, 0.3, 0.5, v))
     out += [w, w_old, ATw, ATw_old, vq, v]
     for n_chunks in (1, 2):
@@ -86,9 +113,32 @@ def float64_outputs(K, op, n_iter=25):
         w_old, ATw_old = w.copy(), ATw.copy()
         bufs = np.zeros((chunk_ptr.size - 2, P))
         vq, vw = np.empty(P), np.empty(P)
-        out.append(K.diff_dual_iterations(n_iter, heads, tails, scale, hg, gp, chunk_ptr, y,
-                                          0.3, 0.5, 1 / op.norm2, w, w_old, ATw, ATw_old,
-                                          bufs, vq, vw, 1.0, True, True, n_chunks))
+        out.append(
+            K.diff_dual_iterations(
+                n_iter,
+                heads,
+                tails,
+                scale,
+                hg,
+                gp,
+                chunk_ptr,
+                y,
+                0.3,
+                0.5,
+                1 / op.norm2,
+                w,
+                w_old,
+                ATw,
+                ATw_old,
+                bufs,
+                vq,
+                vw,
+                1.0,
+                True,
+                True,
+                n_chunks,
+            )
+        )
         out += [w, w_old, ATw, ATw_old, bufs, vq, vw]
     return out
 
@@ -101,11 +151,16 @@ def check_float64_unchanged(before_so, ops):
     before = load_module_file(before_so)
     for name, op in ops:
         a, b = float64_outputs(before, op), float64_outputs(after, op)
-        same = all(np.array_equal(x, z, equal_nan=True) if isinstance(x, np.ndarray)
-                   else np.array_equal(np.asarray(x, float), np.asarray(z, float),
-                                       equal_nan=True) for x, z in zip(a, b))
-        print(f"- {name}: float64 outputs of this tree's kernels equal the build "
-              f"{Path(before_so).name}'s bit for bit ({len(a)} outputs): {same}")
+        same = all(
+            np.array_equal(x, z, equal_nan=True)
+            if isinstance(x, np.ndarray)
+            else np.array_equal(np.asarray(x, float), np.asarray(z, float), equal_nan=True)
+            for x, z in zip(a, b)
+        )
+        print(
+            f"- {name}: float64 outputs of this tree's kernels equal the build "
+            f"{Path(before_so).name}'s bit for bit ({len(a)} outputs): {same}"
+        )
         if not same:
             raise SystemExit("float64 outputs changed")
 
@@ -115,7 +170,7 @@ def interleaved(cands, repeat, scale=1.0):
     keys = list(cands)
     times = {k: [] for k in keys}
     for i in range(repeat):
-        for k in (keys if i % 2 == 0 else keys[::-1]):
+        for k in keys if i % 2 == 0 else keys[::-1]:
             t0 = time.perf_counter()
             cands[k]()
             times[k].append((time.perf_counter() - t0) * scale)
@@ -138,12 +193,18 @@ def main(argv=None):
     from neurospca.solvers import prox_dual
 
     assert neurospca.__file__.startswith(str(ROOT)), neurospca.__file__
-    print(f"# bench_float32.py — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs\n")
+    print(
+        f"# bench_float32.py — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs\n"
+    )
     ico = neurospca.icosphere(7)
-    ops = [("MNI 3 mm grid TV",
-            neurospca.tv_from_mask(load_mni152_brain_mask(resolution=3, threshold=0.48))),
-           ("ic7 x 2 edge TV", neurospca.tv_from_hemispheres(ico, ico)[0])]
+    ops = [
+        (
+            "MNI 3 mm grid TV",
+            neurospca.tv_from_mask(load_mni152_brain_mask(resolution=3, threshold=0.48)),
+        ),
+        ("ic7 x 2 edge TV", neurospca.tv_from_hemispheres(ico, ico)[0]),
+    ]
     if args.before_so is not None:
         check_float64_unchanged(args.before_so, ops)
         print()
@@ -154,20 +215,26 @@ def main(argv=None):
     for name, op in ops:
         repeat = args.repeat if op.n_features < 100_000 else max(6, args.repeat // 4)
         for path, nt in (("difference", 1), ("difference", 2), ("csr", 1)):
-            cands = {dt: kernel_runs(K, op, args.n_iter, dt, nt, path)
-                     for dt in (np.float64, np.float32)}
+            cands = {
+                dt: kernel_runs(K, op, args.n_iter, dt, nt, path) for dt in (np.float64, np.float32)
+            }
             for fn in cands.values():
                 fn()  # warm-up
             med = interleaved(cands, repeat, 1e3 / args.n_iter)
             a, b = med[np.float64], med[np.float32]
-            print(f"| {name} | {op.n_features:,} | {path} | {nt} | {repeat} | {a:.3f} | "
-                  f"{b:.3f} | {b / a:.2f} |", flush=True)
+            print(
+                f"| {name} | {op.n_features:,} | {path} | {nt} | {repeat} | {a:.3f} | "
+                f"{b:.3f} | {b / a:.2f} |",
+                flush=True,
+            )
 
     if args.skip_solves:
         return
     print("\n## prox_dual to tol (float32 y certified in float64)\n")
-    print("| instance | tol | threads | f64 s | f64 iter | f64 rel gap | f32 s | f32 iter | "
-          "f32 rel gap | f32 converged | f32 / f64 time |")
+    print(
+        "| instance | tol | threads | f64 s | f64 iter | f64 rel gap | f32 s | f32 iter | "
+        "f32 rel gap | f32 converged | f32 / f64 time |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for name, op in ops:
         rng = np.random.default_rng(0)
@@ -184,16 +251,21 @@ def main(argv=None):
                     def run():
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
-                            res[yy.dtype] = prox_dual(yy, op, 0.5, 0.3, tol=tol,
-                                                      n_threads=nt, max_iter=20_000)
+                            res[yy.dtype] = prox_dual(
+                                yy, op, 0.5, 0.3, tol=tol, n_threads=nt, max_iter=20_000
+                            )
+
                     return run
 
                 med = interleaved({"f64": solve(y), "f32": solve(y32)}, args.solve_repeat)
                 r64, r32 = res[np.dtype(np.float64)], res[np.dtype(np.float32)]
-                print(f"| {name} | {tol:g} | {nt} | {med['f64']:.3f} | {r64.n_iter} | "
-                      f"{r64.gap / p0:.1e} | {med['f32']:.3f} | {r32.n_iter} | "
-                      f"{r32.gap / p0:.1e} | {r32.converged} | "
-                      f"{med['f32'] / med['f64']:.2f} |", flush=True)
+                print(
+                    f"| {name} | {tol:g} | {nt} | {med['f64']:.3f} | {r64.n_iter} | "
+                    f"{r64.gap / p0:.1e} | {med['f32']:.3f} | {r32.n_iter} | "
+                    f"{r32.gap / p0:.1e} | {r32.converged} | "
+                    f"{med['f32'] / med['f64']:.2f} |",
+                    flush=True,
+                )
     print(f"\n(load average after: {os.getloadavg()[0]:.2f})")
 
 

@@ -61,11 +61,18 @@ def inpainting_mse(model, X, mask, lam_te):
 
 
 def one_run(run, args):
-    X, parent = make_tree_patches(args.n_train + 2 * args.n_test, tuple(args.branching),
-                                  side=args.side, noise=args.noise, random_state=100 + run,
-                                  dictionary_state=0, n_paths=args.n_paths, codes=args.codes)
+    X, parent = make_tree_patches(
+        args.n_train + 2 * args.n_test,
+        tuple(args.branching),
+        side=args.side,
+        noise=args.noise,
+        random_state=100 + run,
+        dictionary_state=0,
+        n_paths=args.n_paths,
+        codes=args.codes,
+    )
     ntr, nte = args.n_train, args.n_test
-    Xtr, Xva, Xte = X[:ntr], X[ntr:ntr + nte], X[ntr + nte:]
+    Xtr, Xva, Xte = X[:ntr], X[ntr : ntr + nte], X[ntr + nte :]
     mrng = np.random.default_rng(1000 + run)
     masks = {r: (mrng.random(Xva.shape) >= r, mrng.random(Xte.shape) >= r) for r in RATES}
     out = {}
@@ -73,15 +80,24 @@ def one_run(run, args):
         best = {r: (np.inf, None) for r in RATES}
         for lam_tr in args.lam_train:
             model = HierarchicalDictionaryLearning(
-                tree, n_components=parent.size, alpha=lam_tr, norm=args.norm,
-                max_iter=args.max_iter, init=args.init, random_state=run,
+                tree,
+                n_components=parent.size,
+                alpha=lam_tr,
+                norm=args.norm,
+                max_iter=args.max_iter,
+                init=args.init,
+                random_state=run,
             ).fit(Xtr)
             for r in RATES:
                 for lam_te in args.lam_test:
                     val = inpainting_mse(model, Xva, masks[r][0], lam_te)
                     if val < best[r][0]:
-                        best[r] = (val, inpainting_mse(model, Xte, masks[r][1], lam_te),
-                                   lam_tr, lam_te)
+                        best[r] = (
+                            val,
+                            inpainting_mse(model, Xte, masks[r][1], lam_te),
+                            lam_tr,
+                            lam_te,
+                        )
         out[name] = best
     return out
 
@@ -90,20 +106,26 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--branching", type=int, nargs="+", default=[10, 3, 2])
     ap.add_argument("--side", type=int, default=8, help="patch side (8: 8 x 8 patches)")
-    ap.add_argument("--n-paths", type=int, default=1,
-                    help="root-to-node paths per patch (make_tree_patches)")
+    ap.add_argument(
+        "--n-paths", type=int, default=1, help="root-to-node paths per patch (make_tree_patches)"
+    )
     ap.add_argument("--codes", choices=("gaussian", "laplace"), default="gaussian")
     ap.add_argument("--noise", type=float, default=0.2)
     ap.add_argument("--norm", choices=("l2", "linf"), default="l2")
-    ap.add_argument("--init", choices=("data", "hierarchical"), default="hierarchical",
-                    help="initialisation of the tree dictionary (flat: always data)")
+    ap.add_argument(
+        "--init",
+        choices=("data", "hierarchical"),
+        default="hierarchical",
+        help="initialisation of the tree dictionary (flat: always data)",
+    )
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--n-train", type=int, default=2000)
     ap.add_argument("--n-test", type=int, default=1000)
     ap.add_argument("--max-iter", type=int, default=30)
     ap.add_argument("--lam-train", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.4, 0.8])
-    ap.add_argument("--lam-test", type=float, nargs="+",
-                    default=[0.0125, 0.025, 0.05, 0.1, 0.2, 0.4])
+    ap.add_argument(
+        "--lam-test", type=float, nargs="+", default=[0.0125, 0.025, 0.05, 0.1, 0.2, 0.4]
+    )
     args = ap.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
     t0 = time.perf_counter()
@@ -112,17 +134,22 @@ def main():
     cpu = "unknown"
     try:
         with open("/proc/cpuinfo") as fh:
-            cpu = next(line.split(":", 1)[1].strip() for line in fh
-                       if line.startswith("model name"))
+            cpu = next(
+                line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")
+            )
     except (OSError, StopIteration):
         pass
     p = balanced_tree(tuple(args.branching)).size
-    print(f"Machine: {os.cpu_count()} CPUs ({cpu}), {platform.platform()}; "
-          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
-          f"{elapsed:.0f} s")
-    print(f"{args.side}x{args.side} synthetic patches, tree {tuple(args.branching)} "
-          f"({p} atoms), norm {args.norm}, {args.n_train} train / {args.n_test} val / "
-          f"{args.n_test} test, {args.runs} runs; MSE x 100 on missing pixels, mean ± sd")
+    print(
+        f"Machine: {os.cpu_count()} CPUs ({cpu}), {platform.platform()}; "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+        f"{elapsed:.0f} s"
+    )
+    print(
+        f"{args.side}x{args.side} synthetic patches, tree {tuple(args.branching)} "
+        f"({p} atoms), norm {args.norm}, {args.n_train} train / {args.n_test} val / "
+        f"{args.n_test} test, {args.runs} runs; MSE x 100 on missing pixels, mean ± sd"
+    )
     print()
     print("| missing pixels | " + " | ".join(f"{int(100 * r)}%" for r in RATES) + " |")
     print("|---|" + "---|" * len(RATES))
@@ -134,11 +161,15 @@ def main():
         print(f"| {name} | " + " | ".join(cells) + " |")
     wins = [all(res["tree"][r][1] < res["flat"][r][1] for res in runs) for r in RATES]
     print()
-    print("tree < flat in every run at rate: "
-          + ", ".join(f"{int(100 * r)}%: {w}" for r, w in zip(RATES, wins)))
+    print(
+        "tree < flat in every run at rate: "
+        + ", ".join(f"{int(100 * r)}%: {w}" for r, w in zip(RATES, wins))
+    )
     margins = [min(100 * (res["flat"][r][1] - res["tree"][r][1]) for res in runs) for r in RATES]
-    print("smallest flat - tree over the runs (MSE x 100): "
-          + ", ".join(f"{int(100 * r)}%: {m:+.3f}" for r, m in zip(RATES, margins)))
+    print(
+        "smallest flat - tree over the runs (MSE x 100): "
+        + ", ".join(f"{int(100 * r)}%: {m:+.3f}" for r, m in zip(RATES, margins))
+    )
     chosen = [(res[n][r][2], res[n][r][3]) for res in runs for n in res for r in RATES]
     print(f"(lam_tr, lam_te) chosen on validation: {sorted(set(chosen))}")
 

@@ -119,7 +119,10 @@ def iteration_costs(name, op, repeat, n_inner=50):
 
     from neurospca._kernels import _prox as K
     from neurospca.solvers._base import (
-        difference_arrays, difference_halos, locality_order, operator_arrays,
+        difference_arrays,
+        difference_halos,
+        locality_order,
+        operator_arrays,
     )
 
     rng = np.random.default_rng(0)
@@ -145,8 +148,9 @@ def iteration_costs(name, op, repeat, n_inner=50):
         for _ in range(n_inner // 10):
             if with_gap:
                 K.dual_gap_terms(arrs[0], arrs[1], arrs[2], gptr, y, ATw, l1, radius, vv)
-            t, _ = K.dual_iterations(10, *arrs, y, l1, radius, step, w, w_old, ATw,
-                                     ATw_old, vq, t, True, 1)
+            t, _ = K.dual_iterations(
+                10, *arrs, y, l1, radius, step, w, w_old, ATw, ATw_old, vq, t, True, 1
+            )
 
     def diff(with_gap, nt, layout="prox"):
         # "prox": as prox_dual runs it; "user": user's order, full buffers
@@ -165,8 +169,30 @@ def iteration_costs(name, op, repeat, n_inner=50):
         t = 1.0
         for _ in range(n_inner // 10):
             t, _, sw, *_ = K.diff_dual_iterations(
-                10, heads, tails, scale, hg, gp, chunk_ptr, yk, l1, radius, step, w,
-                w_old, ATw, ATw_old, bufs, vq, vw, t, True, with_gap, nt, *extra)
+                10,
+                heads,
+                tails,
+                scale,
+                hg,
+                gp,
+                chunk_ptr,
+                yk,
+                l1,
+                radius,
+                step,
+                w,
+                w_old,
+                ATw,
+                ATw_old,
+                bufs,
+                vq,
+                vw,
+                t,
+                True,
+                with_gap,
+                nt,
+                *extra,
+            )
             if sw:
                 ATw, ATw_old = ATw_old, ATw
                 w, w_old = w_old, w
@@ -186,7 +212,7 @@ def iteration_costs(name, op, repeat, n_inner=50):
     cands["two 1-thr at once"] = two_at_once
     times = {k: [] for k in cands}
     for i in range(repeat):
-        for k, fn in list(cands.items())[::1 if i % 2 == 0 else -1]:
+        for k, fn in list(cands.items())[:: 1 if i % 2 == 0 else -1]:
             t0 = time.perf_counter()
             fn()
             times[k].append((time.perf_counter() - t0) / n_inner)
@@ -196,12 +222,22 @@ def iteration_costs(name, op, repeat, n_inner=50):
 
 
 def run_fit(tree, case, n_threads, tol, blas_threads=1):
-    code = FIT_CODE.format(tree=str(tree), bench=str(Path(tree) / "benchmarks"), case=case,
-                           n_threads=n_threads, tol=tol)
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads),
-               MKL_NUM_THREADS=str(blas_threads), OMP_NUM_THREADS=str(n_threads or 1))
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, cwd=str(tree))
+    code = FIT_CODE.format(
+        tree=str(tree),
+        bench=str(Path(tree) / "benchmarks"),
+        case=case,
+        n_threads=n_threads,
+        tol=tol,
+    )
+    env = dict(
+        os.environ,
+        OPENBLAS_NUM_THREADS=str(blas_threads),
+        MKL_NUM_THREADS=str(blas_threads),
+        OMP_NUM_THREADS=str(n_threads or 1),
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(tree)
+    )
     for line in res.stdout.splitlines():
         if line.startswith("RESULT"):
             return json.loads(line[6:])
@@ -216,14 +252,17 @@ def main(argv=None):
     parser.add_argument("--skip-iterations", action="store_true")
     parser.add_argument("--tol", type=float, default=1e-6)
     parser.add_argument("--fit-repeat", type=int, default=1)
-    parser.add_argument("--cases", nargs="+", default=["fmri3d", "cortical"],
-                        choices=["fmri3d", "cortical"])
+    parser.add_argument(
+        "--cases", nargs="+", default=["fmri3d", "cortical"], choices=["fmri3d", "cortical"]
+    )
     args = parser.parse_args(argv)
 
     import neurospca
 
-    print(f"# bench_kernel.py — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"load average {os.getloadavg()[0]:.2f}, numpy {np.__version__}")
+    print(
+        f"# bench_kernel.py — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"load average {os.getloadavg()[0]:.2f}, numpy {np.__version__}"
+    )
     env = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     try:
         with open("/proc/self/autogroup") as f:
@@ -232,35 +271,49 @@ def main(argv=None):
         pass
     print(f"(environment: {env})")
     print("```")
-    print(subprocess.run("lscpu | head -20", shell=True, capture_output=True,
-                         text=True).stdout.rstrip())
+    print(
+        subprocess.run(
+            "lscpu | head -20", shell=True, capture_output=True, text=True
+        ).stdout.rstrip()
+    )
     print("```")
 
     if not args.skip_iterations:
         from nilearn.datasets import load_mni152_brain_mask
 
-        ops = [("MNI 3 mm grid TV",
-                neurospca.tv_from_mask(load_mni152_brain_mask(resolution=3, threshold=0.48)))]
+        ops = [
+            (
+                "MNI 3 mm grid TV",
+                neurospca.tv_from_mask(load_mni152_brain_mask(resolution=3, threshold=0.48)),
+            )
+        ]
         ico = neurospca.icosphere(7)
         ops.append(("ic7 x 2 edge TV", neurospca.tv_from_hemispheres(ico, ico)[0]))
-        print("\nOne dual iteration (ms, median of "
-              f"{args.repeat}); ratios to one scipy CSR pair A v, A^T w\n")
-        print("| instance | P | rows | scipy pair | CSR iter | CSR iter + gap/10 | diff 1 thr "
-              "| diff 1 thr + fused gap/10 | diff 2 thr | diff 2 thr + fused gap/10 "
-              "| diff1 / pair | diff2 / pair | 2-thread speed-up "
-              "| diff 2 thr + gap, user order & full buffers | its speed-up "
-              "| ceiling: two 1-thr at once |")
+        print(
+            "\nOne dual iteration (ms, median of "
+            f"{args.repeat}); ratios to one scipy CSR pair A v, A^T w\n"
+        )
+        print(
+            "| instance | P | rows | scipy pair | CSR iter | CSR iter + gap/10 | diff 1 thr "
+            "| diff 1 thr + fused gap/10 | diff 2 thr | diff 2 thr + fused gap/10 "
+            "| diff1 / pair | diff2 / pair | 2-thread speed-up "
+            "| diff 2 thr + gap, user order & full buffers | its speed-up "
+            "| ceiling: two 1-thr at once |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for name, op in ops:
             r = iteration_costs(name, op, args.repeat)
             ms = {k: 1e3 * v for k, v in r.items() if isinstance(v, float)}
-            print(f"| {name} | {r['P']:,} | {r['rows']:,} | {ms['pair']:.3f} | {ms['csr']:.3f} "
-                  f"| {ms['csr+gap']:.3f} | {ms['diff1']:.3f} | {ms['diff1+gap']:.3f} "
-                  f"| {ms['diff2']:.3f} | {ms['diff2+gap']:.3f} "
-                  f"| {r['diff1+gap'] / r['pair']:.2f} | {r['diff2+gap'] / r['pair']:.2f} "
-                  f"| {r['diff1+gap'] / r['diff2+gap']:.2f} | {ms['diff2 user+gap']:.3f} "
-                  f"| {r['diff1+gap'] / r['diff2 user+gap']:.2f} "
-                  f"| {2 * r['diff1'] / r['two 1-thr at once']:.2f} |", flush=True)
+            print(
+                f"| {name} | {r['P']:,} | {r['rows']:,} | {ms['pair']:.3f} | {ms['csr']:.3f} "
+                f"| {ms['csr+gap']:.3f} | {ms['diff1']:.3f} | {ms['diff1+gap']:.3f} "
+                f"| {ms['diff2']:.3f} | {ms['diff2+gap']:.3f} "
+                f"| {r['diff1+gap'] / r['pair']:.2f} | {r['diff2+gap'] / r['pair']:.2f} "
+                f"| {r['diff1+gap'] / r['diff2+gap']:.2f} | {ms['diff2 user+gap']:.3f} "
+                f"| {r['diff1+gap'] / r['diff2 user+gap']:.2f} "
+                f"| {2 * r['diff1'] / r['two 1-thr at once']:.2f} |",
+                flush=True,
+            )
         print(f"(load average after: {os.getloadavg()[0]:.2f})")
 
     if args.skip_fits:
@@ -268,12 +321,19 @@ def main(argv=None):
     trees = []
     if args.before_tree is not None:
         trees.append(("before (base commit)", args.before_tree, None, 1))
-    trees += [("after, 1 thread", ROOT, 1, 1), ("after, 2 threads", ROOT, 2, 1),
-              ("after, 2 threads, BLAS on 2 threads", ROOT, 2, 2)]
-    print(f"\nFits at tol {args.tol:g} (fresh subprocess each; BLAS on 1 thread unless "
-          f"said; best of {args.fit_repeat})\n")
-    print("| instance | code | fit s | v-step s | inner iterations | max gap "
-          "| fit ratio before / this | v-step ratio | max abs diff of loadings (up to sign) |")
+    trees += [
+        ("after, 1 thread", ROOT, 1, 1),
+        ("after, 2 threads", ROOT, 2, 1),
+        ("after, 2 threads, BLAS on 2 threads", ROOT, 2, 2),
+    ]
+    print(
+        f"\nFits at tol {args.tol:g} (fresh subprocess each; BLAS on 1 thread unless "
+        f"said; best of {args.fit_repeat})\n"
+    )
+    print(
+        "| instance | code | fit s | v-step s | inner iterations | max gap "
+        "| fit ratio before / this | v-step ratio | max abs diff of loadings (up to sign) |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for case in args.cases:
         base, base_v, base_V = None, None, None
@@ -284,9 +344,12 @@ def main(argv=None):
                 base, base_v, base_V = out["time"], out["vstep"], np.asarray(out["V"])
             V = np.asarray(out["V"])  # (k, subsampled features); signs are conventions
             dV = max(min(np.abs(a - b).max(), np.abs(a + b).max()) for a, b in zip(V, base_V))
-            print(f"| {case} | {label} | {out['time']:.2f} | {out['vstep']:.2f} | "
-                  f"{out['inner']} | {out['gap']:.3e} | {base / out['time']:.2f} | "
-                  f"{base_v / out['vstep']:.2f} | {dV:.1e} |", flush=True)
+            print(
+                f"| {case} | {label} | {out['time']:.2f} | {out['vstep']:.2f} | "
+                f"{out['inner']} | {out['gap']:.3e} | {base / out['time']:.2f} | "
+                f"{base_v / out['vstep']:.2f} | {dV:.1e} |",
+                flush=True,
+            )
     print(f"(load average after: {os.getloadavg()[0]:.2f})")
 
 

@@ -49,8 +49,22 @@ def candidates(K, op, n_iter):
 
     def csr():
         w, ATw = np.zeros(R), np.zeros(P)
-        K.dual_iterations(n_iter, *arrs, y, 1.0, 0.5, step, w, w.copy(), ATw, ATw.copy(),
-                          np.empty(P), 1.0, True, 1)
+        K.dual_iterations(
+            n_iter,
+            *arrs,
+            y,
+            1.0,
+            0.5,
+            step,
+            w,
+            w.copy(),
+            ATw,
+            ATw.copy(),
+            np.empty(P),
+            1.0,
+            True,
+            1,
+        )
 
     def diff(n_threads, with_gap):
         heads, tails, scale, hg, gp, _ = difference_arrays(op, 1)
@@ -62,19 +76,47 @@ def candidates(K, op, n_iter):
 
         def run():
             for _ in range(n_iter // 10):
-                K.diff_dual_iterations(10, heads, tails, scale, hg, gp, chunk_ptr, y, 1.0,
-                                       0.5, step, w, w_old, ATw, ATw_old, bufs, vq, vw, 1.0,
-                                       True, with_gap, n_threads)
+                K.diff_dual_iterations(
+                    10,
+                    heads,
+                    tails,
+                    scale,
+                    hg,
+                    gp,
+                    chunk_ptr,
+                    y,
+                    1.0,
+                    0.5,
+                    step,
+                    w,
+                    w_old,
+                    ATw,
+                    ATw_old,
+                    bufs,
+                    vq,
+                    vw,
+                    1.0,
+                    True,
+                    with_gap,
+                    n_threads,
+                )
+
         return run
 
     def fista():
         v = rng.standard_normal(P)
-        K.fista_iterations(n_iter, 2, *arrs, y, 0.7, 0.1, 1e-2, 0.1, v, v.copy(),
-                           np.empty(P), np.empty(R))
+        K.fista_iterations(
+            n_iter, 2, *arrs, y, 0.7, 0.1, 1e-2, 0.1, v, v.copy(), np.empty(P), np.empty(R)
+        )
 
-    return {"CSR iter": csr, "diff 1 thr": diff(1, False),
-            "diff 1 thr + fused gap/10": diff(1, True), "diff 2 chunks 2 thr": diff(2, False),
-            "diff 2 chunks 2 thr + fused gap/10": diff(2, True), "CONESTA FISTA iter": fista}
+    return {
+        "CSR iter": csr,
+        "diff 1 thr": diff(1, False),
+        "diff 1 thr + fused gap/10": diff(1, True),
+        "diff 2 chunks 2 thr": diff(2, False),
+        "diff 2 chunks 2 thr + fused gap/10": diff(2, True),
+        "CONESTA FISTA iter": fista,
+    }
 
 
 def main(argv=None):
@@ -90,15 +132,20 @@ def main(argv=None):
     from neurospca._kernels import _prox as after
 
     before = load_module_file(args.before_so)
-    print(f"# bench_kernel_ab.py — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"load average {os.getloadavg()[0]:.2f}; ms per iteration, medians of "
-          f"interleaved repeats\n")
+    print(
+        f"# bench_kernel_ab.py — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"load average {os.getloadavg()[0]:.2f}; ms per iteration, medians of "
+        f"interleaved repeats\n"
+    )
     ico = neurospca.icosphere(7)
-    ops = [("MNI 3 mm grid TV",
+    ops = [
+        (
+            "MNI 3 mm grid TV",
             neurospca.tv_from_mask(load_mni152_brain_mask(resolution=3, threshold=0.48)),
-            args.repeat),
-           ("ic7 x 2 edge TV", neurospca.tv_from_hemispheres(ico, ico)[0],
-            max(5, args.repeat // 8))]
+            args.repeat,
+        ),
+        ("ic7 x 2 edge TV", neurospca.tv_from_hemispheres(ico, ico)[0], max(5, args.repeat // 8)),
+    ]
     print("| instance | kernel | repeats | before | after | after / before |")
     print("|---|---|---:|---:|---:|---:|")
     for name, op, repeat in ops:
@@ -107,13 +154,14 @@ def main(argv=None):
             tb, ta = [], []
             for i in range(repeat):
                 order = ((cb[key], tb), (ca[key], ta))
-                for fn, times in (order if i % 2 == 0 else order[::-1]):
+                for fn, times in order if i % 2 == 0 else order[::-1]:
                     t0 = time.perf_counter()
                     fn()
                     times.append((time.perf_counter() - t0) / args.n_iter * 1e3)
             mb, ma = np.median(tb), np.median(ta)
-            print(f"| {name} | {key} | {repeat} | {mb:.3f} | {ma:.3f} | {ma / mb:.3f} |",
-                  flush=True)
+            print(
+                f"| {name} | {key} | {repeat} | {mb:.3f} | {ma:.3f} | {ma / mb:.3f} |", flush=True
+            )
     print(f"(load average after: {os.getloadavg()[0]:.2f})")
 
 

@@ -67,25 +67,43 @@ def main(argv=None):
         ("MNI mask 3 mm (bool array)", "grid", lambda: neurospca.tv_from_mask(mask_arr)),
     ]
     for kind in ("edges", "gradient"):
-        cases.append((
-            "fsaverage5, 2 hemis, cortex", kind,
-            lambda kind=kind: neurospca.tv_from_hemispheres(
-                fs_meshes[0], fs_meshes[1], fs_masks[0], fs_masks[1], kind=kind)[0]))
+        cases.append(
+            (
+                "fsaverage5, 2 hemis, cortex",
+                kind,
+                lambda kind=kind: neurospca.tv_from_hemispheres(
+                    fs_meshes[0], fs_meshes[1], fs_masks[0], fs_masks[1], kind=kind
+                )[0],
+            )
+        )
     for kind in ("edges", "gradient"):
-        cases.append((
-            "icosphere ic7, 2 hemis", kind,
-            lambda kind=kind: neurospca.tv_from_hemispheres(ico, ico, kind=kind)[0]))
-        cases.append((
-            "icosphere ic7, 2 hemis, 90% mask", kind,
-            lambda kind=kind: neurospca.tv_from_hemispheres(
-                ico, ico, ico_masks[0], ico_masks[1], kind=kind)[0]))
+        cases.append(
+            (
+                "icosphere ic7, 2 hemis",
+                kind,
+                lambda kind=kind: neurospca.tv_from_hemispheres(ico, ico, kind=kind)[0],
+            )
+        )
+        cases.append(
+            (
+                "icosphere ic7, 2 hemis, 90% mask",
+                kind,
+                lambda kind=kind: neurospca.tv_from_hemispheres(
+                    ico, ico, ico_masks[0], ico_masks[1], kind=kind
+                )[0],
+            )
+        )
 
-    print(f"# operator build times ({platform.machine()}, {os.cpu_count()} cpus, "
-          f"load average {os.getloadavg()[0]:.1f}, numpy {np.__version__}, "
-          f"repeat={args.repeat})")
+    print(
+        f"# operator build times ({platform.machine()}, {os.cpu_count()} cpus, "
+        f"load average {os.getloadavg()[0]:.1f}, numpy {np.__version__}, "
+        f"repeat={args.repeat})"
+    )
     print(f"# icosphere(7) generation: {t_ico:.3f} s")
-    header = (f"{'instance':36s} {'kind':9s} {'P':>8s} {'rows':>9s} {'nnz':>9s} "
-              f"{'median s':>9s} {'min s':>7s} {'norm2':>10s} {'lanczos s':>9s} {'ratio':>6s}")
+    header = (
+        f"{'instance':36s} {'kind':9s} {'P':>8s} {'rows':>9s} {'nnz':>9s} "
+        f"{'median s':>9s} {'min s':>7s} {'norm2':>10s} {'lanczos s':>9s} {'ratio':>6s}"
+    )
     print(header)
     print("-" * len(header))
     for name, kind, fn in cases:
@@ -97,8 +115,10 @@ def main(argv=None):
             exact = lanczos_norm2(op.matrix, tol=1e-6, safety=0.0)
             t_l = time.perf_counter() - t0
             ratio = op.norm2 / exact
-        print(f"{name:36s} {kind:9s} {op.n_features:8d} {op.n_rows:9d} {op.matrix.nnz:9d} "
-              f"{med:9.3f} {best:7.3f} {op.norm2:10.4g} {t_l:9.2f} {ratio:6.3f}")
+        print(
+            f"{name:36s} {kind:9s} {op.n_features:8d} {op.n_rows:9d} {op.matrix.nnz:9d} "
+            f"{med:9.3f} {best:7.3f} {op.norm2:10.4g} {t_l:9.2f} {ratio:6.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask  # noqa: E402
 from neurospca.model_selection import (  # noqa: E402
-    choose_reproducible, dice_to_truth, mse_to_truth, select_penalty,
+    choose_reproducible,
+    dice_to_truth,
+    mse_to_truth,
+    select_penalty,
 )
 
 
@@ -54,15 +57,18 @@ def _replay(sel, est, X, tolerance, cache):
 
 def default_vs_selected(seeds):
     print("\n## never worse than the default (paper simulation, 250 images)")
-    print(f"{'seed':>5s} {'method':>11s} {'default a: MSE/Dice':>20s} "
-          + " ".join(f"{'tol ' + str(t) + ' (l1, tv) a: MSE/Dice':>32s}" for t in TOLERANCES)
-          + f" {'time sel/def':>13s}")
+    print(
+        f"{'seed':>5s} {'method':>11s} {'default a: MSE/Dice':>20s} "
+        + " ".join(f"{'tol ' + str(t) + ' (l1, tv) a: MSE/Dice':>32s}" for t in TOLERANCES)
+        + f" {'time sel/def':>13s}"
+    )
     for seed in seeds:
         X, P, mask = make_paper_simulation(250, random_state=seed)
         op = tv_from_mask(mask)
-        for name, est in (("SPCA-TV", SPCATV(3, operator=op, random_state=0)),
-                          ("ElasticNet", SPCATV(3, operator=op, tv_ratio=0.0,
-                                                random_state=0))):
+        for name, est in (
+            ("SPCA-TV", SPCATV(3, operator=op, random_state=0)),
+            ("ElasticNet", SPCATV(3, operator=op, tv_ratio=0.0, random_state=0)),
+        ):
             t0 = time.perf_counter()
             d = _quiet(clone(est).fit, X)
             t_def = time.perf_counter() - t0
@@ -73,11 +79,17 @@ def default_vs_selected(seeds):
             for tol in TOLERANCES:
                 i, b = _replay(sel, est, X, tol, cache)
                 r = sel.results_[i]
-                cells.append(f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
-                             f"{mse_to_truth(b, P):.3f}/{dice_to_truth(b, P):.3f}")
-            print(f"{seed:5d} {name:>11s} {d.alpha_rel_:4.2g}: {mse_to_truth(d, P):.3f}/"
-                  f"{dice_to_truth(d, P):.3f} " + " ".join(f"{c:>32s}" for c in cells)
-                  + f" {t_sel:6.1f}/{t_def:4.1f} s", flush=True)
+                cells.append(
+                    f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
+                    f"{mse_to_truth(b, P):.3f}/{dice_to_truth(b, P):.3f}"
+                )
+            print(
+                f"{seed:5d} {name:>11s} {d.alpha_rel_:4.2g}: {mse_to_truth(d, P):.3f}/"
+                f"{dice_to_truth(d, P):.3f} "
+                + " ".join(f"{c:>32s}" for c in cells)
+                + f" {t_sel:6.1f}/{t_def:4.1f} s",
+                flush=True,
+            )
 
 
 def steps(sel, i, key):
@@ -90,16 +102,21 @@ def steps(sel, i, key):
     best = min(range(len(res)), key=lambda j: sign * res[j][key])
     c, t = res[i], res[best]
     da = abs(grid.index(c["alpha_rel"]) - grid.index(t["alpha_rel"]))
-    ds = abs(splits.index((c["l1_ratio"], c["tv_ratio"]))
-             - splits.index((t["l1_ratio"], t["tv_ratio"])))
+    ds = abs(
+        splits.index((c["l1_ratio"], c["tv_ratio"])) - splits.index((t["l1_ratio"], t["tv_ratio"]))
+    )
     return t, da, ds
 
 
 def one_step(name, seeds, make):
-    print(f"\n## {name}: chosen vs truth-best grid points (MSE/Dice: mean over the half "
-          "fits; refit and default: on all samples)")
-    cell = lambda r: (f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
-                      f"{r['mse']:.3f}/{r['dice_truth']:.2f}")
+    print(
+        f"\n## {name}: chosen vs truth-best grid points (MSE/Dice: mean over the half "
+        "fits; refit and default: on all samples)"
+    )
+    cell = lambda r: (
+        f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
+        f"{r['mse']:.3f}/{r['dice_truth']:.2f}"
+    )
     for seed in seeds:
         X, op, P = make(seed)
         est = SPCATV(3, operator=op, random_state=0)
@@ -108,16 +125,21 @@ def one_step(name, seeds, make):
         sel = _quiet(select_penalty, est, X, truth=P, random_state=seed, refit=False)
         t_sel = time.perf_counter() - t0
         cache = {}
-        print(f"{seed:5d} default (alpha_rel {d.alpha_rel_:g}): {mse_to_truth(d, P):.3f}/"
-              f"{dice_to_truth(d, P):.2f}; selection {t_sel:.1f} s", flush=True)
+        print(
+            f"{seed:5d} default (alpha_rel {d.alpha_rel_:g}): {mse_to_truth(d, P):.3f}/"
+            f"{dice_to_truth(d, P):.2f}; selection {t_sel:.1f} s",
+            flush=True,
+        )
         for tol in TOLERANCES:
             i, b = _replay(sel, est, X, tol, cache)
             tm, am, sm = steps(sel, i, "mse")
             td, ad, sd = steps(sel, i, "dice_truth")
-            print(f"      tol {tol:4.2f} chosen {cell(sel.results_[i]):>30s}  MSE-best "
-                  f"{cell(tm):>30s} ({am}/{sm} steps)  Dice-best {cell(td):>30s} ({ad}/{sd} "
-                  f"steps)  refit {mse_to_truth(b, P):.3f}/{dice_to_truth(b, P):.2f}",
-                  flush=True)
+            print(
+                f"      tol {tol:4.2f} chosen {cell(sel.results_[i]):>30s}  MSE-best "
+                f"{cell(tm):>30s} ({am}/{sm} steps)  Dice-best {cell(td):>30s} ({ad}/{sd} "
+                f"steps)  refit {mse_to_truth(b, P):.3f}/{dice_to_truth(b, P):.2f}",
+                flush=True,
+            )
 
 
 def main():
@@ -127,21 +149,28 @@ def main():
     ap.add_argument("--atrophy", action="store_true")
     ap.add_argument("--atrophy-only", action="store_true")
     args = ap.parse_args()
-    print(f"# {platform.machine()} {platform.processor() or ''}, python "
-          f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(
+        f"# {platform.machine()} {platform.processor() or ''}, python "
+        f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
     if args.part in ("default", "all"):
         default_vs_selected(args.seeds)
     if args.part in ("steps", "all"):
+
         def paper(seed):
             X, P, mask = make_paper_simulation(250, random_state=seed, correlation=0.7)
             return X, tv_from_mask(mask), P
+
         if not args.atrophy_only:
             one_step("paper 2-D, scores correlated r = 0.7", args.seeds, paper)
         if args.atrophy or args.atrophy_only:
             from _trust import atrophy
 
-            one_step("atrophy fsaverage5, r = 0.6 (age/sex regressed out)", args.seeds,
-                     lambda seed: atrophy("fsaverage5", 0.6, seed))
+            one_step(
+                "atrophy fsaverage5, r = 0.6 (age/sex regressed out)",
+                args.seeds,
+                lambda seed: atrophy("fsaverage5", 0.6, seed),
+            )
 
 
 if __name__ == "__main__":

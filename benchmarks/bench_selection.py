@@ -24,10 +24,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neurospca import (  # noqa: E402
-    SPCATV, make_cortical_atrophy, make_paper_simulation, tv_from_hemispheres, tv_from_mask,
+    SPCATV,
+    make_cortical_atrophy,
+    make_paper_simulation,
+    tv_from_hemispheres,
+    tv_from_mask,
 )
 from neurospca.model_selection import (  # noqa: E402
-    SELECTION_RULES, _choose, select_penalty,
+    SELECTION_RULES,
+    _choose,
+    select_penalty,
 )
 
 # the K-fold rules of issue 12 (the split-half rule of issue 20 is measured by
@@ -50,25 +56,46 @@ def selection_table(kind, n_seeds, n_jobs, first_seed=1001, dump=None):
     rows = {r: [] for r in FOLD_RULES}
     weakest = []
     print(f"\n## {kind}: chosen alpha_rel per seed and rule; MSE / Dice to truth")
-    print(f"{'seed':>5s} " + " ".join(f"{r:>17s}" for r in FOLD_RULES)
-          + f" {'weakest (0.25)':>17s}")
+    print(
+        f"{'seed':>5s} " + " ".join(f"{r:>17s}" for r in FOLD_RULES) + f" {'weakest (0.25)':>17s}"
+    )
     for seed, X, truth, op in instances(kind, n_seeds, first_seed):
-        sel = select_penalty(SPCATV(3, operator=op), X, truth=truth, random_state=seed,
-                             refit=False, n_jobs=n_jobs, rule="weakest_stable")
+        sel = select_penalty(
+            SPCATV(3, operator=op),
+            X,
+            truth=truth,
+            random_state=seed,
+            refit=False,
+            n_jobs=n_jobs,
+            rule="weakest_stable",
+        )
         res = sel.results_
         if dump is not None:
-            dump.append({"kind": kind, "seed": seed, "results": [
-                {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()}
-                for r in res]})
+            dump.append(
+                {
+                    "kind": kind,
+                    "seed": seed,
+                    "results": [
+                        {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()}
+                        for r in res
+                    ],
+                }
+            )
         w = res[0]
         weakest.append((w["mse"], w["dice_truth"]))
         cells = []
         for rule in FOLD_RULES:
             i = _choose(res, rule, 5)
             rows[rule].append((res[i]["alpha_rel"], res[i]["mse"], res[i]["dice_truth"]))
-            cells.append(f"{res[i]['alpha_rel']:4.2g} {res[i]['mse']:.3f}/{res[i]['dice_truth']:.2f}")
-        print(f"{seed:5d} " + " ".join(f"{c:>17s}" for c in cells)
-              + f" {w['mse']:.3f}/{w['dice_truth']:.2f}".rjust(18), flush=True)
+            cells.append(
+                f"{res[i]['alpha_rel']:4.2g} {res[i]['mse']:.3f}/{res[i]['dice_truth']:.2f}"
+            )
+        print(
+            f"{seed:5d} "
+            + " ".join(f"{c:>17s}" for c in cells)
+            + f" {w['mse']:.3f}/{w['dice_truth']:.2f}".rjust(18),
+            flush=True,
+        )
         if seed == first_seed:
             print(sel.table())
     print(f"\n{'rule':>17s} {'mean MSE':>9s} {'mean Dice':>9s} {'beats weakest (MSE & Dice)':>27s}")
@@ -76,8 +103,7 @@ def selection_table(kind, n_seeds, n_jobs, first_seed=1001, dump=None):
     for rule in FOLD_RULES:
         a = np.array(rows[rule])
         beats = int(np.sum((a[:, 1] < wm[:, 0]) & (a[:, 2] > wm[:, 1])))
-        print(f"{rule:>17s} {a[:, 1].mean():9.3f} {a[:, 2].mean():9.3f} "
-              f"{beats:>20d}/{len(a)}")
+        print(f"{rule:>17s} {a[:, 1].mean():9.3f} {a[:, 2].mean():9.3f} {beats:>20d}/{len(a)}")
     print(f"{'weakest':>17s} {wm[:, 0].mean():9.3f} {wm[:, 1].mean():9.3f}")
 
 
@@ -96,10 +122,12 @@ def warm_start_saving():
                 inner += int(np.sum(est.n_inner_iter_))
         out[warm] = (time.perf_counter() - t0, inner)
     print(f"\n## warm starts along {len(grid)} neighbouring alpha_rel (0.25..8), paper simulation")
-    print(f"cold: {out[False][0]:.2f} s, {out[False][1]} solver iterations; "
-          f"warm: {out[True][0]:.2f} s, {out[True][1]} solver iterations; "
-          f"speed-up {out[False][0] / out[True][0]:.2f}x (iterations "
-          f"{out[False][1] / max(out[True][1], 1):.2f}x)")
+    print(
+        f"cold: {out[False][0]:.2f} s, {out[False][1]} solver iterations; "
+        f"warm: {out[True][0]:.2f} s, {out[True][1]} solver iterations; "
+        f"speed-up {out[False][0] / out[True][0]:.2f}x (iterations "
+        f"{out[False][1] / max(out[True][1], 1):.2f}x)"
+    )
 
 
 def main():
@@ -111,8 +139,10 @@ def main():
     p.add_argument("--first-seed", type=int, default=1001)
     p.add_argument("--json", default=None, help="write the per-seed results here")
     args = p.parse_args()
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"python {platform.python_version()}")
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"python {platform.python_version()}"
+    )
     skip = set(args.skip.split(","))
     if "warm" not in skip:
         warm_start_saving()
@@ -123,6 +153,7 @@ def main():
         selection_table("atrophy", args.atrophy_seeds, args.n_jobs, args.first_seed, dump)
     if args.json:
         import json
+
         with open(args.json, "w") as f:
             json.dump(dump, f)
 

@@ -37,9 +37,14 @@ def _time_fit(Xc, op, weights, solver, tol):
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _, V, info = neurospca.spca_tv(Xc, 3, l1=l1, l2=l2, tv=tv, operator=op, tol=tol,
-                                       solver=solver, max_inner_iter=10**7)
-    return time.perf_counter() - t0, int(np.sum(info["n_inner_iter"])), float(np.nanmax(info["gaps"]))
+        _, V, info = neurospca.spca_tv(
+            Xc, 3, l1=l1, l2=l2, tv=tv, operator=op, tol=tol, solver=solver, max_inner_iter=10**7
+        )
+    return (
+        time.perf_counter() - t0,
+        int(np.sum(info["n_inner_iter"])),
+        float(np.nanmax(info["gaps"])),
+    )
 
 
 def _iteration_cost(Xc, op, weights):
@@ -69,9 +74,10 @@ def run(name, X, mask, conesta_budget):
     op = neurospca.tv_from_mask(mask)
     t_op = time.perf_counter() - t0
     weights = example_weights(X)
-    print(f"\n## {name}: N = {X.shape[0]}, P = {X.shape[1]}, operator {op.n_rows} rows, "
-          f"built in {t_op:.3f} s; (l1, l2, tv) = "
-          + ", ".join(f"{w:.4g}" for w in weights))
+    print(
+        f"\n## {name}: N = {X.shape[0]}, P = {X.shape[1]}, operator {op.n_rows} rows, "
+        f"built in {t_op:.3f} s; (l1, l2, tv) = " + ", ".join(f"{w:.4g}" for w in weights)
+    )
     print("\n| solver | tol | time (s) | solver iterations | max certified gap |")
     print("|---|---|---|---|---|")
     for solver in ("dual", "conesta"):
@@ -91,8 +97,10 @@ def run(name, X, mask, conesta_budget):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             SparsePCA(3, alpha=1.0, random_state=0, max_iter=100).fit(X)
-        print(f"| sklearn SparsePCA (alpha=1, max_iter=100) | - | "
-              f"{time.perf_counter() - t0:.3f} | | |")
+        print(
+            f"| sklearn SparsePCA (alpha=1, max_iter=100) | - | "
+            f"{time.perf_counter() - t0:.3f} | | |"
+        )
     import tracemalloc
 
     l1, l2, tv = weights
@@ -100,25 +108,42 @@ def run(name, X, mask, conesta_budget):
     neurospca.spca_tv(Xc, 3, l1=l1, l2=l2, tv=tv, operator=op, tol=1e-3)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    print(f"\nPeak memory allocated by a tol=1e-3 fit (dual): {peak / 2**20:.1f} MiB "
-          f"= {peak / Xc.nbytes:.2f} x the data matrix ({Xc.nbytes / 2**20:.1f} MiB)")
+    print(
+        f"\nPeak memory allocated by a tol=1e-3 fit (dual): {peak / 2**20:.1f} MiB "
+        f"= {peak / Xc.nbytes:.2f} x the data matrix ({Xc.nbytes / 2**20:.1f} MiB)"
+    )
     pair, it = _iteration_cost(Xc, op, weights)
-    print(f"One dual iteration: {it * 1e3:.3f} ms; one scipy product pair A v, A^T w: "
-          f"{pair * 1e3:.3f} ms (ratio {it / pair:.2f})")
+    print(
+        f"One dual iteration: {it * 1e3:.3f} ms; one scipy product pair A v, A^T w: "
+        f"{pair * 1e3:.3f} ms (ratio {it / pair:.2f})"
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2D simulation only")
-    parser.add_argument("--conesta-budget", type=float, default=900.0,
-                        help="seconds of CONESTA per instance before skipping the rest")
+    parser.add_argument(
+        "--conesta-budget",
+        type=float,
+        default=900.0,
+        help="seconds of CONESTA per instance before skipping the rest",
+    )
     args = parser.parse_args()
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in open("/proc/cpuinfo")
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
     import os
-    print(f"# SPCA-TV time to precision — {time.strftime('%Y-%m-%d')}, {cpu}, "
-          f"{os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"numpy {np.__version__}, neurospca {neurospca.__version__}")
+
+    print(
+        f"# SPCA-TV time to precision — {time.strftime('%Y-%m-%d')}, {cpu}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"numpy {np.__version__}, neurospca {neurospca.__version__}"
+    )
     X, _, mask = simulation_2d(seed=0)
     run("Paper 2D simulation (100x100, 250 samples)", X, mask, args.conesta_budget)
     if not args.quick:

@@ -21,7 +21,11 @@ import warnings
 import numpy as np
 
 from neurospca import (
-    SPCATV, make_cortical_atrophy, make_fmri_like, make_paper_simulation, tv_from_hemispheres,
+    SPCATV,
+    make_cortical_atrophy,
+    make_fmri_like,
+    make_paper_simulation,
+    tv_from_hemispheres,
     tv_from_mask,
 )
 from neurospca.masking import VolumeMasker
@@ -48,9 +52,12 @@ def specks(model, k, space, meshes):
     support = comp != 0 if support is None else support[k]
     if not support.any():
         return 0, 0
-    clusters = cluster_table(comp, space, meshes=meshes,
-                             **({"support": support} if hasattr(model, "certified_support_")
-                                else {}))
+    clusters = cluster_table(
+        comp,
+        space,
+        meshes=meshes,
+        **({"support": support} if hasattr(model, "certified_support_") else {}),
+    )
     peak = np.abs(comp[support]).max()
     return len(clusters), sum(abs(c.peak.value) < SPECK * peak for c in clusters)
 
@@ -59,17 +66,22 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seeds", nargs="+", type=int, default=[3101, 3102])
     p.add_argument("--only", default=None)
-    p.add_argument("--split", nargs=2, type=float, default=None,
-                   help="l1_ratio tv_ratio (default: SPCATV's)")
+    p.add_argument(
+        "--split", nargs=2, type=float, default=None, help="l1_ratio tv_ratio (default: SPCATV's)"
+    )
     p.add_argument("--alpha-rel", default=None, type=float)
     args = p.parse_args()
     kw = {} if args.split is None else {"l1_ratio": args.split[0], "tv_ratio": args.split[1]}
     if args.alpha_rel is not None:
         kw["alpha_rel"] = args.alpha_rel
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor()}, "
-          f"python {platform.python_version()}, SPCATV(3, {kw or 'defaults'})")
-    print("data       seed  k  clusters  specks  non-zero  certified  zeros  uncertain  "
-          "radius/peak  fit(s)  finish(s)")
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor()}, "
+        f"python {platform.python_version()}, SPCATV(3, {kw or 'defaults'})"
+    )
+    print(
+        "data       seed  k  clusters  specks  non-zero  certified  zeros  uncertain  "
+        "radius/peak  fit(s)  finish(s)"
+    )
     for seed in args.seeds:
         for name, X, op, space, meshes in datasets(seed):
             if args.only and args.only not in name:
@@ -88,12 +100,15 @@ def main():
                 unc = getattr(m, "n_uncertain_", None)
                 rad = getattr(m, "support_radius_", None)
                 peak = np.abs(m.components_[k]).max() if nz else np.nan
-                print(f"{name:10s} {seed:5d} {k:2d} {n_cl:9d} {n_sp:7d} {nz:9d} "
-                      f"{'-' if cert is None else int(cert[k].sum()):>10} "
-                      f"{'-' if zeros is None else int(zeros[k].sum()):>6} "
-                      f"{'-' if unc is None else int(unc[k]):>10} "
-                      f"{'-' if rad is None else format(rad[k] / peak, '.1e'):>12} "
-                      f"{fit_time:7.2f} {fin[k]:9.3f}", flush=True)
+                print(
+                    f"{name:10s} {seed:5d} {k:2d} {n_cl:9d} {n_sp:7d} {nz:9d} "
+                    f"{'-' if cert is None else int(cert[k].sum()):>10} "
+                    f"{'-' if zeros is None else int(zeros[k].sum()):>6} "
+                    f"{'-' if unc is None else int(unc[k]):>10} "
+                    f"{'-' if rad is None else format(rad[k] / peak, '.1e'):>12} "
+                    f"{fit_time:7.2f} {fin[k]:9.3f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -81,8 +81,10 @@ def make_inputs(out):
 
         data = make_cortical_atrophy(60, random_state=0)
         n_left = data.n_vertices[0]
-        for short, cols, mesh in (("lh", slice(0, n_left), data.mesh_left),
-                                  ("rh", slice(n_left, None), data.mesh_right)):
+        for short, cols, mesh in (
+            ("lh", slice(0, n_left), data.mesh_left),
+            ("rh", slice(n_left, None), data.mesh_right),
+        ):
             maps = np.asarray(data.X[:, cols].T, dtype=np.float32)[:, None, None, :]
             nib.MGHImage(maps, np.eye(4)).to_filename(os.path.join(out, f"{short}.maps.mgh"))
             write_surf_mesh(*mesh, os.path.join(out, f"{short}.pial.gii"))
@@ -92,7 +94,7 @@ def make_inputs(out):
 # the drivers (run in a fresh interpreter on the checkout under test)
 # --------------------------------------------------------------------------
 
-_DRIVER = r'''
+_DRIVER = r"""
 import json, os, resource, sys, time, warnings
 def clock():  # (wall, CPU of this process and of the children it waited for)
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -151,7 +153,7 @@ done("fit (alpha known)", t)
 extra = {"component figures (s each)": ", ".join(first),
          "shape": list(X.shape), "alpha_rel_": float(model.estimator_.alpha_rel_)}
 print(json.dumps({"stages": stages, "cpu": cpu, "extra": extra}))
-'''
+"""
 
 
 def _env(repo):
@@ -162,8 +164,14 @@ def _env(repo):
 def run_driver(repo, scenario, out, label):
     """Stages (seconds) of one scenario on ``repo``."""
     t0, c0 = time.perf_counter(), _children_cpu()
-    res = subprocess.run([sys.executable, "-c", _DRIVER, scenario, out, label],
-                         env=_env(repo), capture_output=True, text=True, cwd=out, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", _DRIVER, scenario, out, label],
+        env=_env(repo),
+        capture_output=True,
+        text=True,
+        cwd=out,
+        check=False,
+    )
     wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if res.returncode:
         raise RuntimeError(f"{scenario} on {repo} failed:\n{res.stderr[-3000:]}")
@@ -194,8 +202,14 @@ def run_demo(repo, out, label):
     """Stages of ``neurospca demo`` (from its progress lines) and its wall time."""
     folder = os.path.join(out, f"{label}_demo")
     t0, c0 = time.perf_counter(), _children_cpu()
-    res = subprocess.run([sys.executable, "-m", "neurospca.cli", "demo", "-o", folder],
-                         env=_env(repo), capture_output=True, text=True, cwd=out, check=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "neurospca.cli", "demo", "-o", folder],
+        env=_env(repo),
+        capture_output=True,
+        text=True,
+        cwd=out,
+        check=False,
+    )
     wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if res.returncode:
         raise RuntimeError(f"demo on {repo} failed:\n{res.stderr[-3000:]}")
@@ -204,9 +218,13 @@ def run_demo(repo, out, label):
     fit = _seconds(lines, "fitted", r" in ([\d.]+) s")
     report = _seconds(lines, "report drawn", r"in ([\d.]+) s")
     total = _seconds(lines, "total", r"total ([\d.]+) s")
-    stages = {"import": wall - total, "load (generate)": generate,
-              "mask + write": total - generate - fit - report, "select + fit": fit,
-              "report": report}
+    stages = {
+        "import": wall - total,
+        "load (generate)": generate,
+        "mask + write": total - generate - fit - report,
+        "select + fit": fit,
+        "report": report,
+    }
     with np.load(os.path.join(folder, "model.npz"), allow_pickle=False) as z:
         key = next(k for k in z.files if k.endswith("components_"))
         np.save(os.path.join(out, f"{label}_demo_components.npy"), z[key])
@@ -218,8 +236,16 @@ def run_demo(repo, out, label):
 # --------------------------------------------------------------------------
 
 
-TIMELINE = ("import", "first use", "load", "load (generate)", "mask", "mask + write",
-            "select + fit", "report")
+TIMELINE = (
+    "import",
+    "first use",
+    "load",
+    "load (generate)",
+    "mask",
+    "mask + write",
+    "select + fit",
+    "report",
+)
 
 
 def print_table(results):
@@ -231,8 +257,9 @@ def print_table(results):
         for stage, sec in res["stages"].items():
             share = f"{100 * sec / total:.0f} %" if stage in TIMELINE else "(outside)"
             cpu = res.get("cpu", {}).get(stage)
-            print(f"| {stage} | {sec:.2f} | {share} | "
-                  f"{'-' if cpu is None else format(cpu, '.2f')} |")
+            print(
+                f"| {stage} | {sec:.2f} | {share} | {'-' if cpu is None else format(cpu, '.2f')} |"
+            )
         for key, value in res["extra"].items():
             print(f"| ({key}) | {value} | | |")
 
@@ -260,13 +287,18 @@ def main():
         compare(args.out, args.compare)
         return
     make_inputs(args.out)
-    print(f"checkout {os.path.abspath(args.repo)} ({args.label}); python "
-          f"{sys.version.split()[0]}; {os.cpu_count()} cores (shared)")
+    print(
+        f"checkout {os.path.abspath(args.repo)} ({args.label}); python "
+        f"{sys.version.split()[0]}; {os.cpu_count()} cores (shared)"
+    )
     results = {}
     for scenario in args.scenarios:
-        results[scenario] = (run_demo(args.repo, args.out, args.label) if scenario == "demo"
-                             else run_driver(args.repo, scenario, args.out, args.label))
-        print_table({scenario: results[scenario]}, )
+        results[scenario] = (
+            run_demo(args.repo, args.out, args.label)
+            if scenario == "demo"
+            else run_driver(args.repo, scenario, args.out, args.label)
+        )
+        print_table({scenario: results[scenario]})
         sys.stdout.flush()
     with open(os.path.join(args.out, f"{args.label}_timeline.json"), "w") as fh:
         json.dump(results, fh, indent=1)

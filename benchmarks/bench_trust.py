@@ -49,8 +49,9 @@ SPLITS = ((0.05, 0.1), (0.2, 0.2), (0.4, 0.3))
 
 # ----------------------------------------------------------------- fitting
 
+
 def l1_max(Xc):
-    return np.sqrt((Xc ** 2).sum(0)).max() / len(Xc)
+    return np.sqrt((Xc**2).sum(0)).max() / len(Xc)
 
 
 def backfit_sweeps(Xc, op, K, U, V, d, W, l1, l2, tv, max_sweeps=20, tol=1e-3):
@@ -63,8 +64,7 @@ def backfit_sweeps(Xc, op, K, U, V, d, W, l1, l2, tv, max_sweeps=20, tol=1e-3):
         for k in range(K):
             R = Xc - (U * d) @ V.T + d[k] * np.outer(U[:, k], V[:, k])
             u0 = U[:, [k]] if np.any(U[:, k]) else None
-            u, v, inf = spca_tv(R, 1, l1=l1, l2=l2, tv=tv, operator=op, u0=u0, w0=[W[k]],
-                                tol=tol)
+            u, v, inf = spca_tv(R, 1, l1=l1, l2=l2, tv=tv, operator=op, u0=u0, w0=[W[k]], tol=tol)
             U[:, k], V[:, k], d[k], W[k] = u[:, 0], v[:, 0], inf["d"][0], inf["w"][0]
         if np.linalg.norm(V - old) / max(np.linalg.norm(V), 1e-300) < tol:
             break
@@ -84,8 +84,9 @@ def fit_both(X, op, K, alpha_rel, l1r, tvr, sweeps=20, tol=1e-3):
     t_defl = time.perf_counter() - t0
     V0 = V.copy()
     d = np.array(info["d"], float)
-    U, V, d, W, n = backfit_sweeps(Xc, op, K, U, V, d, list(info["w"]), l1, l2, tv,
-                                   max_sweeps=sweeps, tol=tol)
+    U, V, d, W, n = backfit_sweeps(
+        Xc, op, K, U, V, d, list(info["w"]), l1, l2, tv, max_sweeps=sweeps, tol=tol
+    )
     t_back = time.perf_counter() - t0
     return {"deflation": V0.T, "backfit": V.T}, n, t_defl, t_back
 
@@ -98,10 +99,11 @@ def halves(n, seed):
         return np.arange(h), np.arange(h, 2 * h)
     idx = np.random.default_rng(seed).permutation(n)
     h = n // 2
-    return idx[:h], idx[h:2 * h]
+    return idx[:h], idx[h : 2 * h]
 
 
 # ------------------------------------------------------------------- peers
+
 
 class _Dummy:
     def inverse_transform(self, x):
@@ -122,6 +124,7 @@ def nilearn_dictlearning(X, K, seed=0):
     """
     from nilearn.decomposition import DictLearning
     from nilearn.decomposition._base import _fast_svd
+
     sd = X.std(0)
     Z = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
     U, S, _ = _fast_svd(Z.T, K, random_state=seed)
@@ -136,21 +139,26 @@ def nilearn_dictlearning(X, K, seed=0):
 
 def peer_fits(name, K, seed=0):
     from sklearn.decomposition import PCA, MiniBatchSparsePCA, SparsePCA
+
     if name == "pca":
         return lambda X: PCA(K).fit(X).components_
     if name.startswith("sparsepca"):
-        a = float(name[len("sparsepca"):])
+        a = float(name[len("sparsepca") :])
         return lambda X: SparsePCA(K, alpha=a, random_state=seed).fit(X).components_
     if name.startswith("mbsparsepca"):
-        a = float(name[len("mbsparsepca"):])
-        return lambda X: MiniBatchSparsePCA(K, alpha=a, random_state=seed, max_iter=50,
-                                            batch_size=10).fit(X).components_
+        a = float(name[len("mbsparsepca") :])
+        return lambda X: (
+            MiniBatchSparsePCA(K, alpha=a, random_state=seed, max_iter=50, batch_size=10)
+            .fit(X)
+            .components_
+        )
     if name == "dictlearning":
         return lambda X: nilearn_dictlearning(X, K, seed)
     raise ValueError(name)
 
 
 # ------------------------------------------------------------------- data
+
 
 def load(name, corr, seed):
     """(X, operator, patterns or None, K) of an evidence set."""
@@ -165,11 +173,13 @@ def load(name, corr, seed):
         return X, op, pat, 3
     if name == "rsfmri":
         from tests._instances import brainspace_rsfmri
+
         X, op, _ = brainspace_rsfmri()
         X = (X - X.mean(0)) / X.std(0)
         return X, op, None, 5
     if name == "motor":
         from tests._instances import motor_maps
+
         X, op, _ = motor_maps(seed=seed)
         return X, op, None, 5
     raise ValueError(name)
@@ -177,12 +187,25 @@ def load(name, corr, seed):
 
 # ------------------------------------------------------------------- main
 
+
 def emit(out, rec):
     line = json.dumps(rec)
     with open(out, "a") as f:
         f.write(line + "\n")
-    short = {k: rec[k] for k in ("set", "corr", "seed", "split_seed", "method", "alpha_rel",
-                                 "l1_ratio", "tv_ratio") if k in rec}
+    short = {
+        k: rec[k]
+        for k in (
+            "set",
+            "corr",
+            "seed",
+            "split_seed",
+            "method",
+            "alpha_rel",
+            "l1_ratio",
+            "tv_ratio",
+        )
+        if k in rec
+    }
     msg = " ".join(f"{k}={v}" for k, v in short.items())
     for key in ("cos", "dice", "hcorr", "htopm", "hsdice", "supp"):
         if key in rec:
@@ -198,28 +221,43 @@ def main():
     p.add_argument("--set", required=True)
     p.add_argument("--corr", type=float, default=0.0)
     p.add_argument("--seeds", type=int, nargs="+", default=[2001])
-    p.add_argument("--split-seeds", type=int, nargs="+", default=None,
-                   help="split seeds per instance (default: the i-th instance gets seed i)")
+    p.add_argument(
+        "--split-seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="split seeds per instance (default: the i-th instance gets seed i)",
+    )
     p.add_argument("--alphas", type=float, nargs="+", default=list(ALPHAS))
-    p.add_argument("--splits", type=str, nargs="+", default=None,
-                   help="l1_ratio,tv_ratio pairs")
-    p.add_argument("--peers", type=str, nargs="*", default=["pca", "sparsepca0.5",
-                                                             "sparsepca1", "sparsepca2",
-                                                             "dictlearning"])
-    p.add_argument("--full-only", type=str, nargs="*", default=[],
-                   help="peers fitted on all rows only (no split halves)")
+    p.add_argument("--splits", type=str, nargs="+", default=None, help="l1_ratio,tv_ratio pairs")
+    p.add_argument(
+        "--peers",
+        type=str,
+        nargs="*",
+        default=["pca", "sparsepca0.5", "sparsepca1", "sparsepca2", "dictlearning"],
+    )
+    p.add_argument(
+        "--full-only",
+        type=str,
+        nargs="*",
+        default=[],
+        help="peers fitted on all rows only (no split halves)",
+    )
     p.add_argument("--no-grid", action="store_true")
     p.add_argument("--no-full", action="store_true", help="skip the all-rows fit")
     p.add_argument("--out", required=True)
     args = p.parse_args()
     warnings.simplefilter("ignore")
-    splits = SPLITS if args.splits is None else [tuple(map(float, s.split(",")))
-                                                 for s in args.splits]
+    splits = (
+        SPLITS if args.splits is None else [tuple(map(float, s.split(","))) for s in args.splits]
+    )
     for i, seed in enumerate(args.seeds):
         X, op, pat, K = load(args.set, args.corr, seed)
         sseeds = args.split_seeds if args.split_seeds is not None else [i]
-        print(f"# {args.set} corr={args.corr} seed={seed} X={X.shape} K={K} "
-              f"split seeds={sseeds}", flush=True)
+        print(
+            f"# {args.set} corr={args.corr} seed={seed} X={X.shape} K={K} split seeds={sseeds}",
+            flush=True,
+        )
         base = {"set": args.set, "corr": args.corr, "seed": seed, "K": K, "P": X.shape[1]}
         for peer in args.peers:
             fit = peer_fits(peer, K)
@@ -229,8 +267,9 @@ def main():
                 C = fit(X)
                 rec["t_full"] = round(time.perf_counter() - t0, 2)
                 cos, dice = recovery(C, pat)
-                rec.update(cos=cos.tolist(), dice=dice.tolist(),
-                           supp=np.mean(C != 0, axis=1).tolist())
+                rec.update(
+                    cos=cos.tolist(), dice=dice.tolist(), supp=np.mean(C != 0, axis=1).tolist()
+                )
             if peer in args.full_only:
                 emit(args.out, rec)
                 continue
@@ -239,22 +278,34 @@ def main():
                 t0 = time.perf_counter()
                 A, B = fit(X[a]), fit(X[b])
                 corr, dice, sup, sd = compare(A, B)
-                emit(args.out, dict(rec, split_seed=ss, hcorr=corr.tolist(),
-                                    htopm=dice.tolist(), hsupp=sup.tolist(),
-                                    hsdice=sd.tolist(),
-                                    t_half=round(time.perf_counter() - t0, 2)))
+                emit(
+                    args.out,
+                    dict(
+                        rec,
+                        split_seed=ss,
+                        hcorr=corr.tolist(),
+                        htopm=dice.tolist(),
+                        hsupp=sup.tolist(),
+                        hsdice=sd.tolist(),
+                        t_half=round(time.perf_counter() - t0, 2),
+                    ),
+                )
         if args.no_grid:
             continue
-        for (l1r, tvr) in splits:
+        for l1r, tvr in splits:
             for alpha in args.alphas:
-                recs = {m: dict(base, method=m, alpha_rel=alpha, l1_ratio=l1r, tv_ratio=tvr)
-                        for m in ("deflation", "backfit")}
+                recs = {
+                    m: dict(base, method=m, alpha_rel=alpha, l1_ratio=l1r, tv_ratio=tvr)
+                    for m in ("deflation", "backfit")
+                }
                 if not args.no_full:
                     Vs, sw, td, tb = fit_both(X, op, K, alpha, l1r, tvr)
                     for m in recs:
                         C = Vs[m]
-                        recs[m].update(supp=np.mean(C != 0, axis=1).tolist(),
-                                       t_full=round(td if m == "deflation" else tb, 2))
+                        recs[m].update(
+                            supp=np.mean(C != 0, axis=1).tolist(),
+                            t_full=round(td if m == "deflation" else tb, 2),
+                        )
                         if pat is not None:
                             cos, dice = recovery(C, pat)
                             recs[m].update(cos=cos.tolist(), dice=dice.tolist())
@@ -266,9 +317,15 @@ def main():
                     for m in recs:
                         corr, dice, sup, sd = compare(VA[m], VB[m])
                         t = tda + tdb if m == "deflation" else tba + tbb
-                        rec = dict(recs[m], split_seed=ss, hcorr=corr.tolist(),
-                                   htopm=dice.tolist(), hsupp=sup.tolist(),
-                                   hsdice=sd.tolist(), t_half=round(t, 2))
+                        rec = dict(
+                            recs[m],
+                            split_seed=ss,
+                            hcorr=corr.tolist(),
+                            htopm=dice.tolist(),
+                            hsupp=sup.tolist(),
+                            hsdice=sd.tolist(),
+                            t_half=round(t, 2),
+                        )
                         if m == "backfit":
                             rec["half_sweeps"] = [swa, swb]
                         emit(args.out, rec)

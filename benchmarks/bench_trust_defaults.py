@@ -22,16 +22,18 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _trust import atrophy, paper2d, recovery  # noqa: E402
 
 from neurospca import SPCATV  # noqa: E402
 
-SETS = {"fs5-0.5": ("fsaverage5", 0.5), "fs5-0.8": ("fsaverage5", 0.8),
-        "c69-0.6": ("conte69", 0.6), "paper-0.0": ("paper", 0.0),
-        "paper-0.7": ("paper", 0.7)}
+SETS = {
+    "fs5-0.5": ("fsaverage5", 0.5),
+    "fs5-0.8": ("fsaverage5", 0.8),
+    "c69-0.6": ("conte69", 0.6),
+    "paper-0.0": ("paper", 0.0),
+    "paper-0.7": ("paper", 0.7),
+}
 
 
 def load(name, seed):
@@ -72,17 +74,25 @@ def main():
             m, t, caught = timed(lambda: SPCATV(3, operator=op, random_state=0).fit(X))
             _, t1, _ = timed(lambda: SPCATV(3, operator=op, alpha_rel=m.alpha_rel_).fit(X))
             warned = "; ".join(sorted({str(w.message)[:40] for w in caught}))
-            row(name, seed, "default", m.components_, P,
+            row(
+                name,
+                seed,
+                "default",
+                m.components_,
+                P,
                 f"alpha_rel {m.alpha_rel_:g}, stability {fmt(m.stability_)}, "
-                f"sweeps {m.n_sweeps_}, {t:.1f} s = {t / t1:.1f}x one fit; {warned}")
-            d, td, _ = timed(lambda: SPCATV(3, operator=op, alpha_rel=m.alpha_rel_,
-                                            method="deflation").fit(X))
+                f"sweeps {m.n_sweeps_}, {t:.1f} s = {t / t1:.1f}x one fit; {warned}",
+            )
+            d, td, _ = timed(
+                lambda: SPCATV(3, operator=op, alpha_rel=m.alpha_rel_, method="deflation").fit(X)
+            )
             row(name, seed, f"deflation {m.alpha_rel_:g}", d.components_, P, f"{td:.1f} s")
             for a in args.sparsepca:
                 from sklearn.decomposition import SparsePCA
 
-                s, ts, _ = timed(lambda: SparsePCA(3, alpha=a, random_state=0)
-                                 .fit(X - X.mean(axis=0)))
+                s, ts, _ = timed(
+                    lambda: SparsePCA(3, alpha=a, random_state=0).fit(X - X.mean(axis=0))
+                )
                 row(name, seed, f"SparsePCA {a:g}", s.components_, P, f"{ts:.1f} s")
 
 

@@ -61,8 +61,11 @@ def main():
     l1r, tvr = map(float, args.split.split(","))
     X, op, pat, K = load(args.set, args.corr, args.seed)
     a, b = halves(len(X), args.split_seed)
-    print(f"# {args.set} corr={args.corr} seed={args.seed} split seed={args.split_seed} "
-          f"split=({l1r}, {tvr}) X={X.shape}", flush=True)
+    print(
+        f"# {args.set} corr={args.corr} seed={args.seed} split seed={args.split_seed} "
+        f"split=({l1r}, {tvr}) X={X.shape}",
+        flush=True,
+    )
     tot = {"cold": 0.0, "warm": 0.0}
     prev = {"A": None, "B": None, "full": None}
     for alpha in args.alphas:
@@ -77,15 +80,22 @@ def main():
                 tot["cold"] += tc
                 tot["warm"] += tw
             ag = agree(cs[1].T, ws[1].T)
-            row += (f" | {part}: cold {tc:.1f}s/{nc}sw warm {tw:.1f}s/{nw}sw "
-                    f"agree min {ag.min():.2f}")
+            row += (
+                f" | {part}: cold {tc:.1f}s/{nc}sw warm {tw:.1f}s/{nw}sw agree min {ag.min():.2f}"
+            )
         for name, i in (("cold", 0), ("warm", 1)):
             corr, _, _, sd = compare(res["A"][i][1].T, res["B"][i][1].T)
-            row += f" | {name} half corr {corr.mean():.2f} min {corr.min():.2f} sDice {sd.mean():.2f}"
+            row += (
+                f" | {name} half corr {corr.mean():.2f} min {corr.min():.2f} sDice {sd.mean():.2f}"
+            )
             if pat is not None:
                 cos, dice = recovery(res["full"][i][1].T, pat)
-                row += (" truth cos " + "/".join(f"{x:.2f}" for x in cos)
-                        + " Dice " + "/".join(f"{x:.2f}" for x in dice))
+                row += (
+                    " truth cos "
+                    + "/".join(f"{x:.2f}" for x in cos)
+                    + " Dice "
+                    + "/".join(f"{x:.2f}" for x in dice)
+                )
         row += f" | cumulative half-fit s: cold {tot['cold']:.1f} warm {tot['warm']:.1f}"
         print(row, flush=True)
 

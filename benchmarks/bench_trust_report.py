@@ -56,6 +56,7 @@ def valid(r, max_support=0.5):
 # Each rule gets the split-half records of ONE instance and one method (a list
 # over grid points) and returns the chosen record.
 
+
 def _strength(r):
     return (r["alpha_rel"], r["l1_ratio"] + r["tv_ratio"])
 
@@ -93,8 +94,9 @@ def rule_d(rs, tol=0.05):  # weakest alpha within tol of best |corr|, non-empty,
 
 def rule_e(rs):  # max worst-component |corr| among valid points, then stronger
     ok = [r for r in rs if valid(r)] or rs
-    return max(ok, key=lambda r: (round(np.min(r["hcorr"]), 2), np.mean(r["hsdice"]),
-                                  r["alpha_rel"]))
+    return max(
+        ok, key=lambda r: (round(np.min(r["hcorr"]), 2), np.mean(r["hsdice"]), r["alpha_rel"])
+    )
 
 
 def rule_f(rs):  # max worst-component |corr| x mean support Dice among valid points
@@ -151,19 +153,25 @@ def main():
         rs = [r for r in recs if (r["set"], r["corr"]) == st]
         insts = sorted({inst_key(r) for r in rs}, key=str)
         truth = "cos" in next((r for r in rs if r["method"] in ("deflation", "backfit")), {})
-        print(f"\n### {st[0]} correlation {st[1]} — instances (seed, split seed): "
-              + ", ".join(f"({k[2]}, {k[3]})" for k in insts) + "\n")
+        print(
+            f"\n### {st[0]} correlation {st[1]} — instances (seed, split seed): "
+            + ", ".join(f"({k[2]}, {k[3]})" for k in insts)
+            + "\n"
+        )
         # ---- grid table
         groups = defaultdict(list)
         for r in rs:
             groups[setting(r)].append(r)
         hdr = "| method | alpha_rel | l1, tv | "
         hdr += "cos per pattern | Dice per pattern | " if truth else ""
-        hdr += "half corr | top-m Dice | supp Dice | support % (max) | empty | t full s | t halves s |"
+        hdr += (
+            "half corr | top-m Dice | supp Dice | support % (max) | empty | t full s | t halves s |"
+        )
         print(hdr)
         print("|" + "---|" * (hdr.count("|") - 1))
-        order = sorted(groups, key=lambda k: (k[0] not in ("deflation", "backfit"), k[0],
-                                               k[2] or 0, k[1] or 0))
+        order = sorted(
+            groups, key=lambda k: (k[0] not in ("deflation", "backfit"), k[0], k[2] or 0, k[1] or 0)
+        )
         for k in order:
             g = groups[k]
             line = f"| {k[0]} | {k[1] if k[1] is not None else ''} | "
@@ -199,11 +207,14 @@ def main():
             for sp in SPLITS:
                 g = [r for r in bf if (r["l1_ratio"], r["tv_ratio"]) == sp]
                 full = [r["sweeps"] for r in g if "sweeps" in r and max(r["supp"]) > 0]
-                half = [s for r in g for s, h in zip(r["half_sweeps"], (0, 1))
-                        if max(r["hsupp"]) > 0]
+                half = [
+                    s for r in g for s, h in zip(r["half_sweeps"], (0, 1)) if max(r["hsupp"]) > 0
+                ]
                 if g:
-                    parts.append(f"split {sp}: full fits {sum(x >= 20 for x in full)}/{len(full)}, "
-                                 f"half fits {sum(x >= 20 for x in half)}/{len(half)}")
+                    parts.append(
+                        f"split {sp}: full fits {sum(x >= 20 for x in full)}/{len(full)}, "
+                        f"half fits {sum(x >= 20 for x in half)}/{len(half)}"
+                    )
             print("; ".join(parts) + ".")
         # ---- rules
         print()
@@ -214,16 +225,35 @@ def main():
         print(hdr)
         print("|" + "---|" * (hdr.count("|") - 1))
         for method in ("deflation", "backfit", "both"):
-            for scope in ("grid", "default split", "default split, alpha_rel >= 1",
-                          "split 0.2,0.2"):
+            for scope in (
+                "grid",
+                "default split",
+                "default split, alpha_rel >= 1",
+                "split 0.2,0.2",
+            ):
                 if method == "both" and scope != "grid":
                     continue
                 for rname, rule in RULES.items():
-                    picks, ts, bests, stp, hc, ht, hs, costs, nh = [], [], [], [], [], [], [], [], []
+                    picks, ts, bests, stp, hc, ht, hs, costs, nh = (
+                        [],
+                        [],
+                        [],
+                        [],
+                        [],
+                        [],
+                        [],
+                        [],
+                        [],
+                    )
                     for ik in insts:
-                        cand = [r for r in rs if inst_key(r) == ik and "hcorr" in r
-                                and r["method"] in (("deflation", "backfit") if method == "both"
-                                                    else (method,))]
+                        cand = [
+                            r
+                            for r in rs
+                            if inst_key(r) == ik
+                            and "hcorr" in r
+                            and r["method"]
+                            in (("deflation", "backfit") if method == "both" else (method,))
+                        ]
                         if scope.startswith("default split"):
                             cand = [r for r in cand if (r["l1_ratio"], r["tv_ratio"]) == SPLITS[0]]
                         if scope.endswith(">= 1"):
@@ -236,31 +266,45 @@ def main():
                             continue
                         ch = rule(cand)
                         if rule is rule_g:  # cost of the visited points only
-                            vis = sorted(cand, key=lambda r: -r["alpha_rel"])[:rule_g.visited]
+                            vis = sorted(cand, key=lambda r: -r["alpha_rel"])[: rule_g.visited]
                         else:
                             vis = cand
-                        tag = ("B" if ch["method"] == "backfit" else "D") if method == "both" else ""
-                        picks.append(f"{tag}{ch['alpha_rel']:g};{ch['l1_ratio']:g},{ch['tv_ratio']:g}")
+                        tag = (
+                            ("B" if ch["method"] == "backfit" else "D") if method == "both" else ""
+                        )
+                        picks.append(
+                            f"{tag}{ch['alpha_rel']:g};{ch['l1_ratio']:g},{ch['tv_ratio']:g}"
+                        )
                         hc.append(np.mean(ch["hcorr"]))
                         ht.append(np.mean(ch["htopm"]))
                         hs.append(np.mean(ch["hsdice"]))
                         nh.append(2 * len(vis))
                         if "t_full" in ch and ch["t_full"] > 0:
-                            costs.append((sum(r["t_half"] for r in vis) + ch["t_full"]) / ch["t_full"])
+                            costs.append(
+                                (sum(r["t_half"] for r in vis) + ch["t_full"]) / ch["t_full"]
+                            )
                         if truth and "cos" in ch:
                             best = max(cand, key=truth_score)
                             ts.append(truth_score(ch))
-                            bests.append((truth_score(best),
-                                          f"{best['alpha_rel']:g};{best['l1_ratio']:g},{best['tv_ratio']:g}"))
+                            bests.append(
+                                (
+                                    truth_score(best),
+                                    f"{best['alpha_rel']:g};{best['l1_ratio']:g},{best['tv_ratio']:g}",
+                                )
+                            )
                             stp.append(steps(ch, best) if ch["method"] == best["method"] else 9)
                     if not picks:
                         continue
                     line = f"| {rname} | {method} | {scope} | {' '.join(picks)} | "
                     if truth:
-                        line += (f"{f2(np.mean(ts))} | {f2(np.mean([b[0] for b in bests]))} "
-                                 f"({' '.join(b[1] for b in bests)}) | {'/'.join(map(str, stp))} | ")
-                    line += (f"{f2(np.mean(hc))} | {f2(np.mean(ht))} | {f2(np.mean(hs))} | "
-                             f"{int(np.mean(nh))} | {f2(np.mean(costs)) if costs else '—'} |")
+                        line += (
+                            f"{f2(np.mean(ts))} | {f2(np.mean([b[0] for b in bests]))} "
+                            f"({' '.join(b[1] for b in bests)}) | {'/'.join(map(str, stp))} | "
+                        )
+                    line += (
+                        f"{f2(np.mean(hc))} | {f2(np.mean(ht))} | {f2(np.mean(hs))} | "
+                        f"{int(np.mean(nh))} | {f2(np.mean(costs)) if costs else '—'} |"
+                    )
                     print(line)
 
 

@@ -20,14 +20,12 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_trust import compare, halves, nilearn_dictlearning  # noqa: E402
-from tests._instances import brainspace_rsfmri  # noqa: E402
 
 from neurospca import SPCATV  # noqa: E402
+from tests._instances import brainspace_rsfmri  # noqa: E402
 
 
 def fits(op):
@@ -43,9 +41,13 @@ def fits(op):
         return SPCATV(5, operator=op, alpha_rel=a, method="deflation").fit(X).components_
 
     from sklearn.decomposition import PCA
-    return [("SPCA-TV default", default), ("deflation, same alpha_rel", deflation),
-            ("PCA", lambda X: PCA(5).fit(X).components_),
-            ("nilearn DictLearning", lambda X: nilearn_dictlearning(X, 5))], chosen
+
+    return [
+        ("SPCA-TV default", default),
+        ("deflation, same alpha_rel", deflation),
+        ("PCA", lambda X: PCA(5).fit(X).components_),
+        ("nilearn DictLearning", lambda X: nilearn_dictlearning(X, 5)),
+    ], chosen
 
 
 def main():
@@ -67,9 +69,12 @@ def main():
                 A, B = fit(X[a]), fit(X[b])
             corr, dice, supp, _ = compare(A, B)
             extra = f" (alpha_rel {chosen['alpha_rel'][-2:]})" if name.startswith("SPCA") else ""
-            print(f"| {split} | {name}{extra} | {corr.mean():.2f} ({' '.join(f'{c:.2f}' for c in corr)}) "
-                  f"| {dice.mean():.2f} | {100 * supp.mean():.1f} ({100 * supp.max():.0f}) "
-                  f"| {time.perf_counter() - t0:.0f} |", flush=True)
+            print(
+                f"| {split} | {name}{extra} | {corr.mean():.2f} ({' '.join(f'{c:.2f}' for c in corr)}) "
+                f"| {dice.mean():.2f} | {100 * supp.mean():.1f} ({100 * supp.max():.0f}) "
+                f"| {time.perf_counter() - t0:.0f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -40,32 +40,37 @@ def report(label, medians):
 
 
 def part_blas(repeat):
-    import neurospca
     from bench_cortex import simulate
+
+    import neurospca
     from neurospca._commands.penalties import example_weights
     from neurospca.decomposition import _alternation
 
     coords, faces, masks, X, _ = simulate(133, 7)
-    op, _ = neurospca.tv_from_hemispheres((coords, faces), (coords, faces), masks[0],
-                                          masks[1], kind="edges")
+    op, _ = neurospca.tv_from_hemispheres(
+        (coords, faces), (coords, faces), masks[0], masks[1], kind="edges"
+    )
     Xc = X - X.mean(axis=0)
     l1, l2, tv = example_weights(X)
     held = _alternation._vstep_blas
     print("\n| cortical, n_threads=2 | BLAS held (s) | BLAS free (s) | held / free |")
     print("|---|---:|---:|---:|")
     for tol in (1e-3, 1e-6):
+
         def fit(hold, tol=tol):
             _alternation._vstep_blas = (
-                held if hold else (lambda n_threads: contextlib.nullcontext()))
+                held if hold else (lambda n_threads: contextlib.nullcontext())
+            )
             try:
-                neurospca.spca_tv(Xc, 3, l1=l1, l2=l2, tv=tv, operator=op, tol=tol,
-                                  n_threads=2)
+                neurospca.spca_tv(Xc, 3, l1=l1, l2=l2, tv=tv, operator=op, tol=tol, n_threads=2)
             finally:
                 _alternation._vstep_blas = held
 
         fit(True, 1e-2)  # warm-up: caches of the operator
-        report(f"tol {tol:g}", interleaved({"held": lambda: fit(True),
-                                            "free": lambda: fit(False)}, repeat))
+        report(
+            f"tol {tol:g}",
+            interleaved({"held": lambda: fit(True), "free": lambda: fit(False)}, repeat),
+        )
 
 
 def part_float32(repeat):
@@ -97,22 +102,23 @@ def part_float32(repeat):
                 finally:
                     _alternation.FLOAT32_VSTEP_MIN_TOL = default
 
-            times = interleaved({"f32": lambda: fit("f32"), "f64": lambda: fit("f64")},
-                                repeat)
+            times = interleaved({"f32": lambda: fit("f32"), "f64": lambda: fit("f64")}, repeat)
             report(f"{name}, tol {tol:g}", times)
-            print(f"(max |components f32 - f64| = "
-                  f"{np.abs(comps['f32'] - comps['f64']).max():.1e})")
+            print(f"(max |components f32 - f64| = {np.abs(comps['f32'] - comps['f64']).max():.1e})")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--parts", nargs="+", default=["blas", "float32"],
-                        choices=["blas", "float32"])
+    parser.add_argument(
+        "--parts", nargs="+", default=["blas", "float32"], choices=["blas", "float32"]
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    print(f"# bench_vstep_options.py — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"# bench_vstep_options.py — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     for part in args.parts:
         {"blas": part_blas, "float32": part_float32}[part](args.repeat)
     print(f"(load average after: {os.getloadavg()[0]:.2f})")

@@ -58,13 +58,17 @@ METHODS = ("SparsePCA", "ElasticNet PCA", "SPCA-TV")
 # Grids. SparsePCA: sklearn's absolute alpha. Others: alpha relative to l1_max.
 GRIDS = {
     "SparsePCA": [{"alpha": a} for a in (1.0, 2.0, 5.0, 10.0)],
-    "ElasticNet PCA": [{"alpha": a, "l1_ratio": r, "tv_ratio": 0.0}
-                       for a in (0.5, 1.0, 2.0)
-                       for r in (0.05, 0.1, 0.3, 0.6)],
-    "SPCA-TV": [{"alpha": a, "l1_ratio": r, "tv_ratio": t}
-                for a in (0.5, 1.0, 2.0)
-                for r in (0.02, 0.05, 0.1)
-                for t in (0.1, 0.3, 0.5)],
+    "ElasticNet PCA": [
+        {"alpha": a, "l1_ratio": r, "tv_ratio": 0.0}
+        for a in (0.5, 1.0, 2.0)
+        for r in (0.05, 0.1, 0.3, 0.6)
+    ],
+    "SPCA-TV": [
+        {"alpha": a, "l1_ratio": r, "tv_ratio": t}
+        for a in (0.5, 1.0, 2.0)
+        for r in (0.02, 0.05, 0.1)
+        for t in (0.1, 0.3, 0.5)
+    ],
 }
 
 
@@ -82,13 +86,19 @@ def fit_components(method, params, X_train, mask):
 
             # tol 1e-5 instead of sklearn's 1e-8: at P = 10,000 the default can take
             # minutes per fit for a change in MSE to truth of ~0.03.
-            est = SparsePCA(3, alpha=params["alpha"], tol=1e-5, max_iter=100,
-                            random_state=0).fit(X_train)
+            est = SparsePCA(3, alpha=params["alpha"], tol=1e-5, max_iter=100, random_state=0).fit(
+                X_train
+            )
         else:
             scale = l1_max(X_train)
             op = tv_from_mask(mask) if params["tv_ratio"] > 0 else None
-            est = SPCATV(3, alpha=params["alpha"] * scale, l1_ratio=params["l1_ratio"],
-                         tv_ratio=params["tv_ratio"], operator=op).fit(X_train)
+            est = SPCATV(
+                3,
+                alpha=params["alpha"] * scale,
+                l1_ratio=params["l1_ratio"],
+                tv_ratio=params["tv_ratio"],
+                operator=op,
+            ).fit(X_train)
     return np.asarray(est.components_, dtype=np.float64), est.mean_
 
 
@@ -115,27 +125,33 @@ def calibrate(n_calibration, n_jobs):
     seeds = [1000 + i for i in range(n_calibration)]
     tasks = [(m, i, s) for m in METHODS for i in range(len(GRIDS[m])) for s in seeds]
     outs = Parallel(n_jobs=n_jobs, verbose=5)(
-        delayed(run_one)(m, GRIDS[m][i], s) for m, i, s in tasks)
+        delayed(run_one)(m, GRIDS[m][i], s) for m, i, s in tasks
+    )
     chosen, table = {}, []
     for m in METHODS:
         rows = []
         for i, p in enumerate(GRIDS[m]):
             res = [o for o, (mm, ii, _) in zip(outs, tasks) if mm == m and ii == i]
-            rows.append((float(np.mean([r["error"] for r in res])),
-                         all(r["sparse"] for r in res),
-                         float(np.mean([r["mse"] for r in res])), p))
+            rows.append(
+                (
+                    float(np.mean([r["error"] for r in res])),
+                    all(r["sparse"] for r in res),
+                    float(np.mean([r["mse"] for r in res])),
+                    p,
+                )
+            )
         ok = [r for r in rows if r[1]] or rows
         best = min(ok, key=lambda r: r[0])
         chosen[m] = best[3]
-        table.extend({"method": m, "params": r[3], "error": r[0], "sparse": r[1],
-                      "mse": r[2]} for r in rows)
+        table.extend(
+            {"method": m, "params": r[3], "error": r[0], "sparse": r[1], "mse": r[2]} for r in rows
+        )
     return chosen, table
 
 
 def evaluate(chosen, n_datasets, n_jobs):
     tasks = [(m, s) for s in range(n_datasets) for m in METHODS]
-    outs = Parallel(n_jobs=n_jobs, verbose=5)(
-        delayed(run_one)(m, chosen[m], s) for m, s in tasks)
+    outs = Parallel(n_jobs=n_jobs, verbose=5)(delayed(run_one)(m, chosen[m], s) for m, s in tasks)
     by_method = {m: [o for o in outs if o["method"] == m] for m in METHODS}
     scores = {}
     for m in METHODS:
@@ -166,8 +182,12 @@ def tests(scores, n_permutations=1000):
         d = ref["dice_pairs"] - other["dice_pairs"]
         stat, pp = sign_permutation_test(d, n_permutations)
         t, p = stats.ttest_rel(ref["dice_pairs"], other["dice_pairs"])
-        row["dice"] = {"t": float(t), "p_ttest": float(p), "p_perm": float(pp),
-                       "mean_difference": stat}
+        row["dice"] = {
+            "t": float(t),
+            "p_ttest": float(p),
+            "p_perm": float(pp),
+            "mean_difference": stat,
+        }
         out[m] = row
     return out
 
@@ -238,14 +258,17 @@ def render_rst(chosen, scores, pvals, meta):
         "",
         "T > 0 means the other method has the larger error (or MSE) than SPCA-TV.",
         "Permutation p-values use {B} random sign flips of the paired differences, so".format(
-            B=meta["n_permutations"]),
+            B=meta["n_permutations"]
+        ),
         "the smallest attainable value is 1/{B1:d} = {pmin:.2g}; the Dice t-test is".format(
-            B1=meta["n_permutations"] + 1, pmin=1 / (meta["n_permutations"] + 1)),
+            B1=meta["n_permutations"] + 1, pmin=1 / (meta["n_permutations"] + 1)
+        ),
         "shown for reference only (pairs of data sets share data sets, hence are",
         "not independent: the paper uses the permutation test).",
         "",
         "Hyper-parameters were picked on {c} separate calibration data sets".format(
-            c=meta["n_calibration"]),
+            c=meta["n_calibration"]
+        ),
         "(seeds 1000+) by the lowest mean test reconstruction error among the grid",
         "settings whose components 2 and 3 are at least half zeros (the paper's",
         "sparsity rule). scikit-learn's SparsePCA ran with ``tol=1e-5, max_iter=100``.",
@@ -253,7 +276,8 @@ def render_rst(chosen, scores, pvals, meta):
         "``||t/||t|| - s c/||c|| ||^2 = 2 (1 - |cos|)`` after matching.",
         "",
         "Run: {date}, {machine}; {nproc} cores, ``n_jobs={jobs}``; wall time {wall:.0f} s.".format(
-            **meta),
+            **meta
+        ),
         "Command: ``{cmd}``".format(**meta),
         "",
         "Paper (50 data sets): reconstruction error 1577.6 / 1577.0 / 1575.5, MSE",
@@ -278,8 +302,10 @@ def main(argv=None):
     chosen, calib = calibrate(args.n_calibration, args.n_jobs)
     print("calibration (mean over calibration sets):")
     for row in calib:
-        print(f"  {row['method']:15s} {_fmt_params(row['params']):45s} "
-              f"error {row['error']:.2f} mse {row['mse']:.3f} sparse {row['sparse']}")
+        print(
+            f"  {row['method']:15s} {_fmt_params(row['params']):45s} "
+            f"error {row['error']:.2f} mse {row['mse']:.3f} sparse {row['sparse']}"
+        )
     print("chosen:", chosen)
     scores = evaluate(chosen, args.n_datasets, args.n_jobs)
     pvals = tests(scores, args.n_permutations)
@@ -291,18 +317,23 @@ def main(argv=None):
     except (OSError, StopIteration):
         pass
     meta = {
-        "n_datasets": args.n_datasets, "n_calibration": args.n_calibration,
-        "n_permutations": args.n_permutations, "jobs": args.n_jobs,
+        "n_datasets": args.n_datasets,
+        "n_calibration": args.n_calibration,
+        "n_permutations": args.n_permutations,
+        "jobs": args.n_jobs,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": cpu, "nproc": os.cpu_count(), "wall": wall,
-        "cmd": "python benchmarks/table1.py --n-datasets {} --n-jobs {}".format(
-            args.n_datasets, args.n_jobs),
+        "machine": cpu,
+        "nproc": os.cpu_count(),
+        "wall": wall,
+        "cmd": f"python benchmarks/table1.py --n-datasets {args.n_datasets} --n-jobs {args.n_jobs}",
     }
     print(f"\n{'method':15s} {'error':>10s} {'mse':>7s} {'dice':>7s}")
     for m in METHODS:
         s = scores[m]
-        print(f"{m:15s} {s['error'].mean():10.2f} {s['mse'].mean():7.3f} "
-              f"{s['dice_pairs'].mean():7.3f}")
+        print(
+            f"{m:15s} {s['error'].mean():10.2f} {s['mse'].mean():7.3f} "
+            f"{s['dice_pairs'].mean():7.3f}"
+        )
     print(json.dumps(pvals, indent=1))
     rst = render_rst(chosen, scores, pvals, meta)
     if args.rst:
@@ -310,11 +341,22 @@ def main(argv=None):
             fh.write(rst)
         os.replace(args.rst + ".tmp", args.rst)
     if args.json:
-        raw = {m: {k: (v.tolist() if isinstance(v, np.ndarray) else v)
-                   for k, v in scores[m].items()} for m in METHODS}
+        raw = {
+            m: {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in scores[m].items()}
+            for m in METHODS
+        }
         with open(args.json + ".tmp", "w") as fh:
-            json.dump({"meta": meta, "chosen": chosen, "scores": raw, "tests": pvals,
-                       "calibration": calib}, fh, indent=1)
+            json.dump(
+                {
+                    "meta": meta,
+                    "chosen": chosen,
+                    "scores": raw,
+                    "tests": pvals,
+                    "calibration": calib,
+                },
+                fh,
+                indent=1,
+            )
         os.replace(args.json + ".tmp", args.json)
     print(f"\nwall time {wall:.0f} s")
     return rst

@@ -31,8 +31,13 @@ extensions = [
 ]
 
 templates_path = []
-exclude_patterns = ["_build", "figures/*.py", "auto_tutorials/*.py",
-                    "auto_tutorials/*.ipynb", "**.ipynb_checkpoints"]
+exclude_patterns = [
+    "_build",
+    "figures/*.py",
+    "auto_tutorials/*.py",
+    "auto_tutorials/*.ipynb",
+    "**.ipynb_checkpoints",
+]
 source_suffix = {".rst": "restructuredtext"}
 root_doc = "index"
 
@@ -105,14 +110,20 @@ def _write_api_page():
     for name in neurospca.__all__:
         module = getattr(getattr(neurospca, name), "__module__", None) or "neurospca"
         parts = module.split(".")
-        group = ".".join(parts[:2]) if parts[0] == "neurospca" and len(parts) > 1 \
-            else "neurospca"
+        group = ".".join(parts[:2]) if parts[0] == "neurospca" and len(parts) > 1 else "neurospca"
         groups.setdefault(group, []).append(name)
     lines = [API_HEADER]
     for group in sorted(groups):
         title = f"``{group}``"
-        lines += [title, "-" * len(title), "", ".. autosummary::", "   :toctree: generated",
-                  "   :nosignatures:", ""]
+        lines += [
+            title,
+            "-" * len(title),
+            "",
+            ".. autosummary::",
+            "   :toctree: generated",
+            "   :nosignatures:",
+            "",
+        ]
         lines += [f"   neurospca.{name}" for name in sorted(groups[group])]
         lines.append("")
     out = HERE / "api.rst"

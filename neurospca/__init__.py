@@ -19,13 +19,31 @@ __version__ = "0.1.0.dev0"
 #: public name -> the subpackage (or module) it lives in, by topic
 _LAZY_NAMES = {
     # the estimators and their functions
-    **dict.fromkeys((
-        "SPCATV", "SSPCA", "HierarchicalDictionaryLearning", "KTraceNormPCA",
-        "NonnegativeSparsePCA", "ktrace_pca", "nspca", "prox_tree", "psd_threshold",
-        "ratios_from_weights", "reconstruction_error", "sequential_spca_covariance",
-        "soft_threshold_covariance", "spca_tv", "sspca", "trace_l1_covariance",
-        "trace_psd_covariance", "tree_sparse_coding", "truncated_power_iteration",
-        "weights_from_ratios"), "decomposition"),
+    **dict.fromkeys(
+        (
+            "SPCATV",
+            "SSPCA",
+            "HierarchicalDictionaryLearning",
+            "KTraceNormPCA",
+            "NonnegativeSparsePCA",
+            "ktrace_pca",
+            "nspca",
+            "prox_tree",
+            "psd_threshold",
+            "ratios_from_weights",
+            "reconstruction_error",
+            "sequential_spca_covariance",
+            "soft_threshold_covariance",
+            "spca_tv",
+            "sspca",
+            "trace_l1_covariance",
+            "trace_psd_covariance",
+            "tree_sparse_coding",
+            "truncated_power_iteration",
+            "weights_from_ratios",
+        ),
+        "decomposition",
+    ),
     # images in, images out
     **dict.fromkeys(("ImageSPCATV", "fit_images", "fit_surfaces"), "image"),
     # structures: operators, groups, trees
@@ -33,35 +51,100 @@ _LAZY_NAMES = {
     **dict.fromkeys(("GroupOperator", "chain_operator", "stack_operators"), "operators"),
     **dict.fromkeys(("balanced_tree", "check_tree"), "trees"),
     # volumes
-    **dict.fromkeys(("VolumeMasker", "images_to_data", "load_mask_img", "load_volume_data",
-                     "tv_from_mask", "unmask"), "masking"),
+    **dict.fromkeys(
+        (
+            "VolumeMasker",
+            "images_to_data",
+            "load_mask_img",
+            "load_volume_data",
+            "tv_from_mask",
+            "unmask",
+        ),
+        "masking",
+    ),
     # cortical surfaces (load_surface_data: deprecated alias, not in __all__)
-    **dict.fromkeys(("Hemispheres", "icosphere", "load_cortex_mask", "load_surf_data",
-                     "load_surf_mesh", "load_surface_data", "load_surface_image",
-                     "load_surface_subjects", "tv_from_hemispheres", "tv_from_mesh",
-                     "write_surf_data", "write_surf_mesh"), "surface"),
+    **dict.fromkeys(
+        (
+            "Hemispheres",
+            "icosphere",
+            "load_cortex_mask",
+            "load_surf_data",
+            "load_surf_mesh",
+            "load_surface_data",
+            "load_surface_image",
+            "load_surface_subjects",
+            "tv_from_hemispheres",
+            "tv_from_mesh",
+            "write_surf_data",
+            "write_surf_mesh",
+        ),
+        "surface",
+    ),
     # cohort-size data on disk
-    **dict.fromkeys(("images_to_dask", "images_to_memmap", "npy_to_dask", "surfaces_to_dask",
-                     "surfaces_to_memmap"), "cohort"),
+    **dict.fromkeys(
+        (
+            "images_to_dask",
+            "images_to_memmap",
+            "npy_to_dask",
+            "surfaces_to_dask",
+            "surfaces_to_memmap",
+        ),
+        "cohort",
+    ),
     # cohort studies: participants, ComBat, confounds, associations
     "make_multisite_cohort": "study",
     # saved models
     **dict.fromkeys(("SavedModel", "load_model", "save_model"), "persistence"),
     # simulations and model selection
-    **dict.fromkeys(("make_cortical_atrophy", "make_atrophy_cohort", "make_fmri_like",
-                     "make_paper_simulation", "make_paper_simulation_split",
-                     "make_structured_images", "make_tree_patches"), "datasets"),
-    **dict.fromkeys(("dice_index", "grid_search_cv", "match_components", "mse_to_truth",
-                     "neg_reconstruction_error", "one_se_refit", "pairwise_dice",
-                     "select_penalty", "sign_permutation_test", "sparsity_rule"),
-                    "model_selection"),
+    **dict.fromkeys(
+        (
+            "make_cortical_atrophy",
+            "make_atrophy_cohort",
+            "make_fmri_like",
+            "make_paper_simulation",
+            "make_paper_simulation_split",
+            "make_structured_images",
+            "make_tree_patches",
+        ),
+        "datasets",
+    ),
+    **dict.fromkeys(
+        (
+            "dice_index",
+            "grid_search_cv",
+            "match_components",
+            "mse_to_truth",
+            "neg_reconstruction_error",
+            "one_se_refit",
+            "pairwise_dice",
+            "select_penalty",
+            "sign_permutation_test",
+            "sparsity_rule",
+        ),
+        "model_selection",
+    ),
 }
 
 #: subpackages and public modules reachable as attributes (``neurospca.surface.icosphere``)
-_SUBMODULES = frozenset((
-    "cli", "cohort", "datasets", "decomposition", "groups", "image", "masking",
-    "model_selection", "operators", "persistence", "reporting", "solvers", "study", "surface",
-    "trees"))
+_SUBMODULES = frozenset(
+    (
+        "cli",
+        "cohort",
+        "datasets",
+        "decomposition",
+        "groups",
+        "image",
+        "masking",
+        "model_selection",
+        "operators",
+        "persistence",
+        "reporting",
+        "solvers",
+        "study",
+        "surface",
+        "trees",
+    )
+)
 
 __all__ = [
     # estimators and their functions

@@ -29,8 +29,14 @@ import sys
 
 import numpy as np
 
-from ._commands import UserError, check_before_work, check_report_dependencies, run_demo, \
-    run_fit, run_report
+from ._commands import (
+    UserError,
+    check_before_work,
+    check_report_dependencies,
+    run_demo,
+    run_fit,
+    run_report,
+)
 from ._commands.common import format_rel as _format_rel
 from ._commands.penalties import spcatv_defaults
 from ._utils.io import remove_temp_folders
@@ -88,8 +94,7 @@ def _alpha_rel(text):
     try:
         return _positive_float(text)
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'auto', got {text!r}") \
-            from None
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'auto', got {text!r}") from None
 
 
 def _ratio(text):
@@ -122,158 +127,270 @@ def _n_components(text):
 
 
 def _add_common(p, output_default):
-    p.add_argument("--output", "-o", default=output_default, metavar="DIR",
-                   help=f"output folder (default {output_default}); created if absent, "
-                        "files in it are replaced")
-    p.add_argument("--n-components", type=_n_components, default=3, metavar="K",
-                   help="number of components, or 'auto' (parallel analysis of the "
-                        "explained variance against column-permuted data; default 3)")
-    p.add_argument("--tol", type=_positive_float, default=1e-3,
-                   help="scale-free precision of the certified gaps and of the "
-                        "alternations (default 1e-3)")
-    p.add_argument("--solver", choices=("dual", "conesta"), default="dual",
-                   help="v-step solver (default dual)")
-    p.add_argument("--n-threads", type=_positive_int, default=None, metavar="N",
-                   help="threads of the solver kernels and data products (default: "
-                        "all cores)")
-    p.add_argument("--engine", choices=("auto", "pyvista", "matplotlib"), default="auto",
-                   help="surface renderer of the report (default auto)")
+    p.add_argument(
+        "--output",
+        "-o",
+        default=output_default,
+        metavar="DIR",
+        help=f"output folder (default {output_default}); created if absent, "
+        "files in it are replaced",
+    )
+    p.add_argument(
+        "--n-components",
+        type=_n_components,
+        default=3,
+        metavar="K",
+        help="number of components, or 'auto' (parallel analysis of the "
+        "explained variance against column-permuted data; default 3)",
+    )
+    p.add_argument(
+        "--tol",
+        type=_positive_float,
+        default=1e-3,
+        help="scale-free precision of the certified gaps and of the alternations (default 1e-3)",
+    )
+    p.add_argument(
+        "--solver", choices=("dual", "conesta"), default="dual", help="v-step solver (default dual)"
+    )
+    p.add_argument(
+        "--n-threads",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="threads of the solver kernels and data products (default: all cores)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("auto", "pyvista", "matplotlib"),
+        default="auto",
+        help="surface renderer of the report (default auto)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
-    p.add_argument("-v", "--verbose", action="count", default=0,
-                   help="log every alternation")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log every alternation")
 
 
 def _add_study(p):
     grp = p.add_argument_group(
         "participants (a cohort study: subjects matched to the maps by sub-<label> in the "
-        "file or folder names, or the FreeSurfer subject folder)")
-    grp.add_argument("--participants", metavar="TSV",
-                     help="participants table: BIDS participants.tsv (tab-separated, n/a "
-                          "missing) or .csv, one row per subject")
-    grp.add_argument("--participant-id", default="participant_id", metavar="COLUMN",
-                     help="ID column of --participants (default participant_id)")
-    grp.add_argument("--confounds", metavar="COLS",
-                     help="comma-separated columns regressed out of every vertex/voxel "
-                          "(learnt on these subjects; text columns one-hot encoded)")
-    grp.add_argument("--harmonize", metavar="COLUMN",
-                     help="site column: ComBat harmonisation (saved with the model)")
-    grp.add_argument("--groups", metavar="COLS",
-                     help="comma-separated categorical columns the scores are compared "
-                          "between (Kruskal-Wallis, eta^2_H)")
-    grp.add_argument("--covariates", metavar="COLS",
-                     help="comma-separated numeric columns the scores are correlated with "
-                          "(Spearman)")
-    grp.add_argument("--n-permutations", type=_positive_int, default=9999, metavar="N",
-                     help="permutations of the association tests (default 9999)")
+        "file or folder names, or the FreeSurfer subject folder)"
+    )
+    grp.add_argument(
+        "--participants",
+        metavar="TSV",
+        help="participants table: BIDS participants.tsv (tab-separated, n/a "
+        "missing) or .csv, one row per subject",
+    )
+    grp.add_argument(
+        "--participant-id",
+        default="participant_id",
+        metavar="COLUMN",
+        help="ID column of --participants (default participant_id)",
+    )
+    grp.add_argument(
+        "--confounds",
+        metavar="COLS",
+        help="comma-separated columns regressed out of every vertex/voxel "
+        "(learnt on these subjects; text columns one-hot encoded)",
+    )
+    grp.add_argument(
+        "--harmonize",
+        metavar="COLUMN",
+        help="site column: ComBat harmonisation (saved with the model)",
+    )
+    grp.add_argument(
+        "--groups",
+        metavar="COLS",
+        help="comma-separated categorical columns the scores are compared "
+        "between (Kruskal-Wallis, eta^2_H)",
+    )
+    grp.add_argument(
+        "--covariates",
+        metavar="COLS",
+        help="comma-separated numeric columns the scores are correlated with (Spearman)",
+    )
+    grp.add_argument(
+        "--n-permutations",
+        type=_positive_int,
+        default=9999,
+        metavar="N",
+        help="permutations of the association tests (default 9999)",
+    )
 
 
 def _add_atlas(p):
-    p.add_argument("--atlas", nargs="+", metavar="ATLAS",
-                   help="labels for the peaks and clusters: a labelled NIfTI (volumes) or "
-                        "left and right .annot/.label.gii files (surfaces)")
+    p.add_argument(
+        "--atlas",
+        nargs="+",
+        metavar="ATLAS",
+        help="labels for the peaks and clusters: a labelled NIfTI (volumes) or "
+        "left and right .annot/.label.gii files (surfaces)",
+    )
 
 
 def _build_parser():
     parser = _Parser(
         prog="neurospca",
         description="Structured sparse PCA (SPCA-TV) for brain images and cortical surfaces: "
-                    "sparse, smooth loading maps with certified duality gaps.",
+        "sparse, smooth loading maps with certified duality gaps.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     demo = sub.add_parser(
-        "demo", help="fit SPCA-TV on built-in simulated fMRI maps and write a report",
+        "demo",
+        help="fit SPCA-TV on built-in simulated fMRI maps and write a report",
         description="Fit SPCA-TV on 83 simulated fMRI-like maps (three blobs plus noise) in "
-                    "nilearn's MNI152 3 mm brain mask (64,030 voxels), offline, and write "
-                    "report.html, loadings.nii.gz, scores.csv and model.npz.",
+        "nilearn's MNI152 3 mm brain mask (64,030 voxels), offline, and write "
+        "report.html, loadings.nii.gz, scores.csv and model.npz.",
         epilog="example: neurospca demo --output /tmp/demo",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_common(demo, "./neurospca_demo")
     demo.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     demo.set_defaults(func=run_demo)
 
     fit = sub.add_parser(
-        "fit", help="fit SPCA-TV on NIfTI maps in a mask, or on surface maps",
+        "fit",
+        help="fit SPCA-TV on NIfTI maps in a mask, or on surface maps",
         description="Fit SPCA-TV on volumes (--images and --mask) or on cortical surfaces "
-                    "(--left-mesh, --right-mesh, --left-data, --right-data) and write "
-                    "report.html, the loadings, scores.csv and model.npz into --output.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "(--left-mesh, --right-mesh, --left-data, --right-data) and write "
+        "report.html, the loadings, scores.csv and model.npz into --output.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_common(fit, "./neurospca_output")
     defaults = spcatv_defaults()
     pen = fit.add_argument_group(
-        "penalties (alpha = l1 + l2 + tv; l1 = alpha l1_ratio, tv = alpha tv_ratio)")
-    pen.add_argument("--alpha", type=_positive_float, default=None,
-                     help="absolute total penalty weight, the paper's parametrisation "
-                          "(default: relative, see --alpha-rel)")
-    pen.add_argument("--alpha-rel", type=_alpha_rel, default=None,
-                     help="alpha in units of l1_max = max_j ||Xc_j||_2 / N of the centred "
-                          f"data, so that maps of any scale work (default "
-                          f"{_format_rel(defaults['alpha_rel'])}, SPCATV's: 'auto' keeps "
-                          "the weakest of 0.5, 1, 2, ..., 16 whose components are sparse)")
-    pen.add_argument("--l1-ratio", type=_ratio, default=None,
-                     help=f"l1 / alpha (default {defaults['l1_ratio']:.4g}, SPCATV's)")
-    pen.add_argument("--tv-ratio", type=_ratio, default=None,
-                     help=f"tv / alpha (default {defaults['tv_ratio']:.4g}, SPCATV's); "
-                          "l1_ratio + tv_ratio < 1")
-    pen.add_argument("--max-iter", type=_positive_int, default=defaults["max_iter"],
-                     help=f"alternations per component (default {defaults['max_iter']})")
+        "penalties (alpha = l1 + l2 + tv; l1 = alpha l1_ratio, tv = alpha tv_ratio)"
+    )
+    pen.add_argument(
+        "--alpha",
+        type=_positive_float,
+        default=None,
+        help="absolute total penalty weight, the paper's parametrisation "
+        "(default: relative, see --alpha-rel)",
+    )
+    pen.add_argument(
+        "--alpha-rel",
+        type=_alpha_rel,
+        default=None,
+        help="alpha in units of l1_max = max_j ||Xc_j||_2 / N of the centred "
+        f"data, so that maps of any scale work (default "
+        f"{_format_rel(defaults['alpha_rel'])}, SPCATV's: 'auto' keeps "
+        "the weakest of 0.5, 1, 2, ..., 16 whose components are sparse)",
+    )
+    pen.add_argument(
+        "--l1-ratio",
+        type=_ratio,
+        default=None,
+        help=f"l1 / alpha (default {defaults['l1_ratio']:.4g}, SPCATV's)",
+    )
+    pen.add_argument(
+        "--tv-ratio",
+        type=_ratio,
+        default=None,
+        help=f"tv / alpha (default {defaults['tv_ratio']:.4g}, SPCATV's); l1_ratio + tv_ratio < 1",
+    )
+    pen.add_argument(
+        "--max-iter",
+        type=_positive_int,
+        default=defaults["max_iter"],
+        help=f"alternations per component (default {defaults['max_iter']})",
+    )
     fit.add_argument("--title", default="neurospca report", help="title of the report")
     vol = fit.add_argument_group("volumes")
-    vol.add_argument("--images", nargs="+", metavar="IMG",
-                     help="3-D or 4-D NIfTI maps, one per subject (paths or quoted globs)")
+    vol.add_argument(
+        "--images",
+        nargs="+",
+        metavar="IMG",
+        help="3-D or 4-D NIfTI maps, one per subject (paths or quoted globs)",
+    )
     vol.add_argument("--mask", metavar="MASK", help="brain mask (NIfTI, 0/1)")
-    vol.add_argument("--mask-threshold", type=float, default=None,
-                     help="binarise the mask as mask > threshold")
-    vol.add_argument("--resample", action="store_true",
-                     help="resample images onto the mask's grid (nilearn)")
-    vol.add_argument("--bg-img", default=None,
-                     help="background image of the report's slices (default MNI152)")
+    vol.add_argument(
+        "--mask-threshold", type=float, default=None, help="binarise the mask as mask > threshold"
+    )
+    vol.add_argument(
+        "--resample", action="store_true", help="resample images onto the mask's grid (nilearn)"
+    )
+    vol.add_argument(
+        "--bg-img", default=None, help="background image of the report's slices (default MNI152)"
+    )
     srf = fit.add_argument_group("surfaces")
     for hemi in ("left", "right"):
-        srf.add_argument(f"--{hemi}-mesh", metavar="SURF",
-                         help=f"{hemi} mesh defining neighbours (FreeSurfer or GIFTI)")
-        srf.add_argument(f"--{hemi}-data", nargs="+", metavar="MAP",
-                         help=f"{hemi} per-subject maps (curv, .mgh, .gii; paths or globs) "
-                              "or qcache stacks (one .mgh frame per subject)")
-        srf.add_argument(f"--{hemi}-cortex", metavar="LABEL",
-                         help=f"{hemi} cortex .label, .annot, .label.gii or 0/1 .shape.gii "
-                              "(medial wall left out; default: the vertices that vary "
-                              "across the maps)")
-        srf.add_argument(f"--{hemi}-plot-mesh", metavar="SURF",
-                         help=f"{hemi} mesh to draw on, e.g. inflated (default --{hemi}-mesh)")
-        srf.add_argument(f"--{hemi}-bg", metavar="MAP",
-                         help=f"{hemi} background map, e.g. sulc (default: convexity of "
-                              f"--{hemi}-mesh)")
-    srf.add_argument("--surface-format", choices=("gii", "mgh"), default="gii",
-                     help="format of the surface loadings (default gii)")
+        srf.add_argument(
+            f"--{hemi}-mesh",
+            metavar="SURF",
+            help=f"{hemi} mesh defining neighbours (FreeSurfer or GIFTI)",
+        )
+        srf.add_argument(
+            f"--{hemi}-data",
+            nargs="+",
+            metavar="MAP",
+            help=f"{hemi} per-subject maps (curv, .mgh, .gii; paths or globs) "
+            "or qcache stacks (one .mgh frame per subject)",
+        )
+        srf.add_argument(
+            f"--{hemi}-cortex",
+            metavar="LABEL",
+            help=f"{hemi} cortex .label, .annot, .label.gii or 0/1 .shape.gii "
+            "(medial wall left out; default: the vertices that vary "
+            "across the maps)",
+        )
+        srf.add_argument(
+            f"--{hemi}-plot-mesh",
+            metavar="SURF",
+            help=f"{hemi} mesh to draw on, e.g. inflated (default --{hemi}-mesh)",
+        )
+        srf.add_argument(
+            f"--{hemi}-bg",
+            metavar="MAP",
+            help=f"{hemi} background map, e.g. sulc (default: convexity of --{hemi}-mesh)",
+        )
+    srf.add_argument(
+        "--surface-format",
+        choices=("gii", "mgh"),
+        default="gii",
+        help="format of the surface loadings (default gii)",
+    )
     pipe = fit.add_argument_group(
-        "inputs as pipelines write them (instead of --images or --left-data/--right-data)")
-    pipe.add_argument("--bids-derivatives", metavar="DIR",
-                      help="BIDS derivatives folder: the maps sub-*_[hemi-L|R_]space-SPACE_"
-                           "*SUFFIX.<ext> below it (needs --space and --suffix)")
+        "inputs as pipelines write them (instead of --images or --left-data/--right-data)"
+    )
+    pipe.add_argument(
+        "--bids-derivatives",
+        metavar="DIR",
+        help="BIDS derivatives folder: the maps sub-*_[hemi-L|R_]space-SPACE_"
+        "*SUFFIX.<ext> below it (needs --space and --suffix)",
+    )
     pipe.add_argument("--space", help="space- entity of --bids-derivatives, e.g. fsaverage5")
     pipe.add_argument("--suffix", help="suffix of --bids-derivatives, e.g. thickness")
-    pipe.add_argument("--freesurfer-subjects", metavar="SUBJECTS_DIR",
-                      help="FreeSurfer subjects: SUBJECTS_DIR/<subject>/surf/{lh,rh}."
-                           "MEASURE.mgh of every subject (fsaverage* left out)")
-    pipe.add_argument("--measure", default="thickness.fwhm10.fsaverage",
-                      help="measure of --freesurfer-subjects (default "
-                           "thickness.fwhm10.fsaverage, qcache's)")
+    pipe.add_argument(
+        "--freesurfer-subjects",
+        metavar="SUBJECTS_DIR",
+        help="FreeSurfer subjects: SUBJECTS_DIR/<subject>/surf/{lh,rh}."
+        "MEASURE.mgh of every subject (fsaverage* left out)",
+    )
+    pipe.add_argument(
+        "--measure",
+        default="thickness.fwhm10.fsaverage",
+        help="measure of --freesurfer-subjects (default thickness.fwhm10.fsaverage, qcache's)",
+    )
     _add_study(fit)
     _add_atlas(fit)
     fit.set_defaults(func=run_fit)
 
     rep = sub.add_parser(
-        "report", help="write the HTML report of a saved model",
+        "report",
+        help="write the HTML report of a saved model",
         description="Write the self-contained HTML report of a model saved by "
-                    "'neurospca fit' or 'neurospca demo' (model.npz).",
+        "'neurospca fit' or 'neurospca demo' (model.npz).",
         epilog="example: neurospca report results/model.npz --output results/report.html",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     rep.add_argument("model", metavar="MODEL", help="saved model (model.npz)")
-    rep.add_argument("--output", "-o", default=None,
-                     help="report file (default: report.html next to MODEL)")
+    rep.add_argument(
+        "--output", "-o", default=None, help="report file (default: report.html next to MODEL)"
+    )
     rep.add_argument("--title", default=None, help="report title (default: the saved one)")
     rep.add_argument("--bg-img", default=None, help="background of volume slices")
     rep.add_argument("--engine", choices=("auto", "pyvista", "matplotlib"), default="auto")
@@ -310,16 +427,19 @@ def main(argv=None):
             print("neurospca: interrupted; no report or model was written.", file=sys.stderr)
             return 130
         except Terminated:
-            print("neurospca: terminated (SIGTERM); no report or model was written.",
-                  file=sys.stderr)
+            print(
+                "neurospca: terminated (SIGTERM); no report or model was written.", file=sys.stderr
+            )
             return 143
         except (UserError, ValueError, TypeError, OSError, ImportError, EOFError) as exc:
             print(f"neurospca: error: {_one_line(exc)}", file=sys.stderr)
             return 2
         except MemoryError as exc:
-            print(f"neurospca: error: out of memory ({_one_line(exc) or 'MemoryError'}); "
-                  "use fewer or smaller inputs, or a machine with more memory.",
-                  file=sys.stderr)
+            print(
+                f"neurospca: error: out of memory ({_one_line(exc) or 'MemoryError'}); "
+                "use fewer or smaller inputs, or a machine with more memory.",
+                file=sys.stderr,
+            )
             return 2
         finally:
             remove_temp_folders()

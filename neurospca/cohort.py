@@ -23,8 +23,13 @@ from ._utils.io import atomic_write, check_not_input, regular_file
 from .masking import _check_grid, _collect_images, _image_data, _mask_array, load_mask_img
 from .surface import load_surf_data
 
-__all__ = ["images_to_dask", "images_to_memmap", "npy_to_dask", "surfaces_to_dask",
-           "surfaces_to_memmap"]
+__all__ = [
+    "images_to_dask",
+    "images_to_memmap",
+    "npy_to_dask",
+    "surfaces_to_dask",
+    "surfaces_to_memmap",
+]
 
 
 def _check_dtype(dtype):
@@ -38,8 +43,7 @@ def _checked_block(label, block, n_cols, dtype):
     """``block`` (rows of one file) as ``dtype``: the right width, all finite."""
     block = np.asarray(block, dtype=dtype)
     if block.shape[1] != n_cols:
-        raise ValueError(f"{label} has {block.shape[1]} values in the mask; "
-                         f"expected {n_cols}.")
+        raise ValueError(f"{label} has {block.shape[1]} values in the mask; expected {n_cols}.")
     if not np.all(np.isfinite(block)):
         n_bad = int(block.size - np.count_nonzero(np.isfinite(block)))
         raise ValueError(
@@ -55,8 +59,11 @@ def _npy_header_bytes(n_rows, n_cols, dtype):
     import io
 
     buf = io.BytesIO()
-    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
-              "shape": (n_rows, n_cols)}
+    header = {
+        "descr": np.lib.format.dtype_to_descr(dtype),
+        "fortran_order": False,
+        "shape": (n_rows, n_cols),
+    }
     np.lib.format.write_array_header_1_0(buf, header)
     return buf.getvalue()
 
@@ -103,8 +110,7 @@ def _write_rows(path, n_rows, n_cols, dtype, rows, inputs=()):
     return np.load(path, mmap_mode="r")
 
 
-def images_to_memmap(imgs, mask, path, *, dtype=np.float32, threshold=None,
-                     resample=False):
+def images_to_memmap(imgs, mask, path, *, dtype=np.float32, threshold=None, resample=False):
     """Write the in-mask values of many NIfTI images to a ``.npy`` memmap.
 
     The rows are those of :func:`neurospca.images_to_data` (same order), but
@@ -143,11 +149,9 @@ def images_to_memmap(imgs, mask, path, *, dtype=np.float32, threshold=None,
     mask_arr = _mask_array(mask_img)
     items = _collect_images(imgs)  # proxies: headers only
     n_rows = sum(_n_frames(img) for _, img in items)
-    rows = ((label, _image_rows(label, img, mask_img, mask_arr, resample))
-            for label, img in items)
+    rows = ((label, _image_rows(label, img, mask_img, mask_arr, resample)) for label, img in items)
     inputs = [(label, img.get_filename()) for label, img in items] + [("mask", mask)]
-    return _write_rows(os.fspath(path), n_rows, int(mask_arr.sum()), dtype, rows,
-                       inputs), mask_img
+    return _write_rows(os.fspath(path), n_rows, int(mask_arr.sum()), dtype, rows, inputs), mask_img
 
 
 def _n_frames(img):
@@ -167,8 +171,11 @@ def _image_chunk(items, mask_img, mask_arr, resample, dtype):
     blocks = []
     for label, src in items:
         img = nib.load(src) if isinstance(src, str) else src
-        blocks.append(_checked_block(label, _image_rows(label, img, mask_img, mask_arr,
-                                                        resample), n_cols, dtype))
+        blocks.append(
+            _checked_block(
+                label, _image_rows(label, img, mask_img, mask_arr, resample), n_cols, dtype
+            )
+        )
     return np.concatenate(blocks, axis=0)
 
 
@@ -190,13 +197,16 @@ def _check_chunk(value, name):
 def _delayed_rows(func, tasks, n_cols, dtype, name):
     """One dask array from ``(n_rows, args)`` tasks of ``func(*args)``."""
     dask, da = _import_dask(name)
-    parts = [da.from_delayed(dask.delayed(func, pure=True)(*args), shape=(n_rows, n_cols),
-                             dtype=dtype) for n_rows, args in tasks]
+    parts = [
+        da.from_delayed(dask.delayed(func, pure=True)(*args), shape=(n_rows, n_cols), dtype=dtype)
+        for n_rows, args in tasks
+    ]
     return da.concatenate(parts, axis=0)
 
 
-def images_to_dask(imgs, mask, *, chunk_images=16, dtype=np.float32, threshold=None,
-                   resample=False):
+def images_to_dask(
+    imgs, mask, *, chunk_images=16, dtype=np.float32, threshold=None, resample=False
+):
     """A lazy dask array of the in-mask values of many NIfTI images.
 
     The rows are those of :func:`neurospca.images_to_data` (same order). Each
@@ -238,12 +248,14 @@ def images_to_dask(imgs, mask, *, chunk_images=16, dtype=np.float32, threshold=N
             _check_grid(label, img, mask_img, resample)
     tasks = []
     for lo in range(0, len(items), chunk_images):
-        part = items[lo:lo + chunk_images]
+        part = items[lo : lo + chunk_images]
         srcs = [(label, img.get_filename() or img) for label, img in part]
-        tasks.append((sum(_n_frames(img) for _, img in part),
-                      (srcs, mask_img, mask_arr, resample, dtype)))
-    return _delayed_rows(_image_chunk, tasks, int(mask_arr.sum()), dtype,
-                         "images_to_dask"), mask_img
+        tasks.append(
+            (sum(_n_frames(img) for _, img in part), (srcs, mask_img, mask_arr, resample, dtype))
+        )
+    return _delayed_rows(
+        _image_chunk, tasks, int(mask_arr.sum()), dtype, "images_to_dask"
+    ), mask_img
 
 
 def _surface_header(files, mask):
@@ -257,8 +269,9 @@ def _surface_header(files, mask):
         mask = np.ones(n_vertices, dtype=bool)
     mask = np.asarray(mask)
     if mask.dtype != bool or mask.shape != (n_vertices,):
-        raise ValueError(f"mask must be a boolean array of shape ({n_vertices},), got "
-                         f"{mask.dtype} {mask.shape}.")
+        raise ValueError(
+            f"mask must be a boolean array of shape ({n_vertices},), got {mask.dtype} {mask.shape}."
+        )
     return files, first, mask
 
 
@@ -267,17 +280,25 @@ def _surface_row(label, values, mask):
     if values.ndim != 1:
         raise ValueError(f"{label} holds {values.shape[1]} maps; give one map per file.")
     if values.shape[0] != mask.shape[0]:
-        raise ValueError(f"{label} has {values.shape[0]} vertices; files[0] has "
-                         f"{mask.shape[0]}.")
+        raise ValueError(f"{label} has {values.shape[0]} vertices; files[0] has {mask.shape[0]}.")
     return values[mask][None, :]
 
 
 def _surface_chunk(items, mask, dtype):
     """Rows of a few surface files (one dask task)."""
     n_cols = int(mask.sum())
-    return np.concatenate([
-        _checked_block(label, _surface_row(label, np.asarray(load_surf_data(f, label)), mask),
-                       n_cols, dtype) for label, f in items], axis=0)
+    return np.concatenate(
+        [
+            _checked_block(
+                label,
+                _surface_row(label, np.asarray(load_surf_data(f, label)), mask),
+                n_cols,
+                dtype,
+            )
+            for label, f in items
+        ],
+        axis=0,
+    )
 
 
 def surfaces_to_memmap(files, path, *, mask=None, dtype=np.float32):
@@ -309,9 +330,17 @@ def surfaces_to_memmap(files, path, *, mask=None, dtype=np.float32):
     """
     dtype = _check_dtype(dtype)
     files, first, mask = _surface_header(files, mask)
-    rows = ((f"files[{i}]", _surface_row(f"files[{i}]", first if i == 0 else
-                                         np.asarray(load_surf_data(f, f"files[{i}]")), mask))
-            for i, f in enumerate(files))
+    rows = (
+        (
+            f"files[{i}]",
+            _surface_row(
+                f"files[{i}]",
+                first if i == 0 else np.asarray(load_surf_data(f, f"files[{i}]")),
+                mask,
+            ),
+        )
+        for i, f in enumerate(files)
+    )
     inputs = [(f"files[{i}]", f) for i, f in enumerate(files)]
     return _write_rows(os.fspath(path), len(files), int(mask.sum()), dtype, rows, inputs)
 
@@ -350,8 +379,10 @@ def surfaces_to_dask(files, *, mask=None, chunk_files=64, dtype=np.float32):
     files, first, mask = _surface_header(files, mask)
     _surface_row("files[0]", first, mask)
     items = [(f"files[{i}]", os.path.abspath(os.fspath(f))) for i, f in enumerate(files)]
-    tasks = [(len(items[lo:lo + chunk_files]), (items[lo:lo + chunk_files], mask, dtype))
-             for lo in range(0, len(items), chunk_files)]
+    tasks = [
+        (len(items[lo : lo + chunk_files]), (items[lo : lo + chunk_files], mask, dtype))
+        for lo in range(0, len(items), chunk_files)
+    ]
     return _delayed_rows(_surface_chunk, tasks, int(mask.sum()), dtype, "surfaces_to_dask")
 
 
@@ -365,8 +396,10 @@ def _npy_header(fh, path):
     except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
         raise ValueError(f"path: {path!r} is not a readable .npy file ({exc}).") from None
     if dtype.hasobject:
-        raise ValueError(f"path: {path!r} holds Python objects ({dtype}); neurospca reads "
-                         "numeric .npy files only.")
+        raise ValueError(
+            f"path: {path!r} holds Python objects ({dtype}); neurospca reads "
+            "numeric .npy files only."
+        )
     if not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
         raise ValueError(f"path: {path!r} holds {dtype} values; expected real numbers.")
     return shape, fortran, dtype, fh.tell()
@@ -380,8 +413,10 @@ def _npy_identity(path):
         header = _npy_header(fh, path)
     shape, _, dtype, offset = header
     if st.st_size < offset + int(np.prod(shape)) * dtype.itemsize:
-        raise ValueError(f"path: {path!r} is truncated: its header promises {shape} "
-                         f"{dtype} values, more than its {st.st_size} bytes hold.")
+        raise ValueError(
+            f"path: {path!r} is truncated: its header promises {shape} "
+            f"{dtype} values, more than its {st.st_size} bytes hold."
+        )
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), header
 
 
@@ -395,7 +430,8 @@ def _read_rows(path, lo, hi, identity):
             raise ValueError(
                 f"path: {path!r} changed after npy_to_dask read it (size, modification "
                 "time, inode or header differ): the array would not be the one promised. "
-                "Call npy_to_dask again on the new file.")
+                "Call npy_to_dask again on the new file."
+            )
         shape, fortran, dtype, offset = identity[1]
         if fortran:
             mm = np.memmap(fh, dtype=dtype, mode="r", shape=shape, order="F", offset=offset)
@@ -452,6 +488,8 @@ def npy_to_dask(path, *, chunk_rows=1000):
     if len(shape) != 2:
         raise ValueError(f"path: {path!r} holds a {len(shape)}-D array; expected 2-D.")
     n, p = shape
-    tasks = [(min(n, lo + chunk_rows) - lo, (path, lo, min(n, lo + chunk_rows), identity))
-             for lo in range(0, n, chunk_rows)]
+    tasks = [
+        (min(n, lo + chunk_rows) - lo, (path, lo, min(n, lo + chunk_rows), identity))
+        for lo in range(0, n, chunk_rows)
+    ]
     return _delayed_rows(_read_rows, tasks, p, dtype, "npy_to_dask")

@@ -58,8 +58,9 @@ def paper_patterns(shape=(100, 100)):
     return np.stack([p1, p2, p3])
 
 
-def make_paper_simulation(n_samples=250, snr=0.1, random_state=0, shape=(100, 100), *,
-                          correlation=0.0):
+def make_paper_simulation(
+    n_samples=250, snr=0.1, random_state=0, shape=(100, 100), *, correlation=0.0
+):
     """The SPCA-TV paper's simulated data set.
 
     ``X = U V^T + noise`` with the three patterns of :func:`paper_patterns` as
@@ -145,8 +146,7 @@ def make_fmri_like(n_samples=83, noise=1.0, random_state=0):
     return X, patterns, mask
 
 
-def make_paper_simulation_split(n_train=250, n_test=250, snr=0.1, random_state=0,
-                                shape=(100, 100)):
+def make_paper_simulation_split(n_train=250, n_test=250, snr=0.1, random_state=0, shape=(100, 100)):
     """The paper's simulation split into a training and a test set.
 
     One data set of ``n_train + n_test`` images is drawn with
@@ -172,8 +172,9 @@ def make_paper_simulation_split(n_train=250, n_test=250, snr=0.1, random_state=0
     for name, value in (("n_train", n_train), ("n_test", n_test)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 2:
             raise ValueError(f"{name} must be an int >= 2, got {value!r}.")
-    X, patterns, mask = make_paper_simulation(int(n_train) + int(n_test), snr=snr,
-                                              random_state=random_state, shape=shape)
+    X, patterns, mask = make_paper_simulation(
+        int(n_train) + int(n_test), snr=snr, random_state=random_state, shape=shape
+    )
     return X[:n_train], X[n_train:], patterns, mask
 
 
@@ -234,8 +235,7 @@ def make_cortical_atrophy(n_samples=100, noise=0.3, radius=18.0, random_state=0)
     from nilearn.datasets import load_fsaverage, load_fsaverage_data
     from sklearn.utils import Bunch
 
-    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) \
-            or n_samples < 2:
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
         raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}.")
     if not (np.isfinite(noise) and noise >= 0):
         raise ValueError(f"noise must be a finite float >= 0, got {noise!r}.")
@@ -266,15 +266,27 @@ def make_cortical_atrophy(n_samples=100, noise=0.3, radius=18.0, random_state=0)
     rng = np.random.default_rng(random_state)
     scores = np.abs(rng.standard_normal((int(n_samples), 3))) * np.array([0.8, 0.6, 0.5])
     baseline = np.concatenate(baseline)
-    X = baseline - scores @ patterns + noise * rng.standard_normal((int(n_samples), patterns.shape[1]))
-    return Bunch(X=X, patterns=patterns, scores=scores, baseline=baseline,
-                 mesh_left=meshes["left"], mesh_right=meshes["right"],
-                 inflated_left=inflated["left"], inflated_right=inflated["right"],
-                 n_vertices=(n_left, n_right))
+    X = (
+        baseline
+        - scores @ patterns
+        + noise * rng.standard_normal((int(n_samples), patterns.shape[1]))
+    )
+    return Bunch(
+        X=X,
+        patterns=patterns,
+        scores=scores,
+        baseline=baseline,
+        mesh_left=meshes["left"],
+        mesh_right=meshes["right"],
+        inflated_left=inflated["left"],
+        inflated_right=inflated["right"],
+        n_vertices=(n_left, n_right),
+    )
 
 
-def make_structured_images(random_state=0, shape=(16, 16), n_samples=100, noise=1.5, *,
-                           floor=0.0, layout="default"):
+def make_structured_images(
+    random_state=0, shape=(16, 16), n_samples=100, noise=1.5, *, floor=0.0, layout="default"
+):
     """Images from three loadings with rectangular and convex supports (SSPCA).
 
     The supports are two rectangles and a diamond (45 degree edges), the
@@ -316,13 +328,17 @@ def make_structured_images(random_state=0, shape=(16, 16), n_samples=100, noise=
     h, w = shape
     yy, xx = np.mgrid[:h, :w]
     if layout == "default":
-        supports = [(yy >= 1) & (yy < 7) & (xx >= 2) & (xx < 12),
-                    np.abs(yy - 10.5) + np.abs(xx - 5.5) <= 4.5,
-                    (yy >= 5) & (yy < 15) & (xx >= 11) & (xx < 15)]
+        supports = [
+            (yy >= 1) & (yy < 7) & (xx >= 2) & (xx < 12),
+            np.abs(yy - 10.5) + np.abs(xx - 5.5) <= 4.5,
+            (yy >= 5) & (yy < 15) & (xx >= 11) & (xx < 15),
+        ]
     elif layout == "overlapping":
-        supports = [(yy >= 1) & (yy < 9) & (xx >= 1) & (xx < 11),
-                    (yy >= 4) & (yy < 15) & (xx >= 7) & (xx < 15),
-                    np.abs(yy - 11.5) + np.abs(xx - 4.5) <= 4]
+        supports = [
+            (yy >= 1) & (yy < 9) & (xx >= 1) & (xx < 11),
+            (yy >= 4) & (yy < 15) & (xx >= 7) & (xx < 15),
+            np.abs(yy - 11.5) + np.abs(xx - 4.5) <= 4,
+        ]
     else:
         raise ValueError(f"layout must be 'default' or 'overlapping', got {layout!r}.")
     V = np.zeros((3, h * w))
@@ -334,12 +350,22 @@ def make_structured_images(random_state=0, shape=(16, 16), n_samples=100, noise=
             bump = floor + (1.0 - floor) * bump / bump[sup].max()
         V[k, sup.ravel()] = bump[sup]
         V[k] /= np.linalg.norm(V[k])
-    X = 8 * rng.standard_normal((n_samples, 3)) @ V + noise * rng.standard_normal((n_samples, h * w))
+    X = 8 * rng.standard_normal((n_samples, 3)) @ V + noise * rng.standard_normal(
+        (n_samples, h * w)
+    )
     return X, np.array([sup.ravel() for sup in supports]), V
 
 
-def make_tree_patches(n_samples, branching=(4, 3), side=5, noise=0.1, random_state=0,
-                      dictionary_state=None, n_paths=1, codes="gaussian"):
+def make_tree_patches(
+    n_samples,
+    branching=(4, 3),
+    side=5,
+    noise=0.1,
+    random_state=0,
+    dictionary_state=None,
+    n_paths=1,
+    codes="gaussian",
+):
     """Patches from a tree-structured dictionary (hierarchical dictionary learning).
 
     Each signal uses the atoms on ``n_paths`` random root-to-node paths (the
@@ -413,12 +439,17 @@ def _cortical_meshes(mesh):
         from nilearn.datasets import load_fsaverage, load_fsaverage_data
 
         fs = load_fsaverage("fsaverage5")
-        thick = load_fsaverage_data(mesh="fsaverage5", mesh_type="pial",
-                                    data_type="thickness")
-        meshes = [(np.asarray(fs["pial"].parts[h].coordinates, float),
-                   np.asarray(fs["pial"].parts[h].faces, np.int64)) for h in ("left", "right")]
-        base = np.concatenate([np.asarray(thick.data.parts[h], float).ravel()
-                               for h in ("left", "right")])
+        thick = load_fsaverage_data(mesh="fsaverage5", mesh_type="pial", data_type="thickness")
+        meshes = [
+            (
+                np.asarray(fs["pial"].parts[h].coordinates, float),
+                np.asarray(fs["pial"].parts[h].faces, np.int64),
+            )
+            for h in ("left", "right")
+        ]
+        base = np.concatenate(
+            [np.asarray(thick.data.parts[h], float).ravel() for h in ("left", "right")]
+        )
         return meshes, base
     if mesh != "conte69":
         raise ValueError(f"mesh must be 'fsaverage5' or 'conte69', got {mesh!r}.")
@@ -432,10 +463,10 @@ def _cortical_meshes(mesh):
     meshes = []
     for h in ("lh", "rh"):
         gii = nib.load(os.path.join(root, "surfaces", f"conte69_32k_{h}.gii"))
-        meshes.append((np.asarray(gii.darrays[0].data, float),
-                       np.asarray(gii.darrays[1].data, np.int64)))
-    base = np.loadtxt(os.path.join(root, "matrices", "main_group",
-                                   "conte69_32k_thickness.csv"))
+        meshes.append(
+            (np.asarray(gii.darrays[0].data, float), np.asarray(gii.darrays[1].data, np.int64))
+        )
+    base = np.loadtxt(os.path.join(root, "matrices", "main_group", "conte69_32k_thickness.csv"))
     return meshes, base
 
 
@@ -457,7 +488,7 @@ def _geodesic_patch(graph, coords, xyz, radius):
 
     centre = int(np.argmin(((coords - np.asarray(xyz)) ** 2).sum(axis=1)))
     dist = dijkstra(graph, indices=centre, limit=radius * 1.0001)
-    return np.where(dist <= radius, np.exp(-dist**2 / (2.0 * (radius / 2.0) ** 2)), 0.0)
+    return np.where(dist <= radius, np.exp(-(dist**2) / (2.0 * (radius / 2.0) ** 2)), 0.0)
 
 
 def _smooth_fields(meshes, n_fields, rng, steps=10):
@@ -476,8 +507,16 @@ def _smooth_fields(meshes, n_fields, rng, steps=10):
     return (F / F.std(axis=0)).T
 
 
-def make_atrophy_cohort(n_samples=133, *, mesh="fsaverage5", correlation=0.6, radius=25.0,
-                        noise=0.15, smooth_noise=0.15, random_state=0):
+def make_atrophy_cohort(
+    n_samples=133,
+    *,
+    mesh="fsaverage5",
+    correlation=0.6,
+    radius=25.0,
+    noise=0.15,
+    smooth_noise=0.15,
+    random_state=0,
+):
     """A cortical-thickness cohort with co-varying atrophy and confounds.
 
     Thickness of subject ``i`` at vertex ``j`` (both hemispheres, left first)::
@@ -523,8 +562,7 @@ def make_atrophy_cohort(n_samples=133, *, mesh="fsaverage5", correlation=0.6, ra
     """
     from sklearn.utils import Bunch
 
-    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) \
-            or n_samples < 2:
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
         raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}.")
     for name, value in (("noise", noise), ("smooth_noise", smooth_noise)):
         if not (np.isfinite(value) and value >= 0):
@@ -554,11 +592,17 @@ def make_atrophy_cohort(n_samples=133, *, mesh="fsaverage5", correlation=0.6, ra
     age_map, sex_map = _smooth_fields(meshes, 2, rng, steps=30)
     age_map = 0.005 * (1.0 + 0.5 * np.tanh(age_map))
     sex_map = 0.05 * sex_map
-    X = (baseline - scores @ patterns + np.outer(age - age.mean(), -age_map)
-         + np.outer(sex, sex_map))
+    X = baseline - scores @ patterns + np.outer(age - age.mean(), -age_map) + np.outer(sex, sex_map)
     X += smooth_noise * _smooth_fields(meshes, n, rng, steps=10)
     X += noise * rng.standard_normal(X.shape)
     X[:, ~cortex] = baseline[~cortex]
-    return Bunch(X=X, patterns=patterns, scores=scores, confounds=np.column_stack([age, sex]),
-                 cortex=cortex, mesh_left=meshes[0], mesh_right=meshes[1],
-                 n_vertices=tuple(sizes))
+    return Bunch(
+        X=X,
+        patterns=patterns,
+        scores=scores,
+        confounds=np.column_stack([age, sex]),
+        cortex=cortex,
+        mesh_left=meshes[0],
+        mesh_right=meshes[1],
+        n_vertices=tuple(sizes),
+    )

@@ -98,8 +98,14 @@ def grid_halfspace_groups(shape=None, mask=None, *, diagonals=True):
     return groups
 
 
-def check_groups(groups, n_features, weights=None, name="groups",
-                 weights_name="group_weights", require_cover=True):
+def check_groups(
+    groups,
+    n_features,
+    weights=None,
+    name="groups",
+    weights_name="group_weights",
+    require_cover=True,
+):
     """Validate a group set and its weights.
 
     Parameters
@@ -159,9 +165,7 @@ def check_groups(groups, n_features, weights=None, name="groups",
         if isinstance(weights, numbers.Real) or (
             isinstance(weights, np.ndarray) and weights.ndim == 0
         ):
-            raise TypeError(
-                f"{weights_name} must be one weight per group or one array per group."
-            )
+            raise TypeError(f"{weights_name} must be one weight per group or one array per group.")
         if all(np.ndim(w) == 0 for w in weights) and len(weights) == len(out):
             wts = [np.full(g.size, float(w)) for g, w in zip(out, weights)]
         else:
@@ -221,6 +225,6 @@ def group_lasso_operator(groups, n_features, weights=None):
     sizes = np.array([g.size for g in groups])
     rows = np.arange(cols.size)
     mat = sp.csr_matrix((data, (rows, cols)), shape=(cols.size, int(n_features)))
-    diag = np.bincount(cols, weights=data ** 2, minlength=int(n_features))
+    diag = np.bincount(cols, weights=data**2, minlength=int(n_features))
     group_ptr = np.concatenate([[0], np.cumsum(sizes)])
     return GroupOperator(mat, group_ptr, norm2=float(diag.max()), norm2_is_exact=True)

@@ -12,16 +12,13 @@ stores ``A`` as one CSR matrix plus ``group_ptr``: group ``g`` is the rows
 lasso and overlapping groups are all instances.  Operators are never densified.
 """
 
-
 from collections import namedtuple
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
-from ._utils.validation import (
-    check_group_ptr, check_norm2, check_sparse_matrix, norm2_lower_bound,
-)
+from ._utils.validation import check_group_ptr, check_norm2, check_sparse_matrix, norm2_lower_bound
 
 __all__ = ["DifferenceForm", "GroupOperator", "chain_operator", "stack_operators"]
 
@@ -205,9 +202,7 @@ class GroupOperator:
         """
         v = np.asarray(v, dtype=np.float64)
         if v.shape != (self.n_features,):
-            raise ValueError(
-                f"v must have shape ({self.n_features},), got {v.shape}."
-            )
+            raise ValueError(f"v must have shape ({self.n_features},), got {v.shape}.")
         return float(self.group_norms(self.matrix @ v).sum())
 
     def matvec(self, v):
@@ -348,8 +343,7 @@ def chain_operator(n_features):
     rows = np.arange(n - 1)
     data = np.concatenate([-np.ones(n - 1), np.ones(n - 1)])
     mat = sp.csr_matrix(
-        (data, (np.concatenate([rows, rows]), np.concatenate([rows, rows + 1]))),
-        shape=(n - 1, n),
+        (data, (np.concatenate([rows, rows]), np.concatenate([rows, rows + 1]))), shape=(n - 1, n)
     )
     group_ptr = np.concatenate([np.arange(n), [n - 1]])
     # A^T A is the path-graph Laplacian, whose eigenvalues are < 4.
@@ -378,18 +372,14 @@ def stack_operators(operators, weights=None):
     if weights is None:
         weights = [1.0] * len(operators)
     if len(weights) != len(operators):
-        raise ValueError(
-            f"weights has {len(weights)} entries for {len(operators)} operators."
-        )
+        raise ValueError(f"weights has {len(weights)} entries for {len(operators)} operators.")
     n_features = operators[0].n_features
     parts, ptrs, offset, norm2 = [], [], 0, 0.0
     for op, w in zip(operators, weights):
         if not isinstance(op, GroupOperator):
             raise TypeError(f"operators must be GroupOperator, got {type(op).__name__}.")
         if op.n_features != n_features:
-            raise ValueError(
-                f"operators disagree on n_features: {op.n_features} != {n_features}."
-            )
+            raise ValueError(f"operators disagree on n_features: {op.n_features} != {n_features}.")
         op = op.scaled(w)
         parts.append(op.matrix)
         ptrs.append(op.group_ptr[:-1] + offset)

@@ -50,7 +50,7 @@ class Tree:
         # nodes by depth: groups of one level are disjoint
         by_depth = np.argsort(depth, kind="stable")
         cuts = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
-        self.levels = [by_depth[cuts[d]:cuts[d + 1]] for d in range(cuts.size - 1)]
+        self.levels = [by_depth[cuts[d] : cuts[d + 1]] for d in range(cuts.size - 1)]
 
     @property
     def n_nodes(self):
@@ -67,12 +67,14 @@ class Tree:
         """
         out = [None] * self.n_nodes
         for i, node in enumerate(self.order):
-            out[node] = np.sort(self.order[i:self.end[i]])
+            out[node] = np.sort(self.order[i : self.end[i]])
         return out
 
     def __repr__(self):
-        return (f"Tree(n_nodes={self.n_nodes}, n_roots={int((self.parent < 0).sum())}, "
-                f"max_depth={int(self.depth.max(initial=0))})")
+        return (
+            f"Tree(n_nodes={self.n_nodes}, n_roots={int((self.parent < 0).sum())}, "
+            f"max_depth={int(self.depth.max(initial=0))})"
+        )
 
 
 def check_tree(tree, n_nodes=None, name="tree"):
@@ -107,8 +109,10 @@ def check_tree(tree, n_nodes=None, name="tree"):
         return tree
     arr = np.asarray(tree)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
-        if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(
-            arr == np.round(arr)
+        if (
+            np.issubdtype(arr.dtype, np.floating)
+            and np.all(np.isfinite(arr))
+            and np.all(arr == np.round(arr))
         ):
             arr = arr.astype(np.int64)
         else:
@@ -146,7 +150,7 @@ def check_tree(tree, n_nodes=None, name="tree"):
         node = stack.pop()
         order[n] = node
         n += 1
-        ch = kids[kid_ptr[node]:kid_ptr[node + 1]]
+        ch = kids[kid_ptr[node] : kid_ptr[node + 1]]
         depth[ch] = depth[node] + 1
         stack.extend(ch[::-1].tolist())
     if n != p:

@@ -12,7 +12,11 @@ when ``use_cvxpy``.
 import numpy as np
 
 from neurospca import (
-    chain_operator, group_lasso_operator, icosphere, stack_operators, tv_from_mask,
+    chain_operator,
+    group_lasso_operator,
+    icosphere,
+    stack_operators,
+    tv_from_mask,
     tv_from_mesh,
 )
 from neurospca.solvers import conesta, prox_dual, prox_objective
@@ -36,8 +40,9 @@ def make_operator(kind, rng):
     if kind == "random":
         return random_group_operator(int(rng.integers(10, 40)), int(rng.integers(5, 30)), rng)
     p = 30
-    groups = [rng.choice(p, size=int(rng.integers(2, 7)), replace=False).tolist()
-              for _ in range(12)]
+    groups = [
+        rng.choice(p, size=int(rng.integers(2, 7)), replace=False).tolist() for _ in range(12)
+    ]
     op = group_lasso_operator(groups, p)
     if kind == "groups":
         return op
@@ -62,8 +67,14 @@ def warm_starts(start, y, op, a, b, rng):
     if start == "cold":
         return None, None
     if start == "warm":  # the solution of a nearby problem
-        r = prox_dual(y * (1 + 0.1 * rng.standard_normal(y.size)), op, a * 1.3, b * 0.7,
-                      tol=1e-4, max_iter=2000)
+        r = prox_dual(
+            y * (1 + 0.1 * rng.standard_normal(y.size)),
+            op,
+            a * 1.3,
+            b * 0.7,
+            tol=1e-4,
+            max_iter=2000,
+        )
         return r.w, r.v
     # hostile: far outside the dual balls / far from the solution, wrong signs
     s = float(np.abs(y).max()) + 1.0
@@ -87,14 +98,16 @@ def reference(y, op, a, b, use_cvxpy=False):
 
         v = cp.Variable(y.size)
         A = op.matrix.tocsr()
-        terms = [cp.norm(A[op.group_ptr[g]:op.group_ptr[g + 1]] @ v, 2)
-                 for g in range(op.n_groups) if op.group_ptr[g + 1] > op.group_ptr[g]]
+        terms = [
+            cp.norm(A[op.group_ptr[g] : op.group_ptr[g + 1]] @ v, 2)
+            for g in range(op.n_groups)
+            if op.group_ptr[g + 1] > op.group_ptr[g]
+        ]
         obj = 0.5 * cp.sum_squares(v - y) + a * cp.norm1(v)
         if terms and b > 0:
             obj = obj + b * cp.sum(cp.hstack(terms))
         prob = cp.Problem(cp.Minimize(obj))
-        prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12,
-                   tol_feas=1e-12)
+        prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
         if v.value is not None:
             best = min(best, prox_objective(np.asarray(v.value), y, op, a, b))
     return best, err
@@ -121,11 +134,24 @@ def check_case(i, seed=0, use_cvxpy=False, tols=(1e-2, 1e-4), max_iters=(50, 100
                 else:
                     res = conesta(y, op, a, b, tol=tol, v0=v0, max_iter=max_iter)
                 subopt = prox_objective(res.v, y, op, a, b) - p_ref
-                rows.append(dict(case=i, kind=kind, start=start, solver=name, tol=tol,
-                                 max_iter=max_iter, a=a, b=b, gap=res.gap,
-                                 tol_abs=res.tol_abs, converged=res.converged,
-                                 subopt=subopt, slack=1e-12 * p0 + 1e-300,
-                                 ref_err=err))
+                rows.append(
+                    dict(
+                        case=i,
+                        kind=kind,
+                        start=start,
+                        solver=name,
+                        tol=tol,
+                        max_iter=max_iter,
+                        a=a,
+                        b=b,
+                        gap=res.gap,
+                        tol_abs=res.tol_abs,
+                        converged=res.converged,
+                        subopt=subopt,
+                        slack=1e-12 * p0 + 1e-300,
+                        ref_err=err,
+                    )
+                )
     return rows
 
 
@@ -147,8 +173,10 @@ def assert_pairs_certified(X, U, V, info, op, l1, l2, tv, tol=None):
         gap_prox = info["gaps"][k] / (2 * l2)
         assert subopt <= gap_prox + 1e-10 * float(y @ y)
         if tol is not None:
-            assert abs(info["rel_gaps"][k] - gap_prox / (0.5 * float(y @ y))) <= \
-                1e-6 * info["rel_gaps"][k]
+            assert (
+                abs(info["rel_gaps"][k] - gap_prox / (0.5 * float(y @ y)))
+                <= 1e-6 * info["rel_gaps"][k]
+            )
             if info["converged"][k]:
                 assert info["rel_gaps"][k] <= tol
         Xk = Xk - info["d"][k] * np.outer(u, v)

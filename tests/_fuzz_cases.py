@@ -25,9 +25,14 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-FUZZ = settings(max_examples=int(os.environ.get("NEUROSPCA_FUZZ_EXAMPLES", "30")),
-                derandomize=True, deadline=None, database=None, print_blob=False,
-                suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=int(os.environ.get("NEUROSPCA_FUZZ_EXAMPLES", "30")),
+    derandomize=True,
+    deadline=None,
+    database=None,
+    print_blob=False,
+    suppress_health_check=list(HealthCheck),
+)
 
 _TMP = None
 
@@ -53,8 +58,7 @@ def expect(fn, names):
     except (ValueError, TypeError) as exc:
         msg = str(exc)
         if not msg or not any(n in msg for n in names):
-            raise Refused(f"{type(exc).__name__} does not name any of {names}: {msg!r}") \
-                from exc
+            raise Refused(f"{type(exc).__name__} does not name any of {names}: {msg!r}") from exc
         COUNTS["error"] += 1
         if os.environ.get("NEUROSPCA_FUZZ_VERBOSE"):
             print(f"  {type(exc).__name__}: {msg[:150]}", file=sys.stderr)
@@ -86,7 +90,8 @@ def matrices(draw, exponents, min_rows=1, max_rows=7, max_cols=9, dtypes=DTYPES)
     p = draw(st.integers(1, max_cols))
     seed = draw(st.integers(0, 2**16))
     X = np.random.default_rng(seed).standard_normal((n, p)) * 10.0 ** draw(
-        st.sampled_from(exponents))
+        st.sampled_from(exponents)
+    )
     special = draw(st.sampled_from(SPECIALS))
     if special is not None:
         X[draw(st.integers(0, n - 1)), draw(st.integers(0, p - 1))] = special
@@ -110,8 +115,22 @@ NUMBERS = st.sampled_from([1e-8, 1e-3, 0.1, 1.0, 10.0, 1e8])
 EXTREME_NUMBERS = st.sampled_from([1e-300, 1e-200, 1e-8, 1.0, 1e200, 1e300])
 BAD_NUMBERS = st.sampled_from([0.0, -1.0, np.nan, np.inf, "0.1", None, True])
 RATIOS = st.sampled_from([0.0, 0.05, 0.3, 0.6, 0.999, 1.0, -0.1, np.nan])
-SPCATV_NAMES = ("X", "alpha", "l1_ratio", "tv_ratio", "operator", "n_components", "tol",
-                "max_iter", "solver", "sample", "feature", "array", "NaN", "infinite")
+SPCATV_NAMES = (
+    "X",
+    "alpha",
+    "l1_ratio",
+    "tv_ratio",
+    "operator",
+    "n_components",
+    "tol",
+    "max_iter",
+    "solver",
+    "sample",
+    "feature",
+    "array",
+    "NaN",
+    "infinite",
+)
 
 
 def _spcatv_case(data, exponents, solvers, numbers=NUMBERS):
@@ -119,18 +138,24 @@ def _spcatv_case(data, exponents, solvers, numbers=NUMBERS):
 
     X = data.draw(matrices(exponents, min_rows=data.draw(st.sampled_from([2, 2, 2, 1]))))
     p = X.shape[1]
-    kwargs = dict(n_components=data.draw(st.integers(1, 2)),
-                  alpha=data.draw(st.one_of(st.none(), numbers)),
-                  l1_ratio=data.draw(st.sampled_from([0.0, 0.05, 0.3, 0.6])),
-                  tv_ratio=data.draw(st.sampled_from([0.0, 0.1, 0.3])),
-                  operator=_operator(data.draw, p), solver=data.draw(st.sampled_from(solvers)),
-                  max_iter=data.draw(st.integers(1, 4)),
-                  tol=data.draw(st.sampled_from([1e-6, 1e-3, 0.5])), random_state=0)
+    kwargs = dict(
+        n_components=data.draw(st.integers(1, 2)),
+        alpha=data.draw(st.one_of(st.none(), numbers)),
+        l1_ratio=data.draw(st.sampled_from([0.0, 0.05, 0.3, 0.6])),
+        tv_ratio=data.draw(st.sampled_from([0.0, 0.1, 0.3])),
+        operator=_operator(data.draw, p),
+        solver=data.draw(st.sampled_from(solvers)),
+        max_iter=data.draw(st.integers(1, 4)),
+        tol=data.draw(st.sampled_from([1e-6, 1e-3, 0.5])),
+        random_state=0,
+    )
     if data.draw(st.integers(0, 3)) == 0:  # one invalid parameter
-        name = data.draw(st.sampled_from(["n_components", "alpha", "l1_ratio", "tv_ratio",
-                                          "tol", "max_iter", "solver"]))
-        kwargs[name] = data.draw(st.one_of(BAD_NUMBERS, RATIOS, st.just("x"),
-                                           st.just(10**6)))
+        name = data.draw(
+            st.sampled_from(
+                ["n_components", "alpha", "l1_ratio", "tv_ratio", "tol", "max_iter", "solver"]
+            )
+        )
+        kwargs[name] = data.draw(st.one_of(BAD_NUMBERS, RATIOS, st.just("x"), st.just(10**6)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = expect(lambda: SPCATV(**kwargs).fit(X), SPCATV_NAMES)
@@ -166,9 +191,14 @@ def spca_tv_function(data):
     from neurospca import spca_tv
 
     X = data.draw(matrices(MODERATE, min_rows=2))
-    kwargs = dict(l1=data.draw(NUMBERS), l2=data.draw(st.sampled_from([1e-3, 1.0, 10.0])),
-                  tv=data.draw(NUMBERS), operator=_operator(data.draw, X.shape[1]),
-                  max_iter=3, solver=data.draw(st.sampled_from(["dual", "conesta"])))
+    kwargs = dict(
+        l1=data.draw(NUMBERS),
+        l2=data.draw(st.sampled_from([1e-3, 1.0, 10.0])),
+        tv=data.draw(NUMBERS),
+        operator=_operator(data.draw, X.shape[1]),
+        max_iter=3,
+        solver=data.draw(st.sampled_from(["dual", "conesta"])),
+    )
     k = 1
     if data.draw(st.integers(0, 3)) == 0:  # one invalid argument
         name = data.draw(st.sampled_from(["l1", "l2", "tv", "k"]))
@@ -193,8 +223,9 @@ def tv_from_mask(data):
     ndim = data.draw(st.integers(0, 4))
     shape = tuple(data.draw(st.integers(0, 4)) for _ in range(ndim))
     seed = data.draw(st.integers(0, 2**16))
-    values = np.random.default_rng(seed).integers(0, 3 if data.draw(st.booleans()) else 2,
-                                                  size=shape)
+    values = np.random.default_rng(seed).integers(
+        0, 3 if data.draw(st.booleans()) else 2, size=shape
+    )
     dtype = data.draw(st.sampled_from([bool, np.uint8, np.int64, np.float64, np.complex128]))
     mask = values.astype(dtype) if dtype is not bool else values > 0
     if dtype is np.float64 and mask.size and data.draw(st.booleans()):
@@ -219,10 +250,30 @@ def meshes(draw):
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     n, m = coords.shape[0], faces.shape[0]
     mask = None
-    damage = draw(st.sampled_from(["none", "none", "mask", "nan", "inf", "face_high",
-                                   "face_negative", "face_1e7", "float_faces", "repeat",
-                                   "duplicate", "flat", "isolated", "coords_2d", "faces_4",
-                                   "empty", "bad_mask", "uint16"]))
+    damage = draw(
+        st.sampled_from(
+            [
+                "none",
+                "none",
+                "mask",
+                "nan",
+                "inf",
+                "face_high",
+                "face_negative",
+                "face_1e7",
+                "float_faces",
+                "repeat",
+                "duplicate",
+                "flat",
+                "isolated",
+                "coords_2d",
+                "faces_4",
+                "empty",
+                "bad_mask",
+                "uint16",
+            ]
+        )
+    )
     if damage == "mask":
         mask = rng.random(n) > 0.3
     elif damage in ("nan", "inf"):
@@ -262,8 +313,7 @@ def tv_from_mesh(mesh, kind):
     from neurospca import tv_from_mesh as build
 
     coords, faces, mask = mesh
-    op = expect(lambda: build(coords, faces, mask, kind=kind),
-                ("coords", "faces", "mask", "kind"))
+    op = expect(lambda: build(coords, faces, mask, kind=kind), ("coords", "faces", "mask", "kind"))
     if op is not None:
         v = np.random.default_rng(0).standard_normal(op.n_features)
         finite(op.value(v), op.matvec(v), op.norm2)
@@ -273,8 +323,17 @@ def tv_from_mesh(mesh, kind):
 # operators and solvers
 # --------------------------------------------------------------------------
 
-OPERATOR_NAMES = ("matrix", "group_ptr", "norm2", "indices", "indptr", "operator", "shape",
-                  "column", "row")
+OPERATOR_NAMES = (
+    "matrix",
+    "group_ptr",
+    "norm2",
+    "indices",
+    "indptr",
+    "operator",
+    "shape",
+    "column",
+    "row",
+)
 
 
 @st.composite
@@ -288,8 +347,20 @@ def raw_operators(draw):
     rng = np.random.default_rng(seed)
     mat = sp.random(rows, cols, density=0.5, format="csr", random_state=seed)
     data, indices, indptr = mat.data.copy(), mat.indices.copy(), mat.indptr.copy()
-    damage = draw(st.sampled_from(["none", "index_high", "index_negative", "indptr",
-                                   "nan", "norm2_zero", "group_ptr", "huge"]))
+    damage = draw(
+        st.sampled_from(
+            [
+                "none",
+                "index_high",
+                "index_negative",
+                "indptr",
+                "nan",
+                "norm2_zero",
+                "group_ptr",
+                "huge",
+            ]
+        )
+    )
     if damage == "index_high" and indices.size:
         indices[rng.integers(indices.size)] = cols + draw(st.sampled_from([0, 5, 10**6]))
     elif damage == "index_negative" and indices.size:
@@ -334,8 +405,7 @@ def group_operator(raw, solver):
 
 @st.composite
 def warm_starts(draw, n):
-    kind = draw(st.sampled_from(["none", "ok", "short", "long", "nan", "inf", "huge",
-                                 "2d", "int"]))
+    kind = draw(st.sampled_from(["none", "ok", "short", "long", "nan", "inf", "huge", "2d", "int"]))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     if kind == "none":
         return None
@@ -366,7 +436,8 @@ def _solver_case(data, hostile):
     else:
         op = tv_from_mask(np.ones((3, 3, data.draw(st.integers(1, 3))), dtype=bool))
     y = np.random.default_rng(data.draw(st.integers(0, 2**16))).standard_normal(
-        op.n_features) * 10.0 ** data.draw(st.sampled_from(MODERATE))
+        op.n_features
+    ) * 10.0 ** data.draw(st.sampled_from(MODERATE))
     l1 = data.draw(st.sampled_from([0.0, 1e-300, 1e-3, 0.1, 1.0, 1e6]))
     group = data.draw(st.sampled_from([0.0, 1e-300, 1e-3, 0.1, 1.0, 1e6]))
     tol = data.draw(st.sampled_from([1e-8, 1e-3, 0.1]))
@@ -374,19 +445,24 @@ def _solver_case(data, hostile):
     names = ("y", "operator", "l1", "group", "tol", "w0", "v0", "max_iter", "kernels")
     if data.draw(st.booleans()):
         start = data.draw(warm_starts(op.n_rows)) if hostile else None
-        res = expect(lambda: prox_dual(y, op, l1, group, tol=tol, max_iter=300, w0=start,
-                                       kernels=kernels), names)
+        res = expect(
+            lambda: prox_dual(y, op, l1, group, tol=tol, max_iter=300, w0=start, kernels=kernels),
+            names,
+        )
     else:
         start = data.draw(warm_starts(op.n_features)) if hostile else None
-        res = expect(lambda: conesta(y, op, l1, group, tol=tol, max_iter=300, v0=start,
-                                     kernels=kernels), names)
+        res = expect(
+            lambda: conesta(y, op, l1, group, tol=tol, max_iter=300, v0=start, kernels=kernels),
+            names,
+        )
     if res is not None:
         finite(res.v, res.gap)
         # the certificate is a lower bound of the optimum (weak duality):
         # P(v) - gap <= P* <= P(z) for the feasible z = 0 and z = y
         p_v = prox_objective(res.v, y, op, l1, group)
-        p_z = min(prox_objective(np.zeros_like(y), y, op, l1, group),
-                  prox_objective(y, y, op, l1, group))
+        p_z = min(
+            prox_objective(np.zeros_like(y), y, op, l1, group), prox_objective(y, y, op, l1, group)
+        )
         slack = 1e-9 * (abs(p_v) + res.gap + p_z) + 1e-300
         assert p_v - res.gap <= p_z + slack, (p_v, res.gap, p_z)
 
@@ -431,8 +507,9 @@ def _reader_files():
     write_surf_data(values[:, 0], os.path.join(root, "lh.thickness"))
     labels = (coords[:, 2] > -0.5).astype(np.int32)
     ctab = np.array([[25, 5, 25, 0, 0], [220, 20, 10, 0, 0]], dtype=np.int32)
-    nib.freesurfer.write_annot(os.path.join(root, "lh.aparc.annot"), labels, ctab,
-                               [b"unknown", b"cortex"], fill_ctab=True)
+    nib.freesurfer.write_annot(
+        os.path.join(root, "lh.aparc.annot"), labels, ctab, [b"unknown", b"cortex"], fill_ctab=True
+    )
     with open(os.path.join(root, "lh.cortex.label"), "w") as fh:
         kept = np.flatnonzero(labels)
         fh.write(f"#!ascii label\n{kept.size}\n")
@@ -441,21 +518,28 @@ def _reader_files():
     mask[1:4, 1:5, 1:3] = 1
     for ext in (".nii.gz", ".nii"):
         nib.Nifti1Image(mask, np.eye(4)).to_filename(os.path.join(root, "mask" + ext))
-        nib.Nifti1Image(rng.standard_normal((5, 6, 4, 3)).astype(np.float32),
-                        np.eye(4)).to_filename(os.path.join(root, "img" + ext))
+        nib.Nifti1Image(
+            rng.standard_normal((5, 6, 4, 3)).astype(np.float32), np.eye(4)
+        ).to_filename(os.path.join(root, "img" + ext))
     nib.MGHImage(rng.standard_normal((5, 6, 4)).astype(np.float32), np.eye(4)).to_filename(
-        os.path.join(root, "vol.mgz"))
+        os.path.join(root, "vol.mgz")
+    )
     return root
 
 
 READERS = {
-    "m.surf.gii": ("load_surf_mesh", "surf"), "lh.white": ("load_surf_mesh", "surf"),
-    "d.func.gii": ("load_surf_data", "data"), "d.mgz": ("load_surf_data", "data"),
-    "d.mgh": ("load_surf_data", "data"), "lh.thickness": ("load_surf_data", "data"),
+    "m.surf.gii": ("load_surf_mesh", "surf"),
+    "lh.white": ("load_surf_mesh", "surf"),
+    "d.func.gii": ("load_surf_data", "data"),
+    "d.mgz": ("load_surf_data", "data"),
+    "d.mgh": ("load_surf_data", "data"),
+    "lh.thickness": ("load_surf_data", "data"),
     "lh.aparc.annot": ("load_cortex_mask", "source"),
     "lh.cortex.label": ("load_cortex_mask", "source"),
-    "mask.nii.gz": ("load_mask_img", "mask"), "mask.nii": ("load_mask_img", "mask"),
-    "img.nii.gz": ("images_to_data", "imgs"), "img.nii": ("images_to_data", "imgs"),
+    "mask.nii.gz": ("load_mask_img", "mask"),
+    "mask.nii": ("load_mask_img", "mask"),
+    "img.nii.gz": ("images_to_data", "imgs"),
+    "img.nii": ("images_to_data", "imgs"),
     "vol.mgz": ("images_to_data", "imgs"),
 }
 
@@ -465,7 +549,7 @@ def damaged(draw, raw):
     how = draw(st.sampled_from(["truncate", "flip", "zero", "append", "header"]))
     b = bytearray(raw)
     if how == "truncate":
-        return bytes(b[:draw(st.integers(0, len(b) - 1))])
+        return bytes(b[: draw(st.integers(0, len(b) - 1))])
     if how == "append":
         return bytes(b) + draw(st.binary(min_size=1, max_size=64))
     if how == "header":  # the first bytes hold the sizes and dtypes of most formats
@@ -515,7 +599,7 @@ def _model_files():
     """A volume model (operator, mask) and a surface model (meshes), saved once."""
     import nibabel as nib
 
-    from neurospca import Hemispheres, SPCATV, VolumeMasker, icosphere, save_model
+    from neurospca import SPCATV, Hemispheres, VolumeMasker, icosphere, save_model
 
     root = os.path.join(_tmp(), "models")
     if os.path.isdir(root):
@@ -527,24 +611,43 @@ def _model_files():
     masker = VolumeMasker(nib.Nifti1Image(mask, np.eye(4)))
     X = rng.standard_normal((8, masker.n_features))
     model = SPCATV(2, alpha=0.2, operator=masker.operator(), tol=1e-2, max_iter=3).fit(X)
-    save_model(model, os.path.join(root, "volume.npz"), space=masker,
-               metadata={"title": "t", "labels": ["a", "b"]})
+    save_model(
+        model,
+        os.path.join(root, "volume.npz"),
+        space=masker,
+        metadata={"title": "t", "labels": ["a", "b"]},
+    )
     coords, faces = icosphere(1)
     n = coords.shape[0]
     model = SPCATV(1, alpha=0.2, tol=1e-2, max_iter=3).fit(rng.standard_normal((6, 2 * n)))
-    save_model(model, os.path.join(root, "surface.npz"), space=Hemispheres((n, n)),
-               meshes={"left": (coords, faces), "right": (coords, faces)})
+    save_model(
+        model,
+        os.path.join(root, "surface.npz"),
+        space=Hemispheres((n, n)),
+        meshes={"left": (coords, faces), "right": (coords, faces)},
+    )
     return root
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=True)
-    | st.text(max_size=8) | st.sampled_from(["array", "scalar", "operator", "seq", "dict",
-                                            "|O", "<f8", "SPCATV", "volume", "surface"]),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(
-        st.sampled_from(["kind", "value", "dtype", "items", "shape", "norm2", "x"]), children,
-        max_size=3),
-    max_leaves=6)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=8)
+    | st.sampled_from(
+        ["array", "scalar", "operator", "seq", "dict", "|O", "<f8", "SPCATV", "volume", "surface"]
+    ),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["kind", "value", "dtype", "items", "shape", "norm2", "x"]),
+            children,
+            max_size=3,
+        )
+    ),
+    max_leaves=6,
+)
 
 
 def _paths(value, prefix=()):
@@ -582,8 +685,9 @@ def tampered_models(draw, src):
     with zipfile.ZipFile(src) as zf:
         members = {n: zf.read(n) for n in zf.namelist()}
     meta = json.loads(np.load(io.BytesIO(members["meta.json.npy"])).tobytes())
-    how = draw(st.sampled_from(["json", "json", "array", "undeclared", "bomb", "bytes",
-                                "size", "deep"]))
+    how = draw(
+        st.sampled_from(["json", "json", "array", "undeclared", "bomb", "bytes", "size", "deep"])
+    )
     if how == "json":
         paths = list(_paths(meta))
         target = draw(st.sampled_from(paths[1:]))
@@ -617,8 +721,9 @@ def tampered_models(draw, src):
         else:  # lie about an uncompressed size in the central directory
             pos = raw.find(b"PK\x01\x02")
             if pos >= 0:
-                raw[pos + 24:pos + 28] = struct.pack("<I", draw(st.sampled_from(
-                    [0, 1, 2**31, 2**32 - 1])))
+                raw[pos + 24 : pos + 28] = struct.pack(
+                    "<I", draw(st.sampled_from([0, 1, 2**31, 2**32 - 1]))
+                )
         with open(dst, "wb") as fh:
             fh.write(bytes(raw))
     return dst
@@ -629,8 +734,7 @@ def tampered_models(draw, src):
 def load_model(data):
     from neurospca import load_model as load
 
-    src = os.path.join(_model_files(), data.draw(st.sampled_from(["volume.npz",
-                                                                   "surface.npz"])))
+    src = os.path.join(_model_files(), data.draw(st.sampled_from(["volume.npz", "surface.npz"])))
     path = data.draw(tampered_models(src))
     saved = expect(lambda: load(path, max_bytes=2**24), (path,))
     if saved is None:
@@ -651,8 +755,9 @@ def load_model(data):
 # the command line
 # --------------------------------------------------------------------------
 
-OPTION_VALUES = st.sampled_from(["1", "2", "0", "-1", "nan", "inf", "1e400", "abc", "0.5",
-                                 "1e-300", ""])
+OPTION_VALUES = st.sampled_from(
+    ["1", "2", "0", "-1", "nan", "inf", "1e400", "abc", "0.5", "1e-300", ""]
+)
 
 
 @settings(FUZZ, max_examples=min(FUZZ.max_examples, 12))
@@ -672,11 +777,34 @@ def cli(data):
             images = os.path.join(work, "img.nii.gz")
             with open(images, "wb") as fh:
                 fh.write(data.draw(damaged(raw)))
-        argv = ["fit", "--images", images, "--mask", os.path.join(root, "mask.nii.gz"),
-                "--output", os.path.join(work, "out"), "--engine", "matplotlib"]
-        for option in data.draw(st.lists(st.sampled_from(
-                ["--alpha", "--l1-ratio", "--tv-ratio", "--tol", "--n-components",
-                 "--max-iter", "--mask-threshold"]), max_size=3, unique=True)):
+        argv = [
+            "fit",
+            "--images",
+            images,
+            "--mask",
+            os.path.join(root, "mask.nii.gz"),
+            "--output",
+            os.path.join(work, "out"),
+            "--engine",
+            "matplotlib",
+        ]
+        for option in data.draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "--alpha",
+                        "--l1-ratio",
+                        "--tv-ratio",
+                        "--tol",
+                        "--n-components",
+                        "--max-iter",
+                        "--mask-threshold",
+                    ]
+                ),
+                max_size=3,
+                unique=True,
+            )
+        ):
             value = data.draw(OPTION_VALUES)
             if option == "--max-iter" and value not in ("0", "-1", "abc", ""):
                 value = "2"  # keep runs short
@@ -699,16 +827,33 @@ def cli(data):
             assert len(errors) == 1, text
         else:
             out = os.path.join(work, "out")
-            assert sorted(os.listdir(out)) == ["loadings.nii.gz", "model.npz",
-                                               "report.html", "scores.csv"]
+            assert sorted(os.listdir(out)) == [
+                "loadings.nii.gz",
+                "model.npz",
+                "report.html",
+                "scores.csv",
+            ]
         assert [f for f in os.listdir(work) if ".tmp-" in f or "neurospca-tmp" in f] == []
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-CASES = {f.__name__: f for f in (spcatv, spcatv_extreme, spca_tv_function, tv_from_mask,
-                                 tv_from_mesh, group_operator, solvers, solvers_warm_starts,
-                                 readers, load_model, cli)}
+CASES = {
+    f.__name__: f
+    for f in (
+        spcatv,
+        spcatv_extreme,
+        spca_tv_function,
+        tv_from_mask,
+        tv_from_mesh,
+        group_operator,
+        solvers,
+        solvers_warm_starts,
+        readers,
+        load_model,
+        cli,
+    )
+}
 
 
 def _main():
@@ -724,8 +869,7 @@ def _main():
     finally:
         if _TMP is not None:
             shutil.rmtree(_TMP, ignore_errors=True)
-    print(f"fuzz case {name}: ok ({COUNTS['result']} results, {COUNTS['error']} clear "
-          "errors)")
+    print(f"fuzz case {name}: ok ({COUNTS['result']} results, {COUNTS['error']} clear errors)")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,14 @@ def random_group_operator(n_features, n_groups, rng, max_rows=4, density=0.3):
     """A random (non-TV) GroupOperator: random group sizes (some empty), random data."""
     sizes = rng.integers(0, max_rows + 1, size=n_groups)
     n_rows = int(sizes.sum())
-    mat = sp.random(n_rows, n_features, density=density, random_state=rng,
-                    data_rvs=rng.standard_normal, format="csr")
+    mat = sp.random(
+        n_rows,
+        n_features,
+        density=density,
+        random_state=rng,
+        data_rvs=rng.standard_normal,
+        format="csr",
+    )
     return GroupOperator(mat, np.concatenate([[0], np.cumsum(sizes)]))
 
 
@@ -31,8 +37,10 @@ def cvxpy_prox(y, operator, l1, group):
     cols = []
     for s in range(int(sizes.max(initial=0))):
         sel = sp.csr_matrix(
-            (np.ones(int((sizes > s).sum())),
-             (np.flatnonzero(sizes > s), operator.group_ptr[:-1][sizes > s] + s)),
+            (
+                np.ones(int((sizes > s).sum())),
+                (np.flatnonzero(sizes > s), operator.group_ptr[:-1][sizes > s] + s),
+            ),
             shape=(n_groups, A.shape[0]),
         )
         cols.append(sel @ Av)

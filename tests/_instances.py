@@ -37,8 +37,13 @@ def _fsaverage5_meshes():
     from nilearn.datasets import load_fsaverage
 
     fs = load_fsaverage("fsaverage5")
-    return [(np.asarray(fs["pial"].parts[h].coordinates, float),
-             np.asarray(fs["pial"].parts[h].faces, np.int64)) for h in ("left", "right")]
+    return [
+        (
+            np.asarray(fs["pial"].parts[h].coordinates, float),
+            np.asarray(fs["pial"].parts[h].faces, np.int64),
+        )
+        for h in ("left", "right")
+    ]
 
 
 def _mesh_smoother(meshes, keep=None):
@@ -79,8 +84,14 @@ def brainspace_rsfmri(n_samples=None, step=1):
         raise ImportError("brainspace is not installed (pip install brainspace)")
     root = os.path.join(os.path.dirname(spec.origin), "datasets", "preprocessing")
     fname = "sub-010188_ses-02_task-rest_acq-AP_run-01.fsa5.{}.mgz"
-    ts = np.vstack([np.asarray(nib.load(os.path.join(root, fname.format(h))).get_fdata(),
-                               dtype=np.float64).squeeze() for h in ("lh", "rh")])
+    ts = np.vstack(
+        [
+            np.asarray(
+                nib.load(os.path.join(root, fname.format(h))).get_fdata(), dtype=np.float64
+            ).squeeze()
+            for h in ("lh", "rh")
+        ]
+    )
     keep = ts.std(axis=1) > 0
     X = ts[keep].T[::step]
     if n_samples is not None:
@@ -104,8 +115,9 @@ def thickness_maps(n_samples=60, seed=0, smooth_steps=20):
     from neurospca import tv_from_hemispheres
 
     thick = load_fsaverage_data(mesh="fsaverage5", mesh_type="pial", data_type="thickness")
-    base = np.concatenate([np.asarray(thick.data.parts[h], float).ravel()
-                           for h in ("left", "right")])
+    base = np.concatenate(
+        [np.asarray(thick.data.parts[h], float).ravel() for h in ("left", "right")]
+    )
     keep = base > 0
     meshes = _fsaverage5_meshes()
     S = _mesh_smoother(meshes, keep)
@@ -136,9 +148,13 @@ def motor_maps(n_samples=40, seed=0, resolution=2, smooth_sigma=2.0):
     from neurospca import tv_from_mask
 
     mask_img = load_mni152_brain_mask(resolution=resolution)
-    tmap = resample_to_img(nib.load(load_sample_motor_activation_image()), mask_img,
-                           interpolation="continuous", force_resample=True,
-                           copy_header=True)
+    tmap = resample_to_img(
+        nib.load(load_sample_motor_activation_image()),
+        mask_img,
+        interpolation="continuous",
+        force_resample=True,
+        copy_header=True,
+    )
     mask = mask_img.get_fdata() > 0
     t = np.nan_to_num(tmap.get_fdata())[mask]
     rng = np.random.default_rng(seed)

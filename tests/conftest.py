@@ -39,17 +39,23 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def browser():
     """A headless Chromium through playwright (skipped when either is missing)."""
     if CHROMIUM is None:
-        pytest.skip("Chromium is not installed (apt-get install -y chromium; .ci/run "
-                    "installs it)")
+        pytest.skip("Chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
     sync_api = pytest.importorskip(
-        "playwright.sync_api",
-        reason="the playwright package is missing (pip install -e '.[test]')")
+        "playwright.sync_api", reason="the playwright package is missing (pip install -e '.[test]')"
+    )
     with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM,
-                               args=["--no-sandbox", "--disable-gpu",
-                                     "--disable-background-networking",
-                                     "--disable-component-update", "--disable-sync",
-                                     "--no-first-run", "--disable-quic"])
+        b = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+            ],
+        )
         yield b
         b.close()
 

@@ -28,12 +28,22 @@ SIZE_LINE = re.compile(r"^\s*(#\s*)?Size:\s*\S")
 
 def test_import_layers_contract_is_kept():
     """``lint-imports`` (import-linter, the test extra) passes from the repository root."""
-    pytest.importorskip("importlinter", reason="import-linter is missing (pip install -e '.[test]')")
+    pytest.importorskip(
+        "importlinter", reason="import-linter is missing (pip install -e '.[test]')"
+    )
     proc = subprocess.run(
-        [sys.executable, "-c",
-         "import sys; from importlinter.cli import lint_imports_command; "
-         "sys.exit(lint_imports_command())", "--no-cache", "--no-logo"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports_command; "
+            "sys.exit(lint_imports_command())",
+            "--no-cache",
+            "--no-logo",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, f"lint-imports failed:\n{proc.stdout}\n{proc.stderr}"
     assert "Contracts: 1 kept, 0 broken." in proc.stdout, proc.stdout
@@ -57,7 +67,7 @@ def _header(text):
             if rest.startswith(prefix + quote):
                 end = rest.find(quote, len(prefix) + 3)
                 if end > 0:
-                    head += rest[len(prefix) + 3:end].splitlines()
+                    head += rest[len(prefix) + 3 : end].splitlines()
                 return head
     return head
 
@@ -74,8 +84,11 @@ def _size_reason(path):
 
 
 def _modules():
-    return sorted(p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".pyx")
-                  and "build" not in p.relative_to(PACKAGE).parts)
+    return sorted(
+        p
+        for p in PACKAGE.rglob("*")
+        if p.suffix in (".py", ".pyx") and "build" not in p.relative_to(PACKAGE).parts
+    )
 
 
 def test_size_convention_reads_docstrings_and_comments(tmp_path):
@@ -83,8 +96,11 @@ def test_size_convention_reads_docstrings_and_comments(tmp_path):
     the leading comment block, nowhere else."""
     cases = {
         "doc.py": ('"""Solver.\n\nSize: one loop.\n"""\nx = 1\n', True),
-        "comment.pyx": ("# cython: boundscheck=False\n# Size: the kernels share "
-                        "inline helpers.\ncdef int x = 1\n", True),
+        "comment.pyx": (
+            "# cython: boundscheck=False\n# Size: the kernels share "
+            "inline helpers.\ncdef int x = 1\n",
+            True,
+        ),
         "pyxdoc.pyx": ('# cython: language_level=3\n"""Kernels.\n\nSize: one unit.\n"""\n', True),
         "late.py": ('"""Solver."""\n# Size: not at the top\nx = 1\n', False),
         "empty_reason.py": ('"""Solver.\n\nSize:\n"""\n', False),
@@ -105,8 +121,10 @@ def test_no_module_over_600_lines_without_a_reason():
         n = len(path.read_text(encoding="utf-8").splitlines())
         if n > MAX_LINES and not _size_reason(path):
             too_long.append(f"{path.relative_to(ROOT)}: {n} lines")
-    assert not too_long, ("modules over %d lines without a 'Size:' reason at the top:\n%s"
-                          % (MAX_LINES, "\n".join(too_long)))
+    assert not too_long, "modules over %d lines without a 'Size:' reason at the top:\n%s" % (
+        MAX_LINES,
+        "\n".join(too_long),
+    )
 
 
 def test_tests_do_not_import_from_benchmarks():
@@ -133,8 +151,11 @@ def test_slow_marker_list_names_existing_tests():
             missing.append(entry)
             continue
         if name:
-            defined = {node.name for node in ast.walk(ast.parse(file.read_text()))
-                       if isinstance(node, ast.FunctionDef)}
+            defined = {
+                node.name
+                for node in ast.walk(ast.parse(file.read_text()))
+                if isinstance(node, ast.FunctionDef)
+            }
             if name not in defined:
                 missing.append(entry)
     assert not missing, missing

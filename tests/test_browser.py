@@ -55,18 +55,25 @@ def surface_report(tmp_path_factory):
         c = pial.coordinates
         blob = np.exp(-((c - c[500]) ** 2).sum(1) / (2 * 15.0**2))
         base = np.asarray(thick.data.parts[hemi], dtype=np.float64)
-        maps.append(base + rng.standard_normal((10, 1)) * blob
-                    + 0.2 * rng.standard_normal((10, c.shape[0])))
+        maps.append(
+            base + rng.standard_normal((10, 1)) * blob + 0.2 * rng.standard_normal((10, c.shape[0]))
+        )
     op, hemis = tv_from_hemispheres(fs["pial"].parts["left"], fs["pial"].parts["right"])
     X = hemis.transform(maps[0], maps[1])
     model = SPCATV(2, alpha=0.3, l1_ratio=0.05, tv_ratio=0.1, operator=op, tol=1e-2).fit(X)
     pial = tuple(fs["pial"].parts[h].coordinates for h in ("left", "right"))
     atlas = tuple((c[:, 1] > -20).astype(np.int32) for c in pial)
-    html = make_report(model, hemis, meshes=meshes, title=f"Surface {EVIL}",
-                       data_description={EVIL: "fsaverage5 thickness + blobs"},
-                       surface_coords=pial, atlas=atlas,
-                       atlas_labels={0: "posterior", 1: f"anterior {EVIL}"},
-                       command=f"neurospca fit --title '{EVIL}'")
+    html = make_report(
+        model,
+        hemis,
+        meshes=meshes,
+        title=f"Surface {EVIL}",
+        data_description={EVIL: "fsaverage5 thickness + blobs"},
+        surface_coords=pial,
+        atlas=atlas,
+        atlas_labels={0: "posterior", 1: f"anterior {EVIL}"},
+        command=f"neurospca fit --title '{EVIL}'",
+    )
     path = tmp_path_factory.mktemp("surface") / "report.html"
     save_report(html, path)
     return path
@@ -83,15 +90,21 @@ def volume_report(tmp_path_factory):
     masker = VolumeMasker(load_mni152_brain_mask(resolution=4, threshold=0.48))
     aff = masker.mask_img.affine
     xyz = np.argwhere(masker.mask) @ aff[:3, :3].T + aff[:3, 3]
-    blobs = [np.exp(-((xyz - c) ** 2).sum(1) / (2 * 8.0**2)) for c in ([-38, -22, 56],
-                                                                       [30, -70, 4])]
+    blobs = [
+        np.exp(-((xyz - c) ** 2).sum(1) / (2 * 8.0**2)) for c in ([-38, -22, 56], [30, -70, 4])
+    ]
     rng = np.random.default_rng(3)
     X = (rng.standard_normal((30, 2)) * [3, 2]) @ np.array(blobs)
     X += 0.3 * rng.standard_normal(X.shape)
-    model = SPCATV(2, alpha_rel=0.5, l1_ratio=0.1, tv_ratio=0.2, operator=masker.operator(),
-                   tol=1e-3).fit(X)
-    html = make_report(model, masker, title="Volume report",
-                       command="neurospca fit maps/*.nii.gz --mask mni_4mm.nii.gz")
+    model = SPCATV(
+        2, alpha_rel=0.5, l1_ratio=0.1, tv_ratio=0.2, operator=masker.operator(), tol=1e-3
+    ).fit(X)
+    html = make_report(
+        model,
+        masker,
+        title="Volume report",
+        command="neurospca fit maps/*.nii.gz --mask mni_4mm.nii.gz",
+    )
     path = tmp_path_factory.mktemp("volume") / "report.html"
     save_report(html, path)
     return path
@@ -130,13 +143,21 @@ def _open(browser, path, shot):
     page.goto(url)
     page.wait_for_load_state("load")
     images_ok = page.evaluate(
-        "Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)")
+        "Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)"
+    )
     title, h1 = page.title(), page.text_content("h1")
     page.screenshot(path=str(shot), full_page=True)
     page.close()
-    return {"console": console, "requests": requests, "dialogs": dialogs,
-            "failures": failures, "images_ok": images_ok, "title": title, "h1": h1,
-            "url": url}
+    return {
+        "console": console,
+        "requests": requests,
+        "dialogs": dialogs,
+        "failures": failures,
+        "images_ok": images_ok,
+        "title": title,
+        "h1": h1,
+        "url": url,
+    }
 
 
 def _not_blank(png_path):
@@ -153,8 +174,7 @@ def _not_blank(png_path):
 def _check(result):
     errors = [c for c in result["console"] if c[0] in ("error", "pageerror", "warning")]
     assert not errors, errors
-    leaving = [u for u in result["requests"]
-               if u != result["url"] and not u.startswith("data:")]
+    leaving = [u for u in result["requests"] if u != result["url"] and not u.startswith("data:")]
     assert not leaving, leaving
     assert not result["failures"]
     assert result["images_ok"] and all(result["images_ok"])
@@ -191,8 +211,11 @@ def test_volume_report_in_chromium(browser, volume_report, tmp_path):
     parts = _paper_parts(browser, volume_report)
     assert len(parts["captions"]) == 2 and all(parts["visible"])
     for caption in parts["captions"]:
-        assert re.search(r"Peak loading [+-][0-9.e-]+ at \(-?\d+, -?\d+, -?\d+\) mm "
-                         r"\(voxel \d+, \d+, \d+\)", caption), caption
+        assert re.search(
+            r"Peak loading [+-][0-9.e-]+ at \(-?\d+, -?\d+, -?\d+\) mm "
+            r"\(voxel \d+, \d+, \d+\)",
+            caption,
+        ), caption
     assert all(rows >= 2 for rows in parts["tables"])  # header + at least one cluster
     assert all(0 < w <= 1200 for w in parts["tableWidths"])
     assert "de Pierrefeu" in parts["methods"] and "tol = 0.001" in parts["methods"]
@@ -203,8 +226,11 @@ def test_surface_report_paper_parts(browser, surface_report):
     parts = _paper_parts(browser, surface_report)
     assert len(parts["captions"]) == 2 and all(parts["visible"])
     for caption in parts["captions"]:
-        assert re.search(r"at (left|right) vertex \d+ \(-?[0-9.]+, -?[0-9.]+, -?[0-9.]+\), "
-                         r"atlas label: (posterior|anterior)", caption), caption
+        assert re.search(
+            r"at (left|right) vertex \d+ \(-?[0-9.]+, -?[0-9.]+, -?[0-9.]+\), "
+            r"atlas label: (posterior|anterior)",
+            caption,
+        ), caption
     assert all(rows >= 2 for rows in parts["tables"])
     assert parts["command"] == f"neurospca fit --title '{EVIL}'"  # text, never run
 
@@ -212,8 +238,10 @@ def test_surface_report_paper_parts(browser, surface_report):
 def test_injected_resource_would_be_caught(browser, tmp_path):
     """The checks bite: a page with a remote image and a console error fails them."""
     bad = tmp_path / "bad.html"
-    bad.write_text("<html><body><h1>x</h1><img src='https://example.invalid/a.png'>"
-                   "<script>console.error('boom')</script></body></html>")
+    bad.write_text(
+        "<html><body><h1>x</h1><img src='https://example.invalid/a.png'>"
+        "<script>console.error('boom')</script></body></html>"
+    )
     result = _open(browser, bad, tmp_path / "bad.png")
     assert any(u.startswith("https://") for u in result["requests"])
     with pytest.raises(AssertionError):

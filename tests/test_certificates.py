@@ -27,15 +27,21 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from neurospca import (
-    SPCATV, SSPCA, GroupOperator, HierarchicalDictionaryLearning, KTraceNormPCA,
-    NonnegativeSparsePCA, chain_operator, tv_from_mask,
+    SPCATV,
+    SSPCA,
+    GroupOperator,
+    HierarchicalDictionaryLearning,
+    KTraceNormPCA,
+    NonnegativeSparsePCA,
+    chain_operator,
+    tv_from_mask,
 )
-from neurospca.decomposition._ktrace import ktrace_objective, ktrace_pca
-from neurospca.decomposition._spcatv import spca_tv
 from neurospca.decomposition import prox_tree
+from neurospca.decomposition._ktrace import ktrace_objective, ktrace_pca
 from neurospca.decomposition._projections import project_l1_ball
-from neurospca.trees import balanced_tree
+from neurospca.decomposition._spcatv import spca_tv
 from neurospca.solvers import conesta, prox_dual, prox_objective
+from neurospca.trees import balanced_tree
 
 from ._certificates import assert_pairs_certified, check_case, reference
 
@@ -100,16 +106,25 @@ def test_conesta_certificate_is_the_exact_gap_at_the_returned_v():
 @pytest.mark.parametrize(
     "bad, exc",
     [
-        ("short", ValueError), ("2d", ValueError), ("nan", ValueError), ("inf", ValueError),
-        ("complex", TypeError), ("text", TypeError),
+        ("short", ValueError),
+        ("2d", ValueError),
+        ("nan", ValueError),
+        ("inf", ValueError),
+        ("complex", TypeError),
+        ("text", TypeError),
     ],
 )
 def test_warm_start_validation(solver, name, size, bad, exc):
     op = chain_operator(10)
     y = np.random.default_rng(0).standard_normal(10)
-    x = {"short": np.ones(size - 1), "2d": np.ones((size, 1)),
-         "nan": np.r_[np.nan, np.ones(size - 1)], "inf": np.full(size, np.inf),
-         "complex": np.ones(size) * (1 + 1j), "text": ["a"] * size}[bad]
+    x = {
+        "short": np.ones(size - 1),
+        "2d": np.ones((size, 1)),
+        "nan": np.r_[np.nan, np.ones(size - 1)],
+        "inf": np.full(size, np.inf),
+        "complex": np.ones(size) * (1 + 1j),
+        "text": ["a"] * size,
+    }[bad]
     with pytest.raises(exc, match=name):
         solver(y, op, 0.1, 0.5, **{name: x})
 
@@ -167,13 +182,19 @@ def test_solvers_rescale_extreme_y():
 
 
 def _run_python(code, timeout=120):
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=timeout, cwd=os.getcwd())
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=os.getcwd(),
+    )
 
 
 def test_conesta_tiny_l2_terminates_in_a_subprocess():
     """SPCATV(solver="conesta") with l2 = 1e-300 used to loop forever."""
-    out = _run_python("""
+    out = _run_python(
+        """
         import numpy as np
         from neurospca import SPCATV
         X = np.random.default_rng(0).standard_normal((20, 12))
@@ -181,7 +202,9 @@ def test_conesta_tiny_l2_terminates_in_a_subprocess():
             SPCATV(2, alpha=1e-300, solver="conesta").fit(X)
         except ValueError as exc:
             print("ValueError", exc)
-    """, timeout=60)
+    """,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert "ValueError" in out.stdout and "alpha" in out.stdout
     assert "decrease alpha" not in out.stdout
@@ -209,8 +232,9 @@ def test_spca_tv_gaps_certify_the_returned_pairs(solver):
 
 def test_project_l1_ball_does_not_cancel():
     np.testing.assert_allclose(project_l1_ball(np.array([1e17, 3e16]), 1.0), [1.0, 0.0])
-    np.testing.assert_allclose(project_l1_ball(np.array([-1e17, 3e16, 5e16]), 2.0),
-                               [-2.0, 0.0, 0.0])
+    np.testing.assert_allclose(
+        project_l1_ball(np.array([-1e17, 3e16, 5e16]), 2.0), [-2.0, 0.0, 0.0]
+    )
     rng = np.random.default_rng(0)
     for _ in range(300):
         z = rng.standard_normal(int(rng.integers(1, 12))) * 10.0 ** rng.uniform(-20, 20)
@@ -266,10 +290,11 @@ def test_ktrace_converged_only_when_certified(seed):
     for n_restarts in (1, 3, 30):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            Z, blocks, info = ktrace_pca(S, 3, alpha, tol=1e-4, n_restarts=n_restarts,
-                                         random_state=seed)
+            Z, blocks, info = ktrace_pca(
+                S, 3, alpha, tol=1e-4, n_restarts=n_restarts, random_state=seed
+            )
         obj = ktrace_objective(S, Z, alpha, blocks)
-        assert obj - ref <= info["dual_gap"] + 1e-9   # the gap is a true bound
+        assert obj - ref <= info["dual_gap"] + 1e-9  # the gap is a true bound
         if info["converged"]:
             assert info["certified"] and info["dual_gap"] <= info["tol_abs"]
 
@@ -284,8 +309,12 @@ def test_ktrace_large_problem_is_not_claimed_converged_without_certificate():
     if m.converged_:
         assert m.dual_gaps_[0] <= 1e-4 * 0.5 * np.sum(np.cov(X.T, bias=True) ** 2) * 1.0001
     else:
-        assert any("not certified" in str(w.message) or "did not" in str(w.message)
-                   or "stopped" in str(w.message) for w in rec)
+        assert any(
+            "not certified" in str(w.message)
+            or "did not" in str(w.message)
+            or "stopped" in str(w.message)
+            for w in rec
+        )
 
 
 # ------------------------------------------------------------------ operators
@@ -317,9 +346,12 @@ else:
     op.value(np.ones(6)); op.norm2
     SPCATV(1, alpha=0.1, operator=op).fit(np.random.default_rng(0).standard_normal((5, 6)))
     print({case!r}, "| ACCEPTED", flush=True)
-""" for case, code in sorted(_MALFORMED.items()))
-    out = _run_python("import numpy as np\n"
-                      "from neurospca import GroupOperator, SPCATV, chain_operator\n" + cases)
+"""
+        for case, code in sorted(_MALFORMED.items())
+    )
+    out = _run_python(
+        "import numpy as np\nfrom neurospca import GroupOperator, SPCATV, chain_operator\n" + cases
+    )
     assert out.returncode == 0, f"crashed with {out.returncode}: {out.stderr[-500:]}"
     lines = out.stdout.strip().splitlines()
     assert len(lines) == len(_MALFORMED), out.stdout
@@ -367,7 +399,9 @@ def test_group_operator_other_formats_and_canonical_form():
 
 def _estimators():
     return [
-        SPCATV(2, alpha=0.1), SSPCA(2, random_state=0), NonnegativeSparsePCA(2),
+        SPCATV(2, alpha=0.1),
+        SSPCA(2, random_state=0),
+        NonnegativeSparsePCA(2),
         KTraceNormPCA(k=2, alpha=0.1, random_state=0),
         HierarchicalDictionaryLearning(balanced_tree([2]), random_state=0),
     ]
@@ -380,8 +414,7 @@ def test_failed_refit_leaves_the_fitted_model_untouched(est):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(X)
-    before = {k: (v.copy() if isinstance(v, np.ndarray) else v)
-              for k, v in vars(est).items()}
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(est).items()}
     X2 = rng.standard_normal((20, 9)) + 100.0
     X2[3, 4] = np.nan
     with pytest.raises(ValueError):
@@ -438,15 +471,22 @@ def test_tiny_alpha_errors_name_alpha():
         NonnegativeSparsePCA(2, alpha=1e-300).fit(X)
 
 
-@pytest.mark.parametrize("func, name", [
-    (lambda v: prox_tree(v, balanced_tree([2, 2]), 1.0), "v"),
-    (lambda v: prox_tree(v, balanced_tree([2, 2]), 1.0, norm="linf"), "v"),
-    (lambda v: project_l1_ball(v, 1.0), "Z"),
-])
-@pytest.mark.parametrize("bad, exc", [
-    (np.r_[np.nan, np.ones(6)], ValueError), (np.full(7, np.inf), ValueError),
-    (np.ones(7) * (1 + 1j), TypeError),
-])
+@pytest.mark.parametrize(
+    "func, name",
+    [
+        (lambda v: prox_tree(v, balanced_tree([2, 2]), 1.0), "v"),
+        (lambda v: prox_tree(v, balanced_tree([2, 2]), 1.0, norm="linf"), "v"),
+        (lambda v: project_l1_ball(v, 1.0), "Z"),
+    ],
+)
+@pytest.mark.parametrize(
+    "bad, exc",
+    [
+        (np.r_[np.nan, np.ones(6)], ValueError),
+        (np.full(7, np.inf), ValueError),
+        (np.ones(7) * (1 + 1j), TypeError),
+    ],
+)
 def test_tree_functions_reject_non_finite_and_complex(func, name, bad, exc):
     with pytest.raises(exc, match=name):
         func(bad)

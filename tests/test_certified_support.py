@@ -19,8 +19,7 @@ from neurospca.persistence import load_model, save_model
 from neurospca.reporting import cluster_table, make_report
 from neurospca.solvers import ProxProblem, certify_support, prox_dual
 from neurospca.solvers.penalties import L1, GroupNorm
-from neurospca.solvers.support import ROUNDING, _feasible_dual, _RegionTest, \
-    restricted_problem
+from neurospca.solvers.support import ROUNDING, _feasible_dual, _RegionTest, restricted_problem
 
 from ._certificates import assert_pairs_certified
 
@@ -94,8 +93,9 @@ def test_labels_hold_in_a_high_precision_reference(kind, regime, seed):
         cert = certify_support(problem, res.v, res.gap, res.w)
         counts.append(check_labels(y, op, a, b, cert, res.v))
         # the zeros found by the incremental rounds pass the whole test at once
-        test = _RegionTest(op, y, res.v, cert.radius, a, b,
-                           _feasible_dual(op, b, res.v, res.w), 0.0)
+        test = _RegionTest(
+            op, y, res.v, cert.radius, a, b, _feasible_dual(op, b, res.v, res.w), 0.0
+        )
         assert np.all(test.passes(cert.zero)[cert.zero])
         assert cert.n_uncertain == y.size - counts[-1][0] - counts[-1][1]
     n_zero, n_nonzero = counts[-1]
@@ -143,8 +143,9 @@ def test_restricted_problem_solves_the_full_one_off_the_certified_zeros(kind):
     assert 0 < keep.sum() < y.size
     sub, rows = restricted_problem(problem, keep)
     assert sub.y.size == keep.sum() and rows.size < op.n_rows
-    sol = prox_dual(sub.y, sub.composite[0].operator, a, b, tol=1e-10, w0=res.w[rows],
-                    max_iter=100_000)
+    sol = prox_dual(
+        sub.y, sub.composite[0].operator, a, b, tol=1e-10, w0=res.w[rows], max_iter=100_000
+    )
     v = np.zeros_like(y)
     v[keep] = sol.v
     v_ref, r_ref = _reference(y, op, a, b)
@@ -158,8 +159,9 @@ def test_restricted_problem_solves_the_full_one_off_the_certified_zeros(kind):
 def test_l1_only_and_other_pieces():
     rng = np.random.default_rng(0)
     y = rng.standard_normal(50) * 2
-    cert = certify_support(ProxProblem(y, [L1(1.0)]), np.sign(y) * np.maximum(np.abs(y) - 1, 0),
-                           0.0)
+    cert = certify_support(
+        ProxProblem(y, [L1(1.0)]), np.sign(y) * np.maximum(np.abs(y) - 1, 0), 0.0
+    )
     assert np.array_equal(cert.zero, np.abs(y) < 1.0 - cert.radius)
     assert np.array_equal(cert.nonzero, np.abs(y) > 1.0 + cert.radius)
     # no l1 piece: nothing is certified zero, non-zeros still are
@@ -168,9 +170,16 @@ def test_l1_only_and_other_pieces():
     assert not cert.zero.any() and cert.nonzero.any()
 
 
-@pytest.mark.parametrize("bad", [dict(v=np.zeros(3)), dict(v=np.full(10, np.nan)),
-                                 dict(gap=-1.0), dict(gap=np.inf),
-                                 dict(state=np.zeros(2))])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(v=np.zeros(3)),
+        dict(v=np.full(10, np.nan)),
+        dict(gap=-1.0),
+        dict(gap=np.inf),
+        dict(state=np.zeros(2)),
+    ],
+)
 def test_bad_input_is_a_clear_error(bad):
     op = chain_operator(10)
     kw = dict(v=np.zeros(10), gap=0.1, state=None)
@@ -198,24 +207,31 @@ def _fit(X, op, **kw):
         return SPCATV(3, operator=op, **kw).fit(X)
 
 
-@pytest.mark.parametrize("shape,n,kw", [
-    ((30, 30), 80, {}), ((40, 40), 100, dict(alpha_rel=0.5, l1_ratio=0.7, tv_ratio=0.2))])
+@pytest.mark.parametrize(
+    "shape,n,kw",
+    [((30, 30), 80, {}), ((40, 40), 100, dict(alpha_rel=0.5, l1_ratio=0.7, tv_ratio=0.2))],
+)
 def test_spcatv_certified_support_against_the_reference(shape, n, kw):
     X, op, _ = _paper(1, shape=shape, n=n)
     m = _fit(X, op, **kw)
     K, P = m.components_.shape
     assert m.certified_support_.shape == m.certified_zeros_.shape == (K, P)
     assert m.certified_support_.dtype == bool and m.certified_zeros_.dtype == bool
-    assert np.array_equal(m.n_uncertain_, P - m.certified_support_.sum(1)
-                          - m.certified_zeros_.sum(1))
+    assert np.array_equal(
+        m.n_uncertain_, P - m.certified_support_.sum(1) - m.certified_zeros_.sum(1)
+    )
     assert np.all(m.components_[m.certified_zeros_] == 0.0)
     assert np.all(m.components_[m.certified_support_] != 0.0)
     # the returned (finished) pairs are certified, with their own gaps and scales
     w = m.penalty_weights_
     Xc = X - m.mean_
     norms = np.linalg.norm(m.loadings_, axis=0)
-    info = dict(gaps=m.dual_gaps_, rel_gaps=m.rel_gaps_, converged=m.converged_,
-                d=m.singular_values_ / norms)
+    info = dict(
+        gaps=m.dual_gaps_,
+        rel_gaps=m.rel_gaps_,
+        converged=m.converged_,
+        d=m.singular_values_ / norms,
+    )
     assert_pairs_certified(Xc, m.scores_, m.loadings_, info, op, w["l1"], w["l2"], w["tv"])
     # each label against the reference of its v-step
     a, b = w["l1"] / (2 * w["l2"]), w["tv"] / (2 * w["l2"])
@@ -267,8 +283,13 @@ def test_model_file_round_trip_and_old_files(tmp_path):
     html = make_report(loaded)
     assert "certified support" in html and "uncertain" in html
     # a file written before the certified support: loads, and reports the non-zeros
-    for name in ("certified_support_", "certified_zeros_", "n_uncertain_", "support_radius_",
-                 "support_time_"):
+    for name in (
+        "certified_support_",
+        "certified_zeros_",
+        "n_uncertain_",
+        "support_radius_",
+        "support_time_",
+    ):
         delattr(m, name)
     old = load_model(save_model(m, tmp_path / "old.npz", space=space)).estimator
     assert not hasattr(old, "certified_support_")

@@ -60,11 +60,19 @@ def surface_files(tmp_path_factory):
             write_surf_data(values, root / f"sub-{i:02d}_{short}.thickness.mgh")
         labels = np.where(coords[:, 2] < -40, 0, 1).astype(np.int32)  # a fake medial wall
         ctab = np.array([[25, 5, 25, 0, 0], [220, 20, 10, 0, 0]], dtype=np.int32)
-        nib.freesurfer.write_annot(str(root / f"{short}.aparc.annot"), labels, ctab,
-                                   [b"unknown", b"cortex"], fill_ctab=True)
+        nib.freesurfer.write_annot(
+            str(root / f"{short}.aparc.annot"),
+            labels,
+            ctab,
+            [b"unknown", b"cortex"],
+            fill_ctab=True,
+        )
         # the same in FreeSurfer's own formats: geometry, curv morphometry, .label
-        write_surf_mesh(fs["white_matter"].parts[hemi].coordinates,
-                        fs["white_matter"].parts[hemi].faces, root / f"{short}.white")
+        write_surf_mesh(
+            fs["white_matter"].parts[hemi].coordinates,
+            fs["white_matter"].parts[hemi].faces,
+            root / f"{short}.white",
+        )
         for i in range(N_SURF):
             values = np.asarray(load_surf_data(root / f"sub-{i:02d}_{short}.thickness.mgh"))
             (root / f"sub-{i:02d}").mkdir(exist_ok=True)
@@ -81,20 +89,48 @@ def surface_files(tmp_path_factory):
 def _surface_args(root, out, n_subjects=N_SURF):
     args = ["fit"]
     for hemi, short in (("left", "lh"), ("right", "rh")):
-        args += [f"--{hemi}-mesh", str(root / f"{short}.pial.gii"),
-                 f"--{hemi}-plot-mesh", str(root / f"{short}.inflated.gii"),
-                 f"--{hemi}-data"]
+        args += [
+            f"--{hemi}-mesh",
+            str(root / f"{short}.pial.gii"),
+            f"--{hemi}-plot-mesh",
+            str(root / f"{short}.inflated.gii"),
+            f"--{hemi}-data",
+        ]
         args += [str(root / f"sub-{i:02d}_{short}.thickness.mgh") for i in range(n_subjects)]
     # explicit penalties: one blob, so the second component is weak (not a test of defaults)
-    return args + ["--output", str(out), "--n-components", "2", "--tol", "1e-2",
-                   "--engine", "matplotlib", "--alpha-rel", "0.5"]
+    return args + [
+        "--output",
+        str(out),
+        "--n-components",
+        "2",
+        "--tol",
+        "1e-2",
+        "--engine",
+        "matplotlib",
+        "--alpha-rel",
+        "0.5",
+    ]
 
 
 def _volume_args(root, paths, out):
     # explicit penalties: one blob, so the second component is weak (not a test of defaults)
-    return ["fit", "--images", *paths, "--mask", str(root / "mask.nii.gz"),
-            "--bg-img", str(root / "mask.nii.gz"), "--output", str(out),
-            "--alpha-rel", "0.5", "--n-components", "2", "--tol", "1e-2"]
+    return [
+        "fit",
+        "--images",
+        *paths,
+        "--mask",
+        str(root / "mask.nii.gz"),
+        "--bg-img",
+        str(root / "mask.nii.gz"),
+        "--output",
+        str(out),
+        "--alpha-rel",
+        "0.5",
+        "--n-components",
+        "2",
+        "--tol",
+        "1e-2",
+    ]
 
 
 def _error(capsys, argv):
@@ -122,10 +158,24 @@ def test_help_has_examples(capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "examples:" in out and "neurospca demo" in out and "neurospca report" in out
-    for command, flags in (("fit", ("--images", "--left-mesh", "--alpha", "--l1-ratio",
-                                    "--tv-ratio", "--n-components", "--tol", "--solver",
-                                    "--left-cortex")),
-                           ("demo", ("--output",)), ("report", ("MODEL",))):
+    for command, flags in (
+        (
+            "fit",
+            (
+                "--images",
+                "--left-mesh",
+                "--alpha",
+                "--l1-ratio",
+                "--tv-ratio",
+                "--n-components",
+                "--tol",
+                "--solver",
+                "--left-cortex",
+            ),
+        ),
+        ("demo", ("--output",)),
+        ("report", ("MODEL",)),
+    ):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         out = capsys.readouterr().out
@@ -134,11 +184,12 @@ def test_help_has_examples(capsys):
 
 
 def test_n_threads_option_reaches_the_estimator(capsys):
-    from neurospca.cli import _build_parser
     from neurospca._commands.common import estimator_from_args
+    from neurospca.cli import _build_parser
 
-    args = _build_parser().parse_args(["fit", "--images", "a.nii", "--mask", "m.nii",
-                                       "--n-threads", "1", "-q"])
+    args = _build_parser().parse_args(
+        ["fit", "--images", "a.nii", "--mask", "m.nii", "--n-threads", "1", "-q"]
+    )
     assert estimator_from_args(args).n_threads == 1
     args = _build_parser().parse_args(["fit", "--images", "a.nii", "--mask", "m.nii", "-q"])
     assert estimator_from_args(args).n_threads is None
@@ -158,23 +209,22 @@ def test_fit_volume_writes_everything(volume_files, tmp_path, capsys):
     assert main(_volume_args(root, paths, out) + ["--title", "Vol <i>study</i>"]) == 0
     captured = capsys.readouterr()
     assert "component 1/2 done" in captured.err and "component 2/2 done" in captured.err
-    assert sorted(os.listdir(out)) == ["loadings.nii.gz", "model.npz", "report.html",
-                                       "scores.csv"]
+    assert sorted(os.listdir(out)) == ["loadings.nii.gz", "model.npz", "report.html", "scores.csv"]
     saved = load_model(out / "model.npz")
     assert isinstance(saved.space, VolumeMasker)
     assert saved.metadata["title"] == "Vol <i>study</i>"
     assert saved.metadata["sample_labels"] == [os.path.basename(p) for p in paths]
     img = nib.load(out / "loadings.nii.gz")
     assert img.shape == (12, 14, 11, 2)
-    np.testing.assert_array_equal(img.get_fdata()[saved.space.mask],
-                                  saved.estimator.components_.T)
+    np.testing.assert_array_equal(img.get_fdata()[saved.space.mask], saved.estimator.components_.T)
     with open(out / "scores.csv", newline="") as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == ["sample", "component_1", "component_2"]
     assert [r[0] for r in rows[1:]] == [os.path.basename(p) for p in paths]
     scores = np.array([[float(x) for x in r[1:]] for r in rows[1:]])
     np.testing.assert_allclose(
-        scores, saved.estimator.scores_ * saved.estimator.singular_values_, rtol=1e-9)
+        scores, saved.estimator.scores_ * saved.estimator.singular_values_, rtol=1e-9
+    )
     html = (out / "report.html").read_text()
     assert "Vol &lt;i&gt;study&lt;/i&gt;" in html and "<i>study" not in html
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temp folder left
@@ -182,8 +232,10 @@ def test_fit_volume_writes_everything(volume_files, tmp_path, capsys):
     # the report command rebuilds the report from the saved model
     # (the fit's --bg-img is kept in the metadata as text only: never opened again)
     assert saved.metadata["bg_img"] == str(root / "mask.nii.gz")
-    assert main(["report", str(out / "model.npz"), "--output", str(tmp_path / "again.html"),
-                 "-q"]) == 0
+    assert (
+        main(["report", str(out / "model.npz"), "--output", str(tmp_path / "again.html"), "-q"])
+        == 0
+    )
     again = (tmp_path / "again.html").read_text()
     assert "Vol &lt;i&gt;study&lt;/i&gt;" in again and again.count('alt="Component ') == 2
 
@@ -193,13 +245,36 @@ def test_fit_volume_with_glob_and_existing_output(volume_files, tmp_path):
     out = tmp_path / "existing"
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
-    args = ["fit", "--images", str(root / "sub-*.nii.gz"), "--mask", str(root / "mask.nii.gz"),
-            "--bg-img", str(root / "mask.nii.gz"), "--output", str(out), "--n-components",
-            "1", "--tol", "1e-2", "--alpha", "0.3", "--l1-ratio", "0.1", "--tv-ratio", "0.3",
-            "-q"]
+    args = [
+        "fit",
+        "--images",
+        str(root / "sub-*.nii.gz"),
+        "--mask",
+        str(root / "mask.nii.gz"),
+        "--bg-img",
+        str(root / "mask.nii.gz"),
+        "--output",
+        str(out),
+        "--n-components",
+        "1",
+        "--tol",
+        "1e-2",
+        "--alpha",
+        "0.3",
+        "--l1-ratio",
+        "0.1",
+        "--tv-ratio",
+        "0.3",
+        "-q",
+    ]
     assert main(args) == 0
-    assert sorted(os.listdir(out)) == ["loadings.nii.gz", "model.npz", "notes.txt",
-                                       "report.html", "scores.csv"]
+    assert sorted(os.listdir(out)) == [
+        "loadings.nii.gz",
+        "model.npz",
+        "notes.txt",
+        "report.html",
+        "scores.csv",
+    ]
     saved = load_model(out / "model.npz")
     assert saved.estimator.alpha == 0.3 and saved.estimator.l1_ratio == 0.1
     assert len(saved.metadata["sample_labels"]) == N_VOL
@@ -226,14 +301,14 @@ def test_volume_errors(volume_files, tmp_path, capsys):
     # an image on another grid than the mask
     odd = tmp_path / "odd.nii.gz"
     nib.Nifti1Image(np.zeros((5, 5, 5), np.float32), np.eye(4)).to_filename(odd)
-    err = _error(capsys, ["fit", "--images", *paths[:3], str(odd), "--mask", mask,
-                          "--output", out])
+    err = _error(capsys, ["fit", "--images", *paths[:3], str(odd), "--mask", mask, "--output", out])
     assert "--images/--mask" in err and "shape (5, 5, 5)" in err and "resample" in err
     # penalties and sizes
     err = _error(capsys, _volume_args(root, paths, out) + ["--alpha", "-1"])
     assert "--alpha" in err and "> 0" in err
-    err = _error(capsys, _volume_args(root, paths, out) + ["--l1-ratio", "0.6",
-                                                           "--tv-ratio", "0.5"])
+    err = _error(
+        capsys, _volume_args(root, paths, out) + ["--l1-ratio", "0.6", "--tv-ratio", "0.5"]
+    )
     assert "--l1-ratio + --tv-ratio must be < 1" in err
     err = _error(capsys, _volume_args(root, paths, out) + ["--l1-ratio", "1.5"])
     assert "--l1-ratio" in err
@@ -259,12 +334,24 @@ def test_report_errors(tmp_path, capsys):
 
 
 def test_command_line_process_exit_code(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "neurospca.cli", "fit", "--images",
-                          str(tmp_path / "missing.nii.gz"), "--mask", "mask.nii.gz"],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neurospca.cli",
+            "fit",
+            "--images",
+            str(tmp_path / "missing.nii.gz"),
+            "--mask",
+            "mask.nii.gz",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
-        f"neurospca: error: --images: no such file '{tmp_path / 'missing.nii.gz'}'."]
+        f"neurospca: error: --images: no such file '{tmp_path / 'missing.nii.gz'}'."
+    ]
 
 
 # --------------------------------------------------------------------------
@@ -327,12 +414,21 @@ def test_error_midway_leaves_nothing(volume_files, tmp_path, monkeypatch):
 def test_fit_surface_writes_everything(surface_files, tmp_path, capsys):
     root = surface_files
     out = tmp_path / "surf"
-    args = _surface_args(root, out) + ["--left-cortex", str(root / "lh.aparc.annot"),
-                                       "--right-cortex", str(root / "rh.aparc.annot")]
+    args = _surface_args(root, out) + [
+        "--left-cortex",
+        str(root / "lh.aparc.annot"),
+        "--right-cortex",
+        str(root / "rh.aparc.annot"),
+    ]
     assert main(args) == 0
     assert "component 2/2 done" in capsys.readouterr().err
-    assert sorted(os.listdir(out)) == ["loadings_lh.func.gii", "loadings_rh.func.gii",
-                                       "model.npz", "report.html", "scores.csv"]
+    assert sorted(os.listdir(out)) == [
+        "loadings_lh.func.gii",
+        "loadings_rh.func.gii",
+        "model.npz",
+        "report.html",
+        "scores.csv",
+    ]
     saved = load_model(out / "model.npz")
     assert isinstance(saved.space, Hemispheres)
     assert saved.space.n_vertices == (10242, 10242)
@@ -351,21 +447,44 @@ def test_fit_surface_freesurfer_files(surface_files, tmp_path, capsys):
     """FreeSurfer geometry, curv-format maps in subject folders, .label cortex, MGH output."""
     root = surface_files
     out = tmp_path / "fs"
-    args = ["fit", "--n-components", "1", "--tol", "1e-2", "--engine", "matplotlib",
-            "--surface-format", "mgh", "--output", str(out), "-q"]
+    args = [
+        "fit",
+        "--n-components",
+        "1",
+        "--tol",
+        "1e-2",
+        "--engine",
+        "matplotlib",
+        "--surface-format",
+        "mgh",
+        "--output",
+        str(out),
+        "-q",
+    ]
     for hemi, short in (("left", "lh"), ("right", "rh")):
-        args += [f"--{hemi}-mesh", str(root / f"{short}.white"),
-                 f"--{hemi}-cortex", str(root / f"{short}.cortex.label"),
-                 f"--{hemi}-data", str(root / "sub-*" / f"{short}.thickness")]
+        args += [
+            f"--{hemi}-mesh",
+            str(root / f"{short}.white"),
+            f"--{hemi}-cortex",
+            str(root / f"{short}.cortex.label"),
+            f"--{hemi}-data",
+            str(root / "sub-*" / f"{short}.thickness"),
+        ]
     assert main(args) == 0
-    assert sorted(os.listdir(out)) == ["loadings_lh.mgh", "loadings_rh.mgh", "model.npz",
-                                       "report.html", "scores.csv"]
+    assert sorted(os.listdir(out)) == [
+        "loadings_lh.mgh",
+        "loadings_rh.mgh",
+        "model.npz",
+        "report.html",
+        "scores.csv",
+    ]
     saved = load_model(out / "model.npz")
     assert saved.metadata["sample_labels"][0] == "sub-00/lh.thickness"
     kept = saved.space.vertices[0]
     left = np.asarray(load_surf_data(out / "loadings_lh.mgh"))
-    np.testing.assert_allclose(left[kept], saved.estimator.components_[0, :kept.size],
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        left[kept], saved.estimator.components_[0, : kept.size], rtol=1e-6, atol=1e-8
+    )
 
 
 def test_surface_errors(surface_files, tmp_path, capsys):
@@ -373,10 +492,11 @@ def test_surface_errors(surface_files, tmp_path, capsys):
     out = tmp_path / "o"
     args = _surface_args(root, out)
     i = args.index("--right-data")
-    err = _error(capsys, args[: i + 1] + args[i + 1: i + 3] + args[i + 1 + N_SURF:])
+    err = _error(capsys, args[: i + 1] + args[i + 1 : i + 3] + args[i + 1 + N_SURF :])
     assert "--left-data has 8 file(s) but --right-data has 2" in err
-    err = _error(capsys, [a if a != str(root / "lh.pial.gii") else str(tmp_path / "lh.x")
-                          for a in args])
+    err = _error(
+        capsys, [a if a != str(root / "lh.pial.gii") else str(tmp_path / "lh.x") for a in args]
+    )
     assert "--left-mesh" in err and "no such file" in err
     err = _error(capsys, args + ["--left-cortex", str(tmp_path / "lh.cortex.label")])
     assert "--left-cortex" in err
@@ -392,8 +512,7 @@ def test_surface_errors(surface_files, tmp_path, capsys):
     bad[bad.index("--left-plot-mesh") + 1] = str(root / "sub-00_lh.thickness.mgh")
     err = _error(capsys, bad)
     assert "--left-plot-mesh" in err
-    err = _error(capsys, ["fit", "--images", "a.nii", "--mask", "m.nii",
-                          "--left-mesh", "lh.white"])
+    err = _error(capsys, ["fit", "--images", "a.nii", "--mask", "m.nii", "--left-mesh", "lh.white"])
     assert "not both" in err
     err = _error(capsys, ["fit", "--left-mesh", str(root / "lh.pial.gii")])
     assert "--right-mesh is required" in err
@@ -412,8 +531,7 @@ def test_demo(tmp_path, capsys):
     assert "best Dice vs truth" in captured.out
     assert "component 1/1 done" in captured.err
     assert "split-half reproducibility of the components: " in captured.out + captured.err
-    assert sorted(os.listdir(out)) == ["loadings.nii.gz", "model.npz", "report.html",
-                                       "scores.csv"]
+    assert sorted(os.listdir(out)) == ["loadings.nii.gz", "model.npz", "report.html", "scores.csv"]
     saved = load_model(out / "model.npz")
     assert saved.estimator.components_.shape == (1, 64030)
     assert nib.load(out / "loadings.nii.gz").shape[-1] == 1
@@ -424,8 +542,9 @@ def test_missing_report_libraries_fail_first(tmp_path, monkeypatch, capsys):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "jinja2" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "jinja2" else real(name, *a)
+    )
     err = _error(capsys, ["demo", "--output", str(tmp_path / "d")])
     assert 'jinja2: pip install "neurospca[report]"' in err
     assert not os.listdir(tmp_path)
@@ -445,6 +564,8 @@ def test_progress_lines(capsys):
         logger.info("component %d done: %d alternations", 2, 2)
         logger.removeHandler(handler)
     lines = capsys.readouterr().err.splitlines()
-    assert lines == ["  component 3/3 done: 2 alternations",  # quiet: finished components only
-                     "  component 1/3, iteration 1: residual 3",  # long fit: heartbeat
-                     "  component 3/3 done: 2 alternations"]
+    assert lines == [
+        "  component 3/3 done: 2 alternations",  # quiet: finished components only
+        "  component 1/3, iteration 1: residual 3",  # long fit: heartbeat
+        "  component 3/3 done: 2 alternations",
+    ]

@@ -44,8 +44,13 @@ def files(tmp_path_factory):
             write_surf_data(values, root / f"sub-{i:02d}_{short}.func.gii")
         labels = (coords[:, 2] > -0.8).astype(np.int32)
         ctab = np.array([[25, 5, 25, 0, 0], [220, 20, 10, 0, 0]], dtype=np.int32)
-        nib.freesurfer.write_annot(str(root / f"{short}.aparc.annot"), labels, ctab,
-                                   [b"unknown", b"cortex"], fill_ctab=True)
+        nib.freesurfer.write_annot(
+            str(root / f"{short}.aparc.annot"),
+            labels,
+            ctab,
+            [b"unknown", b"cortex"],
+            fill_ctab=True,
+        )
         kept = np.flatnonzero(labels)
         with open(root / f"{short}.cortex.label", "w") as fh:
             fh.write(f"#!ascii label\n{kept.size}\n")
@@ -56,8 +61,20 @@ def files(tmp_path_factory):
 
 def _volume(root, out, images=None, mask=None):
     images = images or [str(root / f"sub-{i:02d}.nii.gz") for i in range(N)]
-    return ["fit", "--images", *images, "--mask", str(mask or root / "mask.nii.gz"),
-            "--output", str(out), "--n-components", "1", "--tol", "1e-2", "-q"]
+    return [
+        "fit",
+        "--images",
+        *images,
+        "--mask",
+        str(mask or root / "mask.nii.gz"),
+        "--output",
+        str(out),
+        "--n-components",
+        "1",
+        "--tol",
+        "1e-2",
+        "-q",
+    ]
 
 
 def _surface(root, out, ext="mgz", **override):
@@ -69,9 +86,19 @@ def _surface(root, out, ext="mgz", **override):
         if f"{hemi}_cortex" in override:
             args += [f"--{hemi}-cortex", override[f"{hemi}_cortex"]]
         args += [f"--{hemi}-data"] + override.get(
-            f"{hemi}_data", [str(root / f"sub-{i:02d}_{short}.{ext}") for i in range(N)])
-    return args + ["--output", str(out), "--n-components", "1", "--tol", "1e-2",
-                   "--engine", "matplotlib", "-q"]
+            f"{hemi}_data", [str(root / f"sub-{i:02d}_{short}.{ext}") for i in range(N)]
+        )
+    return args + [
+        "--output",
+        str(out),
+        "--n-components",
+        "1",
+        "--tol",
+        "1e-2",
+        "--engine",
+        "matplotlib",
+        "-q",
+    ]
 
 
 def _one_line_exit_2(capsys, argv):
@@ -92,7 +119,7 @@ def _damaged(src, dst, how):
     else:  # flip bytes in the middle
         b = bytearray(raw)
         mid = len(b) // 2
-        b[mid:mid + 16] = bytes(x ^ 0xFF for x in b[mid:mid + 16])
+        b[mid : mid + 16] = bytes(x ^ 0xFF for x in b[mid : mid + 16])
         raw = bytes(b)
     dst.write_bytes(raw)
     return str(dst)
@@ -103,10 +130,12 @@ def _damaged(src, dst, how):
 def test_damaged_volume_inputs(files, tmp_path, capsys, which, how):
     name = "sub-00.nii.gz" if which == "image" else "mask.nii.gz"
     bad = _damaged(files / name, tmp_path / name, how)
-    images = [bad] + [str(files / f"sub-{i:02d}.nii.gz") for i in range(1, N)] \
-        if which == "image" else None
-    argv = _volume(files, tmp_path / "out", images=images,
-                   mask=bad if which == "mask" else None)
+    images = (
+        [bad] + [str(files / f"sub-{i:02d}.nii.gz") for i in range(1, N)]
+        if which == "image"
+        else None
+    )
+    argv = _volume(files, tmp_path / "out", images=images, mask=bad if which == "mask" else None)
     if how == "flipped" and which == "image":
         code = main(argv)  # flipped float values may still be a valid image
         err = capsys.readouterr().err.strip()
@@ -118,30 +147,34 @@ def test_damaged_volume_inputs(files, tmp_path, capsys, which, how):
 
 
 @pytest.mark.parametrize("how", ["truncated", "flipped", "empty"])
-@pytest.mark.parametrize("which", ["mesh.gii", "mesh.fs", "data.mgz", "data.gii", "annot",
-                                   "label", "plot_mesh"])
+@pytest.mark.parametrize(
+    "which", ["mesh.gii", "mesh.fs", "data.mgz", "data.gii", "annot", "label", "plot_mesh"]
+)
 def test_damaged_surface_inputs(files, tmp_path, capsys, which, how):
     override, ext = {}, "mgz"
     if which == "mesh.gii":
-        override["left_mesh"] = bad = _damaged(files / "lh.surf.gii", tmp_path / "lh.surf.gii",
-                                               how)
+        override["left_mesh"] = bad = _damaged(files / "lh.surf.gii", tmp_path / "lh.surf.gii", how)
     elif which == "mesh.fs":
         override["left_mesh"] = bad = _damaged(files / "lh.white", tmp_path / "lh.white", how)
     elif which in ("data.mgz", "data.gii"):
         ext = "mgz" if which == "data.mgz" else "func.gii"
         name = f"sub-03_lh.{ext}"
         bad = _damaged(files / name, tmp_path / name, how)
-        override["left_data"] = [bad if i == 3 else str(files / f"sub-{i:02d}_lh.{ext}")
-                                 for i in range(N)]
+        override["left_data"] = [
+            bad if i == 3 else str(files / f"sub-{i:02d}_lh.{ext}") for i in range(N)
+        ]
     elif which == "annot":
-        override["left_cortex"] = bad = _damaged(files / "lh.aparc.annot",
-                                                 tmp_path / "lh.aparc.annot", how)
+        override["left_cortex"] = bad = _damaged(
+            files / "lh.aparc.annot", tmp_path / "lh.aparc.annot", how
+        )
     elif which == "label":
-        override["left_cortex"] = bad = _damaged(files / "lh.cortex.label",
-                                                 tmp_path / "lh.cortex.label", how)
+        override["left_cortex"] = bad = _damaged(
+            files / "lh.cortex.label", tmp_path / "lh.cortex.label", how
+        )
     else:
-        override["left_plot_mesh"] = bad = _damaged(files / "lh.surf.gii",
-                                                    tmp_path / "lh.inflated.gii", how)
+        override["left_plot_mesh"] = bad = _damaged(
+            files / "lh.surf.gii", tmp_path / "lh.inflated.gii", how
+        )
     argv = _surface(files, tmp_path / "out", ext=ext, **override)
     if how == "flipped":
         # flipped bytes in raw values (no checksum read) can still be a valid file: a
@@ -158,17 +191,23 @@ def test_damaged_surface_inputs(files, tmp_path, capsys, which, how):
 
 
 def _write_gifti_mesh(path, coords, faces):
-    img = nib.gifti.GiftiImage(darrays=[
-        nib.gifti.GiftiDataArray(coords.astype(np.float32), intent="NIFTI_INTENT_POINTSET",
-                                 datatype="NIFTI_TYPE_FLOAT32"),
-        nib.gifti.GiftiDataArray(faces.astype(np.int32), intent="NIFTI_INTENT_TRIANGLE",
-                                 datatype="NIFTI_TYPE_INT32")])
+    img = nib.gifti.GiftiImage(
+        darrays=[
+            nib.gifti.GiftiDataArray(
+                coords.astype(np.float32),
+                intent="NIFTI_INTENT_POINTSET",
+                datatype="NIFTI_TYPE_FLOAT32",
+            ),
+            nib.gifti.GiftiDataArray(
+                faces.astype(np.int32), intent="NIFTI_INTENT_TRIANGLE", datatype="NIFTI_TYPE_INT32"
+            ),
+        ]
+    )
     img.to_filename(str(path))
     return str(path)
 
 
-@pytest.mark.parametrize("case", ["face_1e7", "negative_face", "nan_coords",
-                                  "repeated_vertex"])
+@pytest.mark.parametrize("case", ["face_1e7", "negative_face", "nan_coords", "repeated_vertex"])
 def test_bad_plot_mesh_fails_before_the_fit(files, tmp_path, capsys, monkeypatch, case):
     from neurospca import SPCATV
 
@@ -193,7 +232,7 @@ def test_bad_plot_mesh_fails_before_the_fit(files, tmp_path, capsys, monkeypatch
 
 
 def test_bad_meshes_refused_by_report_and_save_model(tmp_path):
-    from neurospca import Hemispheres, SPCATV, save_model
+    from neurospca import SPCATV, Hemispheres, save_model
     from neurospca.reporting.plotting import plot_surface_component
 
     coords, faces = icosphere(1)
@@ -203,16 +242,23 @@ def test_bad_meshes_refused_by_report_and_save_model(tmp_path):
     X = np.random.default_rng(0).standard_normal((8, 2 * n))
     model = SPCATV(1, alpha=0.2, tol=1e-2, max_iter=3).fit(X)
     with pytest.raises(ValueError, match=r"meshes\['left'\] faces .*out of range"):
-        save_model(model, tmp_path / "m.npz", space=Hemispheres((n, n)),
-                   meshes={"left": (coords, bad), "right": (coords, faces)})
+        save_model(
+            model,
+            tmp_path / "m.npz",
+            space=Hemispheres((n, n)),
+            meshes={"left": (coords, bad), "right": (coords, faces)},
+        )
     assert os.listdir(tmp_path) == []
     maps = {"left": np.ones(n), "right": np.ones(n)}
     with pytest.raises(ValueError, match=r"meshes\['left'\] faces .*out of range"):
-        plot_surface_component(maps, {"left": (coords, bad), "right": (coords, faces)},
-                               engine="pyvista")
+        plot_surface_component(
+            maps, {"left": (coords, bad), "right": (coords, faces)}, engine="pyvista"
+        )
     with pytest.raises(ValueError, match=r"maps\['right'\]"):
-        plot_surface_component({"left": np.ones(n), "right": np.ones(n + 1)},
-                               {"left": (coords, faces), "right": (coords, faces)})
+        plot_surface_component(
+            {"left": np.ones(n), "right": np.ones(n + 1)},
+            {"left": (coords, faces), "right": (coords, faces)},
+        )
 
 
 @pytest.mark.parametrize("how", ["truncated", "empty"])
@@ -223,8 +269,9 @@ def test_damaged_bg_img_fails_before_the_fit(files, tmp_path, capsys, monkeypatc
         raise AssertionError("the fit must not start")
 
     monkeypatch.setattr(SPCATV, "fit", no_fit)
-    nib.Nifti1Image(np.random.default_rng(0).random((30, 30, 30)).astype(np.float32),
-                    np.eye(4)).to_filename(tmp_path / "t1.nii.gz")
+    nib.Nifti1Image(
+        np.random.default_rng(0).random((30, 30, 30)).astype(np.float32), np.eye(4)
+    ).to_filename(tmp_path / "t1.nii.gz")
     bad = _damaged(tmp_path / "t1.nii.gz", tmp_path / "bad_t1.nii.gz", how)
     err = _one_line_exit_2(capsys, _volume(files, tmp_path / "out") + ["--bg-img", bad])
     assert "--bg-img" in err and bad in err
@@ -236,22 +283,39 @@ def test_damaged_bg_img_fails_before_the_fit(files, tmp_path, capsys, monkeypatc
 def test_rerun_removes_stale_outputs_and_keeps_other_files(files, tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
-    for stale in ("loadings_lh.func.gii", "loadings_rh.func.gii", "loadings.nii.gz",
-                  "report.html", "scores.csv"):
+    for stale in (
+        "loadings_lh.func.gii",
+        "loadings_rh.func.gii",
+        "loadings.nii.gz",
+        "report.html",
+        "scores.csv",
+    ):
         (out / stale).write_text("from an earlier run")
     (out / "notes.txt").write_text("mine")
     (out / "loadings_notes.md").write_text("mine too")  # not a neurospca output name
     assert main(_volume(files, out)) == 0
-    assert sorted(os.listdir(out)) == ["loadings.nii.gz", "loadings_notes.md", "model.npz",
-                                       "notes.txt", "report.html", "scores.csv"]
+    assert sorted(os.listdir(out)) == [
+        "loadings.nii.gz",
+        "loadings_notes.md",
+        "model.npz",
+        "notes.txt",
+        "report.html",
+        "scores.csv",
+    ]
     assert nib.load(out / "loadings.nii.gz").shape[:3] == (7, 8, 6)
     assert "from an earlier run" not in (out / "scores.csv").read_text()
     assert [f for f in os.listdir(tmp_path) if f.startswith(".")] == []
     # a surface run into the same folder leaves no volume loadings behind
     assert main(_surface(files, out)) == 0
-    assert sorted(os.listdir(out)) == ["loadings_lh.func.gii", "loadings_notes.md",
-                                       "loadings_rh.func.gii", "model.npz", "notes.txt",
-                                       "report.html", "scores.csv"]
+    assert sorted(os.listdir(out)) == [
+        "loadings_lh.func.gii",
+        "loadings_notes.md",
+        "loadings_rh.func.gii",
+        "model.npz",
+        "notes.txt",
+        "report.html",
+        "scores.csv",
+    ]
     capsys.readouterr()
 
 
@@ -303,12 +367,18 @@ def _run_and_terminate(argv, when):
 
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.Popen([sys.executable, "-m", "neurospca.cli", *argv], cwd=root,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neurospca.cli", *argv],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")),
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True
+    )
     reader.start()
     deadline = time.time() + 120
     sent = False
@@ -364,7 +434,8 @@ def test_sigterm_keeps_an_existing_output_as_it_was(files, tmp_path):
     argv = _volume(files, out)
     argv[argv.index("1")] = "3"
     sent, code, err = _run_and_terminate(
-        argv, lambda lines: any(".tmp-" in f for f in os.listdir(work)))
+        argv, lambda lines: any(".tmp-" in f for f in os.listdir(work))
+    )
     if code == 0:
         pytest.skip("the run finished before the signal arrived")
     assert code == 143, err

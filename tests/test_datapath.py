@@ -77,15 +77,16 @@ def test_wide_rows_come_in_blocks_of_many_rows_split_into_tiles(p):
         rows = _block_rows(n, p * 8, _data.BLOCK_BYTES, n_threads)
         assert rows >= min(_data.MIN_BLOCK_ROWS, -(-n // n_threads))
         assert rows * n_threads >= n or rows * p * 8 <= max(
-            _data.BLOCK_BYTES, _data.MIN_BLOCK_ROWS * p * 8)
+            _data.BLOCK_BYTES, _data.MIN_BLOCK_ROWS * p * 8
+        )
     op = DataOperator(np.zeros((n, 8)), n_threads=1)
     assert op._offsets.tolist() == [0, n]  # narrow data: one block
-    wide = DataOperator(np.lib.stride_tricks.as_strided(np.zeros(1), (n, p), (0, 0)),
-                        n_threads=1)
+    wide = DataOperator(np.lib.stride_tricks.as_strided(np.zeros(1), (n, p), (0, 0)), n_threads=1)
     block_rows = int(wide._offsets[1])
     assert block_rows >= min(n, _data.MIN_BLOCK_ROWS)
-    assert block_rows * wide._cols * 8 <= max(_data.TILE_BYTES,
-                                              block_rows * _data.MIN_TILE_COLUMNS * 8)
+    assert block_rows * wide._cols * 8 <= max(
+        _data.TILE_BYTES, block_rows * _data.MIN_TILE_COLUMNS * 8
+    )
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
@@ -108,12 +109,13 @@ def test_tiles_and_threads_give_the_products_of_the_whole_matrix(monkeypatch, n_
     np.testing.assert_allclose(z, Xc @ v, rtol=1e-5, atol=1e-5 * np.abs(Xc @ v).max())
     # X^T z in float64 arithmetic for the float64 z that the pass computed
     np.testing.assert_allclose(g, Xc.T @ z, rtol=1e-12, atol=1e-12 * np.abs(g).max())
-    np.testing.assert_allclose(op.rmatvec(u, exact=True), Xc.T @ u, rtol=1e-12,
-                               atol=1e-12 * np.abs(Xc.T @ u).max())
+    np.testing.assert_allclose(
+        op.rmatvec(u, exact=True), Xc.T @ u, rtol=1e-12, atol=1e-12 * np.abs(Xc.T @ u).max()
+    )
     Z, G = op.gram(W)
     np.testing.assert_allclose(Z, Xc @ W, rtol=1e-4, atol=1e-5 * np.abs(Z).max())
     np.testing.assert_allclose(G, Xc.T @ Z, rtol=1e-4, atol=1e-5 * np.abs(G).max())
-    np.testing.assert_allclose(op.stats["m2"], (Xc ** 2).sum(axis=0), rtol=1e-9)
+    np.testing.assert_allclose(op.stats["m2"], (Xc**2).sum(axis=0), rtol=1e-9)
     np.testing.assert_array_equal(op.fused(v)[1], g)  # deterministic
 
 
@@ -263,11 +265,13 @@ def test_components_as_before_the_change(tmp_path):
     np.save(tmp_path / "x64.npy", X)
     got = {
         "f64_memory_deflation": _fit(X, alpha_rel=1.0, method="deflation"),
-        "f64_memmap_deflation": _fit(np.load(tmp_path / "x64.npy", mmap_mode="r"),
-                                     alpha_rel=1.0, method="deflation"),
+        "f64_memmap_deflation": _fit(
+            np.load(tmp_path / "x64.npy", mmap_mode="r"), alpha_rel=1.0, method="deflation"
+        ),
         "f32_memory_joint": _fit(X.astype(np.float32), alpha_rel=1.0),
-        "f32_memmap_deflation": _fit(np.load(tmp_path / "x32.npy", mmap_mode="r"),
-                                     alpha_rel=1.0, method="deflation"),
+        "f32_memmap_deflation": _fit(
+            np.load(tmp_path / "x32.npy", mmap_mode="r"), alpha_rel=1.0, method="deflation"
+        ),
     }
     for name, m in got.items():
         diff = np.abs(m.components_ - before[name]).max()
@@ -276,5 +280,7 @@ def test_components_as_before_the_change(tmp_path):
         limit = 1e-6 if name != "f32_memmap_deflation" else 1.5e-6
         assert diff <= limit, (name, diff)
     # and the float32 fit is now within 1e-6 of the float64 one
-    assert np.abs(got["f32_memmap_deflation"].components_
-                  - before["f64_memory_deflation"]).max() <= 1e-6
+    assert (
+        np.abs(got["f32_memmap_deflation"].components_ - before["f64_memory_deflation"]).max()
+        <= 1e-6
+    )

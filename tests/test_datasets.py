@@ -13,8 +13,9 @@ from neurospca.datasets import (
 
 
 def test_paper_split_is_the_paper_simulation_cut_in_two():
-    X_train, X_test, patterns, mask = make_paper_simulation_split(30, 20, random_state=7,
-                                                                  shape=(20, 20))
+    X_train, X_test, patterns, mask = make_paper_simulation_split(
+        30, 20, random_state=7, shape=(20, 20)
+    )
     X, patterns_full, _ = make_paper_simulation(50, random_state=7, shape=(20, 20))
     np.testing.assert_array_equal(X_train, X[:30])
     np.testing.assert_array_equal(X_test, X[30:])

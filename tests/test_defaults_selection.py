@@ -15,7 +15,12 @@ from sklearn.preprocessing import StandardScaler
 
 from neurospca import SPCATV, make_paper_simulation, spca_tv, tv_from_mask
 from neurospca.model_selection import (
-    dice_index, dice_to_truth, match_components, mse_to_truth, one_se_refit, reconstruction_error,
+    dice_index,
+    dice_to_truth,
+    match_components,
+    mse_to_truth,
+    one_se_refit,
+    reconstruction_error,
     select_penalty,
 )
 
@@ -25,8 +30,8 @@ from ._instances import brainspace_rsfmri, support_regions, thickness_maps
 def _check_sparse_regions(model, op, max_regions=40):
     C = model.components_
     nz = np.mean(C != 0, axis=1)
-    assert np.all(nz > 0), nz                       # non-empty
-    assert np.all(nz <= 0.5), nz                    # a minority
+    assert np.all(nz > 0), nz  # non-empty
+    assert np.all(nz <= 0.5), nz  # a minority
     # a few smooth regions: the support's regions of >= 10 features are few
     big = [support_regions(c, op, min_size=10) for c in C]
     assert all(1 <= b <= max_regions for b in big), big
@@ -41,11 +46,15 @@ def test_default_is_sparse_on_real_fsaverage5_thickness():
     # the chosen point is the path's most reproducible admissible one
     path = model.auto_path_
     chosen = [p["alpha_rel"] for p in path].index(model.alpha_rel_)
-    best = max(np.mean(p["reproducibility"]) for p in path
-               if np.all(p["nonzero_fraction"] > 0) and np.all(p["nonzero_fraction"] <= 0.5))
+    best = max(
+        np.mean(p["reproducibility"])
+        for p in path
+        if np.all(p["nonzero_fraction"] > 0) and np.all(p["nonzero_fraction"] <= 0.5)
+    )
     assert np.mean(path[chosen]["reproducibility"]) == best
-    assert model.stability_.shape == (3,) and np.all((0 <= model.stability_)
-                                                     & (model.stability_ <= 1))
+    assert model.stability_.shape == (3,) and np.all(
+        (0 <= model.stability_) & (model.stability_ <= 1)
+    )
 
 
 def test_default_is_sparse_on_real_brainspace_rsfmri():
@@ -61,9 +70,14 @@ def test_default_is_sparse_on_real_brainspace_rsfmri():
     # stability is reported, and the components that do not reproduce are named
     low = np.flatnonzero(model.stability_ < 0.5)
     assert [str(w.message) for w in caught] == (
-        [] if not low.size else [f"components {low.tolist()} do not reproduce across split "
-                                 f"halves (stability_ {np.round(model.stability_[low], 2).tolist()}"
-                                 " < 0.5): do not interpret them without replication."])
+        []
+        if not low.size
+        else [
+            f"components {low.tolist()} do not reproduce across split "
+            f"halves (stability_ {np.round(model.stability_[low], 2).tolist()}"
+            " < 0.5): do not interpret them without replication."
+        ]
+    )
     assert model.stability_.max() >= 0.5, model.stability_
 
 
@@ -102,13 +116,18 @@ def test_selection_beats_weakest_penalty_on_paper_simulation():
     X, patterns, mask = make_paper_simulation(250, random_state=2004, shape=(50, 50))
     op = tv_from_mask(mask)
     est = SPCATV(3, operator=op, random_state=0)
-    sel = select_penalty(est, X, alpha_rel=(0.25, 0.5, 1.0, 2.0, 8.0), truth=patterns,
-                         random_state=0)
+    sel = select_penalty(
+        est, X, alpha_rel=(0.25, 0.5, 1.0, 2.0, 8.0), truth=patterns, random_state=0
+    )
     res = sel.results_
     weakest, chosen = res[0], res[sel.best_index_]
     assert sel.rule == "reproducibility" and chosen["admissible"] and chosen["n_empty"] == 0
-    assert sel.best_params_ == {"alpha": None, "alpha_rel": chosen["alpha_rel"],
-                                "l1_ratio": chosen["l1_ratio"], "tv_ratio": chosen["tv_ratio"]}
+    assert sel.best_params_ == {
+        "alpha": None,
+        "alpha_rel": chosen["alpha_rel"],
+        "l1_ratio": chosen["l1_ratio"],
+        "tv_ratio": chosen["tv_ratio"],
+    }
     assert not weakest["admissible"]  # dense: never chosen, however reproducible
     assert chosen["mse"] < weakest["mse"] and chosen["dice_truth"] > weakest["dice_truth"]
     # the refit at the chosen point against the default fit (never worse)
@@ -127,8 +146,9 @@ def test_selection_scores_are_the_estimator_score_on_held_out_folds():
     X, _, mask = make_paper_simulation(60, random_state=2005, shape=(12, 12))
     op = tv_from_mask(mask)
     cv = KFold(3, shuffle=True, random_state=1)
-    sel = select_penalty(SPCATV(2, operator=op), X, alpha_rel=[1.0], cv=cv, refit=False,
-                         rule="weakest_stable")
+    sel = select_penalty(
+        SPCATV(2, operator=op), X, alpha_rel=[1.0], cv=cv, refit=False, rule="weakest_stable"
+    )
     direct = cross_val_score(SPCATV(2, operator=op, alpha_rel=1.0), X, cv=cv)
     np.testing.assert_allclose(sel.results_[0]["fold_scores"], direct, rtol=1e-10)
     assert sel.best_estimator_ is None
@@ -145,23 +165,31 @@ def test_score_is_explained_variance_of_the_projection():
     pca = PCA(3).fit(X[:30])
     near = SPCATV(3, alpha=1e-8, l1_ratio=0.0, tv_ratio=0.0, tol=1e-10).fit(X[:30])
     Rt = Xt - pca.mean_
-    pca_score = 1 - np.sum((Rt - pca.inverse_transform(pca.transform(Xt)) + pca.mean_) ** 2) \
-        / np.sum(Rt**2)
+    pca_score = 1 - np.sum(
+        (Rt - pca.inverse_transform(pca.transform(Xt)) + pca.mean_) ** 2
+    ) / np.sum(Rt**2)
     assert near.score(Xt) == pytest.approx(pca_score, rel=1e-6)
-    np.testing.assert_allclose(near.pca_explained_variance_ratio_,
-                               pca.explained_variance_ratio_, rtol=1e-6)
+    np.testing.assert_allclose(
+        near.pca_explained_variance_ratio_, pca.explained_variance_ratio_, rtol=1e-6
+    )
 
 
 def test_gridsearchcv_over_pipeline_default_scoring_is_finite():
     X, _, mask = make_paper_simulation(60, random_state=2006, shape=(10, 10))
-    pipe = Pipeline([("scale", StandardScaler()),
-                     ("spcatv", SPCATV(2, operator=tv_from_mask(mask)))])
+    pipe = Pipeline(
+        [("scale", StandardScaler()), ("spcatv", SPCATV(2, operator=tv_from_mask(mask)))]
+    )
     gs = GridSearchCV(pipe, {"spcatv__alpha_rel": [0.5, 1.0, 2.0]}, cv=3).fit(X)
     assert np.all(np.isfinite(gs.cv_results_["mean_test_score"]))
     assert np.all(np.isfinite(cross_val_score(pipe, X, cv=3)))
     from functools import partial
-    gs1 = GridSearchCV(pipe, {"spcatv__alpha_rel": [0.5, 1.0, 2.0]}, cv=3,
-                       refit=partial(one_se_refit, param="param_spcatv__alpha_rel")).fit(X)
+
+    gs1 = GridSearchCV(
+        pipe,
+        {"spcatv__alpha_rel": [0.5, 1.0, 2.0]},
+        cv=3,
+        refit=partial(one_se_refit, param="param_spcatv__alpha_rel"),
+    ).fit(X)
     assert gs1.best_index_ == one_se_refit(gs1.cv_results_, "param_spcatv__alpha_rel")
 
 
@@ -169,8 +197,11 @@ def test_one_se_refit_picks_strongest_within_one_standard_error():
     base = np.array([0.50, 0.52, 0.48, 0.51, 0.49])
     noise = np.array([0.01, -0.01, 0.0, 0.02, -0.02])
     splits = np.stack([base, base - 0.01 + noise, base - 0.02 + 0.1 * noise, base - 0.2])
-    res = {"param_alpha_rel": np.array([0.5, 1.0, 2.0, 4.0]),
-           "mean_test_score": splits.mean(axis=1), "std_test_score": splits.std(axis=1)}
+    res = {
+        "param_alpha_rel": np.array([0.5, 1.0, 2.0, 4.0]),
+        "mean_test_score": splits.mean(axis=1),
+        "std_test_score": splits.std(axis=1),
+    }
     res.update({f"split{f}_test_score": splits[:, f] for f in range(5)})
     # paired SE of setting 1 vs 0: std(noise - 0.01, ddof=1) / sqrt(5) = 0.0071 < 0.01
     # -> not within; setting 2: mean difference 0.02 > its paired SE 0.0007
@@ -223,8 +254,7 @@ def test_n_iter_is_int_and_set_output_pandas():
 
 def test_rel_gaps_are_what_tol_is_compared_with():
     X, _, mask = make_paper_simulation(60, random_state=2008, shape=(12, 12))
-    m = SPCATV(2, operator=tv_from_mask(mask), alpha_rel=0.5, tol=1e-4,
-               method="deflation").fit(X)
+    m = SPCATV(2, operator=tv_from_mask(mask), alpha_rel=0.5, tol=1e-4, method="deflation").fit(X)
     assert np.all(m.converged_)
     assert np.all(m.rel_gaps_ <= 1e-4)
     for k in range(2):

@@ -12,14 +12,23 @@ import numpy as np
 import pytest
 
 from neurospca import (
-    GroupOperator, chain_operator, group_lasso_operator, icosphere, stack_operators,
-    tv_from_hemispheres, tv_from_mask, tv_from_mesh,
+    GroupOperator,
+    chain_operator,
+    group_lasso_operator,
+    icosphere,
+    stack_operators,
+    tv_from_hemispheres,
+    tv_from_mask,
+    tv_from_mesh,
 )
 from neurospca._kernels import _numpy_prox as NK
 from neurospca._kernels import _prox as CK
 from neurospca.solvers import prox_dual, prox_objective, set_n_threads
 from neurospca.solvers._base import (
-    difference_arrays, locality_order, operator_arrays, resolve_n_threads,
+    difference_arrays,
+    locality_order,
+    operator_arrays,
+    resolve_n_threads,
 )
 
 from ._helpers import random_group_operator
@@ -38,8 +47,13 @@ def _diff_ops():
     perm = rng.permutation(A.shape[0])
     # rows shuffled and negated: heads are no longer the groups
     shuffled = GroupOperator(-A[perm], np.r_[np.arange(0, A.shape[0], 3), A.shape[0]])
-    return {"grid": grid, "chain": chain_operator(57), "mesh": mesh,
-            "scaled": grid.scaled(0.37), "shuffled": shuffled}
+    return {
+        "grid": grid,
+        "chain": chain_operator(57),
+        "mesh": mesh,
+        "scaled": grid.scaled(0.37),
+        "shuffled": shuffled,
+    }
 
 
 DIFF_OPS = _diff_ops()
@@ -59,8 +73,9 @@ def test_difference_form_detected_and_exact(op):
     assert form.heads.dtype == np.int32 and form.tails.dtype == np.int32
     assert not form.heads.flags.writeable
     v = np.random.default_rng(1).standard_normal(op.n_features)
-    np.testing.assert_allclose(form.scale * (v[form.tails] - v[form.heads]),
-                               op.matrix @ v, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(
+        form.scale * (v[form.tails] - v[form.heads]), op.matrix @ v, rtol=0, atol=1e-14
+    )
     assert op.difference_form() is form  # cached
 
 
@@ -86,18 +101,21 @@ def test_hemispheres_edges_detected_gradient_not():
 
 def _unequal_pair():
     import scipy.sparse as sp
+
     # rows with one -1 and one +2: not a difference
-    return GroupOperator(sp.csr_matrix(np.array([[-1.0, 2.0, 0.0], [0.0, -1.0, 2.0]])),
-                         [0, 2])
+    return GroupOperator(sp.csr_matrix(np.array([[-1.0, 2.0, 0.0], [0.0, -1.0, 2.0]])), [0, 2])
 
 
-@pytest.mark.parametrize("make", [
-    lambda: group_lasso_operator([[0, 1, 2], [2, 3]], 6),
-    lambda: random_group_operator(30, 10, np.random.default_rng(2)),
-    lambda: stack_operators([chain_operator(20), chain_operator(20)], [1.0, 0.5]),
-    lambda: chain_operator(10).scaled(0.0),
-    _unequal_pair,
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: group_lasso_operator([[0, 1, 2], [2, 3]], 6),
+        lambda: random_group_operator(30, 10, np.random.default_rng(2)),
+        lambda: stack_operators([chain_operator(20), chain_operator(20)], [1.0, 0.5]),
+        lambda: chain_operator(10).scaled(0.0),
+        _unequal_pair,
+    ],
+)
 def test_general_operators_not_detected(make):
     assert make().difference_form() is None
 
@@ -126,9 +144,30 @@ def _run_diff(K, op, y, arrays, state, n_iter, t, with_gap, n_threads=1):
     heads, tails, scale, hg, gptr, chunk_ptr = arrays
     w, w_old, ATw, ATw_old, bufs = [a.copy() for a in state]
     vq, vw = np.empty_like(y), np.zeros_like(y)
-    out = K.diff_dual_iterations(n_iter, heads, tails, scale, hg, gptr, chunk_ptr, y,
-                                 0.2, 0.4, 1.0 / op.norm2, w, w_old, ATw, ATw_old,
-                                 bufs, vq, vw, t, True, with_gap, n_threads)
+    out = K.diff_dual_iterations(
+        n_iter,
+        heads,
+        tails,
+        scale,
+        hg,
+        gptr,
+        chunk_ptr,
+        y,
+        0.2,
+        0.4,
+        1.0 / op.norm2,
+        w,
+        w_old,
+        ATw,
+        ATw_old,
+        bufs,
+        vq,
+        vw,
+        t,
+        True,
+        with_gap,
+        n_threads,
+    )
     if out[2]:  # swapped roles
         w, w_old, ATw, ATw_old = w_old, w, ATw_old, ATw
     ATw_full = ATw + bufs.sum(axis=0)
@@ -163,10 +202,29 @@ def test_diff_kernel_equals_csr_kernel_bit_for_bit(op, n_iter):
     CK.csr_matvec(At_ip, At_ix, At_d, w_old, ATw_old)
     state_d = [w.copy(), w_old.copy(), ATw.copy(), ATw_old.copy(), state[4]]
     (t_d, nr_d, _, *_), w_d, w_old_d, ATw_d, ATw_old_d, _ = _run_diff(
-        CK, op, y, arrays, state_d, n_iter, 1.7, False)
-    t_c, nr_c = CK.dual_iterations(n_iter, A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr, y,
-                                   0.2, 0.4, 1.0 / op.norm2, w, w_old, ATw, ATw_old,
-                                   np.empty_like(y), 1.7, True)
+        CK, op, y, arrays, state_d, n_iter, 1.7, False
+    )
+    t_c, nr_c = CK.dual_iterations(
+        n_iter,
+        A_ip,
+        A_ix,
+        A_d,
+        At_ip,
+        At_ix,
+        At_d,
+        gptr,
+        y,
+        0.2,
+        0.4,
+        1.0 / op.norm2,
+        w,
+        w_old,
+        ATw,
+        ATw_old,
+        np.empty_like(y),
+        1.7,
+        True,
+    )
     assert (t_d, nr_d) == (t_c, nr_c)
     np.testing.assert_array_equal(w_d, w)
     np.testing.assert_array_equal(w_old_d, w_old)
@@ -223,8 +281,12 @@ def test_prox_dual_difference_equals_csr_path(op, tol):
         assert new.objective == ref.objective
     else:  # meshes run in their locality order: A^T w summed in another order
         # gaps are differences of objectives of size ||y||^2: rounding of those
-        np.testing.assert_allclose(np.array(new.gap_history), np.array(ref.gap_history),
-                                   rtol=1e-10, atol=1e-12 * float(y @ y))
+        np.testing.assert_allclose(
+            np.array(new.gap_history),
+            np.array(ref.gap_history),
+            rtol=1e-10,
+            atol=1e-12 * float(y @ y),
+        )
         np.testing.assert_allclose(new.v, ref.v, rtol=0, atol=1e-10 * np.abs(ref.v).max())
         np.testing.assert_allclose(new.w, ref.w, rtol=0, atol=1e-10 * np.abs(ref.w).max())
     twin = prox_dual(y, op, 0.3, 0.6, tol=tol, kernel_path="difference", kernels="numpy")
@@ -371,6 +433,7 @@ def test_overflowing_state_is_not_certified():
     y = np.random.default_rng(11).standard_normal(20)
     w0 = np.full(op.n_rows, 1e300)
     import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         # projected onto the ball first: still certified
@@ -388,8 +451,9 @@ def test_csr_kernel_threads_identical():
     results = []
     for n_threads in (1, 2):
         state = [w.copy(), w.copy(), op.matrix.T @ w, op.matrix.T @ w]
-        t, n_restarts = CK.dual_iterations(25, *arrays, y, 0.1, 0.3, 1.0 / op.norm2,
-                                           *state, np.empty_like(y), 1.0, True, n_threads)
+        t, n_restarts = CK.dual_iterations(
+            25, *arrays, y, 0.1, 0.3, 1.0 / op.norm2, *state, np.empty_like(y), 1.0, True, n_threads
+        )
         results.append(((t, n_restarts), state))
     assert results[0][0] == results[1][0]
     for a, b in zip(results[0][1], results[1][1]):

@@ -8,18 +8,36 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-_MISSING = [m for m in ("sphinx", "numpydoc", "sphinx_gallery")
-            if importlib.util.find_spec(m) is None]
+_MISSING = [
+    m for m in ("sphinx", "numpydoc", "sphinx_gallery") if importlib.util.find_spec(m) is None
+]
 
 
-@pytest.mark.skipif(bool(_MISSING), reason=f"docs extra not installed: {_MISSING} "
-                    "(pip install 'neurospca[docs]')")
+@pytest.mark.skipif(
+    bool(_MISSING), reason=f"docs extra not installed: {_MISSING} (pip install 'neurospca[docs]')"
+)
 def test_docs_build_without_warnings(tmp_path):
     out = tmp_path / "html"
     proc = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-         "-D", "plot_gallery=0", "-d", str(tmp_path / "doctrees"), str(DOCS), str(out)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "--keep-going",
+            "-q",
+            "-b",
+            "html",
+            "-D",
+            "plot_gallery=0",
+            "-d",
+            str(tmp_path / "doctrees"),
+            str(DOCS),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, f"sphinx-build -W failed:\n{proc.stdout}\n{proc.stderr}"
     # the model page carries the objective, the API reference every public name

@@ -17,19 +17,27 @@ from pathlib import Path
 import pytest
 
 numpydoc_validate = pytest.importorskip(
-    "numpydoc.validate", reason="numpydoc is missing (pip install -e '.[test]')")
+    "numpydoc.validate", reason="numpydoc is missing (pip install -e '.[test]')"
+)
 
 CONF = Path(__file__).resolve().parents[1] / "docs" / "conf.py"
-MODULES = ("neurospca", "neurospca.solvers", "neurospca.reporting",
-           "neurospca.model_selection", "neurospca.surface", "neurospca.masking",
-           "neurospca.study")
+MODULES = (
+    "neurospca",
+    "neurospca.solvers",
+    "neurospca.reporting",
+    "neurospca.model_selection",
+    "neurospca.surface",
+    "neurospca.masking",
+    "neurospca.study",
+)
 
 
 def _conf_setting(name):
     """A literal assignment of docs/conf.py, read without running conf.py."""
     for node in ast.parse(CONF.read_text()).body:
         if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
             return ast.literal_eval(node.value)
     raise LookupError(f"docs/conf.py sets no {name}")
 
@@ -52,8 +60,9 @@ def _members(cls):
         for name, member in vars(base).items():
             if name.startswith("_") or name in seen:
                 continue
-            if inspect.isfunction(member) or isinstance(member, (property, classmethod,
-                                                                  staticmethod)):
+            if inspect.isfunction(member) or isinstance(
+                member, (property, classmethod, staticmethod)
+            ):
                 seen.add(name)
                 yield f"{base.__module__}.{base.__qualname__}.{name}", member
 
@@ -79,8 +88,11 @@ def problems(qual, obj):
     if any(p.search(qual) for p in EXCLUDE):
         return []
     res = numpydoc_validate.validate(qual)
-    return [f"{qual}: {code} {msg}" for code, msg in res["errors"]
-            if code in CHECKS and not (code == "RT01" and isinstance(obj, property))]
+    return [
+        f"{qual}: {code} {msg}"
+        for code, msg in res["errors"]
+        if code in CHECKS and not (code == "RT01" and isinstance(obj, property))
+    ]
 
 
 def test_the_checks_are_the_docs_builds():
@@ -93,8 +105,10 @@ def test_validation_catches_an_undocumented_parameter():
     """The checker itself: an object with an undocumented parameter and no
     Returns section fails PR01 and RT01, one documented fully passes."""
 
-    errs = problems("neurospca.model_selection._search.format_grid_table",
-                    importlib.import_module("neurospca.model_selection").format_grid_table)
+    errs = problems(
+        "neurospca.model_selection._search.format_grid_table",
+        importlib.import_module("neurospca.model_selection").format_grid_table,
+    )
     assert errs == []
     res = numpydoc_validate.validate("tests.test_docstrings._undocumented")
     codes = {code for code, _ in res["errors"]}

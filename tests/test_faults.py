@@ -33,13 +33,20 @@ def run_child(code, timeout=60, prefix=()):
     env = dict(os.environ, MPLBACKEND="Agg")
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     try:
-        res = subprocess.run([*prefix, sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
-                             env=env, capture_output=True, text=True, timeout=timeout)
+        res = subprocess.run(
+            [*prefix, sys.executable, "-c", textwrap.dedent(code)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired as exc:  # pragma: no cover - a hang is a failure
         pytest.fail(f"the child hung for {timeout} s:\n{exc.stderr}")
     if res.returncode < 0:  # pragma: no cover - a crash is a failure
-        pytest.fail(f"the child died of {signal.Signals(-res.returncode).name}:\n"
-                    f"{res.stderr[-4000:]}")
+        pytest.fail(
+            f"the child died of {signal.Signals(-res.returncode).name}:\n{res.stderr[-4000:]}"
+        )
     assert res.returncode == 0, res.stderr[-4000:]
     return res
 
@@ -55,8 +62,9 @@ def volumes(tmp_path_factory):
     files = []
     for i in range(6):
         files.append(str(root / f"sub-{i}.nii.gz"))
-        nib.Nifti1Image(rng.standard_normal(mask.shape).astype(np.float32),
-                        np.eye(4)).to_filename(files[-1])
+        nib.Nifti1Image(rng.standard_normal(mask.shape).astype(np.float32), np.eye(4)).to_filename(
+            files[-1]
+        )
     return root, files
 
 
@@ -102,8 +110,9 @@ def _big_volumes(root, n=8, shape=(40, 40, 40)):
     files = []
     for i in range(n):
         files.append(str(root / f"big-{i}.nii"))
-        nib.Nifti1Image(rng.standard_normal(shape).astype(np.float32),
-                        np.eye(4)).to_filename(files[-1])
+        nib.Nifti1Image(rng.standard_normal(shape).astype(np.float32), np.eye(4)).to_filename(
+            files[-1]
+        )
     return files, str(root / "bigmask.nii")
 
 
@@ -115,15 +124,22 @@ def test_full_disk_is_an_oserror_with_nothing_left(tmp_path):
     out.mkdir()
     limit = "resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))"
     res = run_child(FULL_DISK.format(out=str(out), files=files, mask=mask, limit=limit))
-    assert res.stdout.split() == ["images_to_memmap", "refused", "EFBIG",
-                                  "save_model", "refused", "EFBIG"]
+    assert res.stdout.split() == [
+        "images_to_memmap",
+        "refused",
+        "EFBIG",
+        "save_model",
+        "refused",
+        "EFBIG",
+    ]
 
 
 def _can_mount_tmpfs():
     if shutil.which("unshare") is None:
         return False
-    res = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                         capture_output=True)
+    res = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"], capture_output=True
+    )
     return res.returncode == 0
 
 
@@ -135,18 +151,32 @@ def test_full_tmpfs_is_an_oserror_with_nothing_left(tmp_path):
     out = tmp_path / "tmpfs"
     out.mkdir()
     script = tmp_path / "child.py"
-    script.write_text(textwrap.dedent(FULL_DISK.format(out=str(out), files=files, mask=mask,
-                                                       limit="")))
+    script.write_text(
+        textwrap.dedent(FULL_DISK.format(out=str(out), files=files, mask=mask, limit=""))
+    )
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = f"mount -t tmpfs -o size=256k tmpfs {out} && exec {sys.executable} {script}"
-    res = subprocess.run(["unshare", "-rm", "sh", "-c", cmd], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", cmd],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr[-4000:]
-    assert res.stdout.split() == ["images_to_memmap", "refused", "ENOSPC",
-                                  "save_model", "refused", "ENOSPC"]
+    assert res.stdout.split() == [
+        "images_to_memmap",
+        "refused",
+        "ENOSPC",
+        "save_model",
+        "refused",
+        "ENOSPC",
+    ]
 
 
 # ------------------------------------------------------------ outputs, inputs
+
 
 def test_output_that_is_an_input_is_refused(volumes):
     root, files = volumes
@@ -175,6 +205,7 @@ def test_surfaces_to_memmap_refuses_an_input(tmp_path):
 
 # ------------------------------------------------------- links, special files
 
+
 @pytest.fixture(scope="module")
 def small_model():
     X = np.random.default_rng(0).standard_normal((20, 30))
@@ -189,8 +220,9 @@ def test_save_writes_through_a_symlink(tmp_path, small_model):
     os.symlink(target, link)
     neurospca.save_model(small_model, link)
     assert os.path.islink(link) and os.readlink(link) == str(target)
-    np.testing.assert_array_equal(neurospca.load_model(target).estimator.components_,
-                                  small_model.components_)
+    np.testing.assert_array_equal(
+        neurospca.load_model(target).estimator.components_, small_model.components_
+    )
     assert _listing(tmp_path) == ["model.npz", "store"]
     assert _listing(target.parent) == ["model.npz"]
 
@@ -217,6 +249,7 @@ def test_save_refuses_what_is_not_a_regular_file(tmp_path, small_model, volumes,
 
 # ------------------------------------------------------- stale temporary files
 
+
 def _dead_pid():
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
@@ -227,8 +260,7 @@ def test_stale_temporaries_of_killed_runs_are_removed(tmp_path, small_model):
     """Temporary files and folders of a dead process, old enough, are removed by
     the next save; those of live processes, recent ones and foreign names stay."""
     old = time.time() - STALE_SECONDS - 60
-    dead = temp_name(str(tmp_path), "model.npz").replace(f"-{os.getpid()}-",
-                                                         f"-{_dead_pid()}-")
+    dead = temp_name(str(tmp_path), "model.npz").replace(f"-{os.getpid()}-", f"-{_dead_pid()}-")
     dead_dir = dead.replace("model.npz", "out")
     live = temp_name(str(tmp_path), "model.npz").replace(f"-{os.getpid()}-", "-1-")
     recent = dead.replace("model.npz", "recent.npz")
@@ -244,8 +276,9 @@ def test_stale_temporaries_of_killed_runs_are_removed(tmp_path, small_model):
     neurospca.save_model(small_model, tmp_path / "model.npz")
     names = _listing(tmp_path)
     assert os.path.basename(dead) not in names and os.path.basename(dead_dir) not in names
-    assert {os.path.basename(live), os.path.basename(recent), foreign.name,
-            "model.npz"} == set(names)
+    assert {os.path.basename(live), os.path.basename(recent), foreign.name, "model.npz"} == set(
+        names
+    )
     assert os.path.exists("/etc/hostname")
     assert remove_stale_temps(str(tmp_path)) == []
 
@@ -258,7 +291,7 @@ def test_killed_save_leaves_a_recognisable_temporary(tmp_path):
         def write(tmp):
             open(tmp, "wb").write(b"partial")
             os.kill(os.getpid(), signal.SIGKILL)
-        io.atomic_write(write, {str(tmp_path / 'x.npz')!r})
+        io.atomic_write(write, {str(tmp_path / "x.npz")!r})
     """
     env = dict(os.environ, PYTHONPATH=ROOT)
     res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, timeout=60)
@@ -278,8 +311,18 @@ def test_cli_never_replaces_an_input(volumes, tmp_path, capsys):
     shutil.copy(files[0], out / "loadings.nii.gz")
     images = [str(out / "loadings.nii.gz")] + files[1:]
     before = (out / "loadings.nii.gz").read_bytes()
-    argv = ["fit", "--images", *images, "--mask", str(root / "mask.nii.gz"), "--output",
-            str(out), "--n-components", "1", "-q"]
+    argv = [
+        "fit",
+        "--images",
+        *images,
+        "--mask",
+        str(root / "mask.nii.gz"),
+        "--output",
+        str(out),
+        "--n-components",
+        "1",
+        "-q",
+    ]
     assert main(argv) == 2
     assert "--images:" in capsys.readouterr().err
     assert (out / "loadings.nii.gz").read_bytes() == before
@@ -332,12 +375,12 @@ def test_forked_child_after_a_threaded_vstep_does_not_hang():
     """A child forked after a 2-thread v-step on a 2-chunk operator runs its own
     v-step (on one thread: the same iterates, bit for bit), repeatedly; a
     multiprocessing 'fork' pool too. Before, the child hung in GOMP_parallel."""
-    res = run_child(FORK.format(repeat=4), timeout=150,
-                    prefix=("env", "OMP_NUM_THREADS=2"))
+    res = run_child(FORK.format(repeat=4), timeout=150, prefix=("env", "OMP_NUM_THREADS=2"))
     assert "forks ok" in res.stdout
 
 
 # ---------------------------------------------------------- files that change
+
 
 def test_npy_to_dask_refuses_a_file_that_changed(tmp_path):
     pytest.importorskip("dask")
@@ -365,18 +408,22 @@ def _npy_bytes(descr, shape, payload=b""):
     import io
 
     buf = io.BytesIO()
-    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False,
-                                               "shape": shape})
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": descr, "fortran_order": False, "shape": shape}
+    )
     return buf.getvalue() + payload
 
 
-@pytest.mark.parametrize("content, match", [
-    (b"", "not a readable .npy file"),
-    (_npy_bytes("|O", (2, 2)), "holds Python objects"),
-    (_npy_bytes("<f8", (200, 2), b"\0" * 64), "truncated"),
-    (_npy_bytes("<c16", (2, 2), b"\0" * 64), "expected real numbers"),
-    (b"PK\x03\x04 a zip", "not a readable .npy file"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (b"", "not a readable .npy file"),
+        (_npy_bytes("|O", (2, 2)), "holds Python objects"),
+        (_npy_bytes("<f8", (200, 2), b"\0" * 64), "truncated"),
+        (_npy_bytes("<c16", (2, 2), b"\0" * 64), "expected real numbers"),
+        (b"PK\x03\x04 a zip", "not a readable .npy file"),
+    ],
+)
 def test_npy_to_dask_errors_name_path(tmp_path, content, match):
     pytest.importorskip("dask")
     path = tmp_path / "bad.npy"
@@ -430,8 +477,11 @@ def test_memmap_whose_file_changed_is_refused(tmp_path):
     """Replaced (another inode) or truncated under a memmap: ValueError naming X,
     never numbers of another file, never a SIGBUS."""
     res = run_child(MEMMAP_CHANGES.format(path=str(tmp_path / "X.npy")))
-    assert res.stdout.splitlines() == ["replaced: refused", "truncated during the fit: refused",
-                                       "truncated: refused"]
+    assert res.stdout.splitlines() == [
+        "replaced: refused",
+        "truncated during the fit: refused",
+        "truncated: refused",
+    ]
 
 
 def test_dask_array_embedding_a_memmap_warns(tmp_path):
@@ -455,6 +505,7 @@ def test_dask_array_embedding_a_memmap_warns(tmp_path):
 
 
 # ------------------------------------------------------------ model loader
+
 
 def _with_member(path, name, descr, shape, desc):
     """Add the array ``name`` (an .npy header of ``shape`` and ``descr``, no data) to
@@ -489,18 +540,33 @@ def test_model_loader_bounds_declared_sizes_before_allocating(tmp_path, case, ca
     from tests.test_model_files import _surface_model, _tampered, _volume_model
 
     if case == "n_vertices":
-        path = _tampered(_surface_model(tmp_path), tmp_path / "bad.npz", edit_meta=lambda m:
-                         m["space"].update(n_vertices=[2**31 - 1, 2**31 - 1]))
+        path = _tampered(
+            _surface_model(tmp_path),
+            tmp_path / "bad.npz",
+            edit_meta=lambda m: m["space"].update(n_vertices=[2**31 - 1, 2**31 - 1]),
+        )
     elif case == "operator":
+
         def edit(m):
             m["params"]["operator"]["operator"]["shape"][1] = 2**31 - 1
+
         path = _tampered(_volume_model(tmp_path)[0], tmp_path / "bad.npz", edit_meta=edit)
     elif case == "string":
-        path = _with_member(_volume_model(tmp_path)[0], "attr/names_", "<U0", (2**40,),
-                            ("names_", {"kind": "array", "object_str": True}))
+        path = _with_member(
+            _volume_model(tmp_path)[0],
+            "attr/names_",
+            "<U0",
+            (2**40,),
+            ("names_", {"kind": "array", "object_str": True}),
+        )
     else:
-        path = _with_member(_volume_model(tmp_path)[0], "attr/hist_/0", "<f8", (2**40, 0),
-                            ("hist_", {"kind": "ragged", "items": [{"int_columns": []}]}))
+        path = _with_member(
+            _volume_model(tmp_path)[0],
+            "attr/hist_/0",
+            "<f8",
+            (2**40, 0),
+            ("hist_", {"kind": "ragged", "items": [{"int_columns": []}]}),
+        )
     assert os.path.getsize(path) < 30_000
     tracemalloc.start()
     with pytest.raises(ValueError, match="max_bytes") as info:
@@ -515,18 +581,22 @@ def test_model_loader_bounds_declared_sizes_before_allocating(tmp_path, case, ca
 
 # ------------------------------------------- silent acceptances, unclear errors
 
+
 def _fit(X):
     return neurospca.SPCATV(n_components=1, tol=1e-1, max_iter=3, stability=False).fit(X)
 
 
-@pytest.mark.parametrize("make, error, match", [
-    (lambda X: X.astype("datetime64[s]"), TypeError, r"X holds dates"),
-    (lambda X: X.astype("timedelta64[s]"), TypeError, r"X holds durations"),
-    (lambda X: X.astype(str), TypeError, r"X holds strings"),
-    (lambda X: X.astype(str).astype(object), TypeError, r"X holds strings"),
-    (lambda X: X.reshape(20, 5, 2), ValueError, r"X must be a 2-D array .* got 3-D"),
-    (lambda X: __import__("pandas").DataFrame(X.astype(str)), TypeError, r"X column 0"),
-])
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (lambda X: X.astype("datetime64[s]"), TypeError, r"X holds dates"),
+        (lambda X: X.astype("timedelta64[s]"), TypeError, r"X holds durations"),
+        (lambda X: X.astype(str), TypeError, r"X holds strings"),
+        (lambda X: X.astype(str).astype(object), TypeError, r"X holds strings"),
+        (lambda X: X.reshape(20, 5, 2), ValueError, r"X must be a 2-D array .* got 3-D"),
+        (lambda X: __import__("pandas").DataFrame(X.astype(str)), TypeError, r"X column 0"),
+    ],
+)
 def test_bad_kinds_of_x_are_refused(make, error, match):
     X = np.arange(200, dtype=np.int64).reshape(20, 10) % 7
     with pytest.raises(error, match=match):
@@ -536,8 +606,7 @@ def test_bad_kinds_of_x_are_refused(make, error, match):
 def test_inverse_transform_refuses_non_finite_scores():
     model = _fit(np.random.default_rng(0).standard_normal((20, 10)))
     S = np.ones((2, 1))
-    np.testing.assert_allclose(model.inverse_transform(S),
-                               S @ model.components_ + model.mean_)
+    np.testing.assert_allclose(model.inverse_transform(S), S @ model.components_ + model.mean_)
     for bad in (np.nan, np.inf):
         with pytest.raises(ValueError, match=r"X \(the scores\) contains NaN or infinite"):
             model.inverse_transform(np.full((2, 1), bad))
@@ -568,30 +637,34 @@ def odd_images(tmp_path_factory):
     nib.Nifti1Image(ok, np.eye(4)).to_filename(root / "ok.nii.gz")
     nib.Nifti1Image(ok + 1j, np.eye(4)).to_filename(root / "complex.nii.gz")
     nib.Nifti1Image(np.zeros(shape + (0,), np.float32), np.eye(4)).to_filename(
-        root / "empty.nii.gz")
+        root / "empty.nii.gz"
+    )
     rgb = np.zeros(shape, dtype=[("R", "u1"), ("G", "u1"), ("B", "u1")])
     nib.Nifti1Image(rgb, np.eye(4)).to_filename(root / "rgb.nii.gz")
     _raw_singular(ok, root / "singular.nii")
     _raw_singular(mask, root / "singular_mask.nii")
     raw = (root / "ok.nii.gz").read_bytes()
-    (root / "truncated.nii.gz").write_bytes(raw[:len(raw) // 2])
+    (root / "truncated.nii.gz").write_bytes(raw[: len(raw) // 2])
     return root
 
 
-@pytest.mark.parametrize("name, error, match", [
-    ("complex.nii.gz", TypeError, r"imgs\[1\]: .* holds complex values"),
-    ("empty.nii.gz", ValueError, r"imgs\[1\]: .* 4-D image with no frame"),
-    ("rgb.nii.gz", TypeError, r"imgs\[1\]: .* holds .* values \(e.g. RGB"),
-    ("singular.nii", ValueError, r"imgs\[1\]: .* singular or non-finite affine"),
-    ("truncated.nii.gz", ValueError, r"imgs\[1\]: .* truncated gzip file"),
-])
+@pytest.mark.parametrize(
+    "name, error, match",
+    [
+        ("complex.nii.gz", TypeError, r"imgs\[1\]: .* holds complex values"),
+        ("empty.nii.gz", ValueError, r"imgs\[1\]: .* 4-D image with no frame"),
+        ("rgb.nii.gz", TypeError, r"imgs\[1\]: .* holds .* values \(e.g. RGB"),
+        ("singular.nii", ValueError, r"imgs\[1\]: .* singular or non-finite affine"),
+        ("truncated.nii.gz", ValueError, r"imgs\[1\]: .* truncated gzip file"),
+    ],
+)
 def test_odd_images_are_refused_naming_the_image(odd_images, name, error, match, tmp_path):
     imgs = [str(odd_images / "ok.nii.gz"), str(odd_images / name)]
-    for call in (lambda: neurospca.images_to_data(imgs, odd_images / "mask.nii.gz"),
-                 lambda: neurospca.images_to_data(imgs, odd_images / "mask.nii.gz",
-                                                  resample=True),
-                 lambda: neurospca.images_to_memmap(imgs, odd_images / "mask.nii.gz",
-                                                    tmp_path / "X.npy")):
+    for call in (
+        lambda: neurospca.images_to_data(imgs, odd_images / "mask.nii.gz"),
+        lambda: neurospca.images_to_data(imgs, odd_images / "mask.nii.gz", resample=True),
+        lambda: neurospca.images_to_memmap(imgs, odd_images / "mask.nii.gz", tmp_path / "X.npy"),
+    ):
         with pytest.raises(error, match=match):
             call()
     assert not os.path.exists(tmp_path / "X.npy")
@@ -605,19 +678,26 @@ def test_singular_affine_in_masks_and_model_files(odd_images, tmp_path):
 
     def edit(arrays):
         arrays["space/affine"] = np.diag([0.0, 1.0, 1.0, 1.0])
+
     path = _tampered(_volume_model(tmp_path)[0], tmp_path / "bad.npz", edit_arrays=edit)
-    with pytest.raises(ValueError, match=r"bad\.npz' is malformed: the saved affine is "
-                                         "singular"):
+    with pytest.raises(
+        ValueError,
+        match=r"bad\.npz' is malformed: the saved affine is "
+        "singular",
+    ):
         neurospca.load_model(path)
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"min_zero_fraction": 2.0}, r"min_zero_fraction must be in \[0, 1\]"),
-    ({"min_zero_fraction": float("nan")}, r"min_zero_fraction must be in \[0, 1\]"),
-    ({"sparse_indices": ()}, r"sparse_indices must be a (non-empty )?sequence"),
-    ({"sparse_indices": (-1,)}, r"sparse_indices must be a (non-empty )?sequence"),
-    ({"sparse_indices": (1, 5)}, r"sparse_indices \(1, 5\) name components past the last"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"min_zero_fraction": 2.0}, r"min_zero_fraction must be in \[0, 1\]"),
+        ({"min_zero_fraction": float("nan")}, r"min_zero_fraction must be in \[0, 1\]"),
+        ({"sparse_indices": ()}, r"sparse_indices must be a (non-empty )?sequence"),
+        ({"sparse_indices": (-1,)}, r"sparse_indices must be a (non-empty )?sequence"),
+        ({"sparse_indices": (1, 5)}, r"sparse_indices \(1, 5\) name components past the last"),
+    ],
+)
 def test_impossible_sparsity_settings_are_refused(kw, match):
     from neurospca.model_selection import select_penalty
 
@@ -677,12 +757,20 @@ def test_fit_on_a_cluster_whose_workers_die_ends(tmp_path):
     pytest.importorskip("distributed")
     script = tmp_path / "die.py"
     script.write_text(textwrap.dedent(WORKERS_DIE))
-    env = dict(os.environ, NEUROSPCA_DASK_NO_WORKER_TIMEOUT="5",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(
+        os.environ,
+        NEUROSPCA_DASK_NO_WORKER_TIMEOUT="5",
+        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     try:
-        res = subprocess.run([sys.executable, str(script), str(tmp_path / "X.npy")],
-                             cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=240)
+        res = subprocess.run(
+            [sys.executable, str(script), str(tmp_path / "X.npy")],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
     except subprocess.TimeoutExpired as exc:  # pragma: no cover - a hang is a failure
         pytest.fail(f"the fit hung after its workers died:\n{exc.stdout}\n{exc.stderr}")
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]

@@ -27,8 +27,9 @@ def good(tmp_path_factory):
     write_surf_data(values[:, 0], root / "lh.thickness")
     labels = (coords[:, 2] > -0.5).astype(np.int32)
     ctab = np.array([[25, 5, 25, 0, 0], [220, 20, 10, 0, 0]], dtype=np.int32)
-    nib.freesurfer.write_annot(str(root / "lh.aparc.annot"), labels, ctab,
-                               [b"unknown", b"cortex"], fill_ctab=True)
+    nib.freesurfer.write_annot(
+        str(root / "lh.aparc.annot"), labels, ctab, [b"unknown", b"cortex"], fill_ctab=True
+    )
     kept = np.flatnonzero(labels)
     with open(root / "lh.cortex.label", "w") as fh:
         fh.write(f"#!ascii label\n{kept.size}\n")
@@ -37,8 +38,9 @@ def good(tmp_path_factory):
     mask[1:5, 1:5, 1:4] = 1
     for ext in (".nii.gz", ".nii"):
         nib.Nifti1Image(mask, np.eye(4)).to_filename(root / f"mask{ext}")
-        nib.Nifti1Image(rng.standard_normal((6, 6, 5, 4)).astype(np.float32),
-                        np.eye(4)).to_filename(root / f"img{ext}")
+        nib.Nifti1Image(
+            rng.standard_normal((6, 6, 5, 4)).astype(np.float32), np.eye(4)
+        ).to_filename(root / f"img{ext}")
     return root, coords.shape[0]
 
 
@@ -51,13 +53,17 @@ CASES = {
     "lh.data.mgh": (lambda p, r, n: neurospca.load_surf_data(p, "right_data"), "right_data"),
     "lh.thickness": (lambda p, r, n: neurospca.load_surf_data(p), "data"),
     "lh.aparc.annot": (lambda p, r, n: neurospca.load_cortex_mask(p), "source"),
-    "lh.cortex.label": (lambda p, r, n: neurospca.load_cortex_mask(p, n, name="mask_left"),
-                        "mask_left"),
+    "lh.cortex.label": (
+        lambda p, r, n: neurospca.load_cortex_mask(p, n, name="mask_left"),
+        "mask_left",
+    ),
     "mask.nii.gz": (lambda p, r, n: neurospca.load_mask_img(p), "mask"),
     "mask.nii": (lambda p, r, n: neurospca.VolumeMasker(p), "mask"),
     "img.nii.gz": (lambda p, r, n: neurospca.images_to_data(p, r / "mask.nii.gz"), "imgs"),
-    "img.nii": (lambda p, r, n: neurospca.images_to_data([r / "img.nii", p],
-                                                         r / "mask.nii"), "imgs[1]"),
+    "img.nii": (
+        lambda p, r, n: neurospca.images_to_data([r / "img.nii", p], r / "mask.nii"),
+        "imgs[1]",
+    ),
 }
 
 
@@ -81,8 +87,12 @@ def test_damaged_file_is_a_value_error_naming_argument_and_file(good, tmp_path, 
     raw = (root / name).read_bytes()
     bad = tmp_path / name
     bad.write_bytes(_damage(raw, how))
-    if how == "last_bytes" and name in ("img.nii.gz", "lh.data.mgz", "lh.data.mgh",
-                                        "lh.cortex.label"):
+    if how == "last_bytes" and name in (
+        "img.nii.gz",
+        "lh.data.mgz",
+        "lh.data.mgh",
+        "lh.cortex.label",
+    ):
         # the last bytes are a gzip trailer, MGH's optional footer or the end of the last
         # label line: the data are complete, so the file reads (or fails clearly)
         try:

@@ -35,8 +35,7 @@ L1W, GW = 0.2, 0.4  # weights of the kernel-level runs
 def _ops():
     rng = np.random.default_rng(0)
     coords, faces = icosphere(2)
-    return {"grid": tv_from_mask(rng.random((7, 6, 5)) > 0.25),
-            "mesh": tv_from_mesh(coords, faces)}
+    return {"grid": tv_from_mask(rng.random((7, 6, 5)) > 0.25), "mesh": tv_from_mesh(coords, faces)}
 
 
 OPS = _ops()
@@ -77,9 +76,30 @@ def _run_diff(K, op, dtype, n_chunks, n_iter, restart=False, n_threads=1, seed=3
     K.diff_rmatvec(heads, tails, scale, w_old, ATw_old)
     bufs = np.zeros((chunk_ptr.size - 2, y.size), dtype)
     vq, vw = np.empty_like(y), np.zeros_like(y)
-    out = K.diff_dual_iterations(n_iter, heads, tails, scale, hg, gptr, chunk_ptr, y, L1W,
-                                 GW, 1.0 / op.norm2, w, w_old, ATw, ATw_old, bufs, vq, vw,
-                                 1.0, restart, True, n_threads)
+    out = K.diff_dual_iterations(
+        n_iter,
+        heads,
+        tails,
+        scale,
+        hg,
+        gptr,
+        chunk_ptr,
+        y,
+        L1W,
+        GW,
+        1.0 / op.norm2,
+        w,
+        w_old,
+        ATw,
+        ATw_old,
+        bufs,
+        vq,
+        vw,
+        1.0,
+        restart,
+        True,
+        n_threads,
+    )
     if out[2]:
         w, w_old, ATw, ATw_old = w_old, w, ATw_old, ATw
     return out, [w, w_old, ATw + bufs.sum(axis=0), ATw_old, vw]
@@ -91,8 +111,21 @@ def _run_csr(K, op, dtype, n_iter, restart=False, seed=3):
     ATw, ATw_old = np.empty_like(y), np.empty_like(y)
     K.csr_matvec(*arrs[3:6], w, ATw)
     K.csr_matvec(*arrs[3:6], w_old, ATw_old)
-    t, n_restarts = K.dual_iterations(n_iter, *arrs, y, L1W, GW, 1.0 / op.norm2, w, w_old,
-                                      ATw, ATw_old, np.empty_like(y), 1.0, restart)
+    t, n_restarts = K.dual_iterations(
+        n_iter,
+        *arrs,
+        y,
+        L1W,
+        GW,
+        1.0 / op.norm2,
+        w,
+        w_old,
+        ATw,
+        ATw_old,
+        np.empty_like(y),
+        1.0,
+        restart,
+    )
     v = np.empty_like(y)
     terms = K.dual_gap_terms(*arrs[:3], arrs[-1], y, ATw_old, L1W, GW, v)
     return (t, n_restarts) + terms, [w, w_old, ATw, ATw_old, v]
@@ -149,12 +182,11 @@ def test_float32_small_kernels(op):
         K.project_groups(z32, gptr, 0.5)
         K.project_groups(z64, gptr, 0.5)
         assert z32.dtype == F32 and _rel(z32, z64) < 1e-6
-        assert K.group_norm_sum(z32, gptr) == pytest.approx(K.group_norm_sum(z64, gptr),
-                                                            rel=1e-6)
+        assert K.group_norm_sum(z32, gptr) == pytest.approx(K.group_norm_sum(z64, gptr), rel=1e-6)
         out = np.empty(op.n_features, F32)
-        K.soft_threshold(x[:op.n_features].astype(F32), 0.3, out)
+        K.soft_threshold(x[: op.n_features].astype(F32), 0.3, out)
         ref = np.empty(op.n_features)
-        K.soft_threshold(x[:op.n_features], 0.3, ref)
+        K.soft_threshold(x[: op.n_features], 0.3, ref)
         np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-7)
 
 
@@ -305,8 +337,7 @@ def vstep_dtypes(monkeypatch):
 def test_spcatv_runs_float32_vsteps_and_agrees_with_float64(vstep_dtypes):
     dtypes = vstep_dtypes
     X = _data()
-    kw = dict(n_components=2, alpha_rel=0.5, tol=1e-5,
-              operator=tv_from_mask(np.ones((8, 9), bool)))
+    kw = dict(n_components=2, alpha_rel=0.5, tol=1e-5, operator=tv_from_mask(np.ones((8, 9), bool)))
     m64 = SPCATV(**kw).fit(X)
     assert set(dtypes) == {np.dtype(F64)}
     dtypes.clear()
@@ -334,8 +365,9 @@ def test_spca_tv_float32_with_conesta_stays_float64():
     op = tv_from_mask(np.ones((8, 9), bool))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        U, V, info = spca_tv(Xc, 1, l1=0.02, l2=0.1, tv=0.05, operator=op, tol=1e-3,
-                             solver="conesta", max_iter=3)
+        U, V, info = spca_tv(
+            Xc, 1, l1=0.02, l2=0.1, tv=0.05, operator=op, tol=1e-3, solver="conesta", max_iter=3
+        )
     assert np.any(V)
 
 
@@ -353,8 +385,17 @@ def test_float32_floor_in_a_fit_falls_back_to_float64(monkeypatch, vstep_dtypes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the outer loop's max_iter
         warnings.filterwarnings("error", message=".*float32")  # the v-step's floor: handled
-        U, V, info = spca_tv(Xc, 1, l1=0.02, l2=0.1, tv=0.05, operator=op, tol=1e-12,
-                             max_iter=3, max_inner_iter=100_000)
+        U, V, info = spca_tv(
+            Xc,
+            1,
+            l1=0.02,
+            l2=0.1,
+            tv=0.05,
+            operator=op,
+            tol=1e-12,
+            max_iter=3,
+            max_inner_iter=100_000,
+        )
     # the first v-step met the floor and was finished in float64; float64 from then on
     assert dtypes[:2] == [F32, F64] and dtypes.count(np.dtype(F32)) == 1 and len(dtypes) > 2
     assert info["rel_gaps"][0] <= 1e-12
@@ -362,8 +403,9 @@ def test_float32_floor_in_a_fit_falls_back_to_float64(monkeypatch, vstep_dtypes)
 
 
 def test_tight_tol_fits_run_float64_vsteps(vstep_dtypes):
-    SPCATV(n_components=1, alpha_rel=0.5, tol=1e-6,
-           operator=tv_from_mask(np.ones((8, 9), bool))).fit(_data().astype(F32))
+    SPCATV(
+        n_components=1, alpha_rel=0.5, tol=1e-6, operator=tv_from_mask(np.ones((8, 9), bool))
+    ).fit(_data().astype(F32))
     assert set(vstep_dtypes) == {np.dtype(F64)}
 
 

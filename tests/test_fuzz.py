@@ -36,18 +36,27 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES)
 def test_fuzz(case):
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               MKL_NUM_THREADS="1", MPLBACKEND="Agg")
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        MPLBACKEND="Agg",
+    )
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     try:
-        res = subprocess.run([sys.executable, "-m", "tests._fuzz_cases", case,
-                              str(TIMEOUT - 10)], cwd=ROOT, env=env, capture_output=True,
-                             text=True, timeout=TIMEOUT)
+        res = subprocess.run(
+            [sys.executable, "-m", "tests._fuzz_cases", case, str(TIMEOUT - 10)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
     except subprocess.TimeoutExpired as exc:  # pragma: no cover - a hang is a failure
         pytest.fail(f"fuzz case {case} hung for {TIMEOUT} s:\n{exc.stderr}")
     if res.returncode < 0:
         name = signal.Signals(-res.returncode).name
-        pytest.fail(f"fuzz case {case} crashed the interpreter with {name}:\n"
-                    f"{res.stderr[-6000:]}")
+        pytest.fail(f"fuzz case {case} crashed the interpreter with {name}:\n{res.stderr[-6000:]}")
     assert res.returncode == 0, f"fuzz case {case} failed:\n{res.stderr[-6000:]}"
     assert f"fuzz case {case}: ok" in res.stdout

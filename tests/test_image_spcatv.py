@@ -63,9 +63,11 @@ def small_volume():
     mask[5, 6, 4] = False  # a hole: neighbours are dropped from the operator
     blobs = [np.exp(-((grid - c) ** 2).sum(-1) / 3.0) for c in ([3, 4, 4], [7, 8, 4])]
     n = 16
-    data = (3 * rng.standard_normal((n, 1, 1, 1)) * blobs[0]
-            + 2 * rng.standard_normal((n, 1, 1, 1)) * blobs[1]
-            + 0.2 * rng.standard_normal((n,) + shape))
+    data = (
+        3 * rng.standard_normal((n, 1, 1, 1)) * blobs[0]
+        + 2 * rng.standard_normal((n, 1, 1, 1)) * blobs[1]
+        + 0.2 * rng.standard_normal((n,) + shape)
+    )
     img = nib.Nifti1Image(np.moveaxis(data, 0, -1).astype(np.float32), affine)
     mask_img = nib.Nifti1Image(mask.astype(np.uint8), affine)
     return img, mask_img, mask, blobs
@@ -114,8 +116,10 @@ def _grid_tv(vol, mask):
     sq = np.zeros(vol.shape)
     for axis in range(3):
         d = np.diff(vol, axis=axis)
-        both = mask[tuple(slice(0, -1) if a == axis else slice(None) for a in range(3))] \
+        both = (
+            mask[tuple(slice(0, -1) if a == axis else slice(None) for a in range(3))]
             & mask[tuple(slice(1, None) if a == axis else slice(None) for a in range(3))]
+        )
         pad = [(0, 1) if a == axis else (0, 0) for a in range(3)]
         sq += np.pad(np.where(both, d, 0.0) ** 2, pad)
     return float(np.sqrt(sq[mask]).sum())
@@ -135,8 +139,9 @@ def test_volume_columns_follow_nilearn_masker(small_volume):
     # the operator's TV of each row equals the TV computed on the image itself:
     # a different column order would give another value on random maps
     for i in range(3):
-        np.testing.assert_allclose(model.operator_.value(X[i]), _grid_tv(data[..., i], mask),
-                                   rtol=1e-10)
+        np.testing.assert_allclose(
+            model.operator_.value(X[i]), _grid_tv(data[..., i], mask), rtol=1e-10
+        )
     shuffled = np.random.default_rng(0).permutation(X[0])
     assert abs(model.operator_.value(shuffled) - _grid_tv(data[..., 0], mask)) > 1.0
     assert isinstance(model.space_, VolumeMasker)
@@ -148,8 +153,9 @@ def _edge_tv(values, faces, keep):
     e = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
     e = np.unique(np.sort(e, axis=1), axis=0)
     e = e[keep[e[:, 0]] & keep[e[:, 1]]]
-    sq = np.bincount(e[:, 0], weights=(values[e[:, 1]] - values[e[:, 0]]) ** 2,
-                     minlength=values.size)
+    sq = np.bincount(
+        e[:, 0], weights=(values[e[:, 1]] - values[e[:, 0]]) ** 2, minlength=values.size
+    )
     return float(np.sqrt(sq).sum())
 
 
@@ -165,18 +171,22 @@ def test_surface_columns_follow_surface_masker(fs5):
     np.testing.assert_array_equal(X, X_nilearn)
     # nilearn's order: kept left vertices, then kept right vertices, in index order
     np.testing.assert_array_equal(
-        X, np.concatenate([data["left"][keep["left"]].T, data["right"][keep["right"]].T], 1))
+        X, np.concatenate([data["left"][keep["left"]].T, data["right"][keep["right"]].T], 1)
+    )
     assert isinstance(model.space_, Hemispheres)
     for h, hemi in enumerate(HEMIS):
         np.testing.assert_array_equal(model.space_.vertices[h], np.flatnonzero(keep[hemi]))
     np.testing.assert_array_equal(model.space_.transform(data["left"].T, data["right"].T), X)
     # the operator's TV equals the edge TV computed on each hemisphere's mesh
     for i in range(2):
-        expected = sum(_edge_tv(data[hemi][:, i], np.asarray(fs5["pial"].parts[hemi].faces),
-                                keep[hemi]) for hemi in HEMIS)
+        expected = sum(
+            _edge_tv(data[hemi][:, i], np.asarray(fs5["pial"].parts[hemi].faces), keep[hemi])
+            for hemi in HEMIS
+        )
         np.testing.assert_allclose(model.operator_.value(X[i]), expected, rtol=1e-10)
-    op, _ = tv_from_hemispheres(fs5["pial"].parts["left"], fs5["pial"].parts["right"],
-                                keep["left"], keep["right"])
+    op, _ = tv_from_hemispheres(
+        fs5["pial"].parts["left"], fs5["pial"].parts["right"], keep["left"], keep["right"]
+    )
     assert (op.matrix != model.operator_.matrix).nnz == 0
 
 
@@ -214,8 +224,9 @@ def test_nifti_round_trip(small_volume, tmp_path):
     img, mask_img, mask, blobs = small_volume
     # a list of 3-D files (a glob) is the same data as the 4-D image
     for i in range(img.shape[-1]):
-        nib.Nifti1Image(img.get_fdata()[..., i].astype(np.float32),
-                        img.affine).to_filename(tmp_path / f"sub-{i:02d}.nii.gz")
+        nib.Nifti1Image(img.get_fdata()[..., i].astype(np.float32), img.affine).to_filename(
+            tmp_path / f"sub-{i:02d}.nii.gz"
+        )
     mask_img.to_filename(tmp_path / "mask.nii.gz")
     model = ImageSPCATV(2, mask=str(tmp_path / "mask.nii.gz"), alpha_rel=0.5, tol=1e-3)
     model.fit(str(tmp_path / "sub-*.nii.gz"))
@@ -226,8 +237,9 @@ def test_nifti_round_trip(small_volume, tmp_path):
     assert not np.any(values[~mask])
     np.testing.assert_array_equal(values[mask], model.components_.T)
     # each component is one of the two blobs
-    corr = np.array([[abs(np.corrcoef(values[..., k][mask], b[mask])[0, 1]) for b in blobs]
-                     for k in range(2)])
+    corr = np.array(
+        [[abs(np.corrcoef(values[..., k][mask], b[mask])[0, 1]) for b in blobs] for k in range(2)]
+    )
     assert max(corr[0, 0] + corr[1, 1], corr[0, 1] + corr[1, 0]) > 1.7, corr
     # scores and back: images with the mask's affine
     S = model.transform(img)
@@ -237,9 +249,11 @@ def test_nifti_round_trip(small_volume, tmp_path):
     assert back.shape == mask.shape + (img.shape[-1],)
     np.testing.assert_array_equal(back.affine, mask_img.affine)
     X = img.get_fdata()[mask].T
-    np.testing.assert_allclose(back.get_fdata()[mask].T,
-                               model.estimator_.inverse_transform(model.estimator_.transform(X)),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        back.get_fdata()[mask].T,
+        model.estimator_.inverse_transform(model.estimator_.transform(X)),
+        atol=1e-6,
+    )
     # the rank-2 reconstruction explains most of the two-blob data
     resid = np.linalg.norm(back.get_fdata()[mask].T - X) / np.linalg.norm(X - X.mean(0))
     assert resid < 0.6, resid
@@ -255,8 +269,9 @@ def test_surface_round_trip_planted_vertices(fs5):
     amp = 3.0 * rng.standard_normal(n)
     data = {h: planted[h][:, None] * amp + 0.1 * rng.standard_normal((10242, n)) for h in HEMIS}
     img = SurfaceImage(mesh=fs5["pial"], data=data)
-    model = ImageSPCATV(1, mask=(np.ones(10242, bool), np.ones(10242, bool)),
-                        alpha_rel=1.0, tol=1e-3).fit(img)
+    model = ImageSPCATV(
+        1, mask=(np.ones(10242, bool), np.ones(10242, bool)), alpha_rel=1.0, tol=1e-3
+    ).fit(img)
     comp = model.components_img_
     assert isinstance(comp, SurfaceImage) and set(comp.data.parts) == set(HEMIS)
     for hemi in HEMIS:
@@ -277,8 +292,9 @@ def test_surface_round_trip_planted_vertices(fs5):
         noise = data[hemi] - planted[hemi][:, None] * amp
         assert err < 0.5 * np.linalg.norm(noise - noise.mean(axis=1, keepdims=True))
     # a list of SurfaceImages (one per subject) is the same data
-    singles = [SurfaceImage(mesh=fs5["pial"], data={h: data[h][:, i] for h in HEMIS})
-               for i in range(n)]
+    singles = [
+        SurfaceImage(mesh=fs5["pial"], data={h: data[h][:, i] for h in HEMIS}) for i in range(n)
+    ]
     np.testing.assert_allclose(model.transform(singles), model.transform(img), atol=1e-10)
 
 
@@ -289,8 +305,11 @@ def test_surface_round_trip_planted_vertices(fs5):
 
 def test_fsaverage5_thickness_default_penalties(thickness_img):
     img, patterns = thickness_img
-    with pytest.warns(UserWarning, match=r"no mask was given for the left and right "
-                                         r"hemispheres: \d+ vertex") as rec:
+    with pytest.warns(
+        UserWarning,
+        match=r"no mask was given for the left and right "
+        r"hemispheres: \d+ vertex",
+    ) as rec:
         model = ImageSPCATV(3).fit(img)
     thick = load_fsaverage_data(mesh="fsaverage5", data_type="thickness")
     n_wall = sum(int(np.sum(np.asarray(thick.data.parts[h]) == 0)) for h in HEMIS)
@@ -300,9 +319,12 @@ def test_fsaverage5_thickness_default_penalties(thickness_img):
     assert np.all(nonzero > 0), nonzero  # every component non-empty
     assert np.all(nonzero < 0.5), nonzero  # and sparse: a minority of the vertices
     # each planted region is found by one component
-    truth = [np.concatenate([patterns["left"].get(k, np.zeros(10242)),
-                             patterns["right"].get(k, np.zeros(10242))])
-             for k in range(3)]
+    truth = [
+        np.concatenate(
+            [patterns["left"].get(k, np.zeros(10242)), patterns["right"].get(k, np.zeros(10242))]
+        )
+        for k in range(3)
+    ]
     maps = model.space_.inverse_transform(model.components_)
     comps = np.concatenate([maps["left"], maps["right"]]).T
     cos = np.abs(np.array([[c @ t / np.linalg.norm(t) for t in truth] for c in comps]))
@@ -311,14 +333,14 @@ def test_fsaverage5_thickness_default_penalties(thickness_img):
 
 def test_motor_map_set_default_penalties():
     """Real motor t-map (nilearn) resampled into the 3 mm MNI mask, perturbed per subject."""
-    from scipy.ndimage import gaussian_filter
-
     from nilearn.image import resample_to_img
+    from scipy.ndimage import gaussian_filter
 
     mask = load_mni152_brain_mask(resolution=3)
     motor = nib.load(load_sample_motor_activation_image())
-    t = resample_to_img(motor, mask, interpolation="continuous", force_resample=True,
-                        copy_header=True).get_fdata()
+    t = resample_to_img(
+        motor, mask, interpolation="continuous", force_resample=True, copy_header=True
+    ).get_fdata()
     rng = np.random.default_rng(31)
     # per subject: the positive and negative parts of the real map, scaled independently
     pos, neg = np.clip(t, 0, None), np.clip(-t, 0, None)
@@ -347,10 +369,10 @@ def test_motor_map_set_default_penalties():
 def test_maskers_as_mask(small_volume):
     img, mask_img, mask, _ = small_volume
     ref = ImageSPCATV(1, mask=mask_img, alpha_rel=0.5, tol=1e-2).fit(img)
-    unfitted = ImageSPCATV(1, mask=NiftiMasker(mask_img=mask_img), alpha_rel=0.5,
-                           tol=1e-2).fit(img)
-    fitted = ImageSPCATV(1, mask=NiftiMasker(mask_img=mask_img).fit(), alpha_rel=0.5,
-                         tol=1e-2).fit(img)
+    unfitted = ImageSPCATV(1, mask=NiftiMasker(mask_img=mask_img), alpha_rel=0.5, tol=1e-2).fit(img)
+    fitted = ImageSPCATV(1, mask=NiftiMasker(mask_img=mask_img).fit(), alpha_rel=0.5, tol=1e-2).fit(
+        img
+    )
     for other in (unfitted, fitted):
         np.testing.assert_allclose(other.components_, ref.components_, atol=1e-10)
     # a masker without a mask computes it (nilearn's background strategy), as mask=None
@@ -378,7 +400,8 @@ def test_nan_voxels_and_vertices_are_left_out(small_volume, fs5):
     parts["right"][17, 2] = np.inf
     with pytest.warns(UserWarning, match="1 vertex"):
         model = ImageSPCATV(1, mask=(None, None), alpha_rel=0.5, tol=1e-2).fit(
-            SurfaceImage(mesh=fs5["pial"], data=parts))
+            SurfaceImage(mesh=fs5["pial"], data=parts)
+        )
     assert 17 not in model.space_.vertices[1] and model.space_.vertices[1].size == 10241
 
 
@@ -425,8 +448,9 @@ def test_score_delegates(small_volume):
 
         assert score == pytest.approx(-reconstruction_error(X, model.estimator_))
     # the training maps are fitted better than maps of pure noise of the same size
-    noise = nib.Nifti1Image(np.random.default_rng(1).standard_normal(img.shape)
-                            * X.std(), img.affine)
+    noise = nib.Nifti1Image(
+        np.random.default_rng(1).standard_normal(img.shape) * X.std(), img.affine
+    )
     assert model.score(img) > model.score(noise)
 
 
@@ -444,22 +468,30 @@ def test_qcache_stack_and_per_subject_mgh(fs5, tmp_path):
         write_surf_data(maps[hemi], tmp_path / f"{short}.thickness.fwhm10.fsaverage5.mgh")
         for i in range(n):
             (tmp_path / f"sub-{i}").mkdir(exist_ok=True)
-            write_surf_data(maps[hemi][:, i],
-                            tmp_path / f"sub-{i}" / f"{short}.thickness.fwhm10.fsaverage5.mgh")
+            write_surf_data(
+                maps[hemi][:, i], tmp_path / f"sub-{i}" / f"{short}.thickness.fwhm10.fsaverage5.mgh"
+            )
     stack = nib.load(tmp_path / "lh.thickness.fwhm10.fsaverage5.mgh")
     assert stack.shape == (10242, 1, 1, n)
-    img_stack = load_surface_image(tmp_path / "lh.thickness.fwhm10.fsaverage5.mgh",
-                                   tmp_path / "rh.thickness.fwhm10.fsaverage5.mgh", fs5["pial"])
+    img_stack = load_surface_image(
+        tmp_path / "lh.thickness.fwhm10.fsaverage5.mgh",
+        tmp_path / "rh.thickness.fwhm10.fsaverage5.mgh",
+        fs5["pial"],
+    )
     per_subject = load_surface_image(
         [tmp_path / f"sub-{i}" / "lh.thickness.fwhm10.fsaverage5.mgh" for i in range(n)],
         [tmp_path / f"sub-{i}" / "rh.thickness.fwhm10.fsaverage5.mgh" for i in range(n)],
-        fs5["pial"])
+        fs5["pial"],
+    )
     # two stacks of three frames each are the same data as well
     for hemi, short in (("left", "lh"), ("right", "rh")):
         write_surf_data(maps[hemi][:, :3], tmp_path / f"a_{short}.mgh")
         write_surf_data(maps[hemi][:, 3:], tmp_path / f"b_{short}.mgh")
-    two = load_surface_image([tmp_path / "a_lh.mgh", tmp_path / "b_lh.mgh"],
-                             [tmp_path / "a_rh.mgh", tmp_path / "b_rh.mgh"], fs5["pial"])
+    two = load_surface_image(
+        [tmp_path / "a_lh.mgh", tmp_path / "b_lh.mgh"],
+        [tmp_path / "a_rh.mgh", tmp_path / "b_rh.mgh"],
+        fs5["pial"],
+    )
     for img in (img_stack, per_subject, two):
         assert img.shape == (20484, n)
         for hemi in HEMIS:
@@ -475,8 +507,9 @@ def _write_label_gii(path, labels, names):
         lab = nib.gifti.GiftiLabel(key=key, red=0.5, green=0.5, blue=0.5, alpha=1.0)
         lab.label = name
         table.labels.append(lab)
-    darray = nib.gifti.GiftiDataArray(labels.astype(np.int32), intent="NIFTI_INTENT_LABEL",
-                                      datatype="NIFTI_TYPE_INT32")
+    darray = nib.gifti.GiftiDataArray(
+        labels.astype(np.int32), intent="NIFTI_INTENT_LABEL", datatype="NIFTI_TYPE_INT32"
+    )
     nib.gifti.GiftiImage(darrays=[darray], labeltable=table).to_filename(path)
 
 
@@ -484,17 +517,16 @@ def test_gifti_label_and_shape_masks(fs5, tmp_path):
     rng = np.random.default_rng(4)
     coords = fs5["pial"].parts["left"].coordinates
     wall = coords[:, 0] > 30  # a stand-in medial wall
-    _write_label_gii(tmp_path / "lh.cortex.label.gii", np.where(wall, 0, 1),
-                     {0: "Medial_Wall", 1: "Cortex"})
-    np.testing.assert_array_equal(load_cortex_mask(tmp_path / "lh.cortex.label.gii", 10242),
-                                  ~wall)
+    _write_label_gii(
+        tmp_path / "lh.cortex.label.gii", np.where(wall, 0, 1), {0: "Medial_Wall", 1: "Cortex"}
+    )
+    np.testing.assert_array_equal(load_cortex_mask(tmp_path / "lh.cortex.label.gii", 10242), ~wall)
     # labels without names: 0 is left out
     _write_label_gii(tmp_path / "lh.nonames.label.gii", np.where(wall, 0, 3), {0: "", 3: ""})
     np.testing.assert_array_equal(load_cortex_mask(tmp_path / "lh.nonames.label.gii"), ~wall)
     right = rng.random(10242) > 0.2
     write_surf_data(right.astype(np.float32), tmp_path / "rh.cortex.shape.gii")
-    np.testing.assert_array_equal(load_cortex_mask(tmp_path / "rh.cortex.shape.gii", 10242),
-                                  right)
+    np.testing.assert_array_equal(load_cortex_mask(tmp_path / "rh.cortex.shape.gii", 10242), right)
     write_surf_data(rng.random(10242).astype(np.float32), tmp_path / "rh.prob.shape.gii")
     with pytest.raises(ValueError, match="other than 0 and 1"):
         load_cortex_mask(tmp_path / "rh.prob.shape.gii", 10242)
@@ -502,9 +534,12 @@ def test_gifti_label_and_shape_masks(fs5, tmp_path):
         load_cortex_mask(tmp_path / "lh.cortex.label.gii", 5)
     data = {h: rng.standard_normal((10242, 4)) for h in HEMIS}
     img = SurfaceImage(mesh=fs5["pial"], data=data)
-    model = ImageSPCATV(1, mask=(tmp_path / "lh.cortex.label.gii",
-                                 str(tmp_path / "rh.cortex.shape.gii")),
-                        alpha_rel=0.5, tol=1e-2).fit(img)
+    model = ImageSPCATV(
+        1,
+        mask=(tmp_path / "lh.cortex.label.gii", str(tmp_path / "rh.cortex.shape.gii")),
+        alpha_rel=0.5,
+        tol=1e-2,
+    ).fit(img)
     np.testing.assert_array_equal(model.space_.vertices[0], np.flatnonzero(~wall))
     np.testing.assert_array_equal(model.space_.vertices[1], np.flatnonzero(right))
 
@@ -522,9 +557,10 @@ def test_polymesh_accepted(fs5):
     with pytest.raises(ValueError, match="leave right_mesh as None"):
         tv_from_hemispheres(poly, poly.parts["right"])
     # an in-memory PolyMesh built from arrays, and a SurfaceImage on it
-    mem = PolyMesh(left=InMemoryMesh(poly.parts["left"].coordinates, poly.parts["left"].faces),
-                   right=InMemoryMesh(poly.parts["right"].coordinates,
-                                      poly.parts["right"].faces))
+    mem = PolyMesh(
+        left=InMemoryMesh(poly.parts["left"].coordinates, poly.parts["left"].faces),
+        right=InMemoryMesh(poly.parts["right"].coordinates, poly.parts["right"].faces),
+    )
     rng = np.random.default_rng(0)
     left, right = rng.standard_normal((5, 10242)), rng.standard_normal((5, 10242))
     img = load_surface_image(left, right, mem)
@@ -533,8 +569,9 @@ def test_polymesh_accepted(fs5):
     assert (model.operator_.matrix != op1.matrix).nnz == 0
     np.testing.assert_array_equal(model.meshes_["left"][1], poly.parts["left"].faces)
     # fit_surfaces and load_surface_subjects take the PolyMesh too
-    est, maps, hemis = neurospca.fit_surfaces(left, right, mem, estimator=SPCATV(1, tol=1e-2,
-                                                                                 alpha_rel=0.5))
+    est, maps, hemis = neurospca.fit_surfaces(
+        left, right, mem, estimator=SPCATV(1, tol=1e-2, alpha_rel=0.5)
+    )
     np.testing.assert_allclose(est.components_, model.components_, atol=1e-10)
 
 
@@ -547,46 +584,65 @@ def test_bad_input(small_volume, fs5, tmp_path):
     img, mask_img, mask, _ = small_volume
     rng = np.random.default_rng(0)
     # a SurfaceImage whose data and mesh disagree
-    surf = SurfaceImage(mesh=fs5["pial"], data={h: rng.standard_normal((10242, 3))
-                                                for h in HEMIS})
+    surf = SurfaceImage(mesh=fs5["pial"], data={h: rng.standard_normal((10242, 3)) for h in HEMIS})
     surf.data.parts["left"] = rng.standard_normal((10000, 3))
-    with pytest.raises(ValueError, match=r"imgs: the left data have shape \(10000, 3\) but "
-                                         "the left mesh has 10242 vertices"):
+    with pytest.raises(
+        ValueError,
+        match=r"imgs: the left data have shape \(10000, 3\) but "
+        "the left mesh has 10242 vertices",
+    ):
         ImageSPCATV(1).fit(surf)
-    one = SurfaceImage(mesh=PolyMesh(left=fs5["pial"].parts["left"]),
-                       data={"left": rng.standard_normal((10242, 3))})
+    one = SurfaceImage(
+        mesh=PolyMesh(left=fs5["pial"].parts["left"]),
+        data={"left": rng.standard_normal((10242, 3))},
+    )
     with pytest.raises(ValueError, match="imgs must hold both hemispheres"):
         ImageSPCATV(1).fit(one)
     # confounds of the wrong length
     with pytest.raises(ValueError, match="confounds has 5 rows but imgs hold 16 samples"):
         ImageSPCATV(1, mask=mask_img).fit(img, confounds=np.ones((5, 2)))
-    good = SurfaceImage(mesh=fs5["pial"], data={h: rng.standard_normal((10242, 3))
-                                                for h in HEMIS})
+    good = SurfaceImage(mesh=fs5["pial"], data={h: rng.standard_normal((10242, 3)) for h in HEMIS})
     with pytest.raises(ValueError, match="confounds has 4 rows but imgs hold 3 samples"):
         ImageSPCATV(1).fit(good, confounds=np.ones(4))
     # a mask of the wrong shape or affine
     wrong_shape = nib.Nifti1Image(np.ones((5, 5, 5), np.uint8), mask_img.affine)
-    with pytest.raises(ValueError, match=r"imgs has shape \(11, 13, 9\) but mask has shape "
-                                         r"\(5, 5, 5\).*resample"):
+    with pytest.raises(
+        ValueError,
+        match=r"imgs has shape \(11, 13, 9\) but mask has shape "
+        r"\(5, 5, 5\).*resample",
+    ):
         ImageSPCATV(1, mask=wrong_shape).fit(img)
     shifted = mask_img.affine.copy()
     shifted[0, 3] += 2.0
     with pytest.raises(ValueError, match="affine that differs from the mask's.*resample"):
         ImageSPCATV(1, mask=nib.Nifti1Image(mask.astype(np.uint8), shifted)).fit(img)
     # resample=True resamples onto the mask instead
-    model = ImageSPCATV(1, mask=nib.Nifti1Image(mask.astype(np.uint8), shifted),
-                        resample=True, alpha_rel=0.5, tol=1e-2).fit(img)
+    model = ImageSPCATV(
+        1,
+        mask=nib.Nifti1Image(mask.astype(np.uint8), shifted),
+        resample=True,
+        alpha_rel=0.5,
+        tol=1e-2,
+    ).fit(img)
     np.testing.assert_array_equal(model.components_img_.affine, shifted)
-    with pytest.raises(ValueError, match=r"mask: the left mask has shape \(100,\), expected "
-                                         r"\(10242,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"mask: the left mask has shape \(100,\), expected "
+        r"\(10242,\)",
+    ):
         ImageSPCATV(1, mask=(np.ones(100, bool), None)).fit(good)
-    small = SurfaceImage(mesh=PolyMesh(left=InMemoryMesh(*neurospca.icosphere(2)),
-                                       right=InMemoryMesh(*neurospca.icosphere(2))),
-                         data={h: np.ones(162, bool) for h in HEMIS})
+    small = SurfaceImage(
+        mesh=PolyMesh(
+            left=InMemoryMesh(*neurospca.icosphere(2)), right=InMemoryMesh(*neurospca.icosphere(2))
+        ),
+        data={h: np.ones(162, bool) for h in HEMIS},
+    )
     with pytest.raises(ValueError, match="mask: the mask's left mesh does not match"):
         ImageSPCATV(1, mask=small).fit(good)
-    with pytest.raises(TypeError, match="mask: a NIfTI mask, a NiftiMasker or a single path "
-                                        "was given for surface images"):
+    with pytest.raises(
+        TypeError,
+        match="mask: a NIfTI mask, a NiftiMasker or a single path was given for surface images",
+    ):
         ImageSPCATV(1, mask=mask_img).fit(good)
     with pytest.raises(ValueError, match="smoothing_fwhm is only available for volumes"):
         ImageSPCATV(1, smoothing_fwhm=6.0).fit(good)
@@ -594,8 +650,9 @@ def test_bad_input(small_volume, fs5, tmp_path):
     with pytest.raises(TypeError, match="fitted on surfaces"):
         fitted.transform(img)
     # new images with NaN inside the fitted mask: the columns are fixed
-    nan_surf = SurfaceImage(mesh=fs5["pial"], data={h: rng.standard_normal((10242, 2))
-                                                    for h in HEMIS})
+    nan_surf = SurfaceImage(
+        mesh=fs5["pial"], data={h: rng.standard_normal((10242, 2)) for h in HEMIS}
+    )
     nan_surf.data.parts["right"][5, 1] = np.nan
     with pytest.raises(ValueError, match="imgs: some voxels/vertices of the mask are NaN"):
         fitted.transform(nan_surf)
@@ -620,8 +677,18 @@ def test_cli_alpha_options(small_volume, tmp_path, capsys):
     img, mask_img, mask, _ = small_volume
     img.to_filename(tmp_path / "maps.nii.gz")
     mask_img.to_filename(tmp_path / "mask.nii.gz")
-    base = ["fit", "--images", str(tmp_path / "maps.nii.gz"), "--mask",
-            str(tmp_path / "mask.nii.gz"), "--n-components", "1", "--tol", "1e-2", "-q"]
+    base = [
+        "fit",
+        "--images",
+        str(tmp_path / "maps.nii.gz"),
+        "--mask",
+        str(tmp_path / "mask.nii.gz"),
+        "--n-components",
+        "1",
+        "--tol",
+        "1e-2",
+        "-q",
+    ]
     assert main(base + ["--alpha-rel", "0.7", "--output", str(tmp_path / "rel")]) == 0
     saved = load_model(tmp_path / "rel" / "model.npz")
     assert saved.estimator.alpha is None and saved.estimator.alpha_rel == 0.7
@@ -642,8 +709,7 @@ def test_cli_alpha_options(small_volume, tmp_path, capsys):
     assert model.alpha == 0.3 and model.l1_ratio == 0.2
     assert model.tv_ratio == SPCATV().tv_ratio
     capsys.readouterr()
-    assert main(base + ["--alpha", "1", "--alpha-rel", "2", "--output",
-                        str(tmp_path / "x")]) == 2
+    assert main(base + ["--alpha", "1", "--alpha-rel", "2", "--output", str(tmp_path / "x")]) == 2
     assert "--alpha (absolute) or --alpha-rel" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
 
@@ -651,6 +717,7 @@ def test_cli_alpha_options(small_volume, tmp_path, capsys):
 # --------------------------------------------------------------------------
 # the report of a fitted image model, in a browser
 # --------------------------------------------------------------------------
+
 
 def _open_report(browser, path):
     page = browser.new_page(viewport={"width": 1200, "height": 900})
@@ -660,14 +727,17 @@ def _open_report(browser, path):
     page.goto("file://" + os.path.abspath(path))
     page.wait_for_load_state("load")
     images_ok = page.evaluate(
-        "Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)")
+        "Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)"
+    )
     alts = page.evaluate("Array.from(document.images).map(i => i.alt)")
     text = page.text_content("body")
     captions = page.evaluate(
-        "Array.from(document.querySelectorAll('figcaption')).map(c => c.textContent)")
+        "Array.from(document.querySelectorAll('figcaption')).map(c => c.textContent)"
+    )
     n_cluster_rows = page.evaluate(
         "Array.from(document.querySelectorAll('table.clusters')).map("
-        "t => t.querySelectorAll('tbody tr').length)")
+        "t => t.querySelectorAll('tbody tr').length)"
+    )
     page.close()
     return console, images_ok, alts, text, captions, n_cluster_rows
 
@@ -754,17 +824,27 @@ def test_cli_surface_qcache_and_gifti_cortex(fs5, tmp_path, capsys):
         write_surf_mesh(mesh.coordinates, mesh.faces, tmp_path / f"{short}.pial.gii")
         base = np.asarray(thick.data.parts[hemi], dtype=np.float64)
         blob = _blob(mesh.coordinates, 2000, 12.0)
-        maps = base[:, None] + (blob[:, None] * rng.standard_normal(n)
-                                + 0.1 * rng.standard_normal((10242, n))) * (base > 0)[:, None]
+        maps = (
+            base[:, None]
+            + (blob[:, None] * rng.standard_normal(n) + 0.1 * rng.standard_normal((10242, n)))
+            * (base > 0)[:, None]
+        )
         maps = maps.astype(np.float32)
         varying[hemi] = np.ptp(maps, axis=1) > 0
         write_surf_data(maps, tmp_path / f"{short}.thickness.fwhm10.fsaverage5.mgh")
-        _write_label_gii(tmp_path / f"{short}.cortex.label.gii", (base > 0).astype(int),
-                         {0: "Medial_Wall", 1: "Cortex"})
+        _write_label_gii(
+            tmp_path / f"{short}.cortex.label.gii",
+            (base > 0).astype(int),
+            {0: "Medial_Wall", 1: "Cortex"},
+        )
     args = ["fit", "--n-components", "1", "--tol", "1e-2", "--engine", "matplotlib", "-q"]
     for hemi, short in (("left", "lh"), ("right", "rh")):
-        args += [f"--{hemi}-mesh", str(tmp_path / f"{short}.pial.gii"),
-                 f"--{hemi}-data", str(tmp_path / f"{short}.thickness.fwhm10.fsaverage5.mgh")]
+        args += [
+            f"--{hemi}-mesh",
+            str(tmp_path / f"{short}.pial.gii"),
+            f"--{hemi}-data",
+            str(tmp_path / f"{short}.thickness.fwhm10.fsaverage5.mgh"),
+        ]
     # left: a GIFTI label cortex mask; right: none, so its constant medial wall is left out
     args += ["--left-cortex", str(tmp_path / "lh.cortex.label.gii")]
     capsys.readouterr()

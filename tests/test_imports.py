@@ -14,18 +14,38 @@ import pytest
 import neurospca
 
 #: the stacks that ``import neurospca`` must not load (issue 22, item 1)
-HEAVY = ("matplotlib", "nilearn", "pyvista", "jinja2", "pandas", "dask", "scipy.optimize",
-         "sklearn", "nibabel", "scipy.stats")
+HEAVY = (
+    "matplotlib",
+    "nilearn",
+    "pyvista",
+    "jinja2",
+    "pandas",
+    "dask",
+    "scipy.optimize",
+    "sklearn",
+    "nibabel",
+    "scipy.stats",
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(neurospca.__file__)))
 
 
 def _fresh(code):
     """Run ``code`` in a new interpreter that imports this checkout; its stdout as JSON."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, timeout=300, check=False)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
@@ -34,7 +54,8 @@ def test_import_loads_no_heavy_stack():
     loaded = _fresh(
         "import json, sys\n"
         "import neurospca\n"
-        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n")
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+    )
     assert loaded == []
 
 
@@ -47,7 +68,8 @@ def test_first_use_imports_where_the_name_lives():
         "before = 'sklearn.base' in sys.modules\n"
         "from neurospca import SPCATV\n"
         "print(json.dumps([before, 'sklearn.base' in sys.modules, SPCATV.__module__,\n"
-        "                  f.__module__]))\n")
+        "                  f.__module__]))\n"
+    )
     assert out == [False, True, "neurospca.decomposition._spcatv", "neurospca.datasets"]
 
 
@@ -58,7 +80,12 @@ def test_every_public_name_resolves_to_its_package_object():
         package = importlib.import_module(f"neurospca.{where}")
         assert getattr(neurospca, name) is getattr(package, name), name
     assert set(neurospca.__all__) - set(neurospca._LAZY_NAMES) == {
-        "datasets", "model_selection", "reporting", "solvers", "study"}
+        "datasets",
+        "model_selection",
+        "reporting",
+        "solvers",
+        "study",
+    }
 
 
 def test_dir_all_and_star_import():

@@ -1,6 +1,5 @@
 """Issue 20: the joint fit (back-fitting after deflation) and split-half stability."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -8,7 +7,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from neurospca import SPCATV, make_paper_simulation, spca_tv, tv_from_mask
 from neurospca.decomposition import (
-    choose_alpha_rel, component_stability, matched_abs_corr, split_halves,
+    choose_alpha_rel,
+    component_stability,
+    matched_abs_corr,
+    split_halves,
 )
 from neurospca.model_selection import match_components
 from neurospca.solvers import prox_objective
@@ -18,8 +20,9 @@ from ._certificates import reference
 
 def _covarying(seed, n=200, shape=(30, 30)):
     """The paper's three patterns with scores correlated 0.7 (a shared severity)."""
-    X, patterns, mask = make_paper_simulation(n, random_state=seed, shape=shape,
-                                              correlation=0.7, snr=0.3)
+    X, patterns, mask = make_paper_simulation(
+        n, random_state=seed, shape=shape, correlation=0.7, snr=0.3
+    )
     return X, patterns, tv_from_mask(mask)
 
 
@@ -60,8 +63,7 @@ def test_deflation_method_is_the_papers_algorithm():
     X, _, op = _covarying(3104, n=60, shape=(10, 10))
     m = SPCATV(3, operator=op, alpha_rel=0.5, method="deflation", certify_support=False).fit(X)
     w = m.penalty_weights_
-    _, V, _ = spca_tv(X - X.mean(axis=0), 3, l1=w["l1"], l2=w["l2"], tv=w["tv"],
-                      operator=op)
+    _, V, _ = spca_tv(X - X.mean(axis=0), 3, l1=w["l1"], l2=w["l2"], tv=w["tv"], operator=op)
     V = V / np.linalg.norm(V, axis=0)
     np.testing.assert_allclose(np.abs(m.components_), np.abs(V.T), atol=1e-12)
 
@@ -71,11 +73,11 @@ def test_stability_separates_a_planted_component_from_noise():
     mask = np.ones((12, 12), dtype=bool)
     pattern = np.zeros((12, 12))
     pattern[2:6, 2:6] = 1.0
-    X = 2.0 * rng.standard_normal((120, 1)) * pattern.ravel() \
-        + rng.standard_normal((120, 144))
+    X = 2.0 * rng.standard_normal((120, 1)) * pattern.ravel() + rng.standard_normal((120, 144))
     with pytest.warns(UserWarning, match="do not reproduce"):
-        m = SPCATV(2, operator=tv_from_mask(mask), alpha_rel=0.3, stability=True,
-                   random_state=0).fit(X)
+        m = SPCATV(
+            2, operator=tv_from_mask(mask), alpha_rel=0.3, stability=True, random_state=0
+        ).fit(X)
     assert np.all(np.any(m.components_ != 0, axis=1))
     assert m.stability_[0] > 0.9, m.stability_
     assert m.stability_[1] < 0.5, m.stability_
@@ -110,13 +112,15 @@ def test_split_halves_are_disjoint_and_seeded():
 
 def test_choose_alpha_rel_rule():
     def point(a, corr, nz):
-        return {"alpha_rel": a, "reproducibility": np.array(corr),
-                "nonzero_fraction": np.array(nz)}
-    path = [point(0.5, [0.9, 0.95], [0.8, 0.7]),   # too dense: not admissible
-            point(1, [0.6, 0.7], [0.2, 0.1]),
-            point(2, [0.8, 0.8], [0.1, 0.05]),
-            point(4, [0.79, 0.8], [0.05, 0.02]),
-            point(8, [0.95, 0.99], [0.01, 0.0])]   # an empty component: not admissible
+        return {"alpha_rel": a, "reproducibility": np.array(corr), "nonzero_fraction": np.array(nz)}
+
+    path = [
+        point(0.5, [0.9, 0.95], [0.8, 0.7]),  # too dense: not admissible
+        point(1, [0.6, 0.7], [0.2, 0.1]),
+        point(2, [0.8, 0.8], [0.1, 0.05]),
+        point(4, [0.79, 0.8], [0.05, 0.02]),
+        point(8, [0.95, 0.99], [0.01, 0.0]),
+    ]  # an empty component: not admissible
     assert choose_alpha_rel(path) == 2
     path[3]["reproducibility"] = np.array([0.8, 0.8])  # an exact tie: the stronger
     assert choose_alpha_rel(path) == 3
@@ -194,12 +198,14 @@ def test_rotate_pairs_moves_a_merged_pair_onto_the_patterns():
     assert cos.max(axis=0).min() > 0.999 and cos.max(axis=1).min() > 0.999
     assert np.array_equal(V[:, 2], C_before) and info["w"][2] is not None
     assert info["w"][0] is None and info["w"][1] is None
-    np.testing.assert_allclose(np.linalg.norm(V[:, :2], axis=0),
-                               [2.0 * np.sqrt(2.0), 3.0 * np.sqrt(2.0)], rtol=1e-12)
+    np.testing.assert_allclose(
+        np.linalg.norm(V[:, :2], axis=0), [2.0 * np.sqrt(2.0), 3.0 * np.sqrt(2.0)], rtol=1e-12
+    )
     np.testing.assert_allclose(Z, op.matmat(V), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(U, Z / np.linalg.norm(Z, axis=0), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(d, np.linalg.norm(Z, axis=0) / np.linalg.norm(V, axis=0) ** 2,
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        d, np.linalg.norm(Z, axis=0) / np.linalg.norm(V, axis=0) ** 2, rtol=1e-10
+    )
     assert rotate_pairs(op, U, V, d, Z, info) == 0  # separated now: nothing to gain
 
 
@@ -211,9 +217,15 @@ def test_auto_fit_moves_to_a_stronger_point_when_the_full_fit_is_dense():
 
     def path():
         rep = {0.5: [0.99, 0.99], 1.0: [0.8, 0.8], 2.0: [0.9, 0.9], 4.0: [0.95, 0.0]}
-        return [dict(alpha_rel=a, reproducibility=np.array(r), components=(np.full((2, 4), a),) * 2,
-                     nonzero_fraction=np.array([0.4, 0.3] * 2 if a < 4 else [0.1, 0.0] * 2))
-                for a, r in rep.items()]
+        return [
+            dict(
+                alpha_rel=a,
+                reproducibility=np.array(r),
+                components=(np.full((2, 4), a),) * 2,
+                nonzero_fraction=np.array([0.4, 0.3] * 2 if a < 4 else [0.1, 0.0] * 2),
+            )
+            for a, r in rep.items()
+        ]
 
     fitted = []
 
@@ -223,6 +235,7 @@ def test_auto_fit_moves_to_a_stronger_point_when_the_full_fit_is_dense():
             V = np.zeros((10, 2))
             V[: 8 if a < dense_below else 2] = 1.0
             return None, V
+
         return fit
 
     p = path()

@@ -19,9 +19,8 @@ import pytest
 import neurospca
 from neurospca import _kernels
 from neurospca._kernels import _numpy_prox, _prox, load
-from neurospca.decomposition import nspca, prox_tree
+from neurospca.decomposition import nspca
 from neurospca.solvers import prox_dual
-from neurospca.trees import balanced_tree
 
 # the same computations in this process and in a subprocess without the build:
 # a difference-operator prox (prox kernel), the l-infinity tree prox (tree
@@ -53,8 +52,9 @@ cases = _ns["cases"]
 
 def _assert_same(a, b):
     for key in ("prox", "tree", "nspca"):
-        np.testing.assert_allclose(np.asarray(a[key]), np.asarray(b[key]), rtol=1e-9,
-                                   atol=1e-11, err_msg=key)
+        np.testing.assert_allclose(
+            np.asarray(a[key]), np.asarray(b[key]), rtol=1e-9, atol=1e-11, err_msg=key
+        )
 
 
 def test_load_returns_compiled_or_twin():
@@ -108,11 +108,17 @@ sys.meta_path[:] = [f for f in sys.meta_path
 def test_missing_build_warns_once_and_uses_the_twins(tmp_path):
     """A source tree that was never built: the twins, and one warning that says how to build."""
     src = Path(neurospca.__file__).parent
-    shutil.copytree(src, tmp_path / "neurospca",
-                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "*.c", "__pycache__"))
+    shutil.copytree(
+        src,
+        tmp_path / "neurospca",
+        ignore=shutil.ignore_patterns("*.so", "*.pyd", "*.c", "__pycache__"),
+    )
     # an editable install's import hook would find the built modules of the real tree
     # once the copy's own path fails; drop it so the copy stands alone
-    code = NO_EDITABLE_HOOK + CASES + r"""
+    code = (
+        NO_EDITABLE_HOOK
+        + CASES
+        + r"""
 import json, warnings
 from neurospca import _kernels
 assert _kernels.__file__.startswith(TREE), _kernels.__file__
@@ -125,10 +131,17 @@ out["warnings"] = [str(w.message) for w in caught if issubclass(w.category, Runt
 out["twice_same"] = out2["prox"] == out["prox"]
 print("RESULT" + json.dumps(out))
 """.replace("TREE", repr(str(tmp_path)))
+    )
     env = {k: v for k, v in os.environ.items() if k != "NEUROSPCA_KERNELS"}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=str(tmp_path))
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, cwd=str(tmp_path), timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=300,
+    )
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT")]
     assert lines, res.stderr[-3000:]
     out = json.loads(lines[0][6:])

@@ -74,9 +74,27 @@ def test_dual_iterations(setup, restart):
         w_old = w[::-1].copy()
         ATw, ATw_old = op.rmatvec(w), op.rmatvec(w_old)
         vq = np.empty(op.n_features)
-        t, nr = K.dual_iterations(7, A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr, y,
-                                  0.3, 0.5, 1.0 / op.norm2, w, w_old, ATw, ATw_old,
-                                  vq, 1.0, restart)
+        t, nr = K.dual_iterations(
+            7,
+            A_ip,
+            A_ix,
+            A_d,
+            At_ip,
+            At_ix,
+            At_d,
+            gptr,
+            y,
+            0.3,
+            0.5,
+            1.0 / op.norm2,
+            w,
+            w_old,
+            ATw,
+            ATw_old,
+            vq,
+            1.0,
+            restart,
+        )
         states.append((w, w_old, ATw, ATw_old, vq, t, nr))
     for a, b in zip(*states):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
@@ -113,10 +131,29 @@ def test_smoothed_alpha_and_fista_and_gap_terms(setup):
     for K in (CK, NK):
         v, v_old = x.copy(), 0.5 * x
         z, alpha = np.empty_like(x), np.empty(op.n_rows)
-        k = K.fista_iterations(9, 2, A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr, yp,
-                               0.8, 0.2, 0.05, 0.01, v, v_old, z, alpha)
-        terms = K.conesta_gap_terms(A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr, yp,
-                                    0.8, 0.2, 0.05, v, alpha)
+        k = K.fista_iterations(
+            9,
+            2,
+            A_ip,
+            A_ix,
+            A_d,
+            At_ip,
+            At_ix,
+            At_d,
+            gptr,
+            yp,
+            0.8,
+            0.2,
+            0.05,
+            0.01,
+            v,
+            v_old,
+            z,
+            alpha,
+        )
+        terms = K.conesta_gap_terms(
+            A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr, yp, 0.8, 0.2, 0.05, v, alpha
+        )
         outs.append((v, v_old, z, np.array(terms), k))
     for a, b in zip(*outs):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

@@ -39,6 +39,7 @@ def _planted(p=40, k=5, strength=3.0, seed=0):
 
 # --------------------------------------------------------------------- block prox
 
+
 @pytest.mark.parametrize("t", [0.0, 0.3, 1.0, 10.0])
 def test_psd_threshold_matches_direct_eigendecomposition_and_kkt(t):
     rng = np.random.default_rng(1)
@@ -75,6 +76,7 @@ def test_psd_threshold_is_the_minimiser():
 
 # --------------------------------------------------------------------- TPI oracle
 
+
 def test_tpi_finds_planted_support_and_is_a_lower_bound():
     K, support = _planted(p=40, k=5)
     value, I, x = truncated_power_iteration(K, 5, random_state=0)
@@ -103,6 +105,7 @@ def test_tpi_k_equals_p_is_the_top_eigenvalue():
 
 
 # --------------------------------------------------------------------- working set
+
 
 def _cvxpy_value(S, k, alpha):
     cp = pytest.importorskip("cvxpy")
@@ -140,8 +143,7 @@ def test_working_set_with_tpi_reaches_the_exact_optimum():
     heuristic, as the paper says)."""
     S = _spd(7, seed=4, n=10)
     Z1, _, i1 = ktrace_pca(S, 3, 0.4, tol=1e-8, max_iter=2000, exact_polar=True)
-    Z2, b2, i2 = ktrace_pca(S, 3, 0.4, tol=1e-8, max_iter=2000, n_restarts=50,
-                            random_state=0)
+    Z2, b2, i2 = ktrace_pca(S, 3, 0.4, tol=1e-8, max_iter=2000, n_restarts=50, random_state=0)
     assert i2["converged"]
     assert ktrace_objective(S, Z2, 0.4, b2) == pytest.approx(i1["objective"][-1], rel=1e-7)
     np.testing.assert_allclose(Z2, Z1, atol=1e-6)
@@ -183,6 +185,7 @@ def test_limits():
 
 # --------------------------------------------------------------------- baselines
 
+
 def test_soft_threshold_and_trace_baselines():
     S = _spd(6, seed=7)
     Z = soft_threshold_covariance(S, 0.1)
@@ -196,8 +199,9 @@ def test_trace_l1_matches_cvxpy():
     alpha, mu, k = 0.4, 0.5, 2
     Z = trace_l1_covariance(S, alpha, mu, k, tol=1e-10, max_iter=5000)
     V = cp.Variable((5, 5), PSD=True)
-    obj = 0.5 * cp.sum_squares(V - S) + alpha * (mu / k * cp.sum(cp.abs(V))
-                                                 + (1 - mu) * cp.trace(V))
+    obj = 0.5 * cp.sum_squares(V - S) + alpha * (
+        mu / k * cp.sum(cp.abs(V)) + (1 - mu) * cp.trace(V)
+    )
     cp.Problem(cp.Minimize(obj)).solve(solver="CLARABEL")
     np.testing.assert_allclose(Z, V.value, atol=1e-5)
 
@@ -215,14 +219,14 @@ def test_sequential_spca():
 
 # --------------------------------------------------------------------- estimator
 
+
 def test_estimator_atoms_reconstruct_the_estimate():
     K, support = _planted(p=25, k=4, seed=10, strength=4.0)
     rng = np.random.default_rng(0)
     X = rng.multivariate_normal(np.zeros(25), K, size=400)
     model = KTraceNormPCA(k=4, alpha=0.6, random_state=0).fit(X)
     C = model.components_
-    np.testing.assert_allclose((C.T * model.explained_variance_) @ C, model.covariance_,
-                               atol=1e-10)
+    np.testing.assert_allclose((C.T * model.explained_variance_) @ C, model.covariance_, atol=1e-10)
     assert np.all(np.count_nonzero(C, axis=1) <= 4)
     np.testing.assert_allclose(np.linalg.norm(C, axis=1), 1.0)
     assert set(np.flatnonzero(C[0])) == set(support.tolist())
@@ -231,8 +235,7 @@ def test_estimator_atoms_reconstruct_the_estimate():
     assert S.shape == (400, C.shape[0])
     # covariance input gives the same estimate
     Xc = X - X.mean(axis=0)
-    m2 = KTraceNormPCA(k=4, alpha=0.6, input="covariance", random_state=0).fit(
-        Xc.T @ Xc / 400)
+    m2 = KTraceNormPCA(k=4, alpha=0.6, input="covariance", random_state=0).fit(Xc.T @ Xc / 400)
     np.testing.assert_allclose(m2.covariance_, model.covariance_, atol=1e-8)
     # n_components pads with zero rows
     m3 = KTraceNormPCA(n_components=5, k=4, alpha=0.6, random_state=0).fit(X)

@@ -25,8 +25,10 @@ def _headed(heads, tails, P):
     order = np.argsort(heads, kind="stable")
     heads, tails = heads[order], tails[order]
     n = heads.size
-    A = sp.csr_matrix((np.r_[-np.ones(n), np.ones(n)],
-                       (np.r_[np.arange(n), np.arange(n)], np.r_[heads, tails])), shape=(n, P))
+    A = sp.csr_matrix(
+        (np.r_[-np.ones(n), np.ones(n)], (np.r_[np.arange(n), np.arange(n)], np.r_[heads, tails])),
+        shape=(n, P),
+    )
     gptr = np.r_[0, np.cumsum(np.bincount(heads, minlength=P))]
     return GroupOperator(A, gptr)
 
@@ -69,17 +71,22 @@ def test_reordered_arrays_are_the_permuted_operator(op):
     heads, tails, scale, hg, gptr, chunk_ptr = difference_arrays(op, 2, reorder=True)
     assert hg and heads.dtype == tails.dtype == gptr.dtype == np.int32
     n = heads.size
-    A = sp.csr_matrix((np.r_[-np.full(n, scale), np.full(n, scale)],
-                       (np.r_[np.arange(n), np.arange(n)], np.r_[heads, tails])), shape=(R, P))
+    A = sp.csr_matrix(
+        (
+            np.r_[-np.full(n, scale), np.full(n, scale)],
+            (np.r_[np.arange(n), np.arange(n)], np.r_[heads, tails]),
+        ),
+        shape=(R, P),
+    )
     expected = op.matrix[order.rows][:, order.features]
     assert abs(A - expected).max() == 0
     # every group is a user's group: its rows, contiguous and in their order
     np.testing.assert_array_equal(heads, np.repeat(np.arange(gptr.size - 1), np.diff(gptr)))
     user_group = op.row_group[order.rows]
     for g in range(gptr.size - 1):
-        rows = order.rows[gptr[g]:gptr[g + 1]]
+        rows = order.rows[gptr[g] : gptr[g + 1]]
         assert np.all(np.diff(rows) == 1)
-        assert np.unique(user_group[gptr[g]:gptr[g + 1]]).size <= 1
+        assert np.unique(user_group[gptr[g] : gptr[g + 1]]).size <= 1
     assert chunk_ptr[0] == 0 and chunk_ptr[-1] == gptr.size - 1
     # and the band is narrow
     bw = np.abs(heads.astype(int) - tails).max()
@@ -92,8 +99,17 @@ def test_same_solution_as_csr_path_and_twin(op):
     ref = prox_dual(y, op, 0.3, 0.6, tol=1e-12, max_iter=100_000, kernel_path="csr")
     scale = np.abs(ref.v).max()
     for kernels in ("cython", "numpy"):
-        new = prox_dual(y, op, 0.3, 0.6, tol=1e-12, max_iter=100_000,
-                        kernel_path="difference", kernels=kernels, n_threads=1)
+        new = prox_dual(
+            y,
+            op,
+            0.3,
+            0.6,
+            tol=1e-12,
+            max_iter=100_000,
+            kernel_path="difference",
+            kernels=kernels,
+            n_threads=1,
+        )
         assert new.converged and ref.converged and new.gap <= new.tol_abs
         # within their certified distance of v* (||v - v*||^2 / 2 <= gap)
         dist = np.linalg.norm(new.v - ref.v)
@@ -104,8 +120,9 @@ def test_same_solution_as_csr_path_and_twin(op):
     ref = prox_dual(y, op, 0.3, 0.6, tol=1e-4, kernel_path="csr")
     new = prox_dual(y, op, 0.3, 0.6, tol=1e-4, kernel_path="difference")
     assert new.n_iter == ref.n_iter
-    np.testing.assert_allclose(np.array(new.gap_history), np.array(ref.gap_history),
-                               rtol=1e-10, atol=1e-12 * float(y @ y))
+    np.testing.assert_allclose(
+        np.array(new.gap_history), np.array(ref.gap_history), rtol=1e-10, atol=1e-12 * float(y @ y)
+    )
     np.testing.assert_allclose(new.v, ref.v, rtol=0, atol=1e-10 * np.abs(ref.v).max())
     np.testing.assert_allclose(new.w, ref.w, rtol=0, atol=1e-10 * np.abs(ref.w).max())
 
@@ -166,15 +183,37 @@ def _run(K, op, n_chunks, reorder, halo, n_iter, n_threads, with_gap=True, dtype
         segs, halos, size = difference_halos(op, n_chunks, reorder=reorder)
         extra, bufs = (segs, halos, np.zeros(size, dtype)), np.zeros((0, P), dtype)
     vq, vw = np.empty(P, dtype), np.zeros(P, dtype)
-    out = K.diff_dual_iterations(n_iter, heads, tails, scale, hg, gptr, chunk_ptr, y, 0.2,
-                                 0.4, 1.0 / op.norm2, w, w_old, ATw, ATw_old, bufs, vq, vw,
-                                 1.3, True, with_gap, n_threads, *extra)
+    out = K.diff_dual_iterations(
+        n_iter,
+        heads,
+        tails,
+        scale,
+        hg,
+        gptr,
+        chunk_ptr,
+        y,
+        0.2,
+        0.4,
+        1.0 / op.norm2,
+        w,
+        w_old,
+        ATw,
+        ATw_old,
+        bufs,
+        vq,
+        vw,
+        1.3,
+        True,
+        with_gap,
+        n_threads,
+        *extra,
+    )
     if out[2]:
         w, w_old, ATw, ATw_old = w_old, w, ATw_old, ATw
     full = ATw + bufs.sum(axis=0, dtype=np.float64)
     if halo:
         for lo, hi, off in halos.reshape(-1, 3):
-            full[lo:hi] += extra[2][off:off + hi - lo].astype(np.float64)
+            full[lo:hi] += extra[2][off : off + hi - lo].astype(np.float64)
     return out, w, w_old, full, ATw_old, vw
 
 
@@ -196,10 +235,10 @@ def test_halo_segments_and_ranges(name, n_chunks):
         g0, a, b, g1 = segs[c]
         assert (g0, g1) == (chunk_ptr[c], chunk_ptr[c + 1]) and g0 <= a <= b <= g1
         lo, hi = (0 if c == 0 else g0), (P if c == n - 1 else g1)
-        inner = tails[gptr[a]:gptr[b]]
+        inner = tails[gptr[a] : gptr[b]]
         assert np.all((inner >= lo) & (inner < hi))  # the interior writes its own features
         for (s0, s1), (t_lo, t_hi, off) in zip(((g0, a), (b, g1)), halos[c]):
-            t = tails[gptr[s0]:gptr[s1]]
+            t = tails[gptr[s0] : gptr[s1]]
             assert np.all((t >= t_lo) & (t < t_hi))
             offsets.append((off, t_hi - t_lo))
     assert sum(length for _, length in offsets) == size
@@ -255,8 +294,30 @@ def test_halo_arguments_checked():
     heads, tails, scale, hg, gptr, chunk_ptr = difference_arrays(op, 2, reorder=True)
     P = op.n_features
     with pytest.raises(ValueError, match="halos"):  # halos with full buffers
-        CK.diff_dual_iterations(1, heads, tails, scale, hg, gptr, chunk_ptr, np.zeros(P),
-                                0.1, 0.1, 0.1, np.zeros(op.n_rows), np.zeros(op.n_rows),
-                                np.zeros(P), np.zeros(P), np.zeros((1, P)), np.zeros(P),
-                                np.zeros(P), 1.0, True, False, 1, segs, halos,
-                                np.zeros(size))
+        CK.diff_dual_iterations(
+            1,
+            heads,
+            tails,
+            scale,
+            hg,
+            gptr,
+            chunk_ptr,
+            np.zeros(P),
+            0.1,
+            0.1,
+            0.1,
+            np.zeros(op.n_rows),
+            np.zeros(op.n_rows),
+            np.zeros(P),
+            np.zeros(P),
+            np.zeros((1, P)),
+            np.zeros(P),
+            np.zeros(P),
+            1.0,
+            True,
+            False,
+            1,
+            segs,
+            halos,
+            np.zeros(size),
+        )

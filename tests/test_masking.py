@@ -4,7 +4,6 @@ Only nilearn's bundled data is used (no download): the MNI152 brain mask at
 3 mm (64,030 voxels) and the sample motor t-map (on another grid).
 """
 
-
 import nibabel as nib
 import numpy as np
 import pytest
@@ -39,10 +38,7 @@ def small_mask(mni_mask):
 def _maps(mask_img, n, seed=0):
     """n random 3-D float maps on the mask's grid (as images)."""
     rng = np.random.default_rng(seed)
-    return [
-        nib.Nifti1Image(rng.standard_normal(mask_img.shape), mask_img.affine)
-        for _ in range(n)
-    ]
+    return [nib.Nifti1Image(rng.standard_normal(mask_img.shape), mask_img.affine) for _ in range(n)]
 
 
 def _tv_by_hand(vol, mask):
@@ -177,8 +173,9 @@ def test_shape_mismatch_raises_and_resample_fixes(mni_mask):
     assert X.shape[0] == 2 and X.shape[1] <= 64030 and np.all(np.isfinite(X))
     from nilearn.image import resample_to_img
 
-    ref = resample_to_img(motor, mni_mask, interpolation="continuous",
-                          force_resample=True, copy_header=True).get_fdata()
+    ref = resample_to_img(
+        motor, mni_mask, interpolation="continuous", force_resample=True, copy_header=True
+    ).get_fdata()
     kept = np.asanyarray(mask_img.dataobj).astype(bool)
     np.testing.assert_allclose(X[0], ref[kept])
     assert kept.sum() == 64030  # nothing NaN after resampling (fill value 0)
@@ -312,8 +309,12 @@ def test_spcatv_end_to_end_on_a_real_mask_returns_loading_images(small_mask, tmp
     np.testing.assert_array_equal(img.affine, small_mask.affine)
     loadings = img.get_fdata()
     assert np.all(loadings[~arr] == 0)
-    corr = np.array([[abs(np.corrcoef(np.abs(loadings[..., k][arr]), b[arr])[0, 1])
-                      for b in blobs] for k in range(2)])
+    corr = np.array(
+        [
+            [abs(np.corrcoef(np.abs(loadings[..., k][arr]), b[arr])[0, 1]) for b in blobs]
+            for k in range(2)
+        ]
+    )
     # each component is one blob (in either order)
     assert max(corr[0, 0] + corr[1, 1], corr[0, 1] + corr[1, 0]) > 1.8, corr
     # sparse: most voxels are exactly zero, unlike plain PCA

@@ -17,7 +17,7 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from neurospca import Hemispheres, SPCATV, VolumeMasker, icosphere, load_model, save_model
+from neurospca import SPCATV, Hemispheres, VolumeMasker, icosphere, load_model, save_model
 from neurospca.persistence import MAX_BYTES, MODEL_CLASSES
 
 
@@ -40,8 +40,7 @@ def _surface_model(tmp_path):
     X = np.random.default_rng(1).standard_normal((10, 2 * n))
     model = SPCATV(1, alpha=0.2, tol=1e-2, max_iter=5).fit(X)
     path = tmp_path / "surf.npz"
-    save_model(model, path, space=hemis,
-               meshes={"left": (coords, faces), "right": (coords, faces)})
+    save_model(model, path, space=hemis, meshes={"left": (coords, faces), "right": (coords, faces)})
     return path
 
 
@@ -57,8 +56,9 @@ def _arrays(path):
 
 def _write(path, arrays, meta=None):
     if meta is not None:
-        arrays = dict(arrays, **{"meta.json": np.frombuffer(json.dumps(meta).encode(),
-                                                              dtype=np.uint8)})
+        arrays = dict(
+            arrays, **{"meta.json": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
+        )
     np.savez_compressed(path, **arrays)
     return path
 
@@ -94,11 +94,23 @@ def test_round_trip_still_exact(volume_file):
 # -------------------------------------------------------------------- classes
 
 
-@pytest.mark.parametrize("name", ["GroupOperator", "VolumeMasker", "load_model", "Tree",
-                                  "SavedModel", "object", "__builtins__", 3])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GroupOperator",
+        "VolumeMasker",
+        "load_model",
+        "Tree",
+        "SavedModel",
+        "object",
+        "__builtins__",
+        3,
+    ],
+)
 def test_only_registered_classes(volume_file, tmp_path, name):
-    path = _tampered(volume_file[0], tmp_path / "c.npz",
-                     edit_meta=lambda m: m.update({"class": name}))
+    path = _tampered(
+        volume_file[0], tmp_path / "c.npz", edit_meta=lambda m: m.update({"class": name})
+    )
     _refused(path, "not a neurospca estimator")
 
 
@@ -120,29 +132,47 @@ def test_save_refuses_unregistered_estimators(tmp_path):
 # -------------------------------------------------------------------- params
 
 
-@pytest.mark.parametrize("name, desc, match", [
-    ("max_iter", {"kind": "scalar", "value": -5}, "invalid parameter.*max_iter"),
-    ("solver", {"kind": "scalar", "value": "evil"}, "invalid parameter.*solver"),
-    ("tol", {"kind": "scalar", "value": "x"}, "invalid parameter.*tol"),
-    ("alpha", {"kind": "scalar", "value": 0.5, "dtype": "|O"}, "invalid scalar type"),
-    ("alpha", {"kind": "scalar", "value": 1, "dtype": "|V2000000000"}, "invalid scalar type"),
-    ("not_a_param", {"kind": "scalar", "value": 1}, "no parameter"),
-])
+@pytest.mark.parametrize(
+    "name, desc, match",
+    [
+        ("max_iter", {"kind": "scalar", "value": -5}, "invalid parameter.*max_iter"),
+        ("solver", {"kind": "scalar", "value": "evil"}, "invalid parameter.*solver"),
+        ("tol", {"kind": "scalar", "value": "x"}, "invalid parameter.*tol"),
+        ("alpha", {"kind": "scalar", "value": 0.5, "dtype": "|O"}, "invalid scalar type"),
+        ("alpha", {"kind": "scalar", "value": 1, "dtype": "|V2000000000"}, "invalid scalar type"),
+        ("not_a_param", {"kind": "scalar", "value": 1}, "no parameter"),
+    ],
+)
 def test_parameters_are_validated(volume_file, tmp_path, name, desc, match):
-    path = _tampered(volume_file[0], tmp_path / "p.npz",
-                     edit_meta=lambda m: m["params"].update({name: desc}))
+    path = _tampered(
+        volume_file[0], tmp_path / "p.npz", edit_meta=lambda m: m["params"].update({name: desc})
+    )
     _refused(path, match)
 
 
 # -------------------------------------------------------------------- fitted names
 
 
-@pytest.mark.parametrize("name", ["fit", "transform", "__class__", "_secret_", "Upper_",
-                                  "get_params", "n_components", "1x_", "a b_"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fit",
+        "transform",
+        "__class__",
+        "_secret_",
+        "Upper_",
+        "get_params",
+        "n_components",
+        "1x_",
+        "a b_",
+    ],
+)
 def test_fitted_names_cannot_overwrite_the_class(volume_file, tmp_path, name):
-    path = _tampered(volume_file[0], tmp_path / "f.npz",
-                     edit_meta=lambda m: m["fitted"].update(
-                         {name: {"kind": "scalar", "value": 1}}))
+    path = _tampered(
+        volume_file[0],
+        tmp_path / "f.npz",
+        edit_meta=lambda m: m["fitted"].update({name: {"kind": "scalar", "value": 1}}),
+    )
     _refused(path, "not a fitted attribute name")
 
 
@@ -170,14 +200,18 @@ def test_moderately_nested_json_is_refused(volume_file, tmp_path):
     nested = {}
     for _ in range(60):
         nested = {"a": nested}
-    path = _tampered(volume_file[0], tmp_path / "nest.npz",
-                     edit_meta=lambda m: m.update(metadata=nested))
+    path = _tampered(
+        volume_file[0], tmp_path / "nest.npz", edit_meta=lambda m: m.update(metadata=nested)
+    )
     _refused(path, "nested deeper than")
 
 
 def test_huge_header_is_refused(volume_file, tmp_path):
-    path = _tampered(volume_file[0], tmp_path / "big.npz",
-                     edit_meta=lambda m: m["metadata"].update(pad="x" * (17 * 2**20)))
+    path = _tampered(
+        volume_file[0],
+        tmp_path / "big.npz",
+        edit_meta=lambda m: m["metadata"].update(pad="x" * (17 * 2**20)),
+    )
     _refused(path, "header declares")
 
 
@@ -231,9 +265,9 @@ def _patch_central_size(path, member, size):
     pos = 0
     while True:
         pos = raw.index(b"PK\x01\x02", pos)
-        name_len = struct.unpack("<H", raw[pos + 28:pos + 30])[0]
-        if raw[pos + 46:pos + 46 + name_len] == name:
-            raw[pos + 24:pos + 28] = struct.pack("<I", size)
+        name_len = struct.unpack("<H", raw[pos + 28 : pos + 30])[0]
+        if raw[pos + 46 : pos + 46 + name_len] == name:
+            raw[pos + 24 : pos + 28] = struct.pack("<I", size)
             break
         pos += 4
     path.write_bytes(bytes(raw))
@@ -276,15 +310,19 @@ def test_npy_header_promising_a_huge_array(volume_file, tmp_path):
     # rewrite the header member too (zip allows duplicates: the last one wins)
     with zipfile.ZipFile(path, "a") as zf:
         buf = io.BytesIO()
-        np.lib.format.write_array(buf, np.frombuffer(json.dumps(arrays_meta).encode(),
-                                                     dtype=np.uint8))
+        np.lib.format.write_array(
+            buf, np.frombuffer(json.dumps(arrays_meta).encode(), dtype=np.uint8)
+        )
         zf.writestr("meta.json.npy", buf.getvalue())
     _refused(path, "declares shape")
 
 
 def test_object_arrays_are_never_unpickled(volume_file, tmp_path):
-    path = _tampered(volume_file[0], tmp_path / "obj.npz", edit_arrays=lambda a: a.update(
-        {"attr/components_": np.array([{"evil": 1}], dtype=object)}))
+    path = _tampered(
+        volume_file[0],
+        tmp_path / "obj.npz",
+        edit_arrays=lambda a: a.update({"attr/components_": np.array([{"evil": 1}], dtype=object)}),
+    )
     _refused(path, "nothing is unpickled")
 
 
@@ -295,33 +333,42 @@ def _set(key, fn):
     return lambda a: a.update({key: fn(a[key])})
 
 
-@pytest.mark.parametrize("key, fn, match", [
-    ("param/operator/indices", lambda x: x + 1000, "column indices out of range"),
-    ("param/operator/indices", lambda x: -x - 1, "column indices out of range"),
-    ("param/operator/indptr", lambda x: x[::-1].copy(), "row pointer"),
-    ("param/operator/indptr", lambda x: x[:-1].copy(), "row pointer"),
-    ("param/operator/indptr", lambda x: x.astype(np.float64), "integer"),
-    ("param/operator/group_ptr", lambda x: x + 1, "group_ptr"),
-    ("param/operator/data", lambda x: np.where(np.arange(x.size) == 0, np.nan, x), "finite"),
-    ("attr/components_", lambda x: np.full_like(x, np.nan), "NaN"),
-    ("attr/mean_", lambda x: x[:-1].copy(), "mean_"),
-    ("space/affine", lambda x: np.full_like(x, np.inf), "affine"),
-    ("space/mask", lambda x: x.astype(np.uint8), "boolean"),
-])
+@pytest.mark.parametrize(
+    "key, fn, match",
+    [
+        ("param/operator/indices", lambda x: x + 1000, "column indices out of range"),
+        ("param/operator/indices", lambda x: -x - 1, "column indices out of range"),
+        ("param/operator/indptr", lambda x: x[::-1].copy(), "row pointer"),
+        ("param/operator/indptr", lambda x: x[:-1].copy(), "row pointer"),
+        ("param/operator/indptr", lambda x: x.astype(np.float64), "integer"),
+        ("param/operator/group_ptr", lambda x: x + 1, "group_ptr"),
+        ("param/operator/data", lambda x: np.where(np.arange(x.size) == 0, np.nan, x), "finite"),
+        ("attr/components_", lambda x: np.full_like(x, np.nan), "NaN"),
+        ("attr/mean_", lambda x: x[:-1].copy(), "mean_"),
+        ("space/affine", lambda x: np.full_like(x, np.inf), "affine"),
+        ("space/mask", lambda x: x.astype(np.uint8), "boolean"),
+    ],
+)
 def test_tampered_arrays(volume_file, tmp_path, key, fn, match):
     path = _tampered(volume_file[0], tmp_path / "a.npz", edit_arrays=_set(key, fn))
     _refused(path, match)
 
 
-@pytest.mark.parametrize("change, match", [
-    (lambda op: op.update(norm2=float("nan")), "norm2"),
-    (lambda op: op.update(norm2=-1.0), "norm2"),
-    (lambda op: op.update(shape=[10**12, 3]), "invalid shape"),
-    (lambda op: op.update(norm2_is_exact="yes"), "norm2_is_exact"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda op: op.update(norm2=float("nan")), "norm2"),
+        (lambda op: op.update(norm2=-1.0), "norm2"),
+        (lambda op: op.update(shape=[10**12, 3]), "invalid shape"),
+        (lambda op: op.update(norm2_is_exact="yes"), "norm2_is_exact"),
+    ],
+)
 def test_tampered_operator_header(volume_file, tmp_path, change, match):
-    path = _tampered(volume_file[0], tmp_path / "o.npz",
-                     edit_meta=lambda m: change(m["params"]["operator"]["operator"]))
+    path = _tampered(
+        volume_file[0],
+        tmp_path / "o.npz",
+        edit_meta=lambda m: change(m["params"]["operator"]["operator"]),
+    )
     _refused(path, match)
 
 
@@ -330,14 +377,20 @@ def surface_file(tmp_path_factory):
     return _surface_model(tmp_path_factory.mktemp("surf"))
 
 
-@pytest.mark.parametrize("key, fn, match", [
-    ("mesh/left/faces", lambda f: np.where(np.arange(f.size).reshape(f.shape) == 0,
-                                           10**7, f), "out of range"),
-    ("mesh/left/faces", lambda f: f.astype(np.float64), "integer"),
-    ("mesh/right/coords", lambda c: np.where(c > 0, np.inf, c), "NaN or infinite"),
-    ("mesh/right/coords", lambda c: c[:, :2].copy(), "shape"),
-    ("space/vertices_left", lambda v: v + 10**6, "out of range"),
-])
+@pytest.mark.parametrize(
+    "key, fn, match",
+    [
+        (
+            "mesh/left/faces",
+            lambda f: np.where(np.arange(f.size).reshape(f.shape) == 0, 10**7, f),
+            "out of range",
+        ),
+        ("mesh/left/faces", lambda f: f.astype(np.float64), "integer"),
+        ("mesh/right/coords", lambda c: np.where(c > 0, np.inf, c), "NaN or infinite"),
+        ("mesh/right/coords", lambda c: c[:, :2].copy(), "shape"),
+        ("space/vertices_left", lambda v: v + 10**6, "out of range"),
+    ],
+)
 def test_tampered_meshes_and_vertices(surface_file, tmp_path, key, fn, match):
     load_model(surface_file)
     path = _tampered(surface_file, tmp_path / "s.npz", edit_arrays=_set(key, fn))
@@ -345,8 +398,11 @@ def test_tampered_meshes_and_vertices(surface_file, tmp_path, key, fn, match):
 
 
 def test_huge_vertex_count_is_refused(surface_file, tmp_path):
-    path = _tampered(surface_file, tmp_path / "n.npz",
-                     edit_meta=lambda m: m["space"].update(n_vertices=[10**15, 10]))
+    path = _tampered(
+        surface_file,
+        tmp_path / "n.npz",
+        edit_meta=lambda m: m["space"].update(n_vertices=[10**15, 10]),
+    )
     _refused(path, "n_vertices")
 
 
@@ -357,8 +413,11 @@ def test_report_command_does_not_follow_bg_img_from_the_file(volume_file, tmp_pa
     """metadata.bg_img naming a file is plain text: the report never opens it."""
     bad = tmp_path / "secret.nii.gz"
     bad.write_bytes(b"\x1f\x8b not really a NIfTI")
-    path = _tampered(volume_file[0], tmp_path / "bg.npz",
-                     edit_meta=lambda m: m["metadata"].update(bg_img=str(bad)))
+    path = _tampered(
+        volume_file[0],
+        tmp_path / "bg.npz",
+        edit_meta=lambda m: m["metadata"].update(bg_img=str(bad)),
+    )
     assert load_model(path).metadata["bg_img"] == str(bad)  # returned as data only
     out = tmp_path / "report.html"
     code = textwrap.dedent(f"""
@@ -366,7 +425,6 @@ def test_report_command_does_not_follow_bg_img_from_the_file(volume_file, tmp_pa
         from neurospca.cli import main
         sys.exit(main(["report", {str(path)!r}, "--output", {str(out)!r}, "-q"]))
     """)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert out.exists() and "secret" not in res.stderr

@@ -69,11 +69,13 @@ def test_reconstruction_error_validation():
 
 def test_scorer_works_in_gridsearchcv():
     rng = np.random.default_rng(2)
-    X = rng.standard_normal((50, 4)) @ rng.standard_normal((4, 10)) \
-        + 0.1 * rng.standard_normal((50, 10))
+    X = rng.standard_normal((50, 4)) @ rng.standard_normal((4, 10)) + 0.1 * rng.standard_normal(
+        (50, 10)
+    )
     cv = KFold(5)
-    gs = GridSearchCV(PCA(), {"n_components": [1, 2, 4]}, scoring=neg_reconstruction_error,
-                      cv=cv).fit(X)
+    gs = GridSearchCV(
+        PCA(), {"n_components": [1, 2, 4]}, scoring=neg_reconstruction_error, cv=cv
+    ).fit(X)
     assert gs.best_params_ == {"n_components": 4}  # more components, smaller error
     manual = [-reconstruction_error(X[te], PCA(2).fit(X[tr])) for tr, te in cv.split(X)]
     assert gs.cv_results_["mean_test_score"][1] == pytest.approx(np.mean(manual), rel=1e-12)
@@ -179,8 +181,11 @@ def test_grid_search_picks_known_best_and_scores_match(small_sim):
     scale = _l1_max(X)
     # tiny alpha: dense loadings (fail the rule); huge alpha: everything zero
     # (the held-out error is that of no component); middle: sparse and good.
-    grid = {"alpha": [1e-3 * scale, 0.5 * scale, 50.0 * scale], "l1_ratio": [0.1],
-            "tv_ratio": [0.3]}
+    grid = {
+        "alpha": [1e-3 * scale, 0.5 * scale, 50.0 * scale],
+        "l1_ratio": [0.1],
+        "tv_ratio": [0.3],
+    }
     est = SPCATV(3, operator=op, tol=1e-4)
     with pytest.warns(UserWarning, match="identically zero"):
         res = grid_search_cv(est, X, grid, cv=3, truth=patterns, n_jobs=1)
@@ -193,8 +198,9 @@ def test_grid_search_picks_known_best_and_scores_match(small_sim):
     tr, te = folds[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # its third component vanishes
-        fit = SPCATV(3, operator=op, tol=1e-4, alpha=0.5 * scale, l1_ratio=0.1,
-                     tv_ratio=0.3).fit(X[tr])
+        fit = SPCATV(3, operator=op, tol=1e-4, alpha=0.5 * scale, l1_ratio=0.1, tv_ratio=0.3).fit(
+            X[tr]
+        )
     Xc = X[te] - X[tr].mean(axis=0)
     all_zero_err = np.linalg.norm(X[te] - X[tr].mean(axis=0))
     assert res["fold_test_error"][1, 1] == pytest.approx(reconstruction_error(X[te], fit))
@@ -239,10 +245,17 @@ def test_grid_search_on_dask_equals_serial(small_sim, processes):
     serial = grid_search_cv(est, X, grid, cv=3, truth=patterns, n_jobs=1)
     # in-process workers need an explicit tcp protocol to bind to 127.0.0.1
     protocol = {} if processes else {"protocol": "tcp://"}
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes,
-                                  host="127.0.0.1", dashboard_address=None,
-                                  **protocol) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=processes,
+            host="127.0.0.1",
+            dashboard_address=None,
+            **protocol,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         with parallel_config(backend="dask"):
             remote = grid_search_cv(est, X, grid, cv=3, truth=patterns)
         assert len(client.scheduler_info()["workers"]) == 2
@@ -263,8 +276,9 @@ def test_gridsearchcv_with_spcatv_agrees_with_grid_search_cv(small_sim):
     est = SPCATV(2, operator=op, tol=1e-4)
     gs = GridSearchCV(est, grid, scoring=neg_reconstruction_error, cv=KFold(3)).fit(X)
     ours = grid_search_cv(est, X, grid, cv=3, sparse_indices=())
-    np.testing.assert_allclose(-gs.cv_results_["mean_test_score"], ours["mean_test_error"],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        -gs.cv_results_["mean_test_score"], ours["mean_test_error"], rtol=1e-12
+    )
     assert gs.best_index_ == ours["best_index"]
 
 
@@ -278,8 +292,9 @@ def test_select_penalty_searches_scale_and_split(small_sim, capsys):
 
     X, patterns, mask = small_sim
     est = SPCATV(2, operator=tv_from_mask(mask), random_state=0)
-    sel = select_penalty(est, X, alpha_rel=(0.5, 1.0, 2.0), n_splits=2, truth=patterns[:2],
-                         random_state=0, verbose=1)
+    sel = select_penalty(
+        est, X, alpha_rel=(0.5, 1.0, 2.0), n_splits=2, truth=patterns[:2], random_state=0, verbose=1
+    )
     res = sel.results_
     # the estimator's own split first, then the sparser defaults, each along alpha_rel
     splits = list(dict.fromkeys((r["l1_ratio"], r["tv_ratio"]) for r in res))
@@ -292,27 +307,45 @@ def test_select_penalty_searches_scale_and_split(small_sim, capsys):
     # the chosen point: admissible, and the best held-out score among the
     # admissible points within `tolerance` of the most reproducible one
     top = max(r["reproducibility"] for r in res if r["admissible"])
-    near = [i for i, r in enumerate(res)
-            if r["admissible"] and r["reproducibility"] >= top - REPRODUCIBILITY_TOLERANCE]
+    near = [
+        i
+        for i, r in enumerate(res)
+        if r["admissible"] and r["reproducibility"] >= top - REPRODUCIBILITY_TOLERANCE
+    ]
     assert sel.best_index_ == max(near, key=lambda i: res[i]["mean_score"])
     chosen = res[sel.best_index_]
     assert chosen["reproducibility_per_component"].shape == (2, 2)  # n_splits x components
     assert chosen["reproducibility"] == pytest.approx(
-        chosen["reproducibility_per_component"].mean())
+        chosen["reproducibility_per_component"].mean()
+    )
     assert set(sel.best_params_) == {"alpha", "alpha_rel", "l1_ratio", "tv_ratio"}
     best = sel.best_estimator_
     assert (best.alpha_rel_, best.l1_ratio, best.tv_ratio) == (
-        chosen["alpha_rel"], chosen["l1_ratio"], chosen["tv_ratio"])
+        chosen["alpha_rel"],
+        chosen["l1_ratio"],
+        chosen["tv_ratio"],
+    )
     np.testing.assert_array_equal(best.stability_, sel.component_stability_)
     assert np.all((0 <= best.stability_) & (best.stability_ <= 1))
     table = sel.table()
-    for name in ("alpha_rel", "l1_ratio", "tv_ratio", "repro", "repro_min", "support",
-                 "empty", "score", "mse", "dice_truth"):
+    for name in (
+        "alpha_rel",
+        "l1_ratio",
+        "tv_ratio",
+        "repro",
+        "repro_min",
+        "support",
+        "empty",
+        "score",
+        "mse",
+        "dice_truth",
+    ):
         assert name in table.splitlines()[0]
     assert len(table.splitlines()) == len(res) + 1 and table.count("*") == 1
     # tolerance=0: the most reproducible admissible point, as alpha_rel="auto"
-    strict = select_penalty(est, X, alpha_rel=(0.5, 1.0, 2.0), n_splits=2, random_state=0,
-                            tolerance=0.0, refit=False)
+    strict = select_penalty(
+        est, X, alpha_rel=(0.5, 1.0, 2.0), n_splits=2, random_state=0, tolerance=0.0, refit=False
+    )
     assert strict.results_[strict.best_index_]["reproducibility"] == pytest.approx(top)
 
 
@@ -321,8 +354,13 @@ def test_select_penalty_elasticnet_keeps_its_method(small_sim):
     from neurospca.model_selection import select_penalty
 
     X, _, mask = small_sim
-    sel = select_penalty(SPCATV(2, operator=tv_from_mask(mask), tv_ratio=0.0), X,
-                         alpha_rel=(1.0, 2.0), random_state=0, refit=False)
+    sel = select_penalty(
+        SPCATV(2, operator=tv_from_mask(mask), tv_ratio=0.0),
+        X,
+        alpha_rel=(1.0, 2.0),
+        random_state=0,
+        refit=False,
+    )
     assert {r["tv_ratio"] for r in sel.results_} == {0.0}
     assert sel.best_params_["tv_ratio"] == 0.0 and sel.best_estimator_ is None
 
@@ -332,8 +370,16 @@ def test_select_penalty_old_rules_by_name(small_sim, capsys):
 
     X, _, mask = small_sim
     est = SPCATV(2, operator=tv_from_mask(mask))
-    sel = select_penalty(est, X, alpha_rel=(0.5, 1.0), rule="weakest_stable", cv=3,
-                         random_state=0, refit=False, verbose=1)
+    sel = select_penalty(
+        est,
+        X,
+        alpha_rel=(0.5, 1.0),
+        rule="weakest_stable",
+        cv=3,
+        random_state=0,
+        refit=False,
+        verbose=1,
+    )
     assert capsys.readouterr().out.count("[select_penalty]") == 2
     # the K-fold rules search the estimator's own split, as before
     assert [(r["l1_ratio"], r["tv_ratio"]) for r in sel.results_] == [(0.05, 0.1)] * 2
@@ -351,10 +397,12 @@ def _tiny_volumes(n=24, seed=0):
     mask = ((grid - [4, 4.5, 3]) ** 2 / [16, 20, 9]).sum(-1) < 1.0
     blobs = [np.exp(-((grid - c) ** 2).sum(-1) / 2.0) for c in ([2, 3, 3], [6, 6, 3])]
     confound = rng.standard_normal(n)
-    data = (3 * rng.standard_normal((n, 1, 1, 1)) * blobs[0]
-            + 2 * rng.standard_normal((n, 1, 1, 1)) * blobs[1]
-            + 2 * confound[:, None, None, None] * mask
-            + 0.2 * rng.standard_normal((n,) + shape))
+    data = (
+        3 * rng.standard_normal((n, 1, 1, 1)) * blobs[0]
+        + 2 * rng.standard_normal((n, 1, 1, 1)) * blobs[1]
+        + 2 * confound[:, None, None, None] * mask
+        + 0.2 * rng.standard_normal((n,) + shape)
+    )
     affine = np.diag([2.0, 2.0, 2.0, 1.0])
     img = nib.Nifti1Image(np.moveaxis(data, 0, -1).astype(np.float32), affine)
     return img, nib.Nifti1Image(mask.astype(np.uint8), affine), confound[:, None]
@@ -369,8 +417,9 @@ def test_select_penalty_takes_nifti_glob_mask_and_confounds(tmp_path):
 
     img, mask_img, confounds = _tiny_volumes()
     for i in range(img.shape[-1]):
-        nib.save(nib.Nifti1Image(img.get_fdata()[..., i], img.affine),
-                 tmp_path / f"sub-{i:02d}.nii.gz")
+        nib.save(
+            nib.Nifti1Image(img.get_fdata()[..., i], img.affine), tmp_path / f"sub-{i:02d}.nii.gz"
+        )
     pattern = str(tmp_path / "sub-*.nii.gz")
     est = ImageSPCATV(2, mask=mask_img, random_state=0)
     kw = dict(alpha_rel=(0.5, 1.0), splits=[(0.05, 0.1), (0.2, 0.2)], random_state=0)
@@ -385,8 +434,9 @@ def test_select_penalty_takes_nifti_glob_mask_and_confounds(tmp_path):
     assert isinstance(inner, SPCATV) and inner.operator.shape[1] == X.shape[1]
     direct = select_penalty(inner, X, refit=False, **kw)
     for a, b in zip(sel.results_, direct.results_):
-        np.testing.assert_allclose(a["reproducibility_per_component"],
-                                   b["reproducibility_per_component"], atol=1e-12)
+        np.testing.assert_allclose(
+            a["reproducibility_per_component"], b["reproducibility_per_component"], atol=1e-12
+        )
     # the confound was regressed out of what was searched
     c = confounds[:, 0] - confounds[:, 0].mean()
     assert np.abs(c @ (X - X.mean(axis=0))).max() < 1e-6 * np.abs(X).max() * len(c)
@@ -408,8 +458,9 @@ def test_select_penalty_takes_a_surface_image():
     for hemi, centre in (("left", 4321), ("right", 777)):
         xyz = mesh.parts[hemi].coordinates
         blob = np.exp(-((xyz - xyz[centre]) ** 2).sum(1) / (2 * 8.0**2))
-        data[hemi] = (np.where(blob > 0.05, blob, 0.0)[:, None] * amp
-                      + 0.1 * rng.standard_normal((xyz.shape[0], n)))
+        data[hemi] = np.where(blob > 0.05, blob, 0.0)[:, None] * amp + 0.1 * rng.standard_normal(
+            (xyz.shape[0], n)
+        )
     img = SurfaceImage(mesh=mesh, data=data)
     est = ImageSPCATV(1, mask=(np.ones(10242, bool), np.ones(10242, bool)), random_state=0)
     sel = select_penalty(est, img, alpha_rel=(1.0, 2.0), splits=[(0.05, 0.1)], random_state=0)
@@ -427,10 +478,16 @@ def test_select_penalty_bad_arguments_are_named(small_sim):
 
     X, _, mask = small_sim
     est = SPCATV(2, operator=tv_from_mask(mask))
-    for kw, match in (({"splits": [(0.6, 0.5)]}, "splits"), ({"splits": [1.0, 2.0]}, "splits"),
-                      ({"splits": []}, "splits"), ({"n_splits": 0}, "n_splits"),
-                      ({"tolerance": -0.1}, "tolerance"), ({"alpha_rel": []}, "alpha_rel"),
-                      ({"confounds": np.ones((60, 1))}, "confounds"), ({"rule": "x"}, "rule")):
+    for kw, match in (
+        ({"splits": [(0.6, 0.5)]}, "splits"),
+        ({"splits": [1.0, 2.0]}, "splits"),
+        ({"splits": []}, "splits"),
+        ({"n_splits": 0}, "n_splits"),
+        ({"tolerance": -0.1}, "tolerance"),
+        ({"alpha_rel": []}, "alpha_rel"),
+        ({"confounds": np.ones((60, 1))}, "confounds"),
+        ({"rule": "x"}, "rule"),
+    ):
         with pytest.raises(ValueError, match=match):
             select_penalty(est, X, **kw)
     with pytest.raises(TypeError, match="estimator"):

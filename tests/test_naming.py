@@ -64,19 +64,21 @@ def test_check_int():
 def test_sspca_lam_is_alpha_with_a_future_warning():
     X = _data()
     groups = grid_halfspace_groups((4, 4))
-    new = _quiet(lambda: SSPCA(2, alpha=1e-4, groups=groups, max_iter=15,
-                               random_state=0).fit(X))
+    new = _quiet(lambda: SSPCA(2, alpha=1e-4, groups=groups, max_iter=15, random_state=0).fit(X))
     with pytest.warns(FutureWarning, match="`lam` was renamed `alpha`"):
-        old = _quiet(lambda: SSPCA(2, lam=1e-4, groups=groups, max_iter=15,
-                                   random_state=0).fit(X))
+        old = _quiet(lambda: SSPCA(2, lam=1e-4, groups=groups, max_iter=15, random_state=0).fit(X))
     np.testing.assert_array_equal(old.components_, new.components_)
     assert old.objective_ == new.objective_
     # with lam given, alpha keeps its old meaning: the exponent
-    new1 = _quiet(lambda: SSPCA(2, alpha=1e-4, exponent=1.0, groups=groups, max_iter=15,
-                                random_state=0).fit(X))
+    new1 = _quiet(
+        lambda: SSPCA(2, alpha=1e-4, exponent=1.0, groups=groups, max_iter=15, random_state=0).fit(
+            X
+        )
+    )
     with pytest.warns(FutureWarning) as record:
-        old1 = _quiet(lambda: SSPCA(2, lam=1e-4, alpha=1.0, groups=groups, max_iter=15,
-                                    random_state=0).fit(X))
+        old1 = _quiet(
+            lambda: SSPCA(2, lam=1e-4, alpha=1.0, groups=groups, max_iter=15, random_state=0).fit(X)
+        )
     messages = " ".join(str(w.message) for w in record)
     assert "keeps its old meaning" in messages and "`lam` was renamed" in messages
     np.testing.assert_array_equal(old1.components_, new1.components_)
@@ -91,11 +93,9 @@ def test_sspca_lam_is_alpha_with_a_future_warning():
 def test_sspca_function_lam_and_exponent():
     X = _data()
     X -= X.mean(0)
-    U0, V0, i0 = _quiet(lambda: sspca(X, 2, alpha=1e-4, exponent=1.0, max_iter=15,
-                                      random_state=0))
+    U0, V0, i0 = _quiet(lambda: sspca(X, 2, alpha=1e-4, exponent=1.0, max_iter=15, random_state=0))
     with pytest.warns(FutureWarning) as record:
-        U1, V1, i1 = _quiet(lambda: sspca(X, 2, lam=1e-4, alpha=1.0, max_iter=15,
-                                          random_state=0))
+        U1, V1, i1 = _quiet(lambda: sspca(X, 2, lam=1e-4, alpha=1.0, max_iter=15, random_state=0))
     messages = " ".join(str(w.message) for w in record)
     assert "keeps its old meaning" in messages and "sspca: `lam` was renamed" in messages
     np.testing.assert_array_equal(V0, V1)
@@ -106,7 +106,7 @@ def test_sspca_function_lam_and_exponent():
         old = structured_norm(v, groups, alpha=0.5)
     assert old == structured_norm(v, groups, exponent=0.5)
     # groups' l2 norms sqrt(5), sqrt(2), 2: (sum of their square roots)^2
-    assert old == pytest.approx((5 ** 0.25 + 2 ** 0.25 + 2 ** 0.5) ** 2)
+    assert old == pytest.approx((5**0.25 + 2**0.25 + 2**0.5) ** 2)
 
 
 def test_sspca_scores_and_objective():
@@ -148,11 +148,13 @@ def test_dictionary_learning_lam_and_transform_lam():
     X = _data(40, 9)
     parent = balanced_tree((2, 2))
     kw = dict(max_iter=3, random_state=0)
-    new = _quiet(lambda: HierarchicalDictionaryLearning(parent, alpha=0.2,
-                                                        transform_alpha=0.05, **kw).fit(X))
+    new = _quiet(
+        lambda: HierarchicalDictionaryLearning(parent, alpha=0.2, transform_alpha=0.05, **kw).fit(X)
+    )
     with pytest.warns(FutureWarning) as record:
-        old = _quiet(lambda: HierarchicalDictionaryLearning(parent, lam=0.2,
-                                                            transform_lam=0.05, **kw).fit(X))
+        old = _quiet(
+            lambda: HierarchicalDictionaryLearning(parent, lam=0.2, transform_lam=0.05, **kw).fit(X)
+        )
         codes_old = old.transform(X)
     messages = " ".join(str(w.message) for w in record)
     assert "`transform_lam` was renamed" in messages and "`lam` was renamed" in messages

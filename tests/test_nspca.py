@@ -2,13 +2,13 @@
 
 import numpy as np
 import pytest
+from neurospca._kernels._nspca import best_entry, nspca_sweep
 from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from neurospca import NonnegativeSparsePCA, nspca
 from neurospca.decomposition import _nspca as nspca_mod
-from neurospca._kernels._nspca import best_entry, nspca_sweep
 from neurospca.decomposition._nspca import (
     _best_entry_numpy,
     _entry_coefficients,
@@ -31,7 +31,7 @@ def _parts_data(seed=0, n=300, p=24, n_parts=3, noise=0.3):
     rng = np.random.default_rng(seed)
     W = np.zeros((n_parts, p))
     for i in range(n_parts):
-        W[i, 7 * i:7 * i + 10] = rng.uniform(0.5, 1.5, 10)
+        W[i, 7 * i : 7 * i + 10] = rng.uniform(0.5, 1.5, 10)
     X = rng.standard_normal((n, n_parts)) * np.array([3.0, 2.5, 2.0]) @ W
     return X + noise * rng.standard_normal((n, p))
 
@@ -42,6 +42,7 @@ def _caches(C, U):
 
 
 # --------------------------------------------------------------------- scalar update
+
 
 def test_entry_coefficients_match_the_objective():
     """c1, c2 from the caches reproduce F(U) as a quartic in one entry."""
@@ -78,8 +79,9 @@ def test_entry_update_is_the_exact_maximiser_on_half_line(seed):
         grid = np.linspace(0.0, hi, 20001)
         j = int(np.argmax(f(grid)))
         lo_b, hi_b = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
-        res = minimize_scalar(lambda t: -f(t), bounds=(lo_b, hi_b), method="bounded",
-                              options={"xatol": 1e-12})
+        res = minimize_scalar(
+            lambda t: -f(t), bounds=(lo_b, hi_b), method="bounded", options={"xatol": 1e-12}
+        )
         ref = max(f(grid[j]), -res.fun, 0.0)
         x_c = best_entry(alpha, c2, c1)
         x_n = _best_entry_numpy(alpha, c2, c1)
@@ -103,6 +105,7 @@ def test_entry_update_known_cases():
 
 
 # --------------------------------------------------------------------- sweep kernels
+
 
 @pytest.mark.parametrize("seed", range(4))
 def test_cython_sweep_equals_numpy_twin(seed):
@@ -138,13 +141,24 @@ def test_sweep_caches_stay_exact_and_gain_is_the_objective_increase():
 
 # --------------------------------------------------------------------- the solver
 
+
 @pytest.mark.parametrize("kernels", ["cython", "numpy"])
 @pytest.mark.parametrize("init", ["svd", "random"])
 def test_objective_never_decreases(kernels, init):
     C = _cov(4, p=20)
     alpha, beta = 0.3, 0.05
-    U, info = nspca(C, 3, alpha=alpha, beta=beta, init=init, random_state=0,
-                    kernels=kernels, tol=1e-10, max_iter=60, n_init=1)
+    U, info = nspca(
+        C,
+        3,
+        alpha=alpha,
+        beta=beta,
+        init=init,
+        random_state=0,
+        kernels=kernels,
+        tol=1e-10,
+        max_iter=60,
+        n_init=1,
+    )
     hist = info["objective"]
     assert len(hist) > 5
     assert np.all(np.diff(hist) >= -1e-12 * np.abs(hist[1:]))
@@ -191,11 +205,13 @@ def test_nonnegativity_forces_disjoint_supports_for_large_alpha():
 
 # --------------------------------------------------------------------- alpha, beta effects (Fig. 3)
 
+
 def test_overlap_falls_as_alpha_grows():
     X = _parts_data()
     alphas = [0.5, 2.0, 8.0, 32.0, 128.0]
-    overlaps = [NonnegativeSparsePCA(3, alpha=a, beta=0.0, max_iter=500).fit(X).overlap_
-                for a in alphas]
+    overlaps = [
+        NonnegativeSparsePCA(3, alpha=a, beta=0.0, max_iter=500).fit(X).overlap_ for a in alphas
+    ]
     assert np.all(np.diff(overlaps) < 0), overlaps
     assert overlaps[-1] < 0.1 * overlaps[0]
 
@@ -203,8 +219,10 @@ def test_overlap_falls_as_alpha_grows():
 def test_cardinality_falls_as_beta_grows():
     X = _parts_data()
     betas = [0.0, 0.3, 1.0, 2.0, 3.0]
-    cards = [NonnegativeSparsePCA(3, alpha=2.0, beta=b, max_iter=500).fit(X).cardinality_.sum()
-             for b in betas]
+    cards = [
+        NonnegativeSparsePCA(3, alpha=2.0, beta=b, max_iter=500).fit(X).cardinality_.sum()
+        for b in betas
+    ]
     assert np.all(np.diff(cards) <= 0), cards
     assert cards[-1] < cards[0]
 
@@ -247,8 +265,7 @@ def test_explained_variance_is_competitive_with_sparse_pca():
     C = Xc.T @ Xc / X.shape[0]
     ratios = {}
     for n_init in (1, 10):
-        m = NonnegativeSparsePCA(3, alpha=10.0, beta=10.0, n_init=n_init,
-                                 random_state=0).fit(X)
+        m = NonnegativeSparsePCA(3, alpha=10.0, beta=10.0, n_init=n_init, random_state=0).fit(X)
         comps, card = sparse_pca_at_cardinality(X, int(m.cardinality_.sum()))
         assert card == m.cardinality_.sum()
         ev_sp = nspca_mod._adjusted_variance(C, comps)[1].sum()
@@ -259,17 +276,16 @@ def test_explained_variance_is_competitive_with_sparse_pca():
 
 # --------------------------------------------------------------------- estimator
 
+
 def test_estimator_data_and_covariance_inputs_agree():
     X = _parts_data(n=100)
     Xc = X - X.mean(axis=0)
     C = Xc.T @ Xc / X.shape[0]
     m1 = NonnegativeSparsePCA(3, alpha=2.0, beta=0.1, random_state=0).fit(X)
-    m2 = NonnegativeSparsePCA(3, alpha=2.0, beta=0.1, input="covariance",
-                              random_state=0).fit(C)
+    m2 = NonnegativeSparsePCA(3, alpha=2.0, beta=0.1, input="covariance", random_state=0).fit(C)
     np.testing.assert_allclose(m1.components_, m2.components_, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(m1.mean_, X.mean(axis=0))
-    assert m1.objective_ == pytest.approx(
-        nspca_objective(C, m1.components_.T, 2.0, 0.1), rel=1e-10)
+    assert m1.objective_ == pytest.approx(nspca_objective(C, m1.components_.T, 2.0, 0.1), rel=1e-10)
     assert m1.objective_history_[-1] == m1.objective_
     assert m1.n_iter_ >= 1
     assert m1.components_.shape == (3, X.shape[1])
@@ -299,6 +315,7 @@ def test_convergence_warning():
 
 
 # --------------------------------------------------------------------- bad input
+
 
 @pytest.mark.parametrize(
     "params, X_kind, exc, match",

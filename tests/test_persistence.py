@@ -33,14 +33,23 @@ def _volume_problem(seed=0, n_samples=24):
     ijk = np.argwhere(mask)
     pattern = np.exp(-((ijk - [3, 3, 3]) ** 2).sum(1) / 4.0)
     X = rng.standard_normal((n_samples, 1)) * 3 * pattern + 0.5 * rng.standard_normal(
-        (n_samples, mask.sum()))
+        (n_samples, mask.sum())
+    )
     return X, masker
 
 
 def _fitted_volume(solver="dual"):
     X, masker = _volume_problem()
-    model = SPCATV(2, alpha=0.3, l1_ratio=0.05, tv_ratio=0.2, operator=masker.operator(),
-                   tol=1e-2, solver=solver, random_state=3).fit(X)
+    model = SPCATV(
+        2,
+        alpha=0.3,
+        l1_ratio=0.05,
+        tv_ratio=0.2,
+        operator=masker.operator(),
+        tol=1e-2,
+        solver=solver,
+        random_state=3,
+    ).fit(X)
     return model, masker, X
 
 
@@ -123,8 +132,11 @@ def test_surface_round_trip_with_meshes(tmp_path):
     X = rng.standard_normal((15, hemis.n_features))
     X[:, :30] += 4 * rng.standard_normal((15, 1))
     model = SPCATV(2, alpha=0.5, operator=op, tol=1e-2).fit(X)
-    meshes = {"left": (coords, faces), "right": (coords * 2, faces),
-              "bg_left": rng.standard_normal(n)}
+    meshes = {
+        "left": (coords, faces),
+        "right": (coords * 2, faces),
+        "bg_left": rng.standard_normal(n),
+    }
     save_model(model, tmp_path / "s.npz", space=hemis, meshes=meshes)
     saved = load_model(tmp_path / "s.npz")
     _assert_same_estimator(model, saved.estimator)
@@ -187,7 +199,7 @@ def test_truncated_file_is_a_clear_error(good_file, tmp_path, fraction):
 def test_corrupted_bytes_are_detected(good_file, tmp_path):
     raw = bytearray(good_file.read_bytes())
     mid = len(raw) // 2
-    raw[mid:mid + 64] = bytes(64)
+    raw[mid : mid + 64] = bytes(64)
     bad = tmp_path / "corrupt.npz"
     bad.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="model"):
@@ -218,15 +230,18 @@ def test_pickled_object_arrays_are_refused(good_file, tmp_path):
         load_model(bad)
 
 
-@pytest.mark.parametrize("case, match", [
-    ("format", "not a neurospca model"),
-    ("version", "format version"),
-    ("class", "not a neurospca estimator"),
-    ("missing_array", "malformed"),
-    ("bad_json", "malformed header"),
-    ("shape", "malformed"),
-    ("no_params", "malformed"),
-])
+@pytest.mark.parametrize(
+    "case, match",
+    [
+        ("format", "not a neurospca model"),
+        ("version", "format version"),
+        ("class", "not a neurospca estimator"),
+        ("missing_array", "malformed"),
+        ("bad_json", "malformed header"),
+        ("shape", "malformed"),
+        ("no_params", "malformed"),
+    ],
+)
 def test_malformed_contents(good_file, tmp_path, case, match):
     def edit(arrays):
         if case == "format":
@@ -342,8 +357,9 @@ def test_hierarchical_dictionary_learning_round_trip(tmp_path):
 
     X, parent = make_tree_patches(60, random_state=0)
     mask = np.random.default_rng(1).random(X.shape) > 0.5
-    model = HierarchicalDictionaryLearning(parent, n_components=parent.size, lam=0.1,
-                                           max_iter=3, random_state=0)
+    model = HierarchicalDictionaryLearning(
+        parent, n_components=parent.size, lam=0.1, max_iter=3, random_state=0
+    )
     with pytest.warns(ConvergenceWarning):
         model.fit(X)
     save_model(model, tmp_path / "m.npz")
@@ -352,8 +368,9 @@ def test_hierarchical_dictionary_learning_round_trip(tmp_path):
         np.testing.assert_array_equal(getattr(loaded.tree_, name), getattr(model.tree_, name))
     assert loaded.components_.tobytes() == model.components_.tobytes()
     assert loaded.objective_ == model.objective_
-    np.testing.assert_array_equal(loaded.transform(X * mask, mask=mask),
-                                  model.transform(X * mask, mask=mask))
+    np.testing.assert_array_equal(
+        loaded.transform(X * mask, mask=mask), model.transform(X * mask, mask=mask)
+    )
 
 
 def test_unsupported_attribute_is_a_clear_error(tmp_path):
@@ -391,23 +408,29 @@ def test_version1_files_load_and_are_rewritten_identically(tmp_path, name):
     assert est.components_.tobytes() == old_arrays["attr/components_"].tobytes()
     if "attr/mean_" in old_arrays:
         assert est.mean_.tobytes() == old_arrays["attr/mean_"].tobytes()
-    save_model(est, tmp_path / "again.npz", space=saved.space, meshes=saved.meshes,
-               metadata=saved.metadata)
+    save_model(
+        est, tmp_path / "again.npz", space=saved.space, meshes=saved.meshes, metadata=saved.metadata
+    )
     new_meta, new_arrays = _npz(tmp_path / "again.npz")
     for key in ("format", "version", "class", "space", "meshes", "metadata"):
         assert new_meta[key] == old_meta[key], key
     for key, desc in old_meta["params"].items():  # parameters added since take defaults
         assert new_meta["params"][key] == desc, key
     # a list objective_ of an old file became objective_history_ and a float objective_
-    split = ("objective_history_" in new_meta["fitted"]
-             and "objective_history_" not in old_meta["fitted"])
+    split = (
+        "objective_history_" in new_meta["fitted"]
+        and "objective_history_" not in old_meta["fitted"]
+    )
     if split:
         history = est.objective_history_
         old_history = old_arrays["attr/objective_"]
         assert np.array_equal(np.asarray(history), old_history)
         assert isinstance(est.objective_, float) and est.objective_ == old_history[-1]
-    kept = [n for n in old_meta["fitted"] if n in new_meta["fitted"]
-            and not (split and n == "objective_")]
+    kept = [
+        n
+        for n in old_meta["fitted"]
+        if n in new_meta["fitted"] and not (split and n == "objective_")
+    ]
     # fitted names renamed since (a codes_ now stored as scores_) are the only difference
     assert set(old_meta["fitted"]) - set(kept) <= set(RENAMED_ATTRIBUTES) | {"objective_"}
     for attr in kept:
@@ -415,8 +438,9 @@ def test_version1_files_load_and_are_rewritten_identically(tmp_path, name):
     for key, value in old_arrays.items():
         if key.startswith("attr/") and key.split("/")[1] not in kept:
             continue
-        assert new_arrays[key].dtype == value.dtype and \
-            new_arrays[key].tobytes() == value.tobytes(), key
+        assert (
+            new_arrays[key].dtype == value.dtype and new_arrays[key].tobytes() == value.tobytes()
+        ), key
     if saved.space is not None:
         assert saved.space.n_features == est.components_.shape[1]
 

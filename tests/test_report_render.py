@@ -19,8 +19,12 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from neurospca import SPCATV, icosphere, tv_from_hemispheres  # noqa: E402
-from neurospca.reporting import FigureCache, make_report, plotting  # noqa: E402
-from neurospca.reporting import _render  # noqa: E402
+from neurospca.reporting import (  # noqa: E402
+    FigureCache,
+    _render,  # noqa: E402
+    make_report,
+    plotting,
+)
 from neurospca.reporting.images import loadings_to_nifti  # noqa: E402
 
 from .test_reporting import volume_model  # noqa: E402,F401  (the fitted volume fixture)
@@ -83,8 +87,9 @@ def test_volume_canvas_reused_draws_what_a_fresh_one_draws(volume_model):
             canvas.clear()
             assert len(canvas.figure.axes) == n_axes
             assert all(t.get_text() != "title" for t in canvas.figure.texts)
-            fresh = _pixels(plotting.figure_to_png(
-                plotting.plot_volume_component(img, "title", bg_img=bg)))
+            fresh = _pixels(
+                plotting.figure_to_png(plotting.plot_volume_component(img, "title", bg_img=bg))
+            )
             assert reused.shape == fresh.shape
             assert np.array_equal(reused, fresh)
     finally:
@@ -138,8 +143,12 @@ def test_cached_redraw_draws_nothing_and_gives_the_same_figures(volume_model, mo
     assert _images(second) == _images(first) and len(cache) == n_cached
     # another background is another figure: drawn again
     with pytest.raises(AssertionError, match="redrawn"):
-        make_report(model, masker, bg_img=nib.Nifti1Image(
-            2 * np.asarray(bg.dataobj), bg.affine), figure_cache=cache)
+        make_report(
+            model,
+            masker,
+            bg_img=nib.Nifti1Image(2 * np.asarray(bg.dataobj), bg.affine),
+            figure_cache=cache,
+        )
 
 
 def test_one_changed_component_is_the_only_one_redrawn(volume_model):
@@ -147,8 +156,7 @@ def test_one_changed_component_is_the_only_one_redrawn(volume_model):
     cache = FigureCache()
     make_report(model, masker, bg_img=bg, figure_cache=cache)
     misses = cache.misses
-    changed = SPCATV(2, alpha=0.2, l1_ratio=0.1, tv_ratio=0.3, operator=masker.operator(),
-                     tol=1e-2)
+    changed = SPCATV(2, alpha=0.2, l1_ratio=0.1, tv_ratio=0.3, operator=masker.operator(), tol=1e-2)
     changed.__dict__.update(model.__dict__)
     changed.components_ = model.components_.copy()
     changed.components_[1] *= -1
@@ -177,15 +185,19 @@ def test_surface_canvas_reused_matches_a_fresh_render():
     keep = np.ones(coords.shape[0], dtype=bool)
     _, hemis = tv_from_hemispheres((coords, faces), (coords, faces), keep, keep)
     meshes = {"left": (coords, faces), "right": (coords + [3, 0, 0], faces)}
-    maps = [{"left": np.exp(-((coords - c) ** 2).sum(1) / 0.1), "right": np.zeros(len(coords))}
-            for c in ([1, 0, 0], [0, 0, 1])]
+    maps = [
+        {"left": np.exp(-((coords - c) ** 2).sum(1) / 0.1), "right": np.zeros(len(coords))}
+        for c in ([1, 0, 0], [0, 0, 1])
+    ]
     canvas = _render.SurfaceCanvas(meshes)
     try:
         for m in maps:
-            reused = plotting.figure_to_png(plotting.plot_surface_component(
-                m, meshes, engine="pyvista", canvas=canvas))
-            fresh = plotting.figure_to_png(plotting.plot_surface_component(
-                m, meshes, engine="pyvista"))
+            reused = plotting.figure_to_png(
+                plotting.plot_surface_component(m, meshes, engine="pyvista", canvas=canvas)
+            )
+            fresh = plotting.figure_to_png(
+                plotting.plot_surface_component(m, meshes, engine="pyvista")
+            )
             assert np.array_equal(_pixels(reused), _pixels(fresh))
     finally:
         canvas.close()

@@ -22,12 +22,12 @@ from neurospca.reporting import (  # noqa: E402
     plot_convergence,
     plot_surface_component,
     plot_volume_component,
+    plotting,  # noqa: E402
     pyvista_available,
     save_loadings,
     save_report,
     surface_background,
 )
-from neurospca.reporting import plotting  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +42,9 @@ def volume_model():
     patterns = [np.exp(-((ijk - c) ** 2).sum(1) / 3.0) for c in ([4, 5, 4], [7, 9, 6])]
     X = (rng.standard_normal((30, 2)) * [3, 2]) @ np.array(patterns)
     X += 0.3 * rng.standard_normal(X.shape)
-    model = SPCATV(2, alpha=0.2, l1_ratio=0.1, tv_ratio=0.3, operator=masker.operator(),
-                   tol=1e-2).fit(X)
+    model = SPCATV(
+        2, alpha=0.2, l1_ratio=0.1, tv_ratio=0.3, operator=masker.operator(), tol=1e-2
+    ).fit(X)
     bg = nib.Nifti1Image(mask.astype(np.float32), affine)
     return model, masker, bg
 
@@ -61,8 +62,11 @@ def surface_model():
     X = (rng.standard_normal((20, 2)) * [3, 2]) @ np.array([pattern, pattern2])
     X += 0.3 * rng.standard_normal(X.shape)
     model = SPCATV(2, alpha=0.2, operator=op, tol=1e-2).fit(X)
-    meshes = {"left": (coords, faces), "right": (coords + [3, 0, 0], faces),
-              "bg_left": surface_background(coords, faces)}
+    meshes = {
+        "left": (coords, faces),
+        "right": (coords + [3, 0, 0], faces),
+        "bg_left": surface_background(coords, faces),
+    }
     return model, hemis, meshes, n
 
 
@@ -145,9 +149,13 @@ def test_volume_figure(volume_model):
 def test_surface_figure_matplotlib(surface_model):
     model, hemis, meshes, _ = surface_model
     maps = loadings_to_surface(model.components_, hemis)
-    fig = plot_surface_component({h: maps[h][:, 0] for h in ("left", "right")}, meshes,
-                                 "c1", bg_maps={"left": meshes["bg_left"]},
-                                 engine="matplotlib")
+    fig = plot_surface_component(
+        {h: maps[h][:, 0] for h in ("left", "right")},
+        meshes,
+        "c1",
+        bg_maps={"left": meshes["bg_left"]},
+        engine="matplotlib",
+    )
     titles = [ax.get_title() for ax in fig.axes]
     assert {"left lateral", "left medial", "right lateral", "right medial"} <= set(titles)
     assert plotting.figure_to_png(fig).startswith(b"\x89PNG")
@@ -191,18 +199,28 @@ def _check_self_contained(html):
 
 def test_volume_report(volume_model, tmp_path):
     model, masker, bg = volume_model
-    html = make_report(model, masker, title="Volume study", bg_img=bg,
-                       data_description={"cohort": "20 controls"})
+    html = make_report(
+        model, masker, title="Volume study", bg_img=bg, data_description={"cohort": "20 controls"}
+    )
     _check_self_contained(html)
-    for section in ("data", "parameters", "summary", "loadings", "variance", "scores",
-                    "convergence", "timings", "versions"):
+    for section in (
+        "data",
+        "parameters",
+        "summary",
+        "loadings",
+        "variance",
+        "scores",
+        "convergence",
+        "timings",
+        "versions",
+    ):
         assert f'id="{section}"' in html
     assert html.count('alt="Component ') == 2
     assert "20 controls" in html and "voxels in the mask" in html
     support = np.count_nonzero(model.certified_support_[0])  # counts the certified support
-    assert f"<td class=\"num\">{support:,}</td>" in html
+    assert f'<td class="num">{support:,}</td>' in html
     hidden = np.count_nonzero(model.components_[0]) - support
-    assert f"<td class=\"num\">{model.n_uncertain_[0]:,} ({hidden:,})</td>" in html
+    assert f'<td class="num">{model.n_uncertain_[0]:,} ({hidden:,})</td>' in html
     assert "certified gap" in html and "scikit-learn" in html
     path = save_report(html, tmp_path / "report.html")
     assert open(path, encoding="utf-8").read() == html
@@ -211,8 +229,13 @@ def test_volume_report(volume_model, tmp_path):
 def test_script_in_title_and_labels_is_text(volume_model):
     model, masker, bg = volume_model
     evil = "<script>alert('x')</script>"
-    html = make_report(model, masker, title=f"Study {evil}", bg_img=bg,
-                       data_description={f"label {evil}": f"value {evil}"})
+    html = make_report(
+        model,
+        masker,
+        title=f"Study {evil}",
+        bg_img=bg,
+        data_description={f"label {evil}": f"value {evil}"},
+    )
     assert "<script" not in html
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html
     assert html.count("&lt;script&gt;") >= 4  # <title>, <h1>, the label and the value
@@ -237,8 +260,7 @@ def test_zero_component_is_flagged(volume_model):
     _, masker, bg = volume_model
     X = np.random.default_rng(0).standard_normal((10, masker.n_features))
     with pytest.warns(UserWarning, match="identically zero"):
-        model = SPCATV(1, alpha=50.0, l1_ratio=0.5, operator=masker.operator(),
-                       tol=1e-2).fit(X)
+        model = SPCATV(1, alpha=50.0, l1_ratio=0.5, operator=masker.operator(), tol=1e-2).fit(X)
     html = make_report(model, masker, bg_img=bg)
     assert "Component 1 is identically zero" in html
 
@@ -274,9 +296,11 @@ def test_scores_and_versions(volume_model):
 
 
 def test_core_import_stays_light():
-    code = ("import sys, neurospca, neurospca.reporting, neurospca.persistence; "
-            "heavy = [m for m in ('matplotlib', 'jinja2', 'pyvista', 'vtk', 'nilearn') "
-            "if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
+    code = (
+        "import sys, neurospca, neurospca.reporting, neurospca.persistence; "
+        "heavy = [m for m in ('matplotlib', 'jinja2', 'pyvista', 'vtk', 'nilearn') "
+        "if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
 
@@ -317,10 +341,14 @@ def oblique_masker():
     """A mask on a grid whose affine flips x and is not diagonal (sheared)."""
     mask = np.zeros((9, 10, 8), dtype=bool)
     mask[1:8, 1:9, 1:7] = True
-    affine = np.array([[-2.0, 0.0, 0.5, 40.0],
-                       [0.0, 3.0, 0.0, -60.0],
-                       [0.0, 0.0, 2.5, -20.0],
-                       [0.0, 0.0, 0.0, 1.0]])
+    affine = np.array(
+        [
+            [-2.0, 0.0, 0.5, 40.0],
+            [0.0, 3.0, 0.0, -60.0],
+            [0.0, 0.0, 2.5, -20.0],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
     return VolumeMasker(nib.Nifti1Image(mask.astype(np.uint8), affine))
 
 
@@ -373,11 +401,11 @@ def test_surface_peak_vertex_and_xyz():
 def test_volume_clusters_sizes_peaks_and_connectivity(oblique_masker):
     m = oblique_masker
     vol = np.zeros(m.mask.shape)
-    vol[1:4, 1:4, 1:4] = 0.2          # 27 voxels
-    vol[2, 2, 2] = 0.5                # its peak
-    vol[5:7, 6:8, 4:6] = -0.1         # 8 voxels, negative
+    vol[1:4, 1:4, 1:4] = 0.2  # 27 voxels
+    vol[2, 2, 2] = 0.5  # its peak
+    vol[5:7, 6:8, 4:6] = -0.1  # 8 voxels, negative
     vol[6, 6, 4] = -0.4
-    vol[7, 1, 1] = 0.05               # a single voxel
+    vol[7, 1, 1] = 0.05  # a single voxel
     clusters = cluster_table(_in_mask(m, vol), m)
     assert [(c.sign, c.size) for c in clusters] == [("+", 27), ("-", 8), ("+", 1)]
     voxel_mm3 = abs(np.linalg.det(m.mask_img.affine[:3, :3]))  # 2 * 3 * 2.5 = 15
@@ -444,13 +472,14 @@ def test_volume_atlas_labels(oblique_masker, tmp_path):
     img = nib.Nifti1Image(labels, m.mask_img.affine)
     path = tmp_path / "atlas.nii.gz"
     img.to_filename(path)
-    for source, names in ((img, {3: "Left thing", 7: "Right thing"}),
-                          (str(path), ["bg", "a", "b", "Left thing", "c", "d", "e",
-                                       "Right thing"])):
+    for source, names in (
+        (img, {3: "Left thing", 7: "Right thing"}),
+        (str(path), ["bg", "a", "b", "Left thing", "c", "d", "e", "Right thing"]),
+    ):
         atlas = load_atlas(source, m, names)
         vol = np.zeros(m.mask.shape)
         vol[3:7, 3, 3] = 1.0  # 2 voxels in label 3, 2 in label 7
-        vol[4, 3, 3] = 2.0    # the peak, in label 3
+        vol[4, 3, 3] = 2.0  # the peak, in label 3
         vol[6:8, 3, 4] = 0.5  # 2 more voxels in label 7: majority "Right thing" 4/6
         comp = _in_mask(m, vol)
         peak = peak_coordinates(comp, m)
@@ -532,15 +561,16 @@ def _axes_pixels(fig, ax):
     buf = np.asarray(fig.canvas.buffer_rgba())
     bb = ax.get_window_extent()
     h = buf.shape[0]
-    return buf[int(h - bb.y1):int(h - bb.y0), int(bb.x0):int(bb.x1)]
+    return buf[int(h - bb.y1) : int(h - bb.y0), int(bb.x0) : int(bb.x1)]
 
 
 def test_zero_vertices_show_background_matplotlib():
     """The nilearn/matplotlib fallback: zero faces are the (opaque) grey background,
     never the colormap's centre; the other side shows the loadings in colour."""
     mesh, maps = _hemisphere_patch_maps()
-    fig = plot_surface_component(maps, {"left": mesh, "right": mesh}, engine="matplotlib",
-                                 cmap=_green_centre_cmap())
+    fig = plot_surface_component(
+        maps, {"left": mesh, "right": mesh}, engine="matplotlib", cmap=_green_centre_cmap()
+    )
     views = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
     # "left lateral" looks from -x: only zero vertices face the camera
     zero_view = _axes_pixels(fig, views["left lateral"])
@@ -573,8 +603,9 @@ def test_zero_vertices_show_background_pyvista():
     assert ((left_medial[..., 0].astype(int) - left_medial[..., 1]) > 80).mean() > 0.1
     # with a shading map, zero vertices show the shading (two grey levels), still no colour
     bg = np.where(mesh[0][:, 2] > 0, 1.0, -1.0)
-    shots = plotting._render_pyvista({"left": mesh, "right": mesh}, maps, {"left": bg}, vmax,
-                                     thr, cmap)
+    shots = plotting._render_pyvista(
+        {"left": mesh, "right": mesh}, maps, {"left": bg}, vmax, thr, cmap
+    )
     assert not _greenish(shots[0]).any()
 
 
@@ -604,11 +635,13 @@ def _with_new_attributes(model, X, tol_scale=1.0):
     from sklearn.decomposition import PCA
 
     if not hasattr(model, "pca_explained_variance_ratio_"):
-        model.pca_explained_variance_ratio_ = PCA(model.n_components).fit(
-            X).explained_variance_ratio_
+        model.pca_explained_variance_ratio_ = (
+            PCA(model.n_components).fit(X).explained_variance_ratio_
+        )
     if not hasattr(model, "rel_gap_history_"):
-        model.rel_gap_history_ = [[(i, g / hist[0][1] * tol_scale) for i, g in hist]
-                                  for hist in model.gap_history_]
+        model.rel_gap_history_ = [
+            [(i, g / hist[0][1] * tol_scale) for i, g in hist] for hist in model.gap_history_
+        ]
     if not hasattr(model, "rel_gaps_"):
         model.rel_gaps_ = np.array([hist[-1][1] for hist in model.rel_gap_history_])
     return model
@@ -619,8 +652,7 @@ def planted_volume():
     """Two blobs of known centres on an oblique grid; SPCATV with data-relative alpha."""
     mask = np.zeros((14, 16, 12), dtype=bool)
     mask[1:13, 1:15, 1:11] = True
-    affine = np.array([[-3.0, 0, 0, 30.0], [0, 3.0, 0, -40.0], [0, 0, 3.0, -10.0],
-                       [0, 0, 0, 1]])
+    affine = np.array([[-3.0, 0, 0, 30.0], [0, 3.0, 0, -40.0], [0, 0, 3.0, -10.0], [0, 0, 0, 1]])
     masker = VolumeMasker(nib.Nifti1Image(mask.astype(np.uint8), affine))
     ijk = np.argwhere(mask)
     centres = ([4, 5, 4], [9, 11, 7])
@@ -628,8 +660,15 @@ def planted_volume():
     rng = np.random.default_rng(11)
     X = (rng.standard_normal((40, 2)) * [3, 2]) @ np.array(patterns)
     X += 0.2 * rng.standard_normal(X.shape)
-    model = SPCATV(2, alpha=None, alpha_rel=0.5, l1_ratio=0.1, tv_ratio=0.2,
-                   operator=masker.operator(), tol=1e-3).fit(X)
+    model = SPCATV(
+        2,
+        alpha=None,
+        alpha_rel=0.5,
+        l1_ratio=0.1,
+        tv_ratio=0.2,
+        operator=masker.operator(),
+        tol=1e-3,
+    ).fit(X)
     return model, masker, X, centres, affine
 
 
@@ -637,9 +676,17 @@ SELECTION = SimpleNamespace(
     best_params_={"alpha_rel": 0.5, "tv_ratio": 0.2},
     rule="one-standard-error",
     component_stability_=np.array([0.93, 0.71]),
-    results_=[{"params": {"alpha_rel": a, "tv_ratio": 0.2}, "mean_score": -a,
-               "std_score": 0.1, "stability": 0.5 + a / 10, "zero_fraction": 0.8}
-              for a in (0.25, 0.5, 1.0)])
+    results_=[
+        {
+            "params": {"alpha_rel": a, "tv_ratio": 0.2},
+            "mean_score": -a,
+            "std_score": 0.1,
+            "stability": 0.5 + a / 10,
+            "zero_fraction": 0.8,
+        }
+        for a in (0.25, 0.5, 1.0)
+    ],
+)
 
 
 @pytest.fixture(scope="module")
@@ -651,11 +698,15 @@ def planted_report(planted_volume):
     labels[:7] = 1
     labels[7:] = 2
     atlas = nib.Nifti1Image(labels, affine)
-    html = make_report(model, masker, atlas=atlas,
-                       atlas_labels=["background", "Anterior <a>", "Posterior"],
-                       bg_img=nib.Nifti1Image(masker.mask.astype(np.float32), affine),
-                       selection=SELECTION,
-                       command="neurospca fit maps/*.nii.gz --mask m.nii <x>")
+    html = make_report(
+        model,
+        masker,
+        atlas=atlas,
+        atlas_labels=["background", "Anterior <a>", "Posterior"],
+        bg_img=nib.Nifti1Image(masker.mask.astype(np.float32), affine),
+        selection=SELECTION,
+        command="neurospca fit maps/*.nii.gz --mask m.nii <x>",
+    )
     return html
 
 
@@ -678,8 +729,10 @@ def test_report_captions_clusters_and_atlas(planted_volume, planted_report):
         assert f"atlas label: {name}" in text
         evr = 100 * model.explained_variance_ratio_[k]
         pca = 100 * model.pca_explained_variance_ratio_[k]
-        assert (f"Component {k + 1} \u00b7 {evr:.2f} % explained variance (adjusted) "
-                f"\u00b7 PCA {pca:.2f} %") in text
+        assert (
+            f"Component {k + 1} \u00b7 {evr:.2f} % explained variance (adjusted) "
+            f"\u00b7 PCA {pca:.2f} %"
+        ) in text
     assert found == {0, 1}
     assert "&lt;a&gt;" in html and "<a>" not in html  # atlas names escaped
     assert html.count('<table class="clusters">') == 2
@@ -689,6 +742,8 @@ def test_report_captions_clusters_and_atlas(planted_volume, planted_report):
         first = re.findall(r"<td[^>]*>([^<]*)</td>", table.split("</table>")[0])
         size = int(first[2].replace(",", ""))
         assert first[3] == f"{27 * size:,}"
+
+
 def test_report_cluster_cap_note(oblique_masker):
     m = oblique_masker
     vol = np.zeros(m.mask.shape)
@@ -697,8 +752,12 @@ def test_report_cluster_cap_note(oblique_masker):
         vol[6, 2 * i + 1, 5] = 0.1
     comp = _in_mask(m, vol)
     model = SimpleNamespace(components_=comp[None, :], get_params=lambda deep=False: {})
-    html = make_report(model, m, max_clusters=2,
-                       bg_img=nib.Nifti1Image(m.mask.astype(np.float32), m.mask_img.affine))
+    html = make_report(
+        model,
+        m,
+        max_clusters=2,
+        bg_img=nib.Nifti1Image(m.mask.astype(np.float32), m.mask_img.affine),
+    )
     text = _text(html)
     assert "5 cluster(s)" in text
     assert "Only the 2 largest are listed; the 3 others hold 3 voxels in all" in text
@@ -714,17 +773,25 @@ def test_surface_report_captions_and_clusters(surface_model, tmp_path):
     model, hemis, meshes, n = surface_model
     coords = meshes["left"][0]
     lab = (coords[:, 1] > 0).astype(np.int32)
-    html = make_report(model, hemis, meshes=meshes, engine="matplotlib",
-                       atlas=(lab, lab), atlas_labels={0: "south", 1: "north"})
+    html = make_report(
+        model,
+        hemis,
+        meshes=meshes,
+        engine="matplotlib",
+        atlas=(lab, lab),
+        atlas_labels={0: "south", 1: "north"},
+    )
     _check_self_contained(html)
     text = _text(html)
     for k, comp in enumerate(model.components_):
         peak = peak_coordinates(comp, hemis, meshes=meshes)
         assert f"at {peak.describe()}" in text
         xyz = meshes[peak.hemi][0][peak.vertex]
-        assert peak.describe() == (f"{peak.hemi} vertex {peak.vertex} ("
-                                   + ", ".join(f"{c:.1f}" if abs(c - round(c)) >= 0.05
-                                               else f"{c:.0f}" for c in xyz) + ")")
+        assert peak.describe() == (
+            f"{peak.hemi} vertex {peak.vertex} ("
+            + ", ".join(f"{c:.1f}" if abs(c - round(c)) >= 0.05 else f"{c:.0f}" for c in xyz)
+            + ")"
+        )
     # component 1 lives on the left, component 2 on the right hemisphere (planted)
     assert peak_coordinates(model.components_[0], hemis).hemi == "left"
     assert peak_coordinates(model.components_[1], hemis).hemi == "right"
@@ -742,19 +809,33 @@ def test_methods_paragraph_has_the_numbers(planted_volume, planted_report):
     text = _text(html)
     methods = text.split("Methods", 2)[2].split("Command line")[0]
     l1, l2, tv = weights_from_ratios(model.alpha_, model.l1_ratio, model.tv_ratio)
-    for number in (f"alpha = {model.alpha_:.4g}", f"l1_ratio = {model.l1_ratio:.4g}",
-                   f"tv_ratio = {model.tv_ratio:.4g}", f"(l1) = {l1:.4g}", f"(l2) = {l2:.4g}",
-                   f"(TV) = {tv:.4g}", f"alpha_rel x l1_max = 0.5 x {model.l1_max_:.4g}",
-                   f"tol = {model.tol:g}", f"{np.max(model.rel_gaps_):.2e}",
-                   f"{X.shape[0]:,} samples and {X.shape[1]:,} voxels",
-                   "de Pierrefeu", "IEEE Transactions on Medical Imaging", "2018",
-                   "6-neighbour voxels", f"numpy {np.__version__}", "dual solver",
-                   "among 3 settings", "rule: one-standard-error", "0.93, 0.71"):
+    for number in (
+        f"alpha = {model.alpha_:.4g}",
+        f"l1_ratio = {model.l1_ratio:.4g}",
+        f"tv_ratio = {model.tv_ratio:.4g}",
+        f"(l1) = {l1:.4g}",
+        f"(l2) = {l2:.4g}",
+        f"(TV) = {tv:.4g}",
+        f"alpha_rel x l1_max = 0.5 x {model.l1_max_:.4g}",
+        f"tol = {model.tol:g}",
+        f"{np.max(model.rel_gaps_):.2e}",
+        f"{X.shape[0]:,} samples and {X.shape[1]:,} voxels",
+        "de Pierrefeu",
+        "IEEE Transactions on Medical Imaging",
+        "2018",
+        "6-neighbour voxels",
+        f"numpy {np.__version__}",
+        "dual solver",
+        "among 3 settings",
+        "rule: one-standard-error",
+        "0.93, 0.71",
+    ):
         assert number in methods, number
     assert "neurospca fit maps/*.nii.gz --mask m.nii &lt;x&gt;" in html
     # absolute alpha: said so, with its size in units of l1_max
-    absolute = SPCATV(1, alpha=0.2, l1_ratio=0.1, tv_ratio=0.2, operator=masker.operator(),
-                      tol=1e-2).fit(X)
+    absolute = SPCATV(
+        1, alpha=0.2, l1_ratio=0.1, tv_ratio=0.2, operator=masker.operator(), tol=1e-2
+    ).fit(X)
     text = _text(make_report(absolute, metadata={"command": "neurospca demo"}))
     assert f"(absolute; {0.2 / absolute.l1_max_:.4g} x l1_max" in text
     assert "neurospca demo" in text
@@ -775,10 +856,12 @@ def test_selection_stand_in(planted_volume, planted_report):
     chosen = table.split('class="chosen"')[1].split("</tr>")[0]
     assert ">0.5<" in chosen and ">0.55<" in chosen
     # results given as flat dicts (params at the top level) work too
-    flat = SimpleNamespace(best_params_={"alpha_rel": 1.0}, rule="stability",
-                           component_stability_=[0.5, 0.4],
-                           results_=[{"alpha_rel": 1.0, "mean_score": 0.0},
-                                     {"alpha_rel": 3.0, "mean_score": -1.0}])
+    flat = SimpleNamespace(
+        best_params_={"alpha_rel": 1.0},
+        rule="stability",
+        component_stability_=[0.5, 0.4],
+        results_=[{"alpha_rel": 1.0, "mean_score": 0.0}, {"alpha_rel": 3.0, "mean_score": -1.0}],
+    )
     assert make_report(model, selection=flat).count('class="chosen"') == 1
 
 
@@ -791,8 +874,18 @@ def test_convergence_against_tol(planted_volume):
     np.testing.assert_allclose(lines[1].get_ydata(), [1e-3, 1e-3])
     assert "relative gap" in ax.get_ylabel()
     # the table agrees with the line: converged exactly when the relative gap <= tol
-    m = _with_new_attributes(SPCATV(2, alpha=None, alpha_rel=0.5, l1_ratio=0.1, tv_ratio=0.2,
-                                    operator=masker.operator(), tol=1e-3).fit(X), X)
+    m = _with_new_attributes(
+        SPCATV(
+            2,
+            alpha=None,
+            alpha_rel=0.5,
+            l1_ratio=0.1,
+            tv_ratio=0.2,
+            operator=masker.operator(),
+            tol=1e-3,
+        ).fit(X),
+        X,
+    )
     m.rel_gaps_ = np.array([4e-4, 3e-3])
     m.converged_ = np.array([True, False])
     text = _text(make_report(m))
@@ -809,14 +902,22 @@ def test_old_model_without_new_attributes_degrades(planted_volume, tmp_path):
     from neurospca import load_model, save_model
 
     model, masker, X, _, _ = planted_volume
-    old = SPCATV(2, alpha=0.2, l1_ratio=0.1, tv_ratio=0.2, operator=masker.operator(),
-                 tol=1e-2).fit(X)
-    for name in ("alpha_", "l1_max_", "rel_gaps_", "rel_gap_history_",
-                 "pca_explained_variance_ratio_", "n_iter_per_component_"):
+    old = SPCATV(
+        2, alpha=0.2, l1_ratio=0.1, tv_ratio=0.2, operator=masker.operator(), tol=1e-2
+    ).fit(X)
+    for name in (
+        "alpha_",
+        "l1_max_",
+        "rel_gaps_",
+        "rel_gap_history_",
+        "pca_explained_variance_ratio_",
+        "n_iter_per_component_",
+    ):
         if hasattr(old, name):
             delattr(old, name)
-    path = save_model(old, tmp_path / "old.npz", space=masker,
-                      metadata={"command": "neurospca fit old"})
+    path = save_model(
+        old, tmp_path / "old.npz", space=masker, metadata={"command": "neurospca fit old"}
+    )
     saved = load_model(path)
     assert saved.space.n_features == masker.n_features
     html = make_report(saved.estimator, metadata=saved.metadata)
@@ -857,22 +958,42 @@ def test_chain_operator_warning():
 def test_methods_of_automatic_alpha_rel(planted_volume):
     """alpha_rel="auto" (chosen along a path at fit time): the value used and the path."""
     _, masker, X, _, _ = planted_volume
-    model = SPCATV(1, alpha=None, alpha_rel=0.5, l1_ratio=0.1, tv_ratio=0.2,
-                   operator=masker.operator(), tol=1e-2).fit(X)
+    model = SPCATV(
+        1,
+        alpha=None,
+        alpha_rel=0.5,
+        l1_ratio=0.1,
+        tv_ratio=0.2,
+        operator=masker.operator(),
+        tol=1e-2,
+    ).fit(X)
     model.alpha_rel = "auto"  # as the selection work's SPCATV records it
     model.alpha_rel_ = 0.5
-    model.auto_path_ = [{"alpha_rel": 0.125, "reproducibility": np.array([0.6]),
-                         "nonzero_fraction": np.array([0.6, 0.5])},
-                        {"alpha_rel": 0.25, "reproducibility": np.array([0.4]),
-                         "nonzero_fraction": np.array([0.4, 0.3])},
-                        {"alpha_rel": 0.5, "reproducibility": np.array([0.9]),
-                         "nonzero_fraction": np.array([0.2, 0.2])}]
+    model.auto_path_ = [
+        {
+            "alpha_rel": 0.125,
+            "reproducibility": np.array([0.6]),
+            "nonzero_fraction": np.array([0.6, 0.5]),
+        },
+        {
+            "alpha_rel": 0.25,
+            "reproducibility": np.array([0.4]),
+            "nonzero_fraction": np.array([0.4, 0.3]),
+        },
+        {
+            "alpha_rel": 0.5,
+            "reproducibility": np.array([0.9]),
+            "nonzero_fraction": np.array([0.2, 0.2]),
+        },
+    ]
     model.stability_ = np.array([0.42])
     text = _text(make_report(model))
     assert f"alpha_rel x l1_max = 0.5 x {model.l1_max_:.4g}" in text
     assert 'alpha_rel="auto"' in text
-    assert "tried, with the mean split-half absolute correlation of matched components: " \
-           "0.125 (0.60), 0.25 (0.40), 0.5 (0.90)" in text
+    assert (
+        "tried, with the mean split-half absolute correlation of matched components: "
+        "0.125 (0.60), 0.25 (0.40), 0.5 (0.90)" in text
+    )
     assert "stability (split-half reproducibility)" in text
     assert "Component 1 does not reproduce across split halves (stability 0.42 < 0.5)" in text
     assert "samples): 0.42; component(s) 1 did not reproduce (below 0.5)" in text
@@ -907,8 +1028,12 @@ def test_surface_atlas_gifti_label(tmp_path):
         label = nib.gifti.GiftiLabel(key=key)
         label.label = name
         table.labels.append(label)
-    img = nib.gifti.GiftiImage(labeltable=table, darrays=[nib.gifti.GiftiDataArray(
-        lab, intent="NIFTI_INTENT_LABEL", datatype="NIFTI_TYPE_INT32")])
+    img = nib.gifti.GiftiImage(
+        labeltable=table,
+        darrays=[
+            nib.gifti.GiftiDataArray(lab, intent="NIFTI_INTENT_LABEL", datatype="NIFTI_TYPE_INT32")
+        ],
+    )
     path = str(tmp_path / "lh.test.label.gii")
     nib.save(img, path)
     atlas = load_atlas((path, path), Hemispheres((n, n)))
@@ -934,11 +1059,18 @@ def test_report_reads_the_fitted_penalty_weights(volume_model):
     model.penalty_weights_ = {"l1": 0.0123, "l2": 0.456, "tv": 0.0789, "l2_graph": 0.0321}
     html = make_report(model)
     methods = _methods(html)
-    for part in ("lambda_1 (l1) = 0.0123", "lambda_2 (l2) = 0.456", "lambda (TV) = 0.0789",
-                 "l2_graph = 0.0321", f"alpha = {model.alpha_:.4g}"):
+    for part in (
+        "lambda_1 (l1) = 0.0123",
+        "lambda_2 (l2) = 0.456",
+        "lambda (TV) = 0.0789",
+        "l2_graph = 0.0321",
+        f"alpha = {model.alpha_:.4g}",
+    ):
         assert part in methods, part
-    assert "Raw weights of the objective: l1 = 0.0123, l2 = 0.456, tv = 0.0789, " \
-           "l2_graph = 0.0321" in _text(html)
+    assert (
+        "Raw weights of the objective: l1 = 0.0123, l2 = 0.456, tv = 0.0789, "
+        "l2_graph = 0.0321" in _text(html)
+    )
 
 
 def test_report_derives_the_weights_of_older_models(volume_model, tmp_path):
@@ -953,17 +1085,20 @@ def test_report_derives_the_weights_of_older_models(volume_model, tmp_path):
     vars(model).pop("penalty_weights_", None)
     l1, l2, tv = weights_from_ratios(model.alpha_, model.l1_ratio, model.tv_ratio)
     methods = _methods(make_report(model))
-    for part in (f"lambda_1 (l1) = {l1:.4g}", f"lambda_2 (l2) = {l2:.4g}",
-                 f"lambda (TV) = {tv:.4g}"):
+    for part in (
+        f"lambda_1 (l1) = {l1:.4g}",
+        f"lambda_2 (l2) = {l2:.4g}",
+        f"lambda (TV) = {tv:.4g}",
+    ):
         assert part in methods, part
-    old = load_model(os.path.join(os.path.dirname(__file__), "data", "models_v1",
-                                  "spcatv_volume.npz"))
+    old = load_model(
+        os.path.join(os.path.dirname(__file__), "data", "models_v1", "spcatv_volume.npz")
+    )
     assert not hasattr(old.estimator, "penalty_weights_")
     e = old.estimator
     l1, l2, tv = weights_from_ratios(e.alpha_, e.l1_ratio, e.tv_ratio)
     methods = _methods(make_report(e))
-    assert f"lambda_1 (l1) = {l1:.4g}, lambda_2 (l2) = {l2:.4g}, lambda (TV) = {tv:.4g}" \
-        in methods
+    assert f"lambda_1 (l1) = {l1:.4g}, lambda_2 (l2) = {l2:.4g}, lambda (TV) = {tv:.4g}" in methods
 
 
 def test_import_is_light():
@@ -971,14 +1106,17 @@ def test_import_is_light():
     report's optional libraries: they are imported when a figure or a page is made."""
     import os
 
-    code = ("import sys, neurospca, neurospca.reporting, neurospca.persistence, "
-            "neurospca.cli, neurospca.reporting.report\n"
-            "heavy = [m for m in ('matplotlib', 'jinja2', 'nilearn', 'pyvista') "
-            "if m in sys.modules]\n"
-            "assert neurospca.reporting.__file__.startswith(sys.argv[1]), "
-            "neurospca.reporting.__file__\n"
-            "assert not heavy, heavy\n")
+    code = (
+        "import sys, neurospca, neurospca.reporting, neurospca.persistence, "
+        "neurospca.cli, neurospca.reporting.report\n"
+        "heavy = [m for m in ('matplotlib', 'jinja2', 'nilearn', 'pyvista') "
+        "if m in sys.modules]\n"
+        "assert neurospca.reporting.__file__.startswith(sys.argv[1]), "
+        "neurospca.reporting.__file__\n"
+        "assert not heavy, heavy\n"
+    )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = subprocess.run([sys.executable, "-c", code, root], cwd=root,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code, root], cwd=root, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr

@@ -9,8 +9,15 @@ import numpy as np
 import pytest
 
 from neurospca import (
-    SPCATV, images_to_dask, images_to_data, images_to_memmap, spca_tv, surfaces_to_dask,
-    surfaces_to_memmap, tv_from_mask, write_surf_data,
+    SPCATV,
+    images_to_dask,
+    images_to_data,
+    images_to_memmap,
+    spca_tv,
+    surfaces_to_dask,
+    surfaces_to_memmap,
+    tv_from_mask,
+    write_surf_data,
 )
 from neurospca.decomposition import _data
 from neurospca.decomposition._data import DataOperator
@@ -57,11 +64,16 @@ def test_float32_kept_and_agrees_with_float64():
     assert _rel(m32.components_, m64.components_) < 1e-5
     assert _rel(m32.scores_, m64.scores_) < 1e-5
     np.testing.assert_allclose(m32.mean_, m64.mean_, rtol=1e-6)
-    np.testing.assert_allclose(m32.explained_variance_ratio_,
-                               m64.explained_variance_ratio_, rtol=1e-5)
+    np.testing.assert_allclose(
+        m32.explained_variance_ratio_, m64.explained_variance_ratio_, rtol=1e-5
+    )
     assert np.all(m32.rel_gaps_ <= KW["tol"])
-    np.testing.assert_allclose(m32.transform(X.astype(np.float32)), m64.transform(X),
-                               rtol=1e-5, atol=1e-5 * np.abs(m64.transform(X)).max())
+    np.testing.assert_allclose(
+        m32.transform(X.astype(np.float32)),
+        m64.transform(X),
+        rtol=1e-5,
+        atol=1e-5 * np.abs(m64.transform(X)).max(),
+    )
 
 
 def test_implicit_centring_matches_explicit_operator_products(small_blocks):
@@ -122,8 +134,7 @@ def test_out_of_core_bad_values_are_found_per_block(tmp_path, small_blocks):
     X[70, 3] = np.nan
     X[100, 9] = np.inf
     np.save(tmp_path / "x.npy", X)
-    for data in (np.load(tmp_path / "x.npy", mmap_mode="r"), da.from_array(X, chunks=(30, 72)),
-                 X):
+    for data in (np.load(tmp_path / "x.npy", mmap_mode="r"), da.from_array(X, chunks=(30, 72)), X):
         with pytest.raises(ValueError, match="X contains 2 NaN or infinite values"):
             SPCATV(**KW).fit(data)
     ok = _data_matrix(dtype=np.float32)
@@ -145,8 +156,10 @@ def test_no_n_by_n_allocation():
     """N = 3,000 samples, 50 features: a Gram matrix would be 72 MB."""
     rng = np.random.default_rng(0)
     n, p = 3000, 50
-    X = (rng.standard_normal((n, 2)) @ rng.standard_normal((2, p))
-         + 0.1 * rng.standard_normal((n, p))).astype(np.float32)
+    X = (
+        rng.standard_normal((n, 2)) @ rng.standard_normal((2, p))
+        + 0.1 * rng.standard_normal((n, p))
+    ).astype(np.float32)
     model = SPCATV(2, alpha_rel=1.0, tol=1e-3)
     tracemalloc.start()
     try:
@@ -169,8 +182,7 @@ def test_images_to_memmap_equals_images_to_data(tmp_path):
         nib.save(nib.Nifti1Image(data, affine), p)
         paths.append(str(p))
     four_d = tmp_path / "run.nii.gz"
-    nib.save(nib.Nifti1Image(rng.standard_normal((5, 6, 4, 3)).astype(np.float32), affine),
-             four_d)
+    nib.save(nib.Nifti1Image(rng.standard_normal((5, 6, 4, 3)).astype(np.float32), affine), four_d)
     paths.append(str(four_d))
     mask_img = nib.Nifti1Image(mask.astype(np.uint8), affine)
     X, _ = images_to_data(paths, mask_img)
@@ -184,8 +196,7 @@ def test_images_to_memmap_equals_images_to_data(tmp_path):
     bad[np.argwhere(mask)[0][0], np.argwhere(mask)[0][1], np.argwhere(mask)[0][2]] = np.nan
     nib.save(nib.Nifti1Image(bad, affine), tmp_path / "bad.nii.gz")
     with pytest.raises(ValueError, match=r"imgs\[1\] has 1 NaN"):
-        images_to_memmap([paths[0], str(tmp_path / "bad.nii.gz")], mask_img,
-                         tmp_path / "bad.npy")
+        images_to_memmap([paths[0], str(tmp_path / "bad.nii.gz")], mask_img, tmp_path / "bad.npy")
     assert not (tmp_path / "bad.npy").exists()
     # the lazy route: chunks of files read by dask tasks, same rows
     pytest.importorskip("dask")
@@ -233,8 +244,14 @@ def test_spca_tv_on_raw_memmap_uses_data_as_given(tmp_path, small_blocks):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = spca_tv(Xc, 2, l1=0.02, l2=0.1, tv=0.05, operator=KW["operator"])
-        b = spca_tv(np.load(tmp_path / "xc.npy", mmap_mode="r"), 2, l1=0.02, l2=0.1,
-                    tv=0.05, operator=KW["operator"])
+        b = spca_tv(
+            np.load(tmp_path / "xc.npy", mmap_mode="r"),
+            2,
+            l1=0.02,
+            l2=0.1,
+            tv=0.05,
+            operator=KW["operator"],
+        )
     # two starts (the N x N Gram matrix in memory, the Krylov subspace for a
     # memmap) and the same fixed point, to the fit's accuracy at tol=1e-3
     # (the first component's alternation is slow here: 15 steps)
@@ -253,10 +270,17 @@ def test_dask_local_cluster_and_npy_to_dask(tmp_path, small_blocks):
     assert Xd.chunks[0] == (25, 25, 25, 25, 20) and Xd.dtype == np.float32
     np.testing.assert_array_equal(Xd.compute(), X)
     ref = SPCATV(**KW).fit(X)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  host="127.0.0.1", protocol="tcp",
-                                  dashboard_address="127.0.0.1:0") as cluster, \
-            distributed.Client(cluster):
+    with (
+        distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            host="127.0.0.1",
+            protocol="tcp",
+            dashboard_address="127.0.0.1:0",
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
         m = SPCATV(**KW).fit(Xd)
         S = ref.transform(Xd)
     # chunks of 25 rows sum in another order than the in-memory blocks: equal
@@ -278,8 +302,9 @@ def test_n_threads_reaches_the_products_and_the_v_steps(monkeypatch, small_block
     original = type(SOLVERS["dual"])._solve
 
     def blas_threads():
-        return {m["filepath"]: m["num_threads"] for m in threadpool_info()
-                if m["user_api"] == "blas"}
+        return {
+            m["filepath"]: m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"
+        }
 
     def spy(self, problem, tol, max_iter, gap_every, kernels, v, state, n_threads):
         seen.append((n_threads, blas_threads()))
@@ -297,16 +322,17 @@ def test_n_threads_reaches_the_products_and_the_v_steps(monkeypatch, small_block
         assert seen and all(n == 1 and b == before for n, b in seen)  # untouched
         seen.clear()
         two = SPCATV(n_threads=2, **KW).fit(X)
-        assert seen and all(n == 2 and all(b[path] == 1 for path in raised)
-                            for n, b in seen)
+        assert seen and all(n == 2 and all(b[path] == 1 for path in raised) for n, b in seen)
         after = blas_threads()
     assert after == before  # restored
     # small operator: one chunk on any thread count, so the same iterates
     np.testing.assert_allclose(two.components_, one.components_, rtol=0, atol=1e-12)
-    U1, V1, _ = spca_tv(X - X.mean(0), 2, l1=0.01, l2=1.0, tv=0.05, operator=KW["operator"],
-                        n_threads=1)
-    U2, V2, _ = spca_tv(X - X.mean(0), 2, l1=0.01, l2=1.0, tv=0.05, operator=KW["operator"],
-                        n_threads=2)
+    U1, V1, _ = spca_tv(
+        X - X.mean(0), 2, l1=0.01, l2=1.0, tv=0.05, operator=KW["operator"], n_threads=1
+    )
+    U2, V2, _ = spca_tv(
+        X - X.mean(0), 2, l1=0.01, l2=1.0, tv=0.05, operator=KW["operator"], n_threads=2
+    )
     np.testing.assert_allclose(V2, V1, rtol=0, atol=1e-12)
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from neurospca import chain_operator, tv_from_mask
-from neurospca.solvers import conesta, fista, mu_opt, prox_dual, prox_objective
 from neurospca._kernels import _prox as CK
+from neurospca.solvers import conesta, fista, mu_opt, prox_dual, prox_objective
 from neurospca.solvers._base import operator_arrays
 
 from ._helpers import cvxpy_prox, random_group_operator
@@ -119,8 +119,9 @@ def test_smoothed_gradient_matches_finite_differences():
     _, alpha = s_mu(v)
     grad = op.rmatvec(alpha)
     h = 1e-6
-    num = np.array([(s_mu(v + h * e)[0] - s_mu(v - h * e)[0]) / (2 * h)
-                    for e in np.eye(op.n_features)])
+    num = np.array(
+        [(s_mu(v + h * e)[0] - s_mu(v - h * e)[0]) / (2 * h) for e in np.eye(op.n_features)]
+    )
     np.testing.assert_allclose(grad, num, atol=1e-6)
     # Nesterov's bound (eq. 15): s_mu <= s <= s_mu + mu M
     s = op.value(v)
@@ -156,7 +157,8 @@ def test_fista_fixed_mu_certifies_smoothed_problem():
     ref = prox_dual(y, op, 0.1, 0.5, tol=1e-9)
     # smoothing error of f at most gamma mu M in eq.-17 units (half in prox units)
     assert prox_objective(res.v, y, op, 0.1, 0.5) - ref.objective <= (
-        1e-6 + 0.5 * 1e-3 * op.n_groups / 2 + ref.gap)
+        1e-6 + 0.5 * 1e-3 * op.n_groups / 2 + ref.gap
+    )
 
 
 @pytest.mark.parametrize("solver", [prox_dual, conesta])
@@ -251,8 +253,9 @@ def test_conesta_and_dual_give_the_same_empty_model():
     for solver in ("dual", "conesta"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            models[solver] = SPCATV(3, alpha=None, alpha_rel=6.0, operator=op, solver=solver,
-                                    random_state=0).fit(X)
+            models[solver] = SPCATV(
+                3, alpha=None, alpha_rel=6.0, operator=op, solver=solver, random_state=0
+            ).fit(X)
         assert any("identically zero" in str(w.message) for w in caught)
     for model in models.values():
         assert not np.any(model.components_)

@@ -12,7 +12,7 @@ import pytest
 
 from neurospca import SPCATV, chain_operator, spca_tv, tv_from_mask
 from neurospca.solvers import SOLVERS, ProxProblem, get_solver, prox_dual
-from neurospca.solvers.penalties import GraphLaplacian, GroupNorm, L1, eq3_pieces
+from neurospca.solvers.penalties import L1, GraphLaplacian, GroupNorm, eq3_pieces
 from neurospca.solvers.prox import solve_dual
 
 from ._helpers import random_group_operator
@@ -29,8 +29,11 @@ def _cvxpy_value(y, pieces):
             obj = obj + p.weight * cp.norm1(v)
         elif isinstance(p, GroupNorm):
             A, ptr = p.operator.matrix.tocsr(), p.operator.group_ptr
-            norms = [cp.norm(A[ptr[g]:ptr[g + 1]] @ v, 2)
-                     for g in range(p.operator.n_groups) if ptr[g + 1] > ptr[g]]
+            norms = [
+                cp.norm(A[ptr[g] : ptr[g + 1]] @ v, 2)
+                for g in range(p.operator.n_groups)
+                if ptr[g + 1] > ptr[g]
+            ]
             if norms:
                 obj = obj + p.weight * cp.sum(cp.hstack(norms))
         else:
@@ -48,8 +51,7 @@ def _cases():
     return [
         (rng.standard_normal(12), [L1(0.1), GroupNorm(chain, 0.3), GraphLaplacian(chain, 0.5)]),
         (rng.standard_normal(16), [L1(0.05), GroupNorm(grid, 0.2), GraphLaplacian(grid, 2.0)]),
-        (3 * rng.standard_normal(10), [L1(0.2), GroupNorm(rand, 0.4),
-                                       GraphLaplacian(rand, 0.1)]),
+        (3 * rng.standard_normal(10), [L1(0.2), GroupNorm(rand, 0.4), GraphLaplacian(rand, 0.1)]),
         (rng.standard_normal(12), [GraphLaplacian(chain, 1.0)]),
         # two group norms (no compiled kernel): the generic path too
         (rng.standard_normal(16), [L1(0.1), GroupNorm(grid, 0.1), GroupNorm(grid, 0.2)]),
@@ -78,7 +80,9 @@ def test_gap_bounds_true_suboptimality_against_cvxpy(case, tol, max_iter):
     best, primal = problem.certificate(res.v, res.state, (1e-3,))
     assert best <= state_gap and primal == pytest.approx(res.objective, rel=1e-12)
     assert problem.certificate(res.v, res.state, (1e-3,), tol_abs=state_gap) == (
-        state_gap, problem.gap(res.v, res.state)[1])
+        state_gap,
+        problem.gap(res.v, res.state)[1],
+    )
     assert problem.certificate(res.v, res.state, (1e-3,), tol_abs=0.5 * best)[0] == best
 
 
@@ -86,12 +90,16 @@ def test_zero_weight_is_exactly_the_problem_without_the_piece():
     op = tv_from_mask(np.ones((5, 6), bool))
     y = np.random.default_rng(1).standard_normal(30)
     without = solve_dual(ProxProblem(y, [L1(0.1), GroupNorm(op, 0.3)]), tol=1e-6)
-    with0 = solve_dual(ProxProblem(y, [L1(0.1), GroupNorm(op, 0.3), GraphLaplacian(op, 0.0)]),
-                       tol=1e-6)
+    with0 = solve_dual(
+        ProxProblem(y, [L1(0.1), GroupNorm(op, 0.3), GraphLaplacian(op, 0.0)]), tol=1e-6
+    )
     np.testing.assert_array_equal(with0.v, without.v)
     # a vanishing weight (generic path) converges to the same solution
-    tiny = solve_dual(ProxProblem(y, [L1(0.1), GroupNorm(op, 0.3), GraphLaplacian(op, 1e-9)]),
-                      tol=1e-10, max_iter=50000)
+    tiny = solve_dual(
+        ProxProblem(y, [L1(0.1), GroupNorm(op, 0.3), GraphLaplacian(op, 1e-9)]),
+        tol=1e-10,
+        max_iter=50000,
+    )
     np.testing.assert_allclose(tiny.v, without.v, atol=1e-4)
 
 
@@ -100,8 +108,9 @@ def test_generic_path_agrees_with_the_kernels():
     op = tv_from_mask(np.ones((6, 5), bool))
     y = np.random.default_rng(2).standard_normal(30)
     fast = prox_dual(y, op, 0.1, 0.4, tol=1e-10, max_iter=50000)
-    generic = solve_dual(ProxProblem(y, [L1(0.1), GroupNorm(op, 0.2), GroupNorm(op, 0.2)]),
-                         tol=1e-10, max_iter=50000)
+    generic = solve_dual(
+        ProxProblem(y, [L1(0.1), GroupNorm(op, 0.2), GroupNorm(op, 0.2)]), tol=1e-10, max_iter=50000
+    )
     np.testing.assert_allclose(generic.v, fast.v, atol=1e-5)
     assert generic.state.shape == (2 * op.n_rows,)
 
@@ -112,8 +121,11 @@ def test_rescaled_extreme_y_generic_path():
     pieces = [L1(0.1), GroupNorm(op, 0.2), GraphLaplacian(op, 0.3)]
     ref = solve_dual(ProxProblem(y, pieces), tol=1e-10, max_iter=50000)
     s = 1e120
-    big = solve_dual(ProxProblem(y * s, [L1(0.1 * s), GroupNorm(op, 0.2 * s),
-                                         GraphLaplacian(op, 0.3)]), tol=1e-10, max_iter=50000)
+    big = solve_dual(
+        ProxProblem(y * s, [L1(0.1 * s), GroupNorm(op, 0.2 * s), GraphLaplacian(op, 0.3)]),
+        tol=1e-10,
+        max_iter=50000,
+    )
     np.testing.assert_allclose(big.v / s, ref.v, atol=1e-6)
     assert np.isfinite(big.gap)
 
@@ -153,8 +165,9 @@ def test_large_weight_smooths(sim):
     Xc, op = sim
     rough = []
     for weight in (0.0, 0.5, 5.0):
-        _, V, info = spca_tv(Xc, 1, operator=op,
-                             penalties=[GraphLaplacian(op, weight * SCALE[0])], **KW)
+        _, V, info = spca_tv(
+            Xc, 1, operator=op, penalties=[GraphLaplacian(op, weight * SCALE[0])], **KW
+        )
         assert np.all(info["converged"])
         rough.append(_roughness(V, op)[0])
     assert rough[0] > rough[1] > rough[2], rough
@@ -165,8 +178,9 @@ def test_spca_tv_gaps_certify_the_returned_pairs_with_the_new_piece(sim):
     """``info['gaps']`` bound the v-step suboptimality of the returned (u, v) (cvxpy)."""
     Xc, op = sim
     extra = [GraphLaplacian(op, 0.3 * SCALE[0])]
-    U, V, info = spca_tv(Xc, 2, operator=op, penalties=extra, tol=1e-3,
-                         **{k: v for k, v in KW.items() if k != "tol"})
+    U, V, info = spca_tv(
+        Xc, 2, operator=op, penalties=extra, tol=1e-3, **{k: v for k, v in KW.items() if k != "tol"}
+    )
     n, l2 = Xc.shape[0], KW["l2"]
     X_k = Xc.copy()
     for k in range(2):
@@ -183,32 +197,35 @@ def test_spca_tv_gaps_certify_the_returned_pairs_with_the_new_piece(sim):
 def test_solver_that_cannot_handle_a_piece_names_both(sim):
     Xc, op = sim
     with pytest.raises(ValueError, match=r"'conesta'.*'l2_graph'"):
-        spca_tv(Xc, 1, operator=op, solver="conesta", penalties=[GraphLaplacian(op, 0.1)],
-                **KW)
+        spca_tv(Xc, 1, operator=op, solver="conesta", penalties=[GraphLaplacian(op, 0.1)], **KW)
     with pytest.raises(ValueError, match=r"'conesta'.*'l2_graph'"):
-        SPCATV(1, alpha=0.1, operator=op, solver="conesta",
-               penalties=[GraphLaplacian(op, 0.1)]).fit(Xc)
+        SPCATV(
+            1, alpha=0.1, operator=op, solver="conesta", penalties=[GraphLaplacian(op, 0.1)]
+        ).fit(Xc)
     with pytest.raises(ValueError, match=r"conesta.*l2_graph"):
-        SOLVERS["conesta"].solve(ProxProblem(Xc[0], [GraphLaplacian(op, 0.1)]), tol=1e-3,
-                                 max_iter=10)
+        SOLVERS["conesta"].solve(
+            ProxProblem(Xc[0], [GraphLaplacian(op, 0.1)]), tol=1e-3, max_iter=10
+        )
 
 
-@pytest.mark.parametrize("penalties, exc, match", [
-    (GraphLaplacian(chain_operator(144), 0.1), TypeError, "penalties must be a list"),
-    (["smooth"], TypeError, "penalties must hold"),
-    ([L1(0.1)], TypeError, "penalties must hold"),
-    ([GraphLaplacian(chain_operator(144), 0.1)] * 2, ValueError, "'l2_graph' is used twice"),
-    ([GroupNorm(chain_operator(144), 0.1)], ValueError, "'tv' is used twice"),
-    ([GraphLaplacian(chain_operator(10), 0.1)], ValueError, "operator of l2_graph acts on 10"),
-])
+@pytest.mark.parametrize(
+    "penalties, exc, match",
+    [
+        (GraphLaplacian(chain_operator(144), 0.1), TypeError, "penalties must be a list"),
+        (["smooth"], TypeError, "penalties must hold"),
+        ([L1(0.1)], TypeError, "penalties must hold"),
+        ([GraphLaplacian(chain_operator(144), 0.1)] * 2, ValueError, "'l2_graph' is used twice"),
+        ([GroupNorm(chain_operator(144), 0.1)], ValueError, "'tv' is used twice"),
+        ([GraphLaplacian(chain_operator(10), 0.1)], ValueError, "operator of l2_graph acts on 10"),
+    ],
+)
 def test_bad_penalties(sim, penalties, exc, match):
     Xc, op = sim
     with pytest.raises(exc, match=match):
         spca_tv(Xc, 1, operator=op, penalties=penalties, **KW)
 
 
-@pytest.mark.parametrize("bad, exc", [(-1.0, ValueError), (np.nan, ValueError),
-                                      ("a", TypeError)])
+@pytest.mark.parametrize("bad, exc", [(-1.0, ValueError), (np.nan, ValueError), ("a", TypeError)])
 def test_piece_weight_is_checked(bad, exc):
     with pytest.raises(exc, match="weight"):
         GraphLaplacian(chain_operator(3), bad)
@@ -229,10 +246,18 @@ def test_get_solver_and_registry():
 def test_estimator_penalty_weights_and_warm_start(sim):
     Xc, op = sim
     a = SCALE[0]
-    est = SPCATV(2, alpha=a, l1_ratio=0.1, tv_ratio=0.2, operator=op,
-                 penalties=[GraphLaplacian(op, 0.05 * a)], warm_start=True).fit(Xc)
+    est = SPCATV(
+        2,
+        alpha=a,
+        l1_ratio=0.1,
+        tv_ratio=0.2,
+        operator=op,
+        penalties=[GraphLaplacian(op, 0.05 * a)],
+        warm_start=True,
+    ).fit(Xc)
     assert est.penalty_weights_ == pytest.approx(
-        {"l1": 0.1 * a, "l2": 0.7 * a, "tv": 0.2 * a, "l2_graph": 0.05 * a})
+        {"l1": 0.1 * a, "l2": 0.7 * a, "tv": 0.2 * a, "l2_graph": 0.05 * a}
+    )
     assert est._duals[0].shape == (2 * op.n_rows,)
     again = est.fit(Xc)  # warm: states of the same shape are reused
     assert np.all(again.rel_gaps_ <= 1e-3)

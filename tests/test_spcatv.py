@@ -8,8 +8,14 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from neurospca import SPCATV, chain_operator, spca_tv, tv_from_mask
-from neurospca import ratios_from_weights, weights_from_ratios
+from neurospca import (
+    SPCATV,
+    chain_operator,
+    ratios_from_weights,
+    spca_tv,
+    tv_from_mask,
+    weights_from_ratios,
+)
 from neurospca.solvers import prox_dual, spca_objective
 
 from ._instances import example_weights, simulation_2d
@@ -33,20 +39,29 @@ def test_vanishing_penalties_give_pca(small_data):
     cos = np.abs(np.sum(model.components_ * vt[:3], axis=1))
     np.testing.assert_allclose(cos, 1.0, atol=1e-6)
     # explained variance equals PCA's for orthogonal components
-    np.testing.assert_allclose(model.explained_variance_ratio_, s[:3] ** 2 / np.sum(s**2),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        model.explained_variance_ratio_, s[:3] ** 2 / np.sum(s**2), rtol=1e-6
+    )
     np.testing.assert_allclose(model.singular_values_, s[:3], rtol=1e-6)
 
 
 def test_paper_simulation_recovers_dot_supports():
     X, patterns, mask = simulation_2d(seed=0)
     l1, l2, tv = example_weights(X)
-    model = SPCATV(3, alpha=l1 + l2 + tv, l1_ratio=l1 / (l1 + l2 + tv),
-                   tv_ratio=tv / (l1 + l2 + tv), operator=tv_from_mask(mask), tol=1e-3)
+    model = SPCATV(
+        3,
+        alpha=l1 + l2 + tv,
+        l1_ratio=l1 / (l1 + l2 + tv),
+        tv_ratio=tv / (l1 + l2 + tv),
+        operator=tv_from_mask(mask),
+        tol=1e-3,
+    )
     C = model.fit(X).components_
     truth = patterns > 0
-    best = max(itertools.permutations(range(3)),
-               key=lambda p: sum(_dice(C[p[i]] != 0, truth[i]) for i in range(3)))
+    best = max(
+        itertools.permutations(range(3)),
+        key=lambda p: sum(_dice(C[p[i]] != 0, truth[i]) for i in range(3)),
+    )
     dices = [_dice(C[best[i]] != 0, truth[i]) for i in range(3)]
     assert min(dices) >= 0.8, dices
     # every v-step certified to tol (that the gaps bound the true suboptimality
@@ -111,7 +126,7 @@ def test_transform_inverse_transform(small_data):
     evr, pca = model.explained_variance_ratio_, model.pca_explained_variance_ratio_
     Xc = small_data - small_data.mean(0)
     c1 = model.components_[0]
-    assert evr[0] == pytest.approx(np.sum((Xc @ c1) ** 2) / np.sum(Xc ** 2), rel=1e-10)
+    assert evr[0] == pytest.approx(np.sum((Xc @ c1) ** 2) / np.sum(Xc**2), rel=1e-10)
     assert np.all(evr > 0)
     assert evr.max() <= pca[0] * (1 + 1e-10)
     assert evr.sum() <= pca.sum() * (1 + 1e-10)

@@ -5,8 +5,6 @@ import warnings
 
 import numpy as np
 import pytest
-
-from neurospca.datasets import make_structured_images
 from scipy.optimize import linear_sum_assignment
 from sklearn.decomposition import SparsePCA
 from sklearn.exceptions import ConvergenceWarning
@@ -20,6 +18,7 @@ from neurospca import (
     stack_operators,
     tv_from_mask,
 )
+from neurospca.datasets import make_structured_images
 from neurospca.decomposition._sspca import _membership, _objective, structured_norm
 from neurospca.groups import check_groups
 
@@ -36,8 +35,7 @@ def test_grid_groups_count_2d_3d():
     assert len(grid_halfspace_groups((6, 6))) == 2 * 5 * 2 + 2 * 2 * 10
     assert len(grid_halfspace_groups((3, 4, 5), diagonals=False)) == 2 * (2 + 3 + 4)
     g3 = grid_halfspace_groups((3, 4, 5))
-    assert len(g3) == 2 * (2 + 3 + 4) + 2 * ((3 + 4 - 2) * 2 + (3 + 5 - 2) * 2
-                                             + (4 + 5 - 2) * 2)
+    assert len(g3) == 2 * (2 + 3 + 4) + 2 * ((3 + 4 - 2) * 2 + (3 + 5 - 2) * 2 + (4 + 5 - 2) * 2)
 
 
 def test_grid_groups_are_half_spaces_and_give_rectangles():
@@ -49,8 +47,12 @@ def test_grid_groups_are_half_spaces_and_give_rectangles():
         ind = np.zeros(h * w, bool)
         ind[g] = True
         # a half-space: a threshold on y or on x
-        ok = any(np.array_equal(ind, cmp(c, t)) for c in (yy, xx)
-                 for t in range(10) for cmp in (np.less_equal, np.greater_equal))
+        ok = any(
+            np.array_equal(ind, cmp(c, t))
+            for c in (yy, xx)
+            for t in range(10)
+            for cmp in (np.less_equal, np.greater_equal)
+        )
         assert ok
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -60,8 +62,12 @@ def test_grid_groups_are_half_spaces_and_give_rectangles():
             zero[groups[k]] = True
         supp = ~zero
         if supp.any():  # the complement of a union of half-spaces is a rectangle
-            box = ((yy >= yy[supp].min()) & (yy <= yy[supp].max())
-                   & (xx >= xx[supp].min()) & (xx <= xx[supp].max()))
+            box = (
+                (yy >= yy[supp].min())
+                & (yy <= yy[supp].max())
+                & (xx >= xx[supp].min())
+                & (xx <= xx[supp].max())
+            )
             np.testing.assert_array_equal(supp, box)
 
 
@@ -97,7 +103,8 @@ def test_group_lasso_operator_value_and_norm():
     expected = sum(np.linalg.norm(d * v[g]) for g, d in zip(groups, weights))
     assert op.value(v) == pytest.approx(expected, rel=1e-12)
     assert structured_norm(v, groups, exponent=1.0, weights=weights) == pytest.approx(
-        expected, rel=1e-12)
+        expected, rel=1e-12
+    )
     dense = op.matrix.toarray()
     assert op.norm2 == pytest.approx(np.linalg.norm(dense, 2) ** 2, rel=1e-12)
     assert op.n_groups == len(groups)
@@ -149,7 +156,7 @@ def test_variational_lemma():
     for alpha in (0.5, 0.8, 1.0):
         beta = alpha / (2 - alpha)
         na = (np.abs(y) ** alpha).sum() ** (1 / alpha)
-        f = lambda z: 0.5 * (y ** 2 / z).sum() + 0.5 * (z ** beta).sum() ** (1 / beta)
+        f = lambda z: 0.5 * (y**2 / z).sum() + 0.5 * (z**beta).sum() ** (1 / beta)
         zs = np.abs(y) ** (2 - alpha) * na ** (alpha - 1)
         assert f(zs) == pytest.approx(na, rel=1e-12)
         for _ in range(20):
@@ -169,11 +176,21 @@ def test_convex_case_matches_cvxpy_given_codes():
     gs, wts = check_groups(groups, p)
     M = _membership(gs, wts, p)
     for lam in (3e-4, 1e-3):
-        U, V, info = sspca(X, 2, groups=groups, alpha=lam, exponent=1.0, max_iter=5000,
-                           tol=1e-12, eps=1e-8, random_state=0)
+        U, V, info = sspca(
+            X,
+            2,
+            groups=groups,
+            alpha=lam,
+            exponent=1.0,
+            max_iter=5000,
+            tol=1e-12,
+            eps=1e-8,
+            random_state=0,
+        )
         Vc = cp.Variable((p, 2))
         obj = cp.sum_squares(X - U @ Vc.T) / (2 * n * p) + lam * sum(
-            cp.norm(Vc[g, k], 2) for g in groups for k in range(2))
+            cp.norm(Vc[g, k], 2) for g in groups for k in range(2)
+        )
         cp.Problem(cp.Minimize(obj)).solve(solver=cp.CLARABEL)
         f_ours = _objective(X, U, V, M, lam, 1.0)
         f_ref = _objective(X, U, Vc.value, M, lam, 1.0)
@@ -190,8 +207,16 @@ def test_objective_decreases_and_restarts():
     for alpha in (0.5, 1.0):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            _, _, info = sspca(X, 2, groups=groups, alpha=1e-5 if alpha == 1 else 1e-7,
-                               exponent=alpha, random_state=0, max_iter=300, tol=1e-8)
+            _, _, info = sspca(
+                X,
+                2,
+                groups=groups,
+                alpha=1e-5 if alpha == 1 else 1e-7,
+                exponent=alpha,
+                random_state=0,
+                max_iter=300,
+                tol=1e-8,
+            )
         obj = np.asarray(info["objective"])
         assert np.all(np.diff(obj) <= 1e-10 * obj[:-1])
     _, _, info = sspca(X, 2, groups=groups, alpha=1e-7, n_init=4, random_state=0)
@@ -223,8 +248,7 @@ def support_dice(components, supports, threshold=0.05):
 
     Returns the Dice of each true support and its matched estimated support."""
     est = np.abs(components) > threshold * np.abs(components).max(axis=1, keepdims=True)
-    D = np.array([[2 * (e & s).sum() / max(e.sum() + s.sum(), 1) for s in supports]
-                  for e in est])
+    D = np.array([[2 * (e & s).sum() / max(e.sum() + s.sum(), 1) for s in supports] for e in est])
     r, c = linear_sum_assignment(-D)
     order = np.empty(len(supports), dtype=int)
     order[c] = r
@@ -244,9 +268,15 @@ def test_sspca_recovers_convex_supports_where_sparse_pca_does_not():
         d_ss, est_ss = support_dice(ss.components_, supports)
         # plain l1 sparse PCA with its best penalty (an oracle: 4 and 5 are the
         # best of 0.5 ... 16 on these seeds, see the figure script)
-        d_sp, est_sp = max((support_dice(SparsePCA(3, alpha=a, method="cd", random_state=0)
-                                         .fit(X).components_, supports) for a in (4, 5)),
-                           key=lambda t: t[0].mean())
+        d_sp, est_sp = max(
+            (
+                support_dice(
+                    SparsePCA(3, alpha=a, method="cd", random_state=0).fit(X).components_, supports
+                )
+                for a in (4, 5)
+            ),
+            key=lambda t: t[0].mean(),
+        )
         pieces_ss = [ndimage.label(e.reshape(16, 16), structure=eight)[1] for e in est_ss]
         pieces_sp = [ndimage.label(e.reshape(16, 16), structure=eight)[1] for e in est_sp]
         # SSPCA: each support found, in one piece
@@ -338,8 +368,9 @@ def test_bad_input():
         model.inverse_transform(np.ones((3, 4)))
 
 
-@parametrize_with_checks([SSPCA(2, max_iter=20), SSPCA(2, exponent=1.0, code_constraint="l1",
-                                                       max_iter=20)])
+@parametrize_with_checks(
+    [SSPCA(2, max_iter=20), SSPCA(2, exponent=1.0, code_constraint="l1", max_iter=20)]
+)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -374,7 +405,8 @@ def test_alpha_max_is_exact_on_singletons():
         assert alpha_max(X, Msq, q, 2) == pytest.approx(expected, rel=1e-12)
     # l1 codes: the dual norm is the largest entry
     assert alpha_max(X, Msq, 1.0, 2, code_constraint="l1") == pytest.approx(
-        np.abs(X).max() / X.size, rel=1e-12)
+        np.abs(X).max() / X.size, rel=1e-12
+    )
 
 
 def test_alpha_max_is_a_lower_bound_and_the_collapse_point():

@@ -32,7 +32,7 @@ def block_objective(X, U, V, groups, lam, alpha, partition):
     pen = 0.0
     for block in partition:
         norms = np.array([np.linalg.norm(V[np.ix_(g, block)]) for g in groups])
-        pen += np.sum(norms ** alpha) ** (1 / alpha)
+        pen += np.sum(norms**alpha) ** (1 / alpha)
     return loss + lam * pen
 
 
@@ -68,12 +68,21 @@ def test_shared_objective_is_the_block_norm_and_decreases(alpha):
     partition = [[0, 2], [1]]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        U, V, info = sspca(X, 3, groups=groups, alpha=1e-5, exponent=alpha,
-                           partition=partition, max_iter=40, random_state=0)
+        U, V, info = sspca(
+            X,
+            3,
+            groups=groups,
+            alpha=1e-5,
+            exponent=alpha,
+            partition=partition,
+            max_iter=40,
+            random_state=0,
+        )
     assert info["eta"].shape == (len(groups), 2)
     obj = np.asarray(info["objective"])
-    np.testing.assert_allclose(obj[-1], block_objective(X, U, V, groups, 1e-5, alpha,
-                                                        partition), rtol=1e-10)
+    np.testing.assert_allclose(
+        obj[-1], block_objective(X, U, V, groups, 1e-5, alpha, partition), rtol=1e-10
+    )
     # cyclic exact minimisation of a majoriser: the objective never increases
     assert np.all(np.diff(obj) <= 1e-10 * np.abs(obj[:-1]))
 
@@ -86,8 +95,7 @@ def matched_dice(supports, truth):
 
 def test_shared_patterns_share_the_support():
     groups = grid_halfspace_groups(SHAPE)
-    kw = dict(alpha=1e-6, groups=groups, n_init=5, tol=1e-6, support_threshold=0.05,
-              random_state=0)
+    kw = dict(alpha=1e-6, groups=groups, n_init=5, tol=1e-6, support_threshold=0.05, random_state=0)
     shared, alone = [], []
     for seed in range(5):
         X, truth = shared_data(seed)
@@ -114,7 +122,8 @@ def test_nonneg_code_projection_matches_cvxpy(constraint):
         u = cp.Variable(12)
         norm = cp.norm(u, 2) if constraint == "l2" else cp.norm(u, 1)
         cp.Problem(cp.Minimize(cp.sum_squares(u - w)), [u >= 0, norm <= 1]).solve(
-            solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+            solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10
+        )
         ours = _project_code(w, constraint, nonneg=True)
         order = 2 if constraint == "l2" else 1
         # feasible, at least as close to w as the generic solver's point, and that point
@@ -136,8 +145,16 @@ def nonneg_data(seed, n=80):
 def test_nonneg_factorisation_is_nonnegative_and_recovers_parts():
     groups = grid_halfspace_groups(SHAPE)
     X, truth = nonneg_data(0)
-    m = SSPCA(3, alpha=1e-7, groups=groups, nonneg=True, center=False, n_init=3,
-              support_threshold=0.05, random_state=0).fit(X)
+    m = SSPCA(
+        3,
+        alpha=1e-7,
+        groups=groups,
+        nonneg=True,
+        center=False,
+        n_init=3,
+        support_threshold=0.05,
+        random_state=0,
+    ).fit(X)
     assert np.all(m.scores_ >= 0) and np.all(m.loadings_ >= 0)
     np.testing.assert_array_equal(m.mean_, 0.0)
     obj = np.asarray(m.objective_history_)
@@ -154,11 +171,13 @@ def test_nonneg_factorisation_is_nonnegative_and_recovers_parts():
 
 def test_partition_and_nonneg_bad_input():
     X, _ = shared_data(0, n=20)
-    for part, msg in (([[0, 1]], "cover every component"),
-                      ([[0, 1], [1, 2]], "disjoint"),
-                      ([[0, 1, 3], [2]], r"\[0, n_components=3\)"),
-                      ([[0, 1], []], "non-empty"),
-                      ([[0.5, 1], [2]], "int component indices")):
+    for part, msg in (
+        ([[0, 1]], "cover every component"),
+        ([[0, 1], [1, 2]], "disjoint"),
+        ([[0, 1, 3], [2]], r"\[0, n_components=3\)"),
+        ([[0, 1], []], "non-empty"),
+        ([[0.5, 1], [2]], "int component indices"),
+    ):
         with pytest.raises(ValueError, match=msg):
             SSPCA(3, partition=part).fit(X)
     with pytest.raises(TypeError, match="'partition' parameter of SSPCA must be an array-like"):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from neurospca import load_model, save_model, SPCATV
+from neurospca import SPCATV, load_model, save_model
 from neurospca.study import (
     StudyDesign,
     associations,
@@ -21,14 +21,16 @@ from neurospca.study import (
 
 def _table(n=30, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "participant_id": [f"sub-{i:02d}" for i in range(n)],
-        "age": np.round(rng.uniform(55, 85, n), 1),
-        "sex": rng.choice(["F", "M"], n),
-        "site": np.repeat(["A", "B", "C"], n // 3),
-        "dx": np.tile(["CN", "AD"], n // 2),
-        "mmse": rng.integers(15, 30, n),
-    })
+    return pd.DataFrame(
+        {
+            "participant_id": [f"sub-{i:02d}" for i in range(n)],
+            "age": np.round(rng.uniform(55, 85, n), 1),
+            "sex": rng.choice(["F", "M"], n),
+            "site": np.repeat(["A", "B", "C"], n // 3),
+            "dx": np.tile(["CN", "AD"], n // 2),
+            "mmse": rng.integers(15, 30, n),
+        }
+    )
 
 
 # --------------------------------------------------------------------------
@@ -36,13 +38,16 @@ def _table(n=30, seed=0):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path, expected", [
-    ("data/sub-01/anat/sub-01_hemi-L_thickness.shape.gii", "sub-01"),
-    ("data/sub-ab12/surf/lh.thickness.mgh", "sub-ab12"),
-    ("maps/sub-007.nii.gz", "sub-007"),
-    ("subjects/bert/surf/lh.thickness.fwhm10.fsaverage.mgh", "bert"),
-    ("maps/subject7.nii.gz", None),
-])
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("data/sub-01/anat/sub-01_hemi-L_thickness.shape.gii", "sub-01"),
+        ("data/sub-ab12/surf/lh.thickness.mgh", "sub-ab12"),
+        ("maps/sub-007.nii.gz", "sub-007"),
+        ("subjects/bert/surf/lh.thickness.fwhm10.fsaverage.mgh", "bert"),
+        ("maps/subject7.nii.gz", None),
+    ],
+)
 def test_subject_id_from_path(path, expected):
     assert subject_id_from_path(path) == expected
 
@@ -70,11 +75,15 @@ def test_match_participants_order_extra_rows_and_errors():
     ids = ["sub-05", "sub-01", "02"]  # the sub- prefix is optional on either side
     rows = match_participants(table, ids)
     assert list(rows["participant_id"]) == ["sub-05", "sub-01", "sub-02"]
-    with pytest.raises(ValueError, match=r"participants: 1 of 3 image\(s\) have no row .*"
-                                         r"'sub-99'"):
+    with pytest.raises(
+        ValueError,
+        match=r"participants: 1 of 3 image\(s\) have no row .*"
+        r"'sub-99'",
+    ):
         match_participants(table, ["sub-01", "sub-02", "sub-99"])
-    with pytest.raises(ValueError, match="participants: no image matches a row of the ID "
-                                         "column 'participant_id'"):
+    with pytest.raises(
+        ValueError, match="participants: no image matches a row of the ID column 'participant_id'"
+    ):
         match_participants(table, ["bert", "ernie"])
     with pytest.raises(ValueError, match="imgs: subject.*'01'.*several images"):
         match_participants(table, ["sub-01", "01"])
@@ -92,8 +101,13 @@ def _site_data(seed=0, n=60, p=80):
     dx = rng.integers(0, 2, n).astype(float)
     scale = np.select([site == "s1", site == "s2"], [0.8, 1.0], 1.3)
     offset = np.select([site == "s1", site == "s2"], [-0.2, 0.0], 0.2)
-    X = (2.5 + 0.01 * age[:, None] * rng.uniform(0.5, 1.5, p) + 0.4 * dx[:, None]
-         + offset[:, None] + scale[:, None] * 0.3 * rng.standard_normal((n, p)))
+    X = (
+        2.5
+        + 0.01 * age[:, None] * rng.uniform(0.5, 1.5, p)
+        + 0.4 * dx[:, None]
+        + offset[:, None]
+        + scale[:, None] * 0.3 * rng.standard_normal((n, p))
+    )
     return X, site, np.column_stack([age, dx])
 
 
@@ -116,8 +130,9 @@ def test_combat_matches_neuroharmonize():
         model, _ = nh.harmonizationLearn(X[train], covars.iloc[train].reset_index(drop=True))
         ref = nh.harmonizationApply(X[test], covars.iloc[test].reset_index(drop=True), model)
     params = combat_fit(X[train], site[train], cov[train])
-    np.testing.assert_allclose(combat_apply(X[test], site[test], cov[test], params), ref,
-                               rtol=0, atol=1e-6)
+    np.testing.assert_allclose(
+        combat_apply(X[test], site[test], cov[test], params), ref, rtol=0, atol=1e-6
+    )
 
 
 def test_combat_transform_uses_training_parameters_only():
@@ -135,8 +150,9 @@ def test_combat_transform_uses_training_parameters_only():
     # changing the other held-out subjects changes nothing for subject 0
     X2 = X[test].copy()
     X2[1:] += 5.0
-    np.testing.assert_allclose(combat_apply(X2, site[test], cov[test], params)[0], batch[0],
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        combat_apply(X2, site[test], cov[test], params)[0], batch[0], rtol=0, atol=1e-12
+    )
     for k in before:
         np.testing.assert_array_equal(before[k], params[k])
     # and the site effect is removed: held-out site means agree after harmonisation
@@ -149,8 +165,11 @@ def test_combat_bad_input():
     X, site, cov = _site_data()
     lone = site.copy()
     lone[0] = "s9"
-    with pytest.raises(ValueError, match=r"harmonize: site\(s\) \['s9'\] have a single "
-                                         "subject"):
+    with pytest.raises(
+        ValueError,
+        match=r"harmonize: site\(s\) \['s9'\] have a single "
+        "subject",
+    ):
         combat_fit(X, lone, cov)
     params = combat_fit(X, site, cov)
     with pytest.raises(ValueError, match="harmonize: site.*'s4'.*not in the training"):
@@ -169,9 +188,12 @@ def test_design_removes_confounds_and_keeps_groups():
     sex = (rows["sex"] == "M").to_numpy(float)
     dx = (rows["dx"] == "AD").to_numpy(float)
     age = rows["age"].to_numpy()
-    X = (np.outer(age, rng.normal(0, 0.02, p)) + np.outer(sex, rng.normal(0, 0.5, p))
-         + np.outer(dx, np.r_[np.ones(10), np.zeros(p - 10)])
-         + 0.1 * rng.standard_normal((60, p)))
+    X = (
+        np.outer(age, rng.normal(0, 0.02, p))
+        + np.outer(sex, rng.normal(0, 0.5, p))
+        + np.outer(dx, np.r_[np.ones(10), np.zeros(p - 10)])
+        + 0.1 * rng.standard_normal((60, p))
+    )
     design = StudyDesign(["age", "sex"], None, ["dx"], [])
     Y = design.fit_transform(X, rows)
     assert "sex: one-hot, reference 'F' (indicator columns sex[M])" in design.encoding_
@@ -185,14 +207,19 @@ def test_design_removes_confounds_and_keeps_groups():
     np.testing.assert_allclose(again.transform(X, rows), Y, atol=1e-12)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"confounds": ["agee"]}, "confounds: unknown column 'agee'"),
-    ({"covariates": ["sex"]}, "covariates: column 'sex' is not numeric"),
-    ({"groups": ["diagnosis"]}, "groups: unknown column 'diagnosis'"),
-    ({"harmonize": "site", "lone": True},
-     r"harmonize: column 'site': site\(s\) \['D'\] have a single"),
-    ({"covariates": ["mmse"], "missing": True}, "covariates: column 'mmse' is missing"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"confounds": ["agee"]}, "confounds: unknown column 'agee'"),
+        ({"covariates": ["sex"]}, "covariates: column 'sex' is not numeric"),
+        ({"groups": ["diagnosis"]}, "groups: unknown column 'diagnosis'"),
+        (
+            {"harmonize": "site", "lone": True},
+            r"harmonize: column 'site': site\(s\) \['D'\] have a single",
+        ),
+        ({"covariates": ["mmse"], "missing": True}, "covariates: column 'mmse' is missing"),
+    ],
+)
 def test_design_bad_input_names_argument_and_column(kwargs, message):
     rows = _table()
     if kwargs.pop("lone", False):
@@ -218,9 +245,18 @@ def test_associations_statistics_match_scipy():
     S = rng.standard_normal((n, 2))
     S[:, 0] += 4.0 * (dx == "AD")
     table = associations(S, {"dx": dx}, {"age": age}, n_permutations=199)
-    assert list(table.columns) == ["component", "variable", "test", "statistic",
-                                   "effect_size", "effect_size_measure", "n", "p_asymptotic",
-                                   "p", "p_corrected"]
+    assert list(table.columns) == [
+        "component",
+        "variable",
+        "test",
+        "statistic",
+        "effect_size",
+        "effect_size_measure",
+        "n",
+        "p_asymptotic",
+        "p",
+        "p_corrected",
+    ]
     for k in range(2):
         row = table[(table.component == k + 1) & (table.variable == "dx")].iloc[0]
         h, p = stats.kruskal(*[S[dx == g, k] for g in np.unique(dx)])
@@ -268,13 +304,22 @@ def test_associations_bad_input():
 
 def test_study_saved_with_the_model_without_pickle(tmp_path):
     X, site, cov = _site_data(n=30, p=12)
-    rows = pd.DataFrame({"participant_id": [f"sub-{i}" for i in range(30)], "site": site,
-                         "age": cov[:, 0], "dx": np.where(cov[:, 1] > 0, "AD", "CN")})
+    rows = pd.DataFrame(
+        {
+            "participant_id": [f"sub-{i}" for i in range(30)],
+            "site": site,
+            "age": cov[:, 0],
+            "dx": np.where(cov[:, 1] > 0, "AD", "CN"),
+        }
+    )
     design = StudyDesign(["age"], "site", ["dx"], [])
     Y = design.fit_transform(X, rows)
     model = SPCATV(2, random_state=0, alpha_rel=1.0, stability=False, method="deflation").fit(Y)
-    study = {"participant_ids": rows["participant_id"].to_numpy().astype(str),
-             "design": design.to_dict(), "methods": design.describe()}
+    study = {
+        "participant_ids": rows["participant_id"].to_numpy().astype(str),
+        "design": design.to_dict(),
+        "methods": design.describe(),
+    }
     path = save_model(model, tmp_path / "m.npz", study=study)
     with np.load(path, allow_pickle=False) as archive:
         assert "study/design/combat/gamma" in archive.files

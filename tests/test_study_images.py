@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neurospca import ImageSPCATV, load_model, load_surface_image, write_surf_data, \
-    write_surf_mesh
+from neurospca import ImageSPCATV, load_model, load_surface_image, write_surf_data, write_surf_mesh
 from neurospca.cli import main
 
 N = 36
@@ -38,18 +37,27 @@ def cohort(tmp_path_factory):
     sex = rng.choice(["F", "M"], N)
     offset = {"A": -0.5, "B": 0.0, "C": 0.5}
     for i in range(N):
-        data = ((2.0 * (dx[i] == "AD") + 0.5 * rng.standard_normal()) * blob_a
-                + 1.5 * rng.standard_normal() * blob_b + 0.03 * (age[i] - 70)
-                + offset[site[i]] + 0.2 * rng.standard_normal(shape))
+        data = (
+            (2.0 * (dx[i] == "AD") + 0.5 * rng.standard_normal()) * blob_a
+            + 1.5 * rng.standard_normal() * blob_b
+            + 0.03 * (age[i] - 70)
+            + offset[site[i]]
+            + 0.2 * rng.standard_normal(shape)
+        )
         nib.Nifti1Image(data.astype(np.float32), affine).to_filename(
-            root / f"sub-{i:02d}_thickness.nii.gz")
-    table = pd.DataFrame({"participant_id": [f"sub-{i:02d}" for i in range(N)] + ["sub-99"],
-                          "age": list(age) + [70.0], "sex": list(sex) + ["F"],
-                          "site": list(site) + ["A"], "dx": list(dx) + ["CN"],
-                          "mmse": list(np.where(dx == "AD", 22, 29) + rng.integers(-2, 2, N))
-                          + [29]})
-    table.sample(frac=1.0, random_state=3).to_csv(root / "participants.tsv", sep="\t",
-                                                  index=False)
+            root / f"sub-{i:02d}_thickness.nii.gz"
+        )
+    table = pd.DataFrame(
+        {
+            "participant_id": [f"sub-{i:02d}" for i in range(N)] + ["sub-99"],
+            "age": list(age) + [70.0],
+            "sex": list(sex) + ["F"],
+            "site": list(site) + ["A"],
+            "dx": list(dx) + ["CN"],
+            "mmse": list(np.where(dx == "AD", 22, 29) + rng.integers(-2, 2, N)) + [29],
+        }
+    )
+    table.sample(frac=1.0, random_state=3).to_csv(root / "participants.tsv", sep="\t", index=False)
     atlas = np.zeros(shape, dtype=np.int16)
     atlas[:6] = 1
     atlas[6:] = 2
@@ -58,16 +66,23 @@ def cohort(tmp_path_factory):
 
 
 def _model():
-    return ImageSPCATV(2, alpha_rel=1.0, tol=1e-2, stability=False, method="deflation",
-                       random_state=0)
+    return ImageSPCATV(
+        2, alpha_rel=1.0, tol=1e-2, stability=False, method="deflation", random_state=0
+    )
 
 
 def test_fit_with_participants(cohort):
     root, dx, age = cohort
     imgs = str(root / "sub-*_thickness.nii.gz")
-    model = _model().fit(imgs, participants=root / "participants.tsv", confounds=["age", "sex"],
-                         harmonize="site", groups=["dx"], covariates=["mmse"],
-                         n_permutations=199)
+    model = _model().fit(
+        imgs,
+        participants=root / "participants.tsv",
+        confounds=["age", "sex"],
+        harmonize="site",
+        groups=["dx"],
+        covariates=["mmse"],
+        n_permutations=199,
+    )
     assert list(model.participant_ids_) == [f"sub-{i:02d}" for i in range(N)]
     table = model.associations_
     assert isinstance(table, pd.DataFrame) and len(table) == 4
@@ -87,12 +102,12 @@ def test_transform_of_held_out_subjects_uses_training_parameters(cohort):
     root, _, _ = cohort
     paths = sorted(glob.glob(str(root / "sub-*_thickness.nii.gz")))
     train, test = paths[:30], paths[30:]
-    model = _model().fit(train, participants=root / "participants.tsv", confounds=["age"],
-                         harmonize="site")
+    model = _model().fit(
+        train, participants=root / "participants.tsv", confounds=["age"], harmonize="site"
+    )
     combat = {k: np.array(v, copy=True) for k, v in model.study_.combat_.items()}
     together = model.transform(test, participants=root / "participants.tsv")
-    alone = np.vstack([model.transform([p], participants=root / "participants.tsv")
-                       for p in test])
+    alone = np.vstack([model.transform([p], participants=root / "participants.tsv") for p in test])
     np.testing.assert_allclose(together, alone, rtol=0, atol=1e-10)
     for k, v in combat.items():
         np.testing.assert_array_equal(model.study_.combat_[k], v)
@@ -104,15 +119,21 @@ def test_transform_of_held_out_subjects_uses_training_parameters(cohort):
     assert adjusted > raw
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"confounds": ["age", "weight"]}, "confounds: unknown column 'weight'"),
-    ({"covariates": ["sex"]}, "covariates: column 'sex' is not numeric"),
-    ({"groups": ["dx"], "subset": 3}, r"participants: 1 of 4 image\(s\) have no row .*"
-                                      "'sub-77'"),
-    ({"groups": ["dx"], "rename": True}, "participants: no image matches a row"),
-    ({"harmonize": "site", "lone": True}, r"harmonize: column 'site': site\(s\) \['Z'\]"),
-    ({"harmonize": "site", "memory": True}, "participants: cannot tell which subject"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"confounds": ["age", "weight"]}, "confounds: unknown column 'weight'"),
+        ({"covariates": ["sex"]}, "covariates: column 'sex' is not numeric"),
+        (
+            {"groups": ["dx"], "subset": 3},
+            r"participants: 1 of 4 image\(s\) have no row .*"
+            "'sub-77'",
+        ),
+        ({"groups": ["dx"], "rename": True}, "participants: no image matches a row"),
+        ({"harmonize": "site", "lone": True}, r"harmonize: column 'site': site\(s\) \['Z'\]"),
+        ({"harmonize": "site", "memory": True}, "participants: cannot tell which subject"),
+    ],
+)
 def test_fit_bad_participants(cohort, tmp_path, kwargs, message):
     root, _, _ = cohort
     paths = sorted(glob.glob(str(root / "sub-*_thickness.nii.gz")))
@@ -139,18 +160,50 @@ def test_fit_bad_participants(cohort, tmp_path, kwargs, message):
 
 
 def _argv(root, out, *extra):
-    return ["fit", "--images", str(root / "sub-*_thickness.nii.gz"), "--mask",
-            str(root / "mask.nii.gz"), "--output", str(out), "--alpha-rel", "1",
-            "--n-components", "2", "--tol", "1e-2", "--max-iter", "50", "-q", *extra]
+    return [
+        "fit",
+        "--images",
+        str(root / "sub-*_thickness.nii.gz"),
+        "--mask",
+        str(root / "mask.nii.gz"),
+        "--output",
+        str(out),
+        "--alpha-rel",
+        "1",
+        "--n-components",
+        "2",
+        "--tol",
+        "1e-2",
+        "--max-iter",
+        "50",
+        "-q",
+        *extra,
+    ]
 
 
 def test_command_line_cohort(cohort, tmp_path, capsys):
     root, dx, _ = cohort
     out = tmp_path / "out"
-    code = main(_argv(root, out, "--participants", str(root / "participants.tsv"),
-                      "--confounds", "age,sex", "--harmonize", "site", "--groups", "dx",
-                      "--covariates", "mmse", "--n-permutations", "199",
-                      "--atlas", str(root / "atlas.nii.gz")))
+    code = main(
+        _argv(
+            root,
+            out,
+            "--participants",
+            str(root / "participants.tsv"),
+            "--confounds",
+            "age,sex",
+            "--harmonize",
+            "site",
+            "--groups",
+            "dx",
+            "--covariates",
+            "mmse",
+            "--n-permutations",
+            "199",
+            "--atlas",
+            str(root / "atlas.nii.gz"),
+        )
+    )
     assert code == 0, capsys.readouterr().err
     with open(out / "scores.csv") as fh:
         rows = list(csv.reader(fh))
@@ -166,21 +219,39 @@ def test_command_line_cohort(cohort, tmp_path, capsys):
     assert list(saved.study["participant_ids"])[:2] == ["sub-00", "sub-01"]
     # the report of the saved model shows the groups again, with --atlas
     report = tmp_path / "again.html"
-    assert main(["report", str(out / "model.npz"), "--output", str(report), "-q",
-                 "--atlas", str(root / "atlas.nii.gz")]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(out / "model.npz"),
+                "--output",
+                str(report),
+                "-q",
+                "--atlas",
+                str(root / "atlas.nii.gz"),
+            ]
+        )
+        == 0
+    )
     assert "Scores and participants" in report.read_text()
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--confounds", "age,weight"], "--confounds: unknown column 'weight'"),
-    (["--covariates", "sex"], "--covariates: column 'sex' is not numeric"),
-    (["--groups", "dx", "--participant-id", "subject"],
-     "--participants: no ID column 'subject'"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--confounds", "age,weight"], "--confounds: unknown column 'weight'"),
+        (["--covariates", "sex"], "--covariates: column 'sex' is not numeric"),
+        (
+            ["--groups", "dx", "--participant-id", "subject"],
+            "--participants: no ID column 'subject'",
+        ),
+    ],
+)
 def test_command_line_bad_participants(cohort, tmp_path, capsys, extra, message):
     root, _, _ = cohort
-    code = main(_argv(root, tmp_path / "o", "--participants", str(root / "participants.tsv"),
-                      *extra))
+    code = main(
+        _argv(root, tmp_path / "o", "--participants", str(root / "participants.tsv"), *extra)
+    )
     err = capsys.readouterr().err
     assert code == 2 and message in err, err
     assert not (tmp_path / "o").exists()
@@ -208,17 +279,26 @@ def test_load_surface_image_globs(tmp_path):
     for i in range(3):
         for hemi in ("lh", "rh"):
             (tmp_path / f"sub-{i}" / "surf").mkdir(parents=True, exist_ok=True)
-            write_surf_data(rng.standard_normal(coords.shape[0]) + i,
-                            tmp_path / f"sub-{i}" / "surf" / f"{hemi}.thickness.mgh")
-    img = load_surface_image(str(tmp_path / "sub-*/surf/lh.thickness.mgh"),
-                             [str(tmp_path / "sub-*/surf/rh.thickness.mgh")],
-                             str(tmp_path / "lh.surf.gii"), str(tmp_path / "lh.surf.gii"))
+            write_surf_data(
+                rng.standard_normal(coords.shape[0]) + i,
+                tmp_path / f"sub-{i}" / "surf" / f"{hemi}.thickness.mgh",
+            )
+    img = load_surface_image(
+        str(tmp_path / "sub-*/surf/lh.thickness.mgh"),
+        [str(tmp_path / "sub-*/surf/rh.thickness.mgh")],
+        str(tmp_path / "lh.surf.gii"),
+        str(tmp_path / "lh.surf.gii"),
+    )
     left = np.asarray(img.data.parts["left"])
     assert left.shape == (coords.shape[0], 3)
     np.testing.assert_allclose(left.mean(0), [0, 1, 2], atol=0.3)  # sorted order
     with pytest.raises(ValueError, match="left_data: the pattern .* matches no file"):
-        load_surface_image(str(tmp_path / "nope-*/lh.mgh"), str(tmp_path / "x"),
-                           str(tmp_path / "lh.surf.gii"), str(tmp_path / "lh.surf.gii"))
+        load_surface_image(
+            str(tmp_path / "nope-*/lh.mgh"),
+            str(tmp_path / "x"),
+            str(tmp_path / "lh.surf.gii"),
+            str(tmp_path / "lh.surf.gii"),
+        )
 
 
 # --------------------------------------------------------------------------
@@ -236,8 +316,13 @@ def test_participants_section_in_chromium(browser, cohort, tmp_path):
     root, _, _ = cohort
     table = pd.read_csv(root / "participants.tsv", sep="\t")
     table["dx"] = table["dx"].replace({"AD": f"AD {EVIL}"})
-    model = _model().fit(str(root / "sub-*_thickness.nii.gz"), participants=table,
-                         groups=["dx"], covariates=["mmse"], n_permutations=99)
+    model = _model().fit(
+        str(root / "sub-*_thickness.nii.gz"),
+        participants=table,
+        groups=["dx"],
+        covariates=["mmse"],
+        n_permutations=99,
+    )
     path = tmp_path / "report.html"
     model.generate_report(title="cohort").save_as_html(path)
     page = browser.new_page(viewport={"width": 1200, "height": 900})
@@ -271,8 +356,9 @@ def test_text_confounds_without_participants_say_what_to_do(cohort):
     paths = sorted(glob.glob(str(root / "sub-*_thickness.nii.gz")))[:6]
     table = pd.read_csv(root / "participants.tsv", sep="\t").iloc[:6]
     for confounds in (root / "participants.tsv", table[["age", "sex"]]):
-        with pytest.raises(ValueError, match="confounds: column '(participant_id|sex)' is "
-                                             "text.*participants=TABLE"):
+        with pytest.raises(
+            ValueError, match="confounds: column '(participant_id|sex)' is text.*participants=TABLE"
+        ):
             _model().fit(paths, confounds=confounds)
 
 
@@ -310,17 +396,27 @@ def test_parallel_analysis_counts_planted_components():
 def test_n_components_auto_python_and_command_line(cohort, tmp_path, capsys):
     root, _, _ = cohort
     imgs = str(root / "sub-*_thickness.nii.gz")
-    model = ImageSPCATV("auto", alpha_rel=1.0, tol=1e-2, stability=False,
-                        method="deflation", random_state=0)
-    model.fit(imgs, participants=root / "participants.tsv", confounds=["age", "sex"],
-              harmonize="site")
+    model = ImageSPCATV(
+        "auto", alpha_rel=1.0, tol=1e-2, stability=False, method="deflation", random_state=0
+    )
+    model.fit(
+        imgs, participants=root / "participants.tsv", confounds=["age", "sex"], harmonize="site"
+    )
     # two planted blobs (A driven by dx, B random) once sites and confounds are removed
     assert model.n_components_ == 2 and model.components_.shape[0] == 2
     assert "parallel analysis" in model.n_components_evidence_["rule"]
     assert "Number of components" in str(model.generate_report())
     out = tmp_path / "auto"
-    argv = _argv(root, out, "--participants", str(root / "participants.tsv"),
-                 "--confounds", "age,sex", "--harmonize", "site")
+    argv = _argv(
+        root,
+        out,
+        "--participants",
+        str(root / "participants.tsv"),
+        "--confounds",
+        "age,sex",
+        "--harmonize",
+        "site",
+    )
     argv[argv.index("--n-components") + 1] = "auto"
     assert main(argv) == 0, capsys.readouterr().err
     assert "Number of components" in (out / "report.html").read_text()
@@ -345,24 +441,33 @@ def _ico_study(root, layout, n=12):
     ids, dx = [f"sub-{i:02d}" for i in range(n)], np.tile(["CN", "AD"], n // 2)
     for i, sid in enumerate(ids):
         for hemi, letter in (("lh", "L"), ("rh", "R")):
-            values = ((dx[i] == "AD") * 1.0 + 0.3 * rng.standard_normal()) * patch \
-                + 0.1 * rng.standard_normal(coords.shape[0])
+            values = (
+                (dx[i] == "AD") * 1.0 + 0.3 * rng.standard_normal()
+            ) * patch + 0.1 * rng.standard_normal(coords.shape[0])
             if layout == "bids":
-                path = root / sid / "ses-1" / "anat" / \
-                    f"{sid}_ses-1_hemi-{letter}_space-ico3_thickness.shape.gii"
+                path = (
+                    root
+                    / sid
+                    / "ses-1"
+                    / "anat"
+                    / f"{sid}_ses-1_hemi-{letter}_space-ico3_thickness.shape.gii"
+                )
             else:
                 path = root / sid / "surf" / f"{hemi}.thickness.fwhm10.ico3.mgh"
             path.parent.mkdir(parents=True, exist_ok=True)
             write_surf_data(values, path)
     if layout == "bids":
-        (root / "sub-00" / "ses-1" / "anat" / "sub-00_ses-1_hemi-L_space-other_"
-         "thickness.shape.gii").write_bytes(b"")  # another space: not picked up
+        (
+            root / "sub-00" / "ses-1" / "anat" / "sub-00_ses-1_hemi-L_space-other_"
+            "thickness.shape.gii"
+        ).write_bytes(b"")  # another space: not picked up
     (root / "ico3" / "surf").mkdir(parents=True)
     (root / "fsaverage" / "surf").mkdir(parents=True)  # a template subject: left out
     for hemi in ("lh", "rh"):
         write_surf_mesh(coords, faces, root / "ico3" / "surf" / f"{hemi}.pial")
-    pd.DataFrame({"participant_id": ids, "dx": dx}).to_csv(root / "participants.tsv",
-                                                          sep="\t", index=False)
+    pd.DataFrame({"participant_id": ids, "dx": dx}).to_csv(
+        root / "participants.tsv", sep="\t", index=False
+    )
     return ids
 
 
@@ -387,15 +492,46 @@ def test_find_bids_derivatives_and_freesurfer_subjects(tmp_path):
 def test_command_line_pipeline_layouts(tmp_path, capsys, layout):
     root = tmp_path / layout
     ids = _ico_study(root, layout)
-    source = (["--bids-derivatives", str(root), "--space", "ico3", "--suffix", "thickness",
-               "--left-mesh", str(root / "ico3" / "surf" / "lh.pial"),
-               "--right-mesh", str(root / "ico3" / "surf" / "rh.pial")] if layout == "bids"
-              else ["--freesurfer-subjects", str(root), "--measure", "thickness.fwhm10.ico3"])
+    source = (
+        [
+            "--bids-derivatives",
+            str(root),
+            "--space",
+            "ico3",
+            "--suffix",
+            "thickness",
+            "--left-mesh",
+            str(root / "ico3" / "surf" / "lh.pial"),
+            "--right-mesh",
+            str(root / "ico3" / "surf" / "rh.pial"),
+        ]
+        if layout == "bids"
+        else ["--freesurfer-subjects", str(root), "--measure", "thickness.fwhm10.ico3"]
+    )
     out = tmp_path / "out"
-    code = main(["fit", *source, "--participants", str(root / "participants.tsv"),
-                 "--groups", "dx", "--n-permutations", "99", "--output", str(out),
-                 "--n-components", "1", "--alpha-rel", "1", "--tol", "1e-2", "-q",
-                 "--engine", "matplotlib"])
+    code = main(
+        [
+            "fit",
+            *source,
+            "--participants",
+            str(root / "participants.tsv"),
+            "--groups",
+            "dx",
+            "--n-permutations",
+            "99",
+            "--output",
+            str(out),
+            "--n-components",
+            "1",
+            "--alpha-rel",
+            "1",
+            "--tol",
+            "1e-2",
+            "-q",
+            "--engine",
+            "matplotlib",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     with open(out / "scores.csv") as fh:
         assert [r[0] for r in csv.reader(fh)] == ["participant_id"] + ids

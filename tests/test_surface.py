@@ -124,7 +124,7 @@ def test_edge_operator_matches_independent_construction():
         dense = op.matrix.toarray()
         assert op.n_features == kept.size and op.n_groups == kept.size
         for g, v in enumerate(kept):
-            rows = dense[op.group_ptr[g]:op.group_ptr[g + 1]]
+            rows = dense[op.group_ptr[g] : op.group_ptr[g + 1]]
             want = np.zeros((len(expected.get(v, [])), kept.size))
             for r, (lo, hi) in enumerate(expected.get(v, [])):
                 want[r, col[lo]], want[r, col[hi]] = -1.0, 1.0
@@ -168,9 +168,12 @@ def test_edge_tv_on_flat_grid_equals_grid_tv():
         axis_rows = np.flatnonzero(np.abs(step).sum(axis=1) == 1)
         assert edge_op.n_rows - axis_rows.size == np.sum(np.abs(step[:, 0] + step[:, 1]) == 0)
         sub = edge_op.matrix[axis_rows]
+
         def row_pairs(mat):
-            return sorted(tuple(mat.indices[mat.indptr[r]:mat.indptr[r + 1]].tolist())
-                          for r in range(mat.shape[0]))
+            return sorted(
+                tuple(mat.indices[mat.indptr[r] : mat.indptr[r + 1]].tolist())
+                for r in range(mat.shape[0])
+            )
 
         assert row_pairs(sub.tocsr()) == row_pairs(grid_op.matrix)
 
@@ -221,8 +224,9 @@ def test_gradient_on_flat_grid_is_exact_for_linear_maps():
     # each group is area_t * grad: rows of a triangle times (x, y, z) = area * I
     tri = op.matrix[:3].toarray()
     cols = np.flatnonzero(np.any(tri != 0, axis=0))
-    np.testing.assert_allclose(tri[:, cols] @ coords[cols], 0.5 * 0.5 * 2.0 * np.diag([1, 1, 0]),
-                               atol=1e-14)
+    np.testing.assert_allclose(
+        tri[:, cols] @ coords[cols], 0.5 * 0.5 * 2.0 * np.diag([1, 1, 0]), atol=1e-14
+    )
 
 
 def test_gradient_tv_converges_to_integral_on_refined_spheres():
@@ -290,18 +294,33 @@ def test_tetrahedron_is_valid():
 @pytest.mark.parametrize(
     "change, exc, pattern",
     [
-        (lambda c, f: (c, np.vstack([f, [[1, 2, 4]]])), ValueError,
-         r"faces has 1 face\(s\) with vertex indices out of range"),
+        (
+            lambda c, f: (c, np.vstack([f, [[1, 2, 4]]])),
+            ValueError,
+            r"faces has 1 face\(s\) with vertex indices out of range",
+        ),
         (lambda c, f: (c, np.vstack([f, [[-1, 2, 3]]])), ValueError, "faces .*out of range"),
-        (lambda c, f: (c, np.vstack([f, [[1, 1, 3]]])), ValueError,
-         "faces has 1 degenerate face.*repeating a vertex"),
-        (lambda c, f: (np.vstack([c, [[0.5, 0.5, 0.0]]]), np.vstack([f, [[1, 2, 4]]])),
-         ValueError, "faces has 1 degenerate face.*zero area"),
-        (lambda c, f: (c, np.vstack([f, [[2, 0, 1]]])), ValueError,
-         r"faces has 1 duplicate face.*faces 0 and 4"),
+        (
+            lambda c, f: (c, np.vstack([f, [[1, 1, 3]]])),
+            ValueError,
+            "faces has 1 degenerate face.*repeating a vertex",
+        ),
+        (
+            lambda c, f: (np.vstack([c, [[0.5, 0.5, 0.0]]]), np.vstack([f, [[1, 2, 4]]])),
+            ValueError,
+            "faces has 1 degenerate face.*zero area",
+        ),
+        (
+            lambda c, f: (c, np.vstack([f, [[2, 0, 1]]])),
+            ValueError,
+            r"faces has 1 duplicate face.*faces 0 and 4",
+        ),
         (lambda c, f: (c, np.vstack([f, f[3]])), ValueError, "faces has 1 duplicate face"),
-        (lambda c, f: (np.vstack([c, [[5.0, 5.0, 5.0]]]), f), ValueError,
-         r"coords has 1 isolated vertex.*vertex 4"),
+        (
+            lambda c, f: (np.vstack([c, [[5.0, 5.0, 5.0]]]), f),
+            ValueError,
+            r"coords has 1 isolated vertex.*vertex 4",
+        ),
         (lambda c, f: (c[:, :2], f), ValueError, r"coords must have shape \(n_vertices, 3\)"),
         (lambda c, f: (c, f[:, :2]), ValueError, r"faces must have shape \(n_faces, 3\)"),
         (lambda c, f: (c, f.astype(float)), TypeError, "faces must hold integer"),
@@ -367,8 +386,9 @@ def test_mesh_round_trip(name, fs5_left, tmp_path):
     assert os.listdir(tmp_path) == [name]  # no temporary file left
 
 
-@pytest.mark.parametrize("name", ["lh.thickness", "lh.thickness.mgh", "lh.thickness.mgz",
-                                  "lh.thickness.shape.gii"])
+@pytest.mark.parametrize(
+    "name", ["lh.thickness", "lh.thickness.mgh", "lh.thickness.mgz", "lh.thickness.shape.gii"]
+)
 def test_morph_data_round_trip(name, fs5_left, tmp_path):
     _, _, thick = fs5_left
     write_surf_data(thick, tmp_path / name)
@@ -446,14 +466,15 @@ def test_cortex_mask_from_annot_and_label(fs5_left, tmp_path):
     nib.freesurfer.write_annot(str(tmp_path / "lh.aparc.annot"), labels, ctab, names)
     np.testing.assert_array_equal(load_cortex_mask(tmp_path / "lh.aparc.annot"), cortex)
     np.testing.assert_array_equal(
-        load_cortex_mask(tmp_path / "lh.aparc.annot", 10242, medial_wall_names=()),
-        labels >= 0)
+        load_cortex_mask(tmp_path / "lh.aparc.annot", 10242, medial_wall_names=()), labels >= 0
+    )
     _write_label(tmp_path / "lh.cortex.label", np.flatnonzero(cortex))
     (tmp_path / "lh.cortex.label.txt").write_text("")
     np.testing.assert_array_equal(load_cortex_mask(tmp_path / "lh.cortex.label", 10242), cortex)
     # masks given as files to the two-hemisphere builders
-    op, hemis = tv_from_hemispheres((coords, faces), (coords, faces),
-                                    tmp_path / "lh.cortex.label", tmp_path / "lh.aparc.annot")
+    op, hemis = tv_from_hemispheres(
+        (coords, faces), (coords, faces), tmp_path / "lh.cortex.label", tmp_path / "lh.aparc.annot"
+    )
     np.testing.assert_array_equal(hemis.vertices[0], np.flatnonzero(cortex))
     np.testing.assert_array_equal(hemis.vertices[1], np.flatnonzero(cortex))
     assert op.n_features == 2 * cortex.sum()
@@ -487,7 +508,7 @@ def test_two_hemispheres_block_diagonal(fs5, tmp_path):
         # no row couples the hemispheres
         rows_left = op.matrix[: opl.n_rows]
         assert rows_left[:, hemis.slices[1]].nnz == 0
-        assert op.matrix[opl.n_rows:][:, hemis.slices[0]].nnz == 0
+        assert op.matrix[opl.n_rows :][:, hemis.slices[0]].nnz == 0
         if kind == "edges":
             assert op.norm2 == max(opl.norm2, opr.norm2)
         w = np.random.default_rng(7).standard_normal(op.n_rows)
@@ -579,8 +600,13 @@ def test_load_surface_subjects_from_thickness_files(fs5, tmp_path):
             write_surf_data(sim[hemi]["maps"][i], path)
             files[hemi].append(path)
     X, op, hemis = load_surface_subjects(
-        files["left"], files["right"], fs5["white_left"], fs5["white_right"],
-        mask_left=sim["left"]["mask"], mask_right=sim["right"]["mask"])
+        files["left"],
+        files["right"],
+        fs5["white_left"],
+        fs5["white_right"],
+        mask_left=sim["left"]["mask"],
+        mask_right=sim["right"]["mask"],
+    )
     ml, mr = sim["left"]["mask"], sim["right"]["mask"]
     assert X.shape == (6, ml.sum() + mr.sum()) == (6, op.n_features)
     expected = np.concatenate([sim["left"]["maps"][:, ml], sim["right"]["maps"][:, mr]], 1)
@@ -588,22 +614,39 @@ def test_load_surface_subjects_from_thickness_files(fs5, tmp_path):
     # one multi-map file per hemisphere gives the same X
     write_surf_data(sim["left"]["maps"].T, tmp_path / "lh.all.mgz")
     write_surf_data(sim["right"]["maps"].T, tmp_path / "rh.all.func.gii")
-    X2, _, _ = load_surface_subjects(tmp_path / "lh.all.mgz", tmp_path / "rh.all.func.gii",
-                                     fs5["white_left"], fs5["white_right"],
-                                     mask_left=ml, mask_right=mr)
+    X2, _, _ = load_surface_subjects(
+        tmp_path / "lh.all.mgz",
+        tmp_path / "rh.all.func.gii",
+        fs5["white_left"],
+        fs5["white_right"],
+        mask_left=ml,
+        mask_right=mr,
+    )
     np.testing.assert_array_equal(X2, X)
     # NaN vertices leave the mask with a warning saying how many
     maps = sim["left"]["maps"].copy()
     maps[2, np.flatnonzero(ml)[:7]] = np.nan
     with pytest.warns(UserWarning, match=r"7 vertex\(es\) are NaN"):
-        X3, op3, h3 = load_surface_subjects(maps, sim["right"]["maps"], fs5["white_left"],
-                                            fs5["white_right"], mask_left=ml, mask_right=mr)
+        X3, op3, h3 = load_surface_subjects(
+            maps,
+            sim["right"]["maps"],
+            fs5["white_left"],
+            fs5["white_right"],
+            mask_left=ml,
+            mask_right=mr,
+        )
     assert X3.shape[1] == X.shape[1] - 7 == op3.n_features and np.all(np.isfinite(X3))
     assert h3.vertices[0].size == ml.sum() - 7
     # the old name still works, with a FutureWarning naming the new one
     with pytest.warns(FutureWarning, match="use load_surface_subjects"):
-        X4, op4, h4 = load_surface_data(files["left"], files["right"], fs5["white_left"],
-                                        fs5["white_right"], mask_left=ml, mask_right=mr)
+        X4, op4, h4 = load_surface_data(
+            files["left"],
+            files["right"],
+            fs5["white_left"],
+            fs5["white_right"],
+            mask_left=ml,
+            mask_right=mr,
+        )
     np.testing.assert_array_equal(X4, X)
     assert (op4.matrix != op.matrix).nnz == 0 and h4.vertices[1].size == mr.sum()
     assert neurospca.load_surface_data is load_surface_data
@@ -614,20 +657,30 @@ def test_spcatv_end_to_end_on_fsaverage5(fs5, tmp_path):
     ml, mr = sim["left"]["mask"], sim["right"]["mask"]
     template = neurospca.SPCATV(n_components=2, alpha=0.01, l1_ratio=0.1, tv_ratio=0.5)
     est, maps, hemis = neurospca.fit_surfaces(
-        sim["left"]["maps"], sim["right"]["maps"], fs5["white_left"], fs5["white_right"],
-        template, mask_left=ml, mask_right=mr)
+        sim["left"]["maps"],
+        sim["right"]["maps"],
+        fs5["white_left"],
+        fs5["white_right"],
+        template,
+        mask_left=ml,
+        mask_right=mr,
+    )
     assert template.operator is None and est.operator.n_features == ml.sum() + mr.sum()
     assert maps["left"].shape == (10242, 2) and maps["right"].shape == (10242, 2)
     np.testing.assert_array_equal(maps["left"][~ml], 0.0)
-    truth = [np.concatenate([sim["left"]["patterns"][k][ml], sim["right"]["patterns"][k][mr]])
-             for k in range(2)]
-    corr = np.array([[abs(np.corrcoef(est.components_[k], t)[0, 1]) for t in truth]
-                     for k in range(2)])
+    truth = [
+        np.concatenate([sim["left"]["patterns"][k][ml], sim["right"]["patterns"][k][mr]])
+        for k in range(2)
+    ]
+    corr = np.array(
+        [[abs(np.corrcoef(est.components_[k], t)[0, 1]) for t in truth] for k in range(2)]
+    )
     assert max(corr[0, 0] + corr[1, 1], corr[0, 1] + corr[1, 0]) > 1.8, corr
     assert np.all(np.mean(est.components_ == 0, axis=1) > 0.5)
     # loadings back as files and as a nilearn SurfaceImage
-    lp, rp = hemis.save(est.components_, tmp_path / "lh.loadings.func.gii",
-                        tmp_path / "rh.loadings.func.gii")
+    lp, rp = hemis.save(
+        est.components_, tmp_path / "lh.loadings.func.gii", tmp_path / "rh.loadings.func.gii"
+    )
     np.testing.assert_allclose(load_surf_data(lp), maps["left"], rtol=1e-6, atol=1e-7)
     datasets = pytest.importorskip("nilearn.datasets")
     img = hemis.to_surface_image(est.components_, datasets.load_fsaverage("fsaverage5")["pial"])
@@ -635,12 +688,25 @@ def test_spcatv_end_to_end_on_fsaverage5(fs5, tmp_path):
 
 
 def test_public_names():
-    for name in ("fit_images", "fit_surfaces", "tv_from_mesh", "icosphere", "load_surf_mesh",
-                 "load_surf_data",
-                 "write_surf_data", "write_surf_mesh", "load_cortex_mask", "Hemispheres",
-                 "tv_from_hemispheres", "load_surface_subjects",
-                 "load_volume_data", "unmask",
-                 "images_to_data", "load_mask_img", "VolumeMasker"):
+    for name in (
+        "fit_images",
+        "fit_surfaces",
+        "tv_from_mesh",
+        "icosphere",
+        "load_surf_mesh",
+        "load_surf_data",
+        "write_surf_data",
+        "write_surf_mesh",
+        "load_cortex_mask",
+        "Hemispheres",
+        "tv_from_hemispheres",
+        "load_surface_subjects",
+        "load_volume_data",
+        "unmask",
+        "images_to_data",
+        "load_mask_img",
+        "VolumeMasker",
+    ):
         assert name in neurospca.__all__ and hasattr(neurospca, name)
     # a deprecated alias still imports but is no longer advertised
     assert "load_surface_data" not in neurospca.__all__
@@ -651,8 +717,16 @@ def test_public_names():
     assert neurospca.fit_surfaces is neurospca.image.fit_surfaces
     for name in neurospca.surface.__all__:
         assert getattr(neurospca.surface, name) is not None
-    for name in ("_image_data", "_load_image", "_is_pathlike", "_check_grid",
-                 "_collect_images", "_mask_array", "_mask_img", *neurospca.masking.__all__):
+    for name in (
+        "_image_data",
+        "_load_image",
+        "_is_pathlike",
+        "_check_grid",
+        "_collect_images",
+        "_mask_array",
+        "_mask_img",
+        *neurospca.masking.__all__,
+    ):
         assert callable(getattr(neurospca.masking, name))
 
 

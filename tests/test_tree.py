@@ -5,8 +5,6 @@ import warnings
 
 import numpy as np
 import pytest
-
-from neurospca.datasets import make_tree_patches
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -17,6 +15,7 @@ from neurospca import (
     prox_tree,
     tree_sparse_coding,
 )
+from neurospca.datasets import make_tree_patches
 from neurospca.decomposition._dictionary import _project_dict_ball
 from neurospca.decomposition._projections import project_l1_ball
 from neurospca.decomposition._tree import _prox_tree_core, tree_norm
@@ -45,14 +44,18 @@ def cvx_prox(u, parent, lam, w, norm, l1=0.0, nonneg=False):
     obj = 0.5 * cp.sum_squares(x - u) + l1 * cp.norm1(x)
     obj += sum(lam * w[j] * cp.norm(x[g], q) for j, g in enumerate(groups))
     cons = [x >= 0] if nonneg else []
-    cp.Problem(cp.Minimize(obj), cons).solve(solver=cp.CLARABEL, tol_gap_abs=1e-10,
-                                            tol_gap_rel=1e-10, tol_feas=1e-10)
+    cp.Problem(cp.Minimize(obj), cons).solve(
+        solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10
+    )
     return np.asarray(x.value)
 
 
 def prox_objective(v, u, parent, lam, w, norm, l1=0.0):
-    return (0.5 * np.sum((v - u) ** 2) + lam * tree_norm(v, parent, weights=w, norm=norm)
-            + l1 * np.abs(v).sum())
+    return (
+        0.5 * np.sum((v - u) ** 2)
+        + lam * tree_norm(v, parent, weights=w, norm=norm)
+        + l1 * np.abs(v).sum()
+    )
 
 
 # ---------------------------------------------------------------- tree validation
@@ -83,17 +86,20 @@ def test_balanced_tree():
         balanced_tree((2, 0))
 
 
-@pytest.mark.parametrize("parent, exc, match", [
-    ([1, 2, 0], ValueError, "no root"),                 # 3-cycle, no root
-    ([-1, 2, 3, 1], ValueError, "cycle"),              # root plus a detached cycle
-    ([-1, 1, 0], ValueError, "its own parent"),
-    ([-1, 0, 5], ValueError, "outside"),
-    ([-1, -2, 0], ValueError, "outside"),
-    ([], ValueError, "non-empty"),
-    ([[-1, 0]], ValueError, "1-D"),
-    ([-1, 0.5], TypeError, "ints"),
-    (["a", "b"], TypeError, "ints"),
-])
+@pytest.mark.parametrize(
+    "parent, exc, match",
+    [
+        ([1, 2, 0], ValueError, "no root"),  # 3-cycle, no root
+        ([-1, 2, 3, 1], ValueError, "cycle"),  # root plus a detached cycle
+        ([-1, 1, 0], ValueError, "its own parent"),
+        ([-1, 0, 5], ValueError, "outside"),
+        ([-1, -2, 0], ValueError, "outside"),
+        ([], ValueError, "non-empty"),
+        ([[-1, 0]], ValueError, "1-D"),
+        ([-1, 0.5], TypeError, "ints"),
+        (["a", "b"], TypeError, "ints"),
+    ],
+)
 def test_check_tree_rejects_bad_trees(parent, exc, match):
     with pytest.raises(exc, match=match):
         check_tree(parent)
@@ -123,8 +129,10 @@ def test_prox_matches_cvxpy(norm, seed):
     v = prox_tree(u, parent, lam, weights=w, norm=norm)
     ref = cvx_prox(u, parent, lam, w, norm)
     np.testing.assert_allclose(v, ref, atol=1e-5)
-    assert prox_objective(v, u, parent, lam, w, norm) <= prox_objective(
-        ref, u, parent, lam, w, norm) + 1e-9
+    assert (
+        prox_objective(v, u, parent, lam, w, norm)
+        <= prox_objective(ref, u, parent, lam, w, norm) + 1e-9
+    )
 
 
 @pytest.mark.parametrize("norm", ["l2", "linf"])
@@ -136,8 +144,7 @@ def test_prox_l1_plus_tree_and_nonneg_match_cvxpy(norm):
     v = prox_tree(u, parent, 0.4, weights=w, norm=norm, l1=0.3)
     np.testing.assert_allclose(v, cvx_prox(u, parent, 0.4, w, norm, l1=0.3), atol=1e-5)
     v = prox_tree(u, parent, 0.4, weights=w, norm=norm, l1=0.3, nonneg=True)
-    np.testing.assert_allclose(
-        v, cvx_prox(u, parent, 0.4, w, norm, l1=0.3, nonneg=True), atol=1e-5)
+    np.testing.assert_allclose(v, cvx_prox(u, parent, 0.4, w, norm, l1=0.3, nonneg=True), atol=1e-5)
     assert np.all(v >= 0)
 
 
@@ -154,10 +161,12 @@ def test_prox_optimality_conditions(norm):
     V, duals = _prox_tree_core(U.copy(), tree, lam * w, norm, return_dual=True)
     np.testing.assert_allclose(V, prox_tree(U, tree, lam, weights=w, norm=norm), atol=1e-14)
     total = np.zeros_like(U)
-    dual_norm = (lambda z: np.linalg.norm(z, axis=1)) if norm == "l2" else (
-        lambda z: np.abs(z).sum(axis=1))
-    primal_norm = (lambda z: np.linalg.norm(z, axis=1)) if norm == "l2" else (
-        lambda z: np.abs(z).max(axis=1))
+    dual_norm = (
+        (lambda z: np.linalg.norm(z, axis=1)) if norm == "l2" else (lambda z: np.abs(z).sum(axis=1))
+    )
+    primal_norm = (
+        (lambda z: np.linalg.norm(z, axis=1)) if norm == "l2" else (lambda z: np.abs(z).max(axis=1))
+    )
     for node, (xi, idx) in duals.items():
         total[:, idx] += xi
         r = lam * w[node]
@@ -166,9 +175,8 @@ def test_prox_optimality_conditions(norm):
         inner = np.einsum("ij,ij->i", xi, vg)
         np.testing.assert_allclose(inner, r * primal_norm(vg), atol=1e-10)
     np.testing.assert_allclose(V, U - total, atol=1e-12)
-    primal = 0.5 * np.sum((V - U) ** 2, axis=1) + lam * tree_norm(V, tree, weights=w,
-                                                                 norm=norm)
-    dual = 0.5 * np.sum(U ** 2, axis=1) - 0.5 * np.sum((U - total) ** 2, axis=1)
+    primal = 0.5 * np.sum((V - U) ** 2, axis=1) + lam * tree_norm(V, tree, weights=w, norm=norm)
+    dual = 0.5 * np.sum(U**2, axis=1) - 0.5 * np.sum((U - total) ** 2, axis=1)
     np.testing.assert_allclose(primal - dual, 0.0, atol=1e-10)
 
 
@@ -204,18 +212,19 @@ def test_l2_level_recursion_matches_group_by_group_twin(seed):
     from neurospca.decomposition._tree import _prox_l2_levels
 
     rng = np.random.default_rng(seed)
-    for parent in (balanced_tree((4, 3, 2)), random_tree(30, rng, n_roots=3),
-                   -np.ones(5, dtype=np.int64)):
+    for parent in (
+        balanced_tree((4, 3, 2)),
+        random_tree(30, rng, n_roots=3),
+        -np.ones(5, dtype=np.int64),
+    ):
         tree = check_tree(parent)
         Z = 2 * rng.standard_normal((50, parent.size))
         radii = rng.uniform(0, 1.5, parent.size)
         radii[rng.integers(parent.size)] = 0.0
         step = rng.uniform(0.2, 1.0, 50)
         for rs in (None, step):
-            twin = _prox_tree_core(Z.copy(), tree, radii, "l2", return_dual=True,
-                                   row_scale=rs)[0]
-            np.testing.assert_allclose(_prox_l2_levels(Z, tree, radii, rs), twin,
-                                       atol=1e-13)
+            twin = _prox_tree_core(Z.copy(), tree, radii, "l2", return_dual=True, row_scale=rs)[0]
+            np.testing.assert_allclose(_prox_l2_levels(Z, tree, radii, rs), twin, atol=1e-13)
 
 
 @pytest.mark.parametrize("norm", ["l2", "linf"])
@@ -234,10 +243,10 @@ def test_cython_kernel_matches_numpy_twin(norm, root_first):
         radii[:3] = 0.0
         step = rng.uniform(0.2, 1.0, 30)
         for rs in (None, step):
-            twin = _prox_tree_core(Z, tree, radii, norm, root_first=root_first,
-                                   row_scale=rs)
-            fast = tree_mod._prox_tree_fast(Z, tree, radii, norm, root_first=root_first,
-                                            row_scale=rs)
+            twin = _prox_tree_core(Z, tree, radii, norm, root_first=root_first, row_scale=rs)
+            fast = tree_mod._prox_tree_fast(
+                Z, tree, radii, norm, root_first=root_first, row_scale=rs
+            )
             np.testing.assert_allclose(fast, twin, atol=1e-13)
 
 
@@ -280,12 +289,12 @@ def test_project_l1_ball():
     for z, pz in zip(Z, P):
         x = cp.Variable(7)
         cp.Problem(cp.Minimize(cp.sum_squares(x - z)), [cp.norm1(x) <= 1.5]).solve(
-            solver=cp.CLARABEL)
+            solver=cp.CLARABEL
+        )
         np.testing.assert_allclose(pz, x.value, atol=1e-4)
         # exact KKT: pz = soft(z, theta) with ||pz||_1 = radius
         theta = np.max(np.abs(z) - np.abs(pz))
-        np.testing.assert_allclose(pz, np.sign(z) * np.maximum(np.abs(z) - theta, 0),
-                                   atol=1e-12)
+        np.testing.assert_allclose(pz, np.sign(z) * np.maximum(np.abs(z) - theta, 0), atol=1e-12)
         np.testing.assert_allclose(np.abs(pz).sum(), 1.5, rtol=1e-12)
     small = 0.01 * Z
     np.testing.assert_array_equal(project_l1_ball(small, 100.0), small)
@@ -351,8 +360,10 @@ def test_tree_sparse_coding_warns_and_validates():
     Xn[0, 0] = np.nan
     X0 = X.copy()
     X0[0, 0] = 123.0
-    np.testing.assert_allclose(tree_sparse_coding(Xn, D, [-1, 0, 0], 0.1, mask=mask),
-                               tree_sparse_coding(X0, D, [-1, 0, 0], 0.1, mask=mask))
+    np.testing.assert_allclose(
+        tree_sparse_coding(Xn, D, [-1, 0, 0], 0.1, mask=mask),
+        tree_sparse_coding(X0, D, [-1, 0, 0], 0.1, mask=mask),
+    )
 
 
 # -------------------------------------------------------- dictionary learning
@@ -375,10 +386,11 @@ def test_dictionary_learning_objective_and_constraints():
     for mu, pos in ((0.0, False), (0.5, False), (1.0, True)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            m = HierarchicalDictionaryLearning(parent, alpha=0.1, mu=mu, positive_dict=pos,
-                                               max_iter=8, random_state=0).fit(X)
+            m = HierarchicalDictionaryLearning(
+                parent, alpha=0.1, mu=mu, positive_dict=pos, max_iter=8, random_state=0
+            ).fit(X)
         C = m.components_
-        assert np.all(mu * np.abs(C).sum(1) + (1 - mu) * (C ** 2).sum(1) <= 1 + 1e-9)
+        assert np.all(mu * np.abs(C).sum(1) + (1 - mu) * (C**2).sum(1) <= 1 + 1e-9)
         if pos:
             assert np.all(C >= 0)
         obj = np.asarray(m.objective_history_)
@@ -403,12 +415,13 @@ def test_tree_beats_flat_at_every_missing_rate():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for name, tree in (("flat", None), ("tree", parent)):
             model = HierarchicalDictionaryLearning(
-                tree, n_components=parent.size, alpha=0.2, max_iter=20, random_state=0,
+                tree, n_components=parent.size, alpha=0.2, max_iter=20, random_state=0
             ).fit(Xtr)
             row = []
             for rate in rates:
-                lam_te = min((0.05, 0.1, 0.2),
-                             key=lambda lt: inpainting_mse(model, Xva, rate, lt, 1))
+                lam_te = min(
+                    (0.05, 0.1, 0.2), key=lambda lt: inpainting_mse(model, Xva, rate, lt, 1)
+                )
                 row.append(inpainting_mse(model, Xte, rate, lam_te, 2))
             mse[name] = np.array(row)
     assert np.all(np.diff(mse["flat"]) > 0) and np.all(np.diff(mse["tree"]) > 0)
@@ -421,12 +434,22 @@ def test_hierarchical_init_lowers_the_objective():
     X, parent = make_tree_patches(600, (5, 2, 2), side=8, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        obj = {init: HierarchicalDictionaryLearning(parent, alpha=0.1, max_iter=20, init=init,
-                                                    random_state=0).fit(X).objective_
-               for init in ("data", "hierarchical")}
-        flat = [HierarchicalDictionaryLearning(n_components=8, alpha=0.1, max_iter=3, init=init,
-                                               random_state=0).fit(X).components_
-                for init in ("data", "hierarchical")]
+        obj = {
+            init: HierarchicalDictionaryLearning(
+                parent, alpha=0.1, max_iter=20, init=init, random_state=0
+            )
+            .fit(X)
+            .objective_
+            for init in ("data", "hierarchical")
+        }
+        flat = [
+            HierarchicalDictionaryLearning(
+                n_components=8, alpha=0.1, max_iter=3, init=init, random_state=0
+            )
+            .fit(X)
+            .components_
+            for init in ("data", "hierarchical")
+        ]
     assert obj["hierarchical"] < 0.98 * obj["data"], obj
     np.testing.assert_array_equal(flat[0], flat[1])
     with pytest.raises(ValueError, match="'init' parameter of HierarchicalDictionaryLearning"):
@@ -445,7 +468,9 @@ def test_dictionary_learning_bad_input():
         HierarchicalDictionaryLearning(parent, mu=1.5).fit(X)
     with pytest.raises(ValueError, match="'norm' parameter of HierarchicalDictionaryLearning"):
         HierarchicalDictionaryLearning(parent, norm="l3").fit(X)
-    with pytest.raises(ValueError, match="'n_components' parameter of HierarchicalDictionaryLearning"):
+    with pytest.raises(
+        ValueError, match="'n_components' parameter of HierarchicalDictionaryLearning"
+    ):
         HierarchicalDictionaryLearning(n_components=0).fit(X)
     Xn = X.copy()
     Xn[1, 1] = np.inf
@@ -453,11 +478,12 @@ def test_dictionary_learning_bad_input():
         HierarchicalDictionaryLearning(parent).fit(Xn)
 
 
-@parametrize_with_checks([
-    HierarchicalDictionaryLearning(n_components=3, max_iter=5, max_coding_iter=50),
-    HierarchicalDictionaryLearning([-1, 0, 0], norm="linf", max_iter=5,
-                                   max_coding_iter=50),
-])
+@parametrize_with_checks(
+    [
+        HierarchicalDictionaryLearning(n_components=3, max_iter=5, max_coding_iter=50),
+        HierarchicalDictionaryLearning([-1, 0, 0], norm="linf", max_iter=5, max_coding_iter=50),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -16,10 +16,23 @@ TUTORIALS = Path(__file__).resolve().parents[1] / "tutorials"
 
 
 def _run(name, tmp_path):
-    env = dict(os.environ, NEUROSPCA_QUICK="1", MPLBACKEND="Agg", TMPDIR=str(tmp_path),
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, str(TUTORIALS / name)], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ,
+        NEUROSPCA_QUICK="1",
+        MPLBACKEND="Agg",
+        TMPDIR=str(tmp_path),
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(TUTORIALS / name)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"{name} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 

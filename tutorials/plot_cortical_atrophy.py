@@ -50,16 +50,20 @@ print("X:", X.shape, "| TV groups:", operator.n_groups)
 Xc = X - X.mean(axis=0)
 l1_max = np.sqrt((Xc**2).sum(axis=0)).max() / X.shape[0]
 common = dict(n_components=3, alpha=l1_max, operator=operator, tol=1e-2 if QUICK else 1e-3)
-settings = {"ElasticNet PCA": dict(l1_ratio=0.3, tv_ratio=0.0),
-            "SPCA-TV": dict(l1_ratio=0.1, tv_ratio=0.3)}
+settings = {
+    "ElasticNet PCA": dict(l1_ratio=0.3, tv_ratio=0.0),
+    "SPCA-TV": dict(l1_ratio=0.1, tv_ratio=0.3),
+}
 enet = neurospca.SPCATV(**settings["ElasticNet PCA"], **common).fit(X)
 spcatv = neurospca.SPCATV(**settings["SPCA-TV"], **common).fit(X)
 for name, est in (("ElasticNet PCA", enet), ("SPCA-TV", spcatv)):
     _, _, cos = neurospca.match_components(data.patterns, est)
-    print(f"{name:15s} |cos| with the truth {np.round(cos, 2)}, "
-          f"MSE {neurospca.mse_to_truth(est, data.patterns):.3f}, "
-          f"zeros {np.round((est.components_ == 0).mean(1), 2)}, "
-          f"TV of the loadings {[round(operator.value(c), 2) for c in est.components_]}")
+    print(
+        f"{name:15s} |cos| with the truth {np.round(cos, 2)}, "
+        f"MSE {neurospca.mse_to_truth(est, data.patterns):.3f}, "
+        f"zeros {np.round((est.components_ == 0).mean(1), 2)}, "
+        f"TV of the loadings {[round(operator.value(c), 2) for c in est.components_]}"
+    )
 
 # %%
 # Stability across halves of the sample
@@ -69,8 +73,7 @@ for name, est in (("ElasticNet PCA", enet), ("SPCA-TV", spcatv)):
 halves = (np.arange(X.shape[0]) % 2 == 0, np.arange(X.shape[0]) % 2 == 1)
 for name, params in settings.items():
     fits = [neurospca.SPCATV(**params, **common).fit(X[h]) for h in halves]
-    print(f"{name:15s} Dice between halves: "
-          f"{np.round(neurospca.pairwise_dice(fits)[0], 2)}")
+    print(f"{name:15s} Dice between halves: {np.round(neurospca.pairwise_dice(fits)[0], 2)}")
 
 # %%
 # Loadings on the inflated surface
@@ -84,8 +87,12 @@ maps = hemispheres.inverse_transform(spcatv.components_)
 order, signs, _ = neurospca.match_components(data.patterns, spcatv)
 k = int(order[0])
 fig = plotting.plot_surf_stat_map(
-    data.inflated_left, signs[0] * maps["left"][:, k], hemi="left", view="medial",
-    title="SPCA-TV: medial temporal", colorbar=True,
+    data.inflated_left,
+    signs[0] * maps["left"][:, k],
+    hemi="left",
+    view="medial",
+    title="SPCA-TV: medial temporal",
+    colorbar=True,
 )
 if not QUICK:
     plt.show()

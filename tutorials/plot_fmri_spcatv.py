@@ -71,7 +71,11 @@ X_train, X_test = X[:-n_test], X[-n_test:]
 Xc = X_train - X_train.mean(axis=0)
 l1_max = np.sqrt((Xc**2).sum(axis=0)).max() / X_train.shape[0]
 model = neurospca.SPCATV(
-    n_components=3, alpha=l1_max, l1_ratio=0.05, tv_ratio=0.1, operator=operator,
+    n_components=3,
+    alpha=l1_max,
+    l1_ratio=0.05,
+    tv_ratio=0.1,
+    operator=operator,
     tol=1e-2 if QUICK else 1e-3,
 )
 model.fit(X_train)
@@ -89,13 +93,16 @@ from sklearn.decomposition import PCA  # noqa: E402
 
 order, signs, cosines = neurospca.match_components(patterns, model)
 print("|cos| with the true patterns:", np.round(cosines, 3))
-print("MSE to the truth (0 = perfect, 2 = orthogonal):",
-      round(neurospca.mse_to_truth(model, patterns), 3))
+print(
+    "MSE to the truth (0 = perfect, 2 = orthogonal):",
+    round(neurospca.mse_to_truth(model, patterns), 3),
+)
 pca = PCA(3).fit(X_train)
 print("MSE to the truth of PCA:", round(neurospca.mse_to_truth(pca, patterns), 3))
-print("test reconstruction error: SPCA-TV %.1f, PCA %.1f" % (
-    neurospca.reconstruction_error(X_test, model),
-    neurospca.reconstruction_error(X_test, pca)))
+print(
+    "test reconstruction error: SPCA-TV %.1f, PCA %.1f"
+    % (neurospca.reconstruction_error(X_test, model), neurospca.reconstruction_error(X_test, pca))
+)
 
 # %%
 # Loadings back to NIfTI
@@ -111,7 +118,8 @@ print("loadings image:", loadings_img.shape, "->", loadings_path)
 from nilearn import image, plotting  # noqa: E402
 
 first = image.index_img(loadings_img, int(order[0]))
-display = plotting.plot_stat_map(first, title="SPCA-TV loading matched to pattern 1",
-                                 display_mode="ortho", colorbar=True)
+display = plotting.plot_stat_map(
+    first, title="SPCA-TV loading matched to pattern 1", display_mode="ortho", colorbar=True
+)
 if not QUICK:
     plotting.show()

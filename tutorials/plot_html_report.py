@@ -29,15 +29,22 @@ from neurospca.reporting import make_report, save_loadings, save_report
 
 QUICK = os.environ.get("NEUROSPCA_QUICK") == "1"
 X_sim, patterns, mask = make_fmri_like(n_samples=20 if QUICK else 83, random_state=1)
-mask_img = nib.Nifti1Image(mask.astype(np.uint8),
-                           load_mni152_brain_mask(resolution=3, threshold=0.48).affine)
+mask_img = nib.Nifti1Image(
+    mask.astype(np.uint8), load_mni152_brain_mask(resolution=3, threshold=0.48).affine
+)
 imgs = neurospca.unmask(X_sim, mask_img)  # a 4-D image, one volume per map
 X, operator, masker = neurospca.load_volume_data(imgs, mask_img)
 
 Xc = X - X.mean(axis=0)
 l1_max = np.sqrt((Xc**2).sum(axis=0)).max() / X.shape[0]
-model = neurospca.SPCATV(n_components=3, alpha=l1_max, l1_ratio=0.05, tv_ratio=0.1,
-                         operator=operator, tol=1e-2 if QUICK else 1e-3).fit(X)
+model = neurospca.SPCATV(
+    n_components=3,
+    alpha=l1_max,
+    l1_ratio=0.05,
+    tv_ratio=0.1,
+    operator=operator,
+    tol=1e-2 if QUICK else 1e-3,
+).fit(X)
 print("explained variance ratio:", np.round(model.explained_variance_ratio_, 3))
 
 # %%
@@ -46,9 +53,10 @@ print("explained variance ratio:", np.round(model.explained_variance_ratio_, 3))
 # ``space=masker`` tells the report that the columns are voxels of this mask.
 outdir = tempfile.mkdtemp(prefix="neurospca_report_")
 html = make_report(
-    model, masker, title="SPCA-TV on simulated activation maps",
-    data_description={"data": "make_fmri_like (seeded simulation)",
-                      "maps": str(X.shape[0])},
+    model,
+    masker,
+    title="SPCA-TV on simulated activation maps",
+    data_description={"data": "make_fmri_like (seeded simulation)", "maps": str(X.shape[0])},
 )
 path = save_report(html, os.path.join(outdir, "report.html"))
 print(f"report: {path} ({len(html) / 1e6:.1f} MB, self-contained)")

@@ -56,8 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def match(components, supports, threshold=0.05):
     """Dice per true support, the matched component indices and supports."""
     est = np.abs(components) > threshold * np.abs(components).max(axis=1, keepdims=True)
-    D = np.array([[2 * (e & s).sum() / max(e.sum() + s.sum(), 1) for s in supports]
-                  for e in est])
+    D = np.array([[2 * (e & s).sum() / max(e.sum() + s.sum(), 1) for s in supports] for e in est])
     r, c = linear_sum_assignment(-D)
     order = np.empty(len(supports), dtype=int)
     order[c] = r
@@ -102,8 +101,7 @@ def fit_all(X, S, groups):
     out["SSPCA alpha=0.5"] = (m.components_, f"lam={SSPCA_LAM:g}")
     best = None
     for rel in SSPCA1_RELS:
-        m = SSPCA(3, alpha_rel=rel, exponent=1.0, groups=groups, n_init=3,
-                  random_state=0).fit(X)
+        m = SSPCA(3, alpha_rel=rel, exponent=1.0, groups=groups, n_init=3, random_state=0).fit(X)
         d = match(m.components_, S)[0].mean() if m.components_.any() else 0.0
         if best is None or d > best[0]:
             best = (d, m.components_, f"alpha_rel={rel:g}")
@@ -131,13 +129,17 @@ def main():
             fits0 = (fits, S, V)
         for name, (C, par) in fits.items():
             rows.append((seed, name, par, scores(C, S)))
-    print("| seed | method | parameter | Dice (rect, rect, diamond) | mean Dice | pieces "
-          "| convex | recovered |")
+    print(
+        "| seed | method | parameter | Dice (rect, rect, diamond) | mean Dice | pieces "
+        "| convex | recovered |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for seed, name, par, s in rows:
-        print(f"| {seed} | {name} | {par} | {', '.join(f'{x:.3f}' for x in s['dice'])} | "
-              f"{s['dice'].mean():.3f} | {', '.join(str(x) for x in s['pieces'])} | "
-              f"{s['convex'].sum()}/3 | {s['recovered'].sum()}/3 |")
+        print(
+            f"| {seed} | {name} | {par} | {', '.join(f'{x:.3f}' for x in s['dice'])} | "
+            f"{s['dice'].mean():.3f} | {', '.join(str(x) for x in s['pieces'])} | "
+            f"{s['convex'].sum()}/3 | {s['recovered'].sum()}/3 |"
+        )
     print()
     print("| method | mean Dice | min Dice | single piece | convex | recovered |")
     print("|---|---|---|---|---|---|")
@@ -147,8 +149,10 @@ def main():
         one = sum(int((s["pieces"] == 1).sum()) for s in ss)
         cv = sum(int(s["convex"].sum()) for s in ss)
         rec = sum(int(s["recovered"].sum()) for s in ss)
-        print(f"| {name} | {d.mean():.3f} | {d.min():.3f} | {one}/{d.size} | {cv}/{d.size} "
-              f"| {rec}/{d.size} |")
+        print(
+            f"| {name} | {d.mean():.3f} | {d.min():.3f} | {one}/{d.size} | {cv}/{d.size} "
+            f"| {rec}/{d.size} |"
+        )
 
     fits, S, V = fits0
     names = list(fits)
@@ -168,16 +172,20 @@ def main():
             ax.imshow(c.reshape(SHAPE) / c.max(), cmap="magma", vmin=0, vmax=1)
             ax.contour(S[k].reshape(SHAPE), levels=[0.5], colors="c", linewidths=1)
             est = c > 0.05 * c.max()
-            ax.contour(est.reshape(SHAPE), levels=[0.5], colors="w", linewidths=0.8,
-                       linestyles="--")
-            ax.set_title(f"{name}, {par}\nDice {s['dice'][k]:.2f}, "
-                         f"{s['pieces'][k]} piece{'s' if s['pieces'][k] > 1 else ''}",
-                         fontsize=7)
+            ax.contour(
+                est.reshape(SHAPE), levels=[0.5], colors="w", linewidths=0.8, linestyles="--"
+            )
+            ax.set_title(
+                f"{name}, {par}\nDice {s['dice'][k]:.2f}, "
+                f"{s['pieces'][k]} piece{'s' if s['pieces'][k] > 1 else ''}",
+                fontsize=7,
+            )
     for ax in axes.ravel():
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle(f"seed {SEEDS[0]}: |loadings|; cyan: true support, "
-                 "white dashes: |v| > 5% max", fontsize=8)
+    fig.suptitle(
+        f"seed {SEEDS[0]}: |loadings|; cyan: true support, white dashes: |v| > 5% max", fontsize=8
+    )
     fig.tight_layout()
     out = os.path.join(HERE, "sspca_supports.png")
     fd, tmp = tempfile.mkstemp(suffix=".png", dir=HERE)

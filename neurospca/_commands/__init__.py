@@ -7,11 +7,17 @@ folder); ``penalties`` the penalty defaults and the reference example
 penalties that the benchmarks use too.
 """
 
-from .common import UserError, check_before_work, check_report_dependencies, \
-    estimator_from_args
+from .common import UserError, check_before_work, check_report_dependencies, estimator_from_args
 from .demo import run_demo
 from .fit import run_fit
 from .report import run_report
 
-__all__ = ["UserError", "check_before_work", "check_report_dependencies",
-           "estimator_from_args", "run_demo", "run_fit", "run_report"]
+__all__ = [
+    "UserError",
+    "check_before_work",
+    "check_report_dependencies",
+    "estimator_from_args",
+    "run_demo",
+    "run_fit",
+    "run_report",
+]

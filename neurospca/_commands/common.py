@@ -16,14 +16,29 @@ from .._utils.progress import print_warnings, progress_lines
 from .._utils.signals import signals_blocked
 from .penalties import spcatv_defaults
 
-__all__ = ["UserError", "say", "expand", "existing", "check_report_dependencies",
-           "check_before_work", "estimator_from_args", "load_maps", "fit_with_progress",
-           "support_summary",
-           "write_all", "run_metadata", "format_rel", "report_path", "OUTPUT_FILE"]
+__all__ = [
+    "UserError",
+    "say",
+    "expand",
+    "existing",
+    "check_report_dependencies",
+    "check_before_work",
+    "estimator_from_args",
+    "load_maps",
+    "fit_with_progress",
+    "support_summary",
+    "write_all",
+    "run_metadata",
+    "format_rel",
+    "report_path",
+    "OUTPUT_FILE",
+]
 
 #: files that neurospca writes into an output folder (stale ones are removed on re-use)
-OUTPUT_FILE = re.compile(r"(report\.html|scores\.csv|model\.npz|associations\.tsv|"
-                         r"loadings[A-Za-z0-9_.-]*\.(nii\.gz|nii|gii|mgh|mgz))\Z")
+OUTPUT_FILE = re.compile(
+    r"(report\.html|scores\.csv|model\.npz|associations\.tsv|"
+    r"loadings[A-Za-z0-9_.-]*\.(nii\.gz|nii|gii|mgh|mgz))\Z"
+)
 
 
 class UserError(Exception):
@@ -115,8 +130,7 @@ def existing(path, option):
 def report_path(args):
     """Where ``neurospca report`` writes (str): ``args.output`` or report.html next to
     ``args.model``."""
-    return args.output or os.path.join(os.path.dirname(os.path.abspath(args.model)),
-                                       "report.html")
+    return args.output or os.path.join(os.path.dirname(os.path.abspath(args.model)), "report.html")
 
 
 # --------------------------------------------------------------------------
@@ -133,11 +147,11 @@ def check_report_dependencies():
     """
     import importlib.util
 
-    missing = [m for m in ("jinja2", "matplotlib", "nilearn")
-               if importlib.util.find_spec(m) is None]
+    missing = [
+        m for m in ("jinja2", "matplotlib", "nilearn") if importlib.util.find_spec(m) is None
+    ]
     if missing:
-        raise UserError(f"the report needs {', '.join(missing)}: pip install "
-                        '"neurospca[report]"')
+        raise UserError(f'the report needs {", ".join(missing)}: pip install "neurospca[report]"')
 
 
 def _probe_writable(folder, option):
@@ -147,8 +161,10 @@ def _probe_writable(folder, option):
             probe = tempfile.mkdtemp(prefix=".neurospca-probe-", dir=folder)
             os.rmdir(probe)
         except OSError as exc:
-            raise UserError(f"{option}: cannot write in {folder!r} ({exc.strerror or exc}); "
-                            "choose a writable folder.") from None
+            raise UserError(
+                f"{option}: cannot write in {folder!r} ({exc.strerror or exc}); "
+                "choose a writable folder."
+            ) from None
 
 
 def _input_files(args):
@@ -162,7 +178,7 @@ def _input_files(args):
         for v in values:
             if not isinstance(v, str) or not v:
                 continue
-            for path in (glob.glob(os.path.expanduser(v)) if glob.has_magic(v) else [v]):
+            for path in glob.glob(os.path.expanduser(v)) if glob.has_magic(v) else [v]:
                 if os.path.isfile(path):
                     found.append((option, path))
     return found
@@ -174,8 +190,10 @@ def _check_inputs_not_outputs(args, out):
     for option, path in _input_files(args):
         real = os.path.realpath(path)
         if os.path.dirname(real) == real_out and OUTPUT_FILE.match(os.path.basename(real)):
-            raise UserError(f"{option}: {path!r} is in --output and would be replaced by "
-                            "this run's outputs; move it or choose another --output.")
+            raise UserError(
+                f"{option}: {path!r} is in --output and would be replaced by "
+                "this run's outputs; move it or choose another --output."
+            )
 
 
 def check_before_work(args):
@@ -209,8 +227,10 @@ def check_before_work(args):
             _probe_writable(folder, "--output")
         for option, path in _input_files(args):
             if same_file(out, path):
-                raise UserError(f"--output: {out!r} is the input {option}; writing the "
-                                "report there would destroy it. Choose another --output.")
+                raise UserError(
+                    f"--output: {out!r} is the input {option}; writing the "
+                    "report there would destroy it. Choose another --output."
+                )
     bg_img = getattr(args, "bg_img", None)
     if bg_img is not None and os.path.exists(bg_img):  # read now, not after the fit
         from ..masking import _image_data, _load_image
@@ -262,24 +282,35 @@ def estimator_from_args(args, **masking):
     l1_ratio = getattr(args, "l1_ratio", None)
     tv_ratio = getattr(args, "tv_ratio", None)
     if alpha is not None and alpha_rel is not None:
-        raise UserError("give --alpha (absolute) or --alpha-rel (relative to l1_max), not "
-                        "both.")
+        raise UserError("give --alpha (absolute) or --alpha-rel (relative to l1_max), not both.")
     alpha_rel = defaults["alpha_rel"] if alpha_rel is None else alpha_rel
     l1_ratio = defaults["l1_ratio"] if l1_ratio is None else l1_ratio
     tv_ratio = defaults["tv_ratio"] if tv_ratio is None else tv_ratio
     if l1_ratio + tv_ratio >= 1:
-        raise UserError(f"--l1-ratio + --tv-ratio must be < 1, got {l1_ratio} + "
-                        f"{tv_ratio}.")
-    penalty = (f"alpha={alpha:.4g} (absolute)" if alpha is not None
-               else f"alpha={format_rel(alpha_rel)} x l1_max (relative)")
-    say(args, f"SPCA-TV: {args.n_components} component(s), {penalty}, "
-              f"l1_ratio={l1_ratio:.4g}, tv_ratio={tv_ratio:.4g}, tol={args.tol:g}, "
-              f"solver={args.solver}")
-    return ImageSPCATV(args.n_components, alpha=alpha, alpha_rel=alpha_rel,
-                       l1_ratio=l1_ratio, tv_ratio=tv_ratio, tol=args.tol,
-                       max_iter=getattr(args, "max_iter", None) or defaults["max_iter"],
-                       solver=args.solver, n_threads=getattr(args, "n_threads", None),
-                       **masking)
+        raise UserError(f"--l1-ratio + --tv-ratio must be < 1, got {l1_ratio} + {tv_ratio}.")
+    penalty = (
+        f"alpha={alpha:.4g} (absolute)"
+        if alpha is not None
+        else f"alpha={format_rel(alpha_rel)} x l1_max (relative)"
+    )
+    say(
+        args,
+        f"SPCA-TV: {args.n_components} component(s), {penalty}, "
+        f"l1_ratio={l1_ratio:.4g}, tv_ratio={tv_ratio:.4g}, tol={args.tol:g}, "
+        f"solver={args.solver}",
+    )
+    return ImageSPCATV(
+        args.n_components,
+        alpha=alpha,
+        alpha_rel=alpha_rel,
+        l1_ratio=l1_ratio,
+        tv_ratio=tv_ratio,
+        tol=args.tol,
+        max_iter=getattr(args, "max_iter", None) or defaults["max_iter"],
+        solver=args.solver,
+        n_threads=getattr(args, "n_threads", None),
+        **masking,
+    )
 
 
 def load_maps(args, model, imgs, option):
@@ -310,15 +341,20 @@ def load_maps(args, model, imgs, option):
             warnings.simplefilter("always")
             X = model._prepare(imgs, None)
     except (ValueError, TypeError) as exc:
-        raise UserError(f"{option}: {exc}".replace(
-            "(pass resample=True, which uses nilearn.image.resample_to_img)",
-            "(pass --resample)")) from None
+        raise UserError(
+            f"{option}: {exc}".replace(
+                "(pass resample=True, which uses nilearn.image.resample_to_img)",
+                "(pass --resample)",
+            )
+        ) from None
     print_warnings(caught)
     if X.shape[0] < 2:
         raise UserError(f"{option}: need at least 2 maps, got {X.shape[0]}.")
     if not isinstance(model.n_components, str) and model.n_components > min(X.shape):
-        raise UserError(f"--n-components {model.n_components} is larger than the data allow "
-                        f"({X.shape[0]} samples x {X.shape[1]} features).")
+        raise UserError(
+            f"--n-components {model.n_components} is larger than the data allow "
+            f"({X.shape[0]} samples x {X.shape[1]} features)."
+        )
     return X
 
 
@@ -355,10 +391,12 @@ def fit_with_progress(args, model, X):
             model.set_params(verbose=0)
             if hasattr(model, "estimator_"):
                 model.estimator_.set_params(verbose=0)
-    relative = ("" if model.alpha is not None
-                else f" ({model.estimator_.alpha_rel_:g} x l1_max)")
-    say(args, f"fitted {k} component(s) in {elapsed:.2f} s "
-              f"(alpha = {model.estimator_.alpha_:.4g}{relative})")
+    relative = "" if model.alpha is not None else f" ({model.estimator_.alpha_rel_:g} x l1_max)"
+    say(
+        args,
+        f"fitted {k} component(s) in {elapsed:.2f} s "
+        f"(alpha = {model.estimator_.alpha_:.4g}{relative})",
+    )
     for line in support_summary(model.estimator_) + stability_summary(model.estimator_):
         say(args, line)
     return model
@@ -382,8 +420,7 @@ def stability_summary(estimator):
     if stab is None or not np.any(np.isfinite(stab)):
         return []
     low = [str(k + 1) for k, s in enumerate(stab) if np.isfinite(s) and s < 0.5]
-    line = ("split-half reproducibility of the components: "
-            + ", ".join(f"{s:.2f}" for s in stab))
+    line = "split-half reproducibility of the components: " + ", ".join(f"{s:.2f}" for s in stab)
     if low:
         line += f" (component(s) {', '.join(low)} do not reproduce: below 0.5)"
     return [line]
@@ -412,12 +449,17 @@ def support_summary(estimator):
         peak = float(np.max(np.abs(comp)))
         radius = float(estimator.support_radius_[k])
         hidden = int(np.count_nonzero((comp != 0) & ~support[k]))
-        bound = (f", |loading| <= {100 * radius / peak:.2g} % of the peak"
-                 if peak > 0 and np.isfinite(radius) else "")
-        lines.append(f"component {k + 1}: {int(support[k].sum()):,} loadings certified "
-                     f"non-zero, {int(estimator.certified_zeros_[k].sum()):,} certified zero, "
-                     f"{int(estimator.n_uncertain_[k]):,} uncertain ({hidden:,} of them "
-                     f"non-zero{bound}; not counted, drawn or clustered)")
+        bound = (
+            f", |loading| <= {100 * radius / peak:.2g} % of the peak"
+            if peak > 0 and np.isfinite(radius)
+            else ""
+        )
+        lines.append(
+            f"component {k + 1}: {int(support[k].sum()):,} loadings certified "
+            f"non-zero, {int(estimator.certified_zeros_[k].sum()):,} certified zero, "
+            f"{int(estimator.n_uncertain_[k]):,} uncertain ({hidden:,} of them "
+            f"non-zero{bound}; not counted, drawn or clustered)"
+        )
     return lines
 
 
@@ -442,9 +484,12 @@ def run_metadata(args, title, data):
     -------
     dict
     """
-    return {"title": title, "data": data, "command": " ".join(["neurospca"] + args.argv),
-            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds")}
+    return {
+        "title": title,
+        "data": data,
+        "command": " ".join(["neurospca"] + args.argv),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def _write_scores(path, scores, labels, first="sample"):
@@ -455,8 +500,19 @@ def _write_scores(path, scores, labels, first="sample"):
             writer.writerow([label] + [f"{x:.10g}" for x in row])
 
 
-def write_all(args, estimator, space, *, meshes, metadata, sample_labels, bg_img=None,
-              study=None, associations=None, atlas=None):
+def write_all(
+    args,
+    estimator,
+    space,
+    *,
+    meshes,
+    metadata,
+    sample_labels,
+    bg_img=None,
+    study=None,
+    associations=None,
+    atlas=None,
+):
     """Loadings, scores, model and report into ``args.output`` (all or nothing).
 
     Parameters
@@ -494,14 +550,24 @@ def write_all(args, estimator, space, *, meshes, metadata, sample_labels, bg_img
     with AtomicFolder(args.output, owned=OUTPUT_FILE, name="--output") as folder:
         tmp = folder.tmp
         say(args, "writing loadings, scores and model ...")
-        names = [os.path.basename(p) for p in images.save_loadings(
-            estimator.components_, space, tmp,
-            surface_format=getattr(args, "surface_format", "gii"))]
+        names = [
+            os.path.basename(p)
+            for p in images.save_loadings(
+                estimator.components_,
+                space,
+                tmp,
+                surface_format=getattr(args, "surface_format", "gii"),
+            )
+        ]
         first = "sample"
         if study is not None:
             sample_labels, first = [str(i) for i in study["participant_ids"]], "participant_id"
-        _write_scores(os.path.join(tmp, "scores.csv"), report.component_scores(estimator),
-                      sample_labels, first)
+        _write_scores(
+            os.path.join(tmp, "scores.csv"),
+            report.component_scores(estimator),
+            sample_labels,
+            first,
+        )
         extra = []
         if associations is not None:
             from .study import write_associations
@@ -509,14 +575,28 @@ def write_all(args, estimator, space, *, meshes, metadata, sample_labels, bg_img
             write_associations(os.path.join(tmp, "associations.tsv"), associations)
             extra.append("associations.tsv")
         metadata = dict(metadata, sample_labels=list(sample_labels))
-        persistence.save_model(estimator, os.path.join(tmp, "model.npz"), space=space,
-                               meshes=meshes, metadata=metadata, study=study)
+        persistence.save_model(
+            estimator,
+            os.path.join(tmp, "model.npz"),
+            space=space,
+            meshes=meshes,
+            metadata=metadata,
+            study=study,
+        )
         say(args, "drawing the report ...")
         t0 = time.perf_counter()
-        html = report.make_report(estimator, space, meshes=meshes, title=metadata["title"],
-                                  data_description=metadata.get("data"), bg_img=bg_img,
-                                  engine=getattr(args, "engine", "auto"), metadata=metadata,
-                                  study=study, **({} if atlas is None else {"atlas": atlas}))
+        html = report.make_report(
+            estimator,
+            space,
+            meshes=meshes,
+            title=metadata["title"],
+            data_description=metadata.get("data"),
+            bg_img=bg_img,
+            engine=getattr(args, "engine", "auto"),
+            metadata=metadata,
+            study=study,
+            **({} if atlas is None else {"atlas": atlas}),
+        )
         report.save_report(html, os.path.join(tmp, "report.html"))
         say(args, f"report drawn in {time.perf_counter() - t0:.1f} s")
         written = names + ["scores.csv"] + extra + ["model.npz", "report.html"]

@@ -5,8 +5,7 @@ import time
 import numpy as np
 
 from .._utils.docs import fill_doc
-from .common import estimator_from_args, fit_with_progress, load_maps, run_metadata, say, \
-    write_all
+from .common import estimator_from_args, fit_with_progress, load_maps, run_metadata, say, write_all
 
 __all__ = ["run_demo"]
 
@@ -31,8 +30,11 @@ def run_demo(args):
         from nilearn.datasets import load_mni152_brain_mask
     except ImportError:
         raise ImportError('the demo needs nilearn: pip install "neurospca[report]"') from None
-    say(args, "neurospca demo: simulated fMRI-like maps in the MNI152 3 mm brain mask "
-              f"(seed {args.seed})")
+    say(
+        args,
+        "neurospca demo: simulated fMRI-like maps in the MNI152 3 mm brain mask "
+        f"(seed {args.seed})",
+    )
     t0 = time.perf_counter()
     X, patterns, mask = make_fmri_like(random_state=args.seed)
     mni = load_mni152_brain_mask(resolution=3, threshold=0.48)
@@ -43,27 +45,39 @@ def run_demo(args):
     data[mask] = X.T
     imgs = nib.Nifti1Image(data, mni.affine)  # the maps as a 4-D image, as users have them
     del data
-    say(args, f"{X.shape[0]} maps x {X.shape[1]:,} voxels generated in "
-              f"{time.perf_counter() - t0:.1f} s")
+    say(
+        args,
+        f"{X.shape[0]} maps x {X.shape[1]:,} voxels generated in {time.perf_counter() - t0:.1f} s",
+    )
     model = estimator_from_args(args, mask=mask_img)
     model = fit_with_progress(args, model, load_maps(args, model, imgs, "demo"))
     estimator = model.estimator_
     truth = patterns > 0.05
     support = getattr(estimator, "certified_support_", estimator.components_ != 0)
-    print("component  support  explained var.  best Dice vs truth  certified gap "
-          "(support: certified non-zero loadings)")
+    print(
+        "component  support  explained var.  best Dice vs truth  certified gap "
+        "(support: certified non-zero loadings)"
+    )
     for k in range(estimator.n_components):
         s = support[k]
         dice = max(2 * np.sum(s & t) / max(s.sum() + t.sum(), 1) for t in truth)
-        print(f"{k + 1:9d}  {s.sum():7d}  {estimator.explained_variance_ratio_[k]:14.4f}  "
-              f"{dice:18.3f}  {estimator.dual_gaps_[k]:13.3e}")
+        print(
+            f"{k + 1:9d}  {s.sum():7d}  {estimator.explained_variance_ratio_[k]:14.4f}  "
+            f"{dice:18.3f}  {estimator.dual_gaps_[k]:13.3e}"
+        )
     labels = [f"sim_{i:03d}" for i in range(X.shape[0])]
-    data = {"data set": "simulated fMRI-like maps (neurospca.datasets.make_fmri_like, "
-                        f"seed {args.seed}): three Gaussian blobs plus noise",
-            "mask": "nilearn MNI152 brain mask, 3 mm"}
-    write_all(args, estimator, model.space_, meshes=None,
-              metadata=run_metadata(args, "neurospca demo: SPCA-TV on simulated fMRI maps",
-                                    data),
-              sample_labels=labels)
+    data = {
+        "data set": "simulated fMRI-like maps (neurospca.datasets.make_fmri_like, "
+        f"seed {args.seed}): three Gaussian blobs plus noise",
+        "mask": "nilearn MNI152 brain mask, 3 mm",
+    }
+    write_all(
+        args,
+        estimator,
+        model.space_,
+        meshes=None,
+        metadata=run_metadata(args, "neurospca demo: SPCA-TV on simulated fMRI maps", data),
+        sample_labels=labels,
+    )
     say(args, f"total {time.perf_counter() - t0:.1f} s")
     return 0

@@ -5,8 +5,17 @@ import os
 import numpy as np
 
 from .._utils.docs import fill_doc
-from .common import UserError, estimator_from_args, existing, expand, fit_with_progress, \
-    load_maps, run_metadata, say, write_all
+from .common import (
+    UserError,
+    estimator_from_args,
+    existing,
+    expand,
+    fit_with_progress,
+    load_maps,
+    run_metadata,
+    say,
+    write_all,
+)
 from .study import atlas_from_args, finish_study, prepare_study, study_options_given
 
 __all__ = ["run_fit"]
@@ -46,9 +55,16 @@ def _fit_volume(args):
     metadata = _with_evidence(model, run_metadata(args, args.title, data))
     if args.bg_img:
         metadata["bg_img"] = os.path.abspath(args.bg_img)
-    write_all(args, model.estimator_, model.space_, meshes=None, metadata=metadata,
-              sample_labels=_labels(base, X.shape[0]), bg_img=args.bg_img,
-              **_study_outputs(args, model, atlas))
+    write_all(
+        args,
+        model.estimator_,
+        model.space_,
+        meshes=None,
+        metadata=metadata,
+        sample_labels=_labels(base, X.shape[0]),
+        bg_img=args.bg_img,
+        **_study_outputs(args, model, atlas),
+    )
     return 0
 
 
@@ -75,20 +91,24 @@ def _plot_meshes(args, hemis, meshes_fit):
     for h, hemi in enumerate(("left", "right")):
         plot_mesh = getattr(args, f"{hemi}_plot_mesh")
         try:
-            coords, faces = (load_surf_mesh(plot_mesh, f"--{hemi}-plot-mesh")
-                             if plot_mesh else meshes_fit[hemi])
+            coords, faces = (
+                load_surf_mesh(plot_mesh, f"--{hemi}-plot-mesh") if plot_mesh else meshes_fit[hemi]
+            )
         except (ValueError, TypeError) as exc:
             raise UserError(str(exc)) from None
         if coords.shape[0] != hemis.n_vertices[h]:
-            raise UserError(f"--{hemi}-plot-mesh has {coords.shape[0]} vertices but "
-                            f"--{hemi}-mesh has {hemis.n_vertices[h]}.")
+            raise UserError(
+                f"--{hemi}-plot-mesh has {coords.shape[0]} vertices but "
+                f"--{hemi}-mesh has {hemis.n_vertices[h]}."
+            )
         meshes[hemi] = (coords, faces)
         bg_path = getattr(args, f"{hemi}_bg")
         if bg_path:
             bg = np.asarray(load_surf_data(bg_path, f"--{hemi}-bg"), dtype=np.float64)
             if bg.shape != (hemis.n_vertices[h],):
-                raise UserError(f"--{hemi}-bg has shape {bg.shape}, expected "
-                                f"({hemis.n_vertices[h]},).")
+                raise UserError(
+                    f"--{hemi}-bg has shape {bg.shape}, expected ({hemis.n_vertices[h]},)."
+                )
             scale = np.percentile(np.abs(bg), 95)
             bg = np.clip(bg / scale, -1, 1) if scale > 0 else bg
         else:
@@ -114,8 +134,10 @@ def _fit_surface(args):
         existing(getattr(args, f"{hemi}_bg"), f"--{hemi}-bg")
     data = {h: expand(getattr(args, f"{h}_data"), f"--{h}-data") for h in ("left", "right")}
     if len(data["left"]) != len(data["right"]):
-        raise UserError(f"--left-data has {len(data['left'])} file(s) but --right-data has "
-                        f"{len(data['right'])}: give one map per subject for each hemisphere.")
+        raise UserError(
+            f"--left-data has {len(data['left'])} file(s) but --right-data has "
+            f"{len(data['right'])}: give one map per subject for each hemisphere."
+        )
     for hemi in ("left", "right"):
         try:
             meshes_fit[hemi] = load_surf_mesh(getattr(args, f"{hemi}_mesh"), f"--{hemi}-mesh")
@@ -124,8 +146,9 @@ def _fit_surface(args):
     say(args, f"loading {len(data['left'])} file(s) per hemisphere ...")
     option = "--left-data/--right-data/--left-mesh/--right-mesh"
     try:
-        img = load_surface_image(data["left"], data["right"], meshes_fit["left"],
-                                 meshes_fit["right"])
+        img = load_surface_image(
+            data["left"], data["right"], meshes_fit["left"], meshes_fit["right"]
+        )
     except (ValueError, TypeError) as exc:
         raise UserError(f"{option}: {exc}") from None
     cortex = (args.left_cortex, args.right_cortex)
@@ -143,16 +166,27 @@ def _fit_surface(args):
 
         start_pyvista_probe()
     model = fit_with_progress(args, model, X)
-    base = [os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p)
-            if len({os.path.basename(q) for q in data["left"]}) < len(data["left"])
-            else os.path.basename(p) for p in data["left"]]
-    desc = {"left maps": _file_list(base), "meshes": getattr(
-        args, "mesh_label", f"{args.left_mesh}, {args.right_mesh}")}
+    base = [
+        os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p)
+        if len({os.path.basename(q) for q in data["left"]}) < len(data["left"])
+        else os.path.basename(p)
+        for p in data["left"]
+    ]
+    desc = {
+        "left maps": _file_list(base),
+        "meshes": getattr(args, "mesh_label", f"{args.left_mesh}, {args.right_mesh}"),
+    }
     if args.left_cortex or args.right_cortex:
         desc["cortex labels"] = f"{args.left_cortex}, {args.right_cortex}"
-    write_all(args, model.estimator_, hemis, meshes=meshes,
-              metadata=_with_evidence(model, run_metadata(args, args.title, desc)),
-              sample_labels=_labels(base, X.shape[0]), **_study_outputs(args, model, atlas))
+    write_all(
+        args,
+        model.estimator_,
+        hemis,
+        meshes=meshes,
+        metadata=_with_evidence(model, run_metadata(args, args.title, desc)),
+        sample_labels=_labels(base, X.shape[0]),
+        **_study_outputs(args, model, atlas),
+    )
     return 0
 
 
@@ -163,8 +197,10 @@ def _same_subjects(data):
     for left, right in zip(data["left"], data["right"]):
         a, b = subject_id_from_path(left), subject_id_from_path(right)
         if a is not None and b is not None and a != b:
-            raise UserError(f"--left-data/--right-data: {left!r} is {a} but {right!r} is {b}; "
-                            "give the same subjects in the same order.")
+            raise UserError(
+                f"--left-data/--right-data: {left!r} is {a} but {right!r} is {b}; "
+                "give the same subjects in the same order."
+            )
 
 
 @fill_doc
@@ -181,11 +217,14 @@ def run_fit(args):
     """
     _pipeline_inputs(args)
     volume = args.images is not None or args.mask is not None
-    surface = any(getattr(args, f"{h}_{w}") is not None
-                  for h in ("left", "right") for w in ("mesh", "data"))
+    surface = any(
+        getattr(args, f"{h}_{w}") is not None for h in ("left", "right") for w in ("mesh", "data")
+    )
     if volume and surface:
-        raise UserError("give either volumes (--images and --mask) or surfaces (--left-mesh, "
-                        "--right-mesh, --left-data, --right-data), not both.")
+        raise UserError(
+            "give either volumes (--images and --mask) or surfaces (--left-mesh, "
+            "--right-mesh, --left-data, --right-data), not both."
+        )
     if volume:
         if args.images is None:
             raise UserError("--images is required with --mask.")
@@ -194,8 +233,10 @@ def run_fit(args):
         return _fit_volume(args)
     if surface:
         return _fit_surface(args)
-    raise UserError("give volumes (--images and --mask) or surfaces (--left-mesh, "
-                    "--right-mesh, --left-data, --right-data).")
+    raise UserError(
+        "give volumes (--images and --mask) or surfaces (--left-mesh, "
+        "--right-mesh, --left-data, --right-data)."
+    )
 
 
 def _pipeline_inputs(args):
@@ -203,19 +244,22 @@ def _pipeline_inputs(args):
     the meshes when they are a known template's)."""
     from ..study import find_bids_derivatives, find_freesurfer_subjects
 
-    bids, fs = getattr(args, "bids_derivatives", None), getattr(args, "freesurfer_subjects",
-                                                                None)
+    bids, fs = getattr(args, "bids_derivatives", None), getattr(args, "freesurfer_subjects", None)
     if bids is None and fs is None:
         return
     given = [o for o in ("images", "left_data", "right_data") if getattr(args, o) is not None]
     if (bids and fs) or given:
-        raise UserError("give one source of maps: --bids-derivatives, --freesurfer-subjects, "
-                        "--images or --left-data/--right-data.")
+        raise UserError(
+            "give one source of maps: --bids-derivatives, --freesurfer-subjects, "
+            "--images or --left-data/--right-data."
+        )
     try:
         if bids:
             if not args.space or not args.suffix:
-                raise UserError("--bids-derivatives needs --space and --suffix (e.g. "
-                                "--space fsaverage5 --suffix thickness).")
+                raise UserError(
+                    "--bids-derivatives needs --space and --suffix (e.g. "
+                    "--space fsaverage5 --suffix thickness)."
+                )
             kind, files, _ = find_bids_derivatives(bids, args.space, args.suffix)
             template, root = args.space, None
         else:
@@ -244,8 +288,10 @@ def _template_meshes(args, template, subjects_dir):
 
         mesh = load_fsaverage("fsaverage5")["pial"]
         args.left_mesh, args.right_mesh = (
-            (mesh.parts[h].coordinates, mesh.parts[h].faces) for h in ("left", "right"))
+            (mesh.parts[h].coordinates, mesh.parts[h].faces) for h in ("left", "right")
+        )
         args.mesh_label = "fsaverage5 pial (nilearn)"
         return
-    raise UserError(f"the maps are on {template!r}: give its meshes with --left-mesh and "
-                    "--right-mesh.")
+    raise UserError(
+        f"the maps are on {template!r}: give its meshes with --left-mesh and --right-mesh."
+    )

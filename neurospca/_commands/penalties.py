@@ -25,8 +25,9 @@ def spcatv_defaults():
         ``alpha_rel``, ``l1_ratio``, ``tv_ratio`` and ``max_iter`` defaults.
     """
     params = inspect.signature(SPCATV.__init__).parameters
-    return {name: params[name].default
-            for name in ("alpha_rel", "l1_ratio", "tv_ratio", "max_iter")}
+    return {
+        name: params[name].default for name in ("alpha_rel", "l1_ratio", "tv_ratio", "max_iter")
+    }
 
 
 def l1_max(X):

@@ -2,8 +2,8 @@
 
 import os
 
-from .._utils.docs import fill_doc
 from .. import persistence
+from .._utils.docs import fill_doc
 from .common import UserError, existing, report_path, say
 
 __all__ = ["run_report"]
@@ -42,10 +42,18 @@ def run_report(args):
     if getattr(args, "atlas", None) and saved.space is None:
         raise UserError("--atlas: this model has no brain space (mask or meshes) to label.")
     atlas = atlas_from_args(args, saved.space)
-    html = report.make_report(saved.estimator, saved.space, meshes=saved.meshes, title=title,
-                              data_description=saved.metadata.get("data"), bg_img=bg_img,
-                              engine=args.engine, metadata=saved.metadata, study=saved.study,
-                              **({} if atlas is None else {"atlas": atlas}))
+    html = report.make_report(
+        saved.estimator,
+        saved.space,
+        meshes=saved.meshes,
+        title=title,
+        data_description=saved.metadata.get("data"),
+        bg_img=bg_img,
+        engine=args.engine,
+        metadata=saved.metadata,
+        study=saved.study,
+        **({} if atlas is None else {"atlas": atlas}),
+    )
     report.save_report(html, out)
     print(f"wrote {out}")
     return 0

@@ -6,8 +6,13 @@ import os
 
 from .common import UserError, existing, say
 
-__all__ = ["study_options_given", "prepare_study", "finish_study", "atlas_from_args",
-           "write_associations"]
+__all__ = [
+    "study_options_given",
+    "prepare_study",
+    "finish_study",
+    "atlas_from_args",
+    "write_associations",
+]
 
 _OPTIONS = ("confounds", "harmonize", "groups", "covariates")
 
@@ -31,8 +36,10 @@ def _subject_ids(paths, option):
     for p in paths:
         sid = subject_id_from_path(p)
         if sid is None:
-            raise UserError(f"{option}: no subject ID in {p!r} (expected sub-<label> in the "
-                            "file or folder name, or a FreeSurfer folder <subject>/surf/...).")
+            raise UserError(
+                f"{option}: no subject ID in {p!r} (expected sub-<label> in the "
+                "file or folder name, or a FreeSurfer folder <subject>/surf/...)."
+            )
         ids.append(sid)
     return ids
 
@@ -59,19 +66,34 @@ def prepare_study(args, model, X, paths, option):
     """
     existing(args.participants, "--participants")
     if len(paths) != X.shape[0]:
-        raise UserError(f"{option}: {X.shape[0]} maps from {len(paths)} file(s); "
-                        "--participants needs one file per subject.")
+        raise UserError(
+            f"{option}: {X.shape[0]} maps from {len(paths)} file(s); "
+            "--participants needs one file per subject."
+        )
     ids = _subject_ids(paths, option)
     try:
-        X = model._study_prepare(X, ids, args.participants, _columns(args.confounds),
-                                 args.harmonize, _columns(args.groups),
-                                 _columns(args.covariates), args.participant_id)
+        X = model._study_prepare(
+            X,
+            ids,
+            args.participants,
+            _columns(args.confounds),
+            args.harmonize,
+            _columns(args.groups),
+            _columns(args.covariates),
+            args.participant_id,
+        )
     except (ValueError, TypeError) as exc:
         text = str(exc)
-        for arg in ("participants", "confounds", "harmonize", "groups", "covariates",
-                    "subject_ids"):
+        for arg in (
+            "participants",
+            "confounds",
+            "harmonize",
+            "groups",
+            "covariates",
+            "subject_ids",
+        ):
             if text.startswith(arg + ":"):
-                text = "--" + arg.replace("_", "-") + text[len(arg):]
+                text = "--" + arg.replace("_", "-") + text[len(arg) :]
                 break
         raise UserError(text) from None
     design = model.study_
@@ -87,9 +109,12 @@ def finish_study(args, model):
     if table is not None:
         best = table.sort_values("p_corrected").head(5)
         for _, r in best.iterrows():
-            say(args, f"component {r['component']} ~ {r['variable']}: {r['test']} "
-                      f"{r['statistic']:.3g}, {r['effect_size_measure']} "
-                      f"{r['effect_size']:.2f}, p corrected {r['p_corrected']:.2g}")
+            say(
+                args,
+                f"component {r['component']} ~ {r['variable']}: {r['test']} "
+                f"{r['statistic']:.3g}, {r['effect_size_measure']} "
+                f"{r['effect_size']:.2f}, p corrected {r['p_corrected']:.2g}",
+            )
     return model._study_state(), table
 
 
@@ -115,8 +140,10 @@ def atlas_from_args(args, space):
 def _atlas_value(atlas, surfaces):
     if surfaces:
         if len(atlas) != 2:
-            raise UserError("--atlas: give the left and right atlas files (.annot or "
-                            f".label.gii) for surfaces, got {len(atlas)} file(s).")
+            raise UserError(
+                "--atlas: give the left and right atlas files (.annot or "
+                f".label.gii) for surfaces, got {len(atlas)} file(s)."
+            )
         return tuple(atlas)
     if len(atlas) != 1:
         raise UserError(f"--atlas: give one labelled NIfTI for volumes, got {len(atlas)}.")

@@ -35,8 +35,7 @@ if "OMP_WAIT_POLICY" not in os.environ:
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
-__all__ = ["KERNELS", "ENV_VAR", "load", "compiled_available", "kernel_threads",
-           "forked_child"]
+__all__ = ["KERNELS", "ENV_VAR", "load", "compiled_available", "kernel_threads", "forked_child"]
 
 #: Accepted values of the ``kernels`` option of the solvers and estimators.
 KERNELS = ("cython", "numpy")
@@ -45,8 +44,7 @@ KERNELS = ("cython", "numpy")
 ENV_VAR = "NEUROSPCA_KERNELS"
 
 #: Kernel names and the module that holds their NumPy twin, when it is here.
-_NAMES = {"prox": "._numpy_prox", "tree": None, "nspca": None,
-          "products": "._numpy_products"}
+_NAMES = {"prox": "._numpy_prox", "tree": None, "nspca": None, "products": "._numpy_products"}
 
 _BUILD_HINT = (
     "build them with `pip install -e .` or `python setup.py build_ext --inplace` "
@@ -117,8 +115,7 @@ def _check_choice(kernels):
     env = os.environ.get(ENV_VAR, "").strip().lower()
     if env not in ("",) + KERNELS:
         raise ValueError(
-            f"the environment variable {ENV_VAR} must be one of {KERNELS} or unset, "
-            f"got {env!r}."
+            f"the environment variable {ENV_VAR} must be one of {KERNELS} or unset, got {env!r}."
         )
     return "numpy" if env == "numpy" else kernels
 

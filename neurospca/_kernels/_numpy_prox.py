@@ -70,9 +70,28 @@ def _ascent_step(A, vq, w, w_old, beta, step, group_ptr, radius):
     return float(np.dot(_f64(w) - q, _f64(w) - _f64(w_old)))
 
 
-def dual_iterations(n_iter, A_indptr, A_indices, A_data, At_indptr, At_indices,
-                    At_data, group_ptr, y, l1, radius, step, w, w_old,
-                    ATw, ATw_old, vq, t, restart, n_threads=1):
+def dual_iterations(
+    n_iter,
+    A_indptr,
+    A_indices,
+    A_data,
+    At_indptr,
+    At_indices,
+    At_data,
+    group_ptr,
+    y,
+    l1,
+    radius,
+    step,
+    w,
+    w_old,
+    ATw,
+    ATw_old,
+    vq,
+    t,
+    restart,
+    n_threads=1,
+):
     A = _csr(A_indptr, A_indices, A_data, y.size)
     At = _csr(At_indptr, At_indices, At_data, w.size)
     n_restarts = 0
@@ -109,9 +128,26 @@ def smoothed_alpha(A_indptr, A_indices, A_data, group_ptr, x, mu, alpha):
     return float(alpha @ alpha), float(alpha @ z), float(nrm.sum())
 
 
-def fista_iterations(n_iter, k, A_indptr, A_indices, A_data, At_indptr,
-                     At_indices, At_data, group_ptr, yp, kappa, eta, mu, step,
-                     v, v_old, z, alpha):
+def fista_iterations(
+    n_iter,
+    k,
+    A_indptr,
+    A_indices,
+    A_data,
+    At_indptr,
+    At_indices,
+    At_data,
+    group_ptr,
+    yp,
+    kappa,
+    eta,
+    mu,
+    step,
+    v,
+    v_old,
+    z,
+    alpha,
+):
     At = _csr(At_indptr, At_indices, At_data, alpha.size)
     for _ in range(n_iter):
         beta = (k - 2.0) / (k + 1.0)
@@ -124,39 +160,85 @@ def fista_iterations(n_iter, k, A_indptr, A_indices, A_data, At_indptr,
     return k
 
 
-def conesta_gap_terms(A_indptr, A_indices, A_data, At_indptr, At_indices,
-                      At_data, group_ptr, yp, kappa, eta, mu, v, alpha):
+def conesta_gap_terms(
+    A_indptr,
+    A_indices,
+    A_data,
+    At_indptr,
+    At_indices,
+    At_data,
+    group_ptr,
+    yp,
+    kappa,
+    eta,
+    mu,
+    v,
+    alpha,
+):
     aa, ax, sx = smoothed_alpha(A_indptr, A_indices, A_data, group_ptr, v, mu, alpha)
     ata = _csr(At_indptr, At_indices, At_data, alpha.size) @ alpha
     sig = v - yp
     lstar = 0.5 * sig @ sig + sig @ yp
     d = np.maximum(np.abs(-sig - kappa * ata) - eta, 0.0)
-    return (aa, ax, sx, float(sig @ sig), float(v @ v), float(np.abs(v).sum()),
-            float(lstar), float(0.5 * d @ d))
+    return (
+        aa,
+        ax,
+        sx,
+        float(sig @ sig),
+        float(v @ v),
+        float(np.abs(v).sum()),
+        float(lstar),
+        float(0.5 * d @ d),
+    )
 
 
 def _diff_matrix(heads, tails, scale, n_features):
     n = heads.size
     rows = np.arange(n)
     data = np.concatenate([np.full(n, -scale), np.full(n, scale)])
-    return sp.csr_matrix((data, (np.concatenate([rows, rows]), np.concatenate([heads, tails]))),
-                         shape=(n, n_features))
+    return sp.csr_matrix(
+        (data, (np.concatenate([rows, rows]), np.concatenate([heads, tails]))),
+        shape=(n, n_features),
+    )
 
 
 def diff_rmatvec(heads, tails, scale, w, out):
     out[:] = _diff_matrix(heads, tails, scale, out.size).T @ _f64(w)
 
 
-def diff_dual_iterations(n_iter, heads, tails, scale, heads_are_groups, group_ptr,
-                         chunk_ptr, y, l1,
-                         radius, step, w, w_old, ATw, ATw_old, bufs, vq, vw, t,
-                         restart, with_gap, n_threads, segs=None, halos=None, hbuf=None):
+def diff_dual_iterations(
+    n_iter,
+    heads,
+    tails,
+    scale,
+    heads_are_groups,
+    group_ptr,
+    chunk_ptr,
+    y,
+    l1,
+    radius,
+    step,
+    w,
+    w_old,
+    ATw,
+    ATw_old,
+    bufs,
+    vq,
+    vw,
+    t,
+    restart,
+    with_gap,
+    n_threads,
+    segs=None,
+    halos=None,
+    hbuf=None,
+):
     A = _diff_matrix(heads, tails, scale, y.size)
     dtype = y.dtype  # the iterates are stored (rounded) in it, as in the kernel
     at_w = _f64(ATw) + _f64(bufs).sum(axis=0)
     if segs is not None:  # the halos' partial sums of A^T w
         for lo, hi, off in np.asarray(halos).reshape(-1, 3):
-            at_w[lo:hi] += _f64(hbuf[off:off + hi - lo])
+            at_w[lo:hi] += _f64(hbuf[off : off + hi - lo])
         hbuf[:] = 0.0
     at_w = np.asarray(at_w, dtype=dtype)
     at_old = ATw_old.copy()
@@ -166,8 +248,7 @@ def diff_dual_iterations(n_iter, heads, tails, scale, heads_are_groups, group_pt
     n_restarts = 0
     for it in range(n_iter):
         if with_gap and it == n_iter - 1:
-            terms = dual_gap_terms(A.indptr, A.indices, A.data, group_ptr, y, at_w,
-                                   l1, radius, vw)
+            terms = dual_gap_terms(A.indptr, A.indices, A.data, group_ptr, y, at_w, l1, radius, vw)
         t_new, beta = _momentum(t)
         soft_threshold(_f64(y) - (_f64(at_w) + beta * (_f64(at_w) - _f64(at_old))), l1, vq)
         align = _ascent_step(A, vq, w, w_old, beta, step, group_ptr, radius)

@@ -46,8 +46,9 @@ def temp_name(directory, base):
     -------
     str
     """
-    return os.path.join(directory, f"{TEMP_PREFIX}{_host()}-{os.getpid()}-"
-                                   f"{uuid.uuid4().hex[:12]}-{base}")
+    return os.path.join(
+        directory, f"{TEMP_PREFIX}{_host()}-{os.getpid()}-{uuid.uuid4().hex[:12]}-{base}"
+    )
 
 
 def _pid_alive(pid):
@@ -89,8 +90,12 @@ def remove_stale_temps(directory, max_age=None):
         return removed
     for entry in entries:
         m = _TEMP_RE.match(entry.name)
-        if m is None or m["host"] != host or int(m["pid"]) == os.getpid() \
-                or _pid_alive(int(m["pid"])):
+        if (
+            m is None
+            or m["host"] != host
+            or int(m["pid"]) == os.getpid()
+            or _pid_alive(int(m["pid"]))
+        ):
             continue
         try:
             st = entry.stat(follow_symlinks=False)
@@ -137,17 +142,23 @@ def write_target(path, name="path"):
         raise ValueError(f"{name}: cannot use {os.fspath(path)!r} ({exc.strerror}).") from None
     if mode is not None and not stat.S_ISREG(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-        raise ValueError(f"{name}: {os.fspath(path)!r} exists and is {kind}; neurospca writes "
-                         "only regular files (give a new file name).")
+        raise ValueError(
+            f"{name}: {os.fspath(path)!r} exists and is {kind}; neurospca writes "
+            "only regular files (give a new file name)."
+        )
     directory = os.path.dirname(real)
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"{name}: the directory {directory!r} does not exist.")
     return real
 
 
-_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFCHR: "a character device",
-          stat.S_IFBLK: "a block device", stat.S_IFIFO: "a FIFO (named pipe)",
-          stat.S_IFSOCK: "a socket"}
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 def regular_file(path, name="path"):
@@ -213,9 +224,11 @@ def check_not_input(path, inputs, name="path"):
     """
     for label, src in inputs:
         if isinstance(src, (str, os.PathLike)) and same_file(path, src):
-            raise ValueError(f"{name}: {os.fspath(path)!r} is the input {label} "
-                             f"({os.fspath(src)!r}); writing it would destroy the input. "
-                             "Choose another output path.")
+            raise ValueError(
+                f"{name}: {os.fspath(path)!r} is the input {label} "
+                f"({os.fspath(src)!r}); writing it would destroy the input. "
+                "Choose another output path."
+            )
 
 
 def atomic_write(write, path, name="path"):
@@ -309,8 +322,7 @@ class AtomicFolder:
             raise ValueError(f"{name}: {self.path!r} exists and is not a folder.")
         self.parent = os.path.dirname(self.path)
         if not os.path.isdir(self.parent):
-            raise FileNotFoundError(f"{name}: the parent folder {self.parent!r} does not "
-                                    "exist.")
+            raise FileNotFoundError(f"{name}: the parent folder {self.parent!r} does not exist.")
         self.owned = owned
         self.tmp = None
 
@@ -358,8 +370,12 @@ class AtomicFolder:
             os.remove(last)
         for name in sorted(os.listdir(self.path)):
             path = os.path.join(self.path, name)
-            if self.owned is not None and self.owned.match(name) and name not in order \
-                    and os.path.isfile(path):
+            if (
+                self.owned is not None
+                and self.owned.match(name)
+                and name not in order
+                and os.path.isfile(path)
+            ):
                 os.remove(path)
         for name in order:
             src = os.path.join(self.tmp, name)

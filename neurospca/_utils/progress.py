@@ -68,8 +68,9 @@ def print_warnings(caught):
     None
     """
     for w in caught:
-        if not issubclass(w.category, (ResourceWarning, DeprecationWarning,
-                                       PendingDeprecationWarning)):
+        if not issubclass(
+            w.category, (ResourceWarning, DeprecationWarning, PendingDeprecationWarning)
+        ):
             print(f"neurospca: warning: {w.message}", file=sys.stderr)
 
 

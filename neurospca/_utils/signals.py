@@ -23,8 +23,7 @@ def signals_blocked():
     None
     """
     previous = None
-    if hasattr(signal, "pthread_sigmask") and \
-            threading.current_thread() is threading.main_thread():
+    if hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread():
         previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield

@@ -49,13 +49,20 @@ def check_real(X, name="X"):
     if what is None and dtype.kind == "O":
         what = _object_kind(X)
     if what is not None:
-        raise TypeError(f"{name} holds {what} ({dtype}); neurospca works on real numbers. "
-                        f"Convert {name} explicitly (e.g. np.asarray({name}, dtype=float) "
-                        "for numbers stored as text).")
+        raise TypeError(
+            f"{name} holds {what} ({dtype}); neurospca works on real numbers. "
+            f"Convert {name} explicitly (e.g. np.asarray({name}, dtype=float) "
+            "for numbers stored as text)."
+        )
 
 
-_NOT_NUMBERS = {"M": "dates", "m": "durations", "U": "strings", "S": "byte strings",
-                "V": "records (e.g. RGB values)"}
+_NOT_NUMBERS = {
+    "M": "dates",
+    "m": "durations",
+    "U": "strings",
+    "S": "byte strings",
+    "V": "records (e.g. RGB values)",
+}
 
 
 def _object_kind(X):
@@ -73,17 +80,21 @@ def _object_kind(X):
 def _check_frame_dtypes(X, name):
     """A data frame's columns: complex is a ComplexDataError, text, dates,
     categories and other non-numbers a TypeError naming the first such column."""
-    dtypes = getattr(X, "dtypes")
+    dtypes = X.dtypes
     pairs = list(dtypes.items()) if hasattr(dtypes, "items") else [(None, dtypes)]
     for col, d in pairs:
         kind = getattr(d, "kind", "O")
         if kind == "c":
-            raise ComplexDataError(f"{name} is complex (column {col!r}): Complex data not "
-                                   "supported; neurospca works on real data.")
+            raise ComplexDataError(
+                f"{name} is complex (column {col!r}): Complex data not "
+                "supported; neurospca works on real data."
+            )
         if kind not in "biuf":
-            raise TypeError(f"{name} column {col!r} holds {d} values; neurospca works on "
-                            f"real numbers. Convert it explicitly (e.g. "
-                            f"{name}.astype(float) for numbers stored as text).")
+            raise TypeError(
+                f"{name} column {col!r} holds {d} values; neurospca works on "
+                f"real numbers. Convert it explicitly (e.g. "
+                f"{name}.astype(float) for numbers stored as text)."
+            )
 
 
 def check_data(X, name="X", min_samples=2, min_features=1, dtype=np.float64):
@@ -110,19 +121,13 @@ def check_data(X, name="X", min_samples=2, min_features=1, dtype=np.float64):
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a numeric array: {exc}") from None
     if X.ndim != 2:
-        raise ValueError(
-            f"{name} must be a 2-D array (n_samples, n_features), got {X.ndim}-D."
-        )
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got {X.ndim}-D.")
     top = _abs_max(X)
     if not np.isfinite(top):
         n_bad = int(np.size(X) - np.count_nonzero(np.isfinite(X)))
-        raise ValueError(
-            f"{name} contains {n_bad} NaN or infinite values; remove or impute them."
-        )
+        raise ValueError(f"{name} contains {n_bad} NaN or infinite values; remove or impute them.")
     if X.shape[0] < min_samples:
-        raise ValueError(
-            f"{name} has {X.shape[0]} sample(s); at least {min_samples} are required."
-        )
+        raise ValueError(f"{name} has {X.shape[0]} sample(s); at least {min_samples} are required.")
     check_scale_value(top, X.size, name)
     if X.shape[1] < min_features:
         raise ValueError(
@@ -183,8 +188,7 @@ def check_n_components(n_components, n_samples, n_features, name="n_components")
     limit = min(n_samples, n_features)
     if not 1 <= n_components <= limit:
         raise ValueError(
-            f"{name}={n_components} must be between 1 and min(n_samples, n_features)"
-            f"={limit}."
+            f"{name}={n_components} must be between 1 and min(n_samples, n_features)={limit}."
         )
     return int(n_components)
 
@@ -301,12 +305,15 @@ def check_sparse_matrix(matrix, name="matrix"):
         if fmt == "bsr":
             br, bc = matrix.blocksize
             if br < 1 or bc < 1 or n_rows % br or n_cols % bc:
-                raise ValueError(f"{name}: blocksize {matrix.blocksize} does not divide "
-                                 f"shape {shape}.")
+                raise ValueError(
+                    f"{name}: blocksize {matrix.blocksize} does not divide shape {shape}."
+                )
             n_major, n_minor = n_rows // br, n_cols // bc
             if data.ndim != 3 or data.shape[1:] != (br, bc):
-                raise ValueError(f"{name}: BSR data of shape {data.shape} does not match "
-                                 f"blocksize {matrix.blocksize}.")
+                raise ValueError(
+                    f"{name}: BSR data of shape {data.shape} does not match "
+                    f"blocksize {matrix.blocksize}."
+                )
         indptr = _check_index_array(matrix.indptr, f"{name}.indptr", "indptr")
         indices = _check_index_array(matrix.indices, f"{name}.indices", "indices")
         if indptr.size != n_major + 1:
@@ -358,12 +365,16 @@ def check_sparse_matrix(matrix, name="matrix"):
     out.sum_duplicates()
     out.sort_indices()
     if not np.all(np.isfinite(out.data)):
-        raise ValueError(f"{name} contains NaN or infinite entries (or entries that "
-                         "overflow when duplicates are summed).")
+        raise ValueError(
+            f"{name} contains NaN or infinite entries (or entries that "
+            "overflow when duplicates are summed)."
+        )
     if out.nnz and float(np.abs(out.data).max()) > 1e150:
-        raise ValueError(f"{name} has entries up to {float(np.abs(out.data).max()):.1e}: "
-                         "their squares (the operator's norm) overflow; rescale the "
-                         "operator (a penalty weight can absorb the scale).")
+        raise ValueError(
+            f"{name} has entries up to {float(np.abs(out.data).max()):.1e}: "
+            "their squares (the operator's norm) overflow; rescale the "
+            "operator (a penalty weight can absorb the scale)."
+        )
     if out.nnz >= _INT32_MAX:
         raise ValueError(f"{name} has {out.nnz} non-zeros, too many for the int32 kernels.")
     out.indices = out.indices.astype(np.int32, copy=False)
@@ -460,9 +471,7 @@ def check_matrix(arr, name, n_features=None):
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values; remove them first.")
     if n_features is not None and arr.shape[1] != n_features:
-        raise ValueError(
-            f"{name} has {arr.shape[1]} features (columns), expected {n_features}."
-        )
+        raise ValueError(f"{name} has {arr.shape[1]} features (columns), expected {n_features}.")
     return arr
 
 

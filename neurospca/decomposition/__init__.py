@@ -25,14 +25,19 @@ from ._dictionary import HierarchicalDictionaryLearning, tree_sparse_coding
 from ._ktrace import KTraceNormPCA, ktrace_pca
 from ._nspca import NonnegativeSparsePCA, nspca
 from ._spcatv import SPCATV, spca_tv
+from ._sspca import SSPCA, sspca
 from ._stability import (
-    MAX_NONZERO, STABILITY_THRESHOLD, choose_alpha_rel, component_stability, fit_halves, matched_abs_corr,
+    MAX_NONZERO,
+    STABILITY_THRESHOLD,
+    choose_alpha_rel,
+    component_stability,
+    fit_halves,
+    matched_abs_corr,
     split_halves,
 )
 from ._support import SUPPORT_RESOLUTION
-from ._weights import ratios_from_weights, weights_from_ratios
-from ._sspca import SSPCA, sspca
 from ._tree import prox_tree
+from ._weights import ratios_from_weights, weights_from_ratios
 
 __all__ = [
     "SPCATV",

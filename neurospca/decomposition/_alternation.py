@@ -16,12 +16,13 @@ from dataclasses import replace
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ..solvers import ProxProblem
 from ._data import GRAM_MAX_SAMPLES, _single_threaded_blas, uses_gram  # noqa: F401
 from ._deflated import _Deflated
 from ._subspace import cached_subspace
-from ..solvers import ProxProblem
 
 logger = logging.getLogger("neurospca")
+
 
 def _say(msg, *args):
     """Progress line: an INFO record on ``"neurospca"``; printed to stdout too
@@ -119,7 +120,7 @@ def _init_svd(defl, basis):
         if np.linalg.norm(g / ng - v) < START_TOL:
             break
         # the residuals of the best Ritz pairs, orthogonal to the span: one pass
-        Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][:Wr.shape[1]]
+        Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][: Wr.shape[1]]
         for _ in range(2):
             Rv -= Q @ (Q.T @ Rv)
         Rv, T = np.linalg.qr(Rv)
@@ -151,8 +152,9 @@ def _init_u(defl, init, rng, basis):
     return _init_svd(defl, basis)
 
 
-def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every, kernels,
-                  n_threads):
+def _certify_pair(
+    problem, v, state, res, solver, tol, max_inner_iter, gap_every, kernels, n_threads
+):
     """Certify the returned pair: the v-step gap of ``v`` for the FINAL ``u``.
 
     The last v-step was solved for the previous ``u``; the u-step then moved
@@ -174,13 +176,31 @@ def _certify_pair(problem, v, state, res, solver, tol, max_inner_iter, gap_every
     tol_abs = tol * 0.5 * float(y @ y)
     gap, obj = problem.certificate(v, state, (1e-3, 1e-6), tol_abs=tol_abs)
     if gap <= tol_abs or not np.any(v):
-        return v, replace(res, v=v, gap=gap, tol_abs=tol_abs, converged=bool(gap <= tol_abs),
-                          objective=obj), 0
-    new = solver.solve(problem, tol=tol, max_iter=max_inner_iter, gap_every=gap_every,
-                       kernels=kernels, v=v, state=state, n_threads=n_threads)
+        return (
+            v,
+            replace(
+                res, v=v, gap=gap, tol_abs=tol_abs, converged=bool(gap <= tol_abs), objective=obj
+            ),
+            0,
+        )
+    new = solver.solve(
+        problem,
+        tol=tol,
+        max_iter=max_inner_iter,
+        gap_every=gap_every,
+        kernels=kernels,
+        v=v,
+        state=state,
+        n_threads=n_threads,
+    )
     if not np.any(new.v):  # keep a non-zero component; report its own bound
-        return v, replace(res, v=v, gap=gap, tol_abs=tol_abs, converged=False,
-                          objective=obj, state=state), new.n_iter
+        return (
+            v,
+            replace(
+                res, v=v, gap=gap, tol_abs=tol_abs, converged=False, objective=obj, state=state
+            ),
+            new.n_iter,
+        )
     return new.v, new, new.n_iter
 
 
@@ -201,8 +221,7 @@ def _vstep_blas(n_threads):
 FLOAT32_VSTEP_MIN_TOL = 1e-5
 
 
-def _vstep(solver, y, pieces, vdtype, tol, max_inner_iter, gap_every, kernels, v, state,
-           n_threads):
+def _vstep(solver, y, pieces, vdtype, tol, max_inner_iter, gap_every, kernels, v, state, n_threads):
     """One v-step at ``y`` (float64), solved in ``vdtype``; returns ``(res, vdtype)``.
 
     A float32 v-step that stops short of ``tol`` before ``max_inner_iter``
@@ -210,13 +229,20 @@ def _vstep(solver, y, pieces, vdtype, tol, max_inner_iter, gap_every, kernels, v
     :func:`neurospca.solvers.prox_dual`): it is continued in float64 from its
     dual point, and the later v-steps of the fit run in float64 too.
     """
-    kw = dict(tol=tol, max_iter=max_inner_iter, gap_every=gap_every, kernels=kernels, v=v,
-              n_threads=n_threads)
+    kw = dict(
+        tol=tol,
+        max_iter=max_inner_iter,
+        gap_every=gap_every,
+        kernels=kernels,
+        v=v,
+        n_threads=n_threads,
+    )
     if vdtype == np.float64:
         return solver.solve(ProxProblem(y, pieces), state=state, **kw), vdtype
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="prox_dual: a float32 solve stopped",
-                                category=ConvergenceWarning)
+        warnings.filterwarnings(
+            "ignore", message="prox_dual: a float32 solve stopped", category=ConvergenceWarning
+        )
         res = solver.solve(ProxProblem(y.astype(vdtype), pieces), state=state, **kw)
     if res.converged or res.n_iter >= max_inner_iter:
         return res, vdtype
@@ -244,9 +270,27 @@ def _check_l2_scale(op, l2):
         )
 
 
-def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter,
-             max_inner_iter, init, rng, gap_every, kernels, verbose, u0, w0, n_threads,
-             defl=None):
+def _spca_tv(
+    op,
+    n_components,
+    *,
+    l2,
+    pieces,
+    solver,
+    weights_msg,
+    tol,
+    max_iter,
+    max_inner_iter,
+    init,
+    rng,
+    gap_every,
+    kernels,
+    verbose,
+    u0,
+    w0,
+    n_threads,
+    defl=None,
+):
     """The alternation and deflation of :func:`neurospca.spca_tv` (validated inputs).
 
     Parameters
@@ -292,16 +336,49 @@ def _spca_tv(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter
         As :func:`neurospca.spca_tv`.
     """
     with _vstep_blas(n_threads):
-        return _alternate(op, n_components, l2=l2, pieces=pieces, solver=solver,
-                          weights_msg=weights_msg, tol=tol, max_iter=max_iter,
-                          max_inner_iter=max_inner_iter, init=init, rng=rng,
-                          gap_every=gap_every, kernels=kernels, verbose=verbose, u0=u0,
-                          w0=w0, n_threads=n_threads, defl=defl)
+        return _alternate(
+            op,
+            n_components,
+            l2=l2,
+            pieces=pieces,
+            solver=solver,
+            weights_msg=weights_msg,
+            tol=tol,
+            max_iter=max_iter,
+            max_inner_iter=max_inner_iter,
+            init=init,
+            rng=rng,
+            gap_every=gap_every,
+            kernels=kernels,
+            verbose=verbose,
+            u0=u0,
+            w0=w0,
+            n_threads=n_threads,
+            defl=defl,
+        )
 
 
-def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_iter,
-               max_inner_iter, init, rng, gap_every, kernels, verbose, u0, w0, n_threads,
-               defl=None):
+def _alternate(
+    op,
+    n_components,
+    *,
+    l2,
+    pieces,
+    solver,
+    weights_msg,
+    tol,
+    max_iter,
+    max_inner_iter,
+    init,
+    rng,
+    gap_every,
+    kernels,
+    verbose,
+    u0,
+    w0,
+    n_threads,
+    defl=None,
+):
     """The body of :func:`_spca_tv`, BLAS already held."""
     n_samples, n_features = op.shape
     scale_y = 1.0 / (2.0 * n_samples * l2)
@@ -310,13 +387,30 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
     # float32 data: X v in float32, X^T z in float64 arithmetic (the
     # certificate's y, with no pass of its own); float32 v-steps (the dual solver's float32 kernels, certified in float64)
     # when float32 can reach tol
-    vdtype = (np.float32 if op.dtype == np.float32 and solver.name == "dual"
-              and tol >= FLOAT32_VSTEP_MIN_TOL else np.float64)
+    vdtype = (
+        np.float32
+        if op.dtype == np.float32 and solver.name == "dual" and tol >= FLOAT32_VSTEP_MIN_TOL
+        else np.float64
+    )
     U = np.zeros((n_samples, n_components))
     V = np.zeros((n_features, n_components))
-    info = {key: [] for key in ("d", "gaps", "rel_gaps", "n_iter", "n_inner_iter",
-                                "gap_history", "rel_gap_history", "mu_history",
-                                "converged", "time", "w", "y")}
+    info = {
+        key: []
+        for key in (
+            "d",
+            "gaps",
+            "rel_gaps",
+            "n_iter",
+            "n_inner_iter",
+            "gap_history",
+            "rel_gap_history",
+            "mu_history",
+            "converged",
+            "time",
+            "w",
+            "y",
+        )
+    }
     zero_from = None
     for k in range(n_components):
         t0 = time.perf_counter()
@@ -334,14 +428,24 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
         history, rel_history, mu_hist, inner, outer_ok = [], [], [], 0, False
         for it in range(1, max_iter + 1):
             y = g * scale_y
-            res, vdtype = _vstep(solver, y, pieces, vdtype, tol, max_inner_iter,
-                                 gap_every, kernels, v, state, n_threads)
+            res, vdtype = _vstep(
+                solver,
+                y,
+                pieces,
+                vdtype,
+                tol,
+                max_inner_iter,
+                gap_every,
+                kernels,
+                v,
+                state,
+                n_threads,
+            )
             state = res.state
             mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
             history.extend((inner + i, 2.0 * l2 * g_) for i, g_ in res.gap_history)
             p0 = 0.5 * float(y @ y)
-            rel_history.extend((inner + i, g_ / p0 if p0 > 0 else 0.0)
-                               for i, g_ in res.gap_history)
+            rel_history.extend((inner + i, g_ / p0 if p0 > 0 else 0.0) for i, g_ in res.gap_history)
             inner += res.n_iter
             vstep_ok = res.converged
             v = np.asarray(res.v, dtype=np.float64)  # float32 v-steps: same values
@@ -363,17 +467,32 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
                 change = np.inf
             resid_prev = resid
             if verbose:
-                _say("component %d, iteration %d: residual %.6g, change %.2e, "
-                     "gap %.2e", k, it, resid, change, res.gap)
+                _say(
+                    "component %d, iteration %d: residual %.6g, change %.2e, gap %.2e",
+                    k,
+                    it,
+                    resid,
+                    change,
+                    res.gap,
+                )
             if change <= tol:
                 outer_ok = True
                 break
         if nrm > 0.0 and vv > 0.0:  # certify the returned (u, v), not (u_prev, v)
             xtu = g  # X_k^T u, in float64 arithmetic (DataOperator.fused)
             y = xtu * scale_y
-            v_new, res, extra = _certify_pair(ProxProblem(y, pieces), v, state, res, solver,
-                                              tol, max_inner_iter, gap_every, kernels,
-                                              n_threads)
+            v_new, res, extra = _certify_pair(
+                ProxProblem(y, pieces),
+                v,
+                state,
+                res,
+                solver,
+                tol,
+                max_inner_iter,
+                gap_every,
+                kernels,
+                n_threads,
+            )
             inner += extra
             vstep_ok = res.converged
             state = res.state
@@ -424,18 +543,39 @@ def _alternate(op, n_components, *, l2, pieces, solver, weights_msg, tol, max_it
         info["converged"].append(outer_ok and res.converged)
         info["time"].append(time.perf_counter() - t0)
         if verbose:
-            _say("component %d done: %d alternations, %d solver iterations, "
-                 "gap %.3e, %.2f s", k, it, inner, info["gaps"][-1], info["time"][-1])
+            _say(
+                "component %d done: %d alternations, %d solver iterations, gap %.3e, %.2f s",
+                k,
+                it,
+                inner,
+                info["gaps"][-1],
+                info["time"][-1],
+            )
     if zero_from is not None:  # not computed: NaN gaps, no iterations
         for k in range(zero_from, n_components):
-            for key, value in (("d", 0.0), ("gaps", np.nan), ("rel_gaps", np.nan),
-                               ("n_iter", 0), ("n_inner_iter", 0), ("gap_history", []),
-                               ("rel_gap_history", []), ("mu_history", []),
-                               ("converged", False), ("time", 0.0), ("w", None),
-                               ("y", None)):
+            for key, value in (
+                ("d", 0.0),
+                ("gaps", np.nan),
+                ("rel_gaps", np.nan),
+                ("n_iter", 0),
+                ("n_inner_iter", 0),
+                ("gap_history", []),
+                ("rel_gap_history", []),
+                ("mu_history", []),
+                ("converged", False),
+                ("time", 0.0),
+                ("w", None),
+                ("y", None),
+            ):
                 info[key].append(value)
-    info = {key: (val if key in ("gap_history", "rel_gap_history", "mu_history", "w", "y")
-                  else np.asarray(val)) for key, val in info.items()}
+    info = {
+        key: (
+            val
+            if key in ("gap_history", "rel_gap_history", "mu_history", "w", "y")
+            else np.asarray(val)
+        )
+        for key, val in info.items()
+    }
     return U, V, info
 
 

@@ -9,7 +9,10 @@ from sklearn.base import TransformerMixin
 from sklearn.base import _fit_context as _sklearn_fit_context
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import (
-    _check_feature_names, _check_n_features, check_is_fitted, validate_data,
+    _check_feature_names,
+    _check_n_features,
+    check_is_fitted,
+    validate_data,
 )
 
 from .._utils.validation import check_components, check_data, check_matrix, check_real
@@ -17,8 +20,17 @@ from .._utils.validation import check_components, check_data, check_matrix, chec
 # scikit-learn's declarative parameter validation (``_parameter_constraints``
 # checked by ``_fit_context``) is imported here only, the one place that
 # depends on these private names.
-__all__ = ["LoadingsTransformerMixin", "Integral", "Interval", "Real", "StrOptions",
-           "_fit_context", "DEPRECATED", "_renamed", "_deprecated_alias"]
+__all__ = [
+    "LoadingsTransformerMixin",
+    "Integral",
+    "Interval",
+    "Real",
+    "StrOptions",
+    "_fit_context",
+    "DEPRECATED",
+    "_renamed",
+    "_deprecated_alias",
+]
 
 # default of a renamed estimator parameter (scikit-learn style): the old name
 # stays in __init__ with this value, so get_params/clone keep working
@@ -53,7 +65,10 @@ def _renamed(old_value, new_value, old, new, owner, unset=None):
     warnings.warn(
         f"{owner}: `{old}` was renamed `{new}` (one naming scheme across estimators, "
         f"see docs/naming.rst); pass {new}={old_value!r}. `{old}` will be removed in a "
-        "future release.", FutureWarning, stacklevel=3)
+        "future release.",
+        FutureWarning,
+        stacklevel=3,
+    )
     return old_value
 
 
@@ -78,8 +93,11 @@ def _deprecated_alias(new, old, doc, to_old=None, to_new=None):
 
     def fget(self):
         value = getattr(self, new)  # AttributeError while not fitted, as before
-        warnings.warn(f"{type(self).__name__}.{old} is deprecated; use {new} "
-                      "(see docs/naming.rst).", FutureWarning, stacklevel=2)
+        warnings.warn(
+            f"{type(self).__name__}.{old} is deprecated; use {new} (see docs/naming.rst).",
+            FutureWarning,
+            stacklevel=2,
+        )
         return value if to_old is None else to_old(value)
 
     def fset(self, value):
@@ -106,8 +124,7 @@ def _fit_context(prefer_skip_nested_validation):
     callable
         The decorator of ``fit``.
     """
-    sk_decorator = _sklearn_fit_context(
-        prefer_skip_nested_validation=prefer_skip_nested_validation)
+    sk_decorator = _sklearn_fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
 
     def decorator(fit):
         validated_fit = sk_decorator(fit)
@@ -149,14 +166,13 @@ class LoadingsTransformerMixin(TransformerMixin):
 
         if is_out_of_core(X):  # a memmap or dask array: products by row blocks
             if X.ndim != 2:
-                raise ValueError(
-                    f"X must be a 2-D array (n_samples, n_features), got {X.ndim}-D."
-                )
+                raise ValueError(f"X must be a 2-D array (n_samples, n_features), got {X.ndim}-D.")
             _check_feature_names(self, X, reset=False)
             _check_n_features(self, X, reset=False)
         else:
-            X = validate_data(self, X, dtype=(np.float64, np.float32), reset=False,
-                              ensure_all_finite=False)
+            X = validate_data(
+                self, X, dtype=(np.float64, np.float32), reset=False, ensure_all_finite=False
+            )
             X = check_data(X, min_samples=1, dtype=(np.float64, np.float32))
         op = DataOperator(X, n_threads=getattr(self, "n_threads", None)).centre(self.mean_)
         C = self.components_
@@ -185,8 +201,10 @@ class LoadingsTransformerMixin(TransformerMixin):
                 f"X must have shape (n_samples, {self.components_.shape[0]}), got {S.shape}."
             )
         if not np.all(np.isfinite(S)):
-            raise ValueError("X (the scores) contains NaN or infinite values; "
-                             "inverse_transform needs finite scores.")
+            raise ValueError(
+                "X (the scores) contains NaN or infinite values; "
+                "inverse_transform needs finite scores."
+            )
         return S @ self.components_ + self.mean_
 
     def __sklearn_tags__(self):

@@ -64,8 +64,7 @@ class _Stats:
             self._merge(c, n_block, mean_b, m2_b)
         np.minimum(self.min[c], lo_v, out=self.min[c])
         np.maximum(self.max[c], hi_v, out=self.max[c])
-        if not (np.all(np.isfinite(s)) and np.all(np.isfinite(lo_v))
-                and np.all(np.isfinite(hi_v))):
+        if not (np.all(np.isfinite(s)) and np.all(np.isfinite(lo_v)) and np.all(np.isfinite(hi_v))):
             self.bad += int(T.size - np.count_nonzero(np.isfinite(T)))
 
     def _merge(self, c, nb, mean_b, m2_b):
@@ -206,8 +205,6 @@ def _tree(items, combine, delayed):
             nxt.append(items[-1])
         items = nxt
     return items[0]
-
-
 
 
 def _none():

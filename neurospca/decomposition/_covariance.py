@@ -13,12 +13,9 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from .._utils.validation import (
-    check_data, check_int, check_nonneg, check_not_constant, check_scale,
-)
+from .._utils.validation import check_data, check_int, check_nonneg, check_not_constant, check_scale
 
-__all__ = ["check_covariance", "covariance_input", "psd_threshold",
-           "truncated_power_iteration"]
+__all__ = ["check_covariance", "covariance_input", "psd_threshold", "truncated_power_iteration"]
 
 _INPUTS = ("data", "covariance")
 
@@ -45,13 +42,16 @@ def check_covariance(C, name="covariance"):
     """
     C = check_data(C, name=name, min_samples=1)
     if C.shape[0] != C.shape[1]:
-        raise ValueError(f"{name} must be a square (n_features, n_features) matrix, "
-                         f"got shape {C.shape}.")
+        raise ValueError(
+            f"{name} must be a square (n_features, n_features) matrix, got shape {C.shape}."
+        )
     scale = max(float(np.max(np.abs(C))), np.finfo(float).tiny)
     asym = float(np.max(np.abs(C - C.T)))
     if asym > 1e-8 * scale:
-        raise ValueError(f"{name} must be symmetric: max |C - C^T| = {asym:.3e}; "
-                         "pass (C + C.T) / 2 if the asymmetry is rounding.")
+        raise ValueError(
+            f"{name} must be symmetric: max |C - C^T| = {asym:.3e}; "
+            "pass (C + C.T) / 2 if the asymmetry is rounding."
+        )
     if not np.any(C):
         raise ValueError(f"{name} is identically zero: there is no variance to decompose.")
     return 0.5 * (C + C.T)
@@ -141,12 +141,10 @@ def _min_eigenvalue(K):
     from scipy.sparse.linalg import eigsh
 
     v0 = np.ones(p) / math.sqrt(p)
-    return float(eigsh(K, k=1, which="SA", v0=v0, tol=1e-3,
-                       return_eigenvectors=False)[0])
+    return float(eigsh(K, k=1, which="SA", v0=v0, tol=1e-3, return_eigenvectors=False)[0])
 
 
-def truncated_power_iteration(K, k, *, n_restarts=10, max_iter=100, tol=1e-8,
-                              random_state=None):
+def truncated_power_iteration(K, k, *, n_restarts=10, max_iter=100, tol=1e-8, random_state=None):
     """Rank-one k-sparse PCA by truncated power iteration with restarts.
 
     Approximates the polar of the (k, PSD) gauge,
@@ -216,7 +214,7 @@ def _tpi_candidates(K, k, n_restarts, max_iter, tol, rng, shift):
         return [(float(w[-1]), np.arange(p), V[:, -1].copy())]
     # deterministic starts: T_k of the columns with the largest k-sparse norms
     absK = np.abs(K)
-    part = np.partition(absK, p - k, axis=0)[p - k:]
+    part = np.partition(absK, p - k, axis=0)[p - k :]
     scores = np.sum(part * part, axis=0)
     n_det = max(1, (n_restarts + 1) // 2)
     cols = np.argsort(-scores, kind="stable")[:n_det]
@@ -262,4 +260,3 @@ def _truncate_columns(X, k):
         out[np.arange(min(k, p)), np.flatnonzero(bad)[:, None]] = 1.0
         norms = np.linalg.norm(out, axis=0)
     return out / norms
-

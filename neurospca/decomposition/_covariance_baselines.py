@@ -150,14 +150,17 @@ def trace_l1_covariance(S, alpha, mu, k, *, tol=1e-6, max_iter=1000):
         if primal - dual <= tol_abs:
             break
     else:
-        warnings.warn(f"trace_l1_covariance did not reach tol={tol} in "
-                      f"max_iter={max_iter} iterations (gap {primal - dual:.3e}).",
-                      ConvergenceWarning)
+        warnings.warn(
+            f"trace_l1_covariance did not reach tol={tol} in "
+            f"max_iter={max_iter} iterations (gap {primal - dual:.3e}).",
+            ConvergenceWarning,
+        )
     return Z
 
 
-def sequential_spca_covariance(S, k, n_components, *, n_restarts=10, tpi_max_iter=100,
-                               random_state=None):
+def sequential_spca_covariance(
+    S, k, n_components, *, n_restarts=10, tpi_max_iter=100, random_state=None
+):
     """The sequential sparse PCA baseline with projection deflation.
 
     For ``t = 1..r``: ``u_t`` = truncated power iteration (k-sparse leading
@@ -211,4 +214,3 @@ def sequential_spca_covariance(S, k, n_components, *, n_restarts=10, tpi_max_ite
         Zt = Pu @ Zt @ Pu
         Zt = 0.5 * (Zt + Zt.T)
     return (U.T * d) @ U, U, d
-

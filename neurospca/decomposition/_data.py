@@ -28,17 +28,27 @@ import queue
 import threading
 
 import numpy as np
-
 from sklearn.utils.validation import _check_feature_names, _check_n_features, validate_data
 
 from .._utils.validation import check_real
-from ._sources import check_unchanged, compute, file_identity, warn_embedded_memmaps
 from ._blocks import (
-    _Stats, _add, _blk_fused, _blk_matvec, _blk_rmatvec,
-    _blk_rmatvec64, _blk_stats, _dask_block, _exact_kernel, _first, _none, _products,
+    _add,
+    _blk_fused,
+    _blk_matvec,
+    _blk_rmatvec,
+    _blk_rmatvec64,
+    _blk_stats,
+    _dask_block,
+    _exact_kernel,
+    _first,
+    _none,
+    _products,
     _second,
-    _single_threaded_blas, _tree,
+    _single_threaded_blas,
+    _Stats,
+    _tree,
 )
+from ._sources import check_unchanged, compute, file_identity, warn_embedded_memmaps
 
 __all__ = ["DataOperator", "as_data_operator", "is_dask_array", "is_out_of_core"]
 
@@ -111,8 +121,7 @@ def _run_workers(run, blocks, n_workers):
                 except BaseException as exc:  # re-raised by the driver
                     errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(t,), daemon=True)
-               for t in range(n_workers)]
+    threads = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(n_workers)]
     for th in threads:
         th.start()
     try:
@@ -136,13 +145,18 @@ def _work_dtype(dtype):
 
 # ---------------------------------------------------------------- memmap reader
 
+
 def _memmap_file_position(X):
     """Byte position of ``X[0, 0]`` in ``X.filename``, or None if it cannot be
     read with plain file reads (not C-contiguous, private copy-on-write map)."""
     mm = getattr(X, "_mmap", None)
     filename = getattr(X, "filename", None)
-    if (mm is None or filename is None or not X.flags.c_contiguous
-            or getattr(X, "mode", "r") in ("c", "copyonwrite")):
+    if (
+        mm is None
+        or filename is None
+        or not X.flags.c_contiguous
+        or getattr(X, "mode", "r") in ("c", "copyonwrite")
+    ):
         return None
     try:
         base = np.frombuffer(mm, dtype=np.uint8).ctypes.data
@@ -170,9 +184,7 @@ class DataOperator:
 
     def __init__(self, X, name="X", block_bytes=None, n_threads=None):
         if X.ndim != 2:
-            raise ValueError(
-                f"{name} must be a 2-D array (n_samples, n_features), got {X.ndim}-D."
-            )
+            raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got {X.ndim}-D.")
         self.name = name
         self.shape = tuple(int(s) for s in X.shape)
         self.dtype = _work_dtype(X.dtype)
@@ -182,8 +194,11 @@ class DataOperator:
         self.sketch = None
         self.n_passes = 0
         if n_threads is None:
-            n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            n_threads = (
+                len(os.sched_getaffinity(0))
+                if hasattr(os, "sched_getaffinity")
                 else (os.cpu_count() or 1)
+            )
         self.n_threads = n_threads
         n, p = self.shape
         if is_dask_array(X):
@@ -199,10 +214,8 @@ class DataOperator:
                 X = np.asarray(X)
             if block_bytes is None:
                 block_bytes = MEMMAP_BLOCK_BYTES if self.kind == "memmap" else BLOCK_BYTES
-            rows = _block_rows(n, p * np.dtype(X.dtype).itemsize, block_bytes,
-                               self.n_threads)
-            self._offsets = np.append(np.arange(0, n, rows), n).astype(int) if n else \
-                np.array([0])
+            rows = _block_rows(n, p * np.dtype(X.dtype).itemsize, block_bytes, self.n_threads)
+            self._offsets = np.append(np.arange(0, n, rows), n).astype(int) if n else np.array([0])
         # column tiles: a tile of a row block is at most TILE_BYTES
         itemsize = max(np.dtype(X.dtype).itemsize, self.dtype.itemsize)
         self._cols = int(max(MIN_TILE_COLUMNS, TILE_BYTES // max(1, rows * itemsize)))
@@ -227,8 +240,7 @@ class DataOperator:
                         buf = memoryview(B).cast("B")
                         got, want = 0, B.nbytes
                         while got < want:
-                            k = os.preadv(fh.fileno(), [buf[got:]],
-                                          pos + lo * row_bytes + got)
+                            k = os.preadv(fh.fileno(), [buf[got:]], pos + lo * row_bytes + got)
                             if k <= 0:
                                 raise OSError(f"{self.name}: short read from {X.filename}")
                             got += k
@@ -257,8 +269,7 @@ class DataOperator:
         accs = [make_acc() if make_acc is not None else None for _ in range(n_workers)]
 
         def run(t, lo, hi, B):
-            fn(B, slice(lo, hi), accs[t], None if rows is None else rows[lo:hi],
-               self._cols, *args)
+            fn(B, slice(lo, hi), accs[t], None if rows is None else rows[lo:hi], self._cols, *args)
 
         with _single_threaded_blas():
             if n_workers == 1:
@@ -275,13 +286,13 @@ class DataOperator:
         import dask
 
         delayed = dask.delayed
-        dargs = [delayed(a) if isinstance(a, np.ndarray) and a.size > 64 else a
-                 for a in args]
+        dargs = [delayed(a) if isinstance(a, np.ndarray) and a.size > 64 else a for a in args]
         blocks = self.X.to_delayed()[:, 0]
         make = make_acc if make_acc is not None else _none
-        tasks = [delayed(_dask_block)(fn, b, int(lo), int(hi), make, rows_tail, self._cols,
-                                      *dargs)
-                 for b, lo, hi in zip(blocks, self._offsets[:-1], self._offsets[1:])]
+        tasks = [
+            delayed(_dask_block)(fn, b, int(lo), int(hi), make, rows_tail, self._cols, *dargs)
+            for b, lo, hi in zip(blocks, self._offsets[:-1], self._offsets[1:])
+        ]
         rows = [delayed(_first)(t) for t in tasks]
         total = _tree([delayed(_second)(t) for t in tasks], _add, delayed)
         rows, total = compute(self.name, rows, total)
@@ -312,25 +323,22 @@ class DataOperator:
         W = None
         if sketch:
             W = np.random.RandomState(random_state).standard_normal((p, sketch))
-        XW, st = self._map(_blk_stats, (self.dtype, None if W is None else self._cast(W),
-                                        _products()),
-                           make_acc=lambda: _Stats(p, sketch),
-                           rows_tail=None if W is None else (sketch,))
+        XW, st = self._map(
+            _blk_stats,
+            (self.dtype, None if W is None else self._cast(W), _products()),
+            make_acc=lambda: _Stats(p, sketch),
+            rows_tail=None if W is None else (sketch,),
+        )
         mean, m2, lo_v, hi_v, bad = st.mean, st.m2, st.min, st.max, st.bad
         if bad:
             raise ValueError(
                 f"{name} contains {bad} NaN or infinite values; remove or impute them."
             )
         if n < min_samples:
-            raise ValueError(
-                f"{name} has {n} sample(s); at least {min_samples} are required."
-            )
-        check_scale_value(max(float(np.abs(lo_v).max()), float(np.abs(hi_v).max())),
-                          n * p, name)
+            raise ValueError(f"{name} has {n} sample(s); at least {min_samples} are required.")
+        check_scale_value(max(float(np.abs(lo_v).max()), float(np.abs(hi_v).max())), n * p, name)
         if p < min_features:
-            raise ValueError(
-                f"{name} has {p} feature(s); at least {min_features} are required."
-            )
+            raise ValueError(f"{name} has {p} feature(s); at least {min_features} are required.")
         self.stats = {"mean": mean, "m2": np.maximum(m2, 0.0), "min": lo_v, "max": hi_v}
         if W is not None:  # raw products (the centring is applied where used)
             self.sketch = {"W": W, "XW": XW, "XtXW": st.gram}
@@ -395,8 +403,12 @@ class DataOperator:
         if self._resid is not None:
             c = c + float(self._resid @ v)
         kernel = _exact_kernel() if self.dtype == np.float32 else None
-        z, g = self._map(_blk_fused, (self.dtype, self._cast(v), c, kernel),
-                         make_acc=self._vec_acc(), rows_tail=())
+        z, g = self._map(
+            _blk_fused,
+            (self.dtype, self._cast(v), c, kernel),
+            make_acc=self._vec_acc(),
+            rows_tail=(),
+        )
         if self._resid is not None:
             g -= self._resid * float(z.sum())
         return z, g
@@ -405,12 +417,17 @@ class DataOperator:
         """``Z = Xc W - C`` and ``Xc^T Z`` for ``W`` of shape (n_features, k),
         in one pass over ``X`` (float64)."""
         W = np.asarray(W, dtype=np.float64)
-        shift = np.zeros((self.shape[0], W.shape[1])) if C is None else \
-            np.array(C, dtype=np.float64)
+        shift = (
+            np.zeros((self.shape[0], W.shape[1])) if C is None else np.array(C, dtype=np.float64)
+        )
         if self._resid is not None:
             shift += self._resid @ W
-        Z, G = self._map(_blk_fused, (self.dtype, self._cast(W), shift),
-                         make_acc=self._vec_acc(W.shape[1]), rows_tail=(W.shape[1],))
+        Z, G = self._map(
+            _blk_fused,
+            (self.dtype, self._cast(W), shift),
+            make_acc=self._vec_acc(W.shape[1]),
+            rows_tail=(W.shape[1],),
+        )
         if self._resid is not None:
             G -= np.outer(self._resid, Z.sum(axis=0))
         return Z, G
@@ -472,8 +489,7 @@ def as_data_operator(X, name="X", min_samples=2, n_threads=None):
         check_real(X, name)
         try:
             X = np.asarray(X)
-            X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64,
-                         copy=False)
+            X = X.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64, copy=False)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name} must be a numeric array: {exc}") from None
         op = DataOperator(X, name=name, n_threads=n_threads)
@@ -510,18 +526,24 @@ def validated_data_operator(estimator, X, reset, min_samples, n_threads=None):
     if is_out_of_core(X):
         check_real(X, "X")
         if X.ndim != 2:
-            raise ValueError(
-                f"X must be a 2-D array (n_samples, n_features), got {X.ndim}-D."
-            )
+            raise ValueError(f"X must be a 2-D array (n_samples, n_features), got {X.ndim}-D.")
         _check_feature_names(estimator, X, reset=reset)
         _check_n_features(estimator, X, reset=reset)
         return as_data_operator(X, min_samples=min_samples, n_threads=n_threads)
     check_real(X, "X")
     ndim = getattr(X, "ndim", None)
     if ndim is not None and ndim != 2:
-        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got {ndim}-D "
-                         f"of shape {tuple(X.shape)}; reshape it, e.g. "
-                         "X.reshape(len(X), -1).")
-    X = validate_data(estimator, X, reset=reset, dtype=(np.float64, np.float32),
-                      ensure_min_samples=min_samples, ensure_all_finite=False)
+        raise ValueError(
+            f"X must be a 2-D array (n_samples, n_features), got {ndim}-D "
+            f"of shape {tuple(X.shape)}; reshape it, e.g. "
+            "X.reshape(len(X), -1)."
+        )
+    X = validate_data(
+        estimator,
+        X,
+        reset=reset,
+        dtype=(np.float64, np.float32),
+        ensure_min_samples=min_samples,
+        ensure_all_finite=False,
+    )
     return as_data_operator(X, min_samples=min_samples, n_threads=n_threads)

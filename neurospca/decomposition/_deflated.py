@@ -55,8 +55,9 @@ class _Deflated:
         z, g = self.op.fused(v, -c)
         g = self._comb(self.V, self._coef(self.U, z), g)
         if self.known():
-            self.seen = self.seen[-(SEEN_MAX - 1):] + [(v,) + self._undeflated(
-                None, v, z, None, g)[::2]]
+            self.seen = self.seen[-(SEEN_MAX - 1) :] + [
+                (v,) + self._undeflated(None, v, z, None, g)[::2]
+            ]
         return z, g
 
     def gram_block(self, W):
@@ -80,14 +81,20 @@ class _Deflated:
         ``A v = X_k^T X_k v + Xc^T D v + D^T Xc v - D^T D v``."""
         cv = self._coef(self.V, v)  # d_j (v_j . v): D v = sum_j cv_j u_j
         xcv = xv - self._comb(self.U, cv, np.zeros_like(xv))
-        xcu = None if xtu is None else \
-            xtu - self._comb(self.V, self._coef(self.U, u), np.zeros_like(xtu))
+        xcu = (
+            None
+            if xtu is None
+            else xtu - self._comb(self.V, self._coef(self.U, u), np.zeros_like(xtu))
+        )
         if xtxv is None:
             return xcv, xcu, None
         dv = -self._comb(self.U, cv, np.zeros_like(xv))
-        av = (xtxv - self._comb(self.XtU, cv, np.zeros_like(xtxv))
-              - self._comb(self.V, self._coef(self.U, xcv), np.zeros_like(xtxv))
-              + self._comb(self.V, self._coef(self.U, dv), np.zeros_like(xtxv)))
+        av = (
+            xtxv
+            - self._comb(self.XtU, cv, np.zeros_like(xtxv))
+            - self._comb(self.V, self._coef(self.U, xcv), np.zeros_like(xtxv))
+            + self._comb(self.V, self._coef(self.U, dv), np.zeros_like(xtxv))
+        )
         return xcv, xcu, av
 
     def deflate(self, u, v, d, xv=None, xtu=None, xtxv=None):
@@ -112,13 +119,15 @@ class _Deflated:
         a direction that a sparse ``v_j`` took only in part lies in that span."""
         if basis is None or not self.known():
             return basis
-        extra = [(self.V[j], self.XV[j], av) for j, av in enumerate(self.AV)
-                 if av is not None] + self.seen
+        extra = [
+            (self.V[j], self.XV[j], av) for j, av in enumerate(self.AV) if av is not None
+        ] + self.seen
         if not extra:
             return basis
         R, XR, AR = basis
-        B, XB, AB = (np.column_stack([M] + [e[i] for e in extra])
-                     for i, M in enumerate((R, XR, AR)))
+        B, XB, AB = (
+            np.column_stack([M] + [e[i] for e in extra]) for i, M in enumerate((R, XR, AR))
+        )
         Q, T = np.linalg.qr(B)
         diag = np.abs(np.diag(T))
         ok = diag > 1e-8 * diag.max()  # a v_j (almost) in the span adds nothing

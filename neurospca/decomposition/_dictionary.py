@@ -18,7 +18,13 @@ from .._utils.docs import fill_doc
 from .._utils.validation import check_data, check_int, check_nonneg, check_real
 from ..trees import check_tree
 from ._base import (
-    DEPRECATED, _DEPRECATED_OPTION, Integral, Interval, Real, StrOptions, _fit_context,
+    _DEPRECATED_OPTION,
+    DEPRECATED,
+    Integral,
+    Interval,
+    Real,
+    StrOptions,
+    _fit_context,
     _renamed,
 )
 from ._tree import _NORMS, _check_norm, _check_weights, _prox_tree, _tree_norm
@@ -34,9 +40,9 @@ def _masked_lipschitz(C, mask):
     L = np.empty(n)
     chunk = max(1, 4_000_000 // max(C.size, 1))
     for s in range(0, n, chunk):
-        M = mask[s:s + chunk]
+        M = mask[s : s + chunk]
         Ct = C[None, :, :] * M[:, None, :]  # (b, p, m)
-        L[s:s + chunk] = np.linalg.norm(Ct, ord=2, axis=(1, 2)) ** 2
+        L[s : s + chunk] = np.linalg.norm(Ct, ord=2, axis=(1, 2)) ** 2
     return L
 
 
@@ -105,8 +111,22 @@ def _check_mask(mask, shape):
     return M.astype(np.float64)
 
 
-def tree_sparse_coding(X, dictionary, tree, alpha=None, *, weights=None, norm="l2", l1=0.0,
-                       nonneg=False, mask=None, init=None, max_iter=500, tol=1e-4, lam=None):
+def tree_sparse_coding(
+    X,
+    dictionary,
+    tree,
+    alpha=None,
+    *,
+    weights=None,
+    norm="l2",
+    l1=0.0,
+    nonneg=False,
+    mask=None,
+    init=None,
+    max_iter=500,
+    tol=1e-4,
+    lam=None,
+):
     """Tree-structured sparse coding by FISTA with the exact tree prox.
 
     Each row ``x_i`` of ``X`` is coded independently:
@@ -157,17 +177,16 @@ def tree_sparse_coding(X, dictionary, tree, alpha=None, *, weights=None, norm="l
     """
     alpha = _renamed(lam, alpha, "lam", "alpha", "tree_sparse_coding")
     if alpha is None:
-        raise TypeError("tree_sparse_coding() missing the argument alpha (the weight of "
-                        "the tree norm).")
+        raise TypeError(
+            "tree_sparse_coding() missing the argument alpha (the weight of the tree norm)."
+        )
     if mask is not None:  # missing entries may hold anything, NaN included
         X = np.asarray(X, dtype=np.float64)
         X = np.where(_check_mask(mask, X.shape) > 0, X, 0.0)
     X = check_data(X, min_samples=1)
     D = np.asarray(dictionary, dtype=np.float64)
     if D.ndim != 2 or D.shape[1] != X.shape[1]:
-        raise ValueError(
-            f"dictionary must have shape (n_nodes, {X.shape[1]}), got {D.shape}."
-        )
+        raise ValueError(f"dictionary must have shape (n_nodes, {X.shape[1]}), got {D.shape}.")
     if not np.all(np.isfinite(D)):
         raise ValueError("dictionary contains NaN or infinite values.")
     tree = check_tree(tree, n_nodes=D.shape[0])
@@ -184,12 +203,16 @@ def tree_sparse_coding(X, dictionary, tree, alpha=None, *, weights=None, norm="l
             raise ValueError(
                 f"init must have shape ({X.shape[0]}, {D.shape[0]}), got {init.shape}."
             )
-    A, n_iter, conv = _sparse_code(X, D, tree, alpha * w, norm, l1, bool(nonneg), M, init,
-                                   max_iter, tol)
+    A, n_iter, conv = _sparse_code(
+        X, D, tree, alpha * w, norm, l1, bool(nonneg), M, init, max_iter, tol
+    )
     if not conv:
         warnings.warn(
             f"tree_sparse_coding did not converge in {max_iter} iterations "
-            f"(tol={tol}); increase max_iter.", ConvergenceWarning, stacklevel=2)
+            f"(tol={tol}); increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     return A
 
 
@@ -243,8 +266,9 @@ def _update_dictionary(C, X, A, mu, nonneg, n_passes, rng):
     return C
 
 
-def _hierarchical_init(X, C, tree, radii, norm, l1, positive_code, mu, nonneg, n_passes,
-                       coding_iter, n_alt, rng):
+def _hierarchical_init(
+    X, C, tree, radii, norm, l1, positive_code, mu, nonneg, n_passes, coding_iter, n_alt, rng
+):
     """Coarse-to-fine initialisation of a tree dictionary, in place.
 
     The atoms of depth < d are learned first (``n_alt`` alternations on the
@@ -266,11 +290,13 @@ def _hierarchical_init(X, C, tree, radii, norm, l1, positive_code, mu, nonneg, n
         Cs = C[sub].copy()
         A = None
         for _ in range(n_alt):
-            A, _, _ = _sparse_code(X, Cs, sub_tree, radii[sub], norm, l1, positive_code, None,
-                                   A, coding_iter, 1e-4)
+            A, _, _ = _sparse_code(
+                X, Cs, sub_tree, radii[sub], norm, l1, positive_code, None, A, coding_iter, 1e-4
+            )
             Cs = _update_dictionary(Cs, X, A, mu, nonneg, n_passes, rng)
-        A, _, _ = _sparse_code(X, Cs, sub_tree, radii[sub], norm, l1, positive_code, None, A,
-                               coding_iter, 1e-4)
+        A, _, _ = _sparse_code(
+            X, Cs, sub_tree, radii[sub], norm, l1, positive_code, None, A, coding_iter, 1e-4
+        )
         C[sub] = Cs
         R = X - A @ Cs
         level = tree.levels[d]
@@ -393,11 +419,28 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
     (7, 16)
     """
 
-    def __init__(self, tree=None, *, n_components=8, alpha=0.1, norm="l2", weights=None,
-                 l1=0.0, mu=0.0, positive_code=False, positive_dict=False, max_iter=30,
-                 n_dict_passes=5, max_coding_iter=200, tol=1e-4, transform_alpha=None,
-                 init="hierarchical", random_state=None, lam=DEPRECATED,
-                 transform_lam=DEPRECATED):
+    def __init__(
+        self,
+        tree=None,
+        *,
+        n_components=8,
+        alpha=0.1,
+        norm="l2",
+        weights=None,
+        l1=0.0,
+        mu=0.0,
+        positive_code=False,
+        positive_dict=False,
+        max_iter=30,
+        n_dict_passes=5,
+        max_coding_iter=200,
+        tol=1e-4,
+        transform_alpha=None,
+        init="hierarchical",
+        random_state=None,
+        lam=DEPRECATED,
+        transform_lam=DEPRECATED,
+    ):
         self.tree = tree
         self.n_components = n_components
         self.alpha = alpha
@@ -442,8 +485,9 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         """The (fit, transform) weights, the deprecated names included."""
         name = type(self).__name__
         alpha = float(_renamed(self.lam, self.alpha, "lam", "alpha", name))
-        t_alpha = _renamed(self.transform_lam, self.transform_alpha, "transform_lam",
-                           "transform_alpha", name)
+        t_alpha = _renamed(
+            self.transform_lam, self.transform_alpha, "transform_lam", "transform_alpha", name
+        )
         return alpha, alpha if t_alpha is None else float(t_alpha)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -481,28 +525,45 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
             C[j] = _project_dict_ball(C[j], mu, pos) if np.any(C[j]) else C[j]
         radii = alpha * w
         if self.init == "hierarchical" and len(tree.levels) > 1:
-            C = _hierarchical_init(X, C, tree, radii, norm, l1, self.positive_code, mu, pos,
-                                   self.n_dict_passes, self.max_coding_iter,
-                                   max(1, min(10, self.max_iter)), rng)
+            C = _hierarchical_init(
+                X,
+                C,
+                tree,
+                radii,
+                norm,
+                l1,
+                self.positive_code,
+                mu,
+                pos,
+                self.n_dict_passes,
+                self.max_coding_iter,
+                max(1, min(10, self.max_iter)),
+                rng,
+            )
         A = None
         objective = []
         it = 0
         for it in range(1, self.max_iter + 1):
-            A, _, _ = _sparse_code(X, C, tree, radii, norm, l1, self.positive_code, None, A,
-                                   self.max_coding_iter, 1e-4)
+            A, _, _ = _sparse_code(
+                X, C, tree, radii, norm, l1, self.positive_code, None, A, self.max_coding_iter, 1e-4
+            )
             C = _update_dictionary(C, X, A, mu, pos, self.n_dict_passes, rng)
             objective.append(_dl_objective(X, A, C, tree, radii, norm, l1))
-            logger.debug("HierarchicalDictionaryLearning: iteration %d, objective %.6g",
-                         it, objective[-1])
-            if it > 1 and abs(objective[-2] - objective[-1]) <= tol * max(abs(objective[-1]),
-                                                                         1e-300):
+            logger.debug(
+                "HierarchicalDictionaryLearning: iteration %d, objective %.6g", it, objective[-1]
+            )
+            if it > 1 and abs(objective[-2] - objective[-1]) <= tol * max(
+                abs(objective[-1]), 1e-300
+            ):
                 break
         else:
             if self.max_iter > 1:
                 warnings.warn(
                     f"HierarchicalDictionaryLearning did not converge in {self.max_iter} "
                     f"iterations (relative decrease > tol={tol}); increase max_iter.",
-                    ConvergenceWarning, stacklevel=2)
+                    ConvergenceWarning,
+                    stacklevel=2,
+                )
         self.components_ = C
         self.tree_ = tree
         self.scores_ = A
@@ -536,9 +597,19 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         X = check_data(X, min_samples=1)
         _, alpha_te = self._alphas()
         w = _check_weights(self.weights, self.tree_.n_nodes)
-        A, _, _ = _sparse_code(X, self.components_, self.tree_, alpha_te * w, self.norm,
-                               float(self.l1), self.positive_code, M, None,
-                               self.max_coding_iter * 5, 1e-5)
+        A, _, _ = _sparse_code(
+            X,
+            self.components_,
+            self.tree_,
+            alpha_te * w,
+            self.norm,
+            float(self.l1),
+            self.positive_code,
+            M,
+            None,
+            self.max_coding_iter * 5,
+            1e-5,
+        )
         return A
 
     def inverse_transform(self, X):
@@ -566,4 +637,3 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         return tags
-

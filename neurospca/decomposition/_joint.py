@@ -29,9 +29,9 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._alternation import _Deflated, _alternate, _say, _vstep_blas
-from ._rotation import rotate_pairs
 from ..solvers import ProxProblem
+from ._alternation import _alternate, _Deflated, _say, _vstep_blas
+from ._rotation import rotate_pairs
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
 #: (relative, Frobenius norm) in one sweep. Near-equal components can keep
@@ -68,8 +68,14 @@ def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
     defl = _others(op, sqnorm, U, V, d, Z, k)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        u, v, info = _alternate(op, 1, u0=U[:, [k]], w0=[w], defl=defl,
-                                **{key: val for key, val in kw.items() if key != "max_iter_full"})
+        u, v, info = _alternate(
+            op,
+            1,
+            u0=U[:, [k]],
+            w0=[w],
+            defl=defl,
+            **{key: val for key, val in kw.items() if key != "max_iter_full"},
+        )
     return u[:, 0], v[:, 0], info, caught
 
 
@@ -79,9 +85,17 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw):
     defl = _others(op, sqnorm, U, V, d, Z, k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        u, v, new = _alternate(op, 1, u0=None, w0=None, defl=defl,
-                               **dict({key: val for key, val in kw.items()
-                                       if key != "max_iter_full"}, max_iter=kw["max_iter_full"]))
+        u, v, new = _alternate(
+            op,
+            1,
+            u0=None,
+            w0=None,
+            defl=defl,
+            **dict(
+                {key: val for key, val in kw.items() if key != "max_iter_full"},
+                max_iter=kw["max_iter_full"],
+            ),
+        )
     if np.any(v):
         U[:, k], V[:, k], d[k] = u[:, 0], v[:, 0], new["d"][0]
         Z[:, k] = op.matvec(V[:, k])
@@ -94,7 +108,8 @@ def _merge_info(info, k, new):
     for key in ("gap_history", "rel_gap_history"):
         info[key][k] = info[key][k] + [(offset + i, g) for i, g in new[key][0]]
     info["mu_history"][k] = info["mu_history"][k] + [
-        (offset + i, mu, e) for i, mu, e in new["mu_history"][0]]
+        (offset + i, mu, e) for i, mu, e in new["mu_history"][0]
+    ]
     for key in ("n_iter", "n_inner_iter", "time"):
         info[key][k] += new[key][0]
     for key in ("d", "gaps", "rel_gaps", "converged"):
@@ -112,8 +127,11 @@ def _sweep(op, sqnorm, U, V, d, Z, info, kw):
             _revive(op, sqnorm, U, V, d, Z, k, info, kw)
             continue
         u, v, new, warned = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw)
-        caught.extend(w for w in warned if issubclass(w.category, ConvergenceWarning)
-                      and "v-step" in str(w.message))
+        caught.extend(
+            w
+            for w in warned
+            if issubclass(w.category, ConvergenceWarning) and "v-step" in str(w.message)
+        )
         U[:, k], V[:, k], d[k] = u, v, new["d"][0]
         Z[:, k] = op.matvec(v) if np.any(v) else 0.0
         _merge_info(info, k, new)
@@ -129,9 +147,18 @@ def _start_from_scores(op, sqnorm, u0, w0, kw):
     U = u0 / np.linalg.norm(u0, axis=0)
     V = np.zeros((op.shape[1], K))
     d, Z = np.zeros(K), np.zeros((n_samples, K))
-    info = {key: [val] * K for key, val in (
-        ("d", 0.0), ("gaps", np.nan), ("rel_gaps", np.nan), ("n_iter", 0),
-        ("n_inner_iter", 0), ("converged", False), ("time", 0.0))}
+    info = {
+        key: [val] * K
+        for key, val in (
+            ("d", 0.0),
+            ("gaps", np.nan),
+            ("rel_gaps", np.nan),
+            ("n_iter", 0),
+            ("n_inner_iter", 0),
+            ("converged", False),
+            ("time", 0.0),
+        )
+    }
     for key in ("gap_history", "rel_gap_history", "mu_history"):
         info[key] = [[] for _ in range(K)]
     info["w"] = list(w0) if w0 is not None else [None] * K
@@ -174,8 +201,13 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, k
         change = float(np.linalg.norm(V - V_old) / max(np.linalg.norm(V), 1e-300))
         changes.append(change)
         if verbose:
-            _say("joint sweep %d: %d pairs rotated, relative change of the loadings %.2e "
-                 "(%.2f s)", sweep, rotated, change, time.perf_counter() - t0)
+            _say(
+                "joint sweep %d: %d pairs rotated, relative change of the loadings %.2e (%.2f s)",
+                sweep,
+                rotated,
+                change,
+                time.perf_counter() - t0,
+            )
         if change <= max(tol, SWEEP_TOL):
             settled = True
             break
@@ -193,9 +225,14 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, k
     _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled)
     if verbose:
         for k in range(n_components):
-            _say("component %d done: %d alternations, %d solver iterations, gap %.3e, "
-                 "%.2f s", k, info["n_iter"][k], info["n_inner_iter"][k], info["gaps"][k],
-                 info["time"][k])
+            _say(
+                "component %d done: %d alternations, %d solver iterations, gap %.3e, %.2f s",
+                k,
+                info["n_iter"][k],
+                info["n_inner_iter"][k],
+                info["gaps"][k],
+                info["time"][k],
+            )
     info["d"] = d
     info["n_sweeps"] = len(changes)
     info["sweep_change"] = changes
@@ -222,8 +259,7 @@ def _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled):
             if np.any(V[:, k]):
                 _certify_one(op, sqnorm, U, V, d, Z, info, dict(kw, solver=None), tol, k)
     for k in range(U.shape[1]):
-        info["converged"][k] = bool(settled and np.any(V[:, k])
-                                    and info["rel_gaps"][k] <= tol)
+        info["converged"][k] = bool(settled and np.any(V[:, k]) and info["rel_gaps"][k] <= tol)
 
 
 def _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k):
@@ -237,9 +273,16 @@ def _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k):
     gap, _ = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6), tol_abs=tol * p0)
     moved = False
     if gap > tol * p0 and kw["solver"] is not None:
-        res = kw["solver"].solve(problem, tol=tol, max_iter=kw["max_inner_iter"],
-                                 gap_every=kw["gap_every"], kernels=kw["kernels"],
-                                 v=V[:, k], state=info["w"][k], n_threads=kw["n_threads"])
+        res = kw["solver"].solve(
+            problem,
+            tol=tol,
+            max_iter=kw["max_inner_iter"],
+            gap_every=kw["gap_every"],
+            kernels=kw["kernels"],
+            v=V[:, k],
+            state=info["w"][k],
+            n_threads=kw["n_threads"],
+        )
         if np.any(res.v):
             V[:, k], info["w"][k], gap = res.v, res.state, res.gap
             Z[:, k] = op.matvec(V[:, k])
@@ -275,8 +318,9 @@ def _ordered(U, V, info):
     return U[:, order], V[:, order], out
 
 
-def _joint_spca_tv(op, n_components, *, tol, verbose, n_threads, max_sweeps,
-                   from_scores=False, rotate=True, **kw):
+def _joint_spca_tv(
+    op, n_components, *, tol, verbose, n_threads, max_sweeps, from_scores=False, rotate=True, **kw
+):
     """:func:`_joint` with BLAS held for the whole fit (see ``_spca_tv``).
 
     ``from_scores``: start the sweeps from the scores ``u0`` (the chosen half
@@ -285,9 +329,16 @@ def _joint_spca_tv(op, n_components, *, tol, verbose, n_threads, max_sweeps,
     :func:`~neurospca.decomposition._rotation.rotate_pairs` (an l1 penalty is
     what makes one rotation of a pair better than another)."""
     with _vstep_blas(n_threads):
-        return _joint(op, n_components, tol=tol, verbose=verbose, max_sweeps=max_sweeps,
-                      from_scores=from_scores, rotate=rotate,
-                      kw=dict(kw, n_threads=n_threads))
+        return _joint(
+            op,
+            n_components,
+            tol=tol,
+            verbose=verbose,
+            max_sweeps=max_sweeps,
+            from_scores=from_scores,
+            rotate=rotate,
+            kw=dict(kw, n_threads=n_threads),
+        )
 
 
 def recheck_support(estimator, op, U, V, info, kw, tol):

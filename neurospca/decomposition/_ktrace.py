@@ -35,22 +35,22 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from ._base import (
-    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _deprecated_alias,
-    _fit_context,
-)
 from .._utils.docs import fill_doc
 from .._utils.validation import check_int, check_n_components, check_nonneg
+from ._base import (
+    Integral,
+    Interval,
+    LoadingsTransformerMixin,
+    Real,
+    StrOptions,
+    _deprecated_alias,
+    _fit_context,
+)
 from ._covariance import _min_eigenvalue, _tpi_candidates, check_covariance, covariance_input
 
 logger = logging.getLogger("neurospca")
 
-__all__ = [
-    "KTraceNormPCA",
-    "ktrace_pca",
-    "ktrace_objective",
-    "polar_upper_bound",
-]
+__all__ = ["KTraceNormPCA", "ktrace_pca", "ktrace_objective", "polar_upper_bound"]
 
 _EXACT_POLAR_MAX_SUBSETS = 20_000
 
@@ -105,7 +105,7 @@ def _exact_polar_value(K, k):
     idx = np.array(list(itertools.combinations(range(K.shape[0]), k)), dtype=np.intp)
     best = -np.inf
     for start in range(0, idx.shape[0], 4096):
-        chunk = idx[start:start + 4096]
+        chunk = idx[start : start + 4096]
         blocks = K[chunk[:, :, None], chunk[:, None, :]]
         best = max(best, float(np.linalg.eigvalsh(blocks)[:, -1].max()))
     return best
@@ -140,16 +140,28 @@ def polar_upper_bound(K, k):
     off = A.copy()
     np.fill_diagonal(off, 0.0)
     if k > 1 and p > 1:
-        top = -np.sort(-off, axis=1)[:, :k - 1].sum(axis=1)
+        top = -np.sort(-off, axis=1)[:, : k - 1].sum(axis=1)
     else:
         top = np.zeros(p)
     gersh = float(np.max(diag + top))
     return max(min(lam, gersh), 0.0)
 
 
-def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restarts=10,
-               tpi_max_iter=100, max_add=5, exact_polar=False, random_state=None,
-               verbose=0):
+def ktrace_pca(
+    S,
+    k,
+    alpha,
+    *,
+    tol=1e-4,
+    max_blocks=None,
+    max_iter=200,
+    n_restarts=10,
+    tpi_max_iter=100,
+    max_add=5,
+    exact_polar=False,
+    random_state=None,
+    verbose=0,
+):
     """Covariance estimation / sparse PCA with the (k, PSD) trace norm.
 
     Solves
@@ -238,14 +250,40 @@ def ktrace_pca(S, k, alpha, *, tol=1e-4, max_blocks=None, max_iter=200, n_restar
     tpi_max_iter = check_int(tpi_max_iter, "tpi_max_iter", minimum=1)
     max_add = check_int(max_add, "max_add", minimum=1)
     if exact_polar and math.comb(p, k) > _EXACT_POLAR_MAX_SUBSETS:
-        raise ValueError(f"exact_polar=True enumerates comb(p, k) = {math.comb(p, k)} "
-                         f"supports, more than {_EXACT_POLAR_MAX_SUBSETS}; use TPI.")
-    return _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter,
-                       max_add, bool(exact_polar), random_state, verbose)
+        raise ValueError(
+            f"exact_polar=True enumerates comb(p, k) = {math.comb(p, k)} "
+            f"supports, more than {_EXACT_POLAR_MAX_SUBSETS}; use TPI."
+        )
+    return _ktrace_pca(
+        S,
+        k,
+        alpha,
+        tol,
+        max_blocks,
+        max_iter,
+        n_restarts,
+        tpi_max_iter,
+        max_add,
+        bool(exact_polar),
+        random_state,
+        verbose,
+    )
 
 
-def _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter, max_add,
-                exact_polar, random_state, verbose):
+def _ktrace_pca(
+    S,
+    k,
+    alpha,
+    tol,
+    max_blocks,
+    max_iter,
+    n_restarts,
+    tpi_max_iter,
+    max_add,
+    exact_polar,
+    random_state,
+    verbose,
+):
     """:func:`ktrace_pca` on validated arguments (the estimator calls it directly)."""
     p = S.shape[0]
     rng = check_random_state(random_state)
@@ -257,7 +295,7 @@ def _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter
     lmin_S = _min_eigenvalue(S)
     Z = np.zeros_like(S)
     supports = np.zeros((0, k), dtype=np.intp)  # working set, one support per row
-    values = np.zeros((0, k, k))                # the blocks Z^(I)
+    values = np.zeros((0, k, k))  # the blocks Z^(I)
     history = []
     n_sweeps = 0
     converged = False
@@ -270,9 +308,11 @@ def _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter
         bcd_ok, sweeps = _block_descent(S, Z, supports, values, alpha, bcd_tol, max_iter)
         n_sweeps += sweeps
         if not bcd_ok:
-            warnings.warn(f"block coordinate descent did not reach tol={tol} in "
-                          f"max_iter={max_iter} sweeps; increase max_iter.",
-                          ConvergenceWarning)
+            warnings.warn(
+                f"block coordinate descent did not reach tol={tol} in "
+                f"max_iter={max_iter} sweeps; increase max_iter.",
+                ConvergenceWarning,
+            )
         # blocks at zero satisfy their optimality condition: drop them
         keep = np.any(values != 0.0, axis=(1, 2))
         supports, values = supports[keep], values[keep]
@@ -284,20 +324,30 @@ def _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter
             shift = max(0.0, float(np.max(np.sum(np.abs(Z), axis=1))) - lmin_S)
             cands = _tpi_candidates(K, k, n_restarts, tpi_max_iter, 1e-10, rng, shift)
         polar = cands[0][0]
-        if (not exact_polar and polar <= alpha * (1.0 + tol) and small
-                and _exact_polar_value(K, k) > alpha * (1.0 + tol)):
+        if (
+            not exact_polar
+            and polar <= alpha * (1.0 + tol)
+            and small
+            and _exact_polar_value(K, k) > alpha * (1.0 + tol)
+        ):
             # TPI missed a violating support that enumeration finds: use it
             cands = _exact_candidates(K, k)
             polar = cands[0][0]
         if verbose:
-            logger.info("working set of %d blocks: objective %.10g, polar estimate %.6g "
-                        "(alpha %.6g)", len(supports), history[-1], polar, alpha)
+            logger.info(
+                "working set of %d blocks: objective %.10g, polar estimate %.6g (alpha %.6g)",
+                len(supports),
+                history[-1],
+                polar,
+                alpha,
+            )
         if polar <= alpha * (1.0 + tol):
             converged = True
             break
         keys = {I.tobytes() for I in supports}
-        new = [I for value, I, _ in cands
-               if value > alpha * (1.0 + tol) and I.tobytes() not in keys][:max_add]
+        new = [
+            I for value, I, _ in cands if value > alpha * (1.0 + tol) and I.tobytes() not in keys
+        ][:max_add]
         if not new:
             # the violating supports are already in the working set: block
             # descent was not accurate enough; polish it, a bounded number of times
@@ -316,7 +366,9 @@ def _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter
             f"the working-set algorithm stopped with polar estimate {polar:.6g} > "
             f"alpha * (1 + tol) = {alpha * (1 + tol):.6g} (working set of "
             f"{len(supports)} blocks, max_blocks={max_blocks}); increase max_blocks "
-            "or max_iter.", ConvergenceWarning)
+            "or max_iter.",
+            ConvergenceWarning,
+        )
     blocks = [(I.copy(), V.copy()) for I, V in zip(supports, values)]
     primal = history[-1]
     K = S - Z
@@ -337,13 +389,23 @@ def _ktrace_pca(S, k, alpha, tol, max_blocks, max_iter, n_restarts, tpi_max_iter
             f"but the certified duality gap {gap:.3e} (from the polar upper bound "
             f"{bound:.6g}) exceeds tol * ||S||_F^2 / 2 = {tol_abs:.3e}: the result "
             "is not certified. Use exact_polar=True on small problems for a "
-            "certificate.", ConvergenceWarning)
-    info = {"objective": np.asarray(history), "polar": float(polar), "dual_gap": float(gap),
-            "dual_gap_estimate": float(gap_estimate), "polar_bound": float(bound),
-            "tol_abs": tol_abs,
-            "n_blocks": len(supports), "n_iter": n_iter, "n_sweeps": n_sweeps,
-            "converged": converged, "certified": certified,
-            "time": time.perf_counter() - t0}
+            "certificate.",
+            ConvergenceWarning,
+        )
+    info = {
+        "objective": np.asarray(history),
+        "polar": float(polar),
+        "dual_gap": float(gap),
+        "dual_gap_estimate": float(gap_estimate),
+        "polar_bound": float(bound),
+        "tol_abs": tol_abs,
+        "n_blocks": len(supports),
+        "n_iter": n_iter,
+        "n_sweeps": n_sweeps,
+        "converged": converged,
+        "certified": certified,
+        "time": time.perf_counter() - t0,
+    }
     return Z, blocks, info
 
 
@@ -497,9 +559,21 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
     [0, 1, 2]
     """
 
-    def __init__(self, n_components=None, *, k=3, alpha=0.1, input="data", tol=1e-4,
-                 max_blocks=None, max_iter=200, n_restarts=10, tpi_max_iter=100,
-                 random_state=None, verbose=0):
+    def __init__(
+        self,
+        n_components=None,
+        *,
+        k=3,
+        alpha=0.1,
+        input="data",
+        tol=1e-4,
+        max_blocks=None,
+        max_iter=200,
+        n_restarts=10,
+        tpi_max_iter=100,
+        random_state=None,
+        verbose=0,
+    ):
         self.n_components = n_components
         self.k = k
         self.alpha = alpha
@@ -526,9 +600,13 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    dual_gap_ = _deprecated_alias("dual_gaps_", "dual_gap_", "the certified gap, a float.",
-                                  to_old=lambda gaps: float(gaps[0]),
-                                  to_new=lambda gap: np.array([float(gap)]))
+    dual_gap_ = _deprecated_alias(
+        "dual_gaps_",
+        "dual_gap_",
+        "the certified gap, a float.",
+        to_old=lambda gaps: float(gaps[0]),
+        to_new=lambda gap: np.array([float(gap)]),
+    )
 
     @_fit_context(prefer_skip_nested_validation=True)
     @fill_doc
@@ -555,8 +633,19 @@ class KTraceNormPCA(LoadingsTransformerMixin, BaseEstimator):
         k = check_int(self.k, "k", minimum=1, maximum=p)
         max_blocks = 4 * p if self.max_blocks is None else self.max_blocks
         Z, blocks, info = _ktrace_pca(
-            S, k, float(self.alpha), float(self.tol), max_blocks, self.max_iter,
-            self.n_restarts, self.tpi_max_iter, 5, False, self.random_state, self.verbose)
+            S,
+            k,
+            float(self.alpha),
+            float(self.tol),
+            max_blocks,
+            self.max_iter,
+            self.n_restarts,
+            self.tpi_max_iter,
+            5,
+            False,
+            self.random_state,
+            self.verbose,
+        )
         atoms, weights = _atoms(blocks, p)
         if n_components is not None:
             atoms, weights = atoms[:n_components], weights[:n_components]

@@ -14,13 +14,12 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from ._base import (
-    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
-)
+from .._kernels import KERNELS as _KERNELS
+from .._kernels import load as _load_kernel
 from .._utils.docs import fill_doc
 from .._utils.validation import check_data, check_int, check_n_components, check_nonneg
+from ._base import Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context
 from ._covariance import _INPUTS, check_covariance, covariance_input
-from .._kernels import KERNELS as _KERNELS, load as _load_kernel
 
 logger = logging.getLogger("neurospca")
 
@@ -139,6 +138,7 @@ def _get_sweep(kernels):
 # objective and solver
 # ----------------------------------------------------------------------------
 
+
 def nspca_objective(C, U, alpha, beta):
     """The objective of eq. 3 (to be maximised), for ``U >= 0``.
 
@@ -161,8 +161,7 @@ def nspca_objective(C, U, alpha, beta):
     U = np.asarray(U, dtype=np.float64)
     G = U.T @ U
     E = np.eye(U.shape[1]) - G
-    return float(0.5 * np.sum(U * (C @ U)) - 0.25 * alpha * np.sum(E * E)
-                 - beta * np.sum(U))
+    return float(0.5 * np.sum(U * (C @ U)) - 0.25 * alpha * np.sum(E * E) - beta * np.sum(U))
 
 
 def _objective_from_caches(Ut, AUt, G, alpha, beta):
@@ -199,17 +198,30 @@ def _run(C, U0, alpha, beta, tol, max_iter, sweep, verbose):
         change = abs(new - obj) / max(abs(new), np.finfo(float).tiny)
         obj = new
         if verbose:
-            logger.info("NSPCA sweep %d: objective %.10g, relative change %.2e",
-                        n_iter, new, change)
+            logger.info(
+                "NSPCA sweep %d: objective %.10g, relative change %.2e", n_iter, new, change
+            )
         if change <= tol:
             converged = True
             break
     return Ut.T.copy(), np.asarray(history), n_iter, converged
 
 
-def nspca(C, n_components, *, alpha, beta=0.0, tol=1e-6, max_iter=200, init="svd",
-          n_init=DEFAULT_N_INIT, U_init=None, random_state=None, kernels="cython",
-          verbose=0):
+def nspca(
+    C,
+    n_components,
+    *,
+    alpha,
+    beta=0.0,
+    tol=1e-6,
+    max_iter=200,
+    init="svd",
+    n_init=DEFAULT_N_INIT,
+    U_init=None,
+    random_state=None,
+    kernels="cython",
+    verbose=0,
+):
     """Nonnegative sparse PCA of a covariance matrix (Zass and Shashua, Alg. 1).
 
     Maximises over ``U >= 0`` (shape ``n_features x n_components``) the
@@ -295,13 +307,24 @@ def nspca(C, n_components, *, alpha, beta=0.0, tol=1e-6, max_iter=200, init="svd
     if U_init is not None:
         U_init = check_data(U_init, name="U_init", min_samples=1)
         if U_init.shape != (P, n_components):
-            raise ValueError(f"U_init must have shape {(P, n_components)}, "
-                             f"got {U_init.shape}.")
+            raise ValueError(f"U_init must have shape {(P, n_components)}, got {U_init.shape}.")
         if np.any(U_init < 0):
             raise ValueError("U_init must be nonnegative.")
     _check_alpha_scale(C, alpha)
-    return _nspca(C, n_components, alpha, beta, tol, max_iter, init, n_init, U_init,
-                  random_state, kernels, verbose)
+    return _nspca(
+        C,
+        n_components,
+        alpha,
+        beta,
+        tol,
+        max_iter,
+        init,
+        n_init,
+        U_init,
+        random_state,
+        kernels,
+        verbose,
+    )
 
 
 def _check_alpha_scale(C, alpha):
@@ -316,8 +339,20 @@ def _check_alpha_scale(C, alpha):
         )
 
 
-def _nspca(C, n_components, alpha, beta, tol, max_iter, init, n_init, U_init, random_state,
-           kernels, verbose):
+def _nspca(
+    C,
+    n_components,
+    alpha,
+    beta,
+    tol,
+    max_iter,
+    init,
+    n_init,
+    U_init,
+    random_state,
+    kernels,
+    verbose,
+):
     """:func:`nspca` on validated arguments (the estimator calls it directly)."""
     rng = check_random_state(random_state)
     sweep = _get_sweep(kernels)
@@ -349,14 +384,20 @@ def _nspca(C, n_components, alpha, beta, tol, max_iter, init, n_init, U_init, ra
             f"relative objective change {change:.3e}); increase max_iter or tol.",
             ConvergenceWarning,
         )
-    info = {"objective": hist, "n_iter": n_iter, "converged": converged,
-            "objectives": np.asarray(finals), "time": time.perf_counter() - t0}
+    info = {
+        "objective": hist,
+        "n_iter": n_iter,
+        "converged": converged,
+        "objectives": np.asarray(finals),
+        "time": time.perf_counter() - t0,
+    }
     return U, info
 
 
 # ----------------------------------------------------------------------------
 # estimator
 # ----------------------------------------------------------------------------
+
 
 class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
     """Nonnegative sparse PCA (NSPCA, Zass and Shashua 2006).
@@ -436,9 +477,21 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, n_components=2, *, alpha=1.0, beta=0.0, input="data", tol=1e-6,
-                 max_iter=200, init="svd", n_init=DEFAULT_N_INIT, random_state=None,
-                 kernels="cython", verbose=0):
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        alpha=1.0,
+        beta=0.0,
+        input="data",
+        tol=1e-6,
+        max_iter=200,
+        init="svd",
+        n_init=DEFAULT_N_INIT,
+        random_state=None,
+        kernels="cython",
+        verbose=0,
+    ):
         self.n_components = n_components
         self.alpha = alpha
         self.beta = beta
@@ -485,9 +538,20 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
         n_components = check_n_components(self.n_components, n_samples, C.shape[0])
         alpha = float(self.alpha)
         _check_alpha_scale(C, alpha)
-        U, info = _nspca(C, n_components, alpha, float(self.beta), float(self.tol),
-                         self.max_iter, self.init, self.n_init, None, self.random_state,
-                         self.kernels, self.verbose)
+        U, info = _nspca(
+            C,
+            n_components,
+            alpha,
+            float(self.beta),
+            float(self.tol),
+            self.max_iter,
+            self.init,
+            self.n_init,
+            None,
+            self.random_state,
+            self.kernels,
+            self.verbose,
+        )
         self.components_ = U.T
         self.objective_history_ = info["objective"]
         self.init_objectives_ = info["objectives"]
@@ -499,7 +563,8 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
         self.overlap_ = float(np.linalg.norm(np.eye(n_components) - G))
         self.cardinality_ = np.count_nonzero(U, axis=0)
         self.explained_variance_, self.explained_variance_ratio_ = _adjusted_variance(
-            C, self.components_)
+            C, self.components_
+        )
         return self
 
 

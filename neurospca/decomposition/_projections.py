@@ -48,7 +48,6 @@ def project_l1_ball(Z, radius):
     return _project_l1_ball(Z, r)
 
 
-
 def _project_l1_ball(Z, radius):
     """:func:`project_l1_ball` without validation (hot loops)."""
     Z = np.asarray(Z, dtype=np.float64)
@@ -76,4 +75,3 @@ def _project_l1_ball(Z, radius):
         X[over] *= (rr[over] / total[over])[:, None]
         out[rows] = np.sign(Z2[rows]) * X
     return out[0] if one_d else out
-

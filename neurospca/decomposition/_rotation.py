@@ -32,8 +32,8 @@ def _l1_profile(e1, e2, n_angles=N_ANGLES, chunk=16):
     t = np.arange(n_angles) * np.pi / n_angles
     out = np.empty(n_angles)
     for s in range(0, n_angles, chunk):
-        c, sn = np.cos(t[s:s + chunk]), np.sin(t[s:s + chunk])
-        out[s:s + chunk] = np.abs(np.outer(e1, c) + np.outer(e2, sn)).sum(axis=0)
+        c, sn = np.cos(t[s : s + chunk]), np.sin(t[s : s + chunk])
+        out[s : s + chunk] = np.abs(np.outer(e1, c) + np.outer(e2, sn)).sum(axis=0)
     return t, out
 
 
@@ -65,8 +65,9 @@ def sparsest_pair(a, b):
     if minima.size < 2:
         return None
     i = minima[0]
-    far = [j for j in minima[1:] if min(abs(t[j] - t[i]), np.pi - abs(t[j] - t[i]))
-           >= MIN_SEPARATION]
+    far = [
+        j for j in minima[1:] if min(abs(t[j] - t[i]), np.pi - abs(t[j] - t[i])) >= MIN_SEPARATION
+    ]
     if not far:
         return None
     j = far[0]

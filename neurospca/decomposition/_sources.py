@@ -16,8 +16,13 @@ import warnings
 
 import numpy as np
 
-__all__ = ["NO_WORKER_TIMEOUT", "check_unchanged", "compute", "file_identity",
-           "warn_embedded_memmaps"]
+__all__ = [
+    "NO_WORKER_TIMEOUT",
+    "check_unchanged",
+    "compute",
+    "file_identity",
+    "warn_embedded_memmaps",
+]
 
 
 def _mapping_of(address):
@@ -56,10 +61,13 @@ def _embedded_memmaps(X):
         for value in mapping.values():
             value = getattr(value, "value", value)  # a dask DataNode wraps its value
             if isinstance(value, np.memmap):
-                path = getattr(value, "filename", None) or \
-                    _mapping_of(value.__array_interface__["data"][0])[1]
-                found.add(f"of {path!r}" if path and path.startswith("/") else
-                          "(here a copy in memory)")
+                path = (
+                    getattr(value, "filename", None)
+                    or _mapping_of(value.__array_interface__["data"][0])[1]
+                )
+                found.add(
+                    f"of {path!r}" if path and path.startswith("/") else "(here a copy in memory)"
+                )
     return sorted(found)
 
 
@@ -72,7 +80,10 @@ def warn_embedded_memmaps(name, X):
             "holds up to the whole array in memory (and pickles it for a distributed "
             "scheduler). Pass the memmap itself (np.load(path, mmap_mode='r'), streamed from "
             "the file by row blocks) or neurospca.npy_to_dask(path) (each task reads its "
-            "rows) instead.", UserWarning, stacklevel=4)
+            "rows) instead.",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def file_identity(name, X, pos):
@@ -82,25 +93,32 @@ def file_identity(name, X, pos):
     try:
         st = os.stat(X.filename)
     except OSError as exc:
-        raise ValueError(f"{name}: the file of this memmap, {X.filename!r}, cannot be read "
-                         f"({exc.strerror}).") from None
+        raise ValueError(
+            f"{name}: the file of this memmap, {X.filename!r}, cannot be read ({exc.strerror})."
+        ) from None
     ino = _mapped_inode(X._mmap)
     if ino is not None and ino != st.st_ino:
-        raise ValueError(f"{name}: the file of this memmap, {X.filename!r}, was replaced "
-                         "after it was opened; open it again (np.load(path, "
-                         "mmap_mode='r')).")
+        raise ValueError(
+            f"{name}: the file of this memmap, {X.filename!r}, was replaced "
+            "after it was opened; open it again (np.load(path, "
+            "mmap_mode='r'))."
+        )
     if st.st_size < pos + X.nbytes:
-        raise ValueError(f"{name}: the file of this memmap, {X.filename!r}, was truncated "
-                         f"({st.st_size} bytes; the array needs {pos + X.nbytes}).")
+        raise ValueError(
+            f"{name}: the file of this memmap, {X.filename!r}, was truncated "
+            f"({st.st_size} bytes; the array needs {pos + X.nbytes})."
+        )
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def check_unchanged(name, X, fh, identity):
     st = os.fstat(fh.fileno())
     if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != identity:
-        raise ValueError(f"{name}: the file of this memmap, {X.filename!r}, changed during "
-                         "the fit (size, modification time or inode differ); the results "
-                         "would mix two data sets.")
+        raise ValueError(
+            f"{name}: the file of this memmap, {X.filename!r}, changed during "
+            "the fit (size, modification time or inode differ); the results "
+            "would mix two data sets."
+        )
 
 
 #: Seconds a computation on a ``dask.distributed`` cluster waits while the
@@ -159,10 +177,12 @@ def compute(name, *values):
             raise RuntimeError(
                 f"{name}: the dask cluster has had no worker for {limit:g} s (workers "
                 "killed or lost and not restarted); the computation was stopped. Restart "
-                "the cluster's workers and fit again.")
+                "the cluster's workers and fit again."
+            )
     try:
         return tuple(client.gather(futures))
     except KilledWorker as exc:
         raise RuntimeError(
             f"{name}: dask workers died while computing a block ({exc}); the fit was "
-            "stopped. Check the workers' memory limits and logs, then fit again.") from None
+            "stopped. Check the workers' memory limits and logs, then fit again."
+        ) from None

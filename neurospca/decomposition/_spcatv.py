@@ -18,16 +18,6 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (
-    Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context,
-    reconstruction_error,
-)
-from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
-from ._data import as_data_operator, validated_data_operator
-from ._joint import _joint_spca_tv
-from ._stability import auto_fit, auto_path, scores_of, set_stability
-from ._support import certify_fit
-from ._weights import _weights, weights_from_ratios
 from .._utils.docs import fill_doc
 from .._utils.validation import (
     check_data,
@@ -40,14 +30,47 @@ from ..operators import GroupOperator, chain_operator, check_operator
 from ..solvers import SOLVERS, get_solver
 from ..solvers._base import resolve_n_threads
 from ..solvers.penalties import check_penalties, eq3_pieces
+from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
+from ._base import (
+    Integral,
+    Interval,
+    LoadingsTransformerMixin,
+    Real,
+    StrOptions,
+    _fit_context,
+    reconstruction_error,
+)
+from ._data import as_data_operator, validated_data_operator
+from ._joint import _joint_spca_tv
+from ._stability import auto_fit, auto_path, scores_of, set_stability
+from ._support import certify_fit
+from ._weights import _weights, weights_from_ratios
 
 __all__ = ["SPCATV", "spca_tv"]
 
 
-def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=100,
-            solver="dual", max_inner_iter=None, init="svd", random_state=None,
-            gap_every=10, kernels="cython", verbose=0, u0=None, w0=None, penalties=None,
-            n_threads=None):
+def spca_tv(
+    X,
+    n_components,
+    *,
+    l1,
+    l2,
+    tv,
+    operator=None,
+    tol=1e-3,
+    max_iter=100,
+    solver="dual",
+    max_inner_iter=None,
+    init="svd",
+    random_state=None,
+    gap_every=10,
+    kernels="cython",
+    verbose=0,
+    u0=None,
+    w0=None,
+    penalties=None,
+    n_threads=None,
+):
     """SPCA-TV by alternating minimisation and deflation (paper Algorithm 3).
 
     Component ``k`` solves, on the deflated matrix ``X_k`` (``X_0 = X``),
@@ -163,23 +186,40 @@ def spca_tv(X, n_components, *, l1, l2, tv, operator=None, tol=1e-3, max_iter=10
         operator = chain_operator(n_features)
     check_operator(operator, n_features)
     extra = check_penalties(penalties, n_features, the_solver)
-    if (op.is_constant() if op.mean is not None else op.is_zero()):
+    if op.is_constant() if op.mean is not None else op.is_zero():
         check_not_constant(np.zeros(1))  # raises the constant-data error
     rng = check_random_state(random_state)
     if u0 is not None:
         u0 = np.asarray(u0, dtype=np.float64)
         if u0.shape != (n_samples, n_components) or not np.all(np.isfinite(u0)):
-            raise ValueError(f"u0 must be a finite array of shape ({n_samples}, "
-                             f"{n_components}), got shape {u0.shape}.")
+            raise ValueError(
+                f"u0 must be a finite array of shape ({n_samples}, "
+                f"{n_components}), got shape {u0.shape}."
+            )
     if w0 is not None and len(w0) != n_components:
-        raise ValueError(f"w0 must hold one dual vector (or None) per component "
-                         f"({n_components}), got {len(w0)}.")
+        raise ValueError(
+            f"w0 must hold one dual vector (or None) per component ({n_components}), got {len(w0)}."
+        )
     _check_l2_scale(op, l2)
-    return _spca_tv(op, n_components, l2=l2,
-                    pieces=eq3_pieces(l1, tv, operator, l2, extra), solver=the_solver,
-                    weights_msg=f"l1={l1:.3g}, tv={tv:.3g}", tol=tol, max_iter=max_iter,
-                    max_inner_iter=max_inner_iter, init=init, rng=rng, gap_every=gap_every,
-                    kernels=kernels, verbose=verbose, u0=u0, w0=w0, n_threads=n_threads)
+    return _spca_tv(
+        op,
+        n_components,
+        l2=l2,
+        pieces=eq3_pieces(l1, tv, operator, l2, extra),
+        solver=the_solver,
+        weights_msg=f"l1={l1:.3g}, tv={tv:.3g}",
+        tol=tol,
+        max_iter=max_iter,
+        max_inner_iter=max_inner_iter,
+        init=init,
+        rng=rng,
+        gap_every=gap_every,
+        kernels=kernels,
+        verbose=verbose,
+        u0=u0,
+        w0=w0,
+        n_threads=n_threads,
+    )
 
 
 #: The path of relative penalties tried by ``alpha_rel="auto"`` (weakest first).
@@ -367,11 +407,30 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
     (2, 30)
     """
 
-    def __init__(self, n_components=3, *, alpha=None, l1_ratio=0.05, tv_ratio=0.1,
-                 alpha_rel="auto", operator=None, tol=1e-3, max_iter=100, solver="dual",
-                 max_inner_iter=None, init="svd", random_state=None, verbose=0,
-                 warm_start=False, penalties=None, n_threads=None, method="joint",
-                 max_sweeps=50, stability="auto", certify_support=True):
+    def __init__(
+        self,
+        n_components=3,
+        *,
+        alpha=None,
+        l1_ratio=0.05,
+        tv_ratio=0.1,
+        alpha_rel="auto",
+        operator=None,
+        tol=1e-3,
+        max_iter=100,
+        solver="dual",
+        max_inner_iter=None,
+        init="svd",
+        random_state=None,
+        verbose=0,
+        warm_start=False,
+        penalties=None,
+        n_threads=None,
+        method="joint",
+        max_sweeps=50,
+        stability="auto",
+        certify_support=True,
+    ):
         self.n_components = n_components
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -427,16 +486,28 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         _check_l2_scale(Xc, l2)
         worker = _spca_tv
         if self.method == "joint":
-            worker = partial(_joint_spca_tv, max_sweeps=self.max_sweeps,
-                             from_scores=from_scores, rotate=l1 > 0)
+            worker = partial(
+                _joint_spca_tv, max_sweeps=self.max_sweeps, from_scores=from_scores, rotate=l1 > 0
+            )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             U, V, info = worker(
-                Xc, n_components, l2=l2, pieces=eq3_pieces(l1, tv, operator, l2, extra),
-                solver=solver, weights_msg=f"l1={l1:.3g}, tv={tv:.3g}", tol=self.tol,
-                max_iter=self.max_iter, max_inner_iter=max_inner_iter, init=self.init,
-                rng=check_random_state(self.random_state), gap_every=10,
-                kernels="cython", verbose=self.verbose, u0=u0, w0=w0,
+                Xc,
+                n_components,
+                l2=l2,
+                pieces=eq3_pieces(l1, tv, operator, l2, extra),
+                solver=solver,
+                weights_msg=f"l1={l1:.3g}, tv={tv:.3g}",
+                tol=self.tol,
+                max_iter=self.max_iter,
+                max_inner_iter=max_inner_iter,
+                init=self.init,
+                rng=check_random_state(self.random_state),
+                gap_every=10,
+                kernels="cython",
+                verbose=self.verbose,
+                u0=u0,
+                w0=w0,
                 n_threads=Xc.n_threads,
             )
         weights = {"l1": l1, "l2": l2, "tv": tv}
@@ -470,8 +541,11 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
             Bad data, parameters, operator or penalties; the message names the
             argument.
         """
-        warm = (self.warm_start and hasattr(self, "scores_")
-                and getattr(self, "n_features_in_", None) == np.shape(X)[-1])
+        warm = (
+            self.warm_start
+            and hasattr(self, "scores_")
+            and getattr(self, "n_features_in_", None) == np.shape(X)[-1]
+        )
         n_threads = resolve_n_threads(self.n_threads)
         X_in = X
         op = validated_data_operator(self, X, reset=True, min_samples=2, n_threads=n_threads)
@@ -509,20 +583,33 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         if warm and self.scores_.shape == (X.shape[0], n_components):
             u0 = self.scores_
             w0 = getattr(self, "_duals", None)
-            if w0 is not None and (getattr(self, "_duals_for", None) != _state_key(self, extra)
-                                   or len(w0) != n_components):
+            if w0 is not None and (
+                getattr(self, "_duals_for", None) != _state_key(self, extra)
+                or len(w0) != n_components
+            ):
                 w0 = None
         halves, path = auto_path(self, X_in, AUTO_ALPHA_REL_PATH)
         if self.alpha is not None or not path:
-            alpha = (float(self.alpha) if self.alpha is not None
-                     else float(self.alpha_rel) * self.l1_max_)
+            alpha = (
+                float(self.alpha)
+                if self.alpha is not None
+                else float(self.alpha_rel) * self.l1_max_
+            )
             U, V, info, caught, weights = self._run(Xc, n_components, alpha, u0, w0, checked)
         else:
             alpha, halves, (U, V, info, caught, weights) = auto_fit(
-                path, lambda a, u: self._run(Xc, n_components, a * self.l1_max_, u, None,
-                                             checked, from_scores=self.method == "joint"
-                                             and u is not None),
-                lambda h: scores_of(Xc, h[0]) if self.method == "joint" else u0)
+                path,
+                lambda a, u: self._run(
+                    Xc,
+                    n_components,
+                    a * self.l1_max_,
+                    u,
+                    None,
+                    checked,
+                    from_scores=self.method == "joint" and u is not None,
+                ),
+                lambda h: scores_of(Xc, h[0]) if self.method == "joint" else u0,
+            )
             alpha *= self.l1_max_
         self.auto_path_ = path
         for w in caught:

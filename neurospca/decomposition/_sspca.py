@@ -35,19 +35,35 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from ._base import (
-    DEPRECATED, _DEPRECATED_OPTION, Integral, Interval, LoadingsTransformerMixin, Real,
-    StrOptions, _deprecated_alias, _fit_context, _renamed,
-)
 from .._utils.docs import fill_doc
 from .._utils.validation import (
-    check_data, check_finite_array, check_int, check_n_components, check_nonneg,
+    check_data,
+    check_finite_array,
+    check_int,
+    check_n_components,
+    check_nonneg,
     check_not_constant,
 )
 from ..groups import check_groups
+from ._base import (
+    _DEPRECATED_OPTION,
+    DEPRECATED,
+    Integral,
+    Interval,
+    LoadingsTransformerMixin,
+    Real,
+    StrOptions,
+    _deprecated_alias,
+    _fit_context,
+    _renamed,
+)
 from ._projections import _project_l1_ball
 from ._sspca_args import (
-    DEFAULT_EXPONENT as _DEFAULT_EXPONENT, _check_partition, _weight_and_exponent,
+    DEFAULT_EXPONENT as _DEFAULT_EXPONENT,
+)
+from ._sspca_args import (
+    _check_partition,
+    _weight_and_exponent,
 )
 from ._sspca_scale import alpha_max, collapsed_components
 
@@ -87,7 +103,7 @@ def _omega(N, exponent):
     """``(sum_G N_G^exponent)^(1/exponent)`` per column of N."""
     if exponent == 1.0:
         return N.sum(axis=0)
-    return (N ** exponent).sum(axis=0) ** (1.0 / exponent)
+    return (N**exponent).sum(axis=0) ** (1.0 / exponent)
 
 
 def structured_norm(v, groups, *, exponent=1.0, weights=None, alpha=None):
@@ -155,12 +171,28 @@ def _project_code(w, constraint, nonneg=False):
 def _objective(X, U, V, Msq, alpha, exponent, classes=None):
     n, p = X.shape
     R = X - U @ V.T
-    return (0.5 * float(np.einsum("ij,ij->", R, R)) / (n * p)
-            + alpha * float(_omega(_group_norms(Msq, V, classes), exponent).sum()))
+    return 0.5 * float(np.einsum("ij,ij->", R, R)) / (n * p) + alpha * float(
+        _omega(_group_norms(Msq, V, classes), exponent).sum()
+    )
 
 
-def _fit_once(X, r, Msq, alpha, exponent, code_constraint, eps, n_inner, max_iter, tol, rng,
-              classes=None, label=None, nonneg=False, U0=None):
+def _fit_once(
+    X,
+    r,
+    Msq,
+    alpha,
+    exponent,
+    code_constraint,
+    eps,
+    n_inner,
+    max_iter,
+    tol,
+    rng,
+    classes=None,
+    label=None,
+    nonneg=False,
+    U0=None,
+):
     """One run of Algorithm 1 from ``U0`` (random if None). Returns U, V, eta, history."""
     n, p = X.shape
     U = rng.standard_normal((n, r)) if U0 is None else U0.copy()
@@ -212,10 +244,27 @@ def _fit_once(X, r, Msq, alpha, exponent, code_constraint, eps, n_inner, max_ite
     return U, V, eta, history, it, converged
 
 
-def sspca(X, n_components, *, groups=None, alpha=None, alpha_rel=DEFAULT_ALPHA_REL,
-          exponent=_DEFAULT_EXPONENT, group_weights=None, code_constraint="l2",
-          partition=None, nonneg=False, init="random", eps=1e-6, n_inner=3, max_iter=200,
-          tol=1e-4, n_init=1, random_state=None, lam=None):
+def sspca(
+    X,
+    n_components,
+    *,
+    groups=None,
+    alpha=None,
+    alpha_rel=DEFAULT_ALPHA_REL,
+    exponent=_DEFAULT_EXPONENT,
+    group_weights=None,
+    code_constraint="l2",
+    partition=None,
+    nonneg=False,
+    init="random",
+    eps=1e-6,
+    n_inner=3,
+    max_iter=200,
+    tol=1e-4,
+    n_init=1,
+    random_state=None,
+    lam=None,
+):
     """Structured sparse PCA on centred data (Jenatton et al. 2010, Algorithm 1).
 
     .. math::
@@ -329,12 +378,46 @@ def sspca(X, n_components, *, groups=None, alpha=None, alpha_rel=DEFAULT_ALPHA_R
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     n_init = check_int(n_init, "n_init", minimum=1)
     tol = check_nonneg(tol, "tol", strict=True)
-    return _sspca(X, r, Msq, classes, label, alpha, alpha_rel, exponent, code_constraint,
-                  bool(nonneg), init, eps, n_inner, max_iter, tol, n_init, random_state)
+    return _sspca(
+        X,
+        r,
+        Msq,
+        classes,
+        label,
+        alpha,
+        alpha_rel,
+        exponent,
+        code_constraint,
+        bool(nonneg),
+        init,
+        eps,
+        n_inner,
+        max_iter,
+        tol,
+        n_init,
+        random_state,
+    )
 
 
-def _sspca(X, r, Msq, classes, label, alpha, alpha_rel, exponent, code_constraint, nonneg,
-           init, eps, n_inner, max_iter, tol, n_init, random_state):
+def _sspca(
+    X,
+    r,
+    Msq,
+    classes,
+    label,
+    alpha,
+    alpha_rel,
+    exponent,
+    code_constraint,
+    nonneg,
+    init,
+    eps,
+    n_inner,
+    max_iter,
+    tol,
+    n_init,
+    random_state,
+):
     """:func:`sspca` on validated arguments (the estimator calls it directly)."""
     a_max = alpha_max(X, Msq, exponent, r, code_constraint=code_constraint, nonneg=nonneg)
     if alpha is None:
@@ -343,8 +426,23 @@ def _sspca(X, r, Msq, classes, label, alpha, alpha_rel, exponent, code_constrain
     best, finals = None, []
     U0 = np.linalg.svd(X, full_matrices=False)[0][:, :r] if init == "svd" else None
     for run in range(n_init):
-        res = _fit_once(X, r, Msq, alpha, exponent, code_constraint, eps, n_inner, max_iter,
-                        tol, rng, classes, label, nonneg, U0 if run == 0 else None)
+        res = _fit_once(
+            X,
+            r,
+            Msq,
+            alpha,
+            exponent,
+            code_constraint,
+            eps,
+            n_inner,
+            max_iter,
+            tol,
+            rng,
+            classes,
+            label,
+            nonneg,
+            U0 if run == 0 else None,
+        )
         finals.append(res[3][-1])
         logger.debug("sspca: run %d, %d iterations, objective %.6g", run, res[4], res[3][-1])
         if best is None or res[3][-1] < best[3][-1]:
@@ -359,19 +457,33 @@ def _sspca(X, r, Msq, classes, label, alpha, alpha_rel, exponent, code_constrain
         warnings.warn(
             f"sspca did not converge in {max_iter} iterations (relative decrease "
             f"{abs(history[-2] - history[-1]) / max(abs(history[-1]), 1e-300):.2e} > "
-            f"tol={tol}); increase max_iter.", ConvergenceWarning, stacklevel=3)
+            f"tol={tol}); increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     collapsed = collapsed_components(
-        lambda W: _objective(X, U, W, Msq, alpha, exponent, classes), X, V)
+        lambda W: _objective(X, U, W, Msq, alpha, exponent, classes), X, V
+    )
     if np.any(collapsed):
         warnings.warn(
             f"SSPCA: component(s) {np.flatnonzero(collapsed).tolist()} of {r} collapsed: "
             f"at alpha={alpha:.3g} ({alpha / a_max:.3g} x alpha_max={a_max:.3g}) their "
             "loadings do not lower the objective below that of V = 0, so they are set "
             "to zero in components_ and supports_. Decrease alpha_rel (with alpha=None) "
-            "or alpha, or ask for fewer components.", UserWarning, stacklevel=3)
-    info = {"objective": history, "eta": eta, "n_iter": n_iter, "converged": converged,
-            "objectives": np.asarray(finals), "alpha": float(alpha), "alpha_max": a_max,
-            "collapsed": collapsed}
+            "or alpha, or ask for fewer components.",
+            UserWarning,
+            stacklevel=3,
+        )
+    info = {
+        "objective": history,
+        "eta": eta,
+        "n_iter": n_iter,
+        "converged": converged,
+        "objectives": np.asarray(finals),
+        "alpha": float(alpha),
+        "alpha_max": a_max,
+        "collapsed": collapsed,
+    }
     return U, V, info
 
 
@@ -487,11 +599,29 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     (2, 36)
     """
 
-    def __init__(self, n_components=3, *, alpha=None, alpha_rel=DEFAULT_ALPHA_REL,
-                 exponent=_DEFAULT_EXPONENT, groups=None, group_weights=None,
-                 code_constraint="l2", partition=None, nonneg=False, center=True,
-                 init="random", eps=1e-6, n_inner=3, max_iter=200, tol=1e-4, n_init=1,
-                 support_threshold=1e-3, random_state=None, lam=DEPRECATED):
+    def __init__(
+        self,
+        n_components=3,
+        *,
+        alpha=None,
+        alpha_rel=DEFAULT_ALPHA_REL,
+        exponent=_DEFAULT_EXPONENT,
+        groups=None,
+        group_weights=None,
+        code_constraint="l2",
+        partition=None,
+        nonneg=False,
+        center=True,
+        init="random",
+        eps=1e-6,
+        n_inner=3,
+        max_iter=200,
+        tol=1e-4,
+        n_init=1,
+        support_threshold=1e-3,
+        random_state=None,
+        lam=DEPRECATED,
+    ):
         self.n_components = n_components
         self.alpha = alpha
         self.alpha_rel = alpha_rel
@@ -555,21 +685,33 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         alpha, exponent = _weight_and_exponent(self.lam, self.alpha, self.exponent, "SSPCA")
         if exponent == 0 or exponent > 1:  # an old-style alpha read as the exponent
             raise ValueError(f"exponent must be in (0, 1], got {exponent}.")
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
-                          ensure_all_finite=False)
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, ensure_all_finite=False)
         X = check_data(X)
         self.mean_ = X.mean(axis=0) if self.center else np.zeros(X.shape[1])
         Xc = X - self.mean_
         check_not_constant(Xc)
         n, p = X.shape
         r = check_n_components(self.n_components, n, p)
-        Msq, classes, label = _problem(n, p, r, self.groups, self.group_weights,
-                                       self.partition)
-        U, V, info = _sspca(Xc, r, Msq, classes, label,
-                            None if alpha is None else float(alpha), float(self.alpha_rel),
-                            float(exponent), self.code_constraint, bool(self.nonneg),
-                            self.init, float(self.eps), self.n_inner, self.max_iter,
-                            float(self.tol), self.n_init, self.random_state)
+        Msq, classes, label = _problem(n, p, r, self.groups, self.group_weights, self.partition)
+        U, V, info = _sspca(
+            Xc,
+            r,
+            Msq,
+            classes,
+            label,
+            None if alpha is None else float(alpha),
+            float(self.alpha_rel),
+            float(exponent),
+            self.code_constraint,
+            bool(self.nonneg),
+            self.init,
+            float(self.eps),
+            self.n_inner,
+            self.max_iter,
+            float(self.tol),
+            self.n_init,
+            self.random_state,
+        )
         kept = ~info["collapsed"]
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)

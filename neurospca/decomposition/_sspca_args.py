@@ -28,11 +28,14 @@ def _weight_and_exponent(lam, alpha, exponent, owner):
             raise ValueError(
                 f"{owner}: lam (deprecated) was given with both alpha={alpha!r} and "
                 f"exponent={exponent!r}; pass alpha (the penalty weight) and exponent "
-                "(the group-norm exponent) without lam.")
+                "(the group-norm exponent) without lam."
+            )
         warnings.warn(
             f"{owner}: with the deprecated `lam`, `alpha` keeps its old meaning (the "
             f"exponent): pass alpha={lam!r} (penalty weight) and exponent={alpha!r}.",
-            FutureWarning, stacklevel=3)
+            FutureWarning,
+            stacklevel=3,
+        )
         exponent = alpha
     return _renamed(lam, alpha, "lam", "alpha", owner), exponent
 

@@ -58,7 +58,7 @@ def _omega_columns(Msq, D, exponent):
     N = np.sqrt(np.maximum(Msq @ (D * D), 0.0))
     if exponent == 1.0:
         return N.sum(axis=0)
-    return (N ** exponent).sum(axis=0) ** (1.0 / exponent)
+    return (N**exponent).sum(axis=0) ** (1.0 / exponent)
 
 
 def alpha_max(X, Msq, exponent, n_components, *, code_constraint="l2", nonneg=False):
@@ -93,7 +93,7 @@ def alpha_max(X, Msq, exponent, n_components, *, code_constraint="l2", nonneg=Fa
     _, _, Vt = randomized_svd(X, k, random_state=0)
     sizes = np.unique(np.round(np.geomspace(1, p, N_CUTS)).astype(int))
     for vec in Vt:
-        for sign in ((1.0, -1.0) if nonneg else (1.0,)):
+        for sign in (1.0, -1.0) if nonneg else (1.0,):
             w = np.maximum(sign * vec, 0.0) if nonneg else vec
             order = np.argsort(-np.abs(w))
             D = np.zeros((p, sizes.size))

@@ -45,7 +45,7 @@ def split_halves(X, random_state=None):
     X = np.asarray(X)
     idx = check_random_state(random_state).permutation(X.shape[0])
     h = X.shape[0] // 2
-    return X[np.sort(idx[:h])], X[np.sort(idx[h:2 * h])]
+    return X[np.sort(idx[:h])], X[np.sort(idx[h : 2 * h])]
 
 
 def _abs_corr(A, B):
@@ -124,8 +124,12 @@ def choose_alpha_rel(path):
         if none is admissible); an exact tie goes to the stronger penalty.
     """
     score = np.array([np.mean(p["reproducibility"]) for p in path])
-    ok = np.array([np.all(p["nonzero_fraction"] > 0)
-                   and np.all(p["nonzero_fraction"] <= MAX_NONZERO) for p in path])
+    ok = np.array(
+        [
+            np.all(p["nonzero_fraction"] > 0) and np.all(p["nonzero_fraction"] <= MAX_NONZERO)
+            for p in path
+        ]
+    )
     if not ok.any():
         ok[:] = True
     strength = np.array([p["alpha_rel"] for p in path])
@@ -176,9 +180,12 @@ def fit_halves(estimator, X, settings, random_state=None):
     # None: a fixed seed, so that a default fit gives the same model every time
     halves = split_halves(X, 0 if random_state is None else random_state)
     sweeps = min(estimator.max_sweeps, HALF_MAX_SWEEPS)
-    models = [clone(estimator).set_params(stability=False, warm_start=True, verbose=0,
-                                          max_sweeps=sweeps, certify_support=False)
-              for _ in halves]
+    models = [
+        clone(estimator).set_params(
+            stability=False, warm_start=True, verbose=0, max_sweeps=sweeps, certify_support=False
+        )
+        for _ in halves
+    ]
     path = []
     for params in settings:
         if path and np.all(path[-1]["nonzero_fraction"] == 0):
@@ -189,9 +196,14 @@ def fit_halves(estimator, X, settings, random_state=None):
                 warnings.simplefilter("ignore")
                 comps.append(model.set_params(**params).fit(Xh).components_.copy())
         _, corr = matched_abs_corr(*comps)
-        path.append(dict(params, components=tuple(comps), reproducibility=corr,
-                         nonzero_fraction=np.concatenate([np.mean(c != 0, axis=1)
-                                                          for c in comps])))
+        path.append(
+            dict(
+                params,
+                components=tuple(comps),
+                reproducibility=corr,
+                nonzero_fraction=np.concatenate([np.mean(c != 0, axis=1) for c in comps]),
+            )
+        )
     return path
 
 
@@ -210,13 +222,17 @@ def auto_path(estimator, X, alpha_rels):
 
     if estimator.alpha is not None or not isinstance(estimator.alpha_rel, str):
         return None, []
-    path = fit_halves(estimator, X, [{"alpha_rel": a} for a in sorted(alpha_rels)],
-                      estimator.random_state)
+    path = fit_halves(
+        estimator, X, [{"alpha_rel": a} for a in sorted(alpha_rels)], estimator.random_state
+    )
     if estimator.verbose:
         for p in path:
-            _say("alpha_rel=%g: split-half reproducibility %s, non-zero %s",
-                 p["alpha_rel"], np.array2string(p["reproducibility"], precision=2),
-                 np.array2string(p["nonzero_fraction"], precision=3))
+            _say(
+                "alpha_rel=%g: split-half reproducibility %s, non-zero %s",
+                p["alpha_rel"],
+                np.array2string(p["reproducibility"], precision=2),
+                np.array2string(p["nonzero_fraction"], precision=3),
+            )
     return path[choose_alpha_rel(path)]["components"], path
 
 
@@ -251,9 +267,12 @@ def auto_fit(path, run, start):
     while True:
         halves = path[i]["components"]
         result = run(path[i]["alpha_rel"], start(halves))
-        stronger = [j for j in range(i + 1, len(path))
-                    if np.all(path[j]["nonzero_fraction"] > 0)
-                    and np.all(path[j]["nonzero_fraction"] <= MAX_NONZERO)]
+        stronger = [
+            j
+            for j in range(i + 1, len(path))
+            if np.all(path[j]["nonzero_fraction"] > 0)
+            and np.all(path[j]["nonzero_fraction"] <= MAX_NONZERO)
+        ]
         if np.all(np.mean(result[1] != 0, axis=0) <= MAX_NONZERO) or not stronger:
             break
         i = stronger[choose_alpha_rel([path[j] for j in stronger])]
@@ -274,15 +293,17 @@ def set_stability(estimator, X, halves):
 
     C = estimator.components_
     if halves is None and estimator.stability is True:
-        same = ({"alpha": estimator.alpha} if estimator.alpha is not None
-                else {"alpha_rel": estimator.alpha_rel_})
+        same = (
+            {"alpha": estimator.alpha}
+            if estimator.alpha is not None
+            else {"alpha_rel": estimator.alpha_rel_}
+        )
         halves = fit_halves(estimator, X, [same], estimator.random_state)[0]["components"]
     if halves is None:
         estimator.stability_ = np.full(C.shape[0], np.nan)
         return
     estimator.stability_ = component_stability(C, *halves)
-    low = np.flatnonzero(np.any(C != 0, axis=1)
-                         & (estimator.stability_ < STABILITY_THRESHOLD))
+    low = np.flatnonzero(np.any(C != 0, axis=1) & (estimator.stability_ < STABILITY_THRESHOLD))
     if low.size:
         warnings.warn(
             f"components {low.tolist()} do not reproduce across split halves "

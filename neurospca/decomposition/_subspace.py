@@ -99,11 +99,12 @@ def krylov_subspace(op, k, n_passes=KRYLOV_PASSES, random_state=0):
         AQs.append(AK)
     H = np.block([[Qi.T @ AQj for AQj in AQs] for Qi in Qs])
     theta, V = np.linalg.eigh(0.5 * (H + H.T))
-    keep = np.argsort(theta)[::-1][:Q.shape[1]]  # the best Ritz pairs, one block's worth
+    keep = np.argsort(theta)[::-1][: Q.shape[1]]  # the best Ritz pairs, one block's worth
     theta, V = theta[keep], V[:, keep]
     ends = np.cumsum([0] + [Qi.shape[1] for Qi in Qs])
-    R, XR, AR = (sum(M @ V[a:b] for M, a, b in zip(blocks, ends[:-1], ends[1:]))
-                 for blocks in (Qs, XQs, AQs))
+    R, XR, AR = (
+        sum(M @ V[a:b] for M, a, b in zip(blocks, ends[:-1], ends[1:])) for blocks in (Qs, XQs, AQs)
+    )
     return np.sqrt(np.clip(theta[:k], 0.0, None)), R, XR, AR
 
 

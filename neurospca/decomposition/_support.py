@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 
-from ._alternation import _say
 from ..solvers import ProxProblem, certify_support
-from ..solvers.support import ROUNDING, restricted_problem
 from ..solvers.penalties import eq3_pieces
+from ..solvers.support import ROUNDING, restricted_problem
+from ._alternation import _say
 
 __all__ = ["SUPPORT_RESOLUTION", "set_certified_support"]
 
@@ -61,16 +61,24 @@ def _finish(problem, solver, v, gap, state, target, max_iter, n_threads):
         # stages while the screening helps; straight to target once it certifies nothing
         stage = max(target, 1e-2 * gap) if screened else target
         screened = not keep.all()
-        sub, rows = (restricted_problem(problem, keep) if keep.mean() < RESTRICT_BELOW
-                     else (None, None))
+        sub, rows = (
+            restricted_problem(problem, keep) if keep.mean() < RESTRICT_BELOW else (None, None)
+        )
         current = problem if sub is None else sub
         p0 = 0.5 * float(current.y @ current.y)
         if p0 == 0.0:
             break
         w0 = state if sub is None or state is None else np.asarray(state)[rows]
-        res = solver.solve(current, tol=max(stage / p0, 1e-15),
-                           max_iter=max_iter - n_iter, gap_every=10, kernels="cython",
-                           v=v if sub is None else v[keep], state=w0, n_threads=n_threads)
+        res = solver.solve(
+            current,
+            tol=max(stage / p0, 1e-15),
+            max_iter=max_iter - n_iter,
+            gap_every=10,
+            kernels="cython",
+            v=v if sub is None else v[keep],
+            state=w0,
+            n_threads=n_threads,
+        )
         history += [(n_iter + i, g) for i, g in res.gap_history]
         n_iter += res.n_iter
         if not res.gap < gap or not np.any(res.v):  # keep the better certified pair
@@ -119,8 +127,9 @@ def _record_final(info, k, gap, rel_gap):
     info["rel_gap_history"][k] = list(info["rel_gap_history"][k]) + [(done, rel_gap)]
 
 
-def _certify_component(k, V, info, pieces, solver, l2, n_samples, max_inner_iter,
-                       n_threads, resolution):
+def _certify_component(
+    k, V, info, pieces, solver, l2, n_samples, max_inner_iter, n_threads, resolution
+):
     """Finish and label component ``k``; updates ``V[:, k]`` and ``info`` in place.
 
     Returns ``(SupportCertificate or None, seconds)``; None for a vanished
@@ -137,11 +146,12 @@ def _certify_component(k, V, info, pieces, solver, l2, n_samples, max_inner_iter
     gap = float(info["gaps"][k]) / (2.0 * l2)
     n_iter, history = 0, []
     if solver.name == "dual":
-        budget = min(max_inner_iter, max(FINISH_MIN_ITER,
-                                         FINISH_BUDGET * int(info["n_inner_iter"][k])))
-        v, gap, state, n_iter, history = _finish(problem, solver, v, gap, state,
-                                                 _target(problem, v, resolution), budget,
-                                                 n_threads)
+        budget = min(
+            max_inner_iter, max(FINISH_MIN_ITER, FINISH_BUDGET * int(info["n_inner_iter"][k]))
+        )
+        v, gap, state, n_iter, history = _finish(
+            problem, solver, v, gap, state, _target(problem, v, resolution), budget, n_threads
+        )
     cert = certify_support(problem, v, gap, state)
     V[:, k] = cert.v
     p0 = 0.5 * float(y @ y)
@@ -164,8 +174,9 @@ def _certify_component(k, V, info, pieces, solver, l2, n_samples, max_inner_iter
     return cert, seconds
 
 
-def set_certified_support(estimator, V, info, weights, checked, n_samples, *,
-                          resolution=SUPPORT_RESOLUTION):
+def set_certified_support(
+    estimator, V, info, weights, checked, n_samples, *, resolution=SUPPORT_RESOLUTION
+):
     """Finish each component's v-step, certify its support and set the fitted attributes.
 
     ``V`` (n_features x n_components, signs as returned) and ``info`` (from
@@ -204,17 +215,23 @@ def set_certified_support(estimator, V, info, weights, checked, n_samples, *,
     seconds = np.zeros(n_components)
     n_threads = estimator.n_threads or None
     for k in range(n_components):
-        cert, seconds[k] = _certify_component(k, V, info, pieces, solver, l2, n_samples,
-                                              max_inner_iter, n_threads, resolution)
+        cert, seconds[k] = _certify_component(
+            k, V, info, pieces, solver, l2, n_samples, max_inner_iter, n_threads, resolution
+        )
         if cert is None:  # a vanished component: not certified (every loading uncertain)
             continue
         support[k], zeros[k] = cert.nonzero, cert.zero
         norm = float(np.linalg.norm(cert.v))
         radius[k] = cert.radius / norm if norm > 0 else np.nan
         if estimator.verbose:
-            _say("component %d support certified in %.2f s: %d non-zero, %d zero, "
-                 "%d uncertain", k, seconds[k], cert.nonzero.sum(), cert.zero.sum(),
-                 cert.n_uncertain)
+            _say(
+                "component %d support certified in %.2f s: %d non-zero, %d zero, %d uncertain",
+                k,
+                seconds[k],
+                cert.nonzero.sum(),
+                cert.zero.sum(),
+                cert.n_uncertain,
+            )
     estimator.certified_support_ = support
     estimator.certified_zeros_ = zeros
     estimator.n_uncertain_ = np.count_nonzero(~(support | zeros), axis=1)
@@ -233,16 +250,26 @@ def certify_fit(estimator, op, U, V, info, weights, checked):
     from ._joint import recheck_support
 
     if not estimator.certify_support:  # the half fits of alpha_rel="auto"
-        for name in ("certified_support_", "certified_zeros_", "n_uncertain_",
-                     "support_radius_", "support_time_"):
+        for name in (
+            "certified_support_",
+            "certified_zeros_",
+            "n_uncertain_",
+            "support_radius_",
+            "support_time_",
+        ):
             setattr(estimator, name, None)
         return
     operator, extra, solver, max_inner_iter = checked
     with _vstep_blas(op.n_threads):
         set_certified_support(estimator, V, info, weights, checked, op.shape[0])
         if estimator.method == "joint":
-            kw = {"l2": weights["l2"], "solver": solver, "max_inner_iter": max_inner_iter,
-                  "gap_every": 10, "kernels": "cython", "n_threads": op.n_threads,
-                  "pieces": eq3_pieces(weights["l1"], weights["tv"], operator,
-                                       weights["l2"], extra)}
+            kw = {
+                "l2": weights["l2"],
+                "solver": solver,
+                "max_inner_iter": max_inner_iter,
+                "gap_every": 10,
+                "kernels": "cython",
+                "n_threads": op.n_threads,
+                "pieces": eq3_pieces(weights["l1"], weights["tv"], operator, weights["l2"], extra),
+            }
             recheck_support(estimator, op, U, V, info, kw, estimator.tol)

@@ -20,16 +20,13 @@ The dictionary learning built on it (FISTA coding, dictionary update,
 
 import numpy as np
 
-from .._utils.validation import check_finite_array, check_nonneg, check_real
 from .._kernels import load as _load_kernel  # compiled twin of _prox_tree_core, or None
+from .._utils.validation import check_finite_array, check_nonneg, check_real
 from ..trees import check_tree
 from ._base import _renamed
 from ._projections import _project_l1_ball
 
-__all__ = [
-    "prox_tree",
-    "tree_norm",
-]
+__all__ = ["prox_tree", "tree_norm"]
 
 _NORMS = ("l2", "linf")
 
@@ -59,10 +56,19 @@ def _prox_tree_fast(Z, tree, radii, norm, root_first=False, row_scale=None):
     """The Cython kernel: same result as :func:`_prox_tree_core`."""
     order = tree.order
     Zp = np.ascontiguousarray(Z[:, order], dtype=np.float64)
-    scale = np.ones(Zp.shape[0]) if row_scale is None else np.ascontiguousarray(
-        row_scale, dtype=np.float64)
-    _load_kernel("tree").prox_tree_rows(Zp, tree.end, np.ascontiguousarray(radii[order]),
-                                        scale, int(norm == "linf"), int(root_first))
+    scale = (
+        np.ones(Zp.shape[0])
+        if row_scale is None
+        else np.ascontiguousarray(row_scale, dtype=np.float64)
+    )
+    _load_kernel("tree").prox_tree_rows(
+        Zp,
+        tree.end,
+        np.ascontiguousarray(radii[order]),
+        scale,
+        int(norm == "linf"),
+        int(root_first),
+    )
     out = np.empty_like(Zp)
     out[:, order] = Zp
     return out
@@ -77,8 +83,7 @@ def _prox_tree(Z, tree, radii, norm, row_scale=None):
     return _prox_tree_core(Z, tree, radii, norm, row_scale=row_scale)
 
 
-def _prox_tree_core(Z, tree, radii, norm, root_first=False, return_dual=False,
-                    row_scale=None):
+def _prox_tree_core(Z, tree, radii, norm, root_first=False, return_dual=False, row_scale=None):
     """Leaves-to-root (or, wrongly, root-first) group shrinkages.
 
     ``Z`` is (n, p) in the node order of the tree; ``radii[j] = alpha * w_j``,
@@ -96,7 +101,7 @@ def _prox_tree_core(Z, tree, radii, norm, root_first=False, return_dual=False,
             continue
         if row_scale is not None:
             r = r * row_scale
-        block = Zp[:, i:end[i]]
+        block = Zp[:, i : end[i]]
         if norm == "l2":
             nrm = np.sqrt(np.einsum("ij,ij->i", block, block))
             scale = np.where(nrm > r, 1.0 - r / np.where(nrm > 0, nrm, 1.0), 0.0)
@@ -106,7 +111,7 @@ def _prox_tree_core(Z, tree, radii, norm, root_first=False, return_dual=False,
             xi = _project_l1_ball(block, r)
             block -= xi
         if return_dual:
-            duals[order[i]] = (xi.copy(), order[i:end[i]].copy())
+            duals[order[i]] = (xi.copy(), order[i : end[i]].copy())
     out = np.empty_like(Zp)
     out[:, order] = Zp
     if return_dual:
@@ -256,7 +261,7 @@ def _tree_norm(Z, tree, w, norm):
     for i, node in enumerate(tree.order):
         if w[node] == 0:
             continue
-        block = Zp[:, i:tree.end[i]]
+        block = Zp[:, i : tree.end[i]]
         if norm == "l2":
             total += w[node] * np.sqrt(np.einsum("ij,ij->i", block, block))
         else:

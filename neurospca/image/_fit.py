@@ -70,8 +70,17 @@ def fit_images(imgs, mask, estimator=None, *, threshold=None, resample=False):
     return model.estimator_, model.components_img_, model.space_
 
 
-def fit_surfaces(left_data, right_data, left_mesh, right_mesh=None, estimator=None, *,
-                 mask_left=None, mask_right=None, kind="edges"):
+def fit_surfaces(
+    left_data,
+    right_data,
+    left_mesh,
+    right_mesh=None,
+    estimator=None,
+    *,
+    mask_left=None,
+    mask_right=None,
+    kind="edges",
+):
     """Fit SPCA-TV on per-subject maps of both hemispheres; loadings back per hemisphere.
 
     A thin layer over :class:`neurospca.ImageSPCATV` (nilearn needed): the

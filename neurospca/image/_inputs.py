@@ -68,12 +68,14 @@ def _surface_parts(img, name):
     against the image's own mesh."""
     mesh_parts = getattr(img.mesh, "parts", {})
     data_parts = getattr(img.data, "parts", {})
-    missing = [h for h in _HEMIS if h not in mesh_parts or h not in data_parts
-               or data_parts[h] is None]
+    missing = [
+        h for h in _HEMIS if h not in mesh_parts or h not in data_parts or data_parts[h] is None
+    ]
     if missing:
         raise ValueError(
             f"{name} must hold both hemispheres ('left' and 'right' parts); "
-            f"{' and '.join(missing)} is missing.")
+            f"{' and '.join(missing)} is missing."
+        )
     out = {}
     for hemi in _HEMIS:
         n_mesh = int(mesh_parts[hemi].n_vertices)
@@ -84,15 +86,18 @@ def _surface_parts(img, name):
             raise ValueError(
                 f"{name}: the {hemi} data have shape {arr.shape} but the {hemi} mesh has "
                 f"{n_mesh} vertices; the data of a SurfaceImage must be (n_vertices,) or "
-                "(n_vertices, n_samples) on its own mesh.")
-        if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.floating)
-                                     or np.issubdtype(arr.dtype, np.integer)):
+                "(n_vertices, n_samples) on its own mesh."
+            )
+        if arr.dtype == bool or not (
+            np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+        ):
             raise TypeError(f"{name}: the {hemi} data must be numeric, got {arr.dtype}.")
         out[hemi] = arr
     if out["left"].shape[1] != out["right"].shape[1]:
         raise ValueError(
             f"{name}: the left data hold {out['left'].shape[1]} samples but the right data "
-            f"hold {out['right'].shape[1]}.")
+            f"hold {out['right'].shape[1]}."
+        )
     return out
 
 
@@ -106,16 +111,18 @@ def _concat_surface_images(imgs, name):
     parts = {h: [] for h in _HEMIS}
     for i, img in enumerate(imgs):
         if not _is_surface_image(img):
-            raise TypeError(f"{name}[{i}] is a {type(img).__name__}; a list must hold "
-                            "only SurfaceImages (or only NIfTI images).")
+            raise TypeError(
+                f"{name}[{i}] is a {type(img).__name__}; a list must hold "
+                "only SurfaceImages (or only NIfTI images)."
+            )
         data = _surface_parts(img, f"{name}[{i}]")
         for h in _HEMIS:
             if img.mesh.parts[h].n_vertices != first.parts[h].n_vertices:
-                raise ValueError(f"{name}[{i}] is on a mesh with another number of {h} "
-                                 f"vertices than {name}[0].")
+                raise ValueError(
+                    f"{name}[{i}] is on a mesh with another number of {h} vertices than {name}[0]."
+                )
             parts[h].append(data[h])
-    return SurfaceImage(mesh=first, data={h: np.concatenate(parts[h], axis=1)
-                                          for h in _HEMIS})
+    return SurfaceImage(mesh=first, data={h: np.concatenate(parts[h], axis=1) for h in _HEMIS})
 
 
 def _surface_mask_arrays(mask, img, name="mask"):
@@ -127,12 +134,14 @@ def _surface_mask_arrays(mask, img, name="mask"):
             if h not in mask.mesh.parts or int(mask.mesh.parts[h].n_vertices) != n[h]:
                 raise ValueError(
                     f"{name}: the mask's {h} mesh does not match the images' ({n[h]} "
-                    "vertices); give a mask on the images' mesh.")
+                    "vertices); give a mask on the images' mesh."
+                )
         items = {h: np.asarray(mask.data.parts[h]) for h in _HEMIS}
     elif isinstance(mask, dict):
         if set(mask) != set(_HEMIS):
-            raise ValueError(f"{name} as a dict must have the keys 'left' and 'right', got "
-                             f"{sorted(mask)}.")
+            raise ValueError(
+                f"{name} as a dict must have the keys 'left' and 'right', got {sorted(mask)}."
+            )
         items = dict(mask)
     elif isinstance(mask, (tuple, list)) and len(mask) == 2:
         items = {"left": mask[0], "right": mask[1]}
@@ -140,7 +149,8 @@ def _surface_mask_arrays(mask, img, name="mask"):
         raise TypeError(
             f"{name} for surface images must be a SurfaceImage mask, a SurfaceMasker, a "
             "(left, right) pair of boolean arrays or cortex files, or None; got "
-            f"{type(mask).__name__}.")
+            f"{type(mask).__name__}."
+        )
     out = {}
     for h in _HEMIS:
         value = items[h]
@@ -154,11 +164,14 @@ def _surface_mask_arrays(mask, img, name="mask"):
             if value.ndim != 1 or value.shape[0] != n[h]:
                 raise ValueError(
                     f"{name}: the {h} mask has shape {value.shape}, expected ({n[h]},): one "
-                    f"entry per vertex of the images' {h} mesh.")
+                    f"entry per vertex of the images' {h} mesh."
+                )
             if value.dtype != bool:
                 if not np.all(np.isin(np.unique(value), [0, 1])):
-                    raise ValueError(f"{name}: the {h} mask must be boolean or hold only 0 "
-                                     "and 1; binarise it explicitly.")
+                    raise ValueError(
+                        f"{name}: the {h} mask must be boolean or hold only 0 "
+                        "and 1; binarise it explicitly."
+                    )
                 value = value.astype(bool)
         try:
             out[h] = load_cortex_mask(value, n[h])
@@ -176,8 +189,9 @@ def _stack_volumes(items, grid, resample):
     imgs = [_check_grid(label, img, grid, resample) for label, img in items]
     n = sum(1 if len(img.shape) == 3 else int(img.shape[3]) for img in imgs)
     single = all(np.dtype(img.get_data_dtype()) == np.float32 for img in imgs)
-    out = np.empty(tuple(grid.shape[:3]) + (n,), dtype=np.float32 if single else np.float64,
-                   order="F")
+    out = np.empty(
+        tuple(grid.shape[:3]) + (n,), dtype=np.float32 if single else np.float64, order="F"
+    )
     j = 0
     for img in imgs:
         arr = np.asanyarray(img.dataobj)
@@ -185,7 +199,7 @@ def _stack_volumes(items, grid, resample):
             out[..., j] = arr
             j += 1
         else:
-            out[..., j:j + arr.shape[3]] = arr
+            out[..., j : j + arr.shape[3]] = arr
             j += arr.shape[3]
         del arr
     return nib.Nifti1Image(out, grid.affine)
@@ -194,7 +208,8 @@ def _stack_volumes(items, grid, resample):
 _TEXT_CONFOUNDS = (
     "confounds: column {!r} is text; the masker takes numbers only. For a participants "
     "table give participants=TABLE and confounds=[column names] (text columns are one-hot "
-    "encoded; on the command line --participants and --confounds).")
+    "encoded; on the command line --participants and --confounds)."
+)
 
 
 def _check_confounds_file(path):
@@ -222,22 +237,29 @@ def _check_confounds(confounds, n_samples):
     if isinstance(confounds, (str, bytes, os.PathLike)):
         _check_confounds_file(confounds)
         return confounds
-    text = [c for c in getattr(confounds, "columns", [])
-            if getattr(confounds[c], "dtype", np.dtype(float)).kind not in "biuf"]
+    text = [
+        c
+        for c in getattr(confounds, "columns", [])
+        if getattr(confounds[c], "dtype", np.dtype(float)).kind not in "biuf"
+    ]
     if text:
         raise ValueError(_TEXT_CONFOUNDS.format(text[0]))
     try:
         arr = np.asarray(confounds, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"confounds must be a numeric array (n_samples, n_confounds), a "
-                        f"DataFrame or a path: {exc}") from None
+        raise TypeError(
+            f"confounds must be a numeric array (n_samples, n_confounds), a "
+            f"DataFrame or a path: {exc}"
+        ) from None
     if arr.ndim not in (1, 2):
-        raise ValueError(f"confounds must be 1-D or 2-D (n_samples, n_confounds), got "
-                         f"shape {arr.shape}.")
+        raise ValueError(
+            f"confounds must be 1-D or 2-D (n_samples, n_confounds), got shape {arr.shape}."
+        )
     if arr.shape[0] != n_samples:
         raise ValueError(
             f"confounds has {arr.shape[0]} rows but imgs hold {n_samples} samples; give "
-            "one row of confounds per sample (3-D volume or surface map).")
+            "one row of confounds per sample (3-D volume or surface map)."
+        )
     if not np.all(np.isfinite(arr)):
         raise ValueError("confounds contains NaN or infinite values.")
     return confounds

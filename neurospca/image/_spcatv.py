@@ -49,14 +49,6 @@ from ..masking import (
     unmask,
 )
 from ..surface import load_surf_mesh, tv_from_hemispheres
-from ._study import (
-    fit_study,
-    image_subject_ids,
-    participant_rows,
-    study_findings,
-    study_state,
-    transform_study,
-)
 from ._inputs import (
     _HEMIS,
     _check_confounds,
@@ -69,6 +61,14 @@ from ._inputs import (
     _surface_mask_arrays,
     _surface_parts,
 )
+from ._study import (
+    fit_study,
+    image_subject_ids,
+    participant_rows,
+    study_findings,
+    study_state,
+    transform_study,
+)
 
 logger = logging.getLogger("neurospca")
 
@@ -76,9 +76,11 @@ __all__ = ["ImageSPCATV"]
 
 
 # SPCATV's defaults, read from its signature: the image model follows them.
-_SPCATV_DEFAULTS = {name: p.default for name, p in
-                    inspect.signature(SPCATV.__init__).parameters.items()
-                    if p.default is not inspect.Parameter.empty}
+_SPCATV_DEFAULTS = {
+    name: p.default
+    for name, p in inspect.signature(SPCATV.__init__).parameters.items()
+    if p.default is not inspect.Parameter.empty
+}
 
 
 # --------------------------------------------------------------------------
@@ -168,13 +170,27 @@ class ImageSPCATV(BaseEstimator):
     (10242, 3)
     """
 
-    def __init__(self, n_components=3, *, mask=None, standardize=False, smoothing_fwhm=None,
-                 resample=False, alpha=None, alpha_rel=_SPCATV_DEFAULTS["alpha_rel"],
-                 l1_ratio=_SPCATV_DEFAULTS["l1_ratio"], tv_ratio=_SPCATV_DEFAULTS["tv_ratio"],
-                 tol=_SPCATV_DEFAULTS["tol"], max_iter=_SPCATV_DEFAULTS["max_iter"],
-                 solver=_SPCATV_DEFAULTS["solver"], random_state=None, verbose=0,
-                 n_threads=None, method=_SPCATV_DEFAULTS["method"],
-                 stability=_SPCATV_DEFAULTS["stability"]):
+    def __init__(
+        self,
+        n_components=3,
+        *,
+        mask=None,
+        standardize=False,
+        smoothing_fwhm=None,
+        resample=False,
+        alpha=None,
+        alpha_rel=_SPCATV_DEFAULTS["alpha_rel"],
+        l1_ratio=_SPCATV_DEFAULTS["l1_ratio"],
+        tv_ratio=_SPCATV_DEFAULTS["tv_ratio"],
+        tol=_SPCATV_DEFAULTS["tol"],
+        max_iter=_SPCATV_DEFAULTS["max_iter"],
+        solver=_SPCATV_DEFAULTS["solver"],
+        random_state=None,
+        verbose=0,
+        n_threads=None,
+        method=_SPCATV_DEFAULTS["method"],
+        stability=_SPCATV_DEFAULTS["stability"],
+    ):
         self.n_components = n_components
         self.mask = mask
         self.standardize = standardize
@@ -198,9 +214,20 @@ class ImageSPCATV(BaseEstimator):
     # ------------------------------------------------------------------
 
     @fill_doc
-    def fit(self, imgs, y=None, confounds=None, *, participants=None, harmonize=None,
-            groups=None, covariates=None, subject_ids=None, id_column="participant_id",
-            n_permutations=9999):
+    def fit(
+        self,
+        imgs,
+        y=None,
+        confounds=None,
+        *,
+        participants=None,
+        harmonize=None,
+        groups=None,
+        covariates=None,
+        subject_ids=None,
+        id_column="participant_id",
+        n_permutations=9999,
+    ):
         """Mask the images, build the TV operator of the mask and fit SPCA-TV.
 
         Parameters
@@ -252,24 +279,38 @@ class ImageSPCATV(BaseEstimator):
         self.study_ = self.participant_ids_ = self.associations_ = None
         if participants is None:
             if any(v is not None for v in study[1:]) or _names(confounds):
-                raise ValueError("participants: harmonize, groups, covariates, subject_ids "
-                                 "and confound column names need participants= (the "
-                                 "participants table).")
+                raise ValueError(
+                    "participants: harmonize, groups, covariates, subject_ids "
+                    "and confound column names need participants= (the "
+                    "participants table)."
+                )
             return self._fit_matrix(self._prepare(imgs, confounds))
         if confounds is not None and not _names(confounds):
-            raise TypeError("confounds: with participants=, give column names (e.g. "
-                            "['age', 'sex']), not an array.")
+            raise TypeError(
+                "confounds: with participants=, give column names (e.g. "
+                "['age', 'sex']), not an array."
+            )
         X = self._prepare(imgs, None)
         ids = image_subject_ids(imgs, subject_ids, X.shape[0])
-        X = self._study_prepare(X, ids, participants, confounds, harmonize, groups,
-                                covariates, id_column)
+        X = self._study_prepare(
+            X, ids, participants, confounds, harmonize, groups, covariates, id_column
+        )
         self._fit_matrix(X)
         self._train_scores = self.estimator_.transform(X)
         self._study_findings(n_permutations)
         return self
 
-    def _study_prepare(self, X, ids, participants, confounds, harmonize, groups, covariates,
-                       id_column="participant_id"):
+    def _study_prepare(
+        self,
+        X,
+        ids,
+        participants,
+        confounds,
+        harmonize,
+        groups,
+        covariates,
+        id_column="participant_id",
+    ):
         """Match the participants to ``ids``, learn and apply the adjustments; returns X."""
         self._id_column = id_column
         rows = participant_rows(participants, ids, id_column)
@@ -280,8 +321,9 @@ class ImageSPCATV(BaseEstimator):
         from ..reporting import component_scores
 
         self._n_permutations = n_permutations
-        self.associations_ = study_findings(self, component_scores(self.estimator_),
-                                            n_permutations, self.random_state)
+        self.associations_ = study_findings(
+            self, component_scores(self.estimator_), n_permutations, self.random_state
+        )
         return self.associations_
 
     def _study_state(self):
@@ -343,14 +385,25 @@ class ImageSPCATV(BaseEstimator):
         if isinstance(k, str):
             k = getattr(self, "n_components_", None)
             if k is None:
-                raise ValueError("n_components='auto' is chosen from the data at fit; call "
-                                 "fit (or give an int).")
-        return SPCATV(k, alpha=self.alpha, alpha_rel=self.alpha_rel,
-                      l1_ratio=self.l1_ratio, tv_ratio=self.tv_ratio, operator=operator,
-                      tol=self.tol, max_iter=self.max_iter, solver=self.solver,
-                      random_state=self.random_state, verbose=self.verbose,
-                      n_threads=self.n_threads, method=self.method,
-                      stability=self.stability)
+                raise ValueError(
+                    "n_components='auto' is chosen from the data at fit; call fit (or give an int)."
+                )
+        return SPCATV(
+            k,
+            alpha=self.alpha,
+            alpha_rel=self.alpha_rel,
+            l1_ratio=self.l1_ratio,
+            tv_ratio=self.tv_ratio,
+            operator=operator,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            solver=self.solver,
+            random_state=self.random_state,
+            verbose=self.verbose,
+            n_threads=self.n_threads,
+            method=self.method,
+            stability=self.stability,
+        )
 
     def _choose_n_components(self, X):
         """``n_components_`` (and its evidence) from X: the given int, or parallel analysis
@@ -361,12 +414,12 @@ class ImageSPCATV(BaseEstimator):
             self.n_components_ = template.n_components
         elif isinstance(self.n_components, str):
             if self.n_components != "auto":
-                raise ValueError(f"n_components must be an int >= 1 or 'auto', got "
-                                 f"{self.n_components!r}.")
+                raise ValueError(
+                    f"n_components must be an int >= 1 or 'auto', got {self.n_components!r}."
+                )
             from ..model_selection import parallel_analysis
 
-            seed = self.random_state if isinstance(self.random_state, (int, np.integer)) \
-                else 0
+            seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
             k, self.n_components_evidence_ = parallel_analysis(X, random_state=seed)
             self.n_components_ = k
         else:
@@ -386,12 +439,14 @@ class ImageSPCATV(BaseEstimator):
         if not isinstance(self.resample, (bool, np.bool_)):
             raise TypeError(f"resample must be True or False, got {self.resample!r}.")
         fwhm = self.smoothing_fwhm
-        if fwhm is not None and (isinstance(fwhm, bool) or not isinstance(
-                fwhm, (int, float, np.number)) or not np.isfinite(fwhm) or fwhm < 0):
-            raise ValueError(f"smoothing_fwhm must be None or a number >= 0 (mm), got "
-                             f"{fwhm!r}.")
-        if isinstance(imgs, (list, tuple)) and imgs and all(_is_surface_image(i)
-                                                            for i in imgs):
+        if fwhm is not None and (
+            isinstance(fwhm, bool)
+            or not isinstance(fwhm, (int, float, np.number))
+            or not np.isfinite(fwhm)
+            or fwhm < 0
+        ):
+            raise ValueError(f"smoothing_fwhm must be None or a number >= 0 (mm), got {fwhm!r}.")
+        if isinstance(imgs, (list, tuple)) and imgs and all(_is_surface_image(i) for i in imgs):
             imgs = _concat_surface_images(list(imgs), "imgs")
         if _is_surface_image(imgs):
             return self._prepare_surface(imgs, confounds)
@@ -404,8 +459,11 @@ class ImageSPCATV(BaseEstimator):
     def _volume_masker_params(self):
         """Params of the nilearn masker, and a user masker (or None)."""
         maskers = _nilearn_maskers()
-        params = {"standardize": _nilearn_standardize(self.standardize),
-                  "smoothing_fwhm": self.smoothing_fwhm, "reports": False}
+        params = {
+            "standardize": _nilearn_standardize(self.standardize),
+            "smoothing_fwhm": self.smoothing_fwhm,
+            "reports": False,
+        }
         user = self.mask if isinstance(self.mask, maskers.NiftiMasker) else None
         if user is not None:
             self._check_masker_params(user)
@@ -417,17 +475,21 @@ class ImageSPCATV(BaseEstimator):
         for name, default in (("standardize", False), ("smoothing_fwhm", None)):
             value = getattr(self, name)
             if value != default and _nilearn_standardize(value) != _nilearn_standardize(
-                    masker.get_params().get(name)):
+                masker.get_params().get(name)
+            ):
                 raise ValueError(
                     f"{name}={value!r} conflicts with the masker's "
                     f"{name}={masker.get_params().get(name)!r}: give {name} to the masker "
-                    "or to ImageSPCATV, not both.")
+                    "or to ImageSPCATV, not both."
+                )
 
     def _prepare_volume(self, imgs, confounds):
         maskers = _nilearn_maskers()
         if _is_surface_masker(self.mask) or _is_surface_image(self.mask):
-            raise TypeError("mask: a surface mask was given for volume images; give a NIfTI "
-                            "mask, a NiftiMasker or None.")
+            raise TypeError(
+                "mask: a surface mask was given for volume images; give a NIfTI "
+                "mask, a NiftiMasker or None."
+            )
         params, user = self._volume_masker_params()
         items = _collect_images(imgs)
         mask_img = None
@@ -438,8 +500,11 @@ class ImageSPCATV(BaseEstimator):
         elif user is None and self.mask is not None:
             mask_img = load_mask_img(self.mask)
         ref = mask_img if mask_img is not None else items[0][1]
-        grid = mask_img if mask_img is not None else _mask_img(
-            np.ones(ref.shape[:3], dtype=bool), ref.affine, None)
+        grid = (
+            mask_img
+            if mask_img is not None
+            else _mask_img(np.ones(ref.shape[:3], dtype=bool), ref.affine, None)
+        )
         img4d = _stack_volumes(items, grid, self.resample and mask_img is not None)
         n_samples = img4d.shape[3]
         confounds = _check_confounds(confounds, n_samples)
@@ -454,19 +519,22 @@ class ImageSPCATV(BaseEstimator):
         n_bad = int(bad.sum())
         if n_bad:
             if n_bad == bad.size:
-                raise ValueError("imgs are NaN or infinite in every voxel of the mask in at "
-                                 "least one image; nothing is left to analyse.")
+                raise ValueError(
+                    "imgs are NaN or infinite in every voxel of the mask in at "
+                    "least one image; nothing is left to analyse."
+                )
             warnings.warn(
                 f"{n_bad} voxel(s) of the mask are NaN or infinite in at least one image; "
                 f"they were removed from the mask ({bad.size} -> {bad.size - n_bad} voxels).",
-                UserWarning, stacklevel=3)
+                UserWarning,
+                stacklevel=3,
+            )
             new = mask.copy()
             new[mask] = ~bad
             mask_img = _mask_img(new, mask_img.affine, mask_img.header)
         self.mask_img_ = mask_img
         self.masker_ = maskers.NiftiMasker(mask_img=mask_img, **params)
-        self._plain_masker = (user is None and not self.standardize
-                              and self.smoothing_fwhm is None)
+        self._plain_masker = user is None and not self.standardize and self.smoothing_fwhm is None
         plain = self._plain_masker and confounds is None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -491,14 +559,18 @@ class ImageSPCATV(BaseEstimator):
 
         maskers = _nilearn_maskers()
         if self.smoothing_fwhm is not None:
-            raise ValueError("smoothing_fwhm is only available for volumes; smooth surface "
-                             "maps beforehand (e.g. FreeSurfer's qcache fwhm10 files).")
+            raise ValueError(
+                "smoothing_fwhm is only available for volumes; smooth surface "
+                "maps beforehand (e.g. FreeSurfer's qcache fwhm10 files)."
+            )
         if isinstance(self.mask, maskers.NiftiMasker) or (
-                self.mask is not None and (_is_pathlike(self.mask) or hasattr(self.mask,
-                                                                           "affine"))):
-            raise TypeError("mask: a NIfTI mask, a NiftiMasker or a single path was given "
-                            "for surface images; give a SurfaceImage mask, a SurfaceMasker, "
-                            "a (left, right) pair of arrays or cortex files, or None.")
+            self.mask is not None and (_is_pathlike(self.mask) or hasattr(self.mask, "affine"))
+        ):
+            raise TypeError(
+                "mask: a NIfTI mask, a NiftiMasker or a single path was given "
+                "for surface images; give a SurfaceImage mask, a SurfaceMasker, "
+                "a (left, right) pair of arrays or cortex files, or None."
+            )
         parts = _surface_parts(img, "imgs")
         n_samples = parts["left"].shape[1]
         confounds = _check_confounds(confounds, n_samples)
@@ -529,7 +601,10 @@ class ImageSPCATV(BaseEstimator):
                 f"{'s' if len(computed) > 1 else ''}: {sum(n_const.values())} vertex(es) "
                 "constant across the samples (e.g. the medial wall; "
                 + ", ".join(f"{h} {c}" for h, c in n_const.items())
-                + ") were left out of the mask.", UserWarning, stacklevel=3)
+                + ") were left out of the mask.",
+                UserWarning,
+                stacklevel=3,
+            )
         n_bad = 0
         for h in _HEMIS:
             bad = masks[h] & ~np.all(np.isfinite(parts[h]), axis=1)
@@ -537,20 +612,30 @@ class ImageSPCATV(BaseEstimator):
                 n_bad += int(bad.sum())
                 masks[h] = masks[h] & ~bad
         if n_bad:
-            warnings.warn(f"{n_bad} vertex(es) are NaN or infinite in at least one map; they "
-                          "were removed from the mask.", UserWarning, stacklevel=3)
+            warnings.warn(
+                f"{n_bad} vertex(es) are NaN or infinite in at least one map; they "
+                "were removed from the mask.",
+                UserWarning,
+                stacklevel=3,
+            )
         for h in _HEMIS:
             if not masks[h].any():
-                raise ValueError(f"mask: the {h} mask keeps no vertex (after leaving out "
-                                 "constant and non-finite vertices).")
+                raise ValueError(
+                    f"mask: the {h} mask keeps no vertex (after leaving out "
+                    "constant and non-finite vertices)."
+                )
         mesh = img.mesh
         self.mask_img_ = SurfaceImage(mesh=mesh, data={h: masks[h] for h in _HEMIS})
         self.masker_ = maskers.SurfaceMasker(mask_img=self.mask_img_, **params)
         X = self._masker_transform(img, confounds, fit=True)
         meshes = {h: load_surf_mesh(mesh.parts[h], f"imgs ({h} mesh)") for h in _HEMIS}
-        operator, hemis = tv_from_hemispheres(meshes["left"], meshes["right"],
-                                              masks["left"], masks["right"],
-                                              kind=getattr(self, "_tv_kind", "edges"))
+        operator, hemis = tv_from_hemispheres(
+            meshes["left"],
+            meshes["right"],
+            masks["left"],
+            masks["right"],
+            kind=getattr(self, "_tv_kind", "edges"),
+        )
         self.operator_, self.space_, self.meshes_ = operator, hemis, meshes
         self.n_samples_ = int(n_samples)
         return X
@@ -576,8 +661,7 @@ class ImageSPCATV(BaseEstimator):
     def _data(self, imgs, confounds):
         """X of new images on the fitted mask (grid and mesh checked)."""
         self._check_fitted()
-        if isinstance(imgs, (list, tuple)) and imgs and all(_is_surface_image(i)
-                                                            for i in imgs):
+        if isinstance(imgs, (list, tuple)) and imgs and all(_is_surface_image(i) for i in imgs):
             imgs = _concat_surface_images(list(imgs), "imgs")
         if _is_surface_image(imgs):
             if self.meshes_ is None:
@@ -585,11 +669,14 @@ class ImageSPCATV(BaseEstimator):
             parts = _surface_parts(imgs, "imgs")
             for h in _HEMIS:
                 if parts[h].shape[0] != self.space_.n_vertices[_HEMIS.index(h)]:
-                    raise ValueError(f"imgs: the {h} mesh has {parts[h].shape[0]} vertices, "
-                                     f"the model's {self.space_.n_vertices[_HEMIS.index(h)]}.")
+                    raise ValueError(
+                        f"imgs: the {h} mesh has {parts[h].shape[0]} vertices, "
+                        f"the model's {self.space_.n_vertices[_HEMIS.index(h)]}."
+                    )
             n_samples = parts["left"].shape[1]
-            finite = all(np.all(np.isfinite(parts[h][self.space_.vertices[i]]))
-                         for i, h in enumerate(_HEMIS))
+            finite = all(
+                np.all(np.isfinite(parts[h][self.space_.vertices[i]])) for i, h in enumerate(_HEMIS)
+            )
             source, X = imgs, None
         else:
             if self.meshes_ is not None:
@@ -598,12 +685,17 @@ class ImageSPCATV(BaseEstimator):
             n_samples = source.shape[3]
             values = np.asarray(source.dataobj)[self.space_.mask]
             finite = bool(np.all(np.isfinite(values)))
-            X = (np.ascontiguousarray(values.T, dtype=np.float64)
-                 if self._plain_masker and confounds is None else None)
+            X = (
+                np.ascontiguousarray(values.T, dtype=np.float64)
+                if self._plain_masker and confounds is None
+                else None
+            )
             del values
         if not finite:  # checked before nilearn, which would replace them by zeros
-            raise ValueError("imgs: some voxels/vertices of the mask are NaN or infinite; the "
-                             "model's columns are fixed, so they cannot be left out here.")
+            raise ValueError(
+                "imgs: some voxels/vertices of the mask are NaN or infinite; the "
+                "model's columns are fixed, so they cannot be left out here."
+            )
         confounds = _check_confounds(confounds, n_samples)
         if X is None:
             with warnings.catch_warnings():
@@ -687,8 +779,9 @@ class ImageSPCATV(BaseEstimator):
         X = transform_study(self, self._data(imgs, None), imgs, participants, subject_ids)
         return float(self.estimator_.score(X))
 
-    def generate_report(self, title=None, atlas=None, atlas_labels=None, selection=None,
-                        command=None):
+    def generate_report(
+        self, title=None, atlas=None, atlas_labels=None, selection=None, command=None
+    ):
         """The HTML report of the fitted model (nilearn-style).
 
         Parameters
@@ -712,11 +805,17 @@ class ImageSPCATV(BaseEstimator):
         self._check_fitted()
         from ..reporting import FigureCache, HTMLReport, make_report
 
-        extras = {k: v for k, v in (("atlas", atlas), ("atlas_labels", atlas_labels),
-                                    ("selection", selection), ("command", command),
-                                    ("n_components_evidence",
-                                     getattr(self, "n_components_evidence_", None)))
-                  if v is not None}
+        extras = {
+            k: v
+            for k, v in (
+                ("atlas", atlas),
+                ("atlas_labels", atlas_labels),
+                ("selection", selection),
+                ("command", command),
+                ("n_components_evidence", getattr(self, "n_components_evidence_", None)),
+            )
+            if v is not None
+        }
         meshes = None
         if self.meshes_ is not None:
             from ..reporting.plotting import surface_background
@@ -728,15 +827,24 @@ class ImageSPCATV(BaseEstimator):
             extras["study"] = self._study_state()
         if getattr(self, "_figure_cache", None) is None:  # redraws reuse unchanged figures
             self._figure_cache = FigureCache()
-        html = make_report(self.estimator_, self.space_, meshes=meshes,
-                           title="neurospca report" if title is None else title,
-                           data_description=self._data_description(),
-                           figure_cache=self._figure_cache, **extras)
+        html = make_report(
+            self.estimator_,
+            self.space_,
+            meshes=meshes,
+            title="neurospca report" if title is None else title,
+            data_description=self._data_description(),
+            figure_cache=self._figure_cache,
+            **extras,
+        )
         return HTMLReport(html)
 
     def _data_description(self):
-        desc = {"input": "surface images (nilearn SurfaceImage)" if self.meshes_ is not None
-                else "NIfTI images", "samples (images)": self.n_samples_}
+        desc = {
+            "input": "surface images (nilearn SurfaceImage)"
+            if self.meshes_ is not None
+            else "NIfTI images",
+            "samples (images)": self.n_samples_,
+        }
         if self.standardize:
             desc["standardize"] = str(self.standardize)
         if self.smoothing_fwhm is not None:
@@ -746,9 +854,15 @@ class ImageSPCATV(BaseEstimator):
 
 def _names(confounds):
     """Whether ``confounds`` is column names (a str or a list of str)."""
-    return isinstance(confounds, str) and not os.path.exists(confounds) or (
-        isinstance(confounds, (list, tuple)) and bool(confounds)
-        and all(isinstance(c, str) for c in confounds))
+    return (
+        isinstance(confounds, str)
+        and not os.path.exists(confounds)
+        or (
+            isinstance(confounds, (list, tuple))
+            and bool(confounds)
+            and all(isinstance(c, str) for c in confounds)
+        )
+    )
 
 
 def _passthrough(name):
@@ -761,10 +875,29 @@ def _passthrough(name):
     return property(getter)
 
 
-for _name in ("explained_variance_ratio_", "explained_variance_", "dual_gaps_", "alpha_",
-              "l1_max_", "n_iter_", "converged_", "mean_", "scores_", "singular_values_",
-              "gap_history_", "fit_time_", "alpha_rel_", "rel_gaps_", "penalty_weights_",
-              "stability_", "auto_path_", "n_sweeps_",
-              "certified_support_", "certified_zeros_", "n_uncertain_", "support_radius_"):
+for _name in (
+    "explained_variance_ratio_",
+    "explained_variance_",
+    "dual_gaps_",
+    "alpha_",
+    "l1_max_",
+    "n_iter_",
+    "converged_",
+    "mean_",
+    "scores_",
+    "singular_values_",
+    "gap_history_",
+    "fit_time_",
+    "alpha_rel_",
+    "rel_gaps_",
+    "penalty_weights_",
+    "stability_",
+    "auto_path_",
+    "n_sweeps_",
+    "certified_support_",
+    "certified_zeros_",
+    "n_uncertain_",
+    "support_radius_",
+):
     setattr(ImageSPCATV, _name, _passthrough(_name))
 del _name

@@ -25,8 +25,14 @@ from ..study import (
     subject_id_from_path,
 )
 
-__all__ = ["image_subject_ids", "participant_rows", "fit_study", "transform_study",
-           "study_findings", "study_state"]
+__all__ = [
+    "image_subject_ids",
+    "participant_rows",
+    "fit_study",
+    "transform_study",
+    "study_findings",
+    "study_state",
+]
 
 
 def _paths(imgs):
@@ -36,8 +42,11 @@ def _paths(imgs):
         if glob.has_magic(text):
             return sorted(glob.glob(os.path.expanduser(text)))
         return None  # one file: a 4-D image (one path, many samples)
-    if isinstance(imgs, (list, tuple)) and imgs and all(isinstance(i, (str, os.PathLike))
-                                                        for i in imgs):
+    if (
+        isinstance(imgs, (list, tuple))
+        and imgs
+        and all(isinstance(i, (str, os.PathLike)) for i in imgs)
+    ):
         return [os.fspath(i) for i in imgs]
     return None
 
@@ -63,18 +72,23 @@ def image_subject_ids(imgs, subject_ids, n_samples):
             raise ValueError(
                 "participants: cannot tell which subject each image is (images in memory, "
                 "a SurfaceImage or a 4-D file carry no per-subject file name); give "
-                "subject_ids= (the IDs, or the file names holding sub-<label>).")
+                "subject_ids= (the IDs, or the file names holding sub-<label>)."
+            )
     if isinstance(source, str) or len(source) != n_samples:
-        raise ValueError(f"subject_ids: expected {n_samples} IDs or paths (one per image), "
-                         f"got {1 if isinstance(source, str) else len(source)}.")
+        raise ValueError(
+            f"subject_ids: expected {n_samples} IDs or paths (one per image), "
+            f"got {1 if isinstance(source, str) else len(source)}."
+        )
     ids = []
     for item in source:
         found = subject_id_from_path(item)
         if found is None and (subject_ids is None or os.sep in os.fspath(item)):
-            raise ValueError(f"{'imgs' if subject_ids is None else 'subject_ids'}: no subject "
-                             f"ID in {os.fspath(item)!r} (expected sub-<label> in the file or "
-                             "folder name, or a FreeSurfer folder <subject>/surf/...); give "
-                             "subject_ids=.")
+            raise ValueError(
+                f"{'imgs' if subject_ids is None else 'subject_ids'}: no subject "
+                f"ID in {os.fspath(item)!r} (expected sub-<label> in the file or "
+                "folder name, or a FreeSurfer folder <subject>/surf/...); give "
+                "subject_ids=."
+            )
         ids.append(found if found is not None else str(item))
     return ids
 
@@ -88,8 +102,9 @@ def participant_rows(participants, ids, id_column):
 def fit_study(model, X, rows, confounds, harmonize, groups, covariates):
     """Learn the adjustments on the training subjects; sets ``study_`` and
     ``participant_ids_`` on ``model``; returns the adjusted X."""
-    design = StudyDesign(confounds or (), harmonize, groups or (), covariates or (),
-                         model._id_column)
+    design = StudyDesign(
+        confounds or (), harmonize, groups or (), covariates or (), model._id_column
+    )
     X = design.fit_transform(X, rows)
     model.study_ = design
     model.participant_ids_ = np.asarray(rows[design.id_column].astype(str), dtype=str)
@@ -105,9 +120,11 @@ def transform_study(model, X, imgs, participants, subject_ids):
     if not needs_rows:
         return X
     if participants is None:
-        raise ValueError("participants: this model harmonised sites or removed confounds "
-                         "at fit; give the new subjects' participants table (site and "
-                         "confound columns) to transform them the same way.")
+        raise ValueError(
+            "participants: this model harmonised sites or removed confounds "
+            "at fit; give the new subjects' participants table (site and "
+            "confound columns) to transform them the same way."
+        )
     ids = image_subject_ids(imgs, subject_ids, X.shape[0])
     rows = participant_rows(participants, ids, design.id_column)
     return design.transform(X, rows)
@@ -126,8 +143,9 @@ def study_findings(model, scores, n_permutations, random_state):
         return None
     groups, covariates = _variables(design, model._study_rows)
     seed = random_state if isinstance(random_state, (int, np.integer)) else 0
-    return associations(scores, groups, covariates, n_permutations=n_permutations,
-                        random_state=seed)
+    return associations(
+        scores, groups, covariates, n_permutations=n_permutations, random_state=seed
+    )
 
 
 def _column(series):
@@ -141,11 +159,12 @@ def study_state(model):
     design = model.study_
     groups, covariates = _variables(design, model._study_rows)
     table = getattr(model, "associations_", None)
-    return {"participant_ids": np.asarray(model.participant_ids_, dtype=str),
-            "design": design.to_dict(),
-            "groups": {k: np.asarray(v, dtype=str) for k, v in groups.items()},
-            "covariates": covariates,
-            "associations": None if table is None else {
-                c: _column(table[c]) for c in table.columns},
-            "n_permutations": int(getattr(model, "_n_permutations", 0)),
-            "methods": design.describe()}
+    return {
+        "participant_ids": np.asarray(model.participant_ids_, dtype=str),
+        "design": design.to_dict(),
+        "groups": {k: np.asarray(v, dtype=str) for k, v in groups.items()},
+        "covariates": covariates,
+        "associations": None if table is None else {c: _column(table[c]) for c in table.columns},
+        "n_permutations": int(getattr(model, "_n_permutations", 0)),
+        "methods": design.describe(),
+    }

@@ -31,8 +31,10 @@ from ._io import (  # noqa: F401
     _load_image,
     _mask_array,
     _mask_img,
+    images_to_data,
+    load_mask_img,
+    unmask,
 )
-from ._io import images_to_data, load_mask_img, unmask
 from ._masker import VolumeMasker, load_volume_data
 from ._operators import grid_tv_operator, tv_from_mask
 

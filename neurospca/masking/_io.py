@@ -3,8 +3,8 @@
 import glob
 import gzip
 import os
-import zlib
 import warnings
+import zlib
 
 import nibabel as nib
 import numpy as np
@@ -30,16 +30,13 @@ def _load_image(obj, name):
         try:
             img = nib.load(path)
         except Exception as exc:  # nibabel raises several types for unreadable files
-            raise ValueError(f"{name}: cannot read {path!r} as an image"
-                             f"{_gzip_problem(path)}: {exc}") from None
+            raise ValueError(
+                f"{name}: cannot read {path!r} as an image{_gzip_problem(path)}: {exc}"
+            ) from None
         if not isinstance(img, nib.spatialimages.SpatialImage):
-            raise TypeError(
-                f"{name}: {path!r} is a {type(img).__name__}, not a volume image."
-            )
+            raise TypeError(f"{name}: {path!r} is a {type(img).__name__}, not a volume image.")
         return _check_header(img, name)
-    raise TypeError(
-        f"{name} must be a NIfTI image or a path to one, got {type(obj).__name__}."
-    )
+    raise TypeError(f"{name} must be a NIfTI image or a path to one, got {type(obj).__name__}.")
 
 
 def _gzip_problem(path):
@@ -71,21 +68,31 @@ def _check_header(img, name):
     """
     dtype = np.dtype(img.get_data_dtype())
     if dtype.kind == "c":
-        raise TypeError(f"{name}: {_describe(img)} holds complex values ({dtype}); "
-                        "neurospca works on real maps: save the real part or the magnitude "
-                        "as its own image.")
+        raise TypeError(
+            f"{name}: {_describe(img)} holds complex values ({dtype}); "
+            "neurospca works on real maps: save the real part or the magnitude "
+            "as its own image."
+        )
     if dtype.fields is not None or dtype.kind not in "biuf":
-        raise TypeError(f"{name}: {_describe(img)} holds {dtype} values (e.g. RGB colours), "
-                        "not one number per voxel.")
+        raise TypeError(
+            f"{name}: {_describe(img)} holds {dtype} values (e.g. RGB colours), "
+            "not one number per voxel."
+        )
     affine = np.asarray(img.affine, dtype=np.float64) if img.affine is not None else None
-    if affine is None or not np.all(np.isfinite(affine)) \
-            or abs(np.linalg.det(affine[:3, :3])) < 1e-12:
-        raise ValueError(f"{name}: {_describe(img)} has a singular or non-finite affine "
-                         "(its voxel axes do not span space); fix the sform/qform of its "
-                         "header.")
+    if (
+        affine is None
+        or not np.all(np.isfinite(affine))
+        or abs(np.linalg.det(affine[:3, :3])) < 1e-12
+    ):
+        raise ValueError(
+            f"{name}: {_describe(img)} has a singular or non-finite affine "
+            "(its voxel axes do not span space); fix the sform/qform of its "
+            "header."
+        )
     if len(img.shape) == 4 and img.shape[3] == 0:
-        raise ValueError(f"{name}: {_describe(img)} is a 4-D image with no frame "
-                         f"(shape {tuple(img.shape)}).")
+        raise ValueError(
+            f"{name}: {_describe(img)} is a 4-D image with no frame (shape {tuple(img.shape)})."
+        )
     return img
 
 
@@ -223,9 +230,7 @@ def _collect_images(imgs):
         label = f"imgs[{i}]" if len(items) > 1 or isinstance(imgs, (list, tuple)) else "imgs"
         img = _load_image(item, label)
         if len(img.shape) not in (3, 4):
-            raise ValueError(
-                f"{label} must be a 3-D or 4-D image, got shape {img.shape}."
-            )
+            raise ValueError(f"{label} must be a 3-D or 4-D image, got shape {img.shape}.")
         out.append((label, img))
     return out
 
@@ -233,8 +238,7 @@ def _collect_images(imgs):
 def _check_grid(label, img, mask_img, resample):
     """Same shape and affine as the mask, or resampled onto it if asked."""
     same_shape = tuple(img.shape[:3]) == tuple(mask_img.shape)
-    same_affine = same_shape and np.allclose(img.affine, mask_img.affine, rtol=0,
-                                             atol=_AFFINE_ATOL)
+    same_affine = same_shape and np.allclose(img.affine, mask_img.affine, rtol=0, atol=_AFFINE_ATOL)
     if same_affine:
         return img
     if not resample:
@@ -256,8 +260,9 @@ def _check_grid(label, img, mask_img, resample):
         ) from None
     header = img.header if isinstance(img.header, nib.Nifti1Header) else None
     img = nib.Nifti1Image(_image_data(img, label), img.affine, header)  # read errors named
-    return resample_to_img(img, mask_img, interpolation="continuous",
-                           force_resample=True, copy_header=True)
+    return resample_to_img(
+        img, mask_img, interpolation="continuous", force_resample=True, copy_header=True
+    )
 
 
 def _raw_matrix(imgs, mask_img, mask_arr, resample):

@@ -18,12 +18,15 @@ from sklearn.base import clone
 from sklearn.model_selection import KFold, check_cv
 
 from ._metrics import (
-    corrected_stability, dice_to_truth, match_components, mse_to_truth, pairwise_dice,
+    corrected_stability,
+    dice_to_truth,
+    match_components,
+    mse_to_truth,
+    pairwise_dice,
 )
 
 #: The rules of :func:`fold_search` (the one of issue 12's default first).
-FOLD_RULES = ("weakest_stable", "one_se_stability", "stability", "one_se", "sparsity",
-              "score")
+FOLD_RULES = ("weakest_stable", "one_se_stability", "stability", "one_se", "sparsity", "score")
 #: ``rule="weakest_stable"``: stability within this fraction of the best.
 STABLE_TOLERANCE = 0.1
 
@@ -42,8 +45,12 @@ def _fit_path(estimator, grid, X, train, test, truth):
             est.fit(X[train])
         fit_time = time.perf_counter() - t0
         C = np.array(est.components_, dtype=np.float64)
-        rec = {"score": float(est.score(X[test])), "components": C,
-               "zero_fraction": np.mean(C == 0, axis=1), "fit_time": fit_time}
+        rec = {
+            "score": float(est.score(X[test])),
+            "components": C,
+            "zero_fraction": np.mean(C == 0, axis=1),
+            "fit_time": fit_time,
+        }
         if truth is not None:
             rec["mse"] = mse_to_truth(C, truth)
             rec["dice_truth"] = dice_to_truth(C, truth)
@@ -96,27 +103,30 @@ def _fold_row(params, recs, sparse_indices, min_zero_fraction):
     scores = np.array([r["score"] for r in recs])
     rule_rows = [k for k in sparse_indices if k < zeros.shape[1]]
     row = dict({k: v for k, v in params.items() if k != "alpha"}, params=params)
-    row.update({
-        "mean_score": float(scores.mean()),
-        "std_score": float(scores.std()),
-        "fold_scores": scores,
-        "stability": float(pairwise_dice(comps).mean()),
-        "stability_corrected": float(corrected_stability(comps).mean()),
-        "zero_fraction": float(zeros.mean()),
-        "support": float(1.0 - zeros.mean()),
-        "zero_fraction_per_component": zeros.mean(axis=0),
-        "n_empty": int(np.sum(np.any(zeros == 1.0, axis=1))),
-        "passes_sparsity": bool(np.all(zeros[:, rule_rows] >= min_zero_fraction)),
-        "mean_fit_time": float(np.mean([r["fit_time"] for r in recs])),
-    })
+    row.update(
+        {
+            "mean_score": float(scores.mean()),
+            "std_score": float(scores.std()),
+            "fold_scores": scores,
+            "stability": float(pairwise_dice(comps).mean()),
+            "stability_corrected": float(corrected_stability(comps).mean()),
+            "zero_fraction": float(zeros.mean()),
+            "support": float(1.0 - zeros.mean()),
+            "zero_fraction_per_component": zeros.mean(axis=0),
+            "n_empty": int(np.sum(np.any(zeros == 1.0, axis=1))),
+            "passes_sparsity": bool(np.all(zeros[:, rule_rows] >= min_zero_fraction)),
+            "mean_fit_time": float(np.mean([r["fit_time"] for r in recs])),
+        }
+    )
     for key in ("mse", "dice_truth"):
         if key in recs[0]:
             row[key] = float(np.mean([r[key] for r in recs]))
     return row
 
 
-def fold_search(estimator, X, grid, *, cv, random_state, n_jobs, truth, min_zero_fraction,
-                sparse_indices):
+def fold_search(
+    estimator, X, grid, *, cv, random_state, n_jobs, truth, min_zero_fraction, sparse_indices
+):
     """Fit every fold along ``grid`` (list of parameter dicts, weakest first).
 
     Returns
@@ -132,9 +142,12 @@ def fold_search(estimator, X, grid, *, cv, random_state, n_jobs, truth, min_zero
     if len(folds) < 2:
         raise ValueError(f"cv must give at least 2 folds, got {len(folds)}.")
     paths = Parallel(n_jobs=n_jobs)(
-        delayed(_fit_path)(estimator, grid, X, tr, te, truth) for tr, te in folds)
-    results = [_fold_row(params, [p[i] for p in paths], sparse_indices, min_zero_fraction)
-               for i, params in enumerate(grid)]
+        delayed(_fit_path)(estimator, grid, X, tr, te, truth) for tr, te in folds
+    )
+    results = [
+        _fold_row(params, [p[i] for p in paths], sparse_indices, min_zero_fraction)
+        for i, params in enumerate(grid)
+    ]
     return results, [[p[i]["components"] for p in paths] for i in range(len(grid))]
 
 

@@ -17,7 +17,11 @@ import time
 import numpy as np
 
 from ..decomposition import (
-    MAX_NONZERO, choose_alpha_rel, component_stability, fit_halves, reconstruction_error,
+    MAX_NONZERO,
+    choose_alpha_rel,
+    component_stability,
+    fit_halves,
+    reconstruction_error,
     split_halves,
 )
 from ._metrics import dice_to_truth, mse_to_truth
@@ -45,16 +49,19 @@ def _held_out(train, test, components):
 
 def _split_path(estimator, X, split, grid, seed, truth):
     """One split of the penalty, one random split of the samples: the path records."""
-    settings = [{"alpha": None, "alpha_rel": float(a), "l1_ratio": split[0],
-                 "tv_ratio": split[1]} for a in grid]
+    settings = [
+        {"alpha": None, "alpha_rel": float(a), "l1_ratio": split[0], "tv_ratio": split[1]}
+        for a in grid
+    ]
     t0 = time.perf_counter()
     path = fit_halves(estimator, X, settings, random_state=seed)
     elapsed = (time.perf_counter() - t0) / max(len(path), 1)
     halves = split_halves(X, seed)
     for point in path:
         comps = point["components"]
-        point["score"] = 0.5 * (_held_out(halves[0], halves[1], comps[0])
-                                + _held_out(halves[1], halves[0], comps[1]))
+        point["score"] = 0.5 * (
+            _held_out(halves[0], halves[1], comps[0]) + _held_out(halves[1], halves[0], comps[1])
+        )
         point["fit_time"] = elapsed
         if truth is not None:
             point["mse"] = float(np.mean([mse_to_truth(c, truth) for c in comps]))
@@ -124,11 +131,20 @@ def reproducibility_search(estimator, X, splits, grid, seeds, truth=None, verbos
             row = _summary(params, points, n_components)
             results.append(row)
             halves.append([p["components"] for p in points])
-            _say(verbose, "l1_ratio=%g tv_ratio=%g alpha_rel=%g: reproducibility %.3f "
-                 "(min %.3f), support %.1f %%, %d empty, held-out score %.4g (%.1f s)",
-                 row["l1_ratio"], row["tv_ratio"], row["alpha_rel"], row["reproducibility"],
-                 row["reproducibility_min"], 100 * row["support"], row["n_empty"],
-                 row["mean_score"], row["mean_fit_time"])
+            _say(
+                verbose,
+                "l1_ratio=%g tv_ratio=%g alpha_rel=%g: reproducibility %.3f "
+                "(min %.3f), support %.1f %%, %d empty, held-out score %.4g (%.1f s)",
+                row["l1_ratio"],
+                row["tv_ratio"],
+                row["alpha_rel"],
+                row["reproducibility"],
+                row["reproducibility_min"],
+                100 * row["support"],
+                row["n_empty"],
+                row["mean_score"],
+                row["mean_fit_time"],
+            )
     return results, halves
 
 
@@ -157,15 +173,21 @@ def choose_reproducible(results, tolerance=0.0):
     int
         Index of the chosen row.
     """
-    path = [{"alpha_rel": r["alpha_rel"],
-             "reproducibility": r["reproducibility_per_component"].ravel(),
-             "nonzero_fraction": r["nonzero_fraction"]} for r in results]
+    path = [
+        {
+            "alpha_rel": r["alpha_rel"],
+            "reproducibility": r["reproducibility_per_component"].ravel(),
+            "nonzero_fraction": r["nonzero_fraction"],
+        }
+        for r in results
+    ]
     best = choose_alpha_rel(path)
     for r in results:
         nz = r["nonzero_fraction"]
         r["admissible"] = bool(np.all(nz > 0) and np.all(nz <= MAX_NONZERO))
-        r["near_best"] = bool(r["admissible"] and r["reproducibility"]
-                              >= results[best]["reproducibility"] - tolerance)
+        r["near_best"] = bool(
+            r["admissible"] and r["reproducibility"] >= results[best]["reproducibility"] - tolerance
+        )
     near = [i for i, r in enumerate(results) if r["near_best"]]
     if tolerance > 0 and near:
         best = max(near, key=lambda i: results[i]["mean_score"])
@@ -187,4 +209,3 @@ def chosen_stability(components, halves):
     ndarray of shape (n_components,)
     """
     return np.mean([component_stability(components, *pair) for pair in halves], axis=0)
-

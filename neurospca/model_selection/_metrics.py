@@ -9,7 +9,6 @@ patterns (:func:`mse_to_truth`, :func:`dice_to_truth`); the sparsity rule and
 the sign-flip permutation test.
 """
 
-
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
@@ -184,8 +183,9 @@ def pairwise_dice(components_list, threshold=0.0, match=True):
     for i in range(len(comps)):
         for j in range(i + 1, len(comps)):
             order = match_components(comps[i], comps[j])[0] if match else np.arange(shape[0])
-            rows.append([dice_index(comps[i][k], comps[j][order[k]], threshold)
-                         for k in range(shape[0])])
+            rows.append(
+                [dice_index(comps[i][k], comps[j][order[k]], threshold) for k in range(shape[0])]
+            )
     return np.asarray(rows)
 
 
@@ -220,9 +220,7 @@ def mse_to_truth(components, truth):
     T = check_matrix(truth, "truth")
     C = check_matrix(check_components(components), "components", T.shape[1])
     if C.shape[0] < T.shape[0]:
-        raise ValueError(
-            f"components has {C.shape[0]} rows, fewer than truth ({T.shape[0]})."
-        )
+        raise ValueError(f"components has {C.shape[0]} rows, fewer than truth ({T.shape[0]}).")
     if np.any(np.linalg.norm(T, axis=1) == 0):
         raise ValueError("truth has a zero row: every true pattern must be non-zero.")
     order, _, sim = match_components(T, C)
@@ -352,8 +350,7 @@ def dice_to_truth(components, truth, threshold=0.0):
     T = check_matrix(truth, "truth")
     C = check_matrix(check_components(components), "components", T.shape[1])
     order = match_components(T, C)[0]
-    return float(np.mean([dice_index(C[order[k]], T[k], threshold)
-                          for k in range(len(order))]))
+    return float(np.mean([dice_index(C[order[k]], T[k], threshold) for k in range(len(order))]))
 
 
 def check_sparsity_rule(min_zero_fraction, sparse_indices, n_components=None):
@@ -378,23 +375,29 @@ def check_sparsity_rule(min_zero_fraction, sparse_indices, n_components=None):
     TypeError, ValueError
         Naming ``min_zero_fraction`` or ``sparse_indices``.
     """
-    if isinstance(min_zero_fraction, bool) or not isinstance(min_zero_fraction,
-                                                             (int, float, np.number)):
-        raise TypeError(f"min_zero_fraction must be a number in [0, 1], got "
-                        f"{min_zero_fraction!r}.")
+    if isinstance(min_zero_fraction, bool) or not isinstance(
+        min_zero_fraction, (int, float, np.number)
+    ):
+        raise TypeError(f"min_zero_fraction must be a number in [0, 1], got {min_zero_fraction!r}.")
     if not 0 <= float(min_zero_fraction) <= 1:  # NaN fails too
         raise ValueError(f"min_zero_fraction must be in [0, 1], got {min_zero_fraction!r}.")
     try:
         indices = tuple(sparse_indices)
     except TypeError:
-        raise TypeError(f"sparse_indices must be a sequence of ints, got "
-                        f"{sparse_indices!r}.") from None
-    if any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0
-           for k in indices) or (not indices and n_components is not None):
-        raise ValueError(f"sparse_indices must be a {'non-empty ' if n_components else ''}"
-                         f"sequence of component indices >= 0, got {sparse_indices!r}.")
+        raise TypeError(
+            f"sparse_indices must be a sequence of ints, got {sparse_indices!r}."
+        ) from None
+    if any(
+        isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0 for k in indices
+    ) or (not indices and n_components is not None):
+        raise ValueError(
+            f"sparse_indices must be a {'non-empty ' if n_components else ''}"
+            f"sequence of component indices >= 0, got {sparse_indices!r}."
+        )
     if isinstance(n_components, (int, np.integer)) and max(indices) >= n_components:
-        raise ValueError(f"sparse_indices {sparse_indices!r} name components past the "
-                         f"last of n_components={n_components} (0-based indices); the "
-                         "sparsity rule would check nothing.")
+        raise ValueError(
+            f"sparse_indices {sparse_indices!r} name components past the "
+            f"last of n_components={n_components} (0-based indices); the "
+            "sparsity rule would check nothing."
+        )
     return tuple(int(k) for k in indices)

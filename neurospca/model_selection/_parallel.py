@@ -52,8 +52,9 @@ def _wishart_top(n, p, rng, size):
     for b in range(size):
         d = np.sqrt(rng.chisquare(p - i))
         e = np.sqrt(rng.chisquare(n - 1 - i[:-1]))
-        out[b] = eigvalsh_tridiagonal(d**2 + np.r_[0.0, e**2], e * d[:-1], select="i",
-                                      select_range=(n - 1, n - 1))[0]
+        out[b] = eigvalsh_tridiagonal(
+            d**2 + np.r_[0.0, e**2], e * d[:-1], select="i", select_range=(n - 1, n - 1)
+        )[0]
     return out
 
 
@@ -73,8 +74,9 @@ def _effective_null(w, m, n_draws, quantile, rng):
     return threshold, p_eff
 
 
-def parallel_analysis(X, *, max_components=30, n_permutations=20, quantile=0.95,
-                      null="effective", random_state=0):
+def parallel_analysis(
+    X, *, max_components=30, n_permutations=20, quantile=0.95, null="effective", random_state=0
+):
     """The number of components whose variance exceeds that of permuted data.
 
     Parameters
@@ -112,19 +114,25 @@ def parallel_analysis(X, *, max_components=30, n_permutations=20, quantile=0.95,
     m = int(min(max_components, X.shape[0] - 1, X.shape[1]))
     total = float(np.sum(Xc**2))
     if null == "effective":
-        w = np.linalg.eigvalsh(Xc @ Xc.T)[::-1][: X.shape[0] - 1] if X.shape[0] <= 4000 \
+        w = (
+            np.linalg.eigvalsh(Xc @ Xc.T)[::-1][: X.shape[0] - 1]
+            if X.shape[0] <= 4000
             else _top_singular_values(Xc, m, rng) ** 2
+        )
         if w.size > m and X.shape[0] > 4000:
-            raise ValueError("null='effective' needs N <= 4000 (the whole spectrum); use "
-                             "null='permutation'.")
+            raise ValueError(
+                "null='effective' needs N <= 4000 (the whole spectrum); use null='permutation'."
+            )
         w = w[w > 1e-10 * w[0]]  # confounds regressed out lower the rank: drop their zeros
         m = min(m, w.size)
         threshold, p_eff = _effective_null(w, m, n_permutations, quantile, rng)
         observed, threshold = w[:m] / total, threshold / total
         above = observed > np.nan_to_num(threshold, nan=np.inf)
-        null_text = (f"{n_permutations} draws of Gaussian data with the residual's effective "
-                     "number of independent features (from the spectrum's first two "
-                     f"moments; {int(p_eff[0]):,} for the first rank)")
+        null_text = (
+            f"{n_permutations} draws of Gaussian data with the residual's effective "
+            "number of independent features (from the spectrum's first two "
+            f"moments; {int(p_eff[0]):,} for the first rank)"
+        )
     else:
         observed = _top_singular_values(Xc, m, rng) ** 2 / total
         draws = np.empty((n_permutations, m))
@@ -132,16 +140,27 @@ def parallel_analysis(X, *, max_components=30, n_permutations=20, quantile=0.95,
             draws[b] = _top_singular_values(rng.permuted(Xc, axis=0), m, rng) ** 2 / total
         threshold = np.quantile(draws, quantile, axis=0)
         above = observed > threshold
-        null_text = (f"{n_permutations} copies of the data with every column permuted "
-                     "independently (Horn 1965)")
+        null_text = (
+            f"{n_permutations} copies of the data with every column permuted "
+            "independently (Horn 1965)"
+        )
     n_above = int(np.argmin(above)) if not above.all() else m
     k = max(n_above, 1)
-    outcome = (f"{k} of the first {m}" if n_above else
-               f"none of the first {m} exceeds it, 1 kept (no evidence of shared structure)")
-    return k, {"observed": observed.tolist(),
-               "null": [None if not np.isfinite(t) else float(t) for t in threshold],
-               "n_components": k, "n_permutations": int(n_permutations),
-               "quantile": float(quantile), "null_kind": null,
-               "rule": (f"Number of components by parallel analysis: components kept while "
-                        f"their explained variance exceeds the {100 * quantile:g}th "
-                        f"percentile of the same rank in {null_text}: {outcome}.")}
+    outcome = (
+        f"{k} of the first {m}"
+        if n_above
+        else f"none of the first {m} exceeds it, 1 kept (no evidence of shared structure)"
+    )
+    return k, {
+        "observed": observed.tolist(),
+        "null": [None if not np.isfinite(t) else float(t) for t in threshold],
+        "n_components": k,
+        "n_permutations": int(n_permutations),
+        "quantile": float(quantile),
+        "null_kind": null,
+        "rule": (
+            f"Number of components by parallel analysis: components kept while "
+            f"their explained variance exceeds the {100 * quantile:g}th "
+            f"percentile of the same rank in {null_text}: {outcome}."
+        ),
+    }

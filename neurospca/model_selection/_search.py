@@ -45,8 +45,10 @@ def _progress(iterator, total, progress):
         try:
             from tqdm.auto import tqdm
         except ImportError:
-            logger.info("tqdm is not installed: progress is logged instead "
-                        "(pip install tqdm for a progress bar).")
+            logger.info(
+                "tqdm is not installed: progress is logged instead "
+                "(pip install tqdm for a progress bar)."
+            )
         else:
             yield from tqdm(iterator, total=total, desc="grid_search_cv")
             return
@@ -55,8 +57,18 @@ def _progress(iterator, total, progress):
         yield item
 
 
-def grid_search_cv(estimator, X, param_grid, *, cv=5, truth=None, min_zero_fraction=0.5,
-                   sparse_indices=(1, 2), n_jobs=None, progress=False):
+def grid_search_cv(
+    estimator,
+    X,
+    param_grid,
+    *,
+    cv=5,
+    truth=None,
+    min_zero_fraction=0.5,
+    sparse_indices=(1, 2),
+    n_jobs=None,
+    progress=False,
+):
     """K-fold grid search for sparse PCA with the paper's criteria.
 
     For each parameter setting and each fold, a clone of ``estimator`` is fitted
@@ -123,12 +135,14 @@ def grid_search_cv(estimator, X, param_grid, *, cv=5, truth=None, min_zero_fract
     if len(folds) < 2:
         raise ValueError(f"cv must give at least 2 folds, got {len(folds)}.")
     tasks = [(i, f) for i in range(len(params)) for f in range(len(folds))]
-    logger.info("grid_search_cv: %d settings x %d folds = %d fits",
-                len(params), len(folds), len(tasks))
+    logger.info(
+        "grid_search_cv: %d settings x %d folds = %d fits", len(params), len(folds), len(tasks)
+    )
     parallel = Parallel(n_jobs=n_jobs, return_as="generator")
-    gen = parallel(delayed(_fit_and_score)(estimator, params[i], X, folds[f][0],
-                                           folds[f][1], truth)
-                   for i, f in tasks)
+    gen = parallel(
+        delayed(_fit_and_score)(estimator, params[i], X, folds[f][0], folds[f][1], truth)
+        for i, f in tasks
+    )
     outs = list(_progress(gen, len(tasks), progress))
 
     n_set, n_fold = len(params), len(folds)
@@ -136,7 +150,7 @@ def grid_search_cv(estimator, X, param_grid, *, cv=5, truth=None, min_zero_fract
     comps = [[outs[i * n_fold + f]["components"] for f in range(n_fold)] for i in range(n_set)]
     zero = [[outs[i * n_fold + f]["zero_fraction"] for f in range(n_fold)] for i in range(n_set)]
     rule_rows = lambda z: [z[k] for k in sparse_indices if k < len(z)]  # noqa: E731
-    min_zero = np.array([min((min(rule_rows(z), default=1.0) for z in zs)) for zs in zero])
+    min_zero = np.array([min(min(rule_rows(z), default=1.0) for z in zs) for zs in zero])
     passes = min_zero >= min_zero_fraction
     dice = np.array([pairwise_dice(c).mean() for c in comps])
     results = {
@@ -186,13 +200,17 @@ def format_grid_table(results, float_format="{:.4g}"):
         cols.append("mse")
     rows = []
     for i, p in enumerate(results["params"]):
-        row = [float_format.format(p[k]) if isinstance(p.get(k), float) else str(p.get(k, ""))
-               for k in keys]
-        row += [float_format.format(results["mean_test_error"][i]),
-                float_format.format(results["std_test_error"][i]),
-                float_format.format(results["mean_dice"][i]),
-                float_format.format(results["min_zero_fraction"][i]),
-                "yes" if results["passes_sparsity"][i] else "no"]
+        row = [
+            float_format.format(p[k]) if isinstance(p.get(k), float) else str(p.get(k, ""))
+            for k in keys
+        ]
+        row += [
+            float_format.format(results["mean_test_error"][i]),
+            float_format.format(results["std_test_error"][i]),
+            float_format.format(results["mean_dice"][i]),
+            float_format.format(results["min_zero_fraction"][i]),
+            "yes" if results["passes_sparsity"][i] else "no",
+        ]
         if has_mse:
             row.append(float_format.format(results["mean_mse"][i]))
         rows.append(("*" if i == results["best_index"] else " ", row))

@@ -25,9 +25,17 @@ from ._metrics import check_sparsity_rule
 
 logger = logging.getLogger("neurospca")
 
-__all__ = ["select_penalty", "PenaltySelection", "one_se_refit", "DEFAULT_ALPHA_REL_GRID",
-           "SELECTION_RULES", "STABLE_TOLERANCE", "REPRODUCIBILITY_TOLERANCE", "_choose",
-           "choose_reproducible"]
+__all__ = [
+    "select_penalty",
+    "PenaltySelection",
+    "one_se_refit",
+    "DEFAULT_ALPHA_REL_GRID",
+    "SELECTION_RULES",
+    "STABLE_TOLERANCE",
+    "REPRODUCIBILITY_TOLERANCE",
+    "_choose",
+    "choose_reproducible",
+]
 
 #: Default grid of :func:`select_penalty` (relative penalties, weakest first).
 DEFAULT_ALPHA_REL_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
@@ -90,8 +98,10 @@ class PenaltySelection:
             setattr(self, key, value)
 
     def __repr__(self):
-        return (f"PenaltySelection(rule={self.rule!r}, best_params_={self.best_params_!r}, "
-                f"n_settings={len(self.results_)})")
+        return (
+            f"PenaltySelection(rule={self.rule!r}, best_params_={self.best_params_!r}, "
+            f"n_settings={len(self.results_)})"
+        )
 
     def table(self, float_format="{:.4g}"):
         """The results as aligned plain text (the chosen row marked ``*``).
@@ -115,15 +125,16 @@ class PenaltySelection:
             names = ["repro", "repro_min"]
         else:
             keys, names = ["stability", "stability_corrected"], ["stability", "corrected"]
-        keys = ["alpha_rel", "l1_ratio", "tv_ratio"] + keys + ["support", "n_empty",
-                                                               "mean_score"]
+        keys = ["alpha_rel", "l1_ratio", "tv_ratio"] + keys + ["support", "n_empty", "mean_score"]
         names = ["alpha_rel", "l1_ratio", "tv_ratio"] + names + ["support", "empty", "score"]
         if "mse" in self.results_[0]:
             keys, names = keys + ["mse", "dice_truth"], names + ["mse", "dice_truth"]
         lines = ["  " + "  ".join(f"{c:>10s}" for c in names)]
         for i, r in enumerate(self.results_):
-            cells = [f"{float_format.format(r[k]):>10s}" if isinstance(r[k], float)
-                     else f"{r[k]!s:>10s}" for k in keys]
+            cells = [
+                f"{float_format.format(r[k]):>10s}" if isinstance(r[k], float) else f"{r[k]!s:>10s}"
+                for k in keys
+            ]
             lines.append(("*" if i == self.best_index_ else " ") + " " + "  ".join(cells))
         return "\n".join(lines)
 
@@ -134,10 +145,15 @@ def _check_grid(alpha_rel):
         values = np.atleast_1d(np.asarray(alpha_rel, dtype=np.float64))
     except (TypeError, ValueError):
         values = np.array([np.nan])
-    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)) \
-            or np.any(values <= 0):
-        raise ValueError(f"alpha_rel must be a non-empty sequence of positive floats, "
-                         f"got {alpha_rel!r}.")
+    if (
+        values.ndim != 1
+        or values.size == 0
+        or not np.all(np.isfinite(values))
+        or np.any(values <= 0)
+    ):
+        raise ValueError(
+            f"alpha_rel must be a non-empty sequence of positive floats, got {alpha_rel!r}."
+        )
     return np.unique(values)
 
 
@@ -154,8 +170,9 @@ def _check_splits(splits, estimator, rule):
     try:
         pairs = [(float(a), float(b)) for a, b in splits]
     except (TypeError, ValueError):
-        raise ValueError(f"splits must be a sequence of (l1_ratio, tv_ratio) pairs, got "
-                         f"{splits!r}.") from None
+        raise ValueError(
+            f"splits must be a sequence of (l1_ratio, tv_ratio) pairs, got {splits!r}."
+        ) from None
     if not pairs:
         raise ValueError("splits must hold at least one (l1_ratio, tv_ratio) pair, got none.")
     for l1_ratio, tv_ratio in pairs:
@@ -171,8 +188,10 @@ def _check_estimator(estimator):
     ``"matrix"``; TypeError for anything without the penalty parameters."""
     params = estimator.get_params() if hasattr(estimator, "get_params") else {}
     if not hasattr(estimator, "fit") or not {"alpha_rel", "l1_ratio", "tv_ratio"} <= set(params):
-        raise TypeError(f"estimator must be an SPCATV or ImageSPCATV (parameters alpha_rel, "
-                        f"l1_ratio, tv_ratio), got {type(estimator).__name__}.")
+        raise TypeError(
+            f"estimator must be an SPCATV or ImageSPCATV (parameters alpha_rel, "
+            f"l1_ratio, tv_ratio), got {type(estimator).__name__}."
+        )
     return "image" if callable(getattr(estimator, "prepare", None)) else "matrix"
 
 
@@ -181,22 +200,29 @@ def _data(estimator, kind, X, confounds):
     if kind == "image":  # masked once, as ImageSPCATV.fit would
         return clone(estimator).prepare(X, confounds=confounds)
     if confounds is not None:
-        raise ValueError("confounds: only with an ImageSPCATV estimator (its masker "
-                         "regresses them out); regress them out of X first.")
+        raise ValueError(
+            "confounds: only with an ImageSPCATV estimator (its masker "
+            "regresses them out); regress them out of X first."
+        )
     try:
         return check_matrix(X, "X"), estimator
     except (TypeError, ValueError) as exc:
         if isinstance(exc, ValueError) and "X " in str(exc):
             raise
-        raise TypeError(f"X must be a numeric (n_samples, n_features) array for "
-                        f"{type(estimator).__name__}; for images (NIfTI, SurfaceImage) pass "
-                        f"an ImageSPCATV as estimator. ({exc})") from None
+        raise TypeError(
+            f"X must be a numeric (n_samples, n_features) array for "
+            f"{type(estimator).__name__}; for images (NIfTI, SurfaceImage) pass "
+            f"an ImageSPCATV as estimator. ({exc})"
+        ) from None
 
 
 def _check_tolerance(tolerance):
     """A finite float in [0, 1)."""
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float, np.number)) \
-            or not 0 <= tolerance < 1:
+    if (
+        isinstance(tolerance, bool)
+        or not isinstance(tolerance, (int, float, np.number))
+        or not 0 <= tolerance < 1
+    ):
         raise ValueError(f"tolerance must be a number in [0, 1), got {tolerance!r}.")
     return float(tolerance)
 
@@ -216,11 +242,25 @@ def _refit(estimator, kind, X, confounds, params):
     return best.fit(X)
 
 
-def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=None,
-                   rule="reproducibility", n_splits=2, tolerance=REPRODUCIBILITY_TOLERANCE,
-                   confounds=None, cv=5, n_jobs=None,
-                   random_state=None, refit=True, truth=None, verbose=0,
-                   min_zero_fraction=0.5, sparse_indices=(1, 2)):
+def select_penalty(
+    estimator,
+    X,
+    *,
+    alpha_rel=DEFAULT_ALPHA_REL_GRID,
+    splits=None,
+    rule="reproducibility",
+    n_splits=2,
+    tolerance=REPRODUCIBILITY_TOLERANCE,
+    confounds=None,
+    cv=5,
+    n_jobs=None,
+    random_state=None,
+    refit=True,
+    truth=None,
+    verbose=0,
+    min_zero_fraction=0.5,
+    sparse_indices=(1, 2),
+):
     """Choose SPCA-TV's penalties, scale AND split, by the reproducibility of the components.
 
     For each split of the penalty ``(l1_ratio, tv_ratio)`` in ``splits``, the
@@ -312,8 +352,10 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=Non
     if rule not in SELECTION_RULES:
         raise ValueError(f"rule must be one of {SELECTION_RULES}, got {rule!r}.")
     sparse_indices = check_sparsity_rule(
-        min_zero_fraction, sparse_indices,
-        getattr(estimator, "n_components", None) if rule == "sparsity" else None)
+        min_zero_fraction,
+        sparse_indices,
+        getattr(estimator, "n_components", None) if rule == "sparsity" else None,
+    )
     grid_values = _check_grid(alpha_rel)
     kind = _check_estimator(estimator)
     splits = _check_splits(splits, estimator, rule)
@@ -321,34 +363,62 @@ def select_penalty(estimator, X, *, alpha_rel=DEFAULT_ALPHA_REL_GRID, splits=Non
     data, inner = _data(estimator, kind, X, confounds)
     if truth is not None:
         truth = check_matrix(truth, "truth", data.shape[1])
-    logger.info("select_penalty (%s): %d splits x %d alpha_rel", rule, len(splits),
-                len(grid_values))
+    logger.info(
+        "select_penalty (%s): %d splits x %d alpha_rel", rule, len(splits), len(grid_values)
+    )
     if rule == "reproducibility":
-        results, halves = reproducibility_search(inner, data, splits, grid_values, seeds,
-                                                 truth, verbose)
+        results, halves = reproducibility_search(
+            inner, data, splits, grid_values, seeds, truth, verbose
+        )
         best = choose_reproducible(results, _check_tolerance(tolerance))
         chosen_fits = halves[best]
     else:
-        grid = [{"alpha": None, "alpha_rel": float(a), "l1_ratio": s[0], "tv_ratio": s[1]}
-                for s in splits for a in grid_values]
+        grid = [
+            {"alpha": None, "alpha_rel": float(a), "l1_ratio": s[0], "tv_ratio": s[1]}
+            for s in splits
+            for a in grid_values
+        ]
         results, fold_comps = fold_search(
-            inner, data, grid, cv=cv, random_state=random_state, n_jobs=n_jobs, truth=truth,
-            min_zero_fraction=min_zero_fraction, sparse_indices=sparse_indices)
+            inner,
+            data,
+            grid,
+            cv=cv,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            truth=truth,
+            min_zero_fraction=min_zero_fraction,
+            sparse_indices=sparse_indices,
+        )
         for r in results:
-            _say(verbose, "l1_ratio=%g tv_ratio=%g alpha_rel=%g: held-out score %.4g (std "
-                 "%.2g), stability %.3f (corrected %.3f), support %.1f %%, %d empty",
-                 r["l1_ratio"], r["tv_ratio"], r["alpha_rel"], r["mean_score"],
-                 r["std_score"], r["stability"], r["stability_corrected"],
-                 100 * r["support"], r["n_empty"])
+            _say(
+                verbose,
+                "l1_ratio=%g tv_ratio=%g alpha_rel=%g: held-out score %.4g (std "
+                "%.2g), stability %.3f (corrected %.3f), support %.1f %%, %d empty",
+                r["l1_ratio"],
+                r["tv_ratio"],
+                r["alpha_rel"],
+                r["mean_score"],
+                r["std_score"],
+                r["stability"],
+                r["stability_corrected"],
+                100 * r["support"],
+                r["n_empty"],
+            )
         best = _choose(results, rule, len(fold_comps[0]))
         chosen_fits = fold_comps[best]
     best_params = dict(results[best]["params"])
     best_estimator = _refit(estimator, kind, X, confounds, best_params) if refit else None
     stability = _component_stability(best_estimator, rule, chosen_fits)
     logger.info("select_penalty (%s): %s", rule, best_params)
-    selection = PenaltySelection(best_params_=best_params, best_index_=best, results_=results,
-                                 rule=rule, component_stability_=stability,
-                                 best_estimator_=best_estimator, fold_components_=chosen_fits)
+    selection = PenaltySelection(
+        best_params_=best_params,
+        best_index_=best,
+        results_=results,
+        rule=rule,
+        component_stability_=stability,
+        best_estimator_=best_estimator,
+        fold_components_=chosen_fits,
+    )
     if verbose and not logger.handlers:
         print(selection.table(), flush=True)
     return selection
@@ -391,13 +461,16 @@ def one_se_refit(cv_results, param="param_alpha_rel"):
     int
     """
     if param not in cv_results:
-        raise ValueError(f"cv_results has no {param!r} column; pass param= the "
-                         f"'param_<name>' of the penalty (columns: "
-                         f"{sorted(k for k in cv_results if k.startswith('param_'))}).")
+        raise ValueError(
+            f"cv_results has no {param!r} column; pass param= the "
+            f"'param_<name>' of the penalty (columns: "
+            f"{sorted(k for k in cv_results if k.startswith('param_'))})."
+        )
     mean = np.asarray(cv_results["mean_test_score"], dtype=float)
-    splits = sorted((k for k in cv_results
-                     if k.startswith("split") and k.endswith("_test_score")),
-                    key=lambda k: int(k[5:].split("_")[0]))
+    splits = sorted(
+        (k for k in cv_results if k.startswith("split") and k.endswith("_test_score")),
+        key=lambda k: int(k[5:].split("_")[0]),
+    )
     folds = np.column_stack([np.asarray(cv_results[k], dtype=float) for k in splits])
     values = np.asarray(cv_results[param], dtype=float)
     finite = np.isfinite(mean)

@@ -88,10 +88,16 @@ def _npy_header(fh, key):
         shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
     else:
         raise ValueError(f"{key} has .npy format version {version}")
-    if dtype.hasobject or dtype.kind not in "biufcU" or dtype.fields is not None \
-            or dtype.subdtype is not None:
-        raise ValueError(f"{key} holds {dtype} values (only numbers, booleans and strings "
-                         "are read; nothing is unpickled)")
+    if (
+        dtype.hasobject
+        or dtype.kind not in "biufcU"
+        or dtype.fields is not None
+        or dtype.subdtype is not None
+    ):
+        raise ValueError(
+            f"{key} holds {dtype} values (only numbers, booleans and strings "
+            "are read; nothing is unpickled)"
+        )
     return shape, fortran, dtype, fh.tell()
 
 
@@ -115,11 +121,14 @@ def _read_member(zf, info, key, limit):
         count *= n
     nbytes = count * dtype.itemsize
     if footprint(shape, dtype.itemsize) > limit:
-        raise ValueError(f"{key} declares shape {shape} of {dtype}, more than max_bytes="
-                         f"{limit} allows once used")
+        raise ValueError(
+            f"{key} declares shape {shape} of {dtype}, more than max_bytes={limit} allows once used"
+        )
     if nbytes > limit or header_len + nbytes != info.file_size:
-        raise ValueError(f"{key} declares shape {shape} of {dtype} ({nbytes} bytes) but the "
-                         f"archive holds {info.file_size - header_len} bytes for it")
+        raise ValueError(
+            f"{key} declares shape {shape} of {dtype} ({nbytes} bytes) but the "
+            f"archive holds {info.file_size - header_len} bytes for it"
+        )
     with zf.open(info) as fh:
         arr = np.lib.format.read_array(fh, allow_pickle=False)
         if fh.read(1):  # also makes zipfile check the member's CRC at its end
@@ -133,8 +142,7 @@ def _read_meta(zf, infos):
     if info is None:
         raise NotAModel(f"an .npz archive but not a neurospca model (no {META_KEY})")
     if info.file_size > MAX_HEADER_BYTES:
-        raise ValueError(f"its header declares {info.file_size} bytes (limit "
-                         f"{MAX_HEADER_BYTES})")
+        raise ValueError(f"its header declares {info.file_size} bytes (limit {MAX_HEADER_BYTES})")
     raw = _read_member(zf, info, META_KEY, MAX_HEADER_BYTES)
     if raw.dtype != np.uint8 or raw.ndim != 1:
         raise ValueError("its header is not a byte string")
@@ -147,8 +155,9 @@ def _read_meta(zf, infos):
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
         raise NotAModel("not a neurospca model file")
     if meta.get("version") != FORMAT_VERSION:
-        raise NotAModel(f"format version {meta.get('version')!r}; this neurospca reads "
-                        f"version {FORMAT_VERSION}")
+        raise NotAModel(
+            f"format version {meta.get('version')!r}; this neurospca reads version {FORMAT_VERSION}"
+        )
     if _json_depth(meta) > MAX_DEPTH:
         raise ValueError(f"malformed header: nested deeper than {MAX_DEPTH} levels")
     return meta
@@ -180,14 +189,20 @@ def read_archive(path, max_bytes):
     """
     size = os.path.getsize(path)
     if size > max_bytes + MAX_HEADER_BYTES:  # the zip directory alone would be read whole
-        raise ValueError(f"the file holds {size} bytes, more than max_bytes={max_bytes} "
-                         "(raise max_bytes to read a larger model)")
+        raise ValueError(
+            f"the file holds {size} bytes, more than max_bytes={max_bytes} "
+            "(raise max_bytes to read a larger model)"
+        )
     with zipfile.ZipFile(path) as zf:
         infos = {info.filename: info for info in zf.infolist()}
         meta = _read_meta(zf, infos)
         names = meta.get("arrays")
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names) \
-                or len(names) > MAX_ENTRIES or len(set(names)) != len(names):
+        if (
+            not isinstance(names, list)
+            or not all(isinstance(n, str) for n in names)
+            or len(names) > MAX_ENTRIES
+            or len(set(names)) != len(names)
+        ):
             raise ValueError("malformed header: 'arrays' must list distinct array names")
         names = [n for n in names if n != META_KEY]
         missing = [n for n in names if n + ".npy" not in infos]
@@ -195,8 +210,10 @@ def read_archive(path, max_bytes):
             raise ValueError(f"malformed: arrays missing: {missing[:5]}")
         total = sum(infos[n + ".npy"].file_size for n in names)
         if total > max_bytes:
-            raise ValueError(f"its declared arrays hold {total} bytes, more than max_bytes="
-                             f"{max_bytes} (raise max_bytes to read a larger model)")
+            raise ValueError(
+                f"its declared arrays hold {total} bytes, more than max_bytes="
+                f"{max_bytes} (raise max_bytes to read a larger model)"
+            )
         arrays, used = {}, 0
         for n in names:
             arrays[n] = _read_member(zf, infos[n + ".npy"], n, max_bytes - used)
@@ -233,15 +250,20 @@ def check_declared_sizes(meta, limit):
         for key, value in item.items():
             if key == "n_vertices" and isinstance(value, list):
                 total += BYTES_PER_VERTEX * sum(_declared_int(v) for v in value)
-            elif key == "operator" and isinstance(value, dict) \
-                    and isinstance(value.get("shape"), list):
+            elif (
+                key == "operator"
+                and isinstance(value, dict)
+                and isinstance(value.get("shape"), list)
+            ):
                 total += BYTES_PER_OPERATOR_DIM * sum(_declared_int(v) for v in value["shape"])
             else:
                 stack.append(value)
     if total > limit:
-        raise ValueError(f"its header declares sizes (vertex counts, operator shapes) that "
-                         f"would take {total} bytes to build, more than max_bytes allows "
-                         "(raise max_bytes to read a larger model)")
+        raise ValueError(
+            f"its header declares sizes (vertex counts, operator shapes) that "
+            f"would take {total} bytes to build, more than max_bytes allows "
+            "(raise max_bytes to read a larger model)"
+        )
 
 
 def _declared_int(value):

@@ -21,8 +21,15 @@ from ..operators import GroupOperator
 from ..surface import Hemispheres
 from ..trees import Tree, check_tree
 
-__all__ = ["Codec", "CODECS", "VALUE_KINDS", "SPACE_KINDS", "register_codec", "encode_value",
-           "decode_value"]
+__all__ = [
+    "Codec",
+    "CODECS",
+    "VALUE_KINDS",
+    "SPACE_KINDS",
+    "register_codec",
+    "encode_value",
+    "decode_value",
+]
 
 _SCALAR_KINDS = "biuf"
 HEMIS = ("left", "right")
@@ -176,17 +183,24 @@ def _encode_operator(key, op, arrays):
     arrays[f"{key}/indices"] = mat.indices
     arrays[f"{key}/indptr"] = mat.indptr
     arrays[f"{key}/group_ptr"] = op.group_ptr
-    return {"operator": {"shape": [int(s) for s in mat.shape], "norm2": op._norm2,
-                         "norm2_is_exact": bool(op.norm2_is_exact)}}
+    return {
+        "operator": {
+            "shape": [int(s) for s in mat.shape],
+            "norm2": op._norm2,
+            "norm2_is_exact": bool(op.norm2_is_exact),
+        }
+    }
 
 
 def _decode_operator(key, desc, arrays):
     """A GroupOperator from its saved CSR arrays, every array checked first."""
     desc = desc["operator"]
     shape = desc["shape"]
-    if not (isinstance(shape, list) and len(shape) == 2
-            and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**31
-                    for n in shape)):
+    if not (
+        isinstance(shape, list)
+        and len(shape) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**31 for n in shape)
+    ):
         raise ValueError(f"{key} has an invalid shape {shape!r}")
     n_rows, n_cols = shape
     data = arrays[f"{key}/data"]
@@ -195,14 +209,25 @@ def _decode_operator(key, desc, arrays):
     indices = index_array(arrays[f"{key}/indices"], f"{key}/indices")
     indptr = index_array(arrays[f"{key}/indptr"], f"{key}/indptr")
     group_ptr = index_array(arrays[f"{key}/group_ptr"], f"{key}/group_ptr")
-    if indptr.size != n_rows + 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0) \
-            or indptr[-1] != data.size or indices.size != data.size:
-        raise ValueError(f"{key}: indptr is not a valid CSR row pointer for "
-                         f"{n_rows} rows and {data.size} stored values")
+    if (
+        indptr.size != n_rows + 1
+        or indptr[0] != 0
+        or np.any(np.diff(indptr) < 0)
+        or indptr[-1] != data.size
+        or indices.size != data.size
+    ):
+        raise ValueError(
+            f"{key}: indptr is not a valid CSR row pointer for "
+            f"{n_rows} rows and {data.size} stored values"
+        )
     if indices.size and (indices.min() < 0 or indices.max() >= n_cols):
         raise ValueError(f"{key}: column indices out of range [0, {n_cols})")
-    if group_ptr.size < 1 or group_ptr[0] != 0 or group_ptr[-1] != n_rows \
-            or np.any(np.diff(group_ptr) < 0):
+    if (
+        group_ptr.size < 1
+        or group_ptr[0] != 0
+        or group_ptr[-1] != n_rows
+        or np.any(np.diff(group_ptr) < 0)
+    ):
         raise ValueError(f"{key}: group_ptr must rise from 0 to {n_rows}")
     norm2, exact = desc["norm2"], desc["norm2_is_exact"]
     if norm2 is not None and (not is_number(norm2) or not np.isfinite(norm2) or norm2 < 0):
@@ -240,10 +265,15 @@ def _decode_array(key, desc, arrays):
 
 def _is_ragged_history(value):
     """A list of lists of equal-width numeric tuples (gap_history_, mu_history_)."""
-    return (isinstance(value, list) and len(value) > 0 and all(
-        isinstance(seq, list) and all(
-            isinstance(r, tuple) and all(is_number(x) for x in r) for r in seq)
-        for seq in value))
+    return (
+        isinstance(value, list)
+        and len(value) > 0
+        and all(
+            isinstance(seq, list)
+            and all(isinstance(r, tuple) and all(is_number(x) for x in r) for r in seq)
+            for seq in value
+        )
+    )
 
 
 def _encode_ragged(key, value, arrays):
@@ -269,8 +299,10 @@ def _decode_ragged(key, desc, arrays):
         int_cols = item["int_columns"]
         if arr.ndim != 2 or arr.shape[1] != len(int_cols):
             raise ValueError(f"{key}/{k} has shape {arr.shape}")
-        cols = [arr[:, j].astype(np.int64).tolist() if is_int else arr[:, j].tolist()
-                for j, is_int in enumerate(int_cols)]
+        cols = [
+            arr[:, j].astype(np.int64).tolist() if is_int else arr[:, j].tolist()
+            for j, is_int in enumerate(int_cols)
+        ]
         out.append(list(zip(*cols)) if cols else [() for _ in range(arr.shape[0])])
     return out
 
@@ -281,8 +313,11 @@ def _decode_ragged(key, desc, arrays):
 
 
 def _is_numbers(value):
-    return _is_seq(value) and bool(value) and all(
-        is_number(x) and not isinstance(x, np.generic) for x in value)
+    return (
+        _is_seq(value)
+        and bool(value)
+        and all(is_number(x) and not isinstance(x, np.generic) for x in value)
+    )
 
 
 def _encode_numbers(key, value, arrays):
@@ -291,8 +326,10 @@ def _encode_numbers(key, value, arrays):
     if any(i and abs(x) >= 2**53 for i, x in zip(is_int, value)):
         raise TypeError("integers too large for exact storage")
     arrays[key] = arr
-    return {"container": "list" if isinstance(value, list) else "tuple",
-            "int": is_int if any(is_int) and not all(is_int) else all(is_int)}
+    return {
+        "container": "list" if isinstance(value, list) else "tuple",
+        "int": is_int if any(is_int) and not all(is_int) else all(is_int),
+    }
 
 
 def _decode_numbers(key, desc, arrays):
@@ -306,9 +343,12 @@ def _decode_numbers(key, desc, arrays):
 
 
 def _is_npscalars(value):
-    return _is_seq(value) and bool(value) and all(
-        isinstance(x, np.generic) and x.dtype.kind in _SCALAR_KINDS for x in value) \
+    return (
+        _is_seq(value)
+        and bool(value)
+        and all(isinstance(x, np.generic) and x.dtype.kind in _SCALAR_KINDS for x in value)
         and len({x.dtype.str for x in value}) == 1
+    )
 
 
 def _encode_npscalars(key, value, arrays):
@@ -321,13 +361,14 @@ def _decode_npscalars(key, desc, arrays):
 
 
 def _encode_seq(key, value, arrays):
-    return {"container": "list" if isinstance(value, list) else "tuple",
-            "items": [encode_value(f"{key}/{i}", x, arrays) for i, x in enumerate(value)]}
+    return {
+        "container": "list" if isinstance(value, list) else "tuple",
+        "items": [encode_value(f"{key}/{i}", x, arrays) for i, x in enumerate(value)],
+    }
 
 
 def _decode_seq(key, desc, arrays):
-    return _wrap(desc)(decode_value(f"{key}/{i}", d, arrays)
-                       for i, d in enumerate(desc["items"]))
+    return _wrap(desc)(decode_value(f"{key}/{i}", d, arrays) for i, d in enumerate(desc["items"]))
 
 
 def _is_str_dict(value):
@@ -348,8 +389,11 @@ def _decode_dict(key, desc, arrays):
 
 
 def _is_scalar(value):
-    return value is None or isinstance(value, (bool, str, numbers.Real)) or (
-        isinstance(value, np.generic) and value.dtype.kind in _SCALAR_KINDS)
+    return (
+        value is None
+        or isinstance(value, (bool, str, numbers.Real))
+        or (isinstance(value, np.generic) and value.dtype.kind in _SCALAR_KINDS)
+    )
 
 
 def _encode_scalar(key, value, arrays):
@@ -369,8 +413,11 @@ def _decode_scalar(key, desc, arrays):
     if "dtype" not in desc:
         return value
     dtype = np.dtype(str(desc["dtype"]))
-    if dtype.kind not in _SCALAR_KINDS or dtype.itemsize > 16 or \
-            isinstance(value, (str, type(None))):
+    if (
+        dtype.kind not in _SCALAR_KINDS
+        or dtype.itemsize > 16
+        or isinstance(value, (str, type(None)))
+    ):
         raise ValueError(f"{key} has an invalid scalar type {desc['dtype']!r}")
     return dtype.type(value)
 
@@ -389,8 +436,13 @@ def _encode_volume(key, space, arrays):
 def _decode_volume(key, desc, arrays):
     mask = arrays[f"{key}/mask"]
     affine = arrays[f"{key}/affine"]
-    if mask.dtype != bool or mask.ndim != 3 or affine.shape != (4, 4) \
-            or affine.dtype.kind != "f" or not np.all(np.isfinite(affine)):
+    if (
+        mask.dtype != bool
+        or mask.ndim != 3
+        or affine.shape != (4, 4)
+        or affine.dtype.kind != "f"
+        or not np.all(np.isfinite(affine))
+    ):
         raise ValueError("the saved mask must be a 3-D boolean array with a finite 4x4 affine")
     if abs(np.linalg.det(affine[:3, :3])) < 1e-12:
         raise ValueError("the saved affine is singular (its voxel axes do not span space)")
@@ -405,15 +457,18 @@ def _encode_surface(key, space, arrays):
 
 def _decode_surface(key, desc, arrays):
     n_vertices = desc["n_vertices"]
-    if not (isinstance(n_vertices, list) and len(n_vertices) == 2 and all(
-            isinstance(n, int) and not isinstance(n, bool) and 0 < n < 2**31
-            for n in n_vertices)):
+    if not (
+        isinstance(n_vertices, list)
+        and len(n_vertices) == 2
+        and all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 < n < 2**31 for n in n_vertices
+        )
+    ):
         raise ValueError(f"the saved n_vertices {n_vertices!r} are not two positive ints")
     masks = []
     for h, hemi in enumerate(HEMIS):
         idx = index_array(arrays[f"{key}/vertices_{hemi}"], f"{key}/vertices_{hemi}")
-        if idx.size and (idx.min() < 0 or idx.max() >= n_vertices[h]
-                         or np.any(np.diff(idx) <= 0)):
+        if idx.size and (idx.min() < 0 or idx.max() >= n_vertices[h] or np.any(np.diff(idx) <= 0)):
             raise ValueError(f"the saved {hemi} vertices are out of range or not increasing")
         m = np.zeros(n_vertices[h], dtype=bool)
         m[idx] = True
@@ -425,10 +480,15 @@ def _decode_surface(key, desc, arrays):
 # the table (order = the order encode_value asks)
 # --------------------------------------------------------------------------
 
-register_codec("operator", lambda v: isinstance(v, GroupOperator), _encode_operator,
-               _decode_operator)
-register_codec("tree", lambda v: isinstance(v, Tree), _encode_tree,
-               lambda key, desc, arrays: check_tree(arrays[key]))
+register_codec(
+    "operator", lambda v: isinstance(v, GroupOperator), _encode_operator, _decode_operator
+)
+register_codec(
+    "tree",
+    lambda v: isinstance(v, Tree),
+    _encode_tree,
+    lambda key, desc, arrays: check_tree(arrays[key]),
+)
 register_codec("array", lambda v: isinstance(v, np.ndarray), _encode_array, _decode_array)
 register_codec("ragged", _is_ragged_history, _encode_ragged, _decode_ragged)
 register_codec("numbers", _is_numbers, _encode_numbers, _decode_numbers)
@@ -437,11 +497,11 @@ register_codec("seq", _is_seq, _encode_seq, _decode_seq)
 register_codec("dict", _is_str_dict, _encode_dict, _decode_dict)
 register_codec("scalar", _is_scalar, _encode_scalar, _decode_scalar)
 register_codec("volume", lambda v: isinstance(v, VolumeMasker), _encode_volume, _decode_volume)
-register_codec("surface", lambda v: isinstance(v, Hemispheres), _encode_surface,
-               _decode_surface)
+register_codec("surface", lambda v: isinstance(v, Hemispheres), _encode_surface, _decode_surface)
 
 #: what parameters and fitted attributes may hold
-VALUE_KINDS = frozenset({"operator", "tree", "array", "ragged", "numbers", "npscalars", "seq",
-                         "dict", "scalar"})
+VALUE_KINDS = frozenset(
+    {"operator", "tree", "array", "ragged", "numbers", "npscalars", "seq", "dict", "scalar"}
+)
 #: what the ``space`` of a model file may hold
 SPACE_KINDS = frozenset({"volume", "surface"})

@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._utils.io import check_not_input, regular_file
+from .._utils.validation import check_int
 from ..decomposition import (
     SPCATV,
     SSPCA,
@@ -21,12 +23,9 @@ from ..decomposition import (
     KTraceNormPCA,
     NonnegativeSparsePCA,
 )
-from .._utils.io import check_not_input, regular_file
-from .._utils.validation import check_int
 from ..operators import GroupOperator
 from ..surface import Hemispheres, check_plot_mesh
-from ._archive import FORMAT_NAME, FORMAT_VERSION, MAX_BYTES, NotAModel, read_archive, \
-    write_archive
+from ._archive import FORMAT_NAME, FORMAT_VERSION, MAX_BYTES, NotAModel, read_archive, write_archive
 from ._codecs import HEMIS, SPACE_KINDS, decode_value, encode_value
 
 logger = logging.getLogger("neurospca")
@@ -34,8 +33,10 @@ logger = logging.getLogger("neurospca")
 __all__ = ["SavedModel", "save_model", "load_model", "ESTIMATORS", "MODEL_CLASSES"]
 
 #: the estimators a model file may hold (explicit registry: nothing else is instantiated)
-ESTIMATORS = {cls.__name__: cls for cls in (SPCATV, SSPCA, NonnegativeSparsePCA,
-                                             KTraceNormPCA, HierarchicalDictionaryLearning)}
+ESTIMATORS = {
+    cls.__name__: cls
+    for cls in (SPCATV, SSPCA, NonnegativeSparsePCA, KTraceNormPCA, HierarchicalDictionaryLearning)
+}
 MODEL_CLASSES = tuple(ESTIMATORS)
 _FITTED_NAME = re.compile(r"[a-z][a-z0-9_]*_\Z")
 
@@ -90,11 +91,16 @@ def _migrate(cls, fitted):
     for old, new in RENAMED_ATTRIBUTES.items():
         if old in out and new not in out and isinstance(getattr(cls, old, None), property):
             value = out.pop(old)
-            out[new] = np.atleast_1d(np.asarray(value, dtype=np.float64)) \
-                if new == "dual_gaps_" else value
+            out[new] = (
+                np.atleast_1d(np.asarray(value, dtype=np.float64)) if new == "dual_gaps_" else value
+            )
     objective = out.get("objective_")
-    if isinstance(objective, list) and objective and "objective_history_" not in out \
-            and "objective_history_" in (cls.__doc__ or ""):
+    if (
+        isinstance(objective, list)
+        and objective
+        and "objective_history_" not in out
+        and "objective_history_" in (cls.__doc__ or "")
+    ):
         out["objective_history_"] = objective
         out["objective_"] = float(objective[-1])
     return out
@@ -103,8 +109,10 @@ def _migrate(cls, fitted):
 def _estimator_class(name):
     """The class named ``name`` in the explicit registry :data:`ESTIMATORS` (or ValueError)."""
     if not isinstance(name, str) or name not in ESTIMATORS:
-        raise ValueError(f"the file holds a {name!r}, which is not a neurospca estimator "
-                         f"that model files may hold ({', '.join(MODEL_CLASSES)}).")
+        raise ValueError(
+            f"the file holds a {name!r}, which is not a neurospca estimator "
+            f"that model files may hold ({', '.join(MODEL_CLASSES)})."
+        )
     return ESTIMATORS[name]
 
 
@@ -114,8 +122,9 @@ def _encode_space(space, arrays):
     try:
         return encode_value("space", space, arrays, kinds=SPACE_KINDS)
     except TypeError:
-        raise TypeError(f"space must be a VolumeMasker, a Hemispheres or None, got "
-                        f"{type(space).__name__}.") from None
+        raise TypeError(
+            f"space must be a VolumeMasker, a Hemispheres or None, got {type(space).__name__}."
+        ) from None
 
 
 def _decode_space(desc, arrays):
@@ -135,8 +144,9 @@ def _check_meshes(meshes, space):
         raise ValueError("meshes are only meaningful with a Hemispheres space.")
     extra = sorted(set(meshes) - {"left", "right", "bg_left", "bg_right"})
     if extra:
-        raise ValueError(f"meshes has unknown keys {extra[:3]}; use 'left', 'right', "
-                         "'bg_left', 'bg_right'.")
+        raise ValueError(
+            f"meshes has unknown keys {extra[:3]}; use 'left', 'right', 'bg_left', 'bg_right'."
+        )
     out = {}
     for h, hemi in enumerate(HEMIS):
         try:
@@ -156,8 +166,9 @@ def _check_meshes(meshes, space):
         if bg is not None:
             bg = np.asarray(bg, dtype=np.float64)
             if bg.shape != (space.n_vertices[h],):
-                raise ValueError(f"meshes['bg_{hemi}'] must have shape "
-                                 f"({space.n_vertices[h]},), got {bg.shape}.")
+                raise ValueError(
+                    f"meshes['bg_{hemi}'] must have shape ({space.n_vertices[h]},), got {bg.shape}."
+                )
             if not np.all(np.isfinite(bg)):
                 raise ValueError(f"meshes['bg_{hemi}'] contains NaN or infinite values.")
             out[f"bg_{hemi}"] = bg
@@ -216,21 +227,27 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None, study
     from sklearn.base import BaseEstimator
 
     if not isinstance(estimator, BaseEstimator):
-        raise TypeError(f"estimator must be a scikit-learn style estimator, got "
-                        f"{type(estimator).__name__}.")
+        raise TypeError(
+            f"estimator must be a scikit-learn style estimator, got {type(estimator).__name__}."
+        )
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
     if ESTIMATORS.get(type(estimator).__name__) is not type(estimator):
-        raise TypeError(f"estimator: save_model saves {', '.join(MODEL_CLASSES)}; got "
-                        f"{type(estimator).__name__}.")
+        raise TypeError(
+            f"estimator: save_model saves {', '.join(MODEL_CLASSES)}; got "
+            f"{type(estimator).__name__}."
+        )
     bad = [a for a in _fitted_attributes(estimator) if not _FITTED_NAME.match(a)]
     if bad:
-        raise TypeError(f"estimator attribute {bad[0]} cannot be saved: fitted names are "
-                        "lowercase and end with '_'.")
+        raise TypeError(
+            f"estimator attribute {bad[0]} cannot be saved: fitted names are "
+            "lowercase and end with '_'."
+        )
     attrs = _fitted_attributes(estimator)
     if not attrs:
-        raise ValueError(f"estimator: this {type(estimator).__name__} is not fitted; call "
-                         "fit before save_model.")
+        raise ValueError(
+            f"estimator: this {type(estimator).__name__} is not fitted; call fit before save_model."
+        )
     if metadata is None:
         metadata = {}
     if not isinstance(metadata, dict):
@@ -259,8 +276,9 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None, study
         try:
             fitted[name] = encode_value(f"attr/{name}", getattr(estimator, name), arrays)
         except TypeError as exc:
-            raise TypeError(f"estimator attribute {name} cannot be saved without pickle "
-                            f"({exc}).") from None
+            raise TypeError(
+                f"estimator attribute {name} cannot be saved without pickle ({exc})."
+            ) from None
     space_desc = _encode_space(space, arrays)
     if study is not None and not isinstance(study, dict):
         raise TypeError(f"study must be a dict or None, got {type(study).__name__}.")
@@ -295,8 +313,11 @@ def _input_files(space, metadata):
     """``(label, path)`` of the files a model was made from: the mask of ``space``
     and every string of ``metadata`` (a model is never saved over one of them)."""
     mask_img = getattr(space, "mask_img", None)
-    found = [("the mask of space", mask_img.get_filename())] if mask_img is not None \
-        and hasattr(mask_img, "get_filename") and mask_img.get_filename() else []
+    found = (
+        [("the mask of space", mask_img.get_filename())]
+        if mask_img is not None and hasattr(mask_img, "get_filename") and mask_img.get_filename()
+        else []
+    )
     stack = [("metadata", metadata)]
     while stack:
         label, value = stack.pop()
@@ -351,11 +372,12 @@ def load_model(path, *, max_bytes=MAX_BYTES):
     except NotAModel as exc:
         raise ValueError(f"model: {path!r} is {exc}.") from None
     except ValueError as exc:
-        raise ValueError(f"model: {path!r} is not a readable neurospca model file: {exc}") \
-            from None
+        raise ValueError(f"model: {path!r} is not a readable neurospca model file: {exc}") from None
     except MemoryError:
-        raise ValueError(f"model: {path!r} is not a readable neurospca model file: its "
-                         "arrays do not fit in memory") from None
+        raise ValueError(
+            f"model: {path!r} is not a readable neurospca model file: its "
+            "arrays do not fit in memory"
+        ) from None
     except Exception as exc:  # zipfile, zlib, OSError, EOFError: all mean "unreadable"
         raise ValueError(
             f"model: {path!r} is not a readable neurospca model file (truncated, corrupted "
@@ -370,8 +392,9 @@ def load_model(path, *, max_bytes=MAX_BYTES):
     except ValueError as exc:
         raise ValueError(f"model: {path!r} is malformed: {exc}") from None
     except (KeyError, TypeError, AttributeError, IndexError) as exc:
-        raise ValueError(f"model: {path!r} is malformed: missing or invalid entry "
-                         f"{type(exc).__name__}: {exc}") from None
+        raise ValueError(
+            f"model: {path!r} is malformed: missing or invalid entry {type(exc).__name__}: {exc}"
+        ) from None
     except RecursionError:
         raise ValueError(f"model: {path!r} is malformed: nested too deeply") from None
     _check_consistency(estimator, space, path)
@@ -387,8 +410,9 @@ def _build(meta, arrays):
     unknown = sorted(set(meta["params"]) - set(valid))
     if unknown:
         raise ValueError(f"{cls.__name__} has no parameter(s) {unknown[:5]}")
-    params = {name: decode_value(f"param/{name}", desc, arrays)
-              for name, desc in meta["params"].items()}
+    params = {
+        name: decode_value(f"param/{name}", desc, arrays) for name, desc in meta["params"].items()
+    }
     estimator = cls(**params)
     try:
         estimator._validate_params()  # the constraints fit checks (sklearn)
@@ -397,13 +421,17 @@ def _build(meta, arrays):
     fitted = {}
     for name, desc in meta["fitted"].items():
         if not isinstance(name, str) or not _FITTED_NAME.match(name):
-            raise ValueError(f"{name!r} is not a fitted attribute name (lowercase, ending "
-                             "with '_', not a name of the class)")
+            raise ValueError(
+                f"{name!r} is not a fitted attribute name (lowercase, ending "
+                "with '_', not a name of the class)"
+            )
         fitted[name] = decode_value(f"attr/{name}", desc, arrays)
     for name, value in _migrate(cls, fitted).items():
         if hasattr(cls, name):
-            raise ValueError(f"{name!r} is not a fitted attribute name (lowercase, ending "
-                             "with '_', not a name of the class)")
+            raise ValueError(
+                f"{name!r} is not a fitted attribute name (lowercase, ending "
+                "with '_', not a name of the class)"
+            )
         setattr(estimator, name, value)
     space = _decode_space(meta["space"], arrays)
     meshes = None
@@ -432,22 +460,30 @@ def _check_consistency(estimator, space, path):
     if comps is None:
         return
     if not isinstance(comps, np.ndarray) or comps.ndim != 2 or comps.dtype.kind != "f":
-        raise ValueError(f"model: {path!r} is malformed: components_ is not a 2-D float "
-                         "array.")
+        raise ValueError(f"model: {path!r} is malformed: components_ is not a 2-D float array.")
     if not np.all(np.isfinite(comps)):
-        raise ValueError(f"model: {path!r} is malformed: components_ holds NaN or infinite "
-                         "values.")
+        raise ValueError(f"model: {path!r} is malformed: components_ holds NaN or infinite values.")
     n_features = comps.shape[1]
     mean = getattr(estimator, "mean_", None)
-    if mean is not None and (not isinstance(mean, np.ndarray) or mean.shape != (n_features,)
-                             or mean.dtype.kind != "f" or not np.all(np.isfinite(mean))):
-        raise ValueError(f"model: {path!r} is malformed: mean_ is not a finite float array "
-                         f"of shape ({n_features},).")
+    if mean is not None and (
+        not isinstance(mean, np.ndarray)
+        or mean.shape != (n_features,)
+        or mean.dtype.kind != "f"
+        or not np.all(np.isfinite(mean))
+    ):
+        raise ValueError(
+            f"model: {path!r} is malformed: mean_ is not a finite float array "
+            f"of shape ({n_features},)."
+        )
     op = getattr(estimator, "operator", None)
     if isinstance(op, GroupOperator) and op.n_features != n_features:
-        raise ValueError(f"model: {path!r} is malformed: the operator has {op.n_features} "
-                         f"columns but components_ has {n_features}.")
+        raise ValueError(
+            f"model: {path!r} is malformed: the operator has {op.n_features} "
+            f"columns but components_ has {n_features}."
+        )
     if space is not None and space.n_features != n_features:
-        raise ValueError(f"model: {path!r} is malformed: the saved space has "
-                         f"{space.n_features} voxels/vertices but components_ has "
-                         f"{n_features} columns.")
+        raise ValueError(
+            f"model: {path!r} is malformed: the saved space has "
+            f"{space.n_features} voxels/vertices but components_ has "
+            f"{n_features} columns."
+        )

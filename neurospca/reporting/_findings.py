@@ -14,11 +14,17 @@ from . import plotting
 
 __all__ = ["findings_section", "n_components_section"]
 
-_COLUMNS = [("component", "component", None), ("variable", "variable", None),
-            ("test", "test", None), ("statistic", "statistic", ".4g"),
-            ("effect size", "effect_size", ".3f"), ("measure", "effect_size_measure", None),
-            ("n", "n", None), ("p (permutation)", "p", ".2g"),
-            ("p corrected (FWER)", "p_corrected", ".2g")]
+_COLUMNS = [
+    ("component", "component", None),
+    ("variable", "variable", None),
+    ("test", "test", None),
+    ("statistic", "statistic", ".4g"),
+    ("effect size", "effect_size", ".3f"),
+    ("measure", "effect_size_measure", None),
+    ("n", "n", None),
+    ("p (permutation)", "p", ".2g"),
+    ("p corrected (FWER)", "p_corrected", ".2g"),
+]
 
 
 def _rows_of(assoc):
@@ -37,8 +43,10 @@ def _title(variable, row):
     if row is None:
         return variable
     measure = "\u03b7\u00b2" if str(row["effect_size_measure"]) == "eta2_H" else "\u03c1"
-    return (f"{variable}: {measure} = {float(row['effect_size']):.2f}, "
-            f"p corr. = {float(row['p_corrected']):.2g}")
+    return (
+        f"{variable}: {measure} = {float(row['effect_size']):.2f}, "
+        f"p corr. = {float(row['p_corrected']):.2g}"
+    )
 
 
 def _group_axis(ax, scores, labels, title):
@@ -47,8 +55,7 @@ def _group_axis(ax, scores, labels, title):
     ax.boxplot(data, showfliers=False, widths=0.5)
     rng = np.random.default_rng(0)
     for i, values in enumerate(data):
-        ax.scatter(i + 1 + rng.uniform(-0.12, 0.12, values.size), values, s=9, alpha=0.6,
-                   zorder=3)
+        ax.scatter(i + 1 + rng.uniform(-0.12, 0.12, values.size), values, s=9, alpha=0.6, zorder=3)
     ax.set_xticks(np.arange(1, len(levels) + 1))
     ax.set_xticklabels([f"{lv}\n(n={d.size})" for lv, d in zip(levels, data)], fontsize=8)
     ax.set_title(title, fontsize=9)
@@ -71,12 +78,21 @@ def _component_figure(k, scores, study, rows):
     fig, axes = plt.subplots(1, n_axes, figsize=(3.2 * n_axes + 0.4, 3.0), squeeze=False)
     i = 0
     for name, labels in groups.items():
-        _group_axis(axes[0, i], scores, np.asarray(labels).astype(str),
-                    _title(name, _find(rows, k + 1, name)))
+        _group_axis(
+            axes[0, i],
+            scores,
+            np.asarray(labels).astype(str),
+            _title(name, _find(rows, k + 1, name)),
+        )
         i += 1
     for name, values in covariates.items():
-        _covariate_axis(axes[0, i], scores, np.asarray(values, dtype=np.float64), name,
-                        _title(name, _find(rows, k + 1, name)))
+        _covariate_axis(
+            axes[0, i],
+            scores,
+            np.asarray(values, dtype=np.float64),
+            name,
+            _title(name, _find(rows, k + 1, name)),
+        )
         i += 1
     axes[0, 0].set_ylabel(f"component {k + 1} score")
     fig.tight_layout()
@@ -104,22 +120,26 @@ def findings_section(study, scores, dpi=80):
     if not study:
         return None
     ids = [str(i) for i in np.asarray(study.get("participant_ids", []))]
-    out = {"methods": [str(m) for m in study.get("methods") or []],
-           "n_subjects": len(ids),
-           "ids": ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else ""),
-           "figures": [], "header": [h for h, _, _ in _COLUMNS], "rows": [],
-           "note": ""}
+    out = {
+        "methods": [str(m) for m in study.get("methods") or []],
+        "n_subjects": len(ids),
+        "ids": ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else ""),
+        "figures": [],
+        "header": [h for h, _, _ in _COLUMNS],
+        "rows": [],
+        "note": "",
+    }
     assoc = study.get("associations")
     rows = _rows_of(assoc) if assoc else []
     for r in rows:
-        out["rows"].append([format(r[key], f) if f else str(r[key])
-                            for _, key, f in _COLUMNS])
+        out["rows"].append([format(r[key], f) if f else str(r[key]) for _, key, f in _COLUMNS])
     has_vars = bool(study.get("groups")) or bool(study.get("covariates"))
     if scores is not None and has_vars and scores.shape[0] == len(ids):
         for k in range(scores.shape[1]):
             fig = _component_figure(k, scores[:, k], study, rows)
-            out["figures"].append({"label": f"Component {k + 1}",
-                                   "image": plotting.figure_to_data_uri(fig, dpi=dpi)})
+            out["figures"].append(
+                {"label": f"Component {k + 1}", "image": plotting.figure_to_data_uri(fig, dpi=dpi)}
+            )
     if rows:
         out["note"] = (
             "Groups: Kruskal-Wallis H, effect size eta\u00b2_H = (H - G + 1) / (N - G); "
@@ -128,7 +148,8 @@ def findings_section(study, scores, dpi=80):
             "statistic at least as large; p corrected: family-wise error over all "
             "components x variables by the Westfall-Young single-step min-P method "
             f"({int(study.get('n_permutations', 0)):,} permutations; the smallest attainable "
-            "p is 1/(permutations + 1)).")
+            "p is 1/(permutations + 1))."
+        )
     return out
 
 
@@ -156,15 +177,20 @@ def n_components_section(evidence, metadata=None, dpi=80):
     if not evidence:
         return None
     observed = 100 * np.asarray(evidence["observed"], dtype=np.float64)
-    null = 100 * np.array([np.nan if v is None else v for v in evidence["null"]],
-                          dtype=np.float64)
+    null = 100 * np.array([np.nan if v is None else v for v in evidence["null"]], dtype=np.float64)
     k = int(evidence["n_components"])
     plt = plotting._pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 3.0))
     ranks = np.arange(1, observed.size + 1)
     ax.plot(ranks, observed, "o-", ms=4, label="data (PCA)")
-    ax.plot(ranks, null, "s--", ms=3, color="grey",
-            label=f"null, {100 * float(evidence['quantile']):g}th percentile")
+    ax.plot(
+        ranks,
+        null,
+        "s--",
+        ms=3,
+        color="grey",
+        label=f"null, {100 * float(evidence['quantile']):g}th percentile",
+    )
     ax.axvline(k + 0.5, color="k", lw=0.8)
     ax.set_xlabel("component (rank)")
     ax.set_ylabel("explained variance (%)")

@@ -57,13 +57,11 @@ def penalties(estimator):
         l1_ratio, tv_ratio = float(estimator.l1_ratio), float(estimator.tv_ratio)
         weights = _fitted_weights(estimator)
         if weights is None:  # a model saved before penalty_weights_ existed
-            weights = dict(zip(("l1", "l2", "tv"),
-                               weights_from_ratios(alpha, l1_ratio, tv_ratio)))
+            weights = dict(zip(("l1", "l2", "tv"), weights_from_ratios(alpha, l1_ratio, tv_ratio)))
     except (TypeError, ValueError):
         return None
     l1_max = getattr(estimator, "l1_max_", None)
-    l1_max = float(l1_max) if l1_max is not None and np.isfinite(l1_max) and l1_max > 0 \
-        else None
+    l1_max = float(l1_max) if l1_max is not None and np.isfinite(l1_max) and l1_max > 0 else None
     relative = getattr(estimator, "alpha", 0.0) is None
     given = getattr(estimator, "alpha_rel", None)
     auto = isinstance(given, str)  # alpha_rel="auto": chosen along a path at fit time
@@ -76,10 +74,20 @@ def penalties(estimator):
         alpha_rel = None if alpha_rel is None else float(alpha_rel)
     except (TypeError, ValueError):
         alpha_rel = None
-    return {"alpha": alpha, "l1_ratio": l1_ratio, "tv_ratio": tv_ratio, "weights": weights,
-            "l1": weights["l1"], "l2": weights["l2"], "tv": weights["tv"], "l1_max": l1_max,
-            "relative": relative, "alpha_rel": alpha_rel, "auto": auto and relative,
-            "auto_path": getattr(estimator, "auto_path_", None)}
+    return {
+        "alpha": alpha,
+        "l1_ratio": l1_ratio,
+        "tv_ratio": tv_ratio,
+        "weights": weights,
+        "l1": weights["l1"],
+        "l2": weights["l2"],
+        "tv": weights["tv"],
+        "l1_max": l1_max,
+        "relative": relative,
+        "alpha_rel": alpha_rel,
+        "auto": auto and relative,
+        "auto_path": getattr(estimator, "auto_path_", None),
+    }
 
 
 #: how the methods paragraph names the weights of paper eq. 3 (others: their own name)
@@ -102,13 +110,17 @@ def _auto_text(pen):
             steps.append(f"{float(step['alpha_rel']):g} ({rep.mean():.2f})")
         except (KeyError, TypeError, ValueError):
             continue
-    text = ("; alpha_rel was chosen automatically (alpha_rel=\"auto\": two random halves "
-            "of the samples were fitted along a path of relative penalties and the one "
-            "whose components reproduce best between the halves was kept, among those "
-            "with every component non-empty and at most half non-zero")
+    text = (
+        '; alpha_rel was chosen automatically (alpha_rel="auto": two random halves '
+        "of the samples were fitted along a path of relative penalties and the one "
+        "whose components reproduce best between the halves was kept, among those "
+        "with every component non-empty and at most half non-zero"
+    )
     if steps:
-        text += ("; tried, with the mean split-half absolute correlation of matched "
-                 "components: " + ", ".join(steps))
+        text += (
+            "; tried, with the mean split-half absolute correlation of matched "
+            "components: " + ", ".join(steps)
+        )
     return text + ")"
 
 
@@ -129,26 +141,31 @@ def weights_text(pen):
         return ""
     text = _weight_list(pen)
     if pen["l1_max"] is not None:
-        text += (f"; l1 = {pen['l1'] / pen['l1_max']:.3g} x l1_max, l1_max = "
-                 f"{pen['l1_max']:.4g}")
+        text += f"; l1 = {pen['l1'] / pen['l1_max']:.3g} x l1_max, l1_max = {pen['l1_max']:.4g}"
     return text
 
 
 def _penalty_sentence(pen):
     """The methods paragraph's penalties: alpha, ratios, weights, how alpha was set."""
-    text = (f"Penalties: alpha = {pen['alpha']:.4g}, l1_ratio = {pen['l1_ratio']:.4g}, "
-            f"tv_ratio = {pen['tv_ratio']:.4g}, i.e. {_weight_list(pen, _PAPER_NAMES)}")
+    text = (
+        f"Penalties: alpha = {pen['alpha']:.4g}, l1_ratio = {pen['l1_ratio']:.4g}, "
+        f"tv_ratio = {pen['tv_ratio']:.4g}, i.e. {_weight_list(pen, _PAPER_NAMES)}"
+    )
     if pen["l1_max"] is not None:
         if pen["relative"] and pen["alpha_rel"] is not None:
-            text += (f"; alpha was set relative to the data as alpha_rel x l1_max = "
-                     f"{float(pen['alpha_rel']):.4g} x {pen['l1_max']:.4g}, with l1_max = "
-                     "max_j ||x_j||_2 / N of the centred data (the l1 weight above which "
-                     "every loading is zero without TV)")
+            text += (
+                f"; alpha was set relative to the data as alpha_rel x l1_max = "
+                f"{float(pen['alpha_rel']):.4g} x {pen['l1_max']:.4g}, with l1_max = "
+                "max_j ||x_j||_2 / N of the centred data (the l1 weight above which "
+                "every loading is zero without TV)"
+            )
             if pen["auto"]:
                 text += _auto_text(pen)
         else:
-            text += (f" (absolute; {pen['alpha'] / pen['l1_max']:.4g} x l1_max, "
-                     f"l1_max = max_j ||x_j||_2 / N = {pen['l1_max']:.4g})")
+            text += (
+                f" (absolute; {pen['alpha'] / pen['l1_max']:.4g} x l1_max, "
+                f"l1_max = max_j ||x_j||_2 / N = {pen['l1_max']:.4g})"
+            )
     return text + "."
 
 
@@ -157,18 +174,25 @@ def _structure_text(estimator, space, meshes, n_features):
     if not hasattr(estimator, "operator"):
         return None
     if op is None:
-        return (f"a 1-D chain over the {n_features:,} features in column order (no spatial "
-                "structure was given)")
+        return (
+            f"a 1-D chain over the {n_features:,} features in column order (no spatial "
+            "structure was given)"
+        )
     if not isinstance(op, GroupOperator):
         return f"a {type(op).__name__} operator"
     size = f"{op.n_groups:,} groups, {op.n_rows:,} rows, ||A||^2 <= {op.norm2:.3g}"
     if isinstance(space, VolumeMasker) and space.mask.ndim == 3:
         m = space.mask
-        pairs = int((m[1:] & m[:-1]).sum() + (m[:, 1:] & m[:, :-1]).sum()
-                    + (m[:, :, 1:] & m[:, :, :-1]).sum())
+        pairs = int(
+            (m[1:] & m[:-1]).sum()
+            + (m[:, 1:] & m[:, :-1]).sum()
+            + (m[:, :, 1:] & m[:, :, :-1]).sum()
+        )
         if pairs == op.n_rows:
-            return ("total variation over the brain mask's 3-D grid: forward differences "
-                    f"between 6-neighbour voxels ({size})")
+            return (
+                "total variation over the brain mask's 3-D grid: forward differences "
+                f"between 6-neighbour voxels ({size})"
+            )
     if isinstance(space, Hemispheres) and meshes is not None:
         from ..surface import mesh_edges
 
@@ -179,8 +203,10 @@ def _structure_text(estimator, space, meshes, n_features):
             kept[space.vertices[h]] = True
             n_edges += int((kept[a] & kept[b]).sum())
         if n_edges == op.n_rows:
-            return ("total variation over the cortical meshes: differences along the mesh "
-                    f"edges of each hemisphere ({size})")
+            return (
+                "total variation over the cortical meshes: differences along the mesh "
+                f"edges of each hemisphere ({size})"
+            )
     return f"a structure operator with {size}"
 
 
@@ -188,22 +214,35 @@ def _support_sentence(estimator):
     """How the supports were certified, with the uncertain loadings per component."""
     support = np.asarray(estimator.certified_support_)
     n_unc = np.asarray(getattr(estimator, "n_uncertain_", []), dtype=np.int64).ravel()
-    text = ("Supports, clusters and figures show only the loadings certified non-zero: each "
-            "loading update is 1-strongly convex in its proximal form, so its certified gap G "
-            "bounds the distance to the exact update by sqrt(2 G), and a loading larger than "
-            "that bound is non-zero, with its sign, at the optimum; loadings certified zero "
-            "(a gap-safe test) are set exactly to zero and the others are uncertain. Before "
-            "this test each update was re-solved until the bound was at most "
-            f"{100 * SUPPORT_RESOLUTION:g} % of the component's peak loading (or the "
-            "iteration limit). Certified non-zero loadings "
-            "per component: " + ", ".join(f"{int(n):,}" for n in support.sum(axis=1)))
+    text = (
+        "Supports, clusters and figures show only the loadings certified non-zero: each "
+        "loading update is 1-strongly convex in its proximal form, so its certified gap G "
+        "bounds the distance to the exact update by sqrt(2 G), and a loading larger than "
+        "that bound is non-zero, with its sign, at the optimum; loadings certified zero "
+        "(a gap-safe test) are set exactly to zero and the others are uncertain. Before "
+        "this test each update was re-solved until the bound was at most "
+        f"{100 * SUPPORT_RESOLUTION:g} % of the component's peak loading (or the "
+        "iteration limit). Certified non-zero loadings "
+        "per component: " + ", ".join(f"{int(n):,}" for n in support.sum(axis=1))
+    )
     if n_unc.size:
         text += "; uncertain: " + ", ".join(f"{int(n):,}" for n in n_unc)
     return text + "."
 
 
-def methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
-                 rel_gaps, tol, selection, atlas_desc):
+def methods_text(
+    estimator,
+    space,
+    meshes,
+    pen,
+    n_samples,
+    n_features,
+    versions,
+    rel_gaps,
+    tol,
+    selection,
+    atlas_desc,
+):
     """The methods paragraph: method and citation, data, penalties, structure, solver,
     selection, atlas and software versions.
 
@@ -244,17 +283,24 @@ def methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
             "penalty (SPCA-TV; de Pierrefeu et al., Structured Sparse Principal Components "
             "Analysis With the TV-Elastic Net Penalty, IEEE Transactions on Medical Imaging "
             f"37(2):396-407, 2018) as implemented in neurospca {versions['neurospca']} "
-            f"({name}).")
+            f"({name})."
+        )
     else:
-        parts.append(f"Components were estimated with {name} (neurospca "
-                     f"{versions['neurospca']}).")
+        parts.append(f"Components were estimated with {name} (neurospca {versions['neurospca']}).")
     if n_samples is not None:
-        unit = ("voxels" if isinstance(space, VolumeMasker) else
-                "vertices" if isinstance(space, Hemispheres) else "features")
-        parts.append(f"The data held {n_samples:,} samples and {n_features:,} {unit}; they "
-                     "were centred and the components extracted " + _method_text(estimator)
-                     if pen is not None else
-                     f"The data held {n_samples:,} samples and {n_features:,} {unit}.")
+        unit = (
+            "voxels"
+            if isinstance(space, VolumeMasker)
+            else "vertices"
+            if isinstance(space, Hemispheres)
+            else "features"
+        )
+        parts.append(
+            f"The data held {n_samples:,} samples and {n_features:,} {unit}; they "
+            "were centred and the components extracted " + _method_text(estimator)
+            if pen is not None
+            else f"The data held {n_samples:,} samples and {n_features:,} {unit}."
+        )
     if pen is not None:
         parts.append(_penalty_sentence(pen))
     structure = _structure_text(estimator, space, meshes, n_features)
@@ -262,16 +308,22 @@ def methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
         parts.append(f"Structure: {structure}.")
     solver = getattr(estimator, "solver", None)
     if pen is not None and tol is not None:
-        solver_name = {"dual": "the exact-proximal dual solver",
-                       "conesta": "CONESTA (paper Algorithm 2)"}.get(solver, str(solver))
-        text = (f"Each loading update was solved with {solver_name}, stopped when its "
-                f"certified duality gap was at most tol = {tol:g} times the objective at zero "
-                "(relative gap)")
+        solver_name = {
+            "dual": "the exact-proximal dual solver",
+            "conesta": "CONESTA (paper Algorithm 2)",
+        }.get(solver, str(solver))
+        text = (
+            f"Each loading update was solved with {solver_name}, stopped when its "
+            f"certified duality gap was at most tol = {tol:g} times the objective at zero "
+            "(relative gap)"
+        )
         finite = None if rel_gaps is None else np.asarray(rel_gaps, dtype=np.float64)
         finite = None if finite is None else finite[np.isfinite(finite)]
         if finite is not None and finite.size:
-            text += (f"; the largest final relative gap was {finite.max():.2e} over "
-                     f"{finite.size} component(s)")
+            text += (
+                f"; the largest final relative gap was {finite.max():.2e} over "
+                f"{finite.size} component(s)"
+            )
         parts.append(text + ".")
     elif solver is not None:
         parts.append(f"Solver: {solver}.")
@@ -280,29 +332,37 @@ def methods_text(estimator, space, meshes, pen, n_samples, n_features, versions,
     if selection is not None:
         results = getattr(selection, "results_", None) or []
         best = getattr(selection, "best_params_", None) or {}
-        text = ("Penalties were chosen by neurospca.model_selection.select_penalty"
-                + (f" among {len(results)} settings" if results else "")
-                + f" (rule: {getattr(selection, 'rule', 'not recorded')}); chosen: "
-                + ", ".join(f"{k} = {fmt(v)}" for k, v in best.items()))
+        text = (
+            "Penalties were chosen by neurospca.model_selection.select_penalty"
+            + (f" among {len(results)} settings" if results else "")
+            + f" (rule: {getattr(selection, 'rule', 'not recorded')}); chosen: "
+            + ", ".join(f"{k} = {fmt(v)}" for k, v in best.items())
+        )
         stab = getattr(selection, "component_stability_", None)
         if stab is not None and len(stab):
-            measure = ("split-half matched absolute correlation"
-                       if getattr(selection, "rule", None) == "reproducibility"
-                       else "mean pairwise Dice")
-            text += (f"; stability of the chosen components across splits ({measure}): "
-                     + ", ".join(fmt(float(s), ".2f") for s in stab))
+            measure = (
+                "split-half matched absolute correlation"
+                if getattr(selection, "rule", None) == "reproducibility"
+                else "mean pairwise Dice"
+            )
+            text += f"; stability of the chosen components across splits ({measure}): " + ", ".join(
+                fmt(float(s), ".2f") for s in stab
+            )
         parts.append(text + ".")
     stab = getattr(estimator, "stability_", None)
     if selection is None and stab is not None and np.any(np.isfinite(stab)):
         parts.append(_stability_sentence(np.asarray(stab, dtype=np.float64)))
     if atlas_desc:
         parts.append(f"Peaks and clusters were labelled with {atlas_desc}.")
-    libs = ", ".join(f"{k} {versions[k]}" for k in ("numpy", "scipy", "scikit-learn", "nibabel")
-                     if versions.get(k) not in (None, "not installed"))
-    parts.append(f"Software: neurospca {versions['neurospca']}, Python {versions['python']}, "
-                 f"{libs}.")
+    libs = ", ".join(
+        f"{k} {versions[k]}"
+        for k in ("numpy", "scipy", "scikit-learn", "nibabel")
+        if versions.get(k) not in (None, "not installed")
+    )
+    parts.append(
+        f"Software: neurospca {versions['neurospca']}, Python {versions['python']}, {libs}."
+    )
     return " ".join(parts)
-
 
 
 def _method_text(estimator):
@@ -310,21 +370,27 @@ def _method_text(estimator):
     text = "one at a time by alternating minimisation and deflation"
     if getattr(estimator, "method", "deflation") == "joint":
         sweeps = getattr(estimator, "n_sweeps_", None)
-        text += (", then fitted jointly: each component was fitted again on the data minus "
-                 "all the other components, sweeping until the loadings settled"
-                 + (f" ({sweeps} sweeps)" if sweeps else ""))
+        text += (
+            ", then fitted jointly: each component was fitted again on the data minus "
+            "all the other components, sweeping until the loadings settled"
+            + (f" ({sweeps} sweeps)" if sweeps else "")
+        )
     return text + "."
 
 
 def _stability_sentence(stab):
     """The split-half reproducibility of the components, and which do not reproduce."""
-    text = ("Split-half reproducibility of the components (absolute correlation of the "
-            "matched components of fits on two random halves of the samples): "
-            + ", ".join("-" if not np.isfinite(s) else f"{s:.2f}" for s in stab))
+    text = (
+        "Split-half reproducibility of the components (absolute correlation of the "
+        "matched components of fits on two random halves of the samples): "
+        + ", ".join("-" if not np.isfinite(s) else f"{s:.2f}" for s in stab)
+    )
     low = [str(k + 1) for k, s in enumerate(stab) if np.isfinite(s) and s < 0.5]
     if low:
-        text += ("; component(s) " + ", ".join(low) + " did not reproduce (below 0.5) and "
-                 "should not be interpreted without replication")
+        text += (
+            "; component(s) " + ", ".join(low) + " did not reproduce (below 0.5) and "
+            "should not be interpreted without replication"
+        )
     return text + "."
 
 
@@ -346,9 +412,10 @@ def atlas_description(atlas, atlas_name):
         return str(atlas_name)
     if isinstance(atlas, (str, os.PathLike)):
         return f"the atlas {os.path.basename(os.fspath(atlas))}"
-    if isinstance(atlas, (tuple, list)) and len(atlas) == 2 and all(
-            isinstance(a, (str, os.PathLike)) for a in atlas):
+    if (
+        isinstance(atlas, (tuple, list))
+        and len(atlas) == 2
+        and all(isinstance(a, (str, os.PathLike)) for a in atlas)
+    ):
         return "the atlas " + " / ".join(os.path.basename(os.fspath(a)) for a in atlas)
     return "the given atlas"
-
-

@@ -25,9 +25,20 @@ import numpy as np
 
 logger = logging.getLogger("neurospca")
 
-__all__ = ["encode_png", "png_data_uri", "digest", "image_digest", "FigureCache",
-           "VolumeCanvas", "SurfaceCanvas", "ReportCanvases", "cached_uri", "component_figure",
-           "component_images", "PARALLEL_MIN_FIGURES"]
+__all__ = [
+    "encode_png",
+    "png_data_uri",
+    "digest",
+    "image_digest",
+    "FigureCache",
+    "VolumeCanvas",
+    "SurfaceCanvas",
+    "ReportCanvases",
+    "cached_uri",
+    "component_figure",
+    "component_images",
+    "PARALLEL_MIN_FIGURES",
+]
 
 #: margin kept around the ink when cropping, in inches (as savefig's pad_inches)
 _PAD_INCHES = 0.1
@@ -54,14 +65,14 @@ def encode_png(fig, dpi=80, close=True):
 
     try:
         fig.set_dpi(dpi)
-        canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else \
-            FigureCanvasAgg(fig)
+        canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
         canvas.draw()
         rgb = np.asarray(canvas.buffer_rgba())[..., :3]
         rgb = _crop(rgb, int(round(_PAD_INCHES * dpi)))
         buf = io.BytesIO()
-        Image.fromarray(np.ascontiguousarray(rgb)).save(buf, format="png",
-                                                         compress_level=COMPRESS_LEVEL)
+        Image.fromarray(np.ascontiguousarray(rgb)).save(
+            buf, format="png", compress_level=COMPRESS_LEVEL
+        )
     finally:
         if close:
             import matplotlib.pyplot as plt
@@ -77,7 +88,9 @@ def _crop(rgb, pad):
     rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
     if rows.size == 0:
         return rgb
-    return rgb[max(rows[0] - pad, 0):rows[-1] + pad + 1, max(cols[0] - pad, 0):cols[-1] + pad + 1]
+    return rgb[
+        max(rows[0] - pad, 0) : rows[-1] + pad + 1, max(cols[0] - pad, 0) : cols[-1] + pad + 1
+    ]
 
 
 def png_data_uri(png):
@@ -264,7 +277,8 @@ class VolumeCanvas:
         self.figure = plt.figure(figsize=figsize)
         ax = self.figure.add_axes([0.5, 0.0, 0.46, 0.9])
         self._glass = self._plotting.plot_glass_brain(
-            None, display_mode="lzr", axes=ax, figure=self.figure, plot_abs=False)
+            None, display_mode="lzr", axes=ax, figure=self.figure, plot_abs=False
+        )
         self._base_axes = list(self.figure.axes)
         self._base_images = {id(a): list(a.images) for a in self._base_axes}
         self._base_texts = list(self.figure.texts)
@@ -277,15 +291,30 @@ class VolumeCanvas:
 
         self.clear()
         fig = self.figure
-        kwargs = ({"bg_img": default_background(), "black_bg": False} if bg_img is None
-                  else {"bg_img": bg_img})
+        kwargs = (
+            {"bg_img": default_background(), "black_bg": False}
+            if bg_img is None
+            else {"bg_img": bg_img}
+        )
         ax = fig.add_axes([0.0, 0.0, 0.5, 0.9])
-        self._plotting.plot_stat_map(img, cut_coords=tuple(cut), display_mode="ortho", axes=ax,
-                                     figure=fig, threshold=threshold, vmax=vmax, cmap=self.cmap,
-                                     symmetric_cbar=True, colorbar=True, draw_cross=False,
-                                     annotate=True, **kwargs)
-        self._glass.add_overlay(img, threshold=threshold, vmin=-vmax, vmax=vmax,
-                                cmap=self.cmap, colorbar=False)
+        self._plotting.plot_stat_map(
+            img,
+            cut_coords=tuple(cut),
+            display_mode="ortho",
+            axes=ax,
+            figure=fig,
+            threshold=threshold,
+            vmax=vmax,
+            cmap=self.cmap,
+            symmetric_cbar=True,
+            colorbar=True,
+            draw_cross=False,
+            annotate=True,
+            **kwargs,
+        )
+        self._glass.add_overlay(
+            img, threshold=threshold, vmin=-vmax, vmax=vmax, cmap=self.cmap, colorbar=False
+        )
         cmap = colormaps[self.cmap] if isinstance(self.cmap, str) else self.cmap
         cax = fig.add_axes([0.955, 0.12, 0.008, 0.66])
         fig.colorbar(ScalarMappable(Normalize(-vmax, vmax), cmap), cax=cax, format="%.2g")
@@ -332,8 +361,10 @@ class SurfaceCanvas:
         try:
             import pyvista as pv
         except ImportError:
-            raise ImportError('engine="pyvista" needs pyvista: pip install '
-                              '"neurospca[plotting]", or use engine="matplotlib".') from None
+            raise ImportError(
+                'engine="pyvista" needs pyvista: pip install '
+                '"neurospca[plotting]", or use engine="matplotlib".'
+            ) from None
 
         pv.OFF_SCREEN = True
         self.size = size
@@ -368,8 +399,9 @@ class SurfaceCanvas:
                     continue
                 plotter.view_vector(direction, viewup=(0, 0, 1))
                 plotter.camera.focal_point = tuple(center)
-                plotter.camera.position = tuple(center + 4 * float(np.max(hi - lo))
-                                                * np.asarray(direction, dtype=np.float64))
+                plotter.camera.position = tuple(
+                    center + 4 * float(np.max(hi - lo)) * np.asarray(direction, dtype=np.float64)
+                )
                 plotter.camera.parallel_scale = scale
                 plotter.reset_camera_clipping_range()
                 shots.append(plotter.screenshot(return_img=True))
@@ -402,8 +434,9 @@ class ReportCanvases:
         self._volume = self._surface = None
         self._space_key = None
         if cache is not None:
-            self._space_key = digest(_space_parts(space, meshes), image_digest(bg_img),
-                                     engine, self.dpi)
+            self._space_key = digest(
+                _space_parts(space, meshes), image_digest(bg_img), engine, self.dpi
+            )
 
     def key(self, kind, values):
         """Content hash of one figure (None when there is no cache)."""
@@ -437,8 +470,8 @@ class ReportCanvases:
             from ..surface import check_plot_mesh
 
             self._surface = SurfaceCanvas(
-                {h: check_plot_mesh(*meshes[h], name=f"meshes['{h}']")
-                 for h in ("left", "right")})
+                {h: check_plot_mesh(*meshes[h], name=f"meshes['{h}']") for h in ("left", "right")}
+            )
         return self._surface
 
     def encode(self, fig):
@@ -467,8 +500,12 @@ def _space_parts(space, meshes):
     if vertices is not None:
         parts += [tuple(np.asarray(v) for v in vertices), tuple(space.n_vertices)]
     if meshes is not None:
-        parts.append({str(k): (tuple(np.asarray(a) for a in v) if isinstance(v, tuple)
-                               else np.asarray(v)) for k, v in meshes.items()})
+        parts.append(
+            {
+                str(k): (tuple(np.asarray(a) for a in v) if isinstance(v, tuple) else np.asarray(v))
+                for k, v in meshes.items()
+            }
+        )
     return parts
 
 
@@ -492,12 +529,14 @@ def component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engi
     if uri is not None:
         return uri
     if isinstance(space, VolumeMasker):
-        fig = plotting.plot_volume_component(unmask(comp, space.mask_img), None, bg_img=bg_img,
-                                             canvas=canvases.volume(plotting.CMAP))
+        fig = plotting.plot_volume_component(
+            unmask(comp, space.mask_img), None, bg_img=bg_img, canvas=canvases.volume(plotting.CMAP)
+        )
     elif surface_maps is not None:
         maps = {h: surface_maps[h][:, k] for h in ("left", "right")}
-        fig = plotting.plot_surface_component(maps, meshes, None, bg_maps=bg_maps, engine=engine,
-                                              canvas=canvases.surface(meshes))
+        fig = plotting.plot_surface_component(
+            maps, meshes, None, bg_maps=bg_maps, engine=engine, canvas=canvases.surface(meshes)
+        )
     elif isinstance(space, Hemispheres):
         return None
     else:
@@ -522,10 +561,17 @@ def _draw_chunk(ks, comps, space, meshes, surface_maps, bg_maps, bg_img, engine,
     try:
         for k, comp in zip(ks, comps):
             t0, c0 = time.perf_counter(), time.process_time()
-            out.append(component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img,
-                                        engine, canvases))
-            logger.info("report: component %d drawn in %.2f s (CPU %.2f s)", k + 1,
-                        time.perf_counter() - t0, time.process_time() - c0)
+            out.append(
+                component_figure(
+                    comp, k, space, meshes, surface_maps, bg_maps, bg_img, engine, canvases
+                )
+            )
+            logger.info(
+                "report: component %d drawn in %.2f s (CPU %.2f s)",
+                k + 1,
+                time.perf_counter() - t0,
+                time.process_time() - c0,
+            )
     finally:
         canvases.close()
     return out
@@ -536,17 +582,23 @@ def _n_workers(n_jobs, n_figures):
         if n_figures < PARALLEL_MIN_FIGURES:
             return 1
         n_jobs = os.cpu_count() or 1
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 \
-            or n_jobs < -1:
-        raise ValueError(f"n_jobs must be a positive int, -1 (one per core) or None, got "
-                         f"{n_jobs!r}.")
+    if (
+        isinstance(n_jobs, bool)
+        or not isinstance(n_jobs, (int, np.integer))
+        or n_jobs == 0
+        or n_jobs < -1
+    ):
+        raise ValueError(
+            f"n_jobs must be a positive int, -1 (one per core) or None, got {n_jobs!r}."
+        )
     if n_jobs == -1:
         n_jobs = os.cpu_count() or 1
     return max(1, min(int(n_jobs), n_figures))
 
 
-def component_images(comps, space, meshes, surface_maps, bg_maps, bg_img, engine, dpi, *,
-                     cache=None, n_jobs=None):
+def component_images(
+    comps, space, meshes, surface_maps, bg_maps, bg_img, engine, dpi, *, cache=None, n_jobs=None
+):
     """Data URIs of every component's figure (None where nothing is drawn).
 
     Parameters
@@ -582,7 +634,8 @@ def component_images(comps, space, meshes, surface_maps, bg_maps, bg_img, engine
         from joblib import Parallel, delayed
 
         drawn = Parallel(n_jobs=workers, backend="loky")(
-            delayed(_draw_chunk)(b, comps[b], *args) for b in blocks)
+            delayed(_draw_chunk)(b, comps[b], *args) for b in blocks
+        )
     else:
         drawn = [_draw_chunk(b, comps[b], *args) for b in blocks]
     for block, uris in zip(blocks, drawn):

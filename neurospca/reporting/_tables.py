@@ -6,9 +6,22 @@ import numpy as np
 from ..masking import VolumeMasker
 from ..surface import Hemispheres
 
-__all__ = ["fmt", "Text", "cells", "signed", "peak_text", "space_rows", "per_component",
-           "selection_table", "cluster_rows", "cluster_note", "convergence_status", "caption_text",
-           "certified_view", "uncertain_text"]
+__all__ = [
+    "fmt",
+    "Text",
+    "cells",
+    "signed",
+    "peak_text",
+    "space_rows",
+    "per_component",
+    "selection_table",
+    "cluster_rows",
+    "cluster_note",
+    "convergence_status",
+    "caption_text",
+    "certified_view",
+    "uncertain_text",
+]
 
 
 def fmt(value, spec=".4g"):
@@ -28,15 +41,21 @@ def space_rows(space, n_features):
     """Rows of the data table that describe the space (grid, voxel size, vertices)."""
     if isinstance(space, VolumeMasker):
         zooms = np.sqrt((np.asarray(space.mask_img.affine)[:3, :3] ** 2).sum(axis=0))
-        return [("space", "volume (brain mask)"),
-                ("mask grid", " x ".join(str(s) for s in space.mask.shape)),
-                ("voxel size (mm)", " x ".join(f"{z:.3g}" for z in zooms)),
-                ("voxels in the mask", fmt(space.n_features))]
+        return [
+            ("space", "volume (brain mask)"),
+            ("mask grid", " x ".join(str(s) for s in space.mask.shape)),
+            ("voxel size (mm)", " x ".join(f"{z:.3g}" for z in zooms)),
+            ("voxels in the mask", fmt(space.n_features)),
+        ]
     if isinstance(space, Hemispheres):
-        return [("space", "cortical surface (two hemispheres)"),
-                ("vertices (left, right)", f"{space.n_vertices[0]:,}, {space.n_vertices[1]:,}"),
-                ("vertices analysed (left, right)",
-                 f"{space.vertices[0].size:,}, {space.vertices[1].size:,}")]
+        return [
+            ("space", "cortical surface (two hemispheres)"),
+            ("vertices (left, right)", f"{space.n_vertices[0]:,}, {space.n_vertices[1]:,}"),
+            (
+                "vertices analysed (left, right)",
+                f"{space.vertices[0].size:,}, {space.vertices[1].size:,}",
+            ),
+        ]
     return [("space", "features (no brain space given)"), ("features", fmt(n_features))]
 
 
@@ -88,25 +107,34 @@ def selection_table(selection, n_components):
         for key in row.get("params", {}) if isinstance(row.get("params"), dict) else {}:
             if key not in param_keys:
                 param_keys.append(key)
-    metric_keys = [k for k in ("reproducibility", "mean_score", "std_score", "stability",
-                               "zero_fraction")
-                   if any(k in row for row in results)]
+    metric_keys = [
+        k
+        for k in ("reproducibility", "mean_score", "std_score", "stability", "zero_fraction")
+        if any(k in row for row in results)
+    ]
     header = param_keys + [k.replace("_", " ") for k in metric_keys] + ["chosen"]
     rows = []
     for row in results:
         params = row.get("params") if isinstance(row.get("params"), dict) else row
         chosen = bool(best) and all(_same(params.get(k), v) for k, v in best.items())
-        rows.append([fmt(params.get(k)) for k in param_keys]
-                    + [fmt(row.get(k), ".4g") for k in metric_keys]
-                    + ["yes" if chosen else ""])
-    return {"header": header, "rows": rows, "rule": "-" if rule is None else str(rule),
-            "best": ", ".join(f"{k} = {fmt(v)}" for k, v in best.items()) or "-",
-            "stability": stab}
+        rows.append(
+            [fmt(params.get(k)) for k in param_keys]
+            + [fmt(row.get(k), ".4g") for k in metric_keys]
+            + ["yes" if chosen else ""]
+        )
+    return {
+        "header": header,
+        "rows": rows,
+        "rule": "-" if rule is None else str(rule),
+        "best": ", ".join(f"{k} = {fmt(v)}" for k, v in best.items()) or "-",
+        "stability": stab,
+    }
 
 
 def _same(a, b):
-    if isinstance(a, (int, float, np.integer, np.floating)) and \
-            isinstance(b, (int, float, np.integer, np.floating)):
+    if isinstance(a, (int, float, np.integer, np.floating)) and isinstance(
+        b, (int, float, np.integer, np.floating)
+    ):
         return bool(np.isclose(float(a), float(b), rtol=1e-9, atol=0))
     return a == b
 
@@ -135,8 +163,10 @@ def certified_view(estimator, comps):
         return comps, None
     support = np.asarray(support)
     if support.dtype != bool or support.shape != comps.shape:
-        raise ValueError(f"certified_support_ must be a boolean array of shape {comps.shape}, "
-                         f"got {support.dtype} of shape {support.shape}.")
+        raise ValueError(
+            f"certified_support_ must be a boolean array of shape {comps.shape}, "
+            f"got {support.dtype} of shape {support.shape}."
+        )
     return np.where(support, comps, 0.0), support
 
 
@@ -152,8 +182,10 @@ def uncertain_text(estimator, k, comp, support, unit):
         return ""
     hidden = int(np.count_nonzero((comp != 0) & ~support[k]))
     peak = float(np.max(np.abs(comp)))
-    text = (f"Only the loadings certified non-zero (sign certified) are counted, drawn and "
-            f"clustered: {int(n_unc):,} {unit} are uncertain")
+    text = (
+        f"Only the loadings certified non-zero (sign certified) are counted, drawn and "
+        f"clustered: {int(n_unc):,} {unit} are uncertain"
+    )
     if radius is not None and np.isfinite(radius) and peak > 0:
         text += f" (|loading| at most {100 * float(radius) / peak:.2g} % of the peak)"
     text += f", {hidden:,} of them non-zero in the returned loadings and not drawn"
@@ -182,17 +214,24 @@ def cluster_rows(clusters, space, atlas, max_clusters, with_area=False):
 def cluster_note(clusters, space, max_clusters, connectivity, certified=False):
     """The note under a cluster table: connectivity and the clusters not listed."""
     unit = "voxels" if isinstance(space, VolumeMasker) else "vertices"
-    how = (f"{connectivity}-connectivity on the voxel grid" if isinstance(space, VolumeMasker)
-           else "connected along the mesh edges")
-    text = (f"{len(clusters)} cluster(s) of non-zero loadings ({how}; positive and negative "
-            "loadings form separate clusters), largest first.")
+    how = (
+        f"{connectivity}-connectivity on the voxel grid"
+        if isinstance(space, VolumeMasker)
+        else "connected along the mesh edges"
+    )
+    text = (
+        f"{len(clusters)} cluster(s) of non-zero loadings ({how}; positive and negative "
+        "loadings form separate clusters), largest first."
+    )
     if certified:
         text = text.replace("non-zero loadings", "loadings certified non-zero")
     rest = clusters[max_clusters:]
     if rest:
-        text += (f" Only the {max_clusters} largest are listed; the {len(rest)} others hold "
-                 f"{sum(c.size for c in rest):,} {unit} in all (at most "
-                 f"{max(c.size for c in rest):,} each).")
+        text += (
+            f" Only the {max_clusters} largest are listed; the {len(rest)} others hold "
+            f"{sum(c.size for c in rest):,} {unit} in all (at most "
+            f"{max(c.size for c in rest):,} each)."
+        )
     return text
 
 
@@ -211,8 +250,18 @@ def convergence_status(conv, support, rel, tol):
     return "no"
 
 
-def caption_text(label, peak, atlas, support, n_features, unit, clusters, stability,
-                 stability_label="mean pairwise Dice", certified=False):
+def caption_text(
+    label,
+    peak,
+    atlas,
+    support,
+    n_features,
+    unit,
+    clusters,
+    stability,
+    stability_label="mean pairwise Dice",
+    certified=False,
+):
     """A component figure's caption: peak, atlas label, support, clusters, stability
     (``certified``: ``support`` counts the loadings certified non-zero)."""
     if peak is None:
@@ -223,11 +272,15 @@ def caption_text(label, peak, atlas, support, n_features, unit, clusters, stabil
     if atlas is not None:
         caption += f", atlas label: {atlas.label(peak.feature) or 'no label'}"
     if certified:
-        caption += (f". {support:,} {unit} certified non-zero "
-                    f"({100.0 * (1 - support / n_features):.1f} % of the loadings are not)")
+        caption += (
+            f". {support:,} {unit} certified non-zero "
+            f"({100.0 * (1 - support / n_features):.1f} % of the loadings are not)"
+        )
     else:
-        caption += (f". {support:,} non-zero {unit} "
-                    f"({100.0 * (1 - support / n_features):.1f} % of the loadings are zero)")
+        caption += (
+            f". {support:,} non-zero {unit} "
+            f"({100.0 * (1 - support / n_features):.1f} % of the loadings are zero)"
+        )
     if clusters is not None:
         caption += f" in {len(clusters):,} cluster(s)"
     caption += "."

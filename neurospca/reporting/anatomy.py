@@ -26,8 +26,15 @@ from scipy.sparse.csgraph import connected_components
 from ..masking import VolumeMasker
 from ..surface import MEDIAL_WALL_NAMES, Hemispheres, load_surf_data, mesh_edges
 
-__all__ = ["Atlas", "Cluster", "Peak", "cluster_table", "load_atlas", "peak_coordinates",
-           "vertex_areas"]
+__all__ = [
+    "Atlas",
+    "Cluster",
+    "Peak",
+    "cluster_table",
+    "load_atlas",
+    "peak_coordinates",
+    "vertex_areas",
+]
 
 _HEMIS = ("left", "right")
 _CONNECTIVITY = {6: 1, 18: 2, 26: 3}
@@ -114,22 +121,27 @@ class Cluster:
 
 def _voxel_to_mm(affine, ijk):
     affine = np.asarray(affine, dtype=np.float64)
-    return tuple(float(c) for c in affine[:3, :3] @ np.asarray(ijk, dtype=np.float64)
-                 + affine[:3, 3])
+    return tuple(
+        float(c) for c in affine[:3, :3] @ np.asarray(ijk, dtype=np.float64) + affine[:3, 3]
+    )
 
 
 def _hemi_coords(space, meshes, surface_coords):
     """Per hemisphere, the coordinates used for xyz (or None)."""
     if surface_coords is not None:
         if len(surface_coords) != 2:
-            raise ValueError("surface_coords must be a pair (left, right) of coordinate "
-                             "arrays of shape (n_vertices, 3).")
+            raise ValueError(
+                "surface_coords must be a pair (left, right) of coordinate "
+                "arrays of shape (n_vertices, 3)."
+            )
         out = []
         for h, c in enumerate(surface_coords):
             c = np.asarray(c, dtype=np.float64)
             if c.shape != (space.n_vertices[h], 3):
-                raise ValueError(f"surface_coords[{h}] ({_HEMIS[h]}) has shape {c.shape}, "
-                                 f"expected ({space.n_vertices[h]}, 3).")
+                raise ValueError(
+                    f"surface_coords[{h}] ({_HEMIS[h]}) has shape {c.shape}, "
+                    f"expected ({space.n_vertices[h]}, 3)."
+                )
             out.append(c)
         return out
     if meshes is None:
@@ -173,8 +185,7 @@ def peak_coordinates(component, space=None, *, meshes=None, surface_coords=None)
     if not np.any(comp):
         return None
     g = int(np.argmax(np.abs(comp)))
-    coords = _hemi_coords(space, meshes, surface_coords) if isinstance(space, Hemispheres) \
-        else None
+    coords = _hemi_coords(space, meshes, surface_coords) if isinstance(space, Hemispheres) else None
     return _feature_peak(space, g, comp[g], coords)
 
 
@@ -193,8 +204,9 @@ def vertex_areas(coords, faces):
     """
     coords = np.asarray(coords, dtype=np.float64)
     faces = np.asarray(faces, dtype=np.int64)
-    cross = np.cross(coords[faces[:, 1]] - coords[faces[:, 0]],
-                     coords[faces[:, 2]] - coords[faces[:, 0]])
+    cross = np.cross(
+        coords[faces[:, 1]] - coords[faces[:, 0]], coords[faces[:, 2]] - coords[faces[:, 0]]
+    )
     third = np.linalg.norm(cross, axis=1) / 6.0
     return np.bincount(faces.ravel(), weights=np.repeat(third, 3), minlength=coords.shape[0])
 
@@ -225,14 +237,14 @@ def _volume_clusters(comp, masker, connectivity):
         order = np.argsort(feat_labels, kind="stable")
         bounds = np.searchsorted(feat_labels[order], np.arange(1, n + 2))
         for c in range(n):
-            feats = order[bounds[c]:bounds[c + 1]]
+            feats = order[bounds[c] : bounds[c + 1]]
             vals = comp[feats]
             j = int(np.argmax(np.abs(vals)))
             ijk = tuple(int(i) for i in ijk_all[feats[j]])
-            peak = Peak(int(feats[j]), vals[j], ijk=ijk,
-                        xyz=_voxel_to_mm(masker.mask_img.affine, ijk))
-            out.append(Cluster(sign, feats, feats.size, feats.size * voxel_mm3, peak,
-                               vals.mean()))
+            peak = Peak(
+                int(feats[j]), vals[j], ijk=ijk, xyz=_voxel_to_mm(masker.mask_img.affine, ijk)
+            )
+            out.append(Cluster(sign, feats, feats.size, feats.size * voxel_mm3, peak, vals.mean()))
     return out
 
 
@@ -259,13 +271,13 @@ def _surface_clusters(comp, space, meshes, hemi_coords, with_area):
             for value in np.unique(lab):
                 verts = sel[lab == value]
                 area = None if areas is None else float(areas[verts].sum())
-                out.append(_cluster_from_features(space, comp, col[verts], sign, hemi_coords,
-                                                  area))
+                out.append(_cluster_from_features(space, comp, col[verts], sign, hemi_coords, area))
     return out
 
 
-def cluster_table(component, space, *, meshes=None, surface_coords=None, connectivity=26,
-                  support=None):
+def cluster_table(
+    component, space, *, meshes=None, surface_coords=None, connectivity=26, support=None
+):
     """Connected clusters of a component's non-zero loadings, largest first.
 
     Positive and negative loadings form separate clusters. With ``support``
@@ -306,26 +318,36 @@ def cluster_table(component, space, *, meshes=None, surface_coords=None, connect
     """
     comp = np.asarray(component, dtype=np.float64).ravel()
     if not isinstance(space, (VolumeMasker, Hemispheres)):
-        raise TypeError(f"space must be a VolumeMasker or a Hemispheres, got "
-                        f"{type(space).__name__}.")
+        raise TypeError(
+            f"space must be a VolumeMasker or a Hemispheres, got {type(space).__name__}."
+        )
     if comp.size != space.n_features:
-        raise ValueError(f"component has {comp.size} entries but space has "
-                         f"{space.n_features} features.")
+        raise ValueError(
+            f"component has {comp.size} entries but space has {space.n_features} features."
+        )
     if support is not None:
         support = np.asarray(support)
         if support.dtype != bool or support.shape != comp.shape:
-            raise ValueError(f"support must be a boolean array of shape {comp.shape}, got "
-                             f"{support.dtype} of shape {support.shape}.")
+            raise ValueError(
+                f"support must be a boolean array of shape {comp.shape}, got "
+                f"{support.dtype} of shape {support.shape}."
+            )
         comp = np.where(support, comp, 0.0)
     if isinstance(space, VolumeMasker):
         clusters = _volume_clusters(comp, space, connectivity)
     else:
         if meshes is None:
-            raise ValueError("meshes are needed for the clusters of a surface component "
-                             "(the mesh edges give the neighbourhoods).")
-        clusters = _surface_clusters(comp, space, meshes,
-                                     _hemi_coords(space, meshes, surface_coords),
-                                     with_area=surface_coords is not None)
+            raise ValueError(
+                "meshes are needed for the clusters of a surface component "
+                "(the mesh edges give the neighbourhoods)."
+            )
+        clusters = _surface_clusters(
+            comp,
+            space,
+            meshes,
+            _hemi_coords(space, meshes, surface_coords),
+            with_area=surface_coords is not None,
+        )
     clusters.sort(key=lambda c: (-c.size, -abs(c.peak.value)))
     return clusters
 
@@ -381,13 +403,14 @@ def _names_lookup(atlas_labels, name="atlas_labels"):
             try:
                 out[int(k)] = str(v)
             except (TypeError, ValueError):
-                raise TypeError(f"{name} keys must be integer label values, got {k!r}.") \
-                    from None
+                raise TypeError(f"{name} keys must be integer label values, got {k!r}.") from None
         return out
     if isinstance(atlas_labels, (list, tuple, np.ndarray)):
         return {i: str(v) for i, v in enumerate(atlas_labels)}
-    raise TypeError(f"{name} must be a list of names (index = label value) or a dict "
-                    f"int -> name, got {type(atlas_labels).__name__}.")
+    raise TypeError(
+        f"{name} must be a list of names (index = label value) or a dict "
+        f"int -> name, got {type(atlas_labels).__name__}."
+    )
 
 
 def _integer_labels(data, name):
@@ -398,8 +421,10 @@ def _integer_labels(data, name):
         except (TypeError, ValueError):
             raise TypeError(f"{name} must hold integer labels, got dtype {arr.dtype}.") from None
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            raise ValueError(f"{name} must hold integer labels (a parcellation), not "
-                             "continuous values; pass a labelled atlas.")
+            raise ValueError(
+                f"{name} must hold integer labels (a parcellation), not "
+                "continuous values; pass a labelled atlas."
+            )
     return arr.astype(np.int64)
 
 
@@ -409,8 +434,11 @@ def _encode(values, lookup, background, names, index):
     for v in np.unique(values):
         v = int(v)
         label = lookup.get(v, f"label {v}")
-        if v in background or label.strip().lower() in MEDIAL_WALL_NAMES \
-                or label.strip().lower() in ("background", "bg"):
+        if (
+            v in background
+            or label.strip().lower() in MEDIAL_WALL_NAMES
+            or label.strip().lower() in ("background", "bg")
+        ):
             continue
         if label not in index:
             index[label] = len(names)
@@ -426,25 +454,31 @@ def _volume_atlas(atlas, masker, atlas_labels):
         try:
             atlas = nib.load(atlas)
         except Exception as exc:
-            raise ValueError(f"atlas: cannot read {os.fspath(atlas)!r} as an image: {exc}") \
-                from None
+            raise ValueError(
+                f"atlas: cannot read {os.fspath(atlas)!r} as an image: {exc}"
+            ) from None
     if not hasattr(atlas, "affine") or not hasattr(atlas, "dataobj"):
-        raise TypeError(f"atlas must be a labelled NIfTI image or its path for a volume "
-                        f"report, got {type(atlas).__name__}.")
+        raise TypeError(
+            f"atlas must be a labelled NIfTI image or its path for a volume "
+            f"report, got {type(atlas).__name__}."
+        )
     data = np.asanyarray(atlas.dataobj)
     if data.ndim == 4 and data.shape[3] == 1:
         data = data[..., 0]
     if data.shape != masker.mask.shape:
-        raise ValueError(f"atlas has shape {data.shape} but the mask grid is "
-                         f"{masker.mask.shape}; resample the atlas to the mask first "
-                         "(nilearn.image.resample_to_img(atlas, mask, "
-                         "interpolation='nearest')).")
-    if not np.allclose(np.asarray(atlas.affine), np.asarray(masker.mask_img.affine),
-                       atol=1e-3):
-        raise ValueError("atlas has a different affine from the mask (another grid or "
-                         "orientation); resample the atlas to the mask first "
-                         "(nilearn.image.resample_to_img(atlas, mask, "
-                         "interpolation='nearest')).")
+        raise ValueError(
+            f"atlas has shape {data.shape} but the mask grid is "
+            f"{masker.mask.shape}; resample the atlas to the mask first "
+            "(nilearn.image.resample_to_img(atlas, mask, "
+            "interpolation='nearest'))."
+        )
+    if not np.allclose(np.asarray(atlas.affine), np.asarray(masker.mask_img.affine), atol=1e-3):
+        raise ValueError(
+            "atlas has a different affine from the mask (another grid or "
+            "orientation); resample the atlas to the mask first "
+            "(nilearn.image.resample_to_img(atlas, mask, "
+            "interpolation='nearest'))."
+        )
     values = _integer_labels(data[masker.mask], "atlas")
     names, index = [], {}
     codes = _encode(values, _names_lookup(atlas_labels), {0}, names, index)
@@ -462,10 +496,12 @@ def _read_hemi_atlas(source, n_vertices, hemi):
             try:
                 labels, _, names = nib.freesurfer.read_annot(path)
             except Exception as exc:
-                raise ValueError(f"{name}: cannot read {path!r} as a FreeSurfer .annot: "
-                                 f"{exc}") from None
-            lookup = {i: (n.decode() if isinstance(n, bytes) else str(n))
-                      for i, n in enumerate(names)}
+                raise ValueError(
+                    f"{name}: cannot read {path!r} as a FreeSurfer .annot: {exc}"
+                ) from None
+            lookup = {
+                i: (n.decode() if isinstance(n, bytes) else str(n)) for i, n in enumerate(names)
+            }
             values = np.asarray(labels, dtype=np.int64)
         elif path.endswith((".gii", ".gii.gz")):
             img = nib.load(path)
@@ -480,16 +516,20 @@ def _read_hemi_atlas(source, n_vertices, hemi):
         lookup = None
     values = np.asarray(values).ravel() if np.ndim(values) == 1 else np.asarray(values)
     if values.shape != (n_vertices,):
-        raise ValueError(f"{name} has {values.shape} labels but the {hemi} hemisphere has "
-                         f"{n_vertices} vertices; give one label per vertex of the mesh "
-                         "the model was fitted on.")
+        raise ValueError(
+            f"{name} has {values.shape} labels but the {hemi} hemisphere has "
+            f"{n_vertices} vertices; give one label per vertex of the mesh "
+            "the model was fitted on."
+        )
     return values, lookup
 
 
 def _surface_atlas(atlas, space, atlas_labels):
     if isinstance(atlas, (str, os.PathLike)) or not hasattr(atlas, "__len__") or len(atlas) != 2:
-        raise TypeError("atlas must be a pair (left, right) of FreeSurfer .annot / GIFTI "
-                        "label paths or integer label arrays for a surface report.")
+        raise TypeError(
+            "atlas must be a pair (left, right) of FreeSurfer .annot / GIFTI "
+            "label paths or integer label arrays for a surface report."
+        )
     if isinstance(atlas_labels, tuple) and len(atlas_labels) == 2:
         per_hemi = atlas_labels
     else:
@@ -538,5 +578,6 @@ def load_atlas(atlas, space, atlas_labels=None):
         return _volume_atlas(atlas, space, atlas_labels)
     if isinstance(space, Hemispheres):
         return _surface_atlas(atlas, space, atlas_labels)
-    raise ValueError("atlas needs a brain space: pass space= (a VolumeMasker or a "
-                     "Hemispheres) with atlas=.")
+    raise ValueError(
+        "atlas needs a brain space: pass space= (a VolumeMasker or a Hemispheres) with atlas=."
+    )

@@ -26,8 +26,9 @@ def _check_components(components):
     if comps.ndim == 1:
         comps = comps[None, :]
     if comps.ndim != 2:
-        raise ValueError(f"components must have shape (n_components, n_features), got "
-                         f"{comps.shape}.")
+        raise ValueError(
+            f"components must have shape (n_components, n_features), got {comps.shape}."
+        )
     return comps
 
 
@@ -112,5 +113,4 @@ def save_loadings(components, space, directory, *, prefix="loadings", surface_fo
         img = loadings_to_nifti(components, space)
         path = os.path.join(directory, f"{prefix}.nii.gz")
         return [atomic_write(img.to_filename, path)]
-    raise TypeError(f"space must be a VolumeMasker or a Hemispheres, got "
-                    f"{type(space).__name__}.")
+    raise TypeError(f"space must be a VolumeMasker or a Hemispheres, got {type(space).__name__}.")

@@ -196,8 +196,9 @@ def surface_background(coords, faces):
     adj.data[:] = 1.0
     deg = np.asarray(adj.sum(axis=1)).ravel()
     mean_nb = (adj @ coords) / np.maximum(deg, 1)[:, None]
-    fn = np.cross(coords[faces[:, 1]] - coords[faces[:, 0]],
-                  coords[faces[:, 2]] - coords[faces[:, 0]])
+    fn = np.cross(
+        coords[faces[:, 1]] - coords[faces[:, 0]], coords[faces[:, 2]] - coords[faces[:, 0]]
+    )
     normals = np.zeros_like(coords)
     for j in range(3):
         np.add.at(normals, faces[:, j], fn)
@@ -224,8 +225,13 @@ def start_pyvista_probe():
     env = dict(os.environ)
     env.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
     try:
-        _PROBE_RUN = subprocess.Popen([sys.executable, "-c", _PROBE], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, env=env, text=True)
+        _PROBE_RUN = subprocess.Popen(
+            [sys.executable, "-c", _PROBE],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
     except OSError:
         _PROBE_RUN = None
 
@@ -269,8 +275,12 @@ def pyvista_available():
     return _PYVISTA_OK
 
 
-_VIEWS = (("left", "lateral", (-1, 0, 0)), ("left", "medial", (1, 0, 0)),
-          ("right", "lateral", (1, 0, 0)), ("right", "medial", (-1, 0, 0)))
+_VIEWS = (
+    ("left", "lateral", (-1, 0, 0)),
+    ("left", "medial", (1, 0, 0)),
+    ("right", "lateral", (1, 0, 0)),
+    ("right", "medial", (-1, 0, 0)),
+)
 
 
 def _vertex_colors(values, bg, vmax, threshold, cmap):
@@ -288,8 +298,9 @@ def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas=None):
     owned = canvas is None
     if owned:
         canvas = SurfaceCanvas(meshes)  # an ImportError with the install hint without pyvista
-    colors = {h: _vertex_colors(maps[h], bgs.get(h), vmax, threshold, cmap)
-              for h in ("left", "right")}
+    colors = {
+        h: _vertex_colors(maps[h], bgs.get(h), vmax, threshold, cmap) for h in ("left", "right")
+    }
     try:
         shots = canvas.shots(colors, _VIEWS)
     finally:
@@ -301,13 +312,16 @@ def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas=None):
         ink |= np.any(shot[..., :3] < 250, axis=-1)
     rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
     if rows.size and cols.size:
-        shots = [shot[max(rows[0] - 4, 0):rows[-1] + 5, max(cols[0] - 4, 0):cols[-1] + 5]
-                 for shot in shots]
+        shots = [
+            shot[max(rows[0] - 4, 0) : rows[-1] + 5, max(cols[0] - 4, 0) : cols[-1] + 5]
+            for shot in shots
+        ]
     return shots
 
 
-def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="auto",
-                           cmap=None, canvas=None):
+def plot_surface_component(
+    maps, meshes, title=None, *, bg_maps=None, engine="auto", cmap=None, canvas=None
+):
     """Lateral and medial views of one loading on both hemispheres.
 
     Parameters
@@ -351,8 +365,10 @@ def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="au
     meshes = {h: check_plot_mesh(*meshes[h], name=f"meshes['{h}']") for h in ("left", "right")}
     for h in ("left", "right"):
         if maps[h].shape != (meshes[h][0].shape[0],):
-            raise ValueError(f"maps['{h}'] has shape {maps[h].shape}, expected "
-                             f"({meshes[h][0].shape[0]},) (one value per mesh vertex).")
+            raise ValueError(
+                f"maps['{h}'] has shape {maps[h].shape}, expected "
+                f"({meshes[h][0].shape[0]},) (one value per mesh vertex)."
+            )
     bgs = dict(bg_maps or {})
     vmax, threshold = _symmetric_scale(np.concatenate([maps["left"], maps["right"]]))
     if vmax == 0:
@@ -380,9 +396,19 @@ def plot_surface_component(maps, meshes, title=None, *, bg_maps=None, engine="au
             ax = fig.add_axes([i * 0.225, 0.0, 0.225, 0.9], projection="3d")
             coords, faces = meshes[hemi]
             plotting.plot_surf_stat_map(
-                [np.asarray(coords), np.asarray(faces)], maps[hemi], bg_map=bgs.get(hemi),
-                hemi=hemi, view=view, engine="matplotlib", cmap=cmap, colorbar=False,
-                threshold=threshold, vmax=vmax, symmetric_cbar=True, alpha=1.0, axes=ax,
+                [np.asarray(coords), np.asarray(faces)],
+                maps[hemi],
+                bg_map=bgs.get(hemi),
+                hemi=hemi,
+                view=view,
+                engine="matplotlib",
+                cmap=cmap,
+                colorbar=False,
+                threshold=threshold,
+                vmax=vmax,
+                symmetric_cbar=True,
+                alpha=1.0,
+                axes=ax,
                 figure=fig,
             )
             ax.set_title(f"{hemi} {view}", fontsize=9)
@@ -472,13 +498,20 @@ def plot_explained_variance(ratios, pca_ratios=None):
         ax.bar(idx, 100 * ratios, color="#4c72b0", label="component")
         ax.plot(idx, 100 * np.cumsum(ratios), "o-", color="#dd8452", label="cumulative")
     else:
-        pca = np.asarray(pca_ratios, dtype=np.float64)[:ratios.size]
+        pca = np.asarray(pca_ratios, dtype=np.float64)[: ratios.size]
         ax.bar(idx - 0.2, 100 * ratios, width=0.4, color="#4c72b0", label="SPCA-TV (adjusted)")
-        ax.bar(idx[:pca.size] + 0.2, 100 * pca, width=0.4, color="#aaaaaa", label="PCA")
-        ax.plot(idx, 100 * np.cumsum(ratios), "o-", color="#4c72b0", lw=1,
-                label="SPCA-TV cumulative")
-        ax.plot(idx[:pca.size], 100 * np.cumsum(pca), "s--", color="#777777", lw=1,
-                label="PCA cumulative")
+        ax.bar(idx[: pca.size] + 0.2, 100 * pca, width=0.4, color="#aaaaaa", label="PCA")
+        ax.plot(
+            idx, 100 * np.cumsum(ratios), "o-", color="#4c72b0", lw=1, label="SPCA-TV cumulative"
+        )
+        ax.plot(
+            idx[: pca.size],
+            100 * np.cumsum(pca),
+            "s--",
+            color="#777777",
+            lw=1,
+            label="PCA cumulative",
+        )
     ax.set_xticks(idx)
     ax.set_xlabel("component")
     ax.set_ylabel("explained variance (%)")
@@ -501,8 +534,9 @@ def plot_scores(scores):
     plt = _pyplot()
     scores = np.asarray(scores, dtype=np.float64)
     n_comp = scores.shape[1]
-    fig, axes = plt.subplots(1, 2 if n_comp > 1 else 1, figsize=(9 if n_comp > 1 else 5, 3.2),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, 2 if n_comp > 1 else 1, figsize=(9 if n_comp > 1 else 5, 3.2), squeeze=False
+    )
     ax = axes[0, 0]
     jitter = np.random.default_rng(0).uniform(-0.15, 0.15, size=scores.shape[0])
     for k in range(n_comp):

@@ -25,6 +25,18 @@ from .gap import mu_opt, prox_objective, spca_objective
 from .prox import prox_dual
 from .support import SupportCertificate, certify_support
 
-__all__ = ["ProxProblem", "SOLVERS", "SolverResult", "SupportCertificate", "certify_support",
-           "conesta", "fista", "get_solver", "mu_opt", "prox_dual", "prox_objective",
-           "set_n_threads", "spca_objective"]
+__all__ = [
+    "ProxProblem",
+    "SOLVERS",
+    "SolverResult",
+    "SupportCertificate",
+    "certify_support",
+    "conesta",
+    "fista",
+    "get_solver",
+    "mu_opt",
+    "prox_dual",
+    "prox_objective",
+    "set_n_threads",
+    "spca_objective",
+]

@@ -92,22 +92,26 @@ def operator_arrays(operator, dtype=np.float64):
     if dtype == np.float32:
         cache = getattr(operator, "_kernel_arrays_f32", None)
         if cache is None:
-            cache = tuple(a.astype(np.float32) if a.dtype == np.float64 else a
-                          for a in operator_arrays(operator))
+            cache = tuple(
+                a.astype(np.float32) if a.dtype == np.float64 else a
+                for a in operator_arrays(operator)
+            )
             operator._kernel_arrays_f32 = cache
         return cache
     cache = getattr(operator, "_kernel_arrays", None)
     if cache is None:
         A, At = operator.matrix, operator.matrix_t
         if max(A.nnz, A.shape[0], A.shape[1]) >= np.iinfo(np.int32).max:
-            raise ValueError(
-                f"operator is too large for the int32 kernels ({A.nnz} non-zeros)."
-            )
+            raise ValueError(f"operator is too large for the int32 kernels ({A.nnz} non-zeros).")
         cache = tuple(
             np.ascontiguousarray(a, dtype=dt)
             for a, dt in (
-                (A.indptr, np.int32), (A.indices, np.int32), (A.data, np.float64),
-                (At.indptr, np.int32), (At.indices, np.int32), (At.data, np.float64),
+                (A.indptr, np.int32),
+                (A.indices, np.int32),
+                (A.data, np.float64),
+                (At.indptr, np.int32),
+                (At.indices, np.int32),
+                (At.data, np.float64),
                 (operator.group_ptr, np.int32),
             )
         )
@@ -152,8 +156,7 @@ def resolve_n_threads(n_threads):
             return max(1, len(os.sched_getaffinity(0)))
         except AttributeError:  # pragma: no cover - not on Linux
             return max(1, os.cpu_count() or 1)
-    if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) \
-            or n_threads < 1:
+    if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
         raise ValueError(
             f"n_threads must be a positive int or None (all cores), got {n_threads!r}."
         )
@@ -310,19 +313,19 @@ def _halos(tails, gptr, chunk_ptr, P):
     for c in range(n_chunks):
         g0, g1 = int(chunk_ptr[c]), int(chunk_ptr[c + 1])
         lo, hi = (0 if c == 0 else g0), (P if c == n_chunks - 1 else g1)
-        t = tails[gptr[g0]:gptr[g1]]
+        t = tails[gptr[g0] : gptr[g1]]
         # edge groups: any row with its tail outside the chunk's features
         n_out = np.concatenate([[0], np.cumsum((t < lo) | (t >= hi))])
-        rel = gptr[g0:g1 + 1] - gptr[g0]
+        rel = gptr[g0 : g1 + 1] - gptr[g0]
         per_group = n_out[rel[1:]] - n_out[rel[:-1]]
         edges = np.concatenate([[g0 - 1], g0 + np.flatnonzero(per_group), [g1]])
         k = int(np.argmax(np.diff(edges)))  # the longest run of interior groups
         a, b = int(edges[k]) + 1, int(edges[k + 1])
-        segs[4 * c:4 * c + 4] = g0, a, b, g1
+        segs[4 * c : 4 * c + 4] = g0, a, b, g1
         for h, (s0, s1) in enumerate(((g0, a), (b, g1))):
-            tt = tails[gptr[s0]:gptr[s1]]
+            tt = tails[gptr[s0] : gptr[s1]]
             t_lo, t_hi = (int(tt.min()), int(tt.max()) + 1) if tt.size else (0, 0)
-            halos[6 * c + 3 * h:6 * c + 3 * h + 3] = t_lo, t_hi, offset
+            halos[6 * c + 3 * h : 6 * c + 3 * h + 3] = t_lo, t_hi, offset
             offset += t_hi - t_lo
     segs, halos = segs.astype(np.int32), halos.astype(np.int32)
     for arr in (segs, halos):
@@ -392,8 +395,7 @@ def _reorder(operator, form):
     """The RCM order of ``operator`` and its permuted ``(heads, tails, group_ptr)``."""
     P, n_rows = operator.n_features, operator.n_rows
     gptr = np.asarray(operator.group_ptr, dtype=np.int64)
-    graph = sp.csr_matrix((np.ones(n_rows, dtype=np.int8), (form.heads, form.tails)),
-                          shape=(P, P))
+    graph = sp.csr_matrix((np.ones(n_rows, dtype=np.int8), (form.heads, form.tails)), shape=(P, P))
     perm = reverse_cuthill_mckee((graph + graph.T).tocsr(), symmetric_mode=True)
     perm = perm.astype(np.int64)
     inverse = np.empty(P, dtype=np.int64)

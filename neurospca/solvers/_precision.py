@@ -111,8 +111,11 @@ class Float64Check:
         Av = np.empty_like(w64)
         K.csr_matvec(A_ip, A_ix, A_d, v64, Av)
         with np.errstate(over="ignore", invalid="ignore"):
-            primal = (0.5 * float(np.sum((v64 - y) ** 2)) + l1 * float(np.abs(v64).sum())
-                      + group * K.group_norm_sum(Av, gptr))
+            primal = (
+                0.5 * float(np.sum((v64 - y) ** 2))
+                + l1 * float(np.abs(v64).sum())
+                + group * K.group_norm_sum(Av, gptr)
+            )
             gap = primal - (0.5 * float(y @ y) - 0.5 * float(u @ u))
         return v, (max(gap, 0.0) if np.isfinite(gap) else np.inf), primal
 
@@ -157,6 +160,7 @@ class Float64Check:
                 f"{self.tol_abs:.3e} (relative {rel:.1e});"
                 " a float32 y reaches 1e-6 of ||y||^2 / 2 or less depending on the problem "
                 "(tol much below 1e-6 may be unreachable); a smaller gap needs a float64 y.",
-                ConvergenceWarning, stacklevel=4,
+                ConvergenceWarning,
+                stacklevel=4,
             )
         return res

@@ -229,7 +229,8 @@ class ProxProblem:
                 Dv = [p.matvec(np.asarray(v, dtype=np.float64)) for p in self.composite]
             gap, primal = np.inf, self.objective(v)
             for mu in tuple(mus) + (0.0,):
-                w = np.concatenate([np.zeros(0)] + [p.dual_candidate(z, mu)
-                                                    for p, z in zip(self.composite, Dv)])
+                w = np.concatenate(
+                    [np.zeros(0)] + [p.dual_candidate(z, mu) for p, z in zip(self.composite, Dv)]
+                )
                 gap = min(gap, self.gap(v, w)[0])
         return min(best, gap), primal

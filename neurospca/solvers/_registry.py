@@ -10,8 +10,16 @@ from .penalties import L1, GroupNorm
 from .prox import solve_dual
 
 #: What the dual method asks of a composite piece ``phi(D v)``.
-_COMPOSITE_NEEDS = ("matvec", "rmatvec", "norm2", "n_dual", "conjugate",
-                    "prox_conjugate", "feasible", "dual_candidate")
+_COMPOSITE_NEEDS = (
+    "matvec",
+    "rmatvec",
+    "norm2",
+    "n_dual",
+    "conjugate",
+    "prox_conjugate",
+    "feasible",
+    "dual_candidate",
+)
 
 
 class _Solver:
@@ -65,8 +73,18 @@ class _Solver:
         self._check_together(pieces)
         return list(pieces)
 
-    def solve(self, problem, *, tol, max_iter, gap_every=10, kernels="cython", v=None,
-              state=None, n_threads=None):
+    def solve(
+        self,
+        problem,
+        *,
+        tol,
+        max_iter,
+        gap_every=10,
+        kernels="cython",
+        v=None,
+        state=None,
+        n_threads=None,
+    ):
         """Solve one v-step to a certified gap.
 
         Parameters
@@ -120,8 +138,15 @@ class DualSolver(_Solver):
         return piece.kind == "composite" and all(hasattr(piece, m) for m in _COMPOSITE_NEEDS)
 
     def _solve(self, problem, tol, max_iter, gap_every, kernels, v, state, n_threads):
-        return solve_dual(problem, tol=tol, max_iter=max_iter, w0=state,
-                          gap_every=gap_every, kernels=kernels, n_threads=n_threads)
+        return solve_dual(
+            problem,
+            tol=tol,
+            max_iter=max_iter,
+            w0=state,
+            gap_every=gap_every,
+            kernels=kernels,
+            n_threads=n_threads,
+        )
 
 
 class ConestaSolver(_Solver):
@@ -140,14 +165,17 @@ class ConestaSolver(_Solver):
 
     def _check_together(self, pieces):
         if sum(type(p) is GroupNorm for p in pieces) > 1:
-            raise ValueError("solver 'conesta' cannot handle a second group-norm "
-                             "penalty 'tv'; use solver='dual'.")
+            raise ValueError(
+                "solver 'conesta' cannot handle a second group-norm "
+                "penalty 'tv'; use solver='dual'."
+            )
 
     def _solve(self, problem, tol, max_iter, gap_every, kernels, v, state, n_threads):
         if v is None:
             v = problem.primal_of(problem.y)
-        return solve_conesta(problem, tol=tol, v0=v, max_iter=max_iter,
-                             gap_every=gap_every, kernels=kernels)
+        return solve_conesta(
+            problem, tol=tol, v0=v, max_iter=max_iter, gap_every=gap_every, kernels=kernels
+        )
 
 
 #: The registered v-step solvers, by name.

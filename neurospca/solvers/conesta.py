@@ -26,8 +26,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._utils.validation import check_nonneg, check_warm_start
 from ._base import SolverResult, get_kernels, operator_arrays
-from .gap import conesta_gap, mu_opt, primal_certificate, prox_objective
 from ._problem import ProxProblem
+from .gap import conesta_gap, mu_opt, primal_certificate, prox_objective
 from .penalties import L1, GroupNorm
 from .prox import _check_prox_input, _scale_of, _unscale
 
@@ -49,9 +49,21 @@ class _Eq17:
 
     def gaps(self, v, mu):
         A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = self.arrays
-        terms = self.K.conesta_gap_terms(A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr,
-                                         self.yp, self.kappa, self.eta, mu, v,
-                                         self.alpha)
+        terms = self.K.conesta_gap_terms(
+            A_ip,
+            A_ix,
+            A_d,
+            At_ip,
+            At_ix,
+            At_d,
+            gptr,
+            self.yp,
+            self.kappa,
+            self.eta,
+            mu,
+            v,
+            self.alpha,
+        )
         return conesta_gap(terms, self.kappa, self.eta, mu)
 
 
@@ -67,9 +79,26 @@ def _fista(prob, v, mu, eps_mu, max_iter, gap_every):
     gap_mu, gap_0, _ = prob.gaps(v, mu)
     while gap_mu > eps_mu and n_iter < max_iter:
         n_run = min(gap_every, max_iter - n_iter)
-        k = prob.K.fista_iterations(n_run, k, A_ip, A_ix, A_d, At_ip, At_ix, At_d,
-                                    gptr, prob.yp, prob.kappa, prob.eta, mu, step,
-                                    v, v_old, z, prob.alpha)
+        k = prob.K.fista_iterations(
+            n_run,
+            k,
+            A_ip,
+            A_ix,
+            A_d,
+            At_ip,
+            At_ix,
+            At_d,
+            gptr,
+            prob.yp,
+            prob.kappa,
+            prob.eta,
+            mu,
+            step,
+            v,
+            v_old,
+            z,
+            prob.alpha,
+        )
         n_iter += n_run
         gap_mu, gap_0, _ = prob.gaps(v, mu)
         history.append((n_iter, gap_mu, gap_0))
@@ -164,12 +193,15 @@ def _check_v0(v0, y):
 def _warn_nonfinite(n_iter):
     warnings.warn(
         f"conesta: the duality gap became non-finite after {n_iter} FISTA iterations "
-        "(overflow); the result is not certified.", ConvergenceWarning, stacklevel=3,
+        "(overflow); the result is not certified.",
+        ConvergenceWarning,
+        stacklevel=3,
     )
 
 
-def fista(y, operator, l1, group, mu, *, eps=1e-6, v0=None, max_iter=10000,
-          gap_every=10, kernels="cython"):
+def fista(
+    y, operator, l1, group, mu, *, eps=1e-6, v0=None, max_iter=10000, gap_every=10, kernels="cython"
+):
     """FISTA on the smoothed v-step for a fixed ``mu`` (the paper's Algorithm 1).
 
     Parameters
@@ -206,14 +238,31 @@ def fista(y, operator, l1, group, mu, *, eps=1e-6, v0=None, max_iter=10000,
     gap, objective = primal_certificate(v, y, operator, l1, group, (mu,))
     if not np.isfinite(gap):
         _warn_nonfinite(n_iter)
-    return SolverResult(v=v, gap=gap, tol_abs=eps, n_iter=n_iter,
-                        converged=bool(np.isfinite(gap) and gap_mu / 2.0 <= eps),
-                        gap_history=[(i, g0 / 2.0) for i, _, g0 in hist] + [(n_iter, gap)],
-                        objective=objective)
+    return SolverResult(
+        v=v,
+        gap=gap,
+        tol_abs=eps,
+        n_iter=n_iter,
+        converged=bool(np.isfinite(gap) and gap_mu / 2.0 <= eps),
+        gap_history=[(i, g0 / 2.0) for i, _, g0 in hist] + [(n_iter, gap)],
+        objective=objective,
+    )
 
 
-def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=100000,
-            gap_every=10, kernels="cython", check_input=True):
+def conesta(
+    y,
+    operator,
+    l1,
+    group,
+    *,
+    tol=1e-3,
+    v0=None,
+    tau=0.5,
+    max_iter=100000,
+    gap_every=10,
+    kernels="cython",
+    check_input=True,
+):
     """Solve the v-step prox problem with CONESTA (the paper's Algorithm 2).
 
     .. math::
@@ -276,12 +325,14 @@ def conesta(y, operator, l1, group, *, tol=1e-3, v0=None, tau=0.5, max_iter=1000
             raise ValueError(f"tau must be a number in (0, 1), got {tau!r}.")
         v0 = None if v0 is None else check_warm_start(v0, y.size, "v0")
     problem = ProxProblem(y, [L1(l1), GroupNorm(operator, group)])
-    return solve_conesta(problem, tol=tol, v0=v0, tau=tau, max_iter=max_iter,
-                         gap_every=gap_every, kernels=kernels)
+    return solve_conesta(
+        problem, tol=tol, v0=v0, tau=tau, max_iter=max_iter, gap_every=gap_every, kernels=kernels
+    )
 
 
-def solve_conesta(problem, *, tol=1e-3, v0=None, tau=0.5, max_iter=100000, gap_every=10,
-                  kernels="cython"):
+def solve_conesta(
+    problem, *, tol=1e-3, v0=None, tau=0.5, max_iter=100000, gap_every=10, kernels="cython"
+):
     """CONESTA on a :class:`ProxProblem` (inputs already validated).
 
     See :func:`conesta` for the parameters.
@@ -324,9 +375,15 @@ def solve_conesta(problem, *, tol=1e-3, v0=None, tau=0.5, max_iter=100000, gap_e
     y = problem.y
     s = _scale_of(y)
     if s != 1.0:  # solve at unit scale (positively homogeneous problem)
-        res = solve_conesta(problem.rescaled(s), tol=tol,
-                            v0=None if v0 is None else np.asarray(v0) / s, tau=tau,
-                            max_iter=max_iter, gap_every=gap_every, kernels=kernels)
+        res = solve_conesta(
+            problem.rescaled(s),
+            tol=tol,
+            v0=None if v0 is None else np.asarray(v0) / s,
+            tau=tau,
+            max_iter=max_iter,
+            gap_every=gap_every,
+            kernels=kernels,
+        )
         return _unscale(res, s)
     prob = _Eq17(y, operator, l1, group, kernels)
     tol_abs = tol * 0.5 * float(y @ y)
@@ -351,8 +408,12 @@ def solve_conesta(problem, *, tol=1e-3, v0=None, tau=0.5, max_iter=100000, gap_e
     finite = np.isfinite(gap) and np.isfinite(gap_mu)
     eps = tau * gap_mu  # Algorithm 2, line 2
     p0 = 0.5 * float(y @ y)
-    while (finite and not _settled(gap, objective, p0, tol_abs) and n_iter < max_iter
-           and n_cont < max_iter):
+    while (
+        finite
+        and not _settled(gap, objective, p0, tol_abs)
+        and n_iter < max_iter
+        and n_cont < max_iter
+    ):
         mu = _mu(eps)  # lines 3 and 9
         if not (np.isfinite(mu) and mu > 0.0):  # eps underflowed: nothing left to gain
             break
@@ -377,8 +438,20 @@ def solve_conesta(problem, *, tol=1e-3, v0=None, tau=0.5, max_iter=100000, gap_e
     else:
         v, gap, objective = exact_finish(v, y, operator, l1, group, mus_last, tol_abs)
         history.append((n_iter, gap))
-    logger.debug("conesta: %d FISTA iterations, %d continuations, gap %.3e (tol %.3e)",
-                 n_iter, n_cont, gap, tol_abs)
-    return SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
-                        converged=bool(gap <= tol_abs), gap_history=history,
-                        mu_history=mu_history, objective=objective)
+    logger.debug(
+        "conesta: %d FISTA iterations, %d continuations, gap %.3e (tol %.3e)",
+        n_iter,
+        n_cont,
+        gap,
+        tol_abs,
+    )
+    return SolverResult(
+        v=v,
+        gap=gap,
+        tol_abs=tol_abs,
+        n_iter=n_iter,
+        converged=bool(gap <= tol_abs),
+        gap_history=history,
+        mu_history=mu_history,
+        objective=objective,
+    )

@@ -187,8 +187,11 @@ def _prox_gap(v, y, operator, l1, group, w):
     v = np.asarray(v, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     Av = operator.matvec(v)
-    primal = (0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
-              + group * float(operator.group_norms(Av).sum()))
+    primal = (
+        0.5 * float(np.sum((v - y) ** 2))
+        + l1 * float(np.abs(v).sum())
+        + group * float(operator.group_norms(Av).sum())
+    )
     w = feasible_dual(w, operator, group)
     z = y - operator.rmatvec(w)
     u = np.sign(z) * np.maximum(np.abs(z) - l1, 0.0)

@@ -217,10 +217,12 @@ class _Composite(_Piece):
 
 def _doc(summary):
     """Give a method of a piece the documentation of the base method, with ``summary``."""
+
     def give(method):
         base = getattr(_Composite, method.__name__)
         method.__doc__ = summary + "\n\n" + base.__doc__.split("\n\n", 1)[1]
         return method
+
     return give
 
 
@@ -404,7 +406,9 @@ def is_piece(obj):
     """
     return isinstance(obj, _Piece) or (
         getattr(obj, "kind", None) in ("separable", "composite")
-        and isinstance(getattr(obj, "name", None), str) and hasattr(obj, "weight"))
+        and isinstance(getattr(obj, "name", None), str)
+        and hasattr(obj, "weight")
+    )
 
 
 def check_penalties(penalties, n_features, solver):

@@ -34,10 +34,20 @@ from sklearn.exceptions import ConvergenceWarning
 from .._utils.validation import check_nonneg, check_real, check_warm_start
 from ..operators import check_operator
 from ._base import (
-    SolverResult, difference_arrays, difference_halos, get_kernels, locality_order,
-    ThreadChooser, csr_threads_for, n_chunks_for, operator_arrays, resolve_n_threads,
+    SolverResult,
+    ThreadChooser,
+    csr_threads_for,
+    difference_arrays,
+    difference_halos,
+    get_kernels,
+    locality_order,
+    n_chunks_for,
+    operator_arrays,
+    resolve_n_threads,
 )
-from ._precision import Float64Check, certified as _certified, stop_rule as _stop_rule
+from ._precision import Float64Check
+from ._precision import certified as _certified
+from ._precision import stop_rule as _stop_rule
 from ._problem import ProxProblem
 from .penalties import L1, GroupNorm
 
@@ -114,9 +124,22 @@ def _unscale(res, s):
     return res
 
 
-def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
-              gap_every=10, restart=True, kernels="cython", check_input=True,
-              n_threads=None, kernel_path="auto"):
+def prox_dual(
+    y,
+    operator,
+    l1,
+    group,
+    *,
+    tol=1e-3,
+    max_iter=10000,
+    w0=None,
+    gap_every=10,
+    restart=True,
+    kernels="cython",
+    check_input=True,
+    n_threads=None,
+    kernel_path="auto",
+):
     """Solve the SPCA-TV v-step prox problem by accelerated dual ascent.
 
     .. math::
@@ -220,22 +243,38 @@ def prox_dual(y, operator, l1, group, *, tol=1e-3, max_iter=10000, w0=None,
     float64 gap at each float64 evaluation.
     """
     if kernel_path not in ("auto", "difference", "csr"):
-        raise ValueError(
-            f"kernel_path must be 'auto', 'difference' or 'csr', got {kernel_path!r}."
-        )
+        raise ValueError(f"kernel_path must be 'auto', 'difference' or 'csr', got {kernel_path!r}.")
     n_threads = resolve_n_threads(n_threads)
     if check_input:
         y, l1, group, tol = _check_prox_input(y, operator, l1, group, tol, max_iter, gap_every)
         if w0 is not None:
             w0 = check_warm_start(w0, operator.n_rows, "w0")
     problem = ProxProblem(y, [L1(l1), GroupNorm(operator, group)])
-    return solve_dual(problem, tol=tol, max_iter=max_iter, w0=w0, gap_every=gap_every,
-                      restart=restart, kernels=kernels, n_threads=n_threads,
-                      kernel_path=kernel_path)
+    return solve_dual(
+        problem,
+        tol=tol,
+        max_iter=max_iter,
+        w0=w0,
+        gap_every=gap_every,
+        restart=restart,
+        kernels=kernels,
+        n_threads=n_threads,
+        kernel_path=kernel_path,
+    )
 
 
-def solve_dual(problem, *, tol=1e-3, max_iter=10000, w0=None, gap_every=10, restart=True,
-               kernels="cython", n_threads=None, kernel_path="auto"):
+def solve_dual(
+    problem,
+    *,
+    tol=1e-3,
+    max_iter=10000,
+    w0=None,
+    gap_every=10,
+    restart=True,
+    kernels="cython",
+    n_threads=None,
+    kernel_path="auto",
+):
     """The dual method on a :class:`ProxProblem` (inputs already validated).
 
     An l1 plus one group norm runs the compiled kernels (the fused difference
@@ -279,10 +318,17 @@ def solve_dual(problem, *, tol=1e-3, max_iter=10000, w0=None, gap_every=10, rest
         y = problem.y
     s = _scale_of(y)
     if s != 1.0:
-        res = solve_dual(problem.rescaled(s), tol=tol, max_iter=max_iter,
-                         w0=None if w0 is None else w0 / s, gap_every=gap_every,
-                         restart=restart, kernels=kernels, n_threads=n_threads,
-                         kernel_path=kernel_path)
+        res = solve_dual(
+            problem.rescaled(s),
+            tol=tol,
+            max_iter=max_iter,
+            w0=None if w0 is None else w0 / s,
+            gap_every=gap_every,
+            restart=restart,
+            kernels=kernels,
+            n_threads=n_threads,
+            kernel_path=kernel_path,
+        )
         res = _unscale(res, s)
         res.state = res.w
         return res
@@ -295,32 +341,59 @@ def solve_dual(problem, *, tol=1e-3, max_iter=10000, w0=None, gap_every=10, rest
         res = _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart)
     else:
         l1, operator, group = fast
-        res = _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every,
-                         restart, n_threads, kernel_path)
+        res = _dual_fast(
+            K,
+            y,
+            operator,
+            l1,
+            group,
+            tol_abs,
+            max_iter,
+            w0,
+            gap_every,
+            restart,
+            n_threads,
+            kernel_path,
+        )
     res.state = res.w
     return res
 
 
-def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, restart,
-               n_threads, kernel_path):
+def _dual_fast(
+    K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads, kernel_path
+):
     """The dual method on the compiled kernels (l1 plus one group norm)."""
     v = np.empty_like(y)
     if group == 0.0 or operator.n_rows == 0 or operator.norm2 == 0.0:
         K.soft_threshold(y, l1, v)
         if y.dtype != np.float64:  # v rounded to float32: its exact gap, in float64
             return Float64Check(K, y, operator, l1, group, tol_abs, 0).result(
-                SolverResult(v=v, gap=0.0, tol_abs=tol_abs, n_iter=0, converged=True,
-                             gap_history=[(0, 0.0)], w=np.zeros(operator.n_rows, y.dtype)))
+                SolverResult(
+                    v=v,
+                    gap=0.0,
+                    tol_abs=tol_abs,
+                    n_iter=0,
+                    converged=True,
+                    gap_history=[(0, 0.0)],
+                    w=np.zeros(operator.n_rows, y.dtype),
+                )
+            )
         obj = 0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
         if group:
             obj += group * operator.value(v)
-        return SolverResult(v=v, gap=0.0, tol_abs=tol_abs, n_iter=0, converged=True,
-                            gap_history=[(0, 0.0)], w=np.zeros(operator.n_rows),
-                            objective=obj)
+        return SolverResult(
+            v=v,
+            gap=0.0,
+            tol_abs=tol_abs,
+            n_iter=0,
+            converged=True,
+            gap_history=[(0, 0.0)],
+            w=np.zeros(operator.n_rows),
+            objective=obj,
+        )
     diff = None
     if kernel_path != "csr":
-        diff = difference_arrays(operator, n_chunks_for(operator.n_rows, n_threads),
-                                 reorder=True)
+        diff = difference_arrays(operator, n_chunks_for(operator.n_rows, n_threads), reorder=True)
     if diff is None and kernel_path == "difference":
         raise ValueError(
             "kernel_path='difference' needs an operator whose rows are all "
@@ -328,8 +401,9 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
             "use kernel_path='auto' or 'csr'."
         )
     if diff is not None:
-        return _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter,
-                                     w0, gap_every, restart, n_threads)
+        return _prox_dual_difference(
+            K, y, operator, diff, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads
+        )
     A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator, y.dtype)
     n_rows = operator.n_rows
     w = _start_w(K, w0, n_rows, gptr, group, y.dtype)
@@ -348,14 +422,43 @@ def _dual_fast(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, rest
         if stop(gap, n_iter, w, history):
             break
         n_run = min(gap_every, max_iter - n_iter)
-        t, _ = K.dual_iterations(n_run, A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr,
-                                 y, l1, group, step, w, w_old, ATw, ATw_old,
-                                 vq, t, restart, csr_threads_for(n_rows, n_threads))
+        t, _ = K.dual_iterations(
+            n_run,
+            A_ip,
+            A_ix,
+            A_d,
+            At_ip,
+            At_ix,
+            At_d,
+            gptr,
+            y,
+            l1,
+            group,
+            step,
+            w,
+            w_old,
+            ATw,
+            ATw_old,
+            vq,
+            t,
+            restart,
+            csr_threads_for(n_rows, n_threads),
+        )
         n_iter += n_run
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
-    return _certified(stop, SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
-                                         converged=gap <= tol_abs, gap_history=history,
-                                         w=w, objective=primal))
+    return _certified(
+        stop,
+        SolverResult(
+            v=v,
+            gap=gap,
+            tol_abs=tol_abs,
+            n_iter=n_iter,
+            converged=gap <= tol_abs,
+            gap_history=history,
+            w=w,
+            objective=primal,
+        ),
+    )
 
 
 def _start_w(K, w0, n_rows, gptr, group, dtype=np.float64):
@@ -376,7 +479,8 @@ def _record_gap(gap, n_iter, history, stacklevel):
         warnings.warn(
             f"prox_dual: the duality gap became non-finite after {n_iter} "
             "iterations (overflow); the result is not certified.",
-            ConvergenceWarning, stacklevel=stacklevel,
+            ConvergenceWarning,
+            stacklevel=stacklevel,
         )
         return np.inf
     gap = max(gap, 0.0)
@@ -384,8 +488,9 @@ def _record_gap(gap, n_iter, history, stacklevel):
     return gap
 
 
-def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0,
-                          gap_every, restart, n_threads):
+def _prox_dual_difference(
+    K, y, operator, diff, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads
+):
     """:func:`prox_dual` on the difference kernel, gap fused into the iterations.
 
     The kernel computes the gap at the ``w`` an iteration starts from during
@@ -416,21 +521,42 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     if halo is None:  # chunk c > 0 scatters into a full buffer of its own
         bufs, halo_args = np.zeros((chunk_ptr.size - 2, P), y.dtype), ()
     else:  # into A^T w, and near its boundaries into halos
-        bufs, halo_args = np.zeros((0, P), y.dtype), (halo[0], halo[1],
-                                                       np.zeros(halo[2], y.dtype))
+        bufs, halo_args = np.zeros((0, P), y.dtype), (halo[0], halo[1], np.zeros(halo[2], y.dtype))
     vq, vw = np.empty_like(y), np.empty_like(y)
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
     n_run, first = 1, True  # the first call certifies the starting w
-    chooser = ThreadChooser((n_rows, P, chunk_ptr.size - 1, y.dtype.char),
-                            min(n_threads, chunk_ptr.size - 1))
+    chooser = ThreadChooser(
+        (n_rows, P, chunk_ptr.size - 1, y.dtype.char), min(n_threads, chunk_ptr.size - 1)
+    )
     while True:
         threads = chooser.pick()
         start = time.perf_counter()
         t, _, swapped, primal, dual, _ = K.diff_dual_iterations(
-            n_run, heads, tails, scale, heads_are_groups, gptr, chunk_ptr, y, l1, group,
-            step, w, w_old, ATw, ATw_old, bufs, vq, vw, t, restart, True, threads,
-            *halo_args)
+            n_run,
+            heads,
+            tails,
+            scale,
+            heads_are_groups,
+            gptr,
+            chunk_ptr,
+            y,
+            l1,
+            group,
+            step,
+            w,
+            w_old,
+            ATw,
+            ATw_old,
+            bufs,
+            vq,
+            vw,
+            t,
+            restart,
+            True,
+            threads,
+            *halo_args,
+        )
         chooser.record(threads, time.perf_counter() - start, n_run)
         if swapped:
             ATw, ATw_old = ATw_old, ATw
@@ -449,9 +575,19 @@ def _prox_dual_difference(K, y, operator, diff, l1, group, tol_abs, max_iter, w0
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
     if order is not None:
         vw, w_old = _user_order(vw, order.features), _user_order(w_old, order.rows)
-    return _certified(stop, SolverResult(v=vw, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
-                                         converged=gap <= tol_abs, gap_history=history,
-                                         w=w_old, objective=primal))
+    return _certified(
+        stop,
+        SolverResult(
+            v=vw,
+            gap=gap,
+            tol_abs=tol_abs,
+            n_iter=n_iter,
+            converged=gap <= tol_abs,
+            gap_history=history,
+            w=w_old,
+            objective=primal,
+        ),
+    )
 
 
 def _user_order(a, order):
@@ -477,8 +613,9 @@ def _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart):
         w = np.array(w0, dtype=np.float64)
         if w.shape != (n_dual,):
             raise ValueError(f"w0 must have shape ({n_dual},), got {w.shape}.")
-        w = np.concatenate([np.zeros(0)] + [p.feasible(b) for p, b in
-                                             zip(pieces, problem.split(w))])
+        w = np.concatenate(
+            [np.zeros(0)] + [p.feasible(b) for p, b in zip(pieces, problem.split(w))]
+        )
     norm2 = float(sum(p.norm2 for p in pieces))
     step = 1.0 / norm2 if norm2 > 0.0 else 0.0
 
@@ -506,15 +643,25 @@ def _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart):
             vq = problem.primal_of(y - (ATw + beta * (ATw - ATw_old)))
             q = w + beta * (w - w_old)
             w_old = w
-            w = np.concatenate([np.zeros(0)] + [
-                p.prox_conjugate(b + step * p.matvec(vq), step)
-                for p, b in zip(pieces, problem.split(q))])
+            w = np.concatenate(
+                [np.zeros(0)]
+                + [
+                    p.prox_conjugate(b + step * p.matvec(vq), step)
+                    for p, b in zip(pieces, problem.split(q))
+                ]
+            )
             align = float(np.dot(w - q, w - w_old))
             ATw_old, ATw = ATw, adjoint(w)
             t = 1.0 if restart and align < 0.0 else t_new
             n_iter += 1
-    logger.debug("prox_dual (generic): %d iterations, gap %.3e (tol %.3e)",
-                 n_iter, gap, tol_abs)
-    return SolverResult(v=v, gap=gap, tol_abs=tol_abs, n_iter=n_iter,
-                        converged=gap <= tol_abs, gap_history=history, w=w,
-                        objective=primal)
+    logger.debug("prox_dual (generic): %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
+    return SolverResult(
+        v=v,
+        gap=gap,
+        tol_abs=tol_abs,
+        n_iter=n_iter,
+        converged=gap <= tol_abs,
+        gap_history=history,
+        w=w,
+        objective=primal,
+    )

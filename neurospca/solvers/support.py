@@ -148,8 +148,9 @@ def certify_support(problem, v, gap, state=None):
     radius = float(np.sqrt(2.0 * (gap + ROUNDING * 0.5 * float(y @ y))))
     nonzero = np.abs(v) > radius
     zero, rounds = _zero_test(problem, y, v, radius, nonzero, state)
-    return SupportCertificate(v=np.where(zero, 0.0, v), nonzero=nonzero, zero=zero,
-                              radius=radius, rounds=rounds)
+    return SupportCertificate(
+        v=np.where(zero, 0.0, v), nonzero=nonzero, zero=zero, radius=radius, rounds=rounds
+    )
 
 
 def restricted_problem(problem, keep):
@@ -219,7 +220,7 @@ class _Columns:
     def __init__(self, operator):
         A = operator.matrix.tocoo()
         rg = operator.row_group[A.row]
-        M = sp.csr_matrix((A.data ** 2, (rg, A.col)), shape=(operator.n_groups, A.shape[1]))
+        M = sp.csr_matrix((A.data**2, (rg, A.col)), shape=(operator.n_groups, A.shape[1]))
         M.sum_duplicates()
         self.fro = np.sqrt(np.asarray(M.sum(axis=1)).ravel())
         M.data = np.sqrt(M.data)
@@ -336,12 +337,12 @@ class _RegionTest:
         w_full[rows] = np.where(pinned[local], self.b * z / safe[local], w_t)
         at = _ranges(AT.indptr, feats)
         f_of = np.repeat(np.arange(feats.size), np.diff(AT.indptr)[feats])
-        atw = np.bincount(f_of, weights=AT.data[at] * w_full[AT.indices[at]],
-                          minlength=feats.size)
+        atw = np.bincount(f_of, weights=AT.data[at] * w_full[AT.indices[at]], minlength=feats.size)
         mt = _ranges(MT.indptr, feats)
         f_of = np.repeat(np.arange(feats.size), np.diff(MT.indptr)[feats])
-        pen = np.bincount(f_of, weights=MT.data[mt] * eps_full[MT.indices[mt]],
-                          minlength=feats.size)
+        pen = np.bincount(
+            f_of, weights=MT.data[mt] * eps_full[MT.indices[mt]], minlength=feats.size
+        )
         q = self.y[feats] - self.v[feats] - atw
         return np.abs(q) + self.r + self.b * pen + self.slack < self.a
 

@@ -21,7 +21,6 @@ from ._associations import ASSOCIATION_COLUMNS, associations
 from ._combat import combat_apply, combat_fit
 from ._design import StudyDesign
 from ._layouts import find_bids_derivatives, find_freesurfer_subjects
-from ._simulate import make_multisite_cohort
 from ._participants import (
     category_values,
     check_columns,
@@ -31,9 +30,22 @@ from ._participants import (
     read_participants,
     subject_id_from_path,
 )
+from ._simulate import make_multisite_cohort
 
-__all__ = ["ASSOCIATION_COLUMNS", "StudyDesign", "associations", "category_values",
-           "check_columns", "combat_apply", "combat_fit", "find_bids_derivatives",
-           "find_freesurfer_subjects", "is_categorical",
-           "make_multisite_cohort", "match_participants", "numeric_values", "read_participants",
-           "subject_id_from_path"]
+__all__ = [
+    "ASSOCIATION_COLUMNS",
+    "StudyDesign",
+    "associations",
+    "category_values",
+    "check_columns",
+    "combat_apply",
+    "combat_fit",
+    "find_bids_derivatives",
+    "find_freesurfer_subjects",
+    "is_categorical",
+    "make_multisite_cohort",
+    "match_participants",
+    "numeric_values",
+    "read_participants",
+    "subject_id_from_path",
+]

@@ -26,8 +26,18 @@ from scipy import stats
 __all__ = ["associations", "ASSOCIATION_COLUMNS"]
 
 #: the columns of the associations table (and of associations.tsv)
-ASSOCIATION_COLUMNS = ["component", "variable", "test", "statistic", "effect_size",
-                       "effect_size_measure", "n", "p_asymptotic", "p", "p_corrected"]
+ASSOCIATION_COLUMNS = [
+    "component",
+    "variable",
+    "test",
+    "statistic",
+    "effect_size",
+    "effect_size_measure",
+    "n",
+    "p_asymptotic",
+    "p",
+    "p_corrected",
+]
 
 
 def _ranks(a):
@@ -80,8 +90,7 @@ def _statistics(scores, groups, covariates, perms):
     return out
 
 
-def associations(scores, groups=None, covariates=None, *, n_permutations=9999,
-                 random_state=0):
+def associations(scores, groups=None, covariates=None, *, n_permutations=9999, random_state=0):
     """Tests of every component's scores against groups and covariates.
 
     Parameters
@@ -113,11 +122,16 @@ def associations(scores, groups=None, covariates=None, *, n_permutations=9999,
 
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim != 2 or scores.shape[0] < 3 or not np.all(np.isfinite(scores)):
-        raise ValueError("scores must be a finite (n_samples >= 3, n_components) array, got "
-                         f"shape {scores.shape}.")
+        raise ValueError(
+            "scores must be a finite (n_samples >= 3, n_components) array, got "
+            f"shape {scores.shape}."
+        )
     n = scores.shape[0]
-    if isinstance(n_permutations, bool) or not isinstance(n_permutations, (int, np.integer)) \
-            or n_permutations < 99:
+    if (
+        isinstance(n_permutations, bool)
+        or not isinstance(n_permutations, (int, np.integer))
+        or n_permutations < 99
+    ):
         raise ValueError(f"n_permutations must be an int >= 99, got {n_permutations!r}.")
     groups = {str(k): np.asarray(v).astype(str) for k, v in (groups or {}).items()}
     covariates = {str(k): np.asarray(v, dtype=np.float64) for k, v in (covariates or {}).items()}
@@ -150,15 +164,25 @@ def associations(scores, groups=None, covariates=None, *, n_permutations=9999,
     for name, kind, stat, p_asym, dof in merged:
         for k in range(scores.shape[1]):
             s0, pa = stat[0, k], p_asym[0, k]
-            exceed = stat[:, k] >= s0 - 1e-12 if kind == "group" else \
-                np.abs(stat[:, k]) >= abs(s0) - 1e-12
+            exceed = (
+                stat[:, k] >= s0 - 1e-12
+                if kind == "group"
+                else np.abs(stat[:, k]) >= abs(s0) - 1e-12
+            )
             effect = (s0 - dof + 1) / (n - dof) if kind == "group" else s0
-            rows.append({"component": k + 1, "variable": name,
-                         "test": "Kruskal-Wallis" if kind == "group" else "Spearman",
-                         "statistic": float(s0), "effect_size": float(effect),
-                         "effect_size_measure": "eta2_H" if kind == "group" else "rho",
-                         "n": n, "p_asymptotic": float(pa),
-                         "p": float(exceed.sum() / total),
-                         "p_corrected": float(np.sum(min_p <= pa * (1 + 1e-9)) / total)})
+            rows.append(
+                {
+                    "component": k + 1,
+                    "variable": name,
+                    "test": "Kruskal-Wallis" if kind == "group" else "Spearman",
+                    "statistic": float(s0),
+                    "effect_size": float(effect),
+                    "effect_size_measure": "eta2_H" if kind == "group" else "rho",
+                    "n": n,
+                    "p_asymptotic": float(pa),
+                    "p": float(exceed.sum() / total),
+                    "p_corrected": float(np.sum(min_p <= pa * (1 + 1e-9)) / total),
+                }
+            )
     table = pd.DataFrame(rows, columns=ASSOCIATION_COLUMNS)
     return table.sort_values(["component", "variable"], kind="stable").reset_index(drop=True)

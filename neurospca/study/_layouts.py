@@ -50,9 +50,11 @@ def _one_per_subject(found, option):
     out = {}
     for sid, path in sorted(found):
         if sid in out:
-            raise ValueError(f"{option}: subject {sid} has several matching files "
-                             f"({os.path.basename(out[sid])}, {os.path.basename(path)}); "
-                             "narrow the search (e.g. one session).")
+            raise ValueError(
+                f"{option}: subject {sid} has several matching files "
+                f"({os.path.basename(out[sid])}, {os.path.basename(path)}); "
+                "narrow the search (e.g. one session)."
+            )
         out[sid] = path
     return out
 
@@ -97,15 +99,19 @@ def find_bids_derivatives(root, space, suffix, option="--bids-derivatives"):
         elif entities.get("hemi") in hemis:
             hemis[entities["hemi"]].append((sid, path))
     if volumes and (hemis["L"] or hemis["R"]):
-        raise ValueError(f"{option}: both volumes and surface maps match space-{space} "
-                         f"_{suffix}; keep one kind in the folder.")
+        raise ValueError(
+            f"{option}: both volumes and surface maps match space-{space} "
+            f"_{suffix}; keep one kind in the folder."
+        )
     if volumes:
         files = _one_per_subject(volumes, option)
         return "volume", {"images": list(files.values())}, list(files)
     if not hemis["L"] and not hemis["R"]:
-        raise ValueError(f"{option}: no file named sub-*_space-{space}_*{suffix}.<ext> "
-                         f"below {os.fspath(root)!r} (surfaces need hemi-L/hemi-R; "
-                         f"extensions {', '.join(_SURFACE_EXT + _VOLUME_EXT)}).")
+        raise ValueError(
+            f"{option}: no file named sub-*_space-{space}_*{suffix}.<ext> "
+            f"below {os.fspath(root)!r} (surfaces need hemi-L/hemi-R; "
+            f"extensions {', '.join(_SURFACE_EXT + _VOLUME_EXT)})."
+        )
     left, right = (_one_per_subject(hemis[h], option) for h in ("L", "R"))
     return "surface", _pairs(left, right, option), sorted(left)
 
@@ -113,8 +119,10 @@ def find_bids_derivatives(root, space, suffix, option="--bids-derivatives"):
 def _pairs(left, right, option):
     lonely = sorted(set(left) ^ set(right))
     if lonely:
-        raise ValueError(f"{option}: subject(s) {lonely[:5]} have one hemisphere only; "
-                         "give both or leave them out.")
+        raise ValueError(
+            f"{option}: subject(s) {lonely[:5]} have one hemisphere only; "
+            "give both or leave them out."
+        )
     return {"left": [left[s] for s in sorted(left)], "right": [right[s] for s in sorted(left)]}
 
 
@@ -142,15 +150,16 @@ def find_freesurfer_subjects(subjects_dir, measure, option="--freesurfer-subject
     found = {"lh": {}, "rh": {}}
     for hemi in found:
         for ext in (".mgh", ".mgz", ""):
-            pattern = os.path.join(os.fspath(subjects_dir), "*", "surf",
-                                   f"{hemi}.{measure}{ext}")
+            pattern = os.path.join(os.fspath(subjects_dir), "*", "surf", f"{hemi}.{measure}{ext}")
             for path in glob.glob(pattern):
                 subject = os.path.basename(os.path.dirname(os.path.dirname(path)))
                 if not subject.startswith("fsaverage") and os.path.isfile(path):
                     found[hemi].setdefault(subject, path)
     if not found["lh"] and not found["rh"]:
-        raise ValueError(f"{option}: no <subject>/surf/lh.{measure}.mgh below "
-                         f"{os.fspath(subjects_dir)!r} (run recon-all -qcache, or check "
-                         "--measure).")
+        raise ValueError(
+            f"{option}: no <subject>/surf/lh.{measure}.mgh below "
+            f"{os.fspath(subjects_dir)!r} (run recon-all -qcache, or check "
+            "--measure)."
+        )
     files = _pairs(found["lh"], found["rh"], option)
     return files, sorted(found["lh"])

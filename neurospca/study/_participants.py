@@ -17,8 +17,15 @@ import re
 
 import numpy as np
 
-__all__ = ["read_participants", "subject_id_from_path", "match_participants",
-           "check_columns", "is_categorical", "numeric_values", "category_values"]
+__all__ = [
+    "read_participants",
+    "subject_id_from_path",
+    "match_participants",
+    "check_columns",
+    "is_categorical",
+    "numeric_values",
+    "category_values",
+]
 
 _SUB = re.compile(r"(?:^|[_./\\-])sub-([A-Za-z0-9]+)")
 
@@ -27,7 +34,7 @@ def _pandas():
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover - depends on the environment
-        raise ImportError('participants tables need pandas: pip install pandas') from None
+        raise ImportError("participants tables need pandas: pip install pandas") from None
     return pd
 
 
@@ -65,28 +72,41 @@ def read_participants(participants, id_column="participant_id", name="participan
             raise ValueError(f"{name}: no such file {path!r}.")
         sep = "," if path.lower().endswith(".csv") else "\t"
         try:
-            table = pd.read_csv(path, sep=sep, na_values=["n/a", "N/A", "NA", ""],
-                                keep_default_na=False, dtype={id_column: str})
+            table = pd.read_csv(
+                path,
+                sep=sep,
+                na_values=["n/a", "N/A", "NA", ""],
+                keep_default_na=False,
+                dtype={id_column: str},
+            )
         except (ValueError, OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{name}: cannot read {path!r} as a "
-                             f"{'CSV' if sep == ',' else 'tab-separated'} table: {exc}") \
-                from None
+            raise ValueError(
+                f"{name}: cannot read {path!r} as a "
+                f"{'CSV' if sep == ',' else 'tab-separated'} table: {exc}"
+            ) from None
     else:
-        raise TypeError(f"{name} must be a path (participants.tsv or .csv) or a pandas "
-                        f"DataFrame, got {type(participants).__name__}.")
+        raise TypeError(
+            f"{name} must be a path (participants.tsv or .csv) or a pandas "
+            f"DataFrame, got {type(participants).__name__}."
+        )
     if not isinstance(id_column, str) or id_column not in table.columns:
-        raise ValueError(f"{name}: no ID column {id_column!r}; the columns are "
-                         f"{_list(table.columns)} (give id_column=, or --participant-id).")
+        raise ValueError(
+            f"{name}: no ID column {id_column!r}; the columns are "
+            f"{_list(table.columns)} (give id_column=, or --participant-id)."
+        )
     ids = table[id_column]
     if ids.isna().any():
-        raise ValueError(f"{name}: the ID column {id_column!r} has missing values (rows "
-                         f"{_list(np.flatnonzero(ids.isna().to_numpy()) + 1)}).")
+        raise ValueError(
+            f"{name}: the ID column {id_column!r} has missing values (rows "
+            f"{_list(np.flatnonzero(ids.isna().to_numpy()) + 1)})."
+        )
     table[id_column] = ids.astype(str).str.strip()
     keys = table[id_column].map(_bare)
     repeated = table[id_column][keys.duplicated()].unique()
     if repeated.size:
-        raise ValueError(f"{name}: the ID column {id_column!r} repeats "
-                         f"{_list(repeated)}; one row per subject.")
+        raise ValueError(
+            f"{name}: the ID column {id_column!r} repeats {_list(repeated)}; one row per subject."
+        )
     return table.reset_index(drop=True)
 
 
@@ -97,8 +117,9 @@ def _bare(label):
 
 def _list(values, n=5):
     values = [str(v) for v in values]
-    return ", ".join(repr(v) for v in values[:n]) + (f" ... ({len(values)} in all)"
-                                                   if len(values) > n else "")
+    return ", ".join(repr(v) for v in values[:n]) + (
+        f" ... ({len(values)} in all)" if len(values) > n else ""
+    )
 
 
 def subject_id_from_path(path):
@@ -159,17 +180,22 @@ def match_participants(table, subject_ids, id_column="participant_id", name="par
     for s in images:
         (repeated.append(s) if s in seen else seen.add(s))
     if repeated:
-        raise ValueError(f"imgs: subject(s) {_list(sorted(set(repeated)))} have several images; "
-                         "give one image per subject.")
+        raise ValueError(
+            f"imgs: subject(s) {_list(sorted(set(repeated)))} have several images; "
+            "give one image per subject."
+        )
     keys = {k: i for i, k in enumerate(table[id_column].map(_bare))}
     missing = [s for s, b in zip(subject_ids, images) if b not in keys]
     if len(missing) == len(images):
         raise ValueError(
             f"{name}: no image matches a row of the ID column {id_column!r}: the images' "
-            f"subjects are {_list(subject_ids)}, the table's IDs {_list(table[id_column])}.")
+            f"subjects are {_list(subject_ids)}, the table's IDs {_list(table[id_column])}."
+        )
     if missing:
-        raise ValueError(f"{name}: {len(missing)} of {len(images)} image(s) have no row in the "
-                         f"ID column {id_column!r}: {_list(missing)}.")
+        raise ValueError(
+            f"{name}: {len(missing)} of {len(images)} image(s) have no row in the "
+            f"ID column {id_column!r}: {_list(missing)}."
+        )
     rows = table.iloc[[keys[b] for b in images]].reset_index(drop=True)
     return rows
 
@@ -196,19 +222,21 @@ def check_columns(table, columns, argument, id_column="participant_id"):
     if isinstance(columns, str):
         columns = [c.strip() for c in columns.split(",") if c.strip()]
     if not isinstance(columns, (list, tuple)) or not all(isinstance(c, str) for c in columns):
-        raise TypeError(f"{argument} must be column names (str or list of str), got "
-                        f"{columns!r}.")
+        raise TypeError(f"{argument} must be column names (str or list of str), got {columns!r}.")
     out = []
     for col in columns:
         if col not in table.columns or col == id_column:
-            raise ValueError(f"{argument}: unknown column {col!r}; the participants columns "
-                             f"are {_list([c for c in table.columns if c != id_column], 20)}.")
+            raise ValueError(
+                f"{argument}: unknown column {col!r}; the participants columns "
+                f"are {_list([c for c in table.columns if c != id_column], 20)}."
+            )
         missing = table[col].isna().to_numpy()
         if missing.any():
             raise ValueError(
                 f"{argument}: column {col!r} is missing (n/a) for {int(missing.sum())} "
                 f"subject(s): {_list(table.loc[missing, id_column])}; fill them in or leave "
-                "those subjects out.")
+                "those subjects out."
+            )
         if col not in out:
             out.append(col)
     return out
@@ -226,8 +254,7 @@ def is_categorical(series):
     bool
     """
     pd = _pandas()
-    return not (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(
-        series))
+    return not (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series))
 
 
 def numeric_values(table, column, argument):
@@ -249,7 +276,8 @@ def numeric_values(table, column, argument):
         levels = sorted({str(v) for v in series})
         raise ValueError(
             f"{argument}: column {column!r} is not numeric (values {_list(levels)}); give "
-            "it as groups (categories compared between) or as a confound (one-hot encoded).")
+            "it as groups (categories compared between) or as a confound (one-hot encoded)."
+        )
     values = series.to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(values)):
         raise ValueError(f"{argument}: column {column!r} has NaN or infinite values.")

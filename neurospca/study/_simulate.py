@@ -35,7 +35,7 @@ def _write(folder, ids, X, sizes, meshes, file_format, participants, space):
     os.makedirs(folder, exist_ok=True)
     paths = {"left": [], "right": []}
     for i, sid in enumerate(ids):
-        maps = {"left": X[i, :sizes[0]], "right": X[i, sizes[0]:]}
+        maps = {"left": X[i, : sizes[0]], "right": X[i, sizes[0] :]}
         for hemi, letter, fs in (("left", "L", "lh"), ("right", "R", "rh")):
             if file_format == "gii":
                 sub = os.path.join(folder, sid, "anat")
@@ -48,16 +48,27 @@ def _write(folder, ids, X, sizes, meshes, file_format, participants, space):
             paths[hemi].append(path)
     for (coords, faces), fs in zip(meshes, ("lh", "rh")):
         write_surf_mesh(coords, faces, os.path.join(folder, f"{fs}.pial.surf.gii"))
-    participants.to_csv(os.path.join(folder, "participants.tsv"), sep="\t", index=False,
-                        na_rep="n/a")
+    participants.to_csv(
+        os.path.join(folder, "participants.tsv"), sep="\t", index=False, na_rep="n/a"
+    )
     return paths
 
 
-def make_multisite_cohort(folder=None, n_samples=133, *, mesh="fsaverage5",
-                          file_format="gii", site_offsets=(-0.2, 0.05, 0.2),
-                          site_scales=(0.8, 1.0, 1.3), dx_effect=(0.35, 0.3),
-                          severity_sd=(0.25, 0.25, 0.35), noise=0.15, smooth_noise=0.15,
-                          n_extra_rows=2, random_state=0):
+def make_multisite_cohort(
+    folder=None,
+    n_samples=133,
+    *,
+    mesh="fsaverage5",
+    file_format="gii",
+    site_offsets=(-0.2, 0.05, 0.2),
+    site_scales=(0.8, 1.0, 1.3),
+    dx_effect=(0.35, 0.3),
+    severity_sd=(0.25, 0.25, 0.35),
+    noise=0.15,
+    smooth_noise=0.15,
+    n_extra_rows=2,
+    random_state=0,
+):
     """A multi-site cortical-thickness study with diagnosis-driven atrophy.
 
     Subject ``i`` at site ``s``, vertex ``j`` of the cortex::
@@ -113,8 +124,14 @@ def make_multisite_cohort(folder=None, n_samples=133, *, mesh="fsaverage5",
         raise ValueError(f"file_format must be 'gii' or 'mgh', got {file_format!r}.")
     if len(site_offsets) != len(site_scales) or len(site_offsets) < 2:
         raise ValueError("site_offsets and site_scales must have one value per site (>= 2).")
-    base = make_atrophy_cohort(n_samples, mesh=mesh, correlation=0.0, noise=noise,
-                               smooth_noise=smooth_noise, random_state=random_state)
+    base = make_atrophy_cohort(
+        n_samples,
+        mesh=mesh,
+        correlation=0.0,
+        noise=noise,
+        smooth_noise=smooth_noise,
+        random_state=random_state,
+    )
     rng = np.random.default_rng([int(random_state), 21])
     n, n_sites = int(n_samples), len(site_offsets)
     age, sex = base.confounds[:, 0], base.confounds[:, 1]
@@ -129,23 +146,58 @@ def make_multisite_cohort(folder=None, n_samples=133, *, mesh="fsaverage5",
     offsets, scales = np.asarray(site_offsets, float), np.asarray(site_scales, float)
     X[:, cortex] = m + offsets[site][:, None] + scales[site][:, None] * (Y[:, cortex] - m)
     ids = [f"sub-{i + 1:03d}" for i in range(n)]
-    table = pd.DataFrame({"participant_id": ids, "age": np.round(age, 1),
-                          "sex": np.where(sex > 0, "M", "F"),
-                          "site": [f"site{chr(65 + s)}" for s in site], "dx": _DX[level],
-                          "mmse": mmse.astype(int)})
-    out = Bunch(X=X, patterns=base.patterns, severities=sev, participants=table,
-                cortex=cortex, mesh_left=base.mesh_left, mesh_right=base.mesh_right,
-                n_vertices=base.n_vertices, paths=None, folder=folder)
+    table = pd.DataFrame(
+        {
+            "participant_id": ids,
+            "age": np.round(age, 1),
+            "sex": np.where(sex > 0, "M", "F"),
+            "site": [f"site{chr(65 + s)}" for s in site],
+            "dx": _DX[level],
+            "mmse": mmse.astype(int),
+        }
+    )
+    out = Bunch(
+        X=X,
+        patterns=base.patterns,
+        severities=sev,
+        participants=table,
+        cortex=cortex,
+        mesh_left=base.mesh_left,
+        mesh_right=base.mesh_right,
+        n_vertices=base.n_vertices,
+        paths=None,
+        folder=folder,
+    )
     if folder is not None:
-        extra = pd.DataFrame({"participant_id": [f"sub-{n + i + 1:03d}"
-                                                 for i in range(n_extra_rows)],
-                              "age": 70.0, "sex": "F", "site": "siteA", "dx": "CN",
-                              "mmse": 29})
-        shuffled = pd.concat([table, extra]).sample(frac=1.0, random_state=int(
-            rng.integers(2**31))).reset_index(drop=True)
-        out.paths = _write(os.fspath(folder), ids, X, base.n_vertices,
-                           (base.mesh_left, base.mesh_right), file_format, shuffled,
-                           "space-fsaverage5" if mesh == "fsaverage5" else "space-fsLR_den-32k")
-        np.savez(os.path.join(os.fspath(folder), "truth.npz"), patterns=base.patterns,
-                 severities=sev, cortex=cortex)
+        extra = pd.DataFrame(
+            {
+                "participant_id": [f"sub-{n + i + 1:03d}" for i in range(n_extra_rows)],
+                "age": 70.0,
+                "sex": "F",
+                "site": "siteA",
+                "dx": "CN",
+                "mmse": 29,
+            }
+        )
+        shuffled = (
+            pd.concat([table, extra])
+            .sample(frac=1.0, random_state=int(rng.integers(2**31)))
+            .reset_index(drop=True)
+        )
+        out.paths = _write(
+            os.fspath(folder),
+            ids,
+            X,
+            base.n_vertices,
+            (base.mesh_left, base.mesh_right),
+            file_format,
+            shuffled,
+            "space-fsaverage5" if mesh == "fsaverage5" else "space-fsLR_den-32k",
+        )
+        np.savez(
+            os.path.join(os.fspath(folder), "truth.npz"),
+            patterns=base.patterns,
+            severities=sev,
+            cortex=cortex,
+        )
     return out

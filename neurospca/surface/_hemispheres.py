@@ -38,8 +38,11 @@ class Hemispheres:
         verts = []
         for hemi, n, m in zip(_HEMIS, n_vertices, masks):
             m = _check_mask(m, int(n), f"mask_{hemi}", f"coords_{hemi}")
-            verts.append(np.arange(int(n), dtype=np.int64) if m is None
-                         else np.flatnonzero(m).astype(np.int64))
+            verts.append(
+                np.arange(int(n), dtype=np.int64)
+                if m is None
+                else np.flatnonzero(m).astype(np.int64)
+            )
         self.n_vertices = (int(n_vertices[0]), int(n_vertices[1]))
         self.vertices = tuple(verts)
         n_left = verts[0].size
@@ -47,8 +50,10 @@ class Hemispheres:
         self.n_features = n_left + verts[1].size
 
     def __repr__(self):
-        return (f"Hemispheres(n_vertices={self.n_vertices}, "
-                f"kept=({self.vertices[0].size}, {self.vertices[1].size}))")
+        return (
+            f"Hemispheres(n_vertices={self.n_vertices}, "
+            f"kept=({self.vertices[0].size}, {self.vertices[1].size}))"
+        )
 
     def _hemi_matrix(self, values, hemi_index, name):
         n = self.n_vertices[hemi_index]
@@ -131,8 +136,10 @@ class Hemispheres:
         (str, str)
         """
         maps = self.inverse_transform(V, fill_value=fill_value)
-        return (write_surf_data(maps["left"], left_path),
-                write_surf_data(maps["right"], right_path))
+        return (
+            write_surf_data(maps["left"], left_path),
+            write_surf_data(maps["right"], right_path),
+        )
 
     def to_surface_image(self, V, mesh, fill_value=0.0):
         """A nilearn ``SurfaceImage`` of the maps on ``mesh`` (nilearn needed).

@@ -24,8 +24,20 @@ MEDIAL_WALL_NAMES = ("unknown", "medial_wall", "medialwall", "???", "corpuscallo
 _GIFTI_EXT = (".gii", ".gii.gz")
 _MGH_EXT = (".mgh", ".mgz")
 # extensions that are clearly not FreeSurfer morphometry (lh.thickness, lh.curv...)
-_NOT_MORPH_EXT = (".nii", ".nii.gz", ".img", ".hdr", ".npy", ".npz", ".txt", ".csv",
-                  ".json", ".vtk", ".ply", ".obj")
+_NOT_MORPH_EXT = (
+    ".nii",
+    ".nii.gz",
+    ".img",
+    ".hdr",
+    ".npy",
+    ".npz",
+    ".txt",
+    ".csv",
+    ".json",
+    ".vtk",
+    ".ply",
+    ".obj",
+)
 
 
 def _ext(path):
@@ -49,23 +61,27 @@ def _existing(obj, name):
 def _is_polymesh(obj):
     """A nilearn PolyMesh (duck-typed: ``parts`` dict of meshes, no coordinates)."""
     parts = getattr(obj, "parts", None)
-    return (isinstance(parts, dict) and not hasattr(obj, "coordinates")
-            and all(hasattr(m, "coordinates") for m in parts.values()))
+    return (
+        isinstance(parts, dict)
+        and not hasattr(obj, "coordinates")
+        and all(hasattr(m, "coordinates") for m in parts.values())
+    )
 
 
 def _split_polymesh(left_mesh, right_mesh, name="left_mesh"):
     """(left, right) meshes, a PolyMesh given as ``left_mesh`` split in two."""
     if _is_polymesh(left_mesh):
         if right_mesh is not None:
-            raise ValueError(f"{name} is a PolyMesh (both hemispheres): leave right_mesh "
-                             "as None.")
+            raise ValueError(f"{name} is a PolyMesh (both hemispheres): leave right_mesh as None.")
         missing = [h for h in _HEMIS if h not in left_mesh.parts]
         if missing:
             raise ValueError(f"{name}: the PolyMesh has no {' and '.join(missing)} part.")
         return left_mesh.parts["left"], left_mesh.parts["right"]
     if right_mesh is None:
-        raise TypeError("right_mesh is required unless left_mesh is a nilearn PolyMesh "
-                        "holding both hemispheres.")
+        raise TypeError(
+            "right_mesh is required unless left_mesh is a nilearn PolyMesh "
+            "holding both hemispheres."
+        )
     return left_mesh, right_mesh
 
 
@@ -78,16 +94,20 @@ def _read_file(reader, path, name, what):
     try:
         return reader(path)
     except MemoryError:
-        raise ValueError(f"{name}: {path!r} declares data too large to read; the file is "
-                         f"corrupted or not {what}.") from None
+        raise ValueError(
+            f"{name}: {path!r} declares data too large to read; the file is "
+            f"corrupted or not {what}."
+        ) from None
     except Exception as exc:
-        raise ValueError(f"{name}: cannot read {path!r} as {what} (truncated or corrupted "
-                         f"file?): {type(exc).__name__}: {exc}") from None
+        raise ValueError(
+            f"{name}: cannot read {path!r} as {what} (truncated or corrupted "
+            f"file?): {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _read_label(path):
     """Vertex indices of a FreeSurfer ASCII .label; its declared count must match."""
-    with open(path, "r", encoding="ascii") as fh:
+    with open(path, encoding="ascii") as fh:
         fh.readline()
         declared = int(fh.readline().split()[0])
     idx = np.atleast_1d(nib.freesurfer.read_label(path))
@@ -148,8 +168,10 @@ def load_surf_mesh(surf, name="surf"):
             "load_surface_subjects take a PolyMesh as left_mesh with right_mesh=None)."
         )
     elif hasattr(surf, "coordinates") and hasattr(surf, "faces"):
-        return (np.asarray(surf.coordinates, dtype=np.float64),
-                np.asarray(surf.faces).astype(np.int64))
+        return (
+            np.asarray(surf.coordinates, dtype=np.float64),
+            np.asarray(surf.faces).astype(np.int64),
+        )
     elif isinstance(surf, (tuple, list)):
         if len(surf) != 2:
             raise ValueError(
@@ -161,8 +183,12 @@ def load_surf_mesh(surf, name="surf"):
         if _ext(path) in _GIFTI_EXT:
             img = _read_file(nib.load, path, name, "a GIFTI surface")
         else:
-            coords, faces = _read_file(nib.freesurfer.read_geometry, path, name,
-                                       "a FreeSurfer surface or GIFTI (.gii) file")
+            coords, faces = _read_file(
+                nib.freesurfer.read_geometry,
+                path,
+                name,
+                "a FreeSurfer surface or GIFTI (.gii) file",
+            )
             return coords.astype(np.float64), faces.astype(np.int64)
     if not isinstance(img, nib.gifti.GiftiImage):
         raise ValueError(f"{name}: {path!r} is not a GIFTI image.")
@@ -200,16 +226,22 @@ def write_surf_mesh(coords, faces, path):
     path = _as_path(path, "path")
     c32, f32 = coords.astype(np.float32), faces.astype(np.int32)
     if _ext(path) in _GIFTI_EXT:
-        img = nib.gifti.GiftiImage(darrays=[
-            nib.gifti.GiftiDataArray(c32, intent="NIFTI_INTENT_POINTSET",
-                                     datatype="NIFTI_TYPE_FLOAT32"),
-            nib.gifti.GiftiDataArray(f32, intent="NIFTI_INTENT_TRIANGLE",
-                                     datatype="NIFTI_TYPE_INT32"),
-        ])
+        img = nib.gifti.GiftiImage(
+            darrays=[
+                nib.gifti.GiftiDataArray(
+                    c32, intent="NIFTI_INTENT_POINTSET", datatype="NIFTI_TYPE_FLOAT32"
+                ),
+                nib.gifti.GiftiDataArray(
+                    f32, intent="NIFTI_INTENT_TRIANGLE", datatype="NIFTI_TYPE_INT32"
+                ),
+            ]
+        )
         return atomic_write(img.to_filename, path)
     if _ext(path) or path.lower().endswith(_NOT_MORPH_EXT):
-        raise ValueError(f"path: cannot write a surface mesh to {os.path.basename(path)!r}; "
-                         "use .gii or a FreeSurfer name such as lh.white.")
+        raise ValueError(
+            f"path: cannot write a surface mesh to {os.path.basename(path)!r}; "
+            "use .gii or a FreeSurfer name such as lh.white."
+        )
     return atomic_write(lambda tmp: nib.freesurfer.write_geometry(tmp, c32, f32), path)
 
 
@@ -249,8 +281,9 @@ def load_surf_data(data, name="data"):
         if not isinstance(img, nib.gifti.GiftiImage):
             raise ValueError(f"{name}: {path!r} is not a GIFTI image.")
         if _gifti_arrays(img, "NIFTI_INTENT_POINTSET"):
-            raise ValueError(f"{name}: {path!r} is a surface mesh, not per-vertex data; "
-                             "use load_surf_mesh.")
+            raise ValueError(
+                f"{name}: {path!r} is a surface mesh, not per-vertex data; use load_surf_mesh."
+            )
         return load_surf_data(img, name)
     if ext in _MGH_EXT:
         return _mgh_values(_read_file(nib.load, path, name, "MGH (.mgh/.mgz) data"), name)
@@ -269,8 +302,12 @@ def _mgh_values(img, name):
     if not isinstance(img, nib.freesurfer.MGHImage):
         raise ValueError(f"{name}: not an MGH image.")
     filename = img.get_filename()
-    arr = _read_file(lambda _: np.asanyarray(img.dataobj), filename or "<in-memory image>",
-                     name, "MGH (.mgh/.mgz) data")  # nibabel reads the data lazily: now
+    arr = _read_file(
+        lambda _: np.asanyarray(img.dataobj),
+        filename or "<in-memory image>",
+        name,
+        "MGH (.mgh/.mgz) data",
+    )  # nibabel reads the data lazily: now
     spatial = arr.shape[:3]
     n_vertices = int(np.prod(spatial))
     if sum(s > 1 for s in spatial) > 1:
@@ -321,10 +358,12 @@ def write_surf_data(values, path, *, dtype=np.float32):
     arr = arr.astype(dtype)
     if ext in _GIFTI_EXT:
         cols = [arr] if arr.ndim == 1 else [np.ascontiguousarray(c) for c in arr.T]
-        img = nib.gifti.GiftiImage(darrays=[
-            nib.gifti.GiftiDataArray(c, intent="NIFTI_INTENT_NONE", datatype=dtype)
-            for c in cols
-        ])
+        img = nib.gifti.GiftiImage(
+            darrays=[
+                nib.gifti.GiftiDataArray(c, intent="NIFTI_INTENT_NONE", datatype=dtype)
+                for c in cols
+            ]
+        )
         return atomic_write(img.to_filename, path)
     if ext in _MGH_EXT:
         # MGH drops a trailing singleton frame axis: one map is (n_vertices, 1, 1)
@@ -346,8 +385,9 @@ def write_surf_data(values, path, *, dtype=np.float32):
     return atomic_write(lambda tmp: nib.freesurfer.write_morph_data(tmp, values32), path)
 
 
-def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_NAMES,
-                     name="source"):
+def load_cortex_mask(
+    source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_NAMES, name="source"
+):
     """Cortex mask (medial wall out) from a label or annotation file.
 
     Parameters
@@ -378,8 +418,11 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
         or the mask is empty or of the wrong length.
     """
     if n_vertices is not None:
-        if isinstance(n_vertices, bool) or not isinstance(n_vertices, (int, np.integer)) \
-                or n_vertices < 1:
+        if (
+            isinstance(n_vertices, bool)
+            or not isinstance(n_vertices, (int, np.integer))
+            or n_vertices < 1
+        ):
             raise ValueError(f"n_vertices must be a positive int, got {n_vertices!r}.")
         n_vertices = int(n_vertices)
     if isinstance(source, (str, bytes, os.PathLike)):
@@ -387,10 +430,12 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
         ext = _ext(path)
         if ext == ".label":
             if n_vertices is None:
-                raise ValueError("n_vertices is required for a .label file (it lists only "
-                                 "the cortex vertices).")
-            idx = np.asarray(_read_file(_read_label, path, name, "a FreeSurfer .label file"),
-                             dtype=np.int64)
+                raise ValueError(
+                    "n_vertices is required for a .label file (it lists only the cortex vertices)."
+                )
+            idx = np.asarray(
+                _read_file(_read_label, path, name, "a FreeSurfer .label file"), dtype=np.int64
+            )
             if idx.size and (idx.min() < 0 or idx.max() >= n_vertices):
                 raise ValueError(
                     f"{name}: {path!r} lists vertex {int(idx.max())}, out of range for "
@@ -401,11 +446,11 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
         elif ext in _GIFTI_EXT:
             mask = _gifti_cortex_mask(path, medial_wall_names, name)
         elif ext == ".annot":
-            labels, _, names = _read_file(nib.freesurfer.read_annot, path, name,
-                                          "a FreeSurfer .annot file")
+            labels, _, names = _read_file(
+                nib.freesurfer.read_annot, path, name, "a FreeSurfer .annot file"
+            )
             labels = np.asarray(labels)
-            if labels.ndim != 1 or labels.size == 0 or not np.issubdtype(labels.dtype,
-                                                                         np.integer):
+            if labels.ndim != 1 or labels.size == 0 or not np.issubdtype(labels.dtype, np.integer):
                 raise ValueError(f"{name}: {path!r} holds no per-vertex labels.")
             labels = np.where(labels >= len(names), -1, labels)
             names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
@@ -424,9 +469,7 @@ def load_cortex_mask(source, n_vertices=None, *, medial_wall_names=MEDIAL_WALL_N
     if mask.ndim != 1:
         raise ValueError(f"{name} must give a 1-D mask, got shape {mask.shape}.")
     if n_vertices is not None and mask.shape[0] != n_vertices:
-        raise ValueError(
-            f"{name} has {mask.shape[0]} vertices but n_vertices={n_vertices}."
-        )
+        raise ValueError(f"{name} has {mask.shape[0]} vertices but n_vertices={n_vertices}.")
     if not mask.any():
         where = f" ({path!r})" if isinstance(source, (str, bytes, os.PathLike)) else ""
         raise ValueError(f"{name}{where} gives an empty cortex mask.")
@@ -439,18 +482,18 @@ def _gifti_cortex_mask(path, medial_wall_names, name="source"):
     if _gifti_arrays(img, "NIFTI_INTENT_POINTSET"):
         raise ValueError(f"{name}: {path!r} is a surface mesh, not a cortex mask.")
     if len(img.darrays) != 1:
-        raise ValueError(f"{name}: {path!r} holds {len(img.darrays)} data arrays; a cortex "
-                         "mask needs one.")
-    data = np.asarray(_read_file(lambda _: img.darrays[0].data, path, name,
-                                 "a GIFTI cortex mask"))
+        raise ValueError(
+            f"{name}: {path!r} holds {len(img.darrays)} data arrays; a cortex mask needs one."
+        )
+    data = np.asarray(_read_file(lambda _: img.darrays[0].data, path, name, "a GIFTI cortex mask"))
     if data.ndim == 2 and data.shape[1] == 1:
         data = data[:, 0]
-    is_label = (img.darrays[0].intent == nib.nifti1.intent_codes.code["NIFTI_INTENT_LABEL"]
-                or path.lower().endswith((".label.gii", ".label.gii.gz")))
+    is_label = img.darrays[0].intent == nib.nifti1.intent_codes.code[
+        "NIFTI_INTENT_LABEL"
+    ] or path.lower().endswith((".label.gii", ".label.gii.gz"))
     if is_label:
         labels = np.asarray(data).astype(np.int64)
-        names = {int(lab.key): (getattr(lab, "label", None) or "")
-                 for lab in img.labeltable.labels}
+        names = {int(lab.key): (getattr(lab, "label", None) or "") for lab in img.labeltable.labels}
         if any(names.values()):
             wall = {w.lower() for w in medial_wall_names}
             wall_keys = [k for k, n in names.items() if n.strip().lower() in wall]
@@ -462,5 +505,6 @@ def _gifti_cortex_mask(path, medial_wall_names, name="source"):
         raise ValueError(
             f"{name}: {path!r} holds values other than 0 and 1 (e.g. "
             f"{values[:5].tolist()}); a .shape.gii cortex mask must be binary: binarise it "
-            "(e.g. load_surf_data(path) > 0.5) and pass the array.")
+            "(e.g. load_surf_data(path) > 0.5) and pass the array."
+        )
     return data.astype(bool)

@@ -19,7 +19,8 @@ def _expand_globs(data, name):
     matches; a pattern that matches nothing is a ValueError naming ``name``."""
     items = [data] if isinstance(data, str) else data
     if not isinstance(items, (list, tuple)) or not any(
-            isinstance(p, str) and glob.has_magic(p) and not os.path.exists(p) for p in items):
+        isinstance(p, str) and glob.has_magic(p) and not os.path.exists(p) for p in items
+    ):
         return data
     out = []
     for p in items:
@@ -61,14 +62,20 @@ def _subject_maps(data, n_vertices, name):
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != n_vertices:
-        raise ValueError(
-            f"{name} must have shape (n_samples, {n_vertices}), got {arr.shape}."
-        )
+        raise ValueError(f"{name} must have shape (n_samples, {n_vertices}), got {arr.shape}.")
     return arr
 
 
-def load_surface_subjects(left_data, right_data, left_mesh, right_mesh=None, *,
-                          mask_left=None, mask_right=None, kind="edges"):
+def load_surface_subjects(
+    left_data,
+    right_data,
+    left_mesh,
+    right_mesh=None,
+    *,
+    mask_left=None,
+    mask_right=None,
+    kind="edges",
+):
     """Everything SPCA-TV needs from per-subject maps on two hemispheres.
 
     The surface counterpart of :func:`neurospca.load_volume_data`: many maps
@@ -130,14 +137,24 @@ def load_surface_subjects(left_data, right_data, left_mesh, right_mesh=None, *,
     if n_dropped:
         warnings.warn(
             f"{n_dropped} vertex(es) are NaN or infinite in at least one map; they were "
-            "removed from the cortex mask.", UserWarning, stacklevel=2,
+            "removed from the cortex mask.",
+            UserWarning,
+            stacklevel=2,
         )
     operator, hemis = tv_from_hemispheres(meshes[0], meshes[1], masks[0], masks[1], kind)
     return hemis.transform(maps[0], maps[1]), operator, hemis
 
 
-def load_surface_data(left_data, right_data, left_mesh, right_mesh=None, *,
-                      mask_left=None, mask_right=None, kind="edges"):
+def load_surface_data(
+    left_data,
+    right_data,
+    left_mesh,
+    right_mesh=None,
+    *,
+    mask_left=None,
+    mask_right=None,
+    kind="edges",
+):
     """Deprecated alias of :func:`load_surface_subjects` (the name was too close to
     :func:`load_surf_data`, which reads one file).
 
@@ -158,11 +175,21 @@ def load_surface_data(left_data, right_data, left_mesh, right_mesh=None, *,
     operator : GroupOperator
     hemispheres : Hemispheres
     """
-    warnings.warn("load_surface_data is deprecated and will be removed in a future "
-                  "release; use load_surface_subjects (same arguments and results).",
-                  FutureWarning, stacklevel=2)
-    return load_surface_subjects(left_data, right_data, left_mesh, right_mesh,
-                                 mask_left=mask_left, mask_right=mask_right, kind=kind)
+    warnings.warn(
+        "load_surface_data is deprecated and will be removed in a future "
+        "release; use load_surface_subjects (same arguments and results).",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return load_surface_subjects(
+        left_data,
+        right_data,
+        left_mesh,
+        right_mesh,
+        mask_left=mask_left,
+        mask_right=mask_right,
+        kind=kind,
+    )
 
 
 def load_surface_image(left_data, right_data, left_mesh, right_mesh=None):
@@ -198,8 +225,10 @@ def load_surface_image(left_data, right_data, left_mesh, right_mesh=None):
     try:
         from nilearn.surface import InMemoryMesh, PolyMesh, SurfaceImage
     except ImportError:  # pragma: no cover - depends on the environment
-        raise ImportError('load_surface_image needs nilearn: pip install "neurospca[report]" '
-                          "(or pip install nilearn).") from None
+        raise ImportError(
+            'load_surface_image needs nilearn: pip install "neurospca[report]" '
+            "(or pip install nilearn)."
+        ) from None
     left_mesh, right_mesh = _split_polymesh(left_mesh, right_mesh)
     meshes, maps = {}, {}
     for hemi, mesh, data in (("left", left_mesh, left_data), ("right", right_mesh, right_data)):
@@ -208,13 +237,16 @@ def load_surface_image(left_data, right_data, left_mesh, right_mesh=None):
         if hasattr(mesh, "coordinates") and hasattr(mesh, "n_vertices"):
             meshes[hemi] = mesh  # a nilearn mesh: keep it (and its file, if any)
         else:
-            meshes[hemi] = InMemoryMesh(coords, _check_faces(faces, coords.shape[0],
-                                                             f"{hemi}_mesh faces"))
+            meshes[hemi] = InMemoryMesh(
+                coords, _check_faces(faces, coords.shape[0], f"{hemi}_mesh faces")
+            )
         maps[hemi] = _subject_maps(data, coords.shape[0], f"{hemi}_data")
     if maps["left"].shape[0] != maps["right"].shape[0]:
         raise ValueError(
             f"left_data has {maps['left'].shape[0]} maps but right_data has "
             f"{maps['right'].shape[0]}; give one map per subject for each hemisphere."
         )
-    return SurfaceImage(mesh=PolyMesh(left=meshes["left"], right=meshes["right"]),
-                        data={h: np.ascontiguousarray(maps[h].T) for h in _HEMIS})
+    return SurfaceImage(
+        mesh=PolyMesh(left=meshes["left"], right=meshes["right"]),
+        data={h: np.ascontiguousarray(maps[h].T) for h in _HEMIS},
+    )

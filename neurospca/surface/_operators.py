@@ -123,11 +123,14 @@ def _gradient_norm2(edges, fc, n_cols):
     d01 = np.abs(np.einsum("ij,ij->i", e0, e1))
     d12 = np.abs(np.einsum("ij,ij->i", e1, e2))
     d20 = np.abs(np.einsum("ij,ij->i", e2, e0))
-    local = np.stack([
-        np.einsum("ij,ij->i", e0, e0) + d01 + d20,
-        np.einsum("ij,ij->i", e1, e1) + d01 + d12,
-        np.einsum("ij,ij->i", e2, e2) + d12 + d20,
-    ], axis=1)
+    local = np.stack(
+        [
+            np.einsum("ij,ij->i", e0, e0) + d01 + d20,
+            np.einsum("ij,ij->i", e1, e1) + d01 + d12,
+            np.einsum("ij,ij->i", e2, e2) + d12 + d20,
+        ],
+        axis=1,
+    )
     rows = np.bincount(fc.ravel(), weights=local.ravel(), minlength=n_cols)
     return 0.25 * float(rows.max()) * (1.0 + 1e-12)
 
@@ -226,8 +229,7 @@ def block_diag_operators(operators):
     return GroupOperator(mat, group_ptr, norm2=norm2)
 
 
-def tv_from_hemispheres(left_mesh, right_mesh=None, mask_left=None, mask_right=None,
-                        kind="edges"):
+def tv_from_hemispheres(left_mesh, right_mesh=None, mask_left=None, mask_right=None, kind="edges"):
     """Block-diagonal TV operator of both hemispheres, and the column mapping.
 
     Parameters

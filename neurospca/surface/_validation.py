@@ -31,9 +31,7 @@ def _check_faces(faces, n_vertices, name="faces"):
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(f"{name} must hold integer vertex indices, got dtype {arr.dtype}.")
     if arr.ndim != 2 or arr.shape[1] != 3 or arr.shape[0] < 1:
-        raise ValueError(
-            f"{name} must have shape (n_faces, 3) with n_faces >= 1, got {arr.shape}."
-        )
+        raise ValueError(f"{name} must have shape (n_faces, 3) with n_faces >= 1, got {arr.shape}.")
     arr = arr.astype(np.int64)
     lo, hi = int(arr.min()), int(arr.max())
     if lo < 0 or hi >= n_vertices:
@@ -51,8 +49,11 @@ def _check_faces(faces, n_vertices, name="faces"):
             f"face {i} = {arr[i].tolist()}."
         )
     srt = np.sort(arr, axis=1)
-    key = (srt[:, 0] * n_vertices + srt[:, 1]) * n_vertices + srt[:, 2] \
-        if n_vertices < 2**20 else None
+    key = (
+        (srt[:, 0] * n_vertices + srt[:, 1]) * n_vertices + srt[:, 2]
+        if n_vertices < 2**20
+        else None
+    )
     if key is not None:
         order = np.argsort(key, kind="stable")
         dup = np.flatnonzero(key[order][1:] == key[order][:-1])
@@ -67,8 +68,7 @@ def _check_faces(faces, n_vertices, name="faces"):
         else:  # pragma: no cover
             example = f"vertices {srt[first[dup[0]]].tolist()}"
         raise ValueError(
-            f"{name} has {dup.size} duplicate face(s) (the same three vertices), e.g. "
-            f"{example}."
+            f"{name} has {dup.size} duplicate face(s) (the same three vertices), e.g. {example}."
         )
     return arr
 
