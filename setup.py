@@ -118,13 +118,23 @@ class BuildExt(build_ext):
         super().finalize_options()
         self._failure = None
 
-    def run(self):
+    def build_extensions(self):
+        # self.compiler exists now (build_ext.run made it): probe it before
+        # spending ~20 s turning the .pyx into C
         try:
+            self._probe_compiler()
             self._prepare()
-        except ImportError as exc:  # no Cython or no NumPy at build time
-            self._skip(exc)
+        except (ImportError, OSError, *_compile_errors()) as exc:
+            self._skip(exc)  # ImportError: no Cython or no NumPy at build time
             return
-        super().run()
+        super().build_extensions()
+
+    def _probe_compiler(self):
+        """Compile a one-line C file with the build's compiler (raises CompileError)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp, "probe.c")
+            src.write_text("int neurospca_probe(void) { return 0; }\n")
+            self.compiler.compile([str(src)], output_dir=tmp)
 
     def _prepare(self):
         """Add the NumPy headers and OpenMP flags, then turn the ``.pyx`` into C."""

@@ -83,6 +83,7 @@ SLOW = (
     "tests/test_image_spcatv.py::test_generate_report_in_browser",
     "tests/test_model_files.py::test_report_command_does_not_follow_bg_img_from_the_file",
     "tests/test_model_selection.py::test_grid_search_on_dask_equals_serial",
+    "tests/test_packaging.py",
     "tests/test_reporting.py::test_convergence_against_tol",
     "tests/test_reporting.py::test_old_model_without_new_attributes_degrades",
     "tests/test_reporting.py::test_surface_report_and_plain_report",

@@ -54,7 +54,8 @@ def _console_script():
     scripts = Path(sysconfig.get_path("scripts"))
     exe = scripts / ("neurospca.exe" if os.name == "nt" else "neurospca")
     assert exe.is_file(), f"no console script at {exe}"
-    res = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the installed copy
+    res = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 0 and "usage" in res.stdout.lower(), res.stderr
     return str(exe)
 
