@@ -101,6 +101,9 @@ def _extensions():
                 [rel.as_posix()],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                 extra_compile_args=["-O3"] + FP_FLAGS + SIZE_FLAGS,
+                # setuptools then skips a missing one when it copies the
+                # kernels into the source tree (editable installs)
+                optional=True,
             )
         )
     return exts
