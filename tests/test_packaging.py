@@ -204,3 +204,19 @@ def test_install_without_a_compiler_uses_the_numpy_twins(dists, wheel_install, t
     np.testing.assert_allclose(
         np.load(tmp_path / "twins.npy"), wheel_install[2], rtol=0, atol=1e-10
     )
+
+
+def test_citation_license_and_changelog_say_what_they_must():
+    yaml = pytest.importorskip("yaml")
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
+    assert cff["license"] == _pyproject()["project"]["license"] == "BSD-3-Clause"
+    assert "version" not in cff  # written only in pyproject.toml
+    paper = cff["preferred-citation"]
+    assert paper["doi"] == "10.1109/TMI.2017.2749140" and paper["year"] == 2018
+    assert paper["authors"][0]["family-names"] == "de Pierrefeu"
+    assert (ROOT / "LICENSE").read_text().startswith("BSD 3-Clause License")
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert f"## [{_pyproject()['project']['version'].split('.dev')[0]}]" in changelog
+    for section in ("### Added", "### Changed", "### Fixed"):
+        assert section in changelog
