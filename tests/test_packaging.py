@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
@@ -110,11 +111,20 @@ def dists(tmp_path_factory):
 
 
 def _venv(path):
-    """A fresh venv that sees this interpreter's packages (the dependencies, pip)."""
-    _run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", path], path.parent
-    )
-    return path / ("Scripts" if os.name == "nt" else "bin") / "python"
+    """A fresh venv that sees this interpreter's packages (the dependencies, pip).
+
+    ``--system-site-packages`` reaches the base interpreter's; when the tests run
+    in a venv themselves, a ``.pth`` file adds that venv's site-packages too.
+    """
+    cmd = [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", path]
+    _run(cmd, path.parent)
+    python = path / ("Scripts" if os.name == "nt" else "bin") / "python"
+    if sys.prefix != sys.base_prefix:
+        code = "import sysconfig; print(sysconfig.get_path('purelib'))"
+        purelib = Path(_run([python, "-c", code], path).stdout.strip())
+        outer = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
+        (purelib / "_outer_venv.pth").write_text("\n".join(outer) + "\n")
+    return python
 
 
 def _pip_install(python, target, cwd, env=None):
