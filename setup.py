@@ -118,6 +118,9 @@ class BuildExt(build_ext):
     """
 
     def finalize_options(self):
+        # the four kernels compile side by side (one per CPU) unless -j says otherwise
+        if self.parallel is None:
+            self.parallel = True
         super().finalize_options()
         self._failure = None
 
