@@ -14,7 +14,8 @@ nilearn, pyvista, jinja2 and dask are loaded only by what needs them.
 
 import importlib
 
-__version__ = "0.1.0.dev0"
+# __version__: read from the installed metadata on first use (__getattr__); written only
+# in pyproject.toml
 
 #: public name -> the subpackage (or module) it lives in, by topic
 _LAZY_NAMES = {
@@ -239,8 +240,26 @@ __all__ = [
 ]
 
 
+def _installed_version():
+    """The installed distribution's version (pyproject.toml's), or ``"0+unknown"``.
+
+    ``"0+unknown"`` when neurospca runs from a source tree that was never
+    installed. importlib.metadata is imported here, not at ``import neurospca``
+    (it costs ~30 ms, ten times the package's own import).
+    """
+    from importlib import metadata
+
+    try:
+        return metadata.version(__name__)
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def __getattr__(name):
     """Import a public name (or subpackage) the first time it is used (PEP 562)."""
+    if name == "__version__":
+        globals()[name] = _installed_version()
+        return globals()[name]
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
     where = _LAZY_NAMES.get(name)

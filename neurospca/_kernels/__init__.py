@@ -9,8 +9,9 @@ vectors in float64, for the data path; shared ``cdef inline`` helpers in
 estimators) and the tests check they agree.
 
 Callers get a kernel through :func:`load` only. There is one failure mode: when
-a compiled module is missing (a source checkout that was not built), the
-NumPy twin is used and ONE warning per process says how to build. The NumPy
+a compiled module is missing (a source checkout that was not built, or an
+install made without a C compiler: setup.py then skips the kernels with one
+warning), the NumPy twin is used and ONE warning per process says how to build. The NumPy
 twins are forced with ``kernels="numpy"`` or with the environment variable
 ``NEUROSPCA_KERNELS=numpy`` (read at each :func:`load`).
 
@@ -47,8 +48,9 @@ ENV_VAR = "NEUROSPCA_KERNELS"
 _NAMES = {"prox": "._numpy_prox", "tree": None, "nspca": None, "products": "._numpy_products"}
 
 _BUILD_HINT = (
-    "build them with `pip install -e .` or `python setup.py build_ext --inplace` "
-    "(needs a C compiler and Cython)"
+    "reinstall neurospca where a C compiler works (the build skips the kernels "
+    "without one), or, in a source checkout, run `pip install -e .` or "
+    "`python setup.py build_ext --inplace` (needs a C compiler and Cython)"
 )
 
 _compiled = {}  # name -> compiled module, or the ImportError that loading raised
