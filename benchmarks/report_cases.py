@@ -105,7 +105,7 @@ def _study(scores):
 
 def cases():
     """(name, callable returning the HTML) of every report compared."""
-    from neurospca import SSPCA, KTraceNormPCA, NonnegativeSparsePCA, SPCATV
+    from neurospca import SPCATV, SSPCA, KTraceNormPCA, NonnegativeSparsePCA
     from neurospca.reporting import component_scores, make_report
 
     model, masker, X, affine = _volume()
@@ -218,7 +218,7 @@ def compare(old_dir, new_dir):
                 np.asarray(Image.open(BytesIO(base64.b64decode(a)))),
                 np.asarray(Image.open(BytesIO(base64.b64decode(b)))),
             )
-            for a, b in zip(imgs_o, imgs_n)
+            for a, b in zip(imgs_o, imgs_n, strict=True)
         )
         bytes_same = _normalise(old) == _normalise(new)
         same &= text_same and pix_same

@@ -32,6 +32,11 @@ from neurospca.reporting import (  # noqa: E402
 
 @pytest.fixture(scope="module")
 def volume_model():
+    return fit_volume_model()
+
+
+def fit_volume_model():
+    """A two-component SPCATV on a small volume: (model, masker, bg)."""
     rng = np.random.default_rng(0)
     mask = np.zeros((12, 14, 11), dtype=bool)
     mask[2:10, 2:12, 2:9] = True

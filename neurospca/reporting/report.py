@@ -32,7 +32,8 @@ from ..surface import Hemispheres
 from . import anatomy, plotting
 from ._findings import findings_section, n_components_section
 from ._methods import atlas_description, methods_text, penalties, weights_text
-from ._render import cached_uri, component_images
+from ._png import cached_uri
+from ._render import component_images
 from ._tables import (
     Text,
     caption_text,
