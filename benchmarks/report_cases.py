@@ -105,7 +105,14 @@ def _study(scores):
 
 def cases():
     """(name, callable returning the HTML) of every report compared."""
-    from neurospca import SPCATV, SSPCA, KTraceNormPCA, NonnegativeSparsePCA
+    from neurospca import (
+        SPCATV,
+        SSPCA,
+        HierarchicalDictionaryLearning,
+        KTraceNormPCA,
+        NonnegativeSparsePCA,
+        balanced_tree,
+    )
     from neurospca.reporting import component_scores, make_report
 
     model, masker, X, affine = _volume()
@@ -180,6 +187,11 @@ def cases():
     yield "sspca_volume", lambda: make_report(sspca, title="SSPCA")
     yield "nspca_volume", lambda: make_report(nspca, masker, bg_img=bg)
     yield "ktrace_volume", lambda: make_report(ktrace, masker, bg_img=bg)
+    hdl = HierarchicalDictionaryLearning(balanced_tree([1, 2]), n_components=3, random_state=0).fit(
+        np.abs(X[:, :15])
+    )
+    yield "hdl_plain", lambda: make_report(hdl)
+    yield "surface_pyvista", lambda: make_report(surf, hemis, meshes=meshes, engine="pyvista")
     yield "chain", lambda: make_report(chain)
     yield "old_model", lambda: make_report(old, masker, bg_img=bg, selection=SELECTION)
 
