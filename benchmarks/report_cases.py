@@ -105,21 +105,19 @@ def _study(scores):
 
 def cases():
     """(name, callable returning the HTML) of every report compared."""
-    from neurospca import (
-        SPCATV,
-        SSPCA,
-        HierarchicalDictionaryLearning,
-        KTraceNormPCA,
-        NonnegativeSparsePCA,
-        balanced_tree,
-    )
+    model, masker, X, affine = _volume()
+    bg = nib.Nifti1Image(masker.mask.astype(np.float32), affine)
+    yield from _volume_cases(model, masker, bg, affine)
+    yield from _surface_cases()
+    yield from _estimator_cases(masker, X, bg)
+
+
+def _volume_cases(model, masker, bg, affine):
     from neurospca.reporting import component_scores, make_report
 
-    model, masker, X, affine = _volume()
     labels = np.zeros(masker.mask.shape, dtype=np.int16)
     labels[:7], labels[7:] = 1, 2
     atlas = nib.Nifti1Image(labels, affine)
-    bg = nib.Nifti1Image(masker.mask.astype(np.float32), affine)
     evidence = {
         "observed": [0.4, 0.3, 0.1, 0.05],
         "null": [0.2, 0.15, None, 0.1],
@@ -127,23 +125,6 @@ def cases():
         "quantile": 0.95,
         "rule": "parallel analysis <rule>",
     }
-    surf, hemis, meshes = _surface()
-    sspca = SSPCA(2, random_state=0, max_iter=5).fit(X[:, :60])
-    nspca = NonnegativeSparsePCA(2, random_state=0).fit(np.abs(X))
-    ktrace = KTraceNormPCA(2, random_state=0).fit(X)
-    chain = SPCATV(1, alpha=0.05, tol=1e-2).fit(np.random.default_rng(0).standard_normal((15, 600)))
-    old = SPCATV(2, alpha=0.3, operator=masker.operator(), tol=1e-2).fit(X)
-    for name in (
-        "penalty_weights_",
-        "certified_support_",
-        "rel_gaps_",
-        "rel_gap_history_",
-        "pca_explained_variance_ratio_",
-        "stability_",
-        "n_uncertain_",
-    ):
-        if hasattr(old, name):
-            delattr(old, name)
     yield (
         "volume_full",
         lambda: make_report(
@@ -171,6 +152,13 @@ def cases():
             cluster_connectivity=6,
         ),
     )
+    yield "plain", lambda: make_report(model)
+
+
+def _surface_cases():
+    from neurospca.reporting import make_report
+
+    surf, hemis, meshes = _surface()
     yield "surface_mpl", lambda: make_report(surf, hemis, meshes=meshes, engine="matplotlib")
     yield (
         "surface_coords",
@@ -183,16 +171,48 @@ def cases():
         ),
     )
     yield "surface_nomesh", lambda: make_report(surf, hemis)
-    yield "plain", lambda: make_report(model)
-    yield "sspca_volume", lambda: make_report(sspca, title="SSPCA")
-    yield "nspca_volume", lambda: make_report(nspca, masker, bg_img=bg)
-    yield "ktrace_volume", lambda: make_report(ktrace, masker, bg_img=bg)
-    hdl = HierarchicalDictionaryLearning(balanced_tree([1, 2]), n_components=3, random_state=0).fit(
-        np.abs(X[:, :15])
-    )
-    yield "hdl_plain", lambda: make_report(hdl)
     yield "surface_pyvista", lambda: make_report(surf, hemis, meshes=meshes, engine="pyvista")
+
+
+#: what an SPCATV model saved by an older version lacks
+_NEWER_ATTRIBUTES = (
+    "penalty_weights_",
+    "certified_support_",
+    "rel_gaps_",
+    "rel_gap_history_",
+    "pca_explained_variance_ratio_",
+    "stability_",
+    "n_uncertain_",
+)
+
+
+def _estimator_cases(masker, X, bg):
+    from neurospca import (
+        SPCATV,
+        SSPCA,
+        HierarchicalDictionaryLearning,
+        KTraceNormPCA,
+        NonnegativeSparsePCA,
+        balanced_tree,
+    )
+    from neurospca.reporting import make_report
+
+    sspca = SSPCA(2, random_state=0, max_iter=5).fit(X[:, :60])
+    yield "sspca_volume", lambda: make_report(sspca, title="SSPCA")
+    nspca = NonnegativeSparsePCA(2, random_state=0).fit(np.abs(X))
+    yield "nspca_volume", lambda: make_report(nspca, masker, bg_img=bg)
+    ktrace = KTraceNormPCA(2, random_state=0).fit(X)
+    yield "ktrace_volume", lambda: make_report(ktrace, masker, bg_img=bg)
+    tree = balanced_tree([1, 2])
+    hdl = HierarchicalDictionaryLearning(tree, n_components=3, random_state=0)
+    hdl.fit(np.abs(X[:, :15]))
+    yield "hdl_plain", lambda: make_report(hdl)
+    chain = SPCATV(1, alpha=0.05, tol=1e-2).fit(np.random.default_rng(0).standard_normal((15, 600)))
     yield "chain", lambda: make_report(chain)
+    old = SPCATV(2, alpha=0.3, operator=masker.operator(), tol=1e-2).fit(X)
+    for name in _NEWER_ATTRIBUTES:
+        if hasattr(old, name):
+            delattr(old, name)
     yield "old_model", lambda: make_report(old, masker, bg_img=bg, selection=SELECTION)
 
 
