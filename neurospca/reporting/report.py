@@ -1,6 +1,6 @@
 """One self-contained HTML report of a fitted model, for a paper.
 
-The report (a jinja2 template shipped with the package, autoescaping on) holds
+The report (jinja2 templates shipped with the package, autoescaping on) holds
 a methods paragraph generated from the fitted estimator and the command line
 that produced it, the data summary, the parameters, a table of the components
 in fitted order (adjusted and PCA explained variance, support, clusters, peak,
@@ -11,6 +11,15 @@ explained variance, the component scores, the convergence of the relative
 gaps against ``tol``, timings and library versions. Figures are embedded as
 base64 PNG; the page loads nothing from the network (its Content Security
 Policy forbids it) and needs no JavaScript.
+
+As nilearn's reporting, the page is built section by section: the arguments
+are checked and what every section reads is derived from the model once
+(:mod:`._inputs`), one small builder per section returns its context, or None
+when the section does not apply to this model (:mod:`._sections`, with the
+per-component rows, captions and warnings in :mod:`._component_sections`), and
+``templates/report.html`` includes one partial per section
+(``templates/section_<name>.html``). :func:`make_report` only runs them in
+order.
 
 >>> html = make_report(model, masker, title="My study")            # doctest: +SKIP
 >>> save_report(html, "report.html")                               # doctest: +SKIP
@@ -150,8 +159,10 @@ def make_report(
     Parameters
     ----------
     estimator : fitted SPCATV (or another neurospca estimator with ``components_``)
-        Attributes an older model lacks (``rel_gap_history_``,
-        ``pca_explained_variance_ratio_``, ``alpha_``...) are left out with a note.
+        Attributes an older model or another estimator lacks
+        (``rel_gap_history_``, ``pca_explained_variance_ratio_``, ``alpha_``,
+        ``dual_gaps_``, ``certified_support_``, ``stability_``...) are left out
+        with a note: their columns, sentences or sections are not shown.
     space : VolumeMasker, Hemispheres or None
         Where the columns live; loadings are drawn as stat maps and glass
         brains (volumes), as lateral/medial views of both hemispheres
