@@ -110,6 +110,28 @@ def cases():
     yield from _volume_cases(model, masker, bg, affine)
     yield from _surface_cases()
     yield from _estimator_cases(masker, X, bg)
+    yield from _image_cases()
+
+
+def _image_cases():
+    """ImageSPCATV.generate_report of a small 4-D image (what users call)."""
+    from neurospca import ImageSPCATV
+
+    rng = np.random.default_rng(12)
+    shape = (11, 13, 9)
+    affine = np.array([[3.0, 0, 0, -15], [0, 2.5, 0, -20], [0, 0, 3.5, -10], [0, 0, 0, 1]])
+    grid = np.indices(shape).transpose(1, 2, 3, 0).astype(float)
+    mask = ((grid - [5, 6, 4]) ** 2 / [25, 36, 16]).sum(-1) < 1.0
+    blobs = [np.exp(-((grid - c) ** 2).sum(-1) / 3.0) for c in ([3, 4, 4], [7, 8, 4])]
+    data = (
+        3 * rng.standard_normal((16, 1, 1, 1)) * blobs[0]
+        + 2 * rng.standard_normal((16, 1, 1, 1)) * blobs[1]
+        + 0.2 * rng.standard_normal((16,) + shape)
+    )
+    img = nib.Nifti1Image(np.moveaxis(data, 0, -1).astype(np.float32), affine)
+    mask_img = nib.Nifti1Image(mask.astype(np.uint8), affine)
+    model = ImageSPCATV(2, mask=mask_img, alpha_rel=0.5, tol=1e-2).fit(img)
+    yield "image_volume", lambda: model.generate_report(title="ImageSPCATV").html
 
 
 def _volume_cases(model, masker, bg, affine):
