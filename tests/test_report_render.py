@@ -21,13 +21,19 @@ from PIL import Image  # noqa: E402
 from neurospca import SPCATV, icosphere, tv_from_hemispheres  # noqa: E402
 from neurospca.reporting import (  # noqa: E402
     FigureCache,
-    _render,  # noqa: E402
+    _canvases,
+    _png,
     make_report,
     plotting,
 )
 from neurospca.reporting.images import loadings_to_nifti  # noqa: E402
 
-from .test_reporting import volume_model  # noqa: E402,F401  (the fitted volume fixture)
+from .test_reporting import fit_volume_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def volume_model():
+    return fit_volume_model()
 
 
 def _pixels(png):
@@ -53,7 +59,7 @@ def test_encode_png_crops_to_the_ink_with_the_pad():
     ax = fig.add_axes([0.4, 0.4, 0.2, 0.2])
     ax.set_axis_off()
     ax.add_patch(matplotlib.patches.Rectangle((0, 0), 1, 1, color="k"))
-    rgb = _pixels(_render.encode_png(fig, dpi=100))
+    rgb = _pixels(_png.encode_png(fig, dpi=100))
     pad = 10  # 0.1 inch at 100 dpi
     ink = np.argwhere(np.any(rgb < 255, axis=-1))
     # the black square (0.2 x 0.3 of a 4 x 3 inch figure: 80 x 60 px) plus the pad
@@ -66,7 +72,7 @@ def test_encode_png_crops_to_the_ink_with_the_pad():
 def test_encode_png_of_a_blank_figure_is_the_whole_canvas():
     plt = plotting._pyplot()
     fig = plt.figure(figsize=(2, 1))
-    rgb = _pixels(_render.encode_png(fig, dpi=50))
+    rgb = _pixels(_png.encode_png(fig, dpi=50))
     assert rgb.shape == (50, 100, 3) and np.all(rgb == 255)
 
 
@@ -78,12 +84,12 @@ def test_encode_png_of_a_blank_figure_is_the_whole_canvas():
 def test_volume_canvas_reused_draws_what_a_fresh_one_draws(volume_model):
     model, masker, bg = volume_model
     imgs = [loadings_to_nifti(c, masker) for c in model.components_]
-    canvas = _render.VolumeCanvas(plotting.CMAP)
+    canvas = _canvases.VolumeCanvas(plotting.CMAP)
     n_axes = len(canvas.figure.axes)
     try:
         for img in imgs:
             plotting.plot_volume_component(img, "title", bg_img=bg, canvas=canvas)
-            reused = _pixels(_render.encode_png(canvas.figure, close=False))
+            reused = _pixels(_png.encode_png(canvas.figure, close=False))
             canvas.clear()
             assert len(canvas.figure.axes) == n_axes
             assert all(t.get_text() != "title" for t in canvas.figure.texts)
@@ -102,7 +108,7 @@ def test_default_background_is_the_template_unresampled():
     from nilearn.datasets import load_mni152_template
 
     template = load_mni152_template(resolution=1)
-    bg = _render.default_background()
+    bg = _canvases.default_background()
     assert bg.shape == template.shape and np.allclose(bg.affine, template.affine)
     data = template.get_fdata()
     out = data <= np.finfo(np.float32).eps
@@ -117,13 +123,13 @@ def test_default_background_is_the_template_unresampled():
 
 def test_digest_tracks_content_dtype_and_shape():
     a = np.arange(6.0)
-    assert _render.digest(a) == _render.digest(a.copy())
-    assert _render.digest(a) != _render.digest(a.astype(np.float32))
-    assert _render.digest(a) != _render.digest(a.reshape(2, 3))
+    assert _png.digest(a) == _png.digest(a.copy())
+    assert _png.digest(a) != _png.digest(a.astype(np.float32))
+    assert _png.digest(a) != _png.digest(a.reshape(2, 3))
     b = a.copy()
     b[3] += 1e-12
-    assert _render.digest(a) != _render.digest(b)
-    assert _render.digest({"x": 1, "y": [a]}) == _render.digest({"y": [a], "x": 1})
+    assert _png.digest(a) != _png.digest(b)
+    assert _png.digest({"x": 1, "y": [a]}) == _png.digest({"y": [a], "x": 1})
 
 
 def test_cached_redraw_draws_nothing_and_gives_the_same_figures(volume_model, monkeypatch):
@@ -171,7 +177,7 @@ def test_workers_draw_the_same_figures(volume_model):
     parallel = make_report(model, masker, bg_img=bg, n_jobs=2)
     a, b = _images(serial), _images(parallel)
     assert [alt for _, alt in a] == [alt for _, alt in b]
-    for (ua, alt), (ub, _) in zip(a, b):
+    for (ua, alt), (ub, _) in zip(a, b, strict=True):
         if alt.startswith("Component"):
             assert np.array_equal(_uri_pixels(ua), _uri_pixels(ub)), alt
     with pytest.raises(ValueError, match="n_jobs"):
@@ -189,7 +195,7 @@ def test_surface_canvas_reused_matches_a_fresh_render():
         {"left": np.exp(-((coords - c) ** 2).sum(1) / 0.1), "right": np.zeros(len(coords))}
         for c in ([1, 0, 0], [0, 0, 1])
     ]
-    canvas = _render.SurfaceCanvas(meshes)
+    canvas = _canvases.SurfaceCanvas(meshes)
     try:
         for m in maps:
             reused = plotting.figure_to_png(
@@ -224,8 +230,8 @@ def test_space_hash_tells_apart_what_changes_the_drawing(volume_model):
     _, h2 = tv_from_hemispheres((coords, faces), (coords, faces), last, full)
     assert h1.n_features == h2.n_features
     meshes = {"left": (coords, faces), "right": (coords, faces)}
-    key = [_render.digest(_render._space_parts(h, meshes)) for h in (h1, h2)]
+    key = [_png.digest(_canvases._space_parts(h, meshes)) for h in (h1, h2)]
     assert key[0] != key[1]
     moved = {"left": (coords * 1.01, faces), "right": (coords, faces)}
-    assert _render.digest(_render._space_parts(h1, moved)) != key[0]
-    assert _render.digest(_render._space_parts(masker, None)) not in key
+    assert _png.digest(_canvases._space_parts(h1, moved)) != key[0]
+    assert _png.digest(_canvases._space_parts(masker, None)) not in key

@@ -32,6 +32,11 @@ from neurospca.reporting import (  # noqa: E402
 
 @pytest.fixture(scope="module")
 def volume_model():
+    return fit_volume_model()
+
+
+def fit_volume_model():
+    """A two-component SPCATV on a small volume: (model, masker, bg)."""
     rng = np.random.default_rng(0)
     mask = np.zeros((12, 14, 11), dtype=bool)
     mask[2:10, 2:12, 2:9] = True
@@ -95,7 +100,7 @@ def test_loadings_to_surface_files(surface_model, tmp_path, fmt, ext):
     assert maps["left"].shape == (n, 2) and maps["right"].shape == (n, 2)
     paths = save_loadings(model.components_, hemis, tmp_path, surface_format=fmt)
     assert [p.rsplit("/", 1)[1] for p in paths] == [f"loadings_lh{ext}", f"loadings_rh{ext}"]
-    for hemi, path in zip(("left", "right"), paths):
+    for hemi, path in zip(("left", "right"), paths, strict=True):
         back = np.asarray(load_surf_data(path), dtype=np.float64)
         np.testing.assert_allclose(back, maps[hemi], rtol=1e-6, atol=1e-7)  # float32 files
     left = np.asarray(load_surf_data(paths[0]))
@@ -190,7 +195,7 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 def _check_self_contained(html):
     assert CSP in html
     # every src/href is a data URI or an in-page anchor: nothing leaves the file
-    for attr, value in re.findall(r'\b(src|href)\s*=\s*"([^"]*)"', html):
+    for _attr, value in re.findall(r'\b(src|href)\s*=\s*"([^"]*)"', html):
         assert value.startswith("data:image/png;base64,") or value.startswith("#"), value
     assert not re.search(r"https?://", html)
     assert "<script" not in html.lower()
@@ -783,7 +788,7 @@ def test_surface_report_captions_and_clusters(surface_model, tmp_path):
     )
     _check_self_contained(html)
     text = _text(html)
-    for k, comp in enumerate(model.components_):
+    for comp in model.components_:
         peak = peak_coordinates(comp, hemis, meshes=meshes)
         assert f"at {peak.describe()}" in text
         xyz = meshes[peak.hemi][0][peak.vertex]

@@ -4,7 +4,7 @@ matplotlib, nilearn, jinja2 and pyvista are imported only when a figure or a
 report is made (``pip install "neurospca[report]"``).
 """
 
-from ._render import FigureCache
+from ._png import FigureCache
 from .anatomy import cluster_table, load_atlas, peak_coordinates
 from .images import loadings_to_nifti, loadings_to_surface, save_loadings
 from .plotting import (

@@ -57,7 +57,9 @@ def _group_axis(ax, scores, labels, title):
     for i, values in enumerate(data):
         ax.scatter(i + 1 + rng.uniform(-0.12, 0.12, values.size), values, s=9, alpha=0.6, zorder=3)
     ax.set_xticks(np.arange(1, len(levels) + 1))
-    ax.set_xticklabels([f"{lv}\n(n={d.size})" for lv, d in zip(levels, data)], fontsize=8)
+    ax.set_xticklabels(
+        [f"{lv}\n(n={d.size})" for lv, d in zip(levels, data, strict=True)], fontsize=8
+    )
     ax.set_title(title, fontsize=9)
 
 
@@ -120,37 +122,44 @@ def findings_section(study, scores, dpi=80):
     if not study:
         return None
     ids = [str(i) for i in np.asarray(study.get("participant_ids", []))]
-    out = {
+    assoc = study.get("associations")
+    rows = _rows_of(assoc) if assoc else []
+    return {
         "methods": [str(m) for m in study.get("methods") or []],
         "n_subjects": len(ids),
         "ids": ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else ""),
-        "figures": [],
+        "figures": _figures(study, scores, rows, len(ids), dpi),
         "header": [h for h, _, _ in _COLUMNS],
-        "rows": [],
-        "note": "",
+        "rows": [[format(r[key], f) if f else str(r[key]) for _, key, f in _COLUMNS] for r in rows],
+        "note": _note(study) if rows else "",
     }
-    assoc = study.get("associations")
-    rows = _rows_of(assoc) if assoc else []
-    for r in rows:
-        out["rows"].append([format(r[key], f) if f else str(r[key]) for _, key, f in _COLUMNS])
+
+
+def _figures(study, scores, rows, n_subjects, dpi):
+    """One figure per component (label, data URI), when there are scores and variables."""
     has_vars = bool(study.get("groups")) or bool(study.get("covariates"))
-    if scores is not None and has_vars and scores.shape[0] == len(ids):
-        for k in range(scores.shape[1]):
-            fig = _component_figure(k, scores[:, k], study, rows)
-            out["figures"].append(
-                {"label": f"Component {k + 1}", "image": plotting.figure_to_data_uri(fig, dpi=dpi)}
-            )
-    if rows:
-        out["note"] = (
-            "Groups: Kruskal-Wallis H, effect size eta\u00b2_H = (H - G + 1) / (N - G); "
-            "covariates: Spearman's rho (the line is the least-squares fit). p: share of "
-            "joint permutations of the participants' rows (observed included) with a "
-            "statistic at least as large; p corrected: family-wise error over all "
-            "components x variables by the Westfall-Young single-step min-P method "
-            f"({int(study.get('n_permutations', 0)):,} permutations; the smallest attainable "
-            "p is 1/(permutations + 1))."
+    if scores is None or not has_vars or scores.shape[0] != n_subjects:
+        return []
+    figures = []
+    for k in range(scores.shape[1]):
+        fig = _component_figure(k, scores[:, k], study, rows)
+        figures.append(
+            {"label": f"Component {k + 1}", "image": plotting.figure_to_data_uri(fig, dpi=dpi)}
         )
-    return out
+    return figures
+
+
+def _note(study):
+    """The tests under the association table."""
+    return (
+        "Groups: Kruskal-Wallis H, effect size eta\u00b2_H = (H - G + 1) / (N - G); "
+        "covariates: Spearman's rho (the line is the least-squares fit). p: share of "
+        "joint permutations of the participants' rows (observed included) with a "
+        "statistic at least as large; p corrected: family-wise error over all "
+        "components x variables by the Westfall-Young single-step min-P method "
+        f"({int(study.get('n_permutations', 0)):,} permutations; the smallest attainable "
+        "p is 1/(permutations + 1))."
+    )
 
 
 def n_components_section(evidence, metadata=None, dpi=80):

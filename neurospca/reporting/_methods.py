@@ -47,33 +47,14 @@ def penalties(estimator):
         ``relative``, ``alpha_rel``, ``auto``, ``auto_path``; None for an
         estimator without these penalties.
     """
-    if not all(hasattr(estimator, a) for a in ("l1_ratio", "tv_ratio")):
+    absolute = _absolute_penalties(estimator)
+    if absolute is None:
         return None
-    alpha = getattr(estimator, "alpha_", None)
-    if alpha is None:
-        alpha = getattr(estimator, "alpha", None)
-    try:
-        alpha = float(alpha)
-        l1_ratio, tv_ratio = float(estimator.l1_ratio), float(estimator.tv_ratio)
-        weights = _fitted_weights(estimator)
-        if weights is None:  # a model saved before penalty_weights_ existed
-            weights = dict(zip(("l1", "l2", "tv"), weights_from_ratios(alpha, l1_ratio, tv_ratio)))
-    except (TypeError, ValueError):
-        return None
+    alpha, l1_ratio, tv_ratio, weights = absolute
     l1_max = getattr(estimator, "l1_max_", None)
     l1_max = float(l1_max) if l1_max is not None and np.isfinite(l1_max) and l1_max > 0 else None
     relative = getattr(estimator, "alpha", 0.0) is None
-    given = getattr(estimator, "alpha_rel", None)
-    auto = isinstance(given, str)  # alpha_rel="auto": chosen along a path at fit time
-    alpha_rel = getattr(estimator, "alpha_rel_", None)
-    if alpha_rel is None and not auto and given is not None:
-        alpha_rel = given
-    if alpha_rel is None and l1_max is not None:
-        alpha_rel = alpha / l1_max
-    try:
-        alpha_rel = None if alpha_rel is None else float(alpha_rel)
-    except (TypeError, ValueError):
-        alpha_rel = None
+    auto = isinstance(getattr(estimator, "alpha_rel", None), str)  # chosen along a path
     return {
         "alpha": alpha,
         "l1_ratio": l1_ratio,
@@ -84,10 +65,43 @@ def penalties(estimator):
         "tv": weights["tv"],
         "l1_max": l1_max,
         "relative": relative,
-        "alpha_rel": alpha_rel,
+        "alpha_rel": _alpha_rel(estimator, alpha, l1_max, auto),
         "auto": auto and relative,
         "auto_path": getattr(estimator, "auto_path_", None),
     }
+
+
+def _absolute_penalties(estimator):
+    """(alpha, l1_ratio, tv_ratio, weights) of an SPCA-TV-like estimator, or None."""
+    if not all(hasattr(estimator, a) for a in ("l1_ratio", "tv_ratio")):
+        return None
+    alpha = getattr(estimator, "alpha_", None)
+    if alpha is None:
+        alpha = getattr(estimator, "alpha", None)
+    try:
+        alpha = float(alpha)
+        l1_ratio, tv_ratio = float(estimator.l1_ratio), float(estimator.tv_ratio)
+        weights = _fitted_weights(estimator)
+        if weights is None:  # a model saved before penalty_weights_ existed
+            ratios = weights_from_ratios(alpha, l1_ratio, tv_ratio)
+            weights = dict(zip(("l1", "l2", "tv"), ratios, strict=True))
+    except (TypeError, ValueError):
+        return None
+    return alpha, l1_ratio, tv_ratio, weights
+
+
+def _alpha_rel(estimator, alpha, l1_max, auto):
+    """alpha relative to l1_max: fitted, given, or alpha / l1_max (None if unknown)."""
+    alpha_rel = getattr(estimator, "alpha_rel_", None)
+    given = getattr(estimator, "alpha_rel", None)
+    if alpha_rel is None and not auto and given is not None:
+        alpha_rel = given
+    if alpha_rel is None and l1_max is not None:
+        alpha_rel = alpha / l1_max
+    try:
+        return None if alpha_rel is None else float(alpha_rel)
+    except (TypeError, ValueError):
+        return None
 
 
 #: how the methods paragraph names the weights of paper eq. 3 (others: their own name)
@@ -275,94 +289,113 @@ def methods_text(
     -------
     str
     """
-    name = type(estimator).__name__
-    parts = []
-    if pen is not None:
-        parts.append(
-            "Components were estimated with structured sparse PCA with the TV-elastic-net "
-            "penalty (SPCA-TV; de Pierrefeu et al., Structured Sparse Principal Components "
-            "Analysis With the TV-Elastic Net Penalty, IEEE Transactions on Medical Imaging "
-            f"37(2):396-407, 2018) as implemented in neurospca {versions['neurospca']} "
-            f"({name})."
-        )
-    else:
-        parts.append(f"Components were estimated with {name} (neurospca {versions['neurospca']}).")
-    if n_samples is not None:
-        unit = (
-            "voxels"
-            if isinstance(space, VolumeMasker)
-            else "vertices"
-            if isinstance(space, Hemispheres)
-            else "features"
-        )
-        parts.append(
-            f"The data held {n_samples:,} samples and {n_features:,} {unit}; they "
-            "were centred and the components extracted " + _method_text(estimator)
-            if pen is not None
-            else f"The data held {n_samples:,} samples and {n_features:,} {unit}."
-        )
-    if pen is not None:
-        parts.append(_penalty_sentence(pen))
+    parts = [
+        _citation_sentence(type(estimator).__name__, pen, versions),
+        _data_sentence(estimator, space, pen, n_samples, n_features),
+        None if pen is None else _penalty_sentence(pen),
+    ]
     structure = _structure_text(estimator, space, meshes, n_features)
-    if structure is not None:
-        parts.append(f"Structure: {structure}.")
-    solver = getattr(estimator, "solver", None)
-    if pen is not None and tol is not None:
-        solver_name = {
-            "dual": "the exact-proximal dual solver",
-            "conesta": "CONESTA (paper Algorithm 2)",
-        }.get(solver, str(solver))
-        text = (
-            f"Each loading update was solved with {solver_name}, stopped when its "
-            f"certified duality gap was at most tol = {tol:g} times the objective at zero "
-            "(relative gap)"
-        )
-        finite = None if rel_gaps is None else np.asarray(rel_gaps, dtype=np.float64)
-        finite = None if finite is None else finite[np.isfinite(finite)]
-        if finite is not None and finite.size:
-            text += (
-                f"; the largest final relative gap was {finite.max():.2e} over "
-                f"{finite.size} component(s)"
-            )
-        parts.append(text + ".")
-    elif solver is not None:
-        parts.append(f"Solver: {solver}.")
+    parts.append(None if structure is None else f"Structure: {structure}.")
+    parts.append(_solver_sentence(estimator, pen, tol, rel_gaps))
     if getattr(estimator, "certified_support_", None) is not None:
         parts.append(_support_sentence(estimator))
-    if selection is not None:
-        results = getattr(selection, "results_", None) or []
-        best = getattr(selection, "best_params_", None) or {}
-        text = (
-            "Penalties were chosen by neurospca.model_selection.select_penalty"
-            + (f" among {len(results)} settings" if results else "")
-            + f" (rule: {getattr(selection, 'rule', 'not recorded')}); chosen: "
-            + ", ".join(f"{k} = {fmt(v)}" for k, v in best.items())
-        )
-        stab = getattr(selection, "component_stability_", None)
-        if stab is not None and len(stab):
-            measure = (
-                "split-half matched absolute correlation"
-                if getattr(selection, "rule", None) == "reproducibility"
-                else "mean pairwise Dice"
-            )
-            text += f"; stability of the chosen components across splits ({measure}): " + ", ".join(
-                fmt(float(s), ".2f") for s in stab
-            )
-        parts.append(text + ".")
+    parts.append(_selection_sentence(selection))
     stab = getattr(estimator, "stability_", None)
     if selection is None and stab is not None and np.any(np.isfinite(stab)):
         parts.append(_stability_sentence(np.asarray(stab, dtype=np.float64)))
     if atlas_desc:
         parts.append(f"Peaks and clusters were labelled with {atlas_desc}.")
+    parts.append(_software_sentence(versions))
+    return " ".join(p for p in parts if p is not None)
+
+
+def _citation_sentence(name, pen, versions):
+    """The method and its citation (SPCA-TV-like penalties), else the estimator's name."""
+    if pen is None:
+        return f"Components were estimated with {name} (neurospca {versions['neurospca']})."
+    return (
+        "Components were estimated with structured sparse PCA with the TV-elastic-net "
+        "penalty (SPCA-TV; de Pierrefeu et al., Structured Sparse Principal Components "
+        "Analysis With the TV-Elastic Net Penalty, IEEE Transactions on Medical Imaging "
+        f"37(2):396-407, 2018) as implemented in neurospca {versions['neurospca']} "
+        f"({name})."
+    )
+
+
+def _data_sentence(estimator, space, pen, n_samples, n_features):
+    """Samples and features (and how the components were extracted), or None."""
+    if n_samples is None:
+        return None
+    unit = (
+        "voxels"
+        if isinstance(space, VolumeMasker)
+        else "vertices"
+        if isinstance(space, Hemispheres)
+        else "features"
+    )
+    text = f"The data held {n_samples:,} samples and {n_features:,} {unit}"
+    if pen is None:
+        return text + "."
+    return text + "; they were centred and the components extracted " + _method_text(estimator)
+
+
+def _solver_sentence(estimator, pen, tol, rel_gaps):
+    """The solver, its stopping rule and the largest final relative gap, or None."""
+    solver = getattr(estimator, "solver", None)
+    if pen is None or tol is None:
+        return None if solver is None else f"Solver: {solver}."
+    solver_name = {
+        "dual": "the exact-proximal dual solver",
+        "conesta": "CONESTA (paper Algorithm 2)",
+    }.get(solver, str(solver))
+    text = (
+        f"Each loading update was solved with {solver_name}, stopped when its "
+        f"certified duality gap was at most tol = {tol:g} times the objective at zero "
+        "(relative gap)"
+    )
+    finite = None if rel_gaps is None else np.asarray(rel_gaps, dtype=np.float64)
+    finite = None if finite is None else finite[np.isfinite(finite)]
+    if finite is not None and finite.size:
+        text += (
+            f"; the largest final relative gap was {finite.max():.2e} over "
+            f"{finite.size} component(s)"
+        )
+    return text + "."
+
+
+def _selection_sentence(selection):
+    """How the penalties were selected, with the chosen components' stability, or None."""
+    if selection is None:
+        return None
+    results = getattr(selection, "results_", None) or []
+    best = getattr(selection, "best_params_", None) or {}
+    text = (
+        "Penalties were chosen by neurospca.model_selection.select_penalty"
+        + (f" among {len(results)} settings" if results else "")
+        + f" (rule: {getattr(selection, 'rule', 'not recorded')}); chosen: "
+        + ", ".join(f"{k} = {fmt(v)}" for k, v in best.items())
+    )
+    stab = getattr(selection, "component_stability_", None)
+    if stab is not None and len(stab):
+        measure = (
+            "split-half matched absolute correlation"
+            if getattr(selection, "rule", None) == "reproducibility"
+            else "mean pairwise Dice"
+        )
+        text += f"; stability of the chosen components across splits ({measure}): " + ", ".join(
+            fmt(float(s), ".2f") for s in stab
+        )
+    return text + "."
+
+
+def _software_sentence(versions):
+    """neurospca, Python and the numerical libraries' versions."""
     libs = ", ".join(
         f"{k} {versions[k]}"
         for k in ("numpy", "scipy", "scikit-learn", "nibabel")
         if versions.get(k) not in (None, "not installed")
     )
-    parts.append(
-        f"Software: neurospca {versions['neurospca']}, Python {versions['python']}, {libs}."
-    )
-    return " ".join(parts)
+    return f"Software: neurospca {versions['neurospca']}, Python {versions['python']}, {libs}."
 
 
 def _method_text(estimator):

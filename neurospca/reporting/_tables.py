@@ -96,39 +96,63 @@ def peak_text(peak, atlas):
 
 
 def selection_table(selection, n_components):
-    """(header, rows, best_index, rule, stability per component) of a selection object."""
+    """The penalty selection grid of a selection object, for the report.
+
+    Parameters
+    ----------
+    selection : object
+        Read: ``results_`` (rows with ``params`` or flat parameters and
+        metrics), ``best_params_``, ``rule``, ``component_stability_``.
+    n_components : int
+        Components of the model (unused; kept for callers).
+
+    Returns
+    -------
+    dict
+        ``header``, ``rows`` (the chosen row ends with "yes"), ``rule``,
+        ``best`` (text) and ``stability`` (per component, or None).
+    """
     results = list(getattr(selection, "results_", None) or [])
     best = dict(getattr(selection, "best_params_", None) or {})
     rule = getattr(selection, "rule", None)
     stab = getattr(selection, "component_stability_", None)
-    stab = None if stab is None else np.asarray(stab, dtype=np.float64).ravel()
-    param_keys = list(best)
-    for row in results:
-        for key in row.get("params", {}) if isinstance(row.get("params"), dict) else {}:
-            if key not in param_keys:
-                param_keys.append(key)
+    param_keys = _param_keys(results, best)
     metric_keys = [
         k
         for k in ("reproducibility", "mean_score", "std_score", "stability", "zero_fraction")
         if any(k in row for row in results)
     ]
-    header = param_keys + [k.replace("_", " ") for k in metric_keys] + ["chosen"]
-    rows = []
-    for row in results:
-        params = row.get("params") if isinstance(row.get("params"), dict) else row
-        chosen = bool(best) and all(_same(params.get(k), v) for k, v in best.items())
-        rows.append(
-            [fmt(params.get(k)) for k in param_keys]
-            + [fmt(row.get(k), ".4g") for k in metric_keys]
-            + ["yes" if chosen else ""]
-        )
     return {
-        "header": header,
-        "rows": rows,
+        "header": param_keys + [k.replace("_", " ") for k in metric_keys] + ["chosen"],
+        "rows": [_selection_row(row, best, param_keys, metric_keys) for row in results],
         "rule": "-" if rule is None else str(rule),
         "best": ", ".join(f"{k} = {fmt(v)}" for k, v in best.items()) or "-",
-        "stability": stab,
+        "stability": None if stab is None else np.asarray(stab, dtype=np.float64).ravel(),
     }
+
+
+def _row_params(row):
+    """A result row's parameters: its ``params`` dict, else the row itself (flat)."""
+    return row.get("params") if isinstance(row.get("params"), dict) else row
+
+
+def _param_keys(results, best):
+    """The chosen parameters' names, then the other ``params`` names in order of appearance."""
+    keys = list(best)
+    for row in results:
+        params = row.get("params") if isinstance(row.get("params"), dict) else {}
+        keys += [key for key in params if key not in keys]
+    return keys
+
+
+def _selection_row(row, best, param_keys, metric_keys):
+    params = _row_params(row)
+    chosen = bool(best) and all(_same(params.get(k), v) for k, v in best.items())
+    return (
+        [fmt(params.get(k)) for k in param_keys]
+        + [fmt(row.get(k), ".4g") for k in metric_keys]
+        + ["yes" if chosen else ""]
+    )
 
 
 def _same(a, b):

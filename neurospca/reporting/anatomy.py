@@ -453,7 +453,7 @@ def _volume_atlas(atlas, masker, atlas_labels):
             raise ValueError(f"atlas: {os.fspath(atlas)!r} does not exist.")
         try:
             atlas = nib.load(atlas)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  any reader failure: bad input, named
             raise ValueError(
                 f"atlas: cannot read {os.fspath(atlas)!r} as an image: {exc}"
             ) from None
@@ -489,31 +489,9 @@ def _read_hemi_atlas(source, n_vertices, hemi):
     """(integer labels, names dict or None) of one hemisphere."""
     name = f"atlas[{0 if hemi == 'left' else 1}] ({hemi})"
     if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if not os.path.exists(path):
-            raise ValueError(f"{name}: {path!r} does not exist.")
-        if path.endswith(".annot"):
-            try:
-                labels, _, names = nib.freesurfer.read_annot(path)
-            except Exception as exc:
-                raise ValueError(
-                    f"{name}: cannot read {path!r} as a FreeSurfer .annot: {exc}"
-                ) from None
-            lookup = {
-                i: (n.decode() if isinstance(n, bytes) else str(n)) for i, n in enumerate(names)
-            }
-            values = np.asarray(labels, dtype=np.int64)
-        elif path.endswith((".gii", ".gii.gz")):
-            img = nib.load(path)
-            values = _integer_labels(load_surf_data(img, name), name)
-            table = img.labeltable.get_labels_as_dict() if img.labeltable is not None else {}
-            lookup = {int(k): str(v) for k, v in table.items()} or None
-        else:
-            values = _integer_labels(load_surf_data(path, name), name)
-            lookup = None
+        values, lookup = _read_hemi_file(os.fspath(source), name)
     else:
-        values = _integer_labels(source, name)
-        lookup = None
+        values, lookup = _integer_labels(source, name), None
     values = np.asarray(values).ravel() if np.ndim(values) == 1 else np.asarray(values)
     if values.shape != (n_vertices,):
         raise ValueError(
@@ -522,6 +500,27 @@ def _read_hemi_atlas(source, n_vertices, hemi):
             "the model was fitted on."
         )
     return values, lookup
+
+
+def _read_hemi_file(path, name):
+    """(labels, names dict or None) of a .annot, GIFTI label or other surface data file."""
+    if not os.path.exists(path):
+        raise ValueError(f"{name}: {path!r} does not exist.")
+    if path.endswith(".annot"):
+        try:
+            labels, _, names = nib.freesurfer.read_annot(path)
+        except Exception as exc:  # noqa: BLE001  any reader failure: bad input, named
+            raise ValueError(
+                f"{name}: cannot read {path!r} as a FreeSurfer .annot: {exc}"
+            ) from None
+        lookup = {i: (n.decode() if isinstance(n, bytes) else str(n)) for i, n in enumerate(names)}
+        return np.asarray(labels, dtype=np.int64), lookup
+    if path.endswith((".gii", ".gii.gz")):
+        img = nib.load(path)
+        values = _integer_labels(load_surf_data(img, name), name)
+        table = img.labeltable.get_labels_as_dict() if img.labeltable is not None else {}
+        return values, {int(k): str(v) for k, v in table.items()} or None
+    return _integer_labels(load_surf_data(path, name), name), None
 
 
 def _surface_atlas(atlas, space, atlas_labels):

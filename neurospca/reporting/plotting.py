@@ -21,7 +21,8 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from ._render import SurfaceCanvas, VolumeCanvas, encode_png, png_data_uri
+from ._canvases import SurfaceCanvas, VolumeCanvas
+from ._png import encode_png, png_data_uri
 
 logger = logging.getLogger("neurospca")
 
@@ -80,7 +81,7 @@ def figure_to_png(fig, dpi=80):
     """PNG bytes of a matplotlib figure (the figure is closed).
 
     One Agg draw, the white margins cropped (as ``bbox_inches="tight"``) and a
-    fast PNG writer (:func:`neurospca.reporting._render.encode_png`).
+    fast PNG writer (:func:`neurospca.reporting._png.encode_png`).
 
     Parameters
     ----------
@@ -355,10 +356,32 @@ def plot_surface_component(
     if engine not in ("auto", "pyvista", "matplotlib"):
         raise ValueError(f"engine must be 'auto', 'pyvista' or 'matplotlib', got {engine!r}.")
     plt = _pyplot()
-    from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
 
+    maps, meshes = _checked_surface_maps(maps, meshes)
+    bgs = dict(bg_maps or {})
+    vmax, threshold = _symmetric_scale(np.concatenate([maps["left"], maps["right"]]))
+    if vmax == 0:
+        return _empty_figure(title, "this component is identically zero")
+    cmap = _surface_cmap(cmap)
+    if engine == "auto":
+        engine = "pyvista" if pyvista_available() else "matplotlib"
+    fig = plt.figure(figsize=(11, 3.0))
+    if engine == "pyvista":
+        shots = _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas)
+        _show_shots(fig, shots)
+    else:
+        _draw_matplotlib_views(fig, maps, meshes, bgs, vmax, threshold, cmap)
+    cax = fig.add_axes([0.92, 0.15, 0.012, 0.6])
+    fig.colorbar(ScalarMappable(Normalize(-vmax, vmax), cmap), cax=cax)
+    if title:
+        fig.suptitle(title, fontsize=12)
+    return fig
+
+
+def _checked_surface_maps(maps, meshes):
+    """(maps as float arrays, meshes checked): one value per vertex of each hemisphere."""
     maps = {h: np.asarray(maps[h], dtype=np.float64) for h in ("left", "right")}
     from ..surface import check_plot_mesh  # a bad face index must never reach VTK
 
@@ -369,54 +392,55 @@ def plot_surface_component(
                 f"maps['{h}'] has shape {maps[h].shape}, expected "
                 f"({meshes[h][0].shape[0]},) (one value per mesh vertex)."
             )
-    bgs = dict(bg_maps or {})
-    vmax, threshold = _symmetric_scale(np.concatenate([maps["left"], maps["right"]]))
-    if vmax == 0:
-        return _empty_figure(title, "this component is identically zero")
-    if cmap is None or isinstance(cmap, str):
-        name = CMAP if cmap is None else cmap
-        try:
-            cmap = colormaps[name]
-        except KeyError:  # cold_hot is registered by nilearn
-            _nilearn_plotting()
-            cmap = colormaps.get(name, colormaps["RdBu_r"])
-    if engine == "auto":
-        engine = "pyvista" if pyvista_available() else "matplotlib"
-    fig = plt.figure(figsize=(11, 3.0))
-    if engine == "pyvista":
-        shots = _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas)
-        for i, ((hemi, view, _), shot) in enumerate(zip(_VIEWS, shots)):
-            ax = fig.add_axes([i * 0.225, 0.0, 0.225, 0.9])
-            ax.imshow(shot)
-            ax.set_axis_off()
-            ax.set_title(f"{hemi} {view}", fontsize=9)
-    else:
-        plotting = _nilearn_plotting()
-        for i, (hemi, view, _) in enumerate(_VIEWS):
-            ax = fig.add_axes([i * 0.225, 0.0, 0.225, 0.9], projection="3d")
-            coords, faces = meshes[hemi]
-            plotting.plot_surf_stat_map(
-                [np.asarray(coords), np.asarray(faces)],
-                maps[hemi],
-                bg_map=bgs.get(hemi),
-                hemi=hemi,
-                view=view,
-                engine="matplotlib",
-                cmap=cmap,
-                colorbar=False,
-                threshold=threshold,
-                vmax=vmax,
-                symmetric_cbar=True,
-                alpha=1.0,
-                axes=ax,
-                figure=fig,
-            )
-            ax.set_title(f"{hemi} {view}", fontsize=9)
-    cax = fig.add_axes([0.92, 0.15, 0.012, 0.6])
-    fig.colorbar(ScalarMappable(Normalize(-vmax, vmax), cmap), cax=cax)
-    if title:
-        fig.suptitle(title, fontsize=12)
-    return fig
+    return maps, meshes
+
+
+def _surface_cmap(cmap):
+    """A colormap object (None: nilearn's cold_hot; an unknown name: RdBu_r)."""
+    from matplotlib import colormaps
+
+    if cmap is not None and not isinstance(cmap, str):
+        return cmap
+    name = CMAP if cmap is None else cmap
+    try:
+        return colormaps[name]
+    except KeyError:  # cold_hot is registered by nilearn
+        _nilearn_plotting()
+        return colormaps.get(name, colormaps["RdBu_r"])
+
+
+def _show_shots(fig, shots):
+    """The pyvista screenshots of :data:`_VIEWS` side by side in ``fig``."""
+    for i, ((hemi, view, _), shot) in enumerate(zip(_VIEWS, shots, strict=True)):
+        ax = fig.add_axes([i * 0.225, 0.0, 0.225, 0.9])
+        ax.imshow(shot)
+        ax.set_axis_off()
+        ax.set_title(f"{hemi} {view}", fontsize=9)
+
+
+def _draw_matplotlib_views(fig, maps, meshes, bgs, vmax, threshold, cmap):
+    """The views of :data:`_VIEWS` drawn by nilearn's matplotlib surface plots in ``fig``."""
+    plotting = _nilearn_plotting()
+    for i, (hemi, view, _) in enumerate(_VIEWS):
+        ax = fig.add_axes([i * 0.225, 0.0, 0.225, 0.9], projection="3d")
+        coords, faces = meshes[hemi]
+        plotting.plot_surf_stat_map(
+            [np.asarray(coords), np.asarray(faces)],
+            maps[hemi],
+            bg_map=bgs.get(hemi),
+            hemi=hemi,
+            view=view,
+            engine="matplotlib",
+            cmap=cmap,
+            colorbar=False,
+            threshold=threshold,
+            vmax=vmax,
+            symmetric_cbar=True,
+            alpha=1.0,
+            axes=ax,
+            figure=fig,
+        )
+        ax.set_title(f"{hemi} {view}", fontsize=9)
 
 
 # --------------------------------------------------------------------------

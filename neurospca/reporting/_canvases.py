@@ -1,0 +1,302 @@
+"""Canvases reused across a report's component figures.
+
+- :class:`VolumeCanvas`: one figure whose glass-brain schematic (about 2,000
+  outline patches, most of a glass brain's cost) is drawn once; each
+  component adds its stat-map slices and its glass-brain overlay, is encoded,
+  and those artists are removed again.
+- :class:`SurfaceCanvas`: the pyvista plotters of both hemispheres are built
+  once; each component only recolours the vertices and takes the four shots.
+- :class:`ReportCanvases`: both, with the content hashes and the cache of one
+  report's figures.
+"""
+
+import os
+
+import numpy as np
+
+from ._png import digest, encode_png, image_digest, png_data_uri
+
+__all__ = ["default_background", "VolumeCanvas", "SurfaceCanvas", "ReportCanvases"]
+
+_BACKGROUND = []
+
+
+def default_background():
+    """nilearn's MNI152 template at its own 1 mm grid, white outside the brain.
+
+    nilearn's default background resamples the 1 mm template to 2 mm in
+    every new process (1-3 s here); this reads the file as it is (0.2 s) and
+    looks the same: outside the brain nilearn masks the template (the axes
+    show white), here those voxels hold the template's maximum (white in the
+    gray colour map), so the colour limits and the dimming are unchanged.
+
+    Returns
+    -------
+    nibabel.Nifti1Image
+    """
+    if not _BACKGROUND:
+        import nibabel as nib
+        from nilearn.datasets import load_mni152_template
+
+        template = load_mni152_template(resolution=1)
+        # a copy: nilearn may hand out a cached array, which must stay as it is
+        data = np.array(template.get_fdata(dtype=np.float32), copy=True)
+        data[data <= np.finfo(np.float32).eps] = data.max()
+        _BACKGROUND.append(nib.Nifti1Image(data, template.affine))
+    return _BACKGROUND[0]
+
+
+class VolumeCanvas:
+    """A volume-component figure whose glass-brain schematic is drawn only once.
+
+    Left half: nilearn stat-map slices (``plot_stat_map``), new for each
+    component (the cuts go through its peak). Right half: the glass brain
+    (``plot_glass_brain`` with no image draws the outlines once); each
+    component adds an overlay and a colour bar, removed after encoding. The
+    default background is :func:`default_background` (no resampling).
+
+    Parameters
+    ----------
+    cmap : str or matplotlib colormap
+    figsize : (float, float), default=(11, 3.2)
+    """
+
+    def __init__(self, cmap, figsize=(11, 3.2)):
+        from .plotting import _nilearn_plotting, _pyplot
+
+        plt = _pyplot()
+        self._plotting = _nilearn_plotting()
+        self.cmap = cmap
+        self.figure = plt.figure(figsize=figsize)
+        ax = self.figure.add_axes([0.5, 0.0, 0.46, 0.9])
+        self._glass = self._plotting.plot_glass_brain(
+            None, display_mode="lzr", axes=ax, figure=self.figure, plot_abs=False
+        )
+        self._base_axes = list(self.figure.axes)
+        self._base_images = {id(a): list(a.images) for a in self._base_axes}
+        self._base_texts = list(self.figure.texts)
+
+    def draw(self, img, cut, vmax, threshold, bg_img=None, title=None):
+        """Draw one component (``cut``: world mm of the slices); returns the figure."""
+        from matplotlib import colormaps
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.colors import Normalize
+
+        self.clear()
+        fig = self.figure
+        kwargs = (
+            {"bg_img": default_background(), "black_bg": False}
+            if bg_img is None
+            else {"bg_img": bg_img}
+        )
+        ax = fig.add_axes([0.0, 0.0, 0.5, 0.9])
+        self._plotting.plot_stat_map(
+            img,
+            cut_coords=tuple(cut),
+            display_mode="ortho",
+            axes=ax,
+            figure=fig,
+            threshold=threshold,
+            vmax=vmax,
+            cmap=self.cmap,
+            symmetric_cbar=True,
+            colorbar=True,
+            draw_cross=False,
+            annotate=True,
+            **kwargs,
+        )
+        self._glass.add_overlay(
+            img, threshold=threshold, vmin=-vmax, vmax=vmax, cmap=self.cmap, colorbar=False
+        )
+        cmap = colormaps[self.cmap] if isinstance(self.cmap, str) else self.cmap
+        cax = fig.add_axes([0.955, 0.12, 0.008, 0.66])
+        fig.colorbar(ScalarMappable(Normalize(-vmax, vmax), cmap), cax=cax, format="%.2g")
+        cax.tick_params(labelsize=8)
+        if title:  # a plain figure text: clear() removes it with the others
+            fig.text(0.5, 0.99, title, ha="center", va="top", fontsize=12)
+        return fig
+
+    def clear(self):
+        """Remove what :meth:`draw` added (the schematic stays)."""
+        fig = self.figure
+        for ax in list(fig.axes):
+            if ax not in self._base_axes:
+                ax.remove()
+        for ax in self._base_axes:
+            keep = self._base_images[id(ax)]
+            for image in list(ax.images):
+                if image not in keep:
+                    image.remove()
+        for text in list(fig.texts):
+            if text not in self._base_texts:
+                text.remove()
+
+    def close(self):
+        """Release the figure."""
+        import matplotlib.pyplot as plt
+
+        plt.close(self.figure)
+
+
+class SurfaceCanvas:
+    """pyvista plotters of both hemispheres, built once; each component recolours them.
+
+    Parameters
+    ----------
+    meshes : dict
+        ``{"left": (coords, faces), "right": (coords, faces)}``, checked.
+    size : (int, int), default=(420, 320)
+        Window size of each view.
+    """
+
+    def __init__(self, meshes, size=(420, 320)):
+        os.environ.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
+        try:
+            import pyvista as pv
+        except ImportError:
+            raise ImportError(
+                'engine="pyvista" needs pyvista: pip install '
+                '"neurospca[plotting]", or use engine="matplotlib".'
+            ) from None
+
+        pv.OFF_SCREEN = True
+        self.size = size
+        self._scenes = {}
+        for hemi in ("left", "right"):
+            coords, faces = meshes[hemi]
+            cells = np.hstack([np.full((faces.shape[0], 1), 3), faces]).astype(np.int64).ravel()
+            mesh = pv.PolyData(np.asarray(coords, dtype=np.float64), cells)
+            mesh.point_data["rgb"] = np.zeros((mesh.n_points, 3), dtype=np.uint8)
+            plotter = pv.Plotter(off_screen=True, window_size=size)
+            plotter.set_background("white")
+            plotter.add_mesh(mesh, scalars="rgb", rgb=True, smooth_shading=True)
+            plotter.enable_parallel_projection()
+            plotter.show(auto_close=False)  # the first render resets the camera: do it now
+            self._scenes[hemi] = (plotter, mesh)
+
+    def shots(self, colors, views):
+        """Screenshots of ``views`` ((hemi, name, direction) triples), vertices coloured
+        by ``colors`` ({"left": uint8 (n, 3), "right": ...}); list of RGB arrays."""
+        size = self.size
+        shots = []
+        for hemi in ("left", "right"):
+            plotter, mesh = self._scenes[hemi]
+            mesh.point_data["rgb"][:] = colors[hemi]
+            mesh.Modified()
+            lo, hi = mesh.points.min(axis=0), mesh.points.max(axis=0)
+            center = (lo + hi) / 2
+            # the same scale for every view, fitting the y (front-back) and z extents
+            scale = 0.5 * max(hi[2] - lo[2], (hi[1] - lo[1]) * size[1] / size[0]) * 1.05
+            for h, _, direction in views:
+                if h != hemi:
+                    continue
+                plotter.view_vector(direction, viewup=(0, 0, 1))
+                plotter.camera.focal_point = tuple(center)
+                plotter.camera.position = tuple(
+                    center + 4 * float(np.max(hi - lo)) * np.asarray(direction, dtype=np.float64)
+                )
+                plotter.camera.parallel_scale = scale
+                plotter.reset_camera_clipping_range()
+                shots.append(plotter.screenshot(return_img=True))
+        return shots
+
+    def close(self):
+        """Release the render windows."""
+        for plotter, _ in self._scenes.values():
+            plotter.close()
+        self._scenes = {}
+
+
+class ReportCanvases:
+    """The canvases, content hashes and cache of one report's component figures.
+
+    Parameters
+    ----------
+    space : VolumeMasker, Hemispheres or None
+    meshes : dict or None
+        Surface meshes (and ``bg_left``/``bg_right``) the report draws on.
+    bg_img : image, path or None
+    engine : {"auto", "pyvista", "matplotlib"}
+    dpi : int
+    cache : FigureCache, optional
+        Figures already drawn (by content hash); new ones are added.
+    """
+
+    def __init__(self, space, meshes, bg_img, engine, dpi, cache=None):
+        self.engine, self.dpi, self.cache = engine, int(dpi), cache
+        self._volume = self._surface = None
+        self._space_key = None
+        if cache is not None:
+            self._space_key = digest(
+                _space_parts(space, meshes), image_digest(bg_img), engine, self.dpi
+            )
+
+    def key(self, kind, values):
+        """Content hash of one figure (None when there is no cache)."""
+        if self.cache is None:
+            return None
+        return digest(kind, np.asarray(values, dtype=np.float64), self._space_key)
+
+    def volume(self, cmap):
+        """The report's :class:`VolumeCanvas` (made on first use)."""
+        if self._volume is None:
+            self._volume = VolumeCanvas(cmap)
+        return self._volume
+
+    def surface(self, meshes):
+        """The report's :class:`SurfaceCanvas` (pyvista engine only; None otherwise)."""
+        import importlib
+
+        from .plotting import _pyvista_installed, pyvista_available, start_pyvista_probe
+
+        engine = self.engine
+        if engine == "auto" and self._surface is None:
+            start_pyvista_probe()  # (a no-op once probed) and, while it runs, import
+            if _pyvista_installed():  # pyvista here: importing is safe, rendering may not be
+                importlib.import_module("pyvista")
+            engine = "pyvista" if pyvista_available() else "matplotlib"
+        elif engine == "auto":
+            engine = "pyvista"
+        if engine != "pyvista":
+            return None
+        if self._surface is None:
+            from ..surface import check_plot_mesh
+
+            self._surface = SurfaceCanvas(
+                {h: check_plot_mesh(*meshes[h], name=f"meshes['{h}']") for h in ("left", "right")}
+            )
+        return self._surface
+
+    def encode(self, fig):
+        """Data URI of ``fig``; a canvas figure is cleared for the next component."""
+        if self._volume is not None and fig is self._volume.figure:
+            uri = png_data_uri(encode_png(fig, self.dpi, close=False))
+            self._volume.clear()
+            return uri
+        return png_data_uri(encode_png(fig, self.dpi))
+
+    def close(self):
+        """Release the canvases."""
+        for canvas in (self._volume, self._surface):
+            if canvas is not None:
+                canvas.close()
+        self._volume = self._surface = None
+
+
+def _space_parts(space, meshes):
+    """What a space's figures are drawn from, for the content hash."""
+    parts = [type(space).__name__]
+    mask_img = getattr(space, "mask_img", None)
+    if mask_img is not None:
+        parts += [np.asanyarray(mask_img.dataobj), np.asarray(mask_img.affine)]
+    vertices = getattr(space, "vertices", None)  # Hemispheres: which vertex each column is
+    if vertices is not None:
+        parts += [tuple(np.asarray(v) for v in vertices), tuple(space.n_vertices)]
+    if meshes is not None:
+        parts.append(
+            {
+                str(k): (tuple(np.asarray(a) for a in v) if isinstance(v, tuple) else np.asarray(v))
+                for k, v in meshes.items()
+            }
+        )
+    return parts
