@@ -17,13 +17,18 @@ __all__ = [
 
 
 def estimator_from_args(args, **masking):
-    """The unfitted ImageSPCATV of the command line's penalties (and ``masking``).
+    """The unfitted ImageSPCATV of the command line (and ``masking``).
+
+    ``--estimator spcatv`` (the default) gives SPCA-TV with the command line's
+    penalties; another name gives that estimator with ``--n-components``
+    (and ``--max-iter``, ``--tol`` when given) and ``random_state=0``.
 
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed command line (``alpha``, ``alpha_rel``, ``l1_ratio``,
-        ``tv_ratio``, ``max_iter``, ``n_components``, ``tol``, ``solver``).
+        The parsed command line (``estimator``, ``alpha``, ``alpha_rel``,
+        ``l1_ratio``, ``tv_ratio``, ``max_iter``, ``n_components``, ``tol``,
+        ``solver``).
     **masking
         Passed to :class:`neurospca.image.ImageSPCATV` (``mask``, ``resample``).
 
@@ -31,6 +36,9 @@ def estimator_from_args(args, **masking):
     -------
     ImageSPCATV
     """
+    name = getattr(args, "estimator", None) or "spcatv"
+    if name != "spcatv":
+        return _other_estimator(args, name, masking)
     from ..image import ImageSPCATV
 
     defaults = spcatv_defaults()
@@ -45,6 +53,7 @@ def estimator_from_args(args, **masking):
     tv_ratio = defaults["tv_ratio"] if tv_ratio is None else tv_ratio
     if l1_ratio + tv_ratio >= 1:
         raise UserError(f"--l1-ratio + --tv-ratio must be < 1, got {l1_ratio} + {tv_ratio}.")
+    tol = defaults["tol"] if getattr(args, "tol", None) is None else args.tol
     penalty = (
         f"alpha={alpha:.4g} (absolute)"
         if alpha is not None
@@ -53,7 +62,7 @@ def estimator_from_args(args, **masking):
     say(
         args,
         f"SPCA-TV: {args.n_components} component(s), {penalty}, "
-        f"l1_ratio={l1_ratio:.4g}, tv_ratio={tv_ratio:.4g}, tol={args.tol:g}, "
+        f"l1_ratio={l1_ratio:.4g}, tv_ratio={tv_ratio:.4g}, tol={tol:g}, "
         f"solver={args.solver}",
     )
     return ImageSPCATV(
@@ -62,12 +71,49 @@ def estimator_from_args(args, **masking):
         alpha_rel=alpha_rel,
         l1_ratio=l1_ratio,
         tv_ratio=tv_ratio,
-        tol=args.tol,
+        tol=tol,
         max_iter=getattr(args, "max_iter", None) or defaults["max_iter"],
         solver=args.solver,
         n_threads=getattr(args, "n_threads", None),
         **masking,
     )
+
+
+#: options of SPCA-TV only (refused with another --estimator), and their defaults
+_SPCATV_ONLY = {
+    "alpha": None,
+    "alpha_rel": None,
+    "l1_ratio": None,
+    "tv_ratio": None,
+    "solver": "dual",
+}
+
+
+def _other_estimator(args, name, masking):
+    """ImageSPCATV(estimator=...) of ``--estimator NAME`` (not spcatv)."""
+    from ..image import ESTIMATOR_NAMES, ImageSPCATV
+
+    given = [o for o, d in _SPCATV_ONLY.items() if getattr(args, o, d) != d]
+    if given:
+        options = ", ".join("--" + o.replace("_", "-") for o in given)
+        raise UserError(f"{options}: SPCA-TV's option(s), not used by --estimator {name}.")
+    cls = ESTIMATOR_NAMES[name]
+    k = args.n_components
+    params = {"random_state": 0}
+    if not isinstance(k, str):
+        params["n_components"] = k
+    for option in ("max_iter", "tol"):
+        if getattr(args, option, None) is not None:
+            params[option] = getattr(args, option)
+    estimator = cls(**params)
+    say(args, f"{cls.__name__}: {k} component(s), {_params_text(params)}")
+    return ImageSPCATV(
+        "auto" if k == "auto" else ImageSPCATV().n_components, estimator=estimator, **masking
+    )
+
+
+def _params_text(params):
+    return ", ".join(f"{k}={v}" for k, v in params.items() if k != "n_components")
 
 
 def load_maps(args, model, imgs, option):
@@ -107,17 +153,18 @@ def load_maps(args, model, imgs, option):
     print_warnings(caught)
     if X.shape[0] < 2:
         raise UserError(f"{option}: need at least 2 maps, got {X.shape[0]}.")
-    if not isinstance(model.n_components, str) and model.n_components > min(X.shape):
+    k = model.n_components if model.estimator is None else model.estimator.n_components
+    if isinstance(k, int) and k > min(X.shape):
         raise UserError(
-            f"--n-components {model.n_components} is larger than the data allow "
+            f"--n-components {k} is larger than the data allow "
             f"({X.shape[0]} samples x {X.shape[1]} features)."
         )
     return X
 
 
 def fit_with_progress(args, model, X):
-    """Fit SPCA-TV on the masked data of ``model`` with per-component progress lines;
-    warnings become one-line notes.
+    """Fit the estimator of ``model`` on its masked data (SPCA-TV with per-component
+    progress lines); warnings become one-line notes.
 
     Parameters
     ----------
@@ -133,30 +180,43 @@ def fit_with_progress(args, model, X):
     ImageSPCATV
         ``model``, fitted.
     """
-    quiet = getattr(args, "quiet", False)
     k = model._choose_n_components(X)
     if model.n_components_evidence_ is not None:
         say(args, model.n_components_evidence_["rule"])
+    t0 = time.perf_counter()
+    if model.estimator is None:
+        _fit_spcatv(args, model, X, k)
+    else:
+        model._fit_matrix(X, k)
+    elapsed = time.perf_counter() - t0
+    say(args, f"fitted {model.n_components_} component(s) in {elapsed:.2f} s{_penalty(model)}")
+    for line in support_summary(model.estimator_) + stability_summary(model.estimator_):
+        say(args, line)
+    return model
+
+
+def _fit_spcatv(args, model, X, k):
+    """The default SPCA-TV fit, with one progress line per component."""
+    quiet = getattr(args, "quiet", False)
     with progress_lines(k, getattr(args, "verbose", 0), quiet):
         if not quiet:
             model.set_params(verbose=1)
         try:
-            t0 = time.perf_counter()
             model._fit_matrix(X, k)
-            elapsed = time.perf_counter() - t0
         finally:
             model.set_params(verbose=0)
             if hasattr(model, "estimator_"):
                 model.estimator_.set_params(verbose=0)
-    relative = "" if model.alpha is not None else f" ({model.estimator_.alpha_rel_:g} x l1_max)"
-    say(
-        args,
-        f"fitted {k} component(s) in {elapsed:.2f} s "
-        f"(alpha = {model.estimator_.alpha_:.4g}{relative})",
-    )
-    for line in support_summary(model.estimator_) + stability_summary(model.estimator_):
-        say(args, line)
-    return model
+
+
+def _penalty(model):
+    """`` (alpha = ...)`` of the fitted model, when it has a fitted ``alpha_``."""
+    est = model.estimator_
+    if getattr(est, "alpha_", None) is None:
+        return ""
+    default = model.estimator is None and model.alpha is None  # SPCA-TV's relative alpha
+    relative = f" ({est.alpha_rel_:g} x l1_max)" if default else ""
+    return f" (alpha = {est.alpha_:.4g}{relative})"
 
 
 def stability_summary(estimator):

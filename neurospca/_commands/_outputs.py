@@ -57,6 +57,7 @@ def write_all(
     study=None,
     associations=None,
     atlas=None,
+    scores=None,
 ):
     """Loadings, scores, model and report into ``args.output`` (all or nothing).
 
@@ -64,8 +65,8 @@ def write_all(
     ----------
     args : argparse.Namespace
         The parsed command line (``output``, ``surface_format``, ``engine``).
-    estimator : fitted SPCATV
-        The model.
+    estimator : fitted estimator
+        The model (SPCATV or another of the five).
     space : VolumeMasker or Hemispheres
         Where its columns live.
     meshes : dict or None
@@ -84,6 +85,9 @@ def write_all(
         Written as associations.tsv.
     atlas : path or pair of paths, optional
         Labels of the report's peaks and clusters.
+    scores : ndarray of shape (n_samples, n_components), optional
+        The rows of scores.csv; default SPCA-TV's training scores
+        (:func:`neurospca.reporting.component_scores`).
 
     Returns
     -------
@@ -109,7 +113,7 @@ def write_all(
             sample_labels, first = [str(i) for i in study["participant_ids"]], "participant_id"
         _write_scores(
             os.path.join(tmp, "scores.csv"),
-            report.component_scores(estimator),
+            report.component_scores(estimator) if scores is None else scores,
             sample_labels,
             first,
         )

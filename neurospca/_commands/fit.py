@@ -68,7 +68,7 @@ def _with_evidence(model, metadata):
 
 def _study_outputs(args, model, atlas):
     """write_all's study, associations and atlas arguments after the fit."""
-    out = {"atlas": atlas}
+    out = {"atlas": atlas, "scores": model._training_scores()}
     if getattr(model, "study_", None) is not None:
         out["study"], out["associations"] = finish_study(args, model)
     return out

@@ -22,12 +22,12 @@ def spcatv_defaults():
     Returns
     -------
     dict
-        ``alpha_rel``, ``l1_ratio``, ``tv_ratio`` and ``max_iter`` defaults.
+        ``alpha_rel``, ``l1_ratio``, ``tv_ratio``, ``max_iter`` and ``tol``
+        defaults.
     """
     params = inspect.signature(SPCATV.__init__).parameters
-    return {
-        name: params[name].default for name in ("alpha_rel", "l1_ratio", "tv_ratio", "max_iter")
-    }
+    names = ("alpha_rel", "l1_ratio", "tv_ratio", "max_iter", "tol")
+    return {name: params[name].default for name in names}
 
 
 def l1_max(X):
