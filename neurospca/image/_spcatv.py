@@ -21,8 +21,9 @@ both).
 (91, 109, 91, 5)
 >>> model.generate_report().save_as_html("report.html")               # doctest: +SKIP
 
-Size: about 720 lines, the estimator and its volume and surface masking in one
-class (its input checks are in ``_inputs``, its participants side in ``_study``).
+The masking is in ``_masking`` (its input checks in ``_inputs``), the
+estimator to fit and its structure in ``_estimators``, the report in
+``_report``, the participants side in ``_study``.
 
 nilearn is imported only when an image model is fitted (``pip install
 "neurospca[report]"``).
@@ -43,8 +44,8 @@ from ._estimators import (
     default_spcatv,
     with_structure,
 )
-from ._inputs import _HEMIS
 from ._masking import ImageMasking
+from ._report import ImageReport
 from ._study import (
     fit_study,
     image_subject_ids,
@@ -64,7 +65,7 @@ __all__ = ["ImageSPCATV"]
 # --------------------------------------------------------------------------
 
 
-class ImageSPCATV(ImageMasking, BaseEstimator):
+class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
     """SPCA-TV on brain images: NIfTI volumes or nilearn surface images.
 
     Parameters
@@ -516,78 +517,6 @@ class ImageSPCATV(ImageMasking, BaseEstimator):
             return float(self.estimator_.score(self._data(imgs, confounds)))
         X = transform_study(self, self._data(imgs, None), imgs, participants, subject_ids)
         return float(self.estimator_.score(X))
-
-    def generate_report(
-        self, title=None, atlas=None, atlas_labels=None, selection=None, command=None
-    ):
-        """The HTML report of the fitted model (nilearn-style).
-
-        Parameters
-        ----------
-        title : str, optional
-            Default "neurospca report".
-        atlas : NIfTI image/path or (left, right) annot paths/label arrays, optional
-            Labels for the report's peaks and clusters (see
-            :func:`neurospca.reporting.make_report`).
-        atlas_labels : list or dict, optional
-            Names of the atlas labels.
-        selection : object, optional
-            The result of ``neurospca.model_selection.select_penalty``.
-        command : str, optional
-            The command line that produced the model.
-
-        Returns
-        -------
-        neurospca.reporting.HTMLReport
-        """
-        self._check_fitted()
-        from ..reporting import FigureCache, HTMLReport, make_report
-
-        extras = {
-            k: v
-            for k, v in (
-                ("atlas", atlas),
-                ("atlas_labels", atlas_labels),
-                ("selection", selection),
-                ("command", command),
-                ("n_components_evidence", getattr(self, "n_components_evidence_", None)),
-            )
-            if v is not None
-        }
-        meshes = None
-        if self.meshes_ is not None:
-            from ..reporting.plotting import surface_background
-
-            meshes = dict(self.meshes_)
-            for h in _HEMIS:
-                meshes[f"bg_{h}"] = surface_background(*self.meshes_[h])
-        if getattr(self, "study_", None) is not None:
-            extras["study"] = self._study_state()
-        if getattr(self, "_figure_cache", None) is None:  # redraws reuse unchanged figures
-            self._figure_cache = FigureCache()
-        html = make_report(
-            self.estimator_,
-            self.space_,
-            meshes=meshes,
-            title="neurospca report" if title is None else title,
-            data_description=self._data_description(),
-            figure_cache=self._figure_cache,
-            **extras,
-        )
-        return HTMLReport(html)
-
-    def _data_description(self):
-        desc = {
-            "input": "surface images (nilearn SurfaceImage)"
-            if self.meshes_ is not None
-            else "NIfTI images",
-            "samples (images)": self.n_samples_,
-        }
-        if self.standardize:
-            desc["standardize"] = str(self.standardize)
-        if self.smoothing_fwhm is not None:
-            desc["smoothing FWHM (mm)"] = self.smoothing_fwhm
-        return desc
 
 
 _IMAGE_DEFAULTS = ImageSPCATV().get_params(deep=False)
