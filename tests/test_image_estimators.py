@@ -399,3 +399,51 @@ def test_cli_fit_estimator_sspca_on_files(volume_files, tmp_path, capsys):
     assert code == 2
     assert "--alpha" in capsys.readouterr().err
     assert not (tmp_path / "o2").exists()
+
+
+# --------------------------------------------------------------------------
+# the study wiring and prepare
+# --------------------------------------------------------------------------
+
+
+def test_participants_confounds_and_findings_with_another_estimator(volume_files, tmp_path):
+    import pandas as pd
+
+    _, mask_path, _, paths = volume_files
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame(
+        {
+            "participant_id": [f"sub-{i:02d}" for i in range(12)],
+            "age": rng.uniform(20, 80, 12),
+            "dx": ["a", "b"] * 6,
+            "site": ["s1"] * 6 + ["s2"] * 6,
+        }
+    )
+    est = SSPCA(2, max_iter=10, random_state=0)
+    model = _fit(ImageSPCATV(mask=mask_path, estimator=est), paths)
+    plain = model.components_
+    model = ImageSPCATV(mask=mask_path, estimator=est)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(
+            paths, participants=table, confounds=["age"], harmonize="site", groups=["dx"],
+            n_permutations=99,
+        )  # fmt: skip
+    assert list(model.participant_ids_) == list(table["participant_id"])
+    assert not np.array_equal(model.components_, plain)  # the adjusted data were fitted
+    assoc = model.associations_
+    assert set(assoc["component"]) == {1, 2} and set(assoc["variable"]) == {"dx"}
+    train = model.transform(paths, participants=table)
+    np.testing.assert_allclose(train, model._training_scores(), rtol=1e-10, atol=1e-12)
+    saved = load_model(save_model(model, tmp_path / "study.npz"))
+    assert list(saved.study["participant_ids"]) == list(table["participant_id"])
+
+
+def test_prepare_gives_the_structured_clone(volume_files):
+    img_path, mask_path, mask, _ = volume_files
+    model = ImageSPCATV(mask=mask_path, estimator=SSPCA(2))
+    X, est = model.prepare(img_path)
+    assert X.shape == (12, int(mask.sum())) and type(est) is SSPCA
+    assert len(est.groups) == len(grid_halfspace_groups(mask=mask))
+    with pytest.raises(ValueError, match="n_components='auto'"):
+        ImageSPCATV("auto", mask=mask_path, estimator=SSPCA(2)).prepare(img_path)

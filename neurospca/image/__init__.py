@@ -11,8 +11,15 @@ the one-call :func:`fit_images` and :func:`fit_surfaces` (``_fit``).
 (``_estimators``); the masking is in ``_masking``.
 """
 
-from ._estimators import ESTIMATOR_NAMES, ESTIMATORS
+from ._estimators import ESTIMATOR_NAMES, ESTIMATORS, SPCATV_DEFAULTS
 from ._fit import fit_images, fit_surfaces
 from ._spcatv import ImageSPCATV
 
-__all__ = ["ImageSPCATV", "fit_images", "fit_surfaces", "ESTIMATORS", "ESTIMATOR_NAMES"]
+__all__ = [
+    "ImageSPCATV",
+    "fit_images",
+    "fit_surfaces",
+    "ESTIMATORS",
+    "ESTIMATOR_NAMES",
+    "SPCATV_DEFAULTS",
+]

@@ -376,8 +376,9 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
         Returns
         -------
         X : ndarray of shape (n_samples, n_features)
-        estimator : SPCATV
-            Unfitted, with the mask's TV operator.
+        estimator : SPCATV or the class of ``estimator``
+            Unfitted, with the mask's TV operator (or the structure the given
+            estimator gets, see ``estimator``).
         """
         X = self._prepare(imgs, confounds)
         return X, self._make_estimator(self.operator_)
@@ -385,9 +386,6 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
     def _make_estimator(self, operator):
         """The unfitted estimator of the masked data: the default SPCATV with
         ``operator``, or a clone of ``estimator`` with the images' structure."""
-        if self.estimator is not None:
-            auto = isinstance(self.n_components, str)
-            return with_structure(self, self.estimator, self.n_components_ if auto else None)
         k = self.n_components
         if isinstance(k, str):
             k = getattr(self, "n_components_", None)
@@ -395,6 +393,10 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
                 raise ValueError(
                     "n_components='auto' is chosen from the data at fit; call fit (or give an int)."
                 )
+            if self.estimator is not None:
+                return with_structure(self, self.estimator, k)
+        if self.estimator is not None:
+            return with_structure(self, self.estimator, None)
         return default_spcatv(self, k, operator)
 
     def _training_scores(self):
