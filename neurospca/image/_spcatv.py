@@ -6,7 +6,10 @@ list or glob of 3-D NIfTI, or a nilearn ``SurfaceImage`` holding both
 hemispheres), masks them with a nilearn masker, builds the total-variation
 operator of the final mask (:func:`~neurospca.tv_from_mask` on the mask image,
 :func:`~neurospca.tv_from_hemispheres` on the image's meshes) and fits SPCA-TV;
-the loadings come back as images (``components_img_``).
+the loadings come back as images (``components_img_``). ``estimator=`` fits any
+of the five estimators instead (SSPCA, NonnegativeSparsePCA, KTraceNormPCA,
+HierarchicalDictionaryLearning or a configured SPCATV), each given the
+structure it needs from the images (``_estimators``).
 
 The columns of the data matrix, of the operator and of the report's space are
 the same voxels/vertices in the same order: nilearn's maskers take the in-mask
@@ -236,7 +239,8 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
         id_column="participant_id",
         n_permutations=9999,
     ):
-        """Mask the images, build the TV operator of the mask and fit SPCA-TV.
+        """Mask the images, build the TV operator of the mask and fit SPCA-TV (or
+        ``estimator``, given the structure it needs).
 
         Parameters
         ----------
