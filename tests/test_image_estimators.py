@@ -271,9 +271,9 @@ def test_auto_n_components_sets_the_estimators(volume_files):
 @pytest.mark.parametrize("bad", [object(), "sspca", SSPCA, PCA(2)])
 def test_estimator_must_be_one_of_the_five(bad, volume_files):
     img_path, mask_path, _, _ = volume_files
-    with pytest.raises(TypeError, match="estimator must be None or an instance"):
+    with pytest.raises(TypeError, match="estimator must be an unfitted estimator among"):
         ImageSPCATV(mask=mask_path, estimator=bad).fit(img_path)
-    with pytest.raises(TypeError, match="estimator must be None or an instance"):
+    with pytest.raises(TypeError, match="estimator must be an unfitted estimator among"):
         neurospca.fit_images(img_path, mask_path, estimator=bad)
 
 

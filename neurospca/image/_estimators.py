@@ -100,7 +100,7 @@ def check_estimator(estimator):
         return estimator
     names = ", ".join(cls.__name__ for cls in ESTIMATORS)
     raise TypeError(
-        f"estimator must be None or an instance of one of {names} "
+        f"estimator must be an unfitted estimator among {names}, or None "
         f"(e.g. neurospca.SSPCA(n_components=3)), got {estimator!r}."
     )
 
