@@ -37,10 +37,11 @@ from ._commands import (
     run_fit,
     run_report,
 )
-from ._commands.common import format_rel as _format_rel
+from ._commands._checks import format_rel as _format_rel
 from ._commands.penalties import spcatv_defaults
 from ._utils.io import remove_temp_folders
 from ._utils.signals import Terminated, sigterm_raises
+from .image import ESTIMATOR_NAMES
 
 __all__ = ["main"]
 
@@ -146,8 +147,9 @@ def _add_common(p, output_default):
     p.add_argument(
         "--tol",
         type=_positive_float,
-        default=1e-3,
-        help="scale-free precision of the certified gaps and of the alternations (default 1e-3)",
+        default=None,
+        help="SPCA-TV: scale-free precision of the certified gaps and of the alternations "
+        "(default 1e-3); another --estimator: its tol (default its own)",
     )
     p.add_argument(
         "--solver", choices=("dual", "conesta"), default="dual", help="v-step solver (default dual)"
@@ -236,7 +238,13 @@ def _build_parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_demo_command(sub)
+    _add_fit_command(sub)
+    _add_report_command(sub)
+    return parser
 
+
+def _add_demo_command(sub):
     demo = sub.add_parser(
         "demo",
         help="fit SPCA-TV on built-in simulated fMRI maps and write a report",
@@ -250,19 +258,41 @@ def _build_parser():
     demo.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     demo.set_defaults(func=run_demo)
 
+
+def _add_fit_command(sub):
     fit = sub.add_parser(
         "fit",
         help="fit SPCA-TV on NIfTI maps in a mask, or on surface maps",
-        description="Fit SPCA-TV on volumes (--images and --mask) or on cortical surfaces "
-        "(--left-mesh, --right-mesh, --left-data, --right-data) and write "
-        "report.html, the loadings, scores.csv and model.npz into --output.",
+        description="Fit SPCA-TV (or another --estimator) on volumes (--images and --mask) "
+        "or on cortical surfaces (--left-mesh, --right-mesh, --left-data, --right-data) and "
+        "write report.html, the loadings, scores.csv and model.npz into --output.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_common(fit, "./neurospca_output")
+    fit.add_argument(
+        "--estimator",
+        choices=tuple(ESTIMATOR_NAMES),
+        default="spcatv",
+        help="the method: spcatv (SPCA-TV, default), sspca (structured sparse PCA with "
+        "half-space groups), nspca (nonnegative sparse PCA), ktrace (k-trace-norm sparse "
+        "PCA), dictionary (hierarchical dictionary learning, a flat dictionary); the "
+        "others take --n-components, --max-iter, --tol and random_state=0",
+    )
+    _add_penalties(fit)
+    fit.add_argument("--title", default="neurospca report", help="title of the report")
+    _add_volumes(fit)
+    _add_surfaces(fit)
+    _add_pipelines(fit)
+    _add_study(fit)
+    _add_atlas(fit)
+    fit.set_defaults(func=run_fit)
+
+
+def _add_penalties(fit):
     defaults = spcatv_defaults()
     pen = fit.add_argument_group(
-        "penalties (alpha = l1 + l2 + tv; l1 = alpha l1_ratio, tv = alpha tv_ratio)"
+        "penalties of SPCA-TV (alpha = l1 + l2 + tv; l1 = alpha l1_ratio, tv = alpha tv_ratio)"
     )
     pen.add_argument(
         "--alpha",
@@ -295,10 +325,13 @@ def _build_parser():
     pen.add_argument(
         "--max-iter",
         type=_positive_int,
-        default=defaults["max_iter"],
-        help=f"alternations per component (default {defaults['max_iter']})",
+        default=None,
+        help=f"alternations per component (default {defaults['max_iter']}; another "
+        "--estimator: its own)",
     )
-    fit.add_argument("--title", default="neurospca report", help="title of the report")
+
+
+def _add_volumes(fit):
     vol = fit.add_argument_group("volumes")
     vol.add_argument(
         "--images",
@@ -316,6 +349,9 @@ def _build_parser():
     vol.add_argument(
         "--bg-img", default=None, help="background image of the report's slices (default MNI152)"
     )
+
+
+def _add_surfaces(fit):
     srf = fit.add_argument_group("surfaces")
     for hemi in ("left", "right"):
         srf.add_argument(
@@ -353,6 +389,9 @@ def _build_parser():
         default="gii",
         help="format of the surface loadings (default gii)",
     )
+
+
+def _add_pipelines(fit):
     pipe = fit.add_argument_group(
         "inputs as pipelines write them (instead of --images or --left-data/--right-data)"
     )
@@ -375,10 +414,9 @@ def _build_parser():
         default="thickness.fwhm10.fsaverage",
         help="measure of --freesurfer-subjects (default thickness.fwhm10.fsaverage, qcache's)",
     )
-    _add_study(fit)
-    _add_atlas(fit)
-    fit.set_defaults(func=run_fit)
 
+
+def _add_report_command(sub):
     rep = sub.add_parser(
         "report",
         help="write the HTML report of a saved model",
@@ -397,7 +435,6 @@ def _build_parser():
     rep.add_argument("-q", "--quiet", action="store_true")
     _add_atlas(rep)
     rep.set_defaults(func=run_report)
-    return parser
 
 
 def main(argv=None):

@@ -345,7 +345,7 @@ def test_motor_map_set_default_penalties():
     # per subject: the positive and negative parts of the real map, scaled independently
     pos, neg = np.clip(t, 0, None), np.clip(-t, 0, None)
     vols = []
-    for i in range(16):
+    for _ in range(16):
         noise = gaussian_filter(rng.standard_normal(mask.shape), 1.0)
         vols.append(rng.normal(1.0, 0.6) * pos + rng.normal(1.0, 0.6) * neg + 0.3 * noise)
     set_img = nib.Nifti1Image(np.stack(vols, -1).astype(np.float32), mask.affine)

@@ -339,9 +339,9 @@ def test_other_estimators_round_trip(tmp_path, name):
         other = getattr(loaded, attr)
         if attr == "blocks_":  # list of tuples of arrays
             assert type(other) is type(value) and len(other) == len(value)
-            for a, b in zip(value, other):
+            for a, b in zip(value, other, strict=True):
                 assert type(a) is type(b)
-                for x, y in zip(a, b):
+                for x, y in zip(a, b, strict=True):
                     assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
         elif isinstance(value, np.ndarray):
             assert value.dtype == other.dtype and value.tobytes() == other.tobytes(), attr

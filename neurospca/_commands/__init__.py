@@ -1,13 +1,16 @@
 """The command implementations of ``neurospca`` (:mod:`neurospca.cli` only parses).
 
-One module per command (``demo``, ``fit``, ``report``); ``common`` holds what
-they share (user errors, checks before work, the estimator of the command
-line's penalties, the fit with progress lines, the all-or-nothing output
-folder); ``penalties`` the penalty defaults and the reference example
-penalties that the benchmarks use too.
+One module per command (``demo``, ``fit``, ``report``, and ``study`` for the
+participants options); what they share by job: ``_checks`` (user errors,
+messages, input paths, the checks before any work), ``_fitting`` (the image
+model of the options, ``--estimator`` included, and the fit with progress
+lines), ``_outputs`` (the all-or-nothing output folder); ``penalties`` the
+penalty defaults and the reference example penalties that the benchmarks use
+too. ``common`` re-exports the shared names for older imports.
 """
 
-from .common import UserError, check_before_work, check_report_dependencies, estimator_from_args
+from ._checks import UserError, check_before_work, check_report_dependencies
+from ._fitting import estimator_from_args
 from .demo import run_demo
 from .fit import run_fit
 from .report import run_report

@@ -5,7 +5,9 @@ import time
 import numpy as np
 
 from .._utils.docs import fill_doc
-from .common import estimator_from_args, fit_with_progress, load_maps, run_metadata, say, write_all
+from ._checks import say
+from ._fitting import estimator_from_args, fit_with_progress, load_maps
+from ._outputs import run_metadata, write_all
 
 __all__ = ["run_demo"]
 

@@ -5,17 +5,9 @@ import os
 import numpy as np
 
 from .._utils.docs import fill_doc
-from .common import (
-    UserError,
-    estimator_from_args,
-    existing,
-    expand,
-    fit_with_progress,
-    load_maps,
-    run_metadata,
-    say,
-    write_all,
-)
+from ._checks import UserError, existing, expand, say
+from ._fitting import estimator_from_args, fit_with_progress, load_maps
+from ._outputs import run_metadata, write_all
 from .study import atlas_from_args, finish_study, prepare_study, study_options_given
 
 __all__ = ["run_fit"]
@@ -76,7 +68,7 @@ def _with_evidence(model, metadata):
 
 def _study_outputs(args, model, atlas):
     """write_all's study, associations and atlas arguments after the fit."""
-    out = {"atlas": atlas}
+    out = {"atlas": atlas, "scores": model._training_scores()}
     if getattr(model, "study_", None) is not None:
         out["study"], out["associations"] = finish_study(args, model)
     return out
@@ -194,7 +186,7 @@ def _same_subjects(data):
     """The left and right maps of each row belong to one subject (by their IDs)."""
     from ..study import subject_id_from_path
 
-    for left, right in zip(data["left"], data["right"]):
+    for left, right in zip(data["left"], data["right"], strict=True):
         a, b = subject_id_from_path(left), subject_id_from_path(right)
         if a is not None and b is not None and a != b:
             raise UserError(

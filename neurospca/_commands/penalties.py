@@ -7,27 +7,25 @@ benchmarks use the reference implementation's example penalties
 weight above which every loading is zero without TV (SPCATV's ``l1_max_``).
 """
 
-import inspect
-
 import numpy as np
 
-from ..decomposition import SPCATV
+from ..image import SPCATV_DEFAULTS
 
 __all__ = ["spcatv_defaults", "l1_max", "example_weights"]
 
 
 def spcatv_defaults():
-    """SPCATV's penalty defaults, read from its signature (the command follows them).
+    """SPCATV's penalty defaults, as the image model reads them once from SPCATV's
+    signature (``neurospca.image.SPCATV_DEFAULTS``; the command follows them).
 
     Returns
     -------
     dict
-        ``alpha_rel``, ``l1_ratio``, ``tv_ratio`` and ``max_iter`` defaults.
+        ``alpha_rel``, ``l1_ratio``, ``tv_ratio``, ``max_iter`` and ``tol``
+        defaults.
     """
-    params = inspect.signature(SPCATV.__init__).parameters
-    return {
-        name: params[name].default for name in ("alpha_rel", "l1_ratio", "tv_ratio", "max_iter")
-    }
+    names = ("alpha_rel", "l1_ratio", "tv_ratio", "max_iter", "tol")
+    return {name: SPCATV_DEFAULTS[name] for name in names}
 
 
 def l1_max(X):

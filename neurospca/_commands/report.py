@@ -4,7 +4,7 @@ import os
 
 from .. import persistence
 from .._utils.docs import fill_doc
-from .common import UserError, existing, report_path, say
+from ._checks import UserError, existing, report_path, say
 
 __all__ = ["run_report"]
 

@@ -4,7 +4,7 @@
 import csv
 import os
 
-from .common import UserError, existing, say
+from ._checks import UserError, existing, say
 
 __all__ = [
     "study_options_given",

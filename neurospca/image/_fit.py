@@ -6,31 +6,24 @@ Thin layers over :class:`~neurospca.ImageSPCATV`; they sit here, above
 :mod:`neurospca.surface` only build data and operators.
 """
 
-from sklearn.base import clone
-
 from ..decomposition import SPCATV
 from ..masking import load_mask_img
 from ..surface import load_surface_image
 from ..surface._validation import _check_kind
+from ._estimators import check_estimator
 from ._spcatv import ImageSPCATV
 
 __all__ = ["fit_images", "fit_surfaces"]
 
 
-def _with_operator(estimator, operator):
-    """An unfitted copy of ``estimator`` (default ``SPCATV()``) using ``operator``."""
-    if estimator is None:
-        estimator = SPCATV()
-    if not hasattr(estimator, "fit") or "operator" not in estimator.get_params():
-        raise TypeError(
-            "estimator must be an unfitted estimator with an 'operator' parameter "
-            f"(e.g. neurospca.SPCATV(n_components=3)), got {type(estimator).__name__}."
-        )
-    return clone(estimator).set_params(operator=operator)
+def _estimator(estimator):
+    """The estimator to fit: the given one (checked) or ``SPCATV()``."""
+    return SPCATV() if check_estimator(estimator) is None else estimator
 
 
 def fit_images(imgs, mask, estimator=None, *, threshold=None, resample=False):
-    """Fit SPCA-TV on NIfTI maps inside a mask; loadings back as an image.
+    """Fit SPCA-TV (or another estimator) on NIfTI maps inside a mask; loadings back as
+    an image.
 
     Parameters
     ----------
@@ -39,10 +32,11 @@ def fit_images(imgs, mask, estimator=None, *, threshold=None, resample=False):
     mask : nibabel image, path or 3-D ndarray
         Brain mask (see :func:`~neurospca.load_mask_img`).
     estimator : estimator, optional
-        An unfitted estimator with an ``operator`` parameter, e.g.
-        ``neurospca.SPCATV(n_components=3, alpha=0.1, tv_ratio=0.5)`` (the
-        default is ``SPCATV()``). It is cloned and its ``operator`` set to the
-        mask's TV operator.
+        An unfitted SPCATV, SSPCA, NonnegativeSparsePCA, KTraceNormPCA or
+        HierarchicalDictionaryLearning, e.g. ``neurospca.SPCATV(n_components=3,
+        alpha=0.1, tv_ratio=0.5)`` (the default is ``SPCATV()``). It is cloned
+        and given the mask's structure (see :class:`neurospca.ImageSPCATV`'s
+        ``estimator``).
     threshold : float, optional
         Binarise the mask as ``mask > threshold``.
     resample : bool, default=False
@@ -63,9 +57,11 @@ def fit_images(imgs, mask, estimator=None, *, threshold=None, resample=False):
     also offers ``standardize``, ``smoothing_fwhm``, ``confounds`` and a
     computed mask.
     """
-    template = _with_operator(estimator, None)
-    model = ImageSPCATV(mask=load_mask_img(mask, threshold=threshold), resample=resample)
-    model._template = template
+    model = ImageSPCATV(
+        mask=load_mask_img(mask, threshold=threshold),
+        resample=resample,
+        estimator=_estimator(estimator),
+    )
     model.fit(imgs)
     return model.estimator_, model.components_img_, model.space_
 
@@ -81,7 +77,8 @@ def fit_surfaces(
     mask_right=None,
     kind="edges",
 ):
-    """Fit SPCA-TV on per-subject maps of both hemispheres; loadings back per hemisphere.
+    """Fit SPCA-TV (or another estimator) on per-subject maps of both hemispheres;
+    loadings back per hemisphere.
 
     A thin layer over :class:`neurospca.ImageSPCATV` (nilearn needed): the
     maps become a ``SurfaceImage`` (:func:`~neurospca.load_surface_image`) fitted with the
@@ -97,9 +94,9 @@ def fit_surfaces(
         The common surfaces (see :func:`~neurospca.load_surf_mesh`); a nilearn
         ``PolyMesh`` as ``left_mesh`` with ``right_mesh=None``.
     estimator : estimator, optional
-        An unfitted estimator with an ``operator`` parameter (default
-        ``neurospca.SPCATV()``); it is cloned and given the two-hemisphere TV
-        operator.
+        An unfitted estimator among the five (default ``neurospca.SPCATV()``);
+        it is cloned and given the two hemispheres' structure (SPCATV: their
+        TV operator; see :class:`neurospca.ImageSPCATV`'s ``estimator``).
     mask_left, mask_right : array-like of bool or path, optional
         Cortex masks (see :func:`~neurospca.load_cortex_mask`). A hemisphere without a
         mask keeps the vertices that vary across the maps: the medial wall,
@@ -116,11 +113,10 @@ def fit_surfaces(
     hemispheres : Hemispheres
     """
     kind = _check_kind(kind)
-    template = _with_operator(estimator, None)
+    estimator = _estimator(estimator)
     img = load_surface_image(left_data, right_data, left_mesh, right_mesh)
     mask = None if mask_left is None and mask_right is None else (mask_left, mask_right)
-    model = ImageSPCATV(mask=mask)
-    model._template, model._tv_kind = template, kind
+    model = ImageSPCATV(mask=mask, estimator=estimator, tv_kind=kind)
     model.fit(img)
     hemis = model.space_
     return model.estimator_, hemis.inverse_transform(model.estimator_.components_), hemis

@@ -151,33 +151,33 @@ def _surface_mask_arrays(mask, img, name="mask"):
             "(left, right) pair of boolean arrays or cortex files, or None; got "
             f"{type(mask).__name__}."
         )
-    out = {}
-    for h in _HEMIS:
-        value = items[h]
-        if value is None:  # computed by the caller, as for mask=None
-            out[h] = None
-            continue
-        if not isinstance(value, (str, bytes, os.PathLike)):
-            value = np.asarray(value)
-            if value.ndim == 2 and value.shape[1] == 1:
-                value = value[:, 0]
-            if value.ndim != 1 or value.shape[0] != n[h]:
+    return {h: _hemisphere_mask(items[h], n[h], h, name) for h in _HEMIS}
+
+
+def _hemisphere_mask(value, n_vertices, hemi, name):
+    """One hemisphere's boolean mask (None: computed by the caller, as for mask=None)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        value = np.asarray(value)
+        if value.ndim == 2 and value.shape[1] == 1:
+            value = value[:, 0]
+        if value.ndim != 1 or value.shape[0] != n_vertices:
+            raise ValueError(
+                f"{name}: the {hemi} mask has shape {value.shape}, expected ({n_vertices},): "
+                f"one entry per vertex of the images' {hemi} mesh."
+            )
+        if value.dtype != bool:
+            if not np.all(np.isin(np.unique(value), [0, 1])):
                 raise ValueError(
-                    f"{name}: the {h} mask has shape {value.shape}, expected ({n[h]},): one "
-                    f"entry per vertex of the images' {h} mesh."
+                    f"{name}: the {hemi} mask must be boolean or hold only 0 "
+                    "and 1; binarise it explicitly."
                 )
-            if value.dtype != bool:
-                if not np.all(np.isin(np.unique(value), [0, 1])):
-                    raise ValueError(
-                        f"{name}: the {h} mask must be boolean or hold only 0 "
-                        "and 1; binarise it explicitly."
-                    )
-                value = value.astype(bool)
-        try:
-            out[h] = load_cortex_mask(value, n[h])
-        except (ValueError, TypeError) as exc:
-            raise type(exc)(f"{name} ({h}): {exc}") from None
-    return out
+            value = value.astype(bool)
+    try:
+        return load_cortex_mask(value, n_vertices)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"{name} ({hemi}): {exc}") from None
 
 
 def _stack_volumes(items, grid, resample):

@@ -6,7 +6,10 @@ list or glob of 3-D NIfTI, or a nilearn ``SurfaceImage`` holding both
 hemispheres), masks them with a nilearn masker, builds the total-variation
 operator of the final mask (:func:`~neurospca.tv_from_mask` on the mask image,
 :func:`~neurospca.tv_from_hemispheres` on the image's meshes) and fits SPCA-TV;
-the loadings come back as images (``components_img_``).
+the loadings come back as images (``components_img_``). ``estimator=`` fits any
+of the five estimators instead (SSPCA, NonnegativeSparsePCA, KTraceNormPCA,
+HierarchicalDictionaryLearning or a configured SPCATV), each given the
+structure it needs from the images (``_estimators``).
 
 The columns of the data matrix, of the operator and of the report's space are
 the same voxels/vertices in the same order: nilearn's maskers take the in-mask
@@ -21,46 +24,31 @@ both).
 (91, 109, 91, 5)
 >>> model.generate_report().save_as_html("report.html")               # doctest: +SKIP
 
-Size: about 720 lines, the estimator and its volume and surface masking in one
-class (its input checks are in ``_inputs``, its participants side in ``_study``).
+The masking is in ``_masking`` (its input checks in ``_inputs``), the
+estimator to fit and its structure in ``_estimators``, the report in
+``_report``, the participants side in ``_study``.
 
 nilearn is imported only when an image model is fitted (``pip install
 "neurospca[report]"``).
 """
 
-import inspect
 import logging
 import os
-import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils.docs import fill_doc
-from ..decomposition import SPCATV
-from ..masking import (
-    VolumeMasker,
-    _collect_images,
-    _is_pathlike,
-    _mask_array,
-    _mask_img,
-    load_mask_img,
-    unmask,
+from ._estimators import (
+    SPCATV_DEFAULTS,
+    check_conflicts,
+    check_estimator,
+    default_spcatv,
+    with_structure,
 )
-from ..surface import load_surf_mesh, tv_from_hemispheres
-from ._inputs import (
-    _HEMIS,
-    _check_confounds,
-    _concat_surface_images,
-    _is_surface_image,
-    _is_surface_masker,
-    _nilearn_maskers,
-    _nilearn_standardize,
-    _stack_volumes,
-    _surface_mask_arrays,
-    _surface_parts,
-)
+from ._masking import ImageMasking
+from ._report import ImageReport
 from ._study import (
     fit_study,
     image_subject_ids,
@@ -75,20 +63,12 @@ logger = logging.getLogger("neurospca")
 __all__ = ["ImageSPCATV"]
 
 
-# SPCATV's defaults, read from its signature: the image model follows them.
-_SPCATV_DEFAULTS = {
-    name: p.default
-    for name, p in inspect.signature(SPCATV.__init__).parameters.items()
-    if p.default is not inspect.Parameter.empty
-}
-
-
 # --------------------------------------------------------------------------
 # the estimator
 # --------------------------------------------------------------------------
 
 
-class ImageSPCATV(BaseEstimator):
+class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
     """SPCA-TV on brain images: NIfTI volumes or nilearn surface images.
 
     Parameters
@@ -107,8 +87,9 @@ class ImageSPCATV(BaseEstimator):
         the mask: like ``NiftiMasker``'s default (``mask_strategy="background"``)
         for volumes; for surfaces every vertex that is constant across the
         samples (e.g. the medial wall) is left out, with a warning saying how
-        many (also for a hemisphere given as None in a pair). Voxels or vertices that are NaN or infinite in any image are
-        always left out (with a warning).
+        many (also for a hemisphere given as None in a pair). Voxels or
+        vertices that are NaN or infinite in any image are always left out
+        (with a warning).
     standardize : bool or str, default=False
         Passed to the nilearn masker: z-score every voxel/vertex across the
         samples (True) or not. Note that ``alpha=None`` already makes the
@@ -120,15 +101,41 @@ class ImageSPCATV(BaseEstimator):
         Images whose shape or affine differ from the mask's raise a
         ``ValueError`` unless True (resampled with
         ``nilearn.image.resample_to_img``, continuous interpolation).
-    alpha, alpha_rel, l1_ratio, tv_ratio, tol, max_iter, solver, random_state, verbose, n_threads, method, stability
+    alpha, alpha_rel, l1_ratio, tv_ratio, tol, max_iter
+        Passed to :class:`~neurospca.SPCATV`, as the next line.
+    solver, random_state, verbose, n_threads, method, stability
         Passed to :class:`~neurospca.SPCATV` (same meaning and defaults):
         ``alpha=None`` means ``alpha_ = alpha_rel * l1_max_`` (relative to the
-        data), a float is the paper's absolute weight.
+        data), a float is the paper's absolute weight. They describe the
+        default estimator only: with ``estimator=`` they must stay at their
+        defaults (or equal the estimator's own value of the same name), else
+        ``fit`` raises a ValueError naming the parameter.
+    estimator : estimator or None, default=None
+        None fits :class:`~neurospca.SPCATV` with the parameters above. Or an
+        unfitted :class:`~neurospca.SPCATV`, :class:`~neurospca.SSPCA`,
+        :class:`~neurospca.NonnegativeSparsePCA`,
+        :class:`~neurospca.KTraceNormPCA` or
+        :class:`~neurospca.HierarchicalDictionaryLearning`: cloned at fit,
+        its own parameters (``n_components`` included) respected, and given
+        the structure its penalty needs from the images: SPCATV the TV
+        operator of the final mask or meshes; SSPCA with ``groups=None`` the
+        half-space groups of the mask's grid (volumes,
+        :func:`~neurospca.grid_halfspace_groups`) or of the vertex positions
+        binned on an 8 x 8 x 8 grid per hemisphere, plus each hemisphere
+        (surfaces). The others need none (the dictionary's tree is over its
+        atoms). ``n_components`` of the image model is then used only when
+        not the default: ``"auto"`` sets the estimator's number, an int must
+        equal it.
+    tv_kind : {"edges", "gradient"}, default="edges"
+        Surfaces: the TV operator of the meshes (see
+        :func:`~neurospca.tv_from_mesh`). Volumes use the grid's edges.
 
     Attributes
     ----------
-    estimator_ : SPCATV
+    estimator_ : SPCATV or the class of ``estimator``
         The fitted model on the masked data.
+    n_components_ : int
+        The number of components (rows of ``components_``).
     masker_ : nilearn NiftiMasker or SurfaceMasker
         Fitted on the final mask; maps images to rows and rows to images.
     mask_img_ : Nifti1Image or SurfaceImage
@@ -179,17 +186,19 @@ class ImageSPCATV(BaseEstimator):
         smoothing_fwhm=None,
         resample=False,
         alpha=None,
-        alpha_rel=_SPCATV_DEFAULTS["alpha_rel"],
-        l1_ratio=_SPCATV_DEFAULTS["l1_ratio"],
-        tv_ratio=_SPCATV_DEFAULTS["tv_ratio"],
-        tol=_SPCATV_DEFAULTS["tol"],
-        max_iter=_SPCATV_DEFAULTS["max_iter"],
-        solver=_SPCATV_DEFAULTS["solver"],
+        alpha_rel=SPCATV_DEFAULTS["alpha_rel"],
+        l1_ratio=SPCATV_DEFAULTS["l1_ratio"],
+        tv_ratio=SPCATV_DEFAULTS["tv_ratio"],
+        tol=SPCATV_DEFAULTS["tol"],
+        max_iter=SPCATV_DEFAULTS["max_iter"],
+        solver=SPCATV_DEFAULTS["solver"],
         random_state=None,
         verbose=0,
         n_threads=None,
-        method=_SPCATV_DEFAULTS["method"],
-        stability=_SPCATV_DEFAULTS["stability"],
+        method=SPCATV_DEFAULTS["method"],
+        stability=SPCATV_DEFAULTS["stability"],
+        estimator=None,
+        tv_kind="edges",
     ):
         self.n_components = n_components
         self.mask = mask
@@ -208,6 +217,8 @@ class ImageSPCATV(BaseEstimator):
         self.n_threads = n_threads
         self.method = method
         self.stability = stability
+        self.estimator = estimator
+        self.tv_kind = tv_kind
 
     # ------------------------------------------------------------------
     # fit
@@ -228,7 +239,8 @@ class ImageSPCATV(BaseEstimator):
         id_column="participant_id",
         n_permutations=9999,
     ):
-        """Mask the images, build the TV operator of the mask and fit SPCA-TV.
+        """Mask the images, build the TV operator of the mask and fit SPCA-TV (or
+        ``estimator``, given the structure it needs).
 
         Parameters
         ----------
@@ -318,11 +330,9 @@ class ImageSPCATV(BaseEstimator):
 
     def _study_findings(self, n_permutations=9999):
         """``associations_`` of the fitted model's training scores (as in scores.csv)."""
-        from ..reporting import component_scores
-
         self._n_permutations = n_permutations
         self.associations_ = study_findings(
-            self, component_scores(self.estimator_), n_permutations, self.random_state
+            self, self._training_scores(), n_permutations, self.random_state
         )
         return self.associations_
 
@@ -370,17 +380,16 @@ class ImageSPCATV(BaseEstimator):
         Returns
         -------
         X : ndarray of shape (n_samples, n_features)
-        estimator : SPCATV
-            Unfitted, with the mask's TV operator.
+        estimator : SPCATV or the class of ``estimator``
+            Unfitted, with the mask's TV operator (or the structure the given
+            estimator gets, see ``estimator``).
         """
         X = self._prepare(imgs, confounds)
         return X, self._make_estimator(self.operator_)
 
     def _make_estimator(self, operator):
-        """The unfitted SPCATV given the operator (fit_images swaps in a template)."""
-        template = getattr(self, "_template", None)
-        if template is not None:
-            return clone(template).set_params(operator=operator)
+        """The unfitted estimator of the masked data: the default SPCATV with
+        ``operator``, or a clone of ``estimator`` with the images' structure."""
         k = self.n_components
         if isinstance(k, str):
             k = getattr(self, "n_components_", None)
@@ -388,31 +397,32 @@ class ImageSPCATV(BaseEstimator):
                 raise ValueError(
                     "n_components='auto' is chosen from the data at fit; call fit (or give an int)."
                 )
-        return SPCATV(
-            k,
-            alpha=self.alpha,
-            alpha_rel=self.alpha_rel,
-            l1_ratio=self.l1_ratio,
-            tv_ratio=self.tv_ratio,
-            operator=operator,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            solver=self.solver,
-            random_state=self.random_state,
-            verbose=self.verbose,
-            n_threads=self.n_threads,
-            method=self.method,
-            stability=self.stability,
-        )
+            if self.estimator is not None:
+                return with_structure(self, self.estimator, k)
+        if self.estimator is not None:
+            return with_structure(self, self.estimator, None)
+        return default_spcatv(self, k, operator)
+
+    def _training_scores(self):
+        """Scores of the training images: SPCA-TV's ``d_k ||v_k|| u_k`` (no data needed),
+        else the estimator's ``transform`` of the training data (kept at fit)."""
+        if _has_component_scores(self.estimator_):
+            from ..reporting import component_scores
+
+            return component_scores(self.estimator_)
+        return self._train_scores
+
+    def _check_estimator(self):
+        """``estimator`` and the parameters that go with it (before any work)."""
+        if check_estimator(self.estimator) is not None:
+            check_conflicts(self, _IMAGE_DEFAULTS)
 
     def _choose_n_components(self, X):
-        """``n_components_`` (and its evidence) from X: the given int, or parallel analysis
-        for ``n_components="auto"``."""
+        """``n_components_`` (and its evidence) from X: the given int (or the given
+        estimator's), or parallel analysis for ``n_components="auto"``."""
         self.n_components_evidence_ = None
-        template = getattr(self, "_template", None)
-        if template is not None:  # fit_images: the given estimator's own number
-            self.n_components_ = template.n_components
-        elif isinstance(self.n_components, str):
+        self._check_estimator()
+        if isinstance(self.n_components, str):
             if self.n_components != "auto":
                 raise ValueError(
                     f"n_components must be an int >= 1 or 'auto', got {self.n_components!r}."
@@ -422,6 +432,8 @@ class ImageSPCATV(BaseEstimator):
             seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
             k, self.n_components_evidence_ = parallel_analysis(X, random_state=seed)
             self.n_components_ = k
+        elif self.estimator is not None:
+            self.n_components_ = _estimator_components(self.estimator)
         else:
             self.n_components_ = self.n_components
         return self.n_components_
@@ -431,287 +443,12 @@ class ImageSPCATV(BaseEstimator):
             self._choose_n_components(X)
         self.estimator_ = self._make_estimator(self.operator_).fit(X)
         self.components_ = self.estimator_.components_
+        if self.estimator is not None:
+            self.n_components_ = int(self.components_.shape[0])
+        if not _has_component_scores(self.estimator_):
+            self._train_scores = self.estimator_.transform(X)
         self.components_img_ = self._to_img(self.components_)
         return self
-
-    def _prepare(self, imgs, confounds):
-        """Masker, mask, operator, space from the images; returns X (N x P)."""
-        if not isinstance(self.resample, (bool, np.bool_)):
-            raise TypeError(f"resample must be True or False, got {self.resample!r}.")
-        fwhm = self.smoothing_fwhm
-        if fwhm is not None and (
-            isinstance(fwhm, bool)
-            or not isinstance(fwhm, (int, float, np.number))
-            or not np.isfinite(fwhm)
-            or fwhm < 0
-        ):
-            raise ValueError(f"smoothing_fwhm must be None or a number >= 0 (mm), got {fwhm!r}.")
-        if isinstance(imgs, (list, tuple)) and imgs and all(_is_surface_image(i) for i in imgs):
-            imgs = _concat_surface_images(list(imgs), "imgs")
-        if _is_surface_image(imgs):
-            return self._prepare_surface(imgs, confounds)
-        return self._prepare_volume(imgs, confounds)
-
-    # ------------------------------------------------------------------
-    # volumes
-    # ------------------------------------------------------------------
-
-    def _volume_masker_params(self):
-        """Params of the nilearn masker, and a user masker (or None)."""
-        maskers = _nilearn_maskers()
-        params = {
-            "standardize": _nilearn_standardize(self.standardize),
-            "smoothing_fwhm": self.smoothing_fwhm,
-            "reports": False,
-        }
-        user = self.mask if isinstance(self.mask, maskers.NiftiMasker) else None
-        if user is not None:
-            self._check_masker_params(user)
-            params = {k: v for k, v in user.get_params().items() if k != "mask_img"}
-            params["standardize"] = _nilearn_standardize(params.get("standardize"))
-        return params, user
-
-    def _check_masker_params(self, masker):
-        for name, default in (("standardize", False), ("smoothing_fwhm", None)):
-            value = getattr(self, name)
-            if value != default and _nilearn_standardize(value) != _nilearn_standardize(
-                masker.get_params().get(name)
-            ):
-                raise ValueError(
-                    f"{name}={value!r} conflicts with the masker's "
-                    f"{name}={masker.get_params().get(name)!r}: give {name} to the masker "
-                    "or to ImageSPCATV, not both."
-                )
-
-    def _prepare_volume(self, imgs, confounds):
-        maskers = _nilearn_maskers()
-        if _is_surface_masker(self.mask) or _is_surface_image(self.mask):
-            raise TypeError(
-                "mask: a surface mask was given for volume images; give a NIfTI "
-                "mask, a NiftiMasker or None."
-            )
-        params, user = self._volume_masker_params()
-        items = _collect_images(imgs)
-        mask_img = None
-        if user is not None and hasattr(user, "mask_img_"):
-            mask_img = load_mask_img(user.mask_img_)
-        elif user is not None and user.mask_img is not None:
-            mask_img = load_mask_img(user.mask_img)
-        elif user is None and self.mask is not None:
-            mask_img = load_mask_img(self.mask)
-        ref = mask_img if mask_img is not None else items[0][1]
-        grid = (
-            mask_img
-            if mask_img is not None
-            else _mask_img(np.ones(ref.shape[:3], dtype=bool), ref.affine, None)
-        )
-        img4d = _stack_volumes(items, grid, self.resample and mask_img is not None)
-        n_samples = img4d.shape[3]
-        confounds = _check_confounds(confounds, n_samples)
-        if mask_img is None:  # computed as nilearn does (or by the user's masker)
-            auto = clone(user) if user is not None else maskers.NiftiMasker(**params)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                mask_img = load_mask_img(auto.fit(img4d).mask_img_)
-        mask = _mask_array(mask_img)
-        values = np.asarray(img4d.dataobj)[mask]  # (P, N), the masker's column order
-        bad = ~np.all(np.isfinite(values), axis=1)
-        n_bad = int(bad.sum())
-        if n_bad:
-            if n_bad == bad.size:
-                raise ValueError(
-                    "imgs are NaN or infinite in every voxel of the mask in at "
-                    "least one image; nothing is left to analyse."
-                )
-            warnings.warn(
-                f"{n_bad} voxel(s) of the mask are NaN or infinite in at least one image; "
-                f"they were removed from the mask ({bad.size} -> {bad.size - n_bad} voxels).",
-                UserWarning,
-                stacklevel=3,
-            )
-            new = mask.copy()
-            new[mask] = ~bad
-            mask_img = _mask_img(new, mask_img.affine, mask_img.header)
-        self.mask_img_ = mask_img
-        self.masker_ = maskers.NiftiMasker(mask_img=mask_img, **params)
-        self._plain_masker = user is None and not self.standardize and self.smoothing_fwhm is None
-        plain = self._plain_masker and confounds is None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            if plain:  # the masker would only copy: the in-mask values are X already
-                self.masker_.fit()
-                X = np.ascontiguousarray(values[~bad].T, dtype=np.float64)
-            else:
-                X = self._masker_transform(img4d, confounds, fit=True)
-        del values
-        self.space_ = VolumeMasker(mask_img)
-        self.operator_ = self.space_.operator()
-        self.meshes_ = None
-        self.n_samples_ = int(n_samples)
-        return X
-
-    # ------------------------------------------------------------------
-    # surfaces
-    # ------------------------------------------------------------------
-
-    def _prepare_surface(self, img, confounds):
-        from nilearn.surface import SurfaceImage
-
-        maskers = _nilearn_maskers()
-        if self.smoothing_fwhm is not None:
-            raise ValueError(
-                "smoothing_fwhm is only available for volumes; smooth surface "
-                "maps beforehand (e.g. FreeSurfer's qcache fwhm10 files)."
-            )
-        if isinstance(self.mask, maskers.NiftiMasker) or (
-            self.mask is not None and (_is_pathlike(self.mask) or hasattr(self.mask, "affine"))
-        ):
-            raise TypeError(
-                "mask: a NIfTI mask, a NiftiMasker or a single path was given "
-                "for surface images; give a SurfaceImage mask, a SurfaceMasker, "
-                "a (left, right) pair of arrays or cortex files, or None."
-            )
-        parts = _surface_parts(img, "imgs")
-        n_samples = parts["left"].shape[1]
-        confounds = _check_confounds(confounds, n_samples)
-        params = {"standardize": _nilearn_standardize(self.standardize), "reports": False}
-        if _is_surface_masker(self.mask):
-            user = self.mask
-            self._check_masker_params(user)
-            params = {k: v for k, v in user.get_params().items() if k != "mask_img"}
-            params["standardize"] = _nilearn_standardize(params.get("standardize"))
-            if hasattr(user, "mask_img_"):
-                masks = _surface_mask_arrays(user.mask_img_, img)
-            elif user.mask_img is not None:
-                masks = _surface_mask_arrays(user.mask_img, img)
-            else:
-                fitted = clone(user).fit(img)
-                masks = _surface_mask_arrays(fitted.mask_img_, img)
-        elif self.mask is None:
-            masks = {h: None for h in _HEMIS}
-        else:
-            masks = _surface_mask_arrays(self.mask, img)
-        computed = [h for h in _HEMIS if masks[h] is None]
-        for h in computed:  # vertices that vary across the samples
-            masks[h] = np.ptp(np.where(np.isfinite(parts[h]), parts[h], 0), axis=1) > 0
-        n_const = {h: int((~masks[h]).sum()) for h in computed}
-        if sum(n_const.values()):
-            warnings.warn(
-                f"no mask was given for the {' and '.join(computed)} hemisphere"
-                f"{'s' if len(computed) > 1 else ''}: {sum(n_const.values())} vertex(es) "
-                "constant across the samples (e.g. the medial wall; "
-                + ", ".join(f"{h} {c}" for h, c in n_const.items())
-                + ") were left out of the mask.",
-                UserWarning,
-                stacklevel=3,
-            )
-        n_bad = 0
-        for h in _HEMIS:
-            bad = masks[h] & ~np.all(np.isfinite(parts[h]), axis=1)
-            if bad.any():
-                n_bad += int(bad.sum())
-                masks[h] = masks[h] & ~bad
-        if n_bad:
-            warnings.warn(
-                f"{n_bad} vertex(es) are NaN or infinite in at least one map; they "
-                "were removed from the mask.",
-                UserWarning,
-                stacklevel=3,
-            )
-        for h in _HEMIS:
-            if not masks[h].any():
-                raise ValueError(
-                    f"mask: the {h} mask keeps no vertex (after leaving out "
-                    "constant and non-finite vertices)."
-                )
-        mesh = img.mesh
-        self.mask_img_ = SurfaceImage(mesh=mesh, data={h: masks[h] for h in _HEMIS})
-        self.masker_ = maskers.SurfaceMasker(mask_img=self.mask_img_, **params)
-        X = self._masker_transform(img, confounds, fit=True)
-        meshes = {h: load_surf_mesh(mesh.parts[h], f"imgs ({h} mesh)") for h in _HEMIS}
-        operator, hemis = tv_from_hemispheres(
-            meshes["left"],
-            meshes["right"],
-            masks["left"],
-            masks["right"],
-            kind=getattr(self, "_tv_kind", "edges"),
-        )
-        self.operator_, self.space_, self.meshes_ = operator, hemis, meshes
-        self.n_samples_ = int(n_samples)
-        return X
-
-    # ------------------------------------------------------------------
-    # shared helpers
-    # ------------------------------------------------------------------
-
-    def _masker_transform(self, imgs, confounds, fit=False):
-        if fit:
-            self.masker_.fit()
-        try:
-            X = self.masker_.transform(imgs, confounds=confounds)
-        except ValueError as exc:
-            if confounds is not None and "confound" in str(exc).lower():
-                raise ValueError(f"confounds: {exc}") from None
-            raise
-        return np.asarray(X, dtype=np.float64)
-
-    def _check_fitted(self):
-        check_is_fitted(self, "estimator_")
-
-    def _data(self, imgs, confounds):
-        """X of new images on the fitted mask (grid and mesh checked)."""
-        self._check_fitted()
-        if isinstance(imgs, (list, tuple)) and imgs and all(_is_surface_image(i) for i in imgs):
-            imgs = _concat_surface_images(list(imgs), "imgs")
-        if _is_surface_image(imgs):
-            if self.meshes_ is None:
-                raise TypeError("imgs: the model was fitted on volumes; give NIfTI images.")
-            parts = _surface_parts(imgs, "imgs")
-            for h in _HEMIS:
-                if parts[h].shape[0] != self.space_.n_vertices[_HEMIS.index(h)]:
-                    raise ValueError(
-                        f"imgs: the {h} mesh has {parts[h].shape[0]} vertices, "
-                        f"the model's {self.space_.n_vertices[_HEMIS.index(h)]}."
-                    )
-            n_samples = parts["left"].shape[1]
-            finite = all(
-                np.all(np.isfinite(parts[h][self.space_.vertices[i]])) for i, h in enumerate(_HEMIS)
-            )
-            source, X = imgs, None
-        else:
-            if self.meshes_ is not None:
-                raise TypeError("imgs: the model was fitted on surfaces; give a SurfaceImage.")
-            source = _stack_volumes(_collect_images(imgs), self.mask_img_, self.resample)
-            n_samples = source.shape[3]
-            values = np.asarray(source.dataobj)[self.space_.mask]
-            finite = bool(np.all(np.isfinite(values)))
-            X = (
-                np.ascontiguousarray(values.T, dtype=np.float64)
-                if self._plain_masker and confounds is None
-                else None
-            )
-            del values
-        if not finite:  # checked before nilearn, which would replace them by zeros
-            raise ValueError(
-                "imgs: some voxels/vertices of the mask are NaN or infinite; the "
-                "model's columns are fixed, so they cannot be left out here."
-            )
-        confounds = _check_confounds(confounds, n_samples)
-        if X is None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                X = self._masker_transform(source, confounds)
-        return X
-
-    def _to_img(self, V):
-        """Rows (K x P) as images: 4-D NIfTI with the mask's affine, or SurfaceImage."""
-        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
-        if self.meshes_ is None:
-            return unmask(V, self.mask_img_)
-        from nilearn.surface import SurfaceImage
-
-        maps = self.space_.inverse_transform(V)
-        return SurfaceImage(mesh=self.mask_img_.mesh, data=maps)
 
     # ------------------------------------------------------------------
     # transform, score, report
@@ -757,7 +494,10 @@ class ImageSPCATV(BaseEstimator):
             confound removal (if used) are not undone.
         """
         self._check_fitted()
-        return self._to_img(self.estimator_.inverse_transform(S))
+        if hasattr(self.estimator_, "inverse_transform"):
+            return self._to_img(self.estimator_.inverse_transform(S))
+        S = np.atleast_2d(np.asarray(S, dtype=np.float64))  # the estimator has none
+        return self._to_img(S @ self.components_ + getattr(self.estimator_, "mean_", 0.0))
 
     def score(self, imgs, confounds=None, *, participants=None, subject_ids=None):
         """Held-out fit of images, higher is better (``SPCATV.score`` on the masked data).
@@ -774,82 +514,33 @@ class ImageSPCATV(BaseEstimator):
         float
         """
         self._check_fitted()
+        if not hasattr(self.estimator_, "score"):
+            raise AttributeError(
+                f"score: {type(self.estimator_).__name__} has no score method; "
+                "compare held-out images with transform and inverse_transform."
+            )
         if getattr(self, "study_", None) is None:
             return float(self.estimator_.score(self._data(imgs, confounds)))
         X = transform_study(self, self._data(imgs, None), imgs, participants, subject_ids)
         return float(self.estimator_.score(X))
 
-    def generate_report(
-        self, title=None, atlas=None, atlas_labels=None, selection=None, command=None
-    ):
-        """The HTML report of the fitted model (nilearn-style).
 
-        Parameters
-        ----------
-        title : str, optional
-            Default "neurospca report".
-        atlas : NIfTI image/path or (left, right) annot paths/label arrays, optional
-            Labels for the report's peaks and clusters (see
-            :func:`neurospca.reporting.make_report`).
-        atlas_labels : list or dict, optional
-            Names of the atlas labels.
-        selection : object, optional
-            The result of ``neurospca.model_selection.select_penalty``.
-        command : str, optional
-            The command line that produced the model.
+_IMAGE_DEFAULTS = ImageSPCATV().get_params(deep=False)
 
-        Returns
-        -------
-        neurospca.reporting.HTMLReport
-        """
-        self._check_fitted()
-        from ..reporting import FigureCache, HTMLReport, make_report
 
-        extras = {
-            k: v
-            for k, v in (
-                ("atlas", atlas),
-                ("atlas_labels", atlas_labels),
-                ("selection", selection),
-                ("command", command),
-                ("n_components_evidence", getattr(self, "n_components_evidence_", None)),
-            )
-            if v is not None
-        }
-        meshes = None
-        if self.meshes_ is not None:
-            from ..reporting.plotting import surface_background
+def _has_component_scores(estimator):
+    """Whether the reports' score formula applies (SPCA-TV's ``scores_`` and
+    ``singular_values_``)."""
+    return hasattr(estimator, "scores_") and hasattr(estimator, "singular_values_")
 
-            meshes = dict(self.meshes_)
-            for h in _HEMIS:
-                meshes[f"bg_{h}"] = surface_background(*self.meshes_[h])
-        if getattr(self, "study_", None) is not None:
-            extras["study"] = self._study_state()
-        if getattr(self, "_figure_cache", None) is None:  # redraws reuse unchanged figures
-            self._figure_cache = FigureCache()
-        html = make_report(
-            self.estimator_,
-            self.space_,
-            meshes=meshes,
-            title="neurospca report" if title is None else title,
-            data_description=self._data_description(),
-            figure_cache=self._figure_cache,
-            **extras,
-        )
-        return HTMLReport(html)
 
-    def _data_description(self):
-        desc = {
-            "input": "surface images (nilearn SurfaceImage)"
-            if self.meshes_ is not None
-            else "NIfTI images",
-            "samples (images)": self.n_samples_,
-        }
-        if self.standardize:
-            desc["standardize"] = str(self.standardize)
-        if self.smoothing_fwhm is not None:
-            desc["smoothing FWHM (mm)"] = self.smoothing_fwhm
-        return desc
+def _estimator_components(estimator):
+    """The number of components an unfitted estimator will fit (its own parameters)."""
+    tree = getattr(estimator, "tree", None)
+    if tree is not None:  # HierarchicalDictionaryLearning: one atom per node
+        return int(getattr(tree, "n_nodes", None) or np.asarray(tree).size)
+    k = getattr(estimator, "n_components", None)
+    return None if k is None else int(k)
 
 
 def _names(confounds):

@@ -192,23 +192,21 @@ def _encode_operator(key, op, arrays):
     }
 
 
-def _decode_operator(key, desc, arrays):
-    """A GroupOperator from its saved CSR arrays, every array checked first."""
-    desc = desc["operator"]
-    shape = desc["shape"]
+def _operator_shape(key, shape):
+    """``(n_rows, n_cols)`` from a saved shape, checked."""
     if not (
         isinstance(shape, list)
         and len(shape) == 2
         and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**31 for n in shape)
     ):
         raise ValueError(f"{key} has an invalid shape {shape!r}")
-    n_rows, n_cols = shape
-    data = arrays[f"{key}/data"]
+    return shape
+
+
+def _check_csr(key, data, indices, indptr, n_rows, n_cols):
+    """ValueError unless ``data, indices, indptr`` are a valid CSR matrix of that shape."""
     if data.ndim != 1 or data.dtype.kind != "f" or not np.all(np.isfinite(data)):
         raise ValueError(f"{key}/data must be a 1-D finite float array")
-    indices = index_array(arrays[f"{key}/indices"], f"{key}/indices")
-    indptr = index_array(arrays[f"{key}/indptr"], f"{key}/indptr")
-    group_ptr = index_array(arrays[f"{key}/group_ptr"], f"{key}/group_ptr")
     if (
         indptr.size != n_rows + 1
         or indptr[0] != 0
@@ -222,6 +220,25 @@ def _decode_operator(key, desc, arrays):
         )
     if indices.size and (indices.min() < 0 or indices.max() >= n_cols):
         raise ValueError(f"{key}: column indices out of range [0, {n_cols})")
+
+
+def _check_norm2(key, norm2, exact):
+    """ValueError unless ``norm2`` is None or a finite number >= 0 and ``exact`` a bool."""
+    if norm2 is not None and (not is_number(norm2) or not np.isfinite(norm2) or norm2 < 0):
+        raise ValueError(f"{key}: norm2 must be a finite number >= 0, got {norm2!r}")
+    if not isinstance(exact, bool):
+        raise ValueError(f"{key}: norm2_is_exact must be a boolean")
+
+
+def _decode_operator(key, desc, arrays):
+    """A GroupOperator from its saved CSR arrays, every array checked first."""
+    desc = desc["operator"]
+    n_rows, n_cols = _operator_shape(key, desc["shape"])
+    data = arrays[f"{key}/data"]
+    indices = index_array(arrays[f"{key}/indices"], f"{key}/indices")
+    indptr = index_array(arrays[f"{key}/indptr"], f"{key}/indptr")
+    group_ptr = index_array(arrays[f"{key}/group_ptr"], f"{key}/group_ptr")
+    _check_csr(key, data, indices, indptr, n_rows, n_cols)
     if (
         group_ptr.size < 1
         or group_ptr[0] != 0
@@ -230,10 +247,7 @@ def _decode_operator(key, desc, arrays):
     ):
         raise ValueError(f"{key}: group_ptr must rise from 0 to {n_rows}")
     norm2, exact = desc["norm2"], desc["norm2_is_exact"]
-    if norm2 is not None and (not is_number(norm2) or not np.isfinite(norm2) or norm2 < 0):
-        raise ValueError(f"{key}: norm2 must be a finite number >= 0, got {norm2!r}")
-    if not isinstance(exact, bool):
-        raise ValueError(f"{key}: norm2_is_exact must be a boolean")
+    _check_norm2(key, norm2, exact)
     mat = sp.csr_matrix((data.astype(np.float64), indices, indptr), shape=(n_rows, n_cols))
     return GroupOperator(mat, group_ptr, norm2=norm2, norm2_is_exact=exact)
 
@@ -303,7 +317,7 @@ def _decode_ragged(key, desc, arrays):
             arr[:, j].astype(np.int64).tolist() if is_int else arr[:, j].tolist()
             for j, is_int in enumerate(int_cols)
         ]
-        out.append(list(zip(*cols)) if cols else [() for _ in range(arr.shape[0])])
+        out.append(list(zip(*cols, strict=True)) if cols else [() for _ in range(arr.shape[0])])
     return out
 
 
@@ -323,7 +337,7 @@ def _is_numbers(value):
 def _encode_numbers(key, value, arrays):
     is_int = [isinstance(x, numbers.Integral) for x in value]
     arr = np.array(value, dtype=np.float64)
-    if any(i and abs(x) >= 2**53 for i, x in zip(is_int, value)):
+    if any(i and abs(x) >= 2**53 for i, x in zip(is_int, value, strict=True)):
         raise TypeError("integers too large for exact storage")
     arrays[key] = arr
     return {
@@ -339,7 +353,7 @@ def _decode_numbers(key, desc, arrays):
         flags = [flags] * arr.size
     if arr.ndim != 1 or len(flags) != arr.size:
         raise ValueError(f"{key} has shape {arr.shape}")
-    return _wrap(desc)(int(x) if i else float(x) for x, i in zip(arr.tolist(), flags))
+    return _wrap(desc)(int(x) if i else float(x) for x, i in zip(arr.tolist(), flags, strict=True))
 
 
 def _is_npscalars(value):

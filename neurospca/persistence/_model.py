@@ -189,10 +189,17 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None, study
 
     Parameters
     ----------
-    estimator : fitted neurospca estimator
-        E.g. :class:`neurospca.SPCATV`. Its parameters must be JSON values,
-        except ``operator`` (saved as CSR arrays, ``group_ptr`` and ``norm2``)
-        and ``random_state`` (a RandomState/Generator is saved as None).
+    estimator : fitted neurospca estimator or ImageSPCATV
+        One of ``MODEL_CLASSES`` (:class:`neurospca.SPCATV`, SSPCA,
+        NonnegativeSparsePCA, KTraceNormPCA, HierarchicalDictionaryLearning):
+        its class name and parameters go into the JSON header, its fitted
+        arrays into the archive. Its parameters must be JSON values, arrays
+        or lists of arrays (e.g. SSPCA's ``groups``), except ``operator``
+        (saved as CSR arrays, ``group_ptr`` and ``norm2``), ``tree`` (its
+        parent array) and ``random_state`` (a RandomState/Generator is saved
+        as None). A fitted :class:`neurospca.ImageSPCATV` is saved as its
+        ``estimator_`` with its ``space_``, ``meshes_`` and participants side
+        (unless given here).
     path : str or os.PathLike
         Target file, conventionally ``*.npz``. Written to a temporary name in
         the same directory then renamed: the file is complete or absent.
@@ -224,75 +231,16 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None, study
     OSError
         Writing failed (e.g. a full disk); nothing is left behind.
     """
-    from sklearn.base import BaseEstimator
-
-    if not isinstance(estimator, BaseEstimator):
-        raise TypeError(
-            f"estimator must be a scikit-learn style estimator, got {type(estimator).__name__}."
-        )
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
-    if ESTIMATORS.get(type(estimator).__name__) is not type(estimator):
-        raise TypeError(
-            f"estimator: save_model saves {', '.join(MODEL_CLASSES)}; got "
-            f"{type(estimator).__name__}."
-        )
-    bad = [a for a in _fitted_attributes(estimator) if not _FITTED_NAME.match(a)]
-    if bad:
-        raise TypeError(
-            f"estimator attribute {bad[0]} cannot be saved: fitted names are "
-            "lowercase and end with '_'."
-        )
-    attrs = _fitted_attributes(estimator)
-    if not attrs:
-        raise ValueError(
-            f"estimator: this {type(estimator).__name__} is not fitted; call fit before save_model."
-        )
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
-        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}.")
-    try:
-        metadata_json = json.loads(json.dumps(metadata, allow_nan=True))
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"metadata must hold JSON values only: {exc}") from None
-
+    estimator, space, meshes, study = _unwrap_image_model(estimator, space, meshes, study)
+    _check_savable(estimator, path)
+    metadata_json = _metadata_json(metadata)
     arrays = {}
-    params = {}
-    for name, value in estimator.get_params(deep=False).items():
-        if isinstance(value, (np.random.RandomState, np.random.Generator)):
-            logger.warning("save_model: %s=%r is not saved (saved as None).", name, value)
-            value = None
-        try:
-            params[name] = encode_value(f"param/{name}", value, arrays)
-        except TypeError as exc:
-            raise TypeError(
-                f"estimator parameter {name}={value!r} cannot be saved without pickle "
-                f"({exc}): only arrays, numbers, strings, booleans, None, lists/dicts of "
-                "those and GroupOperator are."
-            ) from None
-    fitted = {}
-    for name in attrs:
-        try:
-            fitted[name] = encode_value(f"attr/{name}", getattr(estimator, name), arrays)
-        except TypeError as exc:
-            raise TypeError(
-                f"estimator attribute {name} cannot be saved without pickle ({exc})."
-            ) from None
+    params = _encode_params(estimator, arrays)
+    fitted = _encode_fitted(estimator, arrays)
     space_desc = _encode_space(space, arrays)
-    if study is not None and not isinstance(study, dict):
-        raise TypeError(f"study must be a dict or None, got {type(study).__name__}.")
-    try:
-        study_desc = None if study is None else encode_value("study", study, arrays)
-    except TypeError as exc:
-        raise TypeError(f"study cannot be saved without pickle ({exc}).") from None
+    study_desc = _encode_study(study, arrays)
     meshes = _check_meshes(meshes, space)
-    if meshes is not None:
-        for key, value in meshes.items():
-            if key.startswith("bg_"):
-                arrays[f"mesh/{key}"] = value
-            else:
-                arrays[f"mesh/{key}/coords"], arrays[f"mesh/{key}/faces"] = value
+    _mesh_arrays(meshes, arrays)
     meta = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -307,6 +255,111 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None, study
     }
     check_not_input(path, _input_files(space, metadata_json))
     return write_archive(path, meta, arrays)
+
+
+def _unwrap_image_model(model, space, meshes, study):
+    """A fitted image model (``estimator_``, ``space_``, ``meshes_``) as its estimator, space,
+    meshes and study; anything else unchanged."""
+    inner = getattr(model, "estimator_", None)
+    if inner is None or not hasattr(model, "space_") or not hasattr(model, "generate_report"):
+        return model, space, meshes, study
+    if space is None:
+        space = model.space_
+    if meshes is None and getattr(model, "meshes_", None) is not None:
+        meshes = dict(model.meshes_)
+    if study is None and getattr(model, "study_", None) is not None:
+        study = model._study_state()
+    return inner, space, meshes, study
+
+
+def _check_savable(estimator, path):
+    """TypeError/ValueError unless ``estimator`` is a fitted registered estimator with
+    savable fitted names and ``path`` a path."""
+    from sklearn.base import BaseEstimator
+
+    if not isinstance(estimator, BaseEstimator):
+        raise TypeError(
+            f"estimator must be a scikit-learn style estimator, got {type(estimator).__name__}."
+        )
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}.")
+    if ESTIMATORS.get(type(estimator).__name__) is not type(estimator):
+        raise TypeError(
+            f"estimator: save_model saves {', '.join(MODEL_CLASSES)}; got "
+            f"{type(estimator).__name__}."
+        )
+    attrs = _fitted_attributes(estimator)
+    bad = [a for a in attrs if not _FITTED_NAME.match(a)]
+    if bad:
+        raise TypeError(
+            f"estimator attribute {bad[0]} cannot be saved: fitted names are "
+            "lowercase and end with '_'."
+        )
+    if not attrs:
+        raise ValueError(
+            f"estimator: this {type(estimator).__name__} is not fitted; call fit before save_model."
+        )
+
+
+def _metadata_json(metadata):
+    """``metadata`` as plain JSON values (a dict; None gives {})."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}.")
+    try:
+        return json.loads(json.dumps(metadata, allow_nan=True))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"metadata must hold JSON values only: {exc}") from None
+
+
+def _encode_params(estimator, arrays):
+    """The estimator's parameters as JSON descriptions (arrays into ``arrays``)."""
+    params = {}
+    for name, value in estimator.get_params(deep=False).items():
+        if isinstance(value, (np.random.RandomState, np.random.Generator)):
+            logger.warning("save_model: %s=%r is not saved (saved as None).", name, value)
+            value = None
+        try:
+            params[name] = encode_value(f"param/{name}", value, arrays)
+        except TypeError as exc:
+            raise TypeError(
+                f"estimator parameter {name}={value!r} cannot be saved without pickle "
+                f"({exc}): only arrays, numbers, strings, booleans, None, lists/dicts of "
+                "those and GroupOperator are."
+            ) from None
+    return params
+
+
+def _encode_fitted(estimator, arrays):
+    """The fitted attributes (``name_``) as JSON descriptions (arrays into ``arrays``)."""
+    fitted = {}
+    for name in _fitted_attributes(estimator):
+        try:
+            fitted[name] = encode_value(f"attr/{name}", getattr(estimator, name), arrays)
+        except TypeError as exc:
+            raise TypeError(
+                f"estimator attribute {name} cannot be saved without pickle ({exc})."
+            ) from None
+    return fitted
+
+
+def _encode_study(study, arrays):
+    if study is not None and not isinstance(study, dict):
+        raise TypeError(f"study must be a dict or None, got {type(study).__name__}.")
+    try:
+        return None if study is None else encode_value("study", study, arrays)
+    except TypeError as exc:
+        raise TypeError(f"study cannot be saved without pickle ({exc}).") from None
+
+
+def _mesh_arrays(meshes, arrays):
+    """The checked meshes' arrays into ``arrays`` (``mesh/<name>[/coords|/faces]``)."""
+    for key, value in (meshes or {}).items():
+        if key.startswith("bg_"):
+            arrays[f"mesh/{key}"] = value
+        else:
+            arrays[f"mesh/{key}/coords"], arrays[f"mesh/{key}/faces"] = value
 
 
 def _input_files(space, metadata):
@@ -378,7 +431,7 @@ def load_model(path, *, max_bytes=MAX_BYTES):
             f"model: {path!r} is not a readable neurospca model file: its "
             "arrays do not fit in memory"
         ) from None
-    except Exception as exc:  # zipfile, zlib, OSError, EOFError: all mean "unreadable"
+    except Exception as exc:  # noqa: BLE001  any failure of zipfile/zlib on untrusted bytes: "unreadable"
         raise ValueError(
             f"model: {path!r} is not a readable neurospca model file (truncated, corrupted "
             f"or not an .npz archive): {type(exc).__name__}: {exc}"
