@@ -12,13 +12,12 @@ fitted attributes); the code is the fit's sequence, its workers live elsewhere.
 import time
 import warnings
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils.docs import fill_doc
 from .._utils.validation import (
     check_data,
     check_int,
@@ -31,15 +30,7 @@ from ..solvers import SOLVERS, get_solver
 from ..solvers._base import resolve_n_threads
 from ..solvers.penalties import check_penalties, eq3_pieces
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
-from ._base import (
-    Integral,
-    Interval,
-    LoadingsTransformerMixin,
-    Real,
-    StrOptions,
-    _fit_context,
-    reconstruction_error,
-)
+from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, reconstruction_error
 from ._data import as_data_operator, validated_data_operator
 from ._joint import _joint_spca_tv
 from ._stability import auto_fit, auto_path, scores_of, set_stability
@@ -228,7 +219,7 @@ AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0)
 CHAIN_WARNING_FEATURES = 500
 
 
-class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEstimator):
+class SPCATV(ComponentsEstimator):
     """Sparse and structured PCA with the TV-elastic-net penalty (SPCA-TV).
 
     Each component solves (de Pierrefeu et al., eq. 3), on the deflated data,
@@ -453,19 +444,15 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.certify_support = certify_support
 
     _parameter_constraints = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **ComponentsEstimator._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="neither"), None],
         "alpha_rel": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "l1_ratio": [Interval(Real, 0, 1, closed="left")],
         "tv_ratio": [Interval(Real, 0, 1, closed="left")],
         "operator": [GroupOperator, None],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "solver": [StrOptions(set(SOLVERS))],
         "max_inner_iter": [Interval(Integral, 1, None, closed="left"), None],
         "init": [StrOptions({"svd", "random"})],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
         "warm_start": ["boolean"],
         "penalties": [list, tuple, None],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
@@ -475,9 +462,40 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         "certify_support": ["boolean"],
     }
 
-    @property
-    def _n_features_out(self):
-        return self.components_.shape[0]
+    def _settings(self, n_features):
+        """The settings with their defaults filled in: read here only.
+
+        Checks ``l1_ratio + tv_ratio < 1`` (the one check of it), fills
+        ``operator=None`` (a chain, warned about above
+        :data:`CHAIN_WARNING_FEATURES` features) and ``max_inner_iter=None``
+        (the solver's default), and checks the extra penalties.
+
+        Returns
+        -------
+        Settings
+            ``(operator, extra, solver, max_inner_iter)``.
+        """
+        weights_from_ratios(1.0, self.l1_ratio, self.tv_ratio)  # l1_ratio + tv_ratio < 1
+        solver = get_solver(self.solver)
+        operator = self.operator
+        if operator is None:
+            operator = chain_operator(n_features)
+            if n_features > CHAIN_WARNING_FEATURES:
+                warnings.warn(
+                    f"operator is None: the TV penalty is a 1-D chain linking feature j to "
+                    f"feature j+1 in column order, which is spatial structure only if the "
+                    f"{n_features} columns are ordered along a line. For brain maps pass "
+                    "operator=neurospca.tv_from_mask(mask) (volumes) or "
+                    "neurospca.tv_from_mesh(coords, faces) / tv_from_hemispheres (surfaces).",
+                    UserWarning,
+                    stacklevel=5,  # _settings, _fit, fit, the fit context, the caller
+                )
+        check_operator(operator, n_features)
+        extra = check_penalties(self.penalties, n_features, solver)
+        max_inner_iter = self.max_inner_iter
+        if max_inner_iter is None:
+            max_inner_iter = solver.default_max_iter
+        return Settings(operator, extra, solver, max_inner_iter)
 
     def _run(self, Xc, n_components, alpha, u0, w0, checked, from_scores=False):
         """One fit at absolute ``alpha`` (inputs validated); warnings recorded, not shown."""
@@ -514,32 +532,12 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         weights.update((p.name, p.weight) for p in extra)
         return U, V, info, caught, weights
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y=None):
-        """Fit the model on ``X`` (n_samples, n_features).
+    def _fit(self, X):
+        """The fit's steps: data, settings, centring, warm start, penalty, results.
 
         ``X`` may be an array (float32 kept), a ``numpy.memmap`` or a
         ``dask.array`` chunked by rows: it is never copied, centred or
-        converted as a whole (see :func:`spca_tv`). The inputs are validated
-        here once; the fit itself runs the private worker of :func:`spca_tv`.
-
-        Parameters
-        ----------
-        X : array-like, numpy.memmap or dask.array of shape (n_samples, n_features)
-            The training data.
-        %(y_ignored)s
-
-        Returns
-        -------
-        SPCATV
-            The fitted estimator.
-
-        Raises
-        ------
-        ValueError, TypeError
-            Bad data, parameters, operator or penalties; the message names the
-            argument.
+        converted as a whole (see :func:`spca_tv`).
         """
         warm = (
             self.warm_start
@@ -547,68 +545,73 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
             and getattr(self, "n_features_in_", None) == np.shape(X)[-1]
         )
         n_threads = resolve_n_threads(self.n_threads)
-        X_in = X
         op = validated_data_operator(self, X, reset=True, min_samples=2, n_threads=n_threads)
-        X = op
-        n_components = check_n_components(self.n_components, *X.shape)
-        weights_from_ratios(1.0, self.l1_ratio, self.tv_ratio)  # l1_ratio + tv_ratio < 1
-        solver = get_solver(self.solver)
-        operator = self.operator
-        if operator is None:
-            operator = chain_operator(X.shape[1])
-        check_operator(operator, X.shape[1])
-        extra = check_penalties(self.penalties, X.shape[1], solver)
-        max_inner_iter = self.max_inner_iter
-        if max_inner_iter is None:
-            max_inner_iter = solver.default_max_iter
-        checked = (operator, extra, solver, max_inner_iter)
-        if self.operator is None and X.shape[1] > CHAIN_WARNING_FEATURES:
-            warnings.warn(
-                f"operator is None: the TV penalty is a 1-D chain linking feature j to "
-                f"feature j+1 in column order, which is spatial structure only if the "
-                f"{X.shape[1]} columns are ordered along a line. For brain maps pass "
-                "operator=neurospca.tv_from_mask(mask) (volumes) or "
-                "neurospca.tv_from_mesh(coords, faces) / tv_from_hemispheres (surfaces).",
-                UserWarning,
-            )
+        n_components = check_n_components(self.n_components, *op.shape)
+        settings = self._settings(op.shape[1])
         t0 = time.perf_counter()
-        # implicit centring: X - 1 mean_^T inside the products, never a copy
+        self._centre(op)
+        u0, w0 = self._warm_state(warm, op.shape[0], n_components, settings.extra)
+        halves, fit = self._fit_penalty(X, op, n_components, u0, w0, settings)
+        U, V, info, weights = fit
+        _flip_signs(U, V, info)
+        certify_fit(self, op, U, V, info, weights, settings)
+        self._set_components(U, V, info, settings.extra)
+        self._set_diagnostics(op, info, n_components)
+        set_stability(self, X, halves)
+        self.fit_time_ = time.perf_counter() - t0
+
+    def _centre(self, op):
+        """Implicit centring: ``X - 1 mean_^T`` inside the products, never a copy."""
         self.mean_ = op.stats["mean"].copy()
         op.centre(self.mean_)
         if op.is_constant():
             check_not_constant(np.zeros(1))  # raises the constant-data error
-        self.l1_max_ = float(np.sqrt(op.col_sqnorms().max())) / X.shape[0]
-        Xc = op
-        u0 = w0 = None
-        if warm and self.scores_.shape == (X.shape[0], n_components):
-            u0 = self.scores_
-            w0 = getattr(self, "_duals", None)
-            if w0 is not None and (
-                getattr(self, "_duals_for", None) != _state_key(self, extra)
-                or len(w0) != n_components
-            ):
-                w0 = None
-        halves, path = auto_path(self, X_in, AUTO_ALPHA_REL_PATH)
+        self.l1_max_ = float(np.sqrt(op.col_sqnorms().max())) / op.shape[0]
+
+    def _warm_state(self, warm, n_samples, n_components, extra):
+        """``(u0, w0)``: the previous fit's scores and solver states, or Nones."""
+        if not (warm and self.scores_.shape == (n_samples, n_components)):
+            return None, None
+        w0 = getattr(self, "_duals", None)
+        if w0 is not None and (
+            getattr(self, "_duals_for", None) != _state_key(self, extra) or len(w0) != n_components
+        ):
+            w0 = None
+        return self.scores_, w0
+
+    def _fit_penalty(self, X, op, n_components, u0, w0, settings):
+        """The fit at ``alpha`` (absolute, or ``alpha_rel`` times ``l1_max_``), or
+        along the ``alpha_rel="auto"`` path; sets ``alpha_``, ``alpha_rel_``,
+        ``auto_path_`` and ``penalty_weights_`` and replays the fit's warnings.
+
+        Returns
+        -------
+        halves : tuple or None
+            The split halves' components at the chosen penalty.
+        fit : tuple
+            ``(U, V, info, weights)``.
+        """
+        halves, path = auto_path(self, X, AUTO_ALPHA_REL_PATH)
         if self.alpha is not None or not path:
             alpha = (
                 float(self.alpha)
                 if self.alpha is not None
                 else float(self.alpha_rel) * self.l1_max_
             )
-            U, V, info, caught, weights = self._run(Xc, n_components, alpha, u0, w0, checked)
+            U, V, info, caught, weights = self._run(op, n_components, alpha, u0, w0, settings)
         else:
             alpha, halves, (U, V, info, caught, weights) = auto_fit(
                 path,
                 lambda a, u: self._run(
-                    Xc,
+                    op,
                     n_components,
                     a * self.l1_max_,
                     u,
                     None,
-                    checked,
+                    settings,
                     from_scores=self.method == "joint" and u is not None,
                 ),
-                lambda h: scores_of(Xc, h[0]) if self.method == "joint" else u0,
+                lambda h: scores_of(op, h[0]) if self.method == "joint" else u0,
             )
             alpha *= self.l1_max_
         self.auto_path_ = path
@@ -617,14 +620,11 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.alpha_ = float(alpha)
         self.alpha_rel_ = self.alpha_ / self.l1_max_
         self.penalty_weights_ = weights
-        # deterministic signs: each component's largest-|loading| positive
-        for k in range(V.shape[1]):
-            j = int(np.argmax(np.abs(V[:, k])))
-            if V[j, k] < 0:
-                V[:, k], U[:, k] = -V[:, k], -U[:, k]
-                if info["w"][k] is not None:
-                    info["w"][k] = -info["w"][k]
-        certify_fit(self, Xc, U, V, info, weights, checked)
+        return halves, (U, V, info, weights)
+
+    def _set_components(self, U, V, info, extra):
+        """``components_`` (unit rows), ``loadings_``, ``scores_`` and the
+        solver states kept for a warm start."""
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
         self.loadings_ = V
@@ -637,6 +637,9 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
                 if hasattr(self, name):
                     delattr(self, name)
         self.singular_values_ = info["d"] * norms
+
+    def _set_diagnostics(self, op, info, n_components):
+        """Gaps, iterations, convergence and explained variance."""
         self.dual_gaps_ = info["gaps"]
         self.rel_gaps_ = info["rel_gaps"]
         self.rel_gap_history_ = info["rel_gap_history"]
@@ -649,12 +652,9 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.n_sweeps_ = int(info.get("n_sweeps", 0))
         self.component_times_ = info["time"]
         self.explained_variance_, self.explained_variance_ratio_ = _adjusted_variance(
-            Xc, self.components_
+            op, self.components_
         )
-        self.pca_explained_variance_ratio_ = _pca_variance_ratio(Xc, n_components)
-        set_stability(self, X_in, halves)
-        self.fit_time_ = time.perf_counter() - t0
-        return self
+        self.pca_explained_variance_ratio_ = _pca_variance_ratio(op, n_components)
 
     def score(self, X, y=None):
         """Fraction of the variance of ``X`` explained by the components.
@@ -683,6 +683,25 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         if total == 0.0:
             return 1.0
         return 1.0 - err / total
+
+
+class Settings(NamedTuple):
+    """SPCATV's settings with their defaults filled in (:meth:`SPCATV._settings`)."""
+
+    operator: GroupOperator
+    extra: list
+    solver: object
+    max_inner_iter: int
+
+
+def _flip_signs(U, V, info):
+    """Deterministic signs, in place: each component's largest-|loading| positive."""
+    for k in range(V.shape[1]):
+        j = int(np.argmax(np.abs(V[:, k])))
+        if V[j, k] < 0:
+            V[:, k], U[:, k] = -V[:, k], -U[:, k]
+            if info["w"][k] is not None:
+                info["w"][k] = -info["w"][k]
 
 
 def _state_key(estimator, extra):
