@@ -299,6 +299,8 @@ def test_functions_validate():
     np.testing.assert_allclose(sample_covariance(X), X.T @ X / 5)
 
 
-@parametrize_with_checks([KTraceNormPCA(k=1, alpha=0.01, n_restarts=2)])
+@parametrize_with_checks(
+    [KTraceNormPCA(k=1, alpha=0.01, n_restarts=2), KTraceNormPCA(n_components=1, n_restarts=2)]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
