@@ -5,8 +5,8 @@ Import from here (or from :mod:`neurospca`), never from the private modules:
 with its penalty scale and collapse test in ``_sspca_scale`` and its argument
 helpers in ``_sspca_args``), ``_dictionary`` (tree-structured dictionary
 learning, paper 002) on the tree prox of ``_tree``, ``_nspca`` (nonnegative
-sparse PCA, paper 004) and ``_ktrace`` ((k, q)-trace norm PCA, paper 001) with the Table-2 baselines of
-``_covariance_baselines``. The five estimators share one contract,
+sparse PCA, paper 004) and ``_ktrace`` ((k, q)-trace norm PCA, paper 001)
+with the Table-2 baselines of ``_covariance_baselines``. The five estimators share one contract,
 :class:`ComponentsEstimator` in ``_base`` (one ``fit``, the fitted names of
 docs/naming.rst), with transform and held-out error; their algorithms live in
 ``_sspca_solver``, ``_ktrace_solver``, ``_tree_coding`` and
