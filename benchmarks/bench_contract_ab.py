@@ -20,6 +20,9 @@ import time
 
 CASES = ("spcatv_fmri", "sspca", "nspca", "ktrace", "dictionary")  # + "spcatv_fmri_auto" (110 s)
 
+#: Fits per subprocess (its best is reported) for the cases under a second.
+FITS = {"sspca": 7, "nspca": 7, "dictionary": 7}
+
 
 def _case(name):
     """(estimator, X) of a case, built with the neurospca on sys.path."""
@@ -67,9 +70,12 @@ def one(build, name):
     warnings.simplefilter("ignore")
     est, X = _case(name)
     clone(est).fit(X)  # warm-up
-    t0 = time.perf_counter()
-    clone(est).fit(X)
-    return time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(FITS.get(name, 1)):  # best of a few fits for the short cases
+        t0 = time.perf_counter()
+        clone(est).fit(X)
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def main():
