@@ -79,12 +79,12 @@ def test_psd_threshold_is_the_minimiser():
 
 def test_tpi_finds_planted_support_and_is_a_lower_bound():
     K, support = _planted(p=40, k=5)
-    value, I, x = truncated_power_iteration(K, 5, random_state=0)
-    np.testing.assert_array_equal(I, support)
-    assert value == pytest.approx(np.linalg.eigvalsh(K[np.ix_(I, I)])[-1], rel=1e-12)
+    value, idx, x = truncated_power_iteration(K, 5, random_state=0)
+    np.testing.assert_array_equal(idx, support)
+    assert value == pytest.approx(np.linalg.eigvalsh(K[np.ix_(idx, idx)])[-1], rel=1e-12)
     assert np.linalg.norm(x) == pytest.approx(1.0)
     assert x @ K @ x == pytest.approx(value, rel=1e-10)
-    assert set(np.flatnonzero(x)) <= set(I.tolist())
+    assert set(np.flatnonzero(x)) <= set(idx.tolist())
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -93,14 +93,14 @@ def test_tpi_never_exceeds_the_exact_polar(seed):
     K = rng.standard_normal((9, 9))
     K = K + K.T  # indefinite on purpose
     exact = _exact_candidates(K, 3)[0][0]
-    value, I, _ = truncated_power_iteration(K, 3, n_restarts=20, random_state=seed)
+    value, idx, _ = truncated_power_iteration(K, 3, n_restarts=20, random_state=seed)
     assert value <= exact + 1e-12
     assert value >= 0.9 * exact  # and close on such small problems
 
 
 def test_tpi_k_equals_p_is_the_top_eigenvalue():
     K = _spd(6)
-    value, I, x = truncated_power_iteration(K, 6)
+    value, idx, x = truncated_power_iteration(K, 6)
     assert value == pytest.approx(np.linalg.eigvalsh(K)[-1])
 
 
@@ -111,10 +111,10 @@ def _cvxpy_value(S, k, alpha):
     cp = pytest.importorskip("cvxpy")
     p = S.shape[0]
     terms, pen = [], 0
-    for I in itertools.combinations(range(p), k):
+    for idx in itertools.combinations(range(p), k):
         V = cp.Variable((k, k), PSD=True)
         E = np.zeros((p, k))
-        E[list(I), range(k)] = 1.0
+        E[list(idx), range(k)] = 1.0
         terms.append(E @ V @ E.T)
         pen = pen + cp.trace(V)
     Z = sum(terms)
@@ -155,11 +155,11 @@ def test_optimality_conditions_at_convergence():
     Z, blocks, info = ktrace_pca(K, 4, alpha, tol=1e-7, random_state=0)
     R = K - Z
     assert info["polar"] <= alpha * (1 + 1e-7)
-    for I, Zb in blocks:
-        assert len(I) == 4
+    for idx, Zb in blocks:
+        assert len(idx) == 4
         assert np.linalg.eigvalsh(Zb).min() >= -1e-10
         # active block: R_II = alpha * projector on the range of Z_I, <= alpha
-        top = np.linalg.eigvalsh(R[np.ix_(I, I)])[-1]
+        top = np.linalg.eigvalsh(R[np.ix_(idx, idx)])[-1]
         assert top == pytest.approx(alpha, rel=1e-5)
     np.testing.assert_allclose(Z, _reassemble(blocks, 30), atol=1e-10)
     assert np.all(np.diff(info["objective"]) <= 1e-10)
@@ -167,8 +167,8 @@ def test_optimality_conditions_at_convergence():
 
 def _reassemble(blocks, p):
     Z = np.zeros((p, p))
-    for I, Zb in blocks:
-        Z[np.ix_(I, I)] += Zb
+    for idx, Zb in blocks:
+        Z[np.ix_(idx, idx)] += Zb
     return Z
 
 
@@ -299,6 +299,8 @@ def test_functions_validate():
     np.testing.assert_allclose(sample_covariance(X), X.T @ X / 5)
 
 
-@parametrize_with_checks([KTraceNormPCA(k=1, alpha=0.01, n_restarts=2)])
+@parametrize_with_checks(
+    [KTraceNormPCA(k=1, alpha=0.01, n_restarts=2), KTraceNormPCA(n_components=1, n_restarts=2)]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -9,6 +9,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from neurospca import NonnegativeSparsePCA, nspca
 from neurospca.decomposition import _nspca as nspca_mod
+from neurospca.decomposition._base import adjusted_variance
 from neurospca.decomposition._nspca import (
     _best_entry_numpy,
     _entry_coefficients,
@@ -72,7 +73,7 @@ def test_entry_update_is_the_exact_maximiser_on_half_line(seed):
         c2 = rng.standard_normal() * 10 ** rng.uniform(-2, 2)
         c1 = rng.standard_normal() * 10 ** rng.uniform(-2, 2)
 
-        def f(t):
+        def f(t, alpha=alpha, c2=c2, c1=c1):
             return -alpha / 4 * t**4 + c2 / 2 * t**2 + c1 * t
 
         hi = 2.0 * (1.0 + np.sqrt(abs(c2) / alpha) + abs(c1 / alpha) ** (1 / 3))
@@ -120,7 +121,7 @@ def test_cython_sweep_equals_numpy_twin(seed):
         gain_c = nspca_sweep(C, *a, alpha, beta)
         gain_n = _sweep_numpy(C, *b, alpha, beta)
         assert gain_c == pytest.approx(gain_n, rel=1e-9, abs=1e-12)
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=True):
             np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
 
 
@@ -268,7 +269,7 @@ def test_explained_variance_is_competitive_with_sparse_pca():
         m = NonnegativeSparsePCA(3, alpha=10.0, beta=10.0, n_init=n_init, random_state=0).fit(X)
         comps, card = sparse_pca_at_cardinality(X, int(m.cardinality_.sum()))
         assert card == m.cardinality_.sum()
-        ev_sp = nspca_mod._adjusted_variance(C, comps)[1].sum()
+        ev_sp = adjusted_variance(C, comps)[1].sum()
         ratios[n_init] = m.explained_variance_ratio_.sum() / ev_sp
     assert ratios[10] >= 0.9, ratios
     assert ratios[1] < 0.6, ratios  # the single SVD start: a poor local maximum

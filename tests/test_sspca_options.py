@@ -10,7 +10,8 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.exceptions import ConvergenceWarning
 
 from neurospca import SSPCA, grid_halfspace_groups
-from neurospca.decomposition._sspca import _project_code, sspca
+from neurospca.decomposition import sspca
+from neurospca.decomposition._sspca_solver import _project_code
 
 SHAPE = (10, 10)
 

@@ -3,17 +3,21 @@
 Import from here (or from :mod:`neurospca`), never from the private modules:
 ``_spcatv`` (SPCA-TV, paper 003), ``_sspca`` (structured sparse PCA, paper 000,
 with its penalty scale and collapse test in ``_sspca_scale`` and its argument
-helpers in ``_sspca_args``), ``_dictionary`` (tree-structured dictionary learning, paper 002) on the tree
-prox of ``_tree``, ``_nspca`` (nonnegative sparse PCA, paper 004) and
-``_ktrace`` ((k, q)-trace norm PCA, paper 001) with the Table-2 baselines of
-``_covariance_baselines``. Helpers shared by several estimators live in
-``_base`` (transform, held-out error), ``_covariance`` (covariance input, PSD
+helpers in ``_sspca_args``), ``_dictionary`` (tree-structured dictionary
+learning, paper 002) on the tree prox of ``_tree``, ``_nspca`` (nonnegative
+sparse PCA, paper 004) and ``_ktrace`` ((k, q)-trace norm PCA, paper 001)
+with the Table-2 baselines of ``_covariance_baselines``. The five estimators share one contract,
+:class:`ComponentsEstimator` in ``_base`` (one ``fit``, the fitted names of
+docs/naming.rst), with transform and held-out error; their algorithms live in
+``_sspca_solver``, ``_ktrace_solver``, ``_tree_coding`` and
+``_spcatv_function`` (``spca_tv``). Other helpers shared by several
+estimators live in ``_covariance`` (covariance input, PSD
 thresholding, truncated power iteration) and ``_projections`` (ℓ1 ball);
 ``_joint`` (SPCA-TV's joint fit) and ``_stability`` (split-half stability and
 the automatic penalty) serve SPCATV.
 """
 
-from ._base import reconstruction_error
+from ._base import ComponentsEstimator, reconstruction_error
 from ._covariance import psd_threshold, truncated_power_iteration
 from ._covariance_baselines import (
     sequential_spca_covariance,
@@ -40,6 +44,7 @@ from ._tree import prox_tree
 from ._weights import ratios_from_weights, weights_from_ratios
 
 __all__ = [
+    "ComponentsEstimator",
     "SPCATV",
     "spca_tv",
     "SUPPORT_RESOLUTION",

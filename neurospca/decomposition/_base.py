@@ -1,11 +1,12 @@
 """What the loading-vector estimators share: least-squares scores and back."""
 
 import functools
+import logging
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.base import _fit_context as _sklearn_fit_context
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import (
@@ -21,7 +22,10 @@ from .._utils.validation import check_components, check_data, check_matrix, chec
 # checked by ``_fit_context``) is imported here only, the one place that
 # depends on these private names.
 __all__ = [
+    "ComponentsEstimator",
     "LoadingsTransformerMixin",
+    "adjusted_variance",
+    "progress",
     "Integral",
     "Interval",
     "Real",
@@ -31,6 +35,8 @@ __all__ = [
     "_renamed",
     "_deprecated_alias",
 ]
+
+logger = logging.getLogger("neurospca")
 
 # default of a renamed estimator parameter (scikit-learn style): the old name
 # stays in __init__ with this value, so get_params/clone keep working
@@ -211,6 +217,157 @@ class LoadingsTransformerMixin(TransformerMixin):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         return tags
+
+
+# --------------------------------------------------------------- the contract
+
+
+def progress(owner, verbose, msg, *args):
+    """A progress line of ``verbose`` estimators, as SPCATV writes them.
+
+    An INFO record on the ``"neurospca"`` logger, also printed to stdout
+    (prefixed ``[owner]``) when nothing is attached to that logger
+    (scikit-learn-style ``verbose``). Nothing when ``verbose`` is 0.
+
+    Parameters
+    ----------
+    owner : str
+        The estimator or function, e.g. ``"SSPCA"``.
+    verbose : int or bool
+        The estimator's ``verbose``.
+    msg : str
+        A %-format string.
+    *args : object
+        Its arguments.
+    """
+    if not verbose:
+        return
+    logger.info(msg, *args)
+    if not logger.handlers:
+        print(f"[{owner}] " + msg % args, flush=True)
+
+
+def adjusted_variance(C, components):
+    """Adjusted variance (Zou et al. 2006) of components, from a covariance.
+
+    The rows of ``components`` are normalised to unit norm (zero rows stay
+    zero); ``R`` is the triangular factor of ``W C W^T`` (the Gram matrix of
+    the scores per sample) and component k explains ``R_kk^2``, the variance
+    of its scores not already explained by the components before it. With
+    ``Q`` the orthonormalised scores, ``sum_k R_kk^2 <= ||Xc^T Q||_F^2 <=
+    tr C``: the ratios lie in [0, 1] and sum to at most 1.
+
+    Parameters
+    ----------
+    C : ndarray of shape (n_features, n_features)
+        The (centred) covariance, or any PSD matrix.
+    components : ndarray of shape (n_components, n_features)
+        The loadings or atoms, as rows.
+
+    Returns
+    -------
+    variance : ndarray of shape (n_components,)
+    ratio : ndarray of shape (n_components,)
+        ``variance / tr C`` (zeros when ``tr C`` is 0).
+    """
+    norms = np.linalg.norm(components, axis=1, keepdims=True)
+    W = components / np.where(norms > 0, norms, 1.0)
+    M = W @ C @ W.T
+    w, V = np.linalg.eigh(0.5 * (M + M.T))
+    root = (V * np.sqrt(np.clip(w, 0.0, None))) @ V.T
+    R = np.linalg.qr(root, mode="r")
+    var = np.diag(R) ** 2
+    total = float(np.trace(C))
+    return var, var / total if total > 0 else np.zeros_like(var)
+
+
+def data_adjusted_variance(Xc, components):
+    """:func:`adjusted_variance` from data: QR of the scores ``Xc W^T``.
+
+    Parameters
+    ----------
+    Xc : ndarray of shape (n_samples, n_features)
+        The data as the estimator models it (centred, or not for a model
+        without a mean).
+    components : ndarray of shape (n_components, n_features)
+
+    Returns
+    -------
+    variance, ratio : ndarray of shape (n_components,)
+        Per sample (divided by ``n_samples``), and over ``||Xc||_F^2``.
+    """
+    norms = np.linalg.norm(components, axis=1, keepdims=True)
+    W = components / np.where(norms > 0, norms, 1.0)
+    n = Xc.shape[0]
+    R = np.linalg.qr(Xc @ W.T, mode="r")
+    var = np.abs(np.diag(R)) ** 2 / n
+    total = float(np.sum(Xc * Xc)) / n
+    return var, var / total if total > 0 else np.zeros_like(var)
+
+
+class ComponentsEstimator(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEstimator):
+    """The contract of neurospca's five estimators (docs/naming.rst).
+
+    One :meth:`fit`: the parameters are validated once against the merged
+    ``_parameter_constraints`` (the shared ones here, each estimator adds
+    its own), the fit is atomic (see :func:`_fit_context`), the estimator's
+    ``_fit(X)`` validates the data once (``validate_data``: it records
+    ``n_features_in_`` and ``feature_names_in_``) and fits, then the shared
+    fitted names are set. After ``fit`` every estimator has
+    ``components_`` (n_components_ x n_features_in_), ``n_components_``,
+    ``explained_variance_ratio_``, ``converged_`` (a bool; per component
+    for SPCATV, whose components are fitted one problem each), ``n_iter_``,
+    ``n_features_in_``; ``transform``, ``inverse_transform``,
+    ``get_feature_names_out`` and ``set_output`` work on all.
+
+    ``_fit(X)`` must set ``components_``, ``explained_variance_ratio_``,
+    ``converged_`` and ``n_iter_`` (and ``mean_`` for the least-squares
+    ``transform``), and warn with a ``ConvergenceWarning`` when it sets
+    ``converged_`` False.
+    """
+
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the model on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The training data. What else an estimator accepts (a covariance
+            matrix with ``input="covariance"``; a ``numpy.memmap`` or a
+            ``dask.array`` for :class:`~neurospca.SPCATV`) is in its class
+            docstring.
+        y : None
+            Ignored; present for scikit-learn's API (pipelines, grid searches).
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Bad data or parameters; the message names the argument.
+        """
+        self._fit(X)
+        self.n_components_ = int(self.components_.shape[0])
+        return self
+
+    def _fit(self, X):  # pragma: no cover - every estimator defines it
+        raise NotImplementedError
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
 
 
 # --------------------------------------------------------------- held-out fit

@@ -1,219 +1,38 @@
 """Tree-structured dictionary learning (Jenatton, Mairal, Obozinski, Bach 2010).
 
-Sparse coding by FISTA with the exact tree prox (:func:`tree_sparse_coding`),
-the dictionary update by block coordinate descent, and the estimator
-:class:`HierarchicalDictionaryLearning` that alternates them.
+Sparse coding by FISTA with the exact tree prox (:func:`tree_sparse_coding`,
+in ``_tree_coding``), the dictionary update by block coordinate descent, and
+the estimator :class:`HierarchicalDictionaryLearning` that alternates them.
 """
 
 import logging
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils.docs import fill_doc
-from .._utils.validation import check_data, check_int, check_nonneg, check_real
+from .._utils.validation import check_data, check_real
 from ..trees import check_tree
 from ._base import (
     _DEPRECATED_OPTION,
     DEPRECATED,
+    ComponentsEstimator,
     Integral,
     Interval,
     Real,
     StrOptions,
-    _fit_context,
     _renamed,
+    data_adjusted_variance,
+    progress,
 )
-from ._tree import _NORMS, _check_norm, _check_weights, _prox_tree, _tree_norm
+from ._tree import _NORMS, _check_weights, _tree_norm
+from ._tree_coding import _check_mask, _sparse_code, tree_sparse_coding
 
 logger = logging.getLogger("neurospca")
 
 __all__ = ["tree_sparse_coding", "HierarchicalDictionaryLearning"]
-
-
-def _masked_lipschitz(C, mask):
-    """Per-sample ``||C diag(m_i) C^T||_2`` for 0/1 masks (rows of ``mask``)."""
-    n = mask.shape[0]
-    L = np.empty(n)
-    chunk = max(1, 4_000_000 // max(C.size, 1))
-    for s in range(0, n, chunk):
-        M = mask[s : s + chunk]
-        Ct = C[None, :, :] * M[:, None, :]  # (b, p, m)
-        L[s : s + chunk] = np.linalg.norm(Ct, ord=2, axis=(1, 2)) ** 2
-    return L
-
-
-def _sparse_code(X, C, tree, radii, norm, l1, nonneg, mask, A0, max_iter, tol):
-    """FISTA on ``sum_i 1/2 ||m_i o (x_i - a_i C)||^2 + Omega(a_i)`` (unchecked).
-
-    Rows are independent problems sharing the dictionary ``C`` (p, m); each
-    has its own step ``1 / L_i``, momentum, adaptive restart and stopping
-    test ``||a_k - a_{k-1}|| <= tol ||a_k||`` (a converged row is frozen), so
-    the code of a row does not depend on the other rows. Returns codes (n, p),
-    the number of iterations and whether every row converged.
-    """
-    n, p = X.shape[0], C.shape[0]
-    if mask is None:
-        L = np.full(n, np.linalg.norm(C @ C.T, 2))
-        CX = X @ C.T
-    else:
-        L = _masked_lipschitz(C, mask)
-        CX = (X * mask) @ C.T
-    step = 1.0 / np.maximum(L, 1e-12)
-    G = C @ C.T
-    A = np.zeros((n, p)) if A0 is None else np.array(A0, dtype=np.float64)
-    Y = A.copy()
-    t = np.ones(n)
-    active = np.arange(n)
-    it = 0
-    for it in range(1, max_iter + 1):
-        Ya, sa = Y[active], step[active]
-        if mask is None:
-            grad = Ya @ G - CX[active]
-        else:
-            grad = ((Ya @ C) * mask[active]) @ C.T - CX[active]
-        Z = Ya - sa[:, None] * grad
-        if nonneg:
-            Z = np.maximum(Z, 0.0)
-        if l1 > 0:
-            Z = np.sign(Z) * np.maximum(np.abs(Z) - (sa * l1)[:, None], 0.0)
-        A_new = _prox_tree(Z, tree, radii, norm, row_scale=sa)
-        diff = A_new - A[active]
-        ta = t[active]
-        # adaptive restart (O'Donoghue and Candes): momentum against progress
-        ta = np.where(np.einsum("ij,ij->i", Ya - A_new, diff) > 0, 1.0, ta)
-        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * ta * ta))
-        Y[active] = A_new + ((ta - 1.0) / t_new)[:, None] * diff
-        A[active] = A_new
-        t[active] = t_new
-        dn = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-        an = np.sqrt(np.einsum("ij,ij->i", A_new, A_new))
-        done = dn <= tol * np.maximum(an, 1e-12)
-        if np.any(done):
-            active = active[~done]
-            if active.size == 0:
-                break
-    return A, it, active.size == 0
-
-
-def _check_mask(mask, shape):
-    if mask is None:
-        return None
-    M = np.asarray(mask)
-    if M.shape != shape:
-        raise ValueError(f"mask must have the shape of X {shape}, got {M.shape}.")
-    if M.dtype != bool:
-        if not np.all(np.isin(M, (0, 1))):
-            raise ValueError("mask must be boolean (True = observed entry).")
-    return M.astype(np.float64)
-
-
-def tree_sparse_coding(
-    X,
-    dictionary,
-    tree,
-    alpha=None,
-    *,
-    weights=None,
-    norm="l2",
-    l1=0.0,
-    nonneg=False,
-    mask=None,
-    init=None,
-    max_iter=500,
-    tol=1e-4,
-    lam=None,
-):
-    """Tree-structured sparse coding by FISTA with the exact tree prox.
-
-    Each row ``x_i`` of ``X`` is coded independently:
-
-    .. math::
-
-        \\min_{a_i} \\tfrac12 \\|m_i \\circ (x_i - D^T a_i)\\|_2^2
-        + \\alpha \\sum_j w_j \\|a_{i|g_j}\\| + l_1 \\|a_i\\|_1
-
-    where ``D`` is ``dictionary`` (atoms as rows) and ``m_i`` the optional 0/1
-    observation mask (inpainting: missing entries are ignored, Jenatton et al.
-    2010, section 4). The step of sample ``i`` is ``1 / ||D diag(m_i) D^T||``.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-        The signals, one per row.
-    dictionary : array-like of shape (n_nodes, n_features)
-        The atoms, one per row.
-    tree : array-like of int or Tree
-        Parent array over the ``n_nodes`` atoms.
-    alpha : float
-        Weight of the tree norm (>= 0); required.
-    weights : float or array-like of shape (n_nodes,), optional
-        Group weights ``w_j >= 0`` (default 1).
-    norm : {"l2", "linf"}, default="l2"
-        The norm of each group.
-    l1 : float, default=0.0
-        Extra ℓ1 weight on the codes.
-    nonneg : bool, default=False
-        Nonnegative codes.
-    mask : array-like of bool, shape (n_samples, n_features), optional
-        True where ``X`` is observed; missing entries are ignored (they may
-        be NaN).
-    init : array-like of shape (n_samples, n_nodes), optional
-        Warm start.
-    max_iter : int, default=500
-        Maximum FISTA iterations.
-    tol : float, default=1e-4
-        Stop when ``||A_k - A_{k-1}||_F <= tol ||A_k||_F``.
-    lam : float, optional
-        Deprecated name of ``alpha`` (FutureWarning).
-
-    Returns
-    -------
-    codes : ndarray of shape (n_samples, n_nodes)
-        The codes, one row per signal.
-    """
-    alpha = _renamed(lam, alpha, "lam", "alpha", "tree_sparse_coding")
-    if alpha is None:
-        raise TypeError(
-            "tree_sparse_coding() missing the argument alpha (the weight of the tree norm)."
-        )
-    if mask is not None:  # missing entries may hold anything, NaN included
-        X = np.asarray(X, dtype=np.float64)
-        X = np.where(_check_mask(mask, X.shape) > 0, X, 0.0)
-    X = check_data(X, min_samples=1)
-    D = np.asarray(dictionary, dtype=np.float64)
-    if D.ndim != 2 or D.shape[1] != X.shape[1]:
-        raise ValueError(f"dictionary must have shape (n_nodes, {X.shape[1]}), got {D.shape}.")
-    if not np.all(np.isfinite(D)):
-        raise ValueError("dictionary contains NaN or infinite values.")
-    tree = check_tree(tree, n_nodes=D.shape[0])
-    alpha = check_nonneg(alpha, "alpha")
-    l1 = check_nonneg(l1, "l1")
-    norm = _check_norm(norm)
-    w = _check_weights(weights, tree.n_nodes)
-    M = _check_mask(mask, X.shape)
-    max_iter = check_int(max_iter, "max_iter", minimum=1)
-    tol = check_nonneg(tol, "tol", strict=True)
-    if init is not None:
-        init = np.asarray(init, dtype=np.float64)
-        if init.shape != (X.shape[0], D.shape[0]):
-            raise ValueError(
-                f"init must have shape ({X.shape[0]}, {D.shape[0]}), got {init.shape}."
-            )
-    A, n_iter, conv = _sparse_code(
-        X, D, tree, alpha * w, norm, l1, bool(nonneg), M, init, max_iter, tol
-    )
-    if not conv:
-        warnings.warn(
-            f"tree_sparse_coding did not converge in {max_iter} iterations "
-            f"(tol={tol}); increase max_iter.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-    return A
 
 
 def _project_dict_ball(b, mu, nonneg):
@@ -305,7 +124,7 @@ def _hierarchical_init(
             users = np.flatnonzero(A[:, remap[q]] != 0)
             pool = users if users.size else np.arange(n)
             picks = rng.choice(pool, size=kids.size, replace=pool.size < kids.size)
-            for j, i in zip(kids, picks):
+            for j, i in zip(kids, picks, strict=True):
                 r = R[i] + 1e-3 * np.std(X) * rng.standard_normal(X.shape[1])
                 C[j] = _project_dict_ball(r / max(np.linalg.norm(r), 1e-300), mu, nonneg)
     return C
@@ -319,7 +138,7 @@ def _dl_objective(X, A, C, tree, radii, norm, l1):
     return (0.5 * float(np.einsum("ij,ij->", R, R)) + pen) / n
 
 
-class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
+class HierarchicalDictionaryLearning(ComponentsEstimator):
     """Dictionary learning with tree-structured sparse codes.
 
     Solves (Jenatton, Mairal, Obozinski and Bach 2010, eq. 1)
@@ -347,7 +166,11 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         :func:`balanced_tree`. Default: ``n_components`` roots, i.e. a flat
         dictionary with the ℓ2 (or ℓ∞) norm of singletons, an ℓ1 penalty.
     n_components : int, default=8
-        Number of atoms when ``tree`` is None (ignored otherwise).
+        Number of atoms when ``tree`` is None (ignored otherwise: the tree's
+        nodes are the atoms). 8, not scikit-learn's ``None`` (as many atoms
+        as features): a flat dictionary is the degenerate case of this
+        estimator, which is meant to be given a tree; the default is kept
+        so default fits do not change.
     alpha : float, default=0.1
         Weight of the tree norm.
     norm : {"l2", "linf"}, default="l2"
@@ -389,6 +212,10 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         Deprecated name of ``alpha`` (FutureWarning).
     transform_lam : float, optional
         Deprecated name of ``transform_alpha`` (FutureWarning).
+    verbose : int, default=0
+        When > 0, log each alternation's objective and relative decrease
+        (INFO records on the ``"neurospca"`` logger; printed to stdout when
+        no handler is attached there).
 
     Attributes
     ----------
@@ -405,8 +232,26 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         Objective after each alternation.
     n_iter_ : int
         Alternations run.
+    converged_ : bool
+        Whether the relative decrease of the objective reached ``tol``
+        within ``max_iter`` alternations (else a ConvergenceWarning names
+        both; one alternation cannot be judged and is not converged).
+    n_components_ : int
+        Number of atoms (the tree's nodes).
+    explained_variance_ : ndarray of shape (n_nodes,)
+        What the sparse codes' reconstruction ``X_hat = scores_ @
+        components_`` explains, per atom: the adjusted variance (Zou et al.
+        2006) of ``X_hat`` on the unit-normalised atoms (QR of the scores
+        ``X_hat W^T``, ``R_kk^2 / n``). The dictionary does not centre, so
+        variance means the second moment ``||X||_F^2 / n``.
+    explained_variance_ratio_ : ndarray of shape (n_nodes,)
+        ``explained_variance_`` over ``||X||_F^2 / n`` (over their sum if
+        that is larger, which the coding tolerance can cause): in [0, 1],
+        summing to at most 1.
     n_features_in_ : int
         Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str
+        Names of the features seen in ``fit`` (string column names only).
 
     Examples
     --------
@@ -440,6 +285,7 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         random_state=None,
         lam=DEPRECATED,
         transform_lam=DEPRECATED,
+        verbose=0,
     ):
         self.tree = tree
         self.n_components = n_components
@@ -459,10 +305,11 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.lam = lam
         self.transform_lam = transform_lam
+        self.verbose = verbose
 
     _parameter_constraints = {
+        **ComponentsEstimator._parameter_constraints,
         "tree": ["array-like", None],
-        "n_components": [Interval(Integral, 1, None, closed="left")],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "norm": [StrOptions(set(_NORMS))],
         "weights": ["array-like", Interval(Real, 0, None, closed="left"), None],
@@ -470,13 +317,10 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         "mu": [Interval(Real, 0, 1, closed="both")],
         "positive_code": ["boolean"],
         "positive_dict": ["boolean"],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "n_dict_passes": [Interval(Integral, 1, None, closed="left")],
         "max_coding_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="neither")],
         "transform_alpha": [Interval(Real, 0, None, closed="left"), None],
         "init": [StrOptions({"data", "hierarchical"})],
-        "random_state": ["random_state"],
         "lam": [Interval(Real, 0, None, closed="left"), _DEPRECATED_OPTION],
         "transform_lam": [Interval(Real, 0, None, closed="left"), None, _DEPRECATED_OPTION],
     }
@@ -490,22 +334,8 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         )
         return alpha, alpha if t_alpha is None else float(t_alpha)
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y=None):
-        """Learn the dictionary from ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training signals.
-        %(y_ignored)s
-
-        Returns
-        -------
-        self : HierarchicalDictionaryLearning
-            The fitted estimator.
-        """
+    def _fit(self, X):
+        """Validate ``X``, draw the initial atoms, alternate coding and atoms."""
         X = validate_data(self, X, dtype=np.float64, ensure_all_finite=False)
         X = check_data(X, min_samples=1)
         alpha, _ = self._alphas()
@@ -513,25 +343,36 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
             tree = check_tree(-np.ones(self.n_components, dtype=np.int64))
         else:
             tree = check_tree(self.tree)
-        w = _check_weights(self.weights, tree.n_nodes)
-        l1, mu, norm, tol = float(self.l1), float(self.mu), self.norm, float(self.tol)
+        radii = alpha * _check_weights(self.weights, tree.n_nodes)
         rng = check_random_state(self.random_state)
+        C = self._initial_atoms(X, tree, radii, rng)
+        A, C, objective, it = self._alternate(X, C, tree, radii, rng)
+        self.components_ = C
+        self.tree_ = tree
+        self.scores_ = A
+        self.objective_ = float(objective[-1])
+        self.objective_history_ = objective
+        self.n_iter_ = it
+        self.explained_variance_, self.explained_variance_ratio_ = _reconstruction_variance(X, A, C)
+
+    def _initial_atoms(self, X, tree, radii, rng):
+        """Random training samples (plus a little noise) in the atoms' set, then,
+        with ``init="hierarchical"``, the coarse-to-fine initialisation."""
         n, m = X.shape
         p = tree.n_nodes
-        pos = self.positive_dict
+        mu, pos = float(self.mu), self.positive_dict
         idx = rng.choice(n, size=p, replace=n < p)
         C = X[idx] + 0.01 * np.std(X) * rng.standard_normal((p, m))
         for j in range(p):
             C[j] = _project_dict_ball(C[j], mu, pos) if np.any(C[j]) else C[j]
-        radii = alpha * w
         if self.init == "hierarchical" and len(tree.levels) > 1:
             C = _hierarchical_init(
                 X,
                 C,
                 tree,
                 radii,
-                norm,
-                l1,
+                self.norm,
+                float(self.l1),
                 self.positive_code,
                 mu,
                 pos,
@@ -540,37 +381,52 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
                 max(1, min(10, self.max_iter)),
                 rng,
             )
+        return C
+
+    def _alternate(self, X, C, tree, radii, rng):
+        """Sparse coding and atom updates until the objective settles.
+
+        Sets ``converged_`` and warns (ConvergenceWarning) when it does not.
+
+        Returns
+        -------
+        A, C, objective, n_iter
+        """
+        l1, mu, norm, tol = float(self.l1), float(self.mu), self.norm, float(self.tol)
         A = None
         objective = []
+        change = np.inf
+        self.converged_ = False
         it = 0
         for it in range(1, self.max_iter + 1):
             A, _, _ = _sparse_code(
                 X, C, tree, radii, norm, l1, self.positive_code, None, A, self.max_coding_iter, 1e-4
             )
-            C = _update_dictionary(C, X, A, mu, pos, self.n_dict_passes, rng)
+            C = _update_dictionary(C, X, A, mu, self.positive_dict, self.n_dict_passes, rng)
             objective.append(_dl_objective(X, A, C, tree, radii, norm, l1))
-            logger.debug(
-                "HierarchicalDictionaryLearning: iteration %d, objective %.6g", it, objective[-1]
+            if it > 1:
+                change = abs(objective[-2] - objective[-1]) / max(abs(objective[-1]), 1e-300)
+            progress(
+                type(self).__name__,
+                self.verbose,
+                "iteration %d: objective %.10g, relative decrease %.2e",
+                it,
+                objective[-1],
+                change,
             )
             if it > 1 and abs(objective[-2] - objective[-1]) <= tol * max(
                 abs(objective[-1]), 1e-300
             ):
+                self.converged_ = True
                 break
-        else:
-            if self.max_iter > 1:
-                warnings.warn(
-                    f"HierarchicalDictionaryLearning did not converge in {self.max_iter} "
-                    f"iterations (relative decrease > tol={tol}); increase max_iter.",
-                    ConvergenceWarning,
-                    stacklevel=2,
-                )
-        self.components_ = C
-        self.tree_ = tree
-        self.scores_ = A
-        self.objective_ = float(objective[-1])
-        self.objective_history_ = objective
-        self.n_iter_ = it
-        return self
+        if not self.converged_:
+            warnings.warn(
+                f"HierarchicalDictionaryLearning did not converge in {self.max_iter} "
+                f"iterations (relative decrease {change:.2e} > tol={tol}); increase max_iter.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return A, C, objective, it
 
     def transform(self, X, mask=None):
         """Tree-structured codes of ``X`` on the learned dictionary.
@@ -637,3 +493,17 @@ class HierarchicalDictionaryLearning(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         return tags
+
+
+def _reconstruction_variance(X, A, C):
+    """Per atom, what the codes' reconstruction ``A C`` explains of ``X``.
+
+    Zou et al.'s adjusted variance of ``X_hat = A C`` on the unit-normalised
+    atoms (:func:`neurospca.decomposition._base.data_adjusted_variance`), over
+    the second moment of ``X`` (no centring: the dictionary has no mean), or
+    over the variances' sum when the coding tolerance makes it larger.
+    """
+    n = X.shape[0]
+    var, _ = data_adjusted_variance(A @ C, C)
+    total = max(float(np.sum(X * X)) / n, float(var.sum()))
+    return var, var / total if total > 0 else np.zeros_like(var)

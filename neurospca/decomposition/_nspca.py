@@ -10,15 +10,13 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from .._kernels import KERNELS as _KERNELS
 from .._kernels import load as _load_kernel
-from .._utils.docs import fill_doc
 from .._utils.validation import check_data, check_int, check_n_components, check_nonneg
-from ._base import Integral, Interval, LoadingsTransformerMixin, Real, StrOptions, _fit_context
+from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, adjusted_variance
 from ._covariance import _INPUTS, check_covariance, covariance_input
 
 logger = logging.getLogger("neurospca")
@@ -383,6 +381,7 @@ def _nspca(
             f"NSPCA did not reach tol={tol} in max_iter={max_iter} sweeps (last "
             f"relative objective change {change:.3e}); increase max_iter or tol.",
             ConvergenceWarning,
+            stacklevel=3,
         )
     info = {
         "objective": hist,
@@ -399,7 +398,7 @@ def _nspca(
 # ----------------------------------------------------------------------------
 
 
-class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
+class NonnegativeSparsePCA(ComponentsEstimator):
     """Nonnegative sparse PCA (NSPCA, Zass and Shashua 2006).
 
     Finds nonnegative loadings ``U`` (n_features x n_components) maximising
@@ -442,6 +441,8 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
     random_state : int, RandomState or None
     kernels : {"cython", "numpy"}, default="cython"
     verbose : int, default=0
+        When > 0, log each sweep's objective and relative change (INFO
+        records on the ``"neurospca"`` logger).
 
     Attributes
     ----------
@@ -465,7 +466,24 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
         Adjusted variance of the (unit-normalised) components, Zou et al.:
         ``diag(R)^2`` with ``R^T R = W C W^T``.
     explained_variance_ratio_ : ndarray of shape (n_components,)
+        ``explained_variance_`` over ``tr C``: in [0, 1], summing to at most 1
+        (the definition of every neurospca estimator, docs/naming.rst).
+    converged_ : bool
+        Whether the kept run's relative objective change reached ``tol``
+        within ``max_iter`` sweeps (else a ConvergenceWarning names both).
+    n_components_ : int
+        Number of components (rows of ``components_``).
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Names of the features seen in ``fit`` (string column names only).
+
+    Notes
+    -----
+    ``n_components=2`` stays the default (scikit-learn's convention would be
+    ``None``, all components): NSPCA's orthonormality penalty drives the
+    components to disjoint nonnegative supports, so the number of parts is a
+    modelling choice, not "all"; and changing it would change every default
+    fit (it would need a FutureWarning transition for no gain in results).
 
     Examples
     --------
@@ -505,35 +523,18 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
         self.verbose = verbose
 
     _parameter_constraints = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **ComponentsEstimator._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, None, closed="left")],
         "input": [StrOptions(set(_INPUTS))],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],  # 0: run max_iter sweeps
         "init": [StrOptions(set(_INITS))],
         "n_init": [Interval(Integral, 1, None, closed="left")],
-        "random_state": ["random_state"],
         "kernels": [StrOptions(set(_KERNELS))],
-        "verbose": ["verbose"],
     }
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y=None):
-        """Fit the nonnegative loadings.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or (n_features, n_features)
-            Data or, with ``input="covariance"``, the symmetric matrix used as ``C``.
-        %(y_ignored)s
-
-        Returns
-        -------
-        self : NonnegativeSparsePCA
-            The fitted estimator.
-        """
+    def _fit(self, X):
+        """Validate ``X`` (data or covariance) and fit the nonnegative loadings."""
         self.mean_, C, n_samples = covariance_input(self, X)
         n_components = check_n_components(self.n_components, n_samples, C.shape[0])
         alpha = float(self.alpha)
@@ -562,24 +563,6 @@ class NonnegativeSparsePCA(LoadingsTransformerMixin, BaseEstimator):
         G = U.T @ U
         self.overlap_ = float(np.linalg.norm(np.eye(n_components) - G))
         self.cardinality_ = np.count_nonzero(U, axis=0)
-        self.explained_variance_, self.explained_variance_ratio_ = _adjusted_variance(
+        self.explained_variance_, self.explained_variance_ratio_ = adjusted_variance(
             C, self.components_
         )
-        return self
-
-
-def _adjusted_variance(C, components):
-    """Adjusted variance (Zou et al.) of unit-normalised rows of ``components``.
-
-    ``R`` is the triangular factor of ``W C W^T`` (the scores' Gram matrix per
-    sample); component k explains ``R_kk^2``.
-    """
-    norms = np.linalg.norm(components, axis=1, keepdims=True)
-    W = components / np.where(norms > 0, norms, 1.0)
-    M = W @ C @ W.T
-    w, V = np.linalg.eigh(0.5 * (M + M.T))
-    root = (V * np.sqrt(np.clip(w, 0.0, None))) @ V.T
-    R = np.linalg.qr(root, mode="r")
-    var = np.diag(R) ** 2
-    total = float(np.trace(C))
-    return var, var / total if total > 0 else np.zeros_like(var)

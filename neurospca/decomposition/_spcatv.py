@@ -1,225 +1,38 @@
 """SPCA-TV: PCA with l1, l2 and total-variation penalties on the loadings.
 
-:func:`spca_tv` (the paper's Algorithm 3) and :class:`SPCATV` (a
-scikit-learn estimator with the paper's ``(alpha, l1_ratio, tv_ratio)``
-parametrisation) validate their inputs once and call the private worker
-:func:`~neurospca.decomposition._alternation._spca_tv`.
-
-Size: about 610 lines, most of them the estimator's docstring (25 parameters and
-fitted attributes); the code is the fit's sequence, its workers live elsewhere.
+:class:`SPCATV` (a scikit-learn estimator with the paper's ``(alpha,
+l1_ratio, tv_ratio)`` parametrisation) and, in ``_spcatv_function``,
+:func:`spca_tv` (the paper's Algorithm 3 on raw weights) validate their
+inputs once and call the private worker
+:func:`~neurospca.decomposition._alternation._spca_tv`. Most of this module
+is the estimator's docstring (25 parameters and fitted attributes); the fit
+is a sequence of short steps, its workers live elsewhere.
 """
 
 import time
 import warnings
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils.docs import fill_doc
-from .._utils.validation import (
-    check_data,
-    check_int,
-    check_n_components,
-    check_nonneg,
-    check_not_constant,
-)
+from .._utils.validation import check_data, check_n_components, check_not_constant
 from ..operators import GroupOperator, chain_operator, check_operator
 from ..solvers import SOLVERS, get_solver
 from ..solvers._base import resolve_n_threads
 from ..solvers.penalties import check_penalties, eq3_pieces
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
-from ._base import (
-    Integral,
-    Interval,
-    LoadingsTransformerMixin,
-    Real,
-    StrOptions,
-    _fit_context,
-    reconstruction_error,
-)
-from ._data import as_data_operator, validated_data_operator
+from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, reconstruction_error
+from ._data import validated_data_operator
 from ._joint import _joint_spca_tv
+from ._spcatv_function import spca_tv
 from ._stability import auto_fit, auto_path, scores_of, set_stability
 from ._support import certify_fit
 from ._weights import _weights, weights_from_ratios
 
 __all__ = ["SPCATV", "spca_tv"]
-
-
-def spca_tv(
-    X,
-    n_components,
-    *,
-    l1,
-    l2,
-    tv,
-    operator=None,
-    tol=1e-3,
-    max_iter=100,
-    solver="dual",
-    max_inner_iter=None,
-    init="svd",
-    random_state=None,
-    gap_every=10,
-    kernels="cython",
-    verbose=0,
-    u0=None,
-    w0=None,
-    penalties=None,
-    n_threads=None,
-):
-    """SPCA-TV by alternating minimisation and deflation (paper Algorithm 3).
-
-    Component ``k`` solves, on the deflated matrix ``X_k`` (``X_0 = X``),
-
-    .. math::
-
-        \\min_{\\|u\\|_2 \\le 1, v} -\\frac1N u^T X_k v + \\lambda_2 \\|v\\|_2^2
-        + \\lambda_1 \\|v\\|_1 + \\lambda \\sum_g \\|A_g v\\|_2
-
-    alternating ``u = X_k v / ||X_k v||`` (eq. 5) with the v-step, until the
-    relative change of ``||X_k - d u v^T||_F`` (eq. 26, least-squares ``d``) is
-    at most ``tol``; then ``X_{k+1} = X_k - d u v^T`` with
-    ``d = u^T X_k v / ||v||^2``.
-
-    Parameters
-    ----------
-    X : ndarray, numpy.memmap or dask.array of shape (n_samples, n_features)
-        Data, used as given (centre it first; :class:`SPCATV` does, implicitly).
-        float32 is kept float32 (products in float32, sums, v-steps and
-        certificates in float64); a memmap is streamed from disk by row
-        blocks and a dask array is reduced block by block as dask tasks,
-        never materialised.
-    n_components : int
-    l1, l2, tv : float
-        The weights ``lambda_1 >= 0``, ``lambda_2 > 0``, ``lambda >= 0``.
-    operator : GroupOperator, optional
-        The structure ``A``; default a 1-D chain over the features.
-    tol : float, default=1e-3
-        Scale-free tolerance of the v-steps (certified gap at most ``tol``
-        times the prox objective at 0) and of the outer loop (eq. 26).
-    max_iter : int, default=100
-        Maximum alternations per component.
-    solver : {"dual", "conesta"}, default="dual"
-        The v-step solver: the exact-prox dual method, or the paper's CONESTA.
-    max_inner_iter : int, optional
-        Iteration cap of one v-step (default 10,000 for "dual", 100,000 for
-        "conesta").
-    init : {"svd", "random"}, default="svd"
-        Initial ``u``: leading left singular vector of ``X_k``, or random.
-    random_state : int, RandomState or None
-        Used by ``init="random"``.
-    gap_every : int, default=10
-        Evaluate the certified gap every ``gap_every`` inner iterations.
-    kernels : {"cython", "numpy"}, default="cython"
-    verbose : int, default=0
-        When > 0, log progress at INFO level (logger ``"neurospca"``); the
-        lines are also printed to stdout unless a handler is attached to that
-        logger.
-    u0 : ndarray of shape (n_samples, n_components), optional
-        Warm start: initial ``u`` of each component (a zero column falls back
-        to ``init``), e.g. the ``U`` of a fit at neighbouring penalties.
-    w0 : list of ndarray of shape (operator.n_rows,) or None, optional
-        Warm start of the solver state of each component's v-steps (the
-        dual variables for ``solver="dual"``; ignored by CONESTA), e.g.
-        ``info["w"]`` of a neighbouring fit with the same penalties.
-    penalties : list of penalty pieces, optional
-        Further penalties added to eq. 3, e.g.
-        ``[neurospca.solvers.penalties.GraphLaplacian(operator, weight)]``
-        for ``weight * v^T D^T D v``; weights in the units of eq. 3 (as
-        ``l1``, ``l2``, ``tv``). A solver that cannot handle a piece raises
-        a ValueError naming both (CONESTA handles none).
-    n_threads : int, optional
-        Threads for the v-step kernels (OpenMP) and for the row blocks of the
-        data products; None: the default of
-        :func:`neurospca.solvers.set_n_threads`, else the cores this process
-        may use. BLAS runs on one thread while a multi-threaded v-step runs,
-        so the two never oversubscribe the cores.
-
-    Returns
-    -------
-    U : ndarray of shape (n_samples, n_components)
-        Unit-norm components ``u_k``.
-    V : ndarray of shape (n_features, n_components)
-        The raw loadings ``v_k`` of eq. 3 (not renormalised).
-    info : dict
-        ``d`` (rank-one scales), ``gaps`` (certified v-step gaps of the
-        RETURNED pairs, in units of ``f``, eq. 3: ``f_{u_k}(v_k) - min_v
-        f_{u_k}(v) <= gaps[k]`` with ``X_k^T u_k`` from the returned ``u_k``;
-        the last v-step is re-solved for the final ``u_k`` when needed; see
-        docs/certificates.rst), ``rel_gaps`` (gap over the prox objective at 0),
-        ``n_iter`` (alternations), ``n_inner_iter`` (solver iterations),
-        ``gap_history`` (per component, ``(cumulative inner iteration, gap in f
-        units)``), ``rel_gap_history`` (the same gaps over the prox objective
-        at 0 of their v-step, the quantity compared with ``tol``),
-        ``mu_history`` (CONESTA), ``converged``, ``time``, ``w`` (final solver
-        state per component: the dual variables of the dual method, None for
-        CONESTA; see ``w0``), ``y`` (per component, the ``y_k`` of the
-        returned pair's v-step, prox form; None for a vanished component).
-
-    Raises
-    ------
-    ValueError, TypeError
-        Bad data, weights, operator, penalties, warm starts or settings; the
-        message names the argument.
-    """
-    n_threads = resolve_n_threads(n_threads)
-    op = as_data_operator(X, n_threads=n_threads)
-    n_samples, n_features = op.shape
-    n_components = check_n_components(n_components, n_samples, n_features)
-    l1 = check_nonneg(l1, "l1")
-    l2 = check_nonneg(l2, "l2", strict=True)
-    tv = check_nonneg(tv, "tv")
-    tol = check_nonneg(tol, "tol", strict=True)
-    max_iter = check_int(max_iter, "max_iter", minimum=1)
-    gap_every = check_int(gap_every, "gap_every", minimum=1)
-    the_solver = get_solver(solver)
-    if init not in ("svd", "random"):
-        raise ValueError(f"init must be 'svd' or 'random', got {init!r}.")
-    if max_inner_iter is None:
-        max_inner_iter = the_solver.default_max_iter
-    max_inner_iter = check_int(max_inner_iter, "max_inner_iter", minimum=1)
-    if operator is None:
-        operator = chain_operator(n_features)
-    check_operator(operator, n_features)
-    extra = check_penalties(penalties, n_features, the_solver)
-    if op.is_constant() if op.mean is not None else op.is_zero():
-        check_not_constant(np.zeros(1))  # raises the constant-data error
-    rng = check_random_state(random_state)
-    if u0 is not None:
-        u0 = np.asarray(u0, dtype=np.float64)
-        if u0.shape != (n_samples, n_components) or not np.all(np.isfinite(u0)):
-            raise ValueError(
-                f"u0 must be a finite array of shape ({n_samples}, "
-                f"{n_components}), got shape {u0.shape}."
-            )
-    if w0 is not None and len(w0) != n_components:
-        raise ValueError(
-            f"w0 must hold one dual vector (or None) per component ({n_components}), got {len(w0)}."
-        )
-    _check_l2_scale(op, l2)
-    return _spca_tv(
-        op,
-        n_components,
-        l2=l2,
-        pieces=eq3_pieces(l1, tv, operator, l2, extra),
-        solver=the_solver,
-        weights_msg=f"l1={l1:.3g}, tv={tv:.3g}",
-        tol=tol,
-        max_iter=max_iter,
-        max_inner_iter=max_inner_iter,
-        init=init,
-        rng=rng,
-        gap_every=gap_every,
-        kernels=kernels,
-        verbose=verbose,
-        u0=u0,
-        w0=w0,
-        n_threads=n_threads,
-    )
 
 
 #: The path of relative penalties tried by ``alpha_rel="auto"`` (weakest first).
@@ -228,7 +41,7 @@ AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0)
 CHAIN_WARNING_FEATURES = 500
 
 
-class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEstimator):
+class SPCATV(ComponentsEstimator):
     """Sparse and structured PCA with the TV-elastic-net penalty (SPCA-TV).
 
     Each component solves (de Pierrefeu et al., eq. 3), on the deflated data,
@@ -453,19 +266,15 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.certify_support = certify_support
 
     _parameter_constraints = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **ComponentsEstimator._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="neither"), None],
         "alpha_rel": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "l1_ratio": [Interval(Real, 0, 1, closed="left")],
         "tv_ratio": [Interval(Real, 0, 1, closed="left")],
         "operator": [GroupOperator, None],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "solver": [StrOptions(set(SOLVERS))],
         "max_inner_iter": [Interval(Integral, 1, None, closed="left"), None],
         "init": [StrOptions({"svd", "random"})],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
         "warm_start": ["boolean"],
         "penalties": [list, tuple, None],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
@@ -475,9 +284,40 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         "certify_support": ["boolean"],
     }
 
-    @property
-    def _n_features_out(self):
-        return self.components_.shape[0]
+    def _settings(self, n_features):
+        """The settings with their defaults filled in: read here only.
+
+        Checks ``l1_ratio + tv_ratio < 1`` (the one check of it), fills
+        ``operator=None`` (a chain, warned about above
+        :data:`CHAIN_WARNING_FEATURES` features) and ``max_inner_iter=None``
+        (the solver's default), and checks the extra penalties.
+
+        Returns
+        -------
+        Settings
+            ``(operator, extra, solver, max_inner_iter)``.
+        """
+        weights_from_ratios(1.0, self.l1_ratio, self.tv_ratio)  # l1_ratio + tv_ratio < 1
+        solver = get_solver(self.solver)
+        operator = self.operator
+        if operator is None:
+            operator = chain_operator(n_features)
+            if n_features > CHAIN_WARNING_FEATURES:
+                warnings.warn(
+                    f"operator is None: the TV penalty is a 1-D chain linking feature j to "
+                    f"feature j+1 in column order, which is spatial structure only if the "
+                    f"{n_features} columns are ordered along a line. For brain maps pass "
+                    "operator=neurospca.tv_from_mask(mask) (volumes) or "
+                    "neurospca.tv_from_mesh(coords, faces) / tv_from_hemispheres (surfaces).",
+                    UserWarning,
+                    stacklevel=5,  # _settings, _fit, fit, the fit context, the caller
+                )
+        check_operator(operator, n_features)
+        extra = check_penalties(self.penalties, n_features, solver)
+        max_inner_iter = self.max_inner_iter
+        if max_inner_iter is None:
+            max_inner_iter = solver.default_max_iter
+        return Settings(operator, extra, solver, max_inner_iter)
 
     def _run(self, Xc, n_components, alpha, u0, w0, checked, from_scores=False):
         """One fit at absolute ``alpha`` (inputs validated); warnings recorded, not shown."""
@@ -514,32 +354,12 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         weights.update((p.name, p.weight) for p in extra)
         return U, V, info, caught, weights
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y=None):
-        """Fit the model on ``X`` (n_samples, n_features).
+    def _fit(self, X):
+        """The fit's steps: data, settings, centring, warm start, penalty, results.
 
         ``X`` may be an array (float32 kept), a ``numpy.memmap`` or a
         ``dask.array`` chunked by rows: it is never copied, centred or
-        converted as a whole (see :func:`spca_tv`). The inputs are validated
-        here once; the fit itself runs the private worker of :func:`spca_tv`.
-
-        Parameters
-        ----------
-        X : array-like, numpy.memmap or dask.array of shape (n_samples, n_features)
-            The training data.
-        %(y_ignored)s
-
-        Returns
-        -------
-        SPCATV
-            The fitted estimator.
-
-        Raises
-        ------
-        ValueError, TypeError
-            Bad data, parameters, operator or penalties; the message names the
-            argument.
+        converted as a whole (see :func:`spca_tv`).
         """
         warm = (
             self.warm_start
@@ -547,68 +367,73 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
             and getattr(self, "n_features_in_", None) == np.shape(X)[-1]
         )
         n_threads = resolve_n_threads(self.n_threads)
-        X_in = X
         op = validated_data_operator(self, X, reset=True, min_samples=2, n_threads=n_threads)
-        X = op
-        n_components = check_n_components(self.n_components, *X.shape)
-        weights_from_ratios(1.0, self.l1_ratio, self.tv_ratio)  # l1_ratio + tv_ratio < 1
-        solver = get_solver(self.solver)
-        operator = self.operator
-        if operator is None:
-            operator = chain_operator(X.shape[1])
-        check_operator(operator, X.shape[1])
-        extra = check_penalties(self.penalties, X.shape[1], solver)
-        max_inner_iter = self.max_inner_iter
-        if max_inner_iter is None:
-            max_inner_iter = solver.default_max_iter
-        checked = (operator, extra, solver, max_inner_iter)
-        if self.operator is None and X.shape[1] > CHAIN_WARNING_FEATURES:
-            warnings.warn(
-                f"operator is None: the TV penalty is a 1-D chain linking feature j to "
-                f"feature j+1 in column order, which is spatial structure only if the "
-                f"{X.shape[1]} columns are ordered along a line. For brain maps pass "
-                "operator=neurospca.tv_from_mask(mask) (volumes) or "
-                "neurospca.tv_from_mesh(coords, faces) / tv_from_hemispheres (surfaces).",
-                UserWarning,
-            )
+        n_components = check_n_components(self.n_components, *op.shape)
+        settings = self._settings(op.shape[1])
         t0 = time.perf_counter()
-        # implicit centring: X - 1 mean_^T inside the products, never a copy
+        self._centre(op)
+        u0, w0 = self._warm_state(warm, op.shape[0], n_components, settings.extra)
+        halves, fit = self._fit_penalty(X, op, n_components, u0, w0, settings)
+        U, V, info, weights = fit
+        _flip_signs(U, V, info)
+        certify_fit(self, op, U, V, info, weights, settings)
+        self._set_components(U, V, info, settings.extra)
+        self._set_diagnostics(op, info, n_components)
+        set_stability(self, X, halves)
+        self.fit_time_ = time.perf_counter() - t0
+
+    def _centre(self, op):
+        """Implicit centring: ``X - 1 mean_^T`` inside the products, never a copy."""
         self.mean_ = op.stats["mean"].copy()
         op.centre(self.mean_)
         if op.is_constant():
             check_not_constant(np.zeros(1))  # raises the constant-data error
-        self.l1_max_ = float(np.sqrt(op.col_sqnorms().max())) / X.shape[0]
-        Xc = op
-        u0 = w0 = None
-        if warm and self.scores_.shape == (X.shape[0], n_components):
-            u0 = self.scores_
-            w0 = getattr(self, "_duals", None)
-            if w0 is not None and (
-                getattr(self, "_duals_for", None) != _state_key(self, extra)
-                or len(w0) != n_components
-            ):
-                w0 = None
-        halves, path = auto_path(self, X_in, AUTO_ALPHA_REL_PATH)
+        self.l1_max_ = float(np.sqrt(op.col_sqnorms().max())) / op.shape[0]
+
+    def _warm_state(self, warm, n_samples, n_components, extra):
+        """``(u0, w0)``: the previous fit's scores and solver states, or Nones."""
+        if not (warm and self.scores_.shape == (n_samples, n_components)):
+            return None, None
+        w0 = getattr(self, "_duals", None)
+        if w0 is not None and (
+            getattr(self, "_duals_for", None) != _state_key(self, extra) or len(w0) != n_components
+        ):
+            w0 = None
+        return self.scores_, w0
+
+    def _fit_penalty(self, X, op, n_components, u0, w0, settings):
+        """The fit at ``alpha`` (absolute, or ``alpha_rel`` times ``l1_max_``), or
+        along the ``alpha_rel="auto"`` path; sets ``alpha_``, ``alpha_rel_``,
+        ``auto_path_`` and ``penalty_weights_`` and replays the fit's warnings.
+
+        Returns
+        -------
+        halves : tuple or None
+            The split halves' components at the chosen penalty.
+        fit : tuple
+            ``(U, V, info, weights)``.
+        """
+        halves, path = auto_path(self, X, AUTO_ALPHA_REL_PATH)
         if self.alpha is not None or not path:
             alpha = (
                 float(self.alpha)
                 if self.alpha is not None
                 else float(self.alpha_rel) * self.l1_max_
             )
-            U, V, info, caught, weights = self._run(Xc, n_components, alpha, u0, w0, checked)
+            U, V, info, caught, weights = self._run(op, n_components, alpha, u0, w0, settings)
         else:
             alpha, halves, (U, V, info, caught, weights) = auto_fit(
                 path,
                 lambda a, u: self._run(
-                    Xc,
+                    op,
                     n_components,
                     a * self.l1_max_,
                     u,
                     None,
-                    checked,
+                    settings,
                     from_scores=self.method == "joint" and u is not None,
                 ),
-                lambda h: scores_of(Xc, h[0]) if self.method == "joint" else u0,
+                lambda h: scores_of(op, h[0]) if self.method == "joint" else u0,
             )
             alpha *= self.l1_max_
         self.auto_path_ = path
@@ -617,14 +442,11 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.alpha_ = float(alpha)
         self.alpha_rel_ = self.alpha_ / self.l1_max_
         self.penalty_weights_ = weights
-        # deterministic signs: each component's largest-|loading| positive
-        for k in range(V.shape[1]):
-            j = int(np.argmax(np.abs(V[:, k])))
-            if V[j, k] < 0:
-                V[:, k], U[:, k] = -V[:, k], -U[:, k]
-                if info["w"][k] is not None:
-                    info["w"][k] = -info["w"][k]
-        certify_fit(self, Xc, U, V, info, weights, checked)
+        return halves, (U, V, info, weights)
+
+    def _set_components(self, U, V, info, extra):
+        """``components_`` (unit rows), ``loadings_``, ``scores_`` and the
+        solver states kept for a warm start."""
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
         self.loadings_ = V
@@ -637,6 +459,9 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
                 if hasattr(self, name):
                     delattr(self, name)
         self.singular_values_ = info["d"] * norms
+
+    def _set_diagnostics(self, op, info, n_components):
+        """Gaps, iterations, convergence and explained variance."""
         self.dual_gaps_ = info["gaps"]
         self.rel_gaps_ = info["rel_gaps"]
         self.rel_gap_history_ = info["rel_gap_history"]
@@ -649,12 +474,9 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         self.n_sweeps_ = int(info.get("n_sweeps", 0))
         self.component_times_ = info["time"]
         self.explained_variance_, self.explained_variance_ratio_ = _adjusted_variance(
-            Xc, self.components_
+            op, self.components_
         )
-        self.pca_explained_variance_ratio_ = _pca_variance_ratio(Xc, n_components)
-        set_stability(self, X_in, halves)
-        self.fit_time_ = time.perf_counter() - t0
-        return self
+        self.pca_explained_variance_ratio_ = _pca_variance_ratio(op, n_components)
 
     def score(self, X, y=None):
         """Fraction of the variance of ``X`` explained by the components.
@@ -683,6 +505,25 @@ class SPCATV(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEsti
         if total == 0.0:
             return 1.0
         return 1.0 - err / total
+
+
+class Settings(NamedTuple):
+    """SPCATV's settings with their defaults filled in (:meth:`SPCATV._settings`)."""
+
+    operator: GroupOperator
+    extra: list
+    solver: object
+    max_inner_iter: int
+
+
+def _flip_signs(U, V, info):
+    """Deterministic signs, in place: each component's largest-|loading| positive."""
+    for k in range(V.shape[1]):
+        j = int(np.argmax(np.abs(V[:, k])))
+        if V[j, k] < 0:
+            V[:, k], U[:, k] = -V[:, k], -U[:, k]
+            if info["w"][k] is not None:
+                info["w"][k] = -info["w"][k]
 
 
 def _state_key(estimator, extra):

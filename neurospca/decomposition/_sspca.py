@@ -25,17 +25,9 @@ variational weights ``eta`` (closed form, Lemma 3.1), the code columns
 (closed-form, diagonal block coordinate descent).
 """
 
-import logging
-import warnings
-
 import numpy as np
-import scipy.sparse as sp
-from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from .._utils.docs import fill_doc
 from .._utils.validation import (
     check_data,
     check_finite_array,
@@ -48,62 +40,26 @@ from ..groups import check_groups
 from ._base import (
     _DEPRECATED_OPTION,
     DEPRECATED,
+    ComponentsEstimator,
     Integral,
     Interval,
-    LoadingsTransformerMixin,
     Real,
     StrOptions,
     _deprecated_alias,
-    _fit_context,
     _renamed,
+    data_adjusted_variance,
 )
-from ._projections import _project_l1_ball
-from ._sspca_args import (
-    DEFAULT_EXPONENT as _DEFAULT_EXPONENT,
-)
-from ._sspca_args import (
-    _check_partition,
-    _weight_and_exponent,
-)
-from ._sspca_scale import alpha_max, collapsed_components
+from ._sspca_args import DEFAULT_EXPONENT as _DEFAULT_EXPONENT
+from ._sspca_args import _check_partition, _weight_and_exponent
+from ._sspca_solver import _group_norms, _membership, _objective, _omega, _sspca
 
-logger = logging.getLogger("neurospca")
-
-__all__ = ["SSPCA", "sspca", "structured_norm"]
+__all__ = ["SSPCA", "sspca", "structured_norm", "_membership", "_objective"]
 
 _CODE_CONSTRAINTS = ("l2", "l1")
 _INITS = ("random", "svd")
 #: ``alpha`` in units of ``alpha_max`` when no absolute ``alpha`` is given:
 #: measured on half-space groups (benchmarks/RESULTS.md, issue 20, item 5).
 DEFAULT_ALPHA_REL = 0.5
-
-
-def _membership(groups, weights, n_features):
-    """Sparse (n_groups, n_features) matrix of squared weights ``(d^G_j)^2``."""
-    rows = np.repeat(np.arange(len(groups)), [g.size for g in groups])
-    cols = np.concatenate(groups)
-    data = np.concatenate(weights) ** 2
-    return sp.csr_matrix((data, (rows, cols)), shape=(len(groups), n_features))
-
-
-def _group_norms(Msq, V, classes=None):
-    """``N[G, k] = ||d^G o V^k||_2``, shape (n_groups, r).
-
-    With ``classes`` (an (r, n_classes) 0/1 matrix of a partition of the
-    components), the block norms ``N[G, M] = ||(d^G_j V_jk)_{j in G, k in M}||_F``
-    of the shared-pattern model, shape (n_groups, n_classes).
-    """
-    sq = Msq @ (V * V)
-    if classes is not None:
-        sq = sq @ classes
-    return np.sqrt(np.maximum(sq, 0.0))
-
-
-def _omega(N, exponent):
-    """``(sum_G N_G^exponent)^(1/exponent)`` per column of N."""
-    if exponent == 1.0:
-        return N.sum(axis=0)
-    return (N**exponent).sum(axis=0) ** (1.0 / exponent)
 
 
 def structured_norm(v, groups, *, exponent=1.0, weights=None, alpha=None):
@@ -156,94 +112,6 @@ def _problem(n_samples, n_features, n_components, groups, group_weights, partiti
     return _membership(groups, wts, n_features), classes, label
 
 
-def _project_code(w, constraint, nonneg=False):
-    """Euclidean projection on the unit ball of ``Omega_u`` (intersected with the
-    nonnegative orthant if ``nonneg``: clipping first, then the ball, is exact
-    for these balls centred at 0)."""
-    if nonneg:
-        w = np.maximum(w, 0.0)
-    if constraint == "l2":
-        nrm = np.sqrt(float(w @ w))
-        return w / nrm if nrm > 1.0 else w
-    return _project_l1_ball(w, 1.0)
-
-
-def _objective(X, U, V, Msq, alpha, exponent, classes=None):
-    n, p = X.shape
-    R = X - U @ V.T
-    return 0.5 * float(np.einsum("ij,ij->", R, R)) / (n * p) + alpha * float(
-        _omega(_group_norms(Msq, V, classes), exponent).sum()
-    )
-
-
-def _fit_once(
-    X,
-    r,
-    Msq,
-    alpha,
-    exponent,
-    code_constraint,
-    eps,
-    n_inner,
-    max_iter,
-    tol,
-    rng,
-    classes=None,
-    label=None,
-    nonneg=False,
-    U0=None,
-):
-    """One run of Algorithm 1 from ``U0`` (random if None). Returns U, V, eta, history."""
-    n, p = X.shape
-    U = rng.standard_normal((n, r)) if U0 is None else U0.copy()
-    U = np.abs(U) if nonneg else np.linalg.qr(U)[0]
-    U = np.array([_project_code(u, code_constraint, nonneg) for u in U.T]).T
-    V = X.T @ U
-    if nonneg:
-        V = np.maximum(V, 0.0)
-    if label is None:
-        label = np.arange(r)
-    npl = n * p * alpha
-    history = [_objective(X, U, V, Msq, alpha, exponent, classes)]
-    eta = None
-    converged = False
-    for it in range(1, max_iter + 1):
-        # eta-step (Lemma 3.1): eta_G = N_G^(2-exponent) ||N||_alpha^(exponent-1) + eps,
-        # one column per component (or per class of the partition)
-        N = _group_norms(Msq, V, classes)
-        nrm = _omega(N, exponent)
-        safe = np.where(nrm > 0, nrm, 1.0)
-        eta = N ** (2.0 - exponent) * safe ** (exponent - 1.0)
-        top = eta.max(axis=0)
-        eta = eta + eps * np.where(top > 0, top, 1.0)[None, :]
-        # zeta_jk = 1 / sum_{G ∋ j} (d^G_j)^2 / eta^G_k (eta of the class of k)
-        zeta = (1.0 / (Msq.T @ (1.0 / eta)))[:, label]
-        # U-step: projected BCD on the columns
-        XV = X @ V
-        VtV = V.T @ V
-        for _ in range(n_inner):
-            for k in range(r):
-                if VtV[k, k] <= 0:
-                    continue
-                w = U[:, k] + (XV[:, k] - U @ VtV[:, k]) / VtV[k, k]
-                U[:, k] = _project_code(w, code_constraint, nonneg)
-        # V-step: closed-form diagonal BCD on the columns
-        XtU = X.T @ U
-        UtU = U.T @ U
-        for _ in range(n_inner):
-            for k in range(r):
-                c = XtU[:, k] - V @ UtU[:, k] + UtU[k, k] * V[:, k]
-                v = zeta[:, k] * c / (UtU[k, k] * zeta[:, k] + npl)
-                # the problem is separable in the coordinates: clipping is exact
-                V[:, k] = np.maximum(v, 0.0) if nonneg else v
-        history.append(_objective(X, U, V, Msq, alpha, exponent, classes))
-        prev, cur = history[-2], history[-1]
-        if abs(prev - cur) <= tol * max(abs(cur), 1e-300):
-            converged = True
-            break
-    return U, V, eta, history, it, converged
-
-
 def sspca(
     X,
     n_components,
@@ -264,6 +132,7 @@ def sspca(
     n_init=1,
     random_state=None,
     lam=None,
+    verbose=0,
 ):
     """Structured sparse PCA on centred data (Jenatton et al. 2010, Algorithm 1).
 
@@ -335,6 +204,9 @@ def sspca(
     lam : float, optional
         Deprecated name of ``alpha`` (FutureWarning). With ``lam`` given,
         ``alpha`` keeps its old meaning, the exponent.
+    verbose : int, default=0
+        When > 0, log each alternation's objective at INFO level (logger
+        ``"neurospca"``; printed to stdout when no handler is attached).
 
     Returns
     -------
@@ -396,98 +268,11 @@ def sspca(
         tol,
         n_init,
         random_state,
+        verbose,
     )
 
 
-def _sspca(
-    X,
-    r,
-    Msq,
-    classes,
-    label,
-    alpha,
-    alpha_rel,
-    exponent,
-    code_constraint,
-    nonneg,
-    init,
-    eps,
-    n_inner,
-    max_iter,
-    tol,
-    n_init,
-    random_state,
-):
-    """:func:`sspca` on validated arguments (the estimator calls it directly)."""
-    a_max = alpha_max(X, Msq, exponent, r, code_constraint=code_constraint, nonneg=nonneg)
-    if alpha is None:
-        alpha = alpha_rel * a_max
-    rng = check_random_state(random_state)
-    best, finals = None, []
-    U0 = np.linalg.svd(X, full_matrices=False)[0][:, :r] if init == "svd" else None
-    for run in range(n_init):
-        res = _fit_once(
-            X,
-            r,
-            Msq,
-            alpha,
-            exponent,
-            code_constraint,
-            eps,
-            n_inner,
-            max_iter,
-            tol,
-            rng,
-            classes,
-            label,
-            nonneg,
-            U0 if run == 0 else None,
-        )
-        finals.append(res[3][-1])
-        logger.debug("sspca: run %d, %d iterations, objective %.6g", run, res[4], res[3][-1])
-        if best is None or res[3][-1] < best[3][-1]:
-            best = res
-    U, V, eta, history, n_iter, converged = best
-    if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V)) and np.isfinite(history[-1])):
-        raise ValueError(
-            "SSPCA diverged to non-finite values (overflow); rescale X to unit scale "
-            f"and/or change alpha (alpha={alpha:.3g})."
-        )
-    if not converged:
-        warnings.warn(
-            f"sspca did not converge in {max_iter} iterations (relative decrease "
-            f"{abs(history[-2] - history[-1]) / max(abs(history[-1]), 1e-300):.2e} > "
-            f"tol={tol}); increase max_iter.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    collapsed = collapsed_components(
-        lambda W: _objective(X, U, W, Msq, alpha, exponent, classes), X, V
-    )
-    if np.any(collapsed):
-        warnings.warn(
-            f"SSPCA: component(s) {np.flatnonzero(collapsed).tolist()} of {r} collapsed: "
-            f"at alpha={alpha:.3g} ({alpha / a_max:.3g} x alpha_max={a_max:.3g}) their "
-            "loadings do not lower the objective below that of V = 0, so they are set "
-            "to zero in components_ and supports_. Decrease alpha_rel (with alpha=None) "
-            "or alpha, or ask for fewer components.",
-            UserWarning,
-            stacklevel=3,
-        )
-    info = {
-        "objective": history,
-        "eta": eta,
-        "n_iter": n_iter,
-        "converged": converged,
-        "objectives": np.asarray(finals),
-        "alpha": float(alpha),
-        "alpha_max": a_max,
-        "collapsed": collapsed,
-    }
-    return U, V, info
-
-
-class SSPCA(LoadingsTransformerMixin, BaseEstimator):
+class SSPCA(ComponentsEstimator):
     """Structured sparse PCA (Jenatton, Obozinski and Bach 2010).
 
     .. math::
@@ -552,6 +337,10 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
     lam : float, optional
         Deprecated name of ``alpha`` (FutureWarning); with ``lam`` given,
         ``alpha`` keeps its old meaning, the exponent.
+    verbose : int, default=0
+        When > 0, log each alternation's objective and relative decrease
+        (INFO records on the ``"neurospca"`` logger; printed to stdout when no
+        handler is attached there).
 
     Attributes
     ----------
@@ -586,8 +375,30 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         Objective after each alternation of the kept run (first: at the start).
     n_iter_ : int
         Alternations of the kept run.
+    converged_ : bool
+        Whether the kept run's relative decrease reached ``tol`` within
+        ``max_iter`` (else a ConvergenceWarning names both).
+    n_components_ : int
+        Number of components (rows of ``components_``).
+    explained_variance_ : ndarray of shape (n_components,)
+        Adjusted variance (Zou et al. 2006) of the components on the centred
+        training data: QR of the scores ``Xc components_^T``, ``R_kk^2 / n``
+        (0 for a collapsed component), as for every neurospca estimator.
+    explained_variance_ratio_ : ndarray of shape (n_components,)
+        ``explained_variance_`` over the total variance; in [0, 1], sum <= 1.
     n_features_in_ : int
         Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str
+        Names of the features seen in ``fit`` (when ``X`` has string column
+        names).
+
+    Notes
+    -----
+    ``n_components=3`` is the default, as for :class:`~neurospca.SPCATV`
+    (DESIGN §5), rather than scikit-learn's ``None`` (all components): the
+    penalty scale ``alpha_max_`` and the default ``alpha_rel=0.5`` were
+    measured with a few components (issue 20), and a structured fit of every
+    component is neither cheap nor what the method is for.
 
     Examples
     --------
@@ -621,6 +432,7 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         support_threshold=1e-3,
         random_state=None,
         lam=DEPRECATED,
+        verbose=0,
     ):
         self.n_components = n_components
         self.alpha = alpha
@@ -641,9 +453,10 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         self.support_threshold = support_threshold
         self.random_state = random_state
         self.lam = lam
+        self.verbose = verbose
 
     _parameter_constraints = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **ComponentsEstimator._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="left"), None],
         "alpha_rel": [Interval(Real, 0, None, closed="neither")],
         "exponent": [Interval(Real, 0, 1, closed="right")],
@@ -656,32 +469,15 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         "init": [StrOptions(set(_INITS))],
         "eps": [Interval(Real, 0, None, closed="neither")],
         "n_inner": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="neither")],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "support_threshold": [Interval(Real, 0, 1, closed="left")],
-        "random_state": ["random_state"],
         "lam": [Interval(Real, 0, None, closed="left"), _DEPRECATED_OPTION],
     }
 
     codes_ = _deprecated_alias("scores_", "codes_", "the training codes.")
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y=None):
-        """Fit the model on ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        %(y_ignored)s
-
-        Returns
-        -------
-        self : SSPCA
-            The fitted estimator.
-        """
+    def _fit(self, X):
+        """Validate ``X``, centre it and run the algorithm (:func:`sspca`)."""
         alpha, exponent = _weight_and_exponent(self.lam, self.alpha, self.exponent, "SSPCA")
         if exponent == 0 or exponent > 1:  # an old-style alpha read as the exponent
             raise ValueError(f"exponent must be in (0, 1], got {exponent}.")
@@ -711,7 +507,12 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
             float(self.tol),
             self.n_init,
             self.random_state,
+            self.verbose,
         )
+        self._set_results(Xc, U, V, info)
+
+    def _set_results(self, Xc, U, V, info):
+        """The fitted attributes from the kept run."""
         kept = ~info["collapsed"]
         norms = np.linalg.norm(V, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
@@ -729,4 +530,7 @@ class SSPCA(LoadingsTransformerMixin, BaseEstimator):
         self.objective_ = float(info["objective"][-1])
         self.objective_history_ = info["objective"]
         self.n_iter_ = int(info["n_iter"])
-        return self
+        self.converged_ = bool(info["converged"])
+        self.explained_variance_, self.explained_variance_ratio_ = data_adjusted_variance(
+            Xc, self.components_
+        )
