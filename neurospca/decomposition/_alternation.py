@@ -80,7 +80,7 @@ def _init_gram(defl):
         for u_j, v_j, d_j in zip(U, V, d):
             G += d_i * d_j * float(v_i @ v_j) * np.outer(u_i, u_j)
     u = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
-    g = defl.tdot(u)
+    g = defl.rmatvec(u)
     j = int(np.argmax(np.abs(g)))
     return (-u, -g) if g[j] < 0 else (u, g)
 
@@ -148,7 +148,7 @@ def _init_u(defl, init, rng, basis):
         u = rng.standard_normal(defl.op.shape[0])
         nrm = np.linalg.norm(u)
         u = u / nrm if nrm > 0 else u
-        return u, defl.tdot(u)
+        return u, defl.rmatvec(u)
     return _init_svd(defl, basis)
 
 
@@ -416,7 +416,7 @@ def _alternate(
         t0 = time.perf_counter()
         if u0 is not None and np.any(u0[:, k]):
             u = u0[:, k] / np.linalg.norm(u0[:, k])
-            g = defl.tdot(u)
+            g = defl.rmatvec(u)
         else:  # g = X_k^T u; then X_k^T X_k v / ||X_k v|| from the fused pass
             if init == "svd" and basis is None and not _uses_gram(op):
                 basis = cached_subspace(op, n_components)[1:]

@@ -36,24 +36,26 @@ class _Deflated:
     def _coef(self, vecs, x):
         return np.array([d_j * float(w @ x) for w, d_j in zip(vecs, self.d)])
 
-    def _comb(self, vecs, coef, out):
+    def _subtract_combination(self, vecs, coef, out):
         for w, c in zip(vecs, coef):
             out -= c * w
         return out
 
     def dot(self, v):
         """``X_k v``."""
-        return self._comb(self.U, self._coef(self.V, v), self.op.matvec(v))
+        return self._subtract_combination(self.U, self._coef(self.V, v), self.op.matvec(v))
 
-    def tdot(self, u, exact=False):
+    def rmatvec(self, u, exact=False):
         """``X_k^T u`` (``exact``: float64 accumulation for float32 data)."""
-        return self._comb(self.V, self._coef(self.U, u), self.op.rmatvec(u, exact=exact))
+        return self._subtract_combination(
+            self.V, self._coef(self.U, u), self.op.rmatvec(u, exact=exact)
+        )
 
     def gram(self, v):
         """``z = X_k v`` and ``X_k^T z`` in one pass over the data."""
-        c = self._comb(self.U, self._coef(self.V, v), np.zeros(self.op.shape[0]))
+        c = self._subtract_combination(self.U, self._coef(self.V, v), np.zeros(self.op.shape[0]))
         z, g = self.op.fused(v, -c)
-        g = self._comb(self.V, self._coef(self.U, z), g)
+        g = self._subtract_combination(self.V, self._coef(self.U, z), g)
         if self.known():
             self.seen = self.seen[-(SEEN_MAX - 1) :] + [
                 (v,) + self._undeflated(None, v, z, None, g)[::2]
@@ -80,20 +82,20 @@ class _Deflated:
         ``X_k^T X_k v`` (``X_k = Xc - D``, ``D = sum_j d_j u_j v_j^T``):
         ``A v = X_k^T X_k v + Xc^T D v + D^T Xc v - D^T D v``."""
         cv = self._coef(self.V, v)  # d_j (v_j . v): D v = sum_j cv_j u_j
-        xcv = xv - self._comb(self.U, cv, np.zeros_like(xv))
+        xcv = xv - self._subtract_combination(self.U, cv, np.zeros_like(xv))
         xcu = (
             None
             if xtu is None
-            else xtu - self._comb(self.V, self._coef(self.U, u), np.zeros_like(xtu))
+            else xtu - self._subtract_combination(self.V, self._coef(self.U, u), np.zeros_like(xtu))
         )
         if xtxv is None:
             return xcv, xcu, None
-        dv = -self._comb(self.U, cv, np.zeros_like(xv))
+        dv = -self._subtract_combination(self.U, cv, np.zeros_like(xv))
         av = (
             xtxv
-            - self._comb(self.XtU, cv, np.zeros_like(xtxv))
-            - self._comb(self.V, self._coef(self.U, xcv), np.zeros_like(xtxv))
-            + self._comb(self.V, self._coef(self.U, dv), np.zeros_like(xtxv))
+            - self._subtract_combination(self.XtU, cv, np.zeros_like(xtxv))
+            - self._subtract_combination(self.V, self._coef(self.U, xcv), np.zeros_like(xtxv))
+            + self._subtract_combination(self.V, self._coef(self.U, dv), np.zeros_like(xtxv))
         )
         return xcv, xcu, av
 

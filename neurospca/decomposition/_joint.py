@@ -267,7 +267,7 @@ def _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k):
     ``kw["solver"]`` is None). Returns whether ``v_k`` moved."""
     l2 = kw["l2"]
     defl = _others(op, sqnorm, U, V, d, Z, k)
-    y = defl.tdot(U[:, k], exact=True) / (2.0 * op.shape[0] * l2)
+    y = defl.rmatvec(U[:, k], exact=True) / (2.0 * op.shape[0] * l2)
     p0 = 0.5 * float(y @ y)
     problem = ProxProblem(y, kw["pieces"])
     gap, _ = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6), tol_abs=tol * p0)

@@ -220,7 +220,7 @@ class ThreadChooser:
         self.n_threads = int(n_threads)
         self.times = _THREAD_TIMES.setdefault(key, {1: None, "many": None, "blocks": 0})
 
-    def pick(self):
+    def choose_threads(self):
         """The threads of the next block: ``n_threads`` or 1 (always 1 in a process
         forked from one that ran the kernels: :func:`neurospca._kernels.kernel_threads`)."""
         if _kernels.kernel_threads(self.n_threads) <= 1:

@@ -34,8 +34,8 @@ from .prox import _check_prox_input, _scale_of, _unscale
 logger = logging.getLogger(__name__)
 
 
-class _Eq17:
-    """The eq.-17 data of one v-step, with the kernel arrays."""
+class _SmoothedProblem:
+    """The smoothed v-step of CONESTA (paper eq. 17): its data, with the kernel arrays."""
 
     def __init__(self, y, operator, l1, group, kernels):
         self.K = get_kernels(kernels)
@@ -182,8 +182,8 @@ def exact_finish(v, y, operator, l1, group, mus, tol_abs):
         return v, np.inf, prox_objective(v, y, operator, l1, group)
     candidates = [np.zeros_like(v), v_dual, v]
     objectives = [prox_objective(c, y, operator, l1, group) for c in candidates]
-    pick = int(np.argmin(objectives))  # the first of equals: the sparsest
-    return candidates[pick], max(objectives[pick] - dual, 0.0), objectives[pick]
+    best = int(np.argmin(objectives))  # the first of equals: the sparsest
+    return candidates[best], max(objectives[best] - dual, 0.0), objectives[best]
 
 
 def _check_v0(v0, y):
@@ -233,7 +233,7 @@ def fista(
     mu = check_nonneg(mu, "mu", strict=True)
     eps = check_nonneg(eps, "eps", strict=True)
     v = _check_v0(v0, y)
-    prob = _Eq17(y, operator, l1, group, kernels)
+    prob = _SmoothedProblem(y, operator, l1, group, kernels)
     v, n_iter, gap_mu, gap_0, hist = _fista(prob, v, mu, 2.0 * eps, max_iter, gap_every)
     gap, objective = primal_certificate(v, y, operator, l1, group, (mu,))
     if not np.isfinite(gap):
@@ -385,7 +385,7 @@ def solve_conesta(
             kernels=kernels,
         )
         return _unscale(res, s)
-    prob = _Eq17(y, operator, l1, group, kernels)
+    prob = _SmoothedProblem(y, operator, l1, group, kernels)
     tol_abs = tol * 0.5 * float(y @ y)
     v = np.zeros_like(y) if v0 is None else np.array(v0, dtype=np.float64)
     smoothing = prob.kappa > 0.0 and prob.norm2 > 0.0 and prob.M > 0.0

@@ -530,7 +530,7 @@ def _prox_dual_difference(
         (n_rows, P, chunk_ptr.size - 1, y.dtype.char), min(n_threads, chunk_ptr.size - 1)
     )
     while True:
-        threads = chooser.pick()
+        threads = chooser.choose_threads()
         start = time.perf_counter()
         t, _, swapped, primal, dual, _ = K.diff_dual_iterations(
             n_run,
