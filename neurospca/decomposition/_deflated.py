@@ -34,10 +34,10 @@ class _Deflated:
         self.sqnorm = op.sqnorm()
 
     def _coef(self, vecs, x):
-        return np.array([d_j * float(w @ x) for w, d_j in zip(vecs, self.d)])
+        return np.array([d_j * float(w @ x) for w, d_j in zip(vecs, self.d, strict=True)])
 
     def _subtract_combination(self, vecs, coef, out):
-        for w, c in zip(vecs, coef):
+        for w, c in zip(vecs, coef, strict=True):
             out -= c * w
         return out
 
@@ -66,10 +66,10 @@ class _Deflated:
         """``Z = X_k W`` and ``X_k^T Z`` for a block ``W`` (n_features, b) in one
         pass over the data (products in the data's type)."""
         C = np.zeros((self.op.shape[0], W.shape[1]))
-        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
+        for u_j, v_j, d_j in zip(self.U, self.V, self.d, strict=True):
             C += np.outer(u_j, d_j * (v_j @ W))
         Z, G = self.op.gram(W, C)
-        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
+        for u_j, v_j, d_j in zip(self.U, self.V, self.d, strict=True):
             G -= np.outer(v_j, d_j * (u_j @ Z))
         return Z, G
 
@@ -152,10 +152,10 @@ class _Deflated:
             return None
         Q, XQ, AQ = self.start_basis(basis)
         XkQ, AkQ = XQ.copy(), AQ.copy()
-        for u_j, v_j, xtu_j, d_j in zip(self.U, self.V, self.XtU, self.d):
+        for u_j, v_j, xtu_j, d_j in zip(self.U, self.V, self.XtU, self.d, strict=True):
             c = d_j * (v_j @ Q)
             XkQ -= np.outer(u_j, c)
             AkQ -= np.outer(xtu_j, c)
-        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
+        for u_j, v_j, d_j in zip(self.U, self.V, self.d, strict=True):
             AkQ -= np.outer(v_j, d_j * (u_j @ XkQ))
         return Q, XkQ, AkQ
