@@ -309,7 +309,8 @@ def conesta(
         of ``v = 0`` is accepted only once 0 is certified to
         :data:`ZERO_GAP_FRACTION` of ``tol_abs``, so where the optimum is 0,
         ``v`` is exactly 0. ``converged`` is True only when
-        ``gap <= tol_abs``. The paper's running precision ``eps`` of Algorithm 2 drives the continuation only; ``mu_history`` lists
+        ``gap <= tol_abs``. The paper's running precision ``eps`` of Algorithm 2
+        drives the continuation only; ``mu_history`` lists
         ``(iteration, mu, eps)`` per continuation step. A non-finite gap stops
         the solver with ``converged=False`` and a ``ConvergenceWarning``.
 
