@@ -32,7 +32,7 @@ __all__ = [
 
 def _blob(shape, center, radius):
     grids = np.meshgrid(*[np.arange(s) for s in shape], indexing="ij")
-    d2 = sum((g - c) ** 2 for g, c in zip(grids, center))
+    d2 = sum((g - c) ** 2 for g, c in zip(grids, center, strict=True))
     return np.exp(-d2 / (2.0 * (radius / 2.0) ** 2)) * (d2 <= radius**2)
 
 

@@ -356,7 +356,7 @@ def recheck_support(estimator, op, U, V, info, kw, tol):
     settled = [bool(c) for c in info["converged"]]
     _certify_all(op, op.sqnorm(), U, V, d, Z, info, kw, tol, True)
     info["d"] = d
-    info["converged"] = np.array([c and s for c, s in zip(info["converged"], settled)])
+    info["converged"] = np.array([c and s for c, s in zip(info["converged"], settled, strict=True)])
     for k in range(V.shape[1]):
         same = np.array_equal(V[:, k], V_before[:, k]) and info["gaps"][k] <= gaps_before[k]
         if same or not np.any(V[:, k]):

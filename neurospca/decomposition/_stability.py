@@ -191,7 +191,7 @@ def fit_halves(estimator, X, settings, random_state=None):
         if path and np.all(path[-1]["nonzero_fraction"] == 0):
             break  # every half component empty: stronger penalties only empty more
         comps = []
-        for model, Xh in zip(models, halves):
+        for model, Xh in zip(models, halves, strict=True):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 comps.append(model.set_params(**params).fit(Xh).components_.copy())

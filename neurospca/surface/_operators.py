@@ -220,9 +220,12 @@ def block_diag_operators(operators):
     # CSR blocks side by side: shift the column indices and the row pointers
     col_off = np.cumsum([0] + [m.shape[1] for m in mats])
     nnz_off = np.cumsum([0] + [m.nnz for m in mats])
-    indices = np.concatenate([m.indices.astype(np.int64) + c for m, c in zip(mats, col_off)])
+    indices = np.concatenate(
+        [m.indices.astype(np.int64) + c for m, c in zip(mats, col_off, strict=True)]
+    )
     indptr = np.concatenate(
-        [m.indptr[:-1].astype(np.int64) + z for m, z in zip(mats, nnz_off)] + [[nnz_off[-1]]]
+        [m.indptr[:-1].astype(np.int64) + z for m, z in zip(mats, nnz_off, strict=True)]
+        + [[nnz_off[-1]]]
     )
     data = np.concatenate([m.data for m in mats])
     mat = sp.csr_matrix((data, indices, indptr), shape=(offset, int(col_off[-1])))
