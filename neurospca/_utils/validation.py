@@ -9,6 +9,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+#: What ``np.asarray`` raises on ragged, exotic or overflowing input.
+ARRAY_ERRORS = (ValueError, TypeError, OverflowError, RecursionError)
+
 
 class ComplexDataError(TypeError, ValueError):
     """Complex input: a ``TypeError`` (wrong kind of number), also a
@@ -30,7 +33,7 @@ def check_real(X, name="X"):
         elif isinstance(X, (list, tuple)):
             try:
                 dtype = np.asarray(X).dtype
-            except (ValueError, TypeError, OverflowError, RecursionError):  # ragged, exotic
+            except ARRAY_ERRORS:  # ragged, exotic
                 return
         elif hasattr(X, "dtypes"):  # data frames
             _check_frame_dtypes(X, name)
@@ -70,7 +73,7 @@ def _object_kind(X):
     (other objects fail in the caller's conversion to float)."""
     try:
         flat = np.asarray(X, dtype=object).ravel()
-    except (ValueError, TypeError, OverflowError, RecursionError):  # pragma: no cover
+    except ARRAY_ERRORS:  # pragma: no cover
         return None
     if any(isinstance(item, (str, bytes, np.str_, np.bytes_)) for item in flat):
         return "strings"
@@ -508,3 +511,11 @@ def check_components(components, name="components"):
 def check_warm_start(x, size, name):
     """Validate a solver warm start (``v0`` or ``w0``): shape, real, finite."""
     return check_vector(x, size, name)
+
+
+def check_tv_kind(kind):
+    """``kind`` of a surface TV operator: ``"edges"`` or ``"gradient"``, else a
+    ValueError naming ``kind``."""
+    if kind not in ("edges", "gradient"):
+        raise ValueError(f"kind must be 'edges' or 'gradient', got {kind!r}.")
+    return kind

@@ -118,7 +118,7 @@ def _run_workers(run, blocks, n_workers):
             if not errors:
                 try:
                     run(t, *item)
-                except BaseException as exc:  # re-raised by the driver
+                except BaseException as exc:  # noqa: BLE001  re-raised by the driver thread
                     errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(n_workers)]

@@ -219,6 +219,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, k
             "holds for the returned model). Increase max_sweeps, or use "
             "method='deflation'.",
             ConvergenceWarning,
+            stacklevel=2,
         )
     for w in caught:  # the last sweep's v-steps that stopped short of tol
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
