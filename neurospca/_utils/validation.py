@@ -233,7 +233,7 @@ def check_int(value, name, *, minimum=None, maximum=None):
     return value
 
 
-def check_nonneg(value, name, strict=True):
+def check_nonneg(value, name, strict=False):
     """A finite real number >= 0 (> 0 if ``strict``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")

@@ -222,10 +222,10 @@ def block_diag_operators(operators):
     col_off = np.cumsum([0] + [m.shape[1] for m in mats])
     nnz_off = np.cumsum([0] + [m.nnz for m in mats])
     indices = np.concatenate(
-        [m.indices.astype(np.int64) + c for m, c in zip(mats, col_off, strict=True)]
+        [m.indices.astype(np.int64) + c for m, c in zip(mats, col_off[:-1], strict=True)]
     )
     indptr = np.concatenate(
-        [m.indptr[:-1].astype(np.int64) + z for m, z in zip(mats, nnz_off, strict=True)]
+        [m.indptr[:-1].astype(np.int64) + z for m, z in zip(mats, nnz_off[:-1], strict=True)]
         + [[nnz_off[-1]]]
     )
     data = np.concatenate([m.data for m in mats])
