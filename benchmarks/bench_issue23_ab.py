@@ -3,8 +3,9 @@
 Each measurement is one fresh subprocess that imports one build, prepares the
 inputs (untimed) and times one call; the builds alternate (ABAB, the order
 swapped every repeat) so that a change of the machine's load hits both.
-Tasks: ``SPCATV(3, alpha_rel=1, stability=False).fit`` on the fMRI-like set (P = 64,030), ``spca_tv`` with
-CONESTA on the MNI152 3 mm mask, and ``prox_dual`` on its grid TV.
+Tasks: ``SPCATV(3, alpha_rel=1, stability=False).fit`` on the fMRI-like set
+(P = 64,030), ``spca_tv`` with CONESTA on the MNI152 3 mm mask, and
+``prox_dual`` on its grid TV.
 
 Usage::
 
