@@ -185,7 +185,7 @@ def test_diff_kernel_equals_numpy_twin(op, n_iter, n_chunks):
         n = _run_diff(NK, op, y, arrays, state, n_iter, t, True)
         assert c[0][:3] == pytest.approx(n[0][:3], rel=1e-12)
         np.testing.assert_allclose(c[0][3:], n[0][3:], rtol=1e-11)
-        for a, b in zip(c[1:], n[1:]):
+        for a, b in zip(c[1:], n[1:], strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-13)
 
 
@@ -260,7 +260,7 @@ def test_chunks_not_threads_set_the_result():
     a = _run_diff(CK, op, y, arrays, state, 6, 1.0, True, n_threads=1)
     b = _run_diff(CK, op, y, arrays, state, 6, 1.0, True, n_threads=2)
     assert a[0] == b[0]
-    for x, z in zip(a[1:], b[1:]):
+    for x, z in zip(a[1:], b[1:], strict=True):
         np.testing.assert_array_equal(x, z)
 
 
@@ -456,5 +456,5 @@ def test_csr_kernel_threads_identical():
         )
         results.append(((t, n_restarts), state))
     assert results[0][0] == results[1][0]
-    for a, b in zip(results[0][1], results[1][1]):
+    for a, b in zip(results[0][1], results[1][1], strict=True):
         np.testing.assert_array_equal(a, b)

@@ -574,7 +574,7 @@ def _simulated_thickness(fs5, n, seed):
     noise. Returns data per hemisphere, the patterns and the cortex masks."""
     rng = np.random.default_rng(seed)
     out = {}
-    for hemi, side in (("left", "lh"), ("right", "rh")):
+    for hemi, _side in (("left", "lh"), ("right", "rh")):
         sphere, _ = load_surf_mesh(fs5[f"sphere_{hemi}"])
         sphere = sphere / np.linalg.norm(sphere, axis=1, keepdims=True)
         thick = load_surf_data(fs5[f"thick_{hemi}"]).astype(float)
