@@ -74,6 +74,7 @@ def main(argv=None):
     parser.add_argument("--before", type=Path)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--child")
+    parser.add_argument("--only", help="run the tasks whose name contains this text")
     args = parser.parse_args(argv)
     if args.child:
         _child(args.child)
@@ -86,7 +87,7 @@ def main(argv=None):
     )
     print("| task | before (808b191) | after | after / before | all before | all after |")
     print("|---|---:|---:|---:|---|---|")
-    for task in TASKS:
+    for task in [t for t in TASKS if args.only is None or args.only in t]:
         times = {"before": [], "after": []}
         for i in range(args.repeat):
             order = ("before", "after") if i % 2 == 0 else ("after", "before")
