@@ -8,10 +8,10 @@ Thin layers over :class:`~neurospca.ImageSPCATV`; they sit here, above
 
 from sklearn.base import clone
 
-from .._utils.validation import check_tv_kind
 from ..decomposition import SPCATV
 from ..masking import load_mask_img
 from ..surface import load_surface_image
+from ..surface._validation import _check_kind
 from ._spcatv import ImageSPCATV
 
 __all__ = ["fit_images", "fit_surfaces"]
@@ -115,7 +115,7 @@ def fit_surfaces(
         masked vertices; write them with :meth:`neurospca.Hemispheres.save`.
     hemispheres : Hemispheres
     """
-    kind = check_tv_kind(kind)
+    kind = _check_kind(kind)
     template = _with_operator(estimator, None)
     img = load_surface_image(left_data, right_data, left_mesh, right_mesh)
     mask = None if mask_left is None and mask_right is None else (mask_left, mask_right)

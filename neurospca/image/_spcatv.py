@@ -38,9 +38,16 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils.docs import fill_doc
-from .._utils.images import collect_images, is_pathlike, make_mask_img, mask_array
 from ..decomposition import SPCATV
-from ..masking import VolumeMasker, load_mask_img, unmask
+from ..masking import (
+    VolumeMasker,
+    _collect_images,
+    _is_pathlike,
+    _mask_array,
+    _mask_img,
+    load_mask_img,
+    unmask,
+)
 from ..surface import load_surf_mesh, tv_from_hemispheres
 from ._inputs import (
     _HEMIS,
@@ -484,7 +491,7 @@ class ImageSPCATV(BaseEstimator):
                 "mask, a NiftiMasker or None."
             )
         params, user = self._volume_masker_params()
-        items = collect_images(imgs)
+        items = _collect_images(imgs)
         mask_img = None
         if user is not None and hasattr(user, "mask_img_"):
             mask_img = load_mask_img(user.mask_img_)
@@ -496,7 +503,7 @@ class ImageSPCATV(BaseEstimator):
         grid = (
             mask_img
             if mask_img is not None
-            else make_mask_img(np.ones(ref.shape[:3], dtype=bool), ref.affine, None)
+            else _mask_img(np.ones(ref.shape[:3], dtype=bool), ref.affine, None)
         )
         img4d = _stack_volumes(items, grid, self.resample and mask_img is not None)
         n_samples = img4d.shape[3]
@@ -506,7 +513,7 @@ class ImageSPCATV(BaseEstimator):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
                 mask_img = load_mask_img(auto.fit(img4d).mask_img_)
-        mask = mask_array(mask_img)
+        mask = _mask_array(mask_img)
         values = np.asarray(img4d.dataobj)[mask]  # (P, N), the masker's column order
         bad = ~np.all(np.isfinite(values), axis=1)
         n_bad = int(bad.sum())
@@ -524,7 +531,7 @@ class ImageSPCATV(BaseEstimator):
             )
             new = mask.copy()
             new[mask] = ~bad
-            mask_img = make_mask_img(new, mask_img.affine, mask_img.header)
+            mask_img = _mask_img(new, mask_img.affine, mask_img.header)
         self.mask_img_ = mask_img
         self.masker_ = maskers.NiftiMasker(mask_img=mask_img, **params)
         self._plain_masker = user is None and not self.standardize and self.smoothing_fwhm is None
@@ -557,7 +564,7 @@ class ImageSPCATV(BaseEstimator):
                 "maps beforehand (e.g. FreeSurfer's qcache fwhm10 files)."
             )
         if isinstance(self.mask, maskers.NiftiMasker) or (
-            self.mask is not None and (is_pathlike(self.mask) or hasattr(self.mask, "affine"))
+            self.mask is not None and (_is_pathlike(self.mask) or hasattr(self.mask, "affine"))
         ):
             raise TypeError(
                 "mask: a NIfTI mask, a NiftiMasker or a single path was given "
@@ -674,7 +681,7 @@ class ImageSPCATV(BaseEstimator):
         else:
             if self.meshes_ is not None:
                 raise TypeError("imgs: the model was fitted on surfaces; give a SurfaceImage.")
-            source = _stack_volumes(collect_images(imgs), self.mask_img_, self.resample)
+            source = _stack_volumes(_collect_images(imgs), self.mask_img_, self.resample)
             n_samples = source.shape[3]
             values = np.asarray(source.dataobj)[self.space_.mask]
             finite = bool(np.all(np.isfinite(values)))
