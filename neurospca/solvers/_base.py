@@ -144,6 +144,17 @@ def set_n_threads(n_threads):
 def resolve_n_threads(n_threads):
     """The thread count a kernel runs with: ``n_threads``, the default, or the cores.
 
+    Parameters
+    ----------
+    n_threads : int or None
+        Threads asked for; None: the default of :func:`set_n_threads`, else the
+        cores this process may run on.
+
+    Returns
+    -------
+    int
+        A positive thread count.
+
     Raises
     ------
     ValueError
