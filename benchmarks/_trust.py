@@ -58,7 +58,7 @@ def recovery(components, patterns):
     rows, cols = linear_sum_assignment(-sim)
     cos = np.zeros(len(patterns))
     dice = np.zeros(len(patterns))
-    for r, c in zip(rows, cols):
+    for r, c in zip(rows, cols, strict=True):
         cos[r] = sim[r, c]
         dice[r] = _dice(patterns[r] != 0, C[c] != 0)
     return cos, dice
@@ -86,9 +86,9 @@ def compare(A, B, top_fraction=0.1):
     sim = _cos(A - A.mean(axis=1, keepdims=True), B - B.mean(axis=1, keepdims=True))
     rows, cols = linear_sum_assignment(-sim)
     m = max(1, int(top_fraction * A.shape[1]))
-    dice = np.array([top_m_dice(A[r], B[c], m) for r, c in zip(rows, cols)])
+    dice = np.array([top_m_dice(A[r], B[c], m) for r, c in zip(rows, cols, strict=True)])
     support = np.concatenate([np.mean(A != 0, axis=1), np.mean(B != 0, axis=1)])
-    sdice = np.array([_dice(A[r] != 0, B[c] != 0) for r, c in zip(rows, cols)])
+    sdice = np.array([_dice(A[r] != 0, B[c] != 0) for r, c in zip(rows, cols, strict=True)])
     return sim[rows, cols], dice, support, sdice
 
 

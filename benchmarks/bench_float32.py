@@ -155,7 +155,7 @@ def check_float64_unchanged(before_so, ops):
             np.array_equal(x, z, equal_nan=True)
             if isinstance(x, np.ndarray)
             else np.array_equal(np.asarray(x, float), np.asarray(z, float), equal_nan=True)
-            for x, z in zip(a, b)
+            for x, z in zip(a, b, strict=True)
         )
         print(
             f"- {name}: float64 outputs of this tree's kernels equal the build "
@@ -247,7 +247,7 @@ def main(argv=None):
             for nt in (1, 2):
                 res = {}
 
-                def solve(yy, tol=tol, nt=nt):
+                def solve(yy, tol=tol, nt=nt, op=op, res=res):
                     def run():
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")

@@ -163,12 +163,12 @@ def main():
     print()
     print(
         "tree < flat in every run at rate: "
-        + ", ".join(f"{int(100 * r)}%: {w}" for r, w in zip(RATES, wins))
+        + ", ".join(f"{int(100 * r)}%: {w}" for r, w in zip(RATES, wins, strict=True))
     )
     margins = [min(100 * (res["flat"][r][1] - res["tree"][r][1]) for res in runs) for r in RATES]
     print(
         "smallest flat - tree over the runs (MSE x 100): "
-        + ", ".join(f"{int(100 * r)}%: {m:+.3f}" for r, m in zip(RATES, margins))
+        + ", ".join(f"{int(100 * r)}%: {m:+.3f}" for r, m in zip(RATES, margins, strict=True))
     )
     chosen = [(res[n][r][2], res[n][r][3]) for res in runs for n in res for r in RATES]
     print(f"(lam_tr, lam_te) chosen on validation: {sorted(set(chosen))}")

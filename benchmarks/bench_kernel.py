@@ -343,7 +343,10 @@ def main(argv=None):
             if base is None:
                 base, base_v, base_V = out["time"], out["vstep"], np.asarray(out["V"])
             V = np.asarray(out["V"])  # (k, subsampled features); signs are conventions
-            dV = max(min(np.abs(a - b).max(), np.abs(a + b).max()) for a, b in zip(V, base_V))
+            dV = max(
+                min(np.abs(a - b).max(), np.abs(a + b).max())
+                for a, b in zip(V, base_V, strict=True)
+            )
             print(
                 f"| {case} | {label} | {out['time']:.2f} | {out['vstep']:.2f} | "
                 f"{out['inner']} | {out['gap']:.3e} | {base / out['time']:.2f} | "

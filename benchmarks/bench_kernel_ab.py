@@ -11,7 +11,8 @@ edge TV.
 
 Usage::
 
-    python benchmarks/bench_kernel_ab.py --before-so /tmp/before/neurospca/solvers/_kernels.cpython-311-x86_64-linux-gnu.so
+    python benchmarks/bench_kernel_ab.py \
+        --before-so /tmp/before/neurospca/solvers/_kernels.cpython-311-x86_64-linux-gnu.so
         [--repeat 160] [--n-iter 20]
 """
 

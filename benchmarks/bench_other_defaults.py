@@ -84,7 +84,11 @@ def bench_sspca():
             rows = []
             for seed in SEEDS:
                 X, supports, _ = make_structured_images(seed, **kw)
-                m = _quiet(lambda: SSPCA(3, groups=groups, random_state=0, **params).fit(X))
+                m = _quiet(
+                    lambda X=X, params=params: SSPCA(
+                        3, groups=groups, random_state=0, **params
+                    ).fit(X)
+                )
                 sizes = m.supports_.sum(axis=1)
                 # before issue 20: every column renormalised, supports from the raw loadings
                 V = np.abs(m.loadings_)
@@ -127,7 +131,7 @@ def bench_sspca():
                 for seed in SEEDS:
                     X, supports, _ = make_structured_images(seed, **kw)
                     m = _quiet(
-                        lambda: SSPCA(
+                        lambda X=X, n_init=n_init, rel=rel: SSPCA(
                             3, alpha_rel=rel, groups=groups, n_init=n_init, random_state=0
                         ).fit(X)
                     )
@@ -166,7 +170,7 @@ def bench_nspca():
                 C = Xc.T @ Xc / X.shape[0]
                 t0 = time.perf_counter()
                 m = _quiet(
-                    lambda: NonnegativeSparsePCA(
+                    lambda X=X, alpha=alpha, beta=beta, n_init=n_init: NonnegativeSparsePCA(
                         3, alpha=alpha, beta=beta, n_init=n_init, random_state=0
                     ).fit(X)
                 )
@@ -198,7 +202,7 @@ def bench_conesta():
             for solver in ("dual", "conesta"):
                 t0 = time.perf_counter()
                 m = _quiet(
-                    lambda: SPCATV(
+                    lambda X=X, op=op, rel=rel, solver=solver: SPCATV(
                         3, alpha=None, alpha_rel=rel, operator=op, solver=solver, random_state=0
                     ).fit(X)
                 )

@@ -113,10 +113,13 @@ def one_step(name, seeds, make):
         f"\n## {name}: chosen vs truth-best grid points (MSE/Dice: mean over the half "
         "fits; refit and default: on all samples)"
     )
-    cell = lambda r: (
-        f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
-        f"{r['mse']:.3f}/{r['dice_truth']:.2f}"
-    )
+
+    def cell(r):
+        return (
+            f"({r['l1_ratio']:.2f}, {r['tv_ratio']:.2f}) {r['alpha_rel']:4.2g}: "
+            f"{r['mse']:.3f}/{r['dice_truth']:.2f}"
+        )
+
     for seed in seeds:
         X, op, P = make(seed)
         est = SPCATV(3, operator=op, random_state=0)

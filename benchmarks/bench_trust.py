@@ -59,7 +59,7 @@ def backfit_sweeps(Xc, op, K, U, V, d, W, l1, l2, tv, max_sweeps=20, tol=1e-3):
     the residual of the others, until V moves by less than ``tol`` (relative).
     Returns ``U, V, d, W`` (updated in place too) and the number of sweeps."""
     s = 0
-    for s in range(max_sweeps):
+    for s in range(max_sweeps):  # noqa: B007  s is returned: the sweeps run
         old = V.copy()
         for k in range(K):
             R = Xc - (U * d) @ V.T + d[k] * np.outer(U[:, k], V[:, k])

@@ -71,8 +71,10 @@ def main():
     for name in args.sets:
         for seed in args.seeds:
             X, op, P = load(name, seed)
-            m, t, caught = timed(lambda: SPCATV(3, operator=op, random_state=0).fit(X))
-            _, t1, _ = timed(lambda: SPCATV(3, operator=op, alpha_rel=m.alpha_rel_).fit(X))
+            m, t, caught = timed(lambda X=X, op=op: SPCATV(3, operator=op, random_state=0).fit(X))
+            _, t1, _ = timed(
+                lambda X=X, m=m, op=op: SPCATV(3, operator=op, alpha_rel=m.alpha_rel_).fit(X)
+            )
             warned = "; ".join(sorted({str(w.message)[:40] for w in caught}))
             row(
                 name,
@@ -84,14 +86,16 @@ def main():
                 f"sweeps {m.n_sweeps_}, {t:.1f} s = {t / t1:.1f}x one fit; {warned}",
             )
             d, td, _ = timed(
-                lambda: SPCATV(3, operator=op, alpha_rel=m.alpha_rel_, method="deflation").fit(X)
+                lambda X=X, m=m, op=op: SPCATV(
+                    3, operator=op, alpha_rel=m.alpha_rel_, method="deflation"
+                ).fit(X)
             )
             row(name, seed, f"deflation {m.alpha_rel_:g}", d.components_, P, f"{td:.1f} s")
             for a in args.sparsepca:
                 from sklearn.decomposition import SparsePCA
 
                 s, ts, _ = timed(
-                    lambda: SparsePCA(3, alpha=a, random_state=0).fit(X - X.mean(axis=0))
+                    lambda X=X, a=a: SparsePCA(3, alpha=a, random_state=0).fit(X - X.mean(axis=0))
                 )
                 row(name, seed, f"SparsePCA {a:g}", s.components_, P, f"{ts:.1f} s")
 

@@ -208,7 +208,10 @@ def main():
                 g = [r for r in bf if (r["l1_ratio"], r["tv_ratio"]) == sp]
                 full = [r["sweeps"] for r in g if "sweeps" in r and max(r["supp"]) > 0]
                 half = [
-                    s for r in g for s, h in zip(r["half_sweeps"], (0, 1)) if max(r["hsupp"]) > 0
+                    s
+                    for r in g
+                    for s, h in zip(r["half_sweeps"], (0, 1), strict=True)
+                    if max(r["hsupp"]) > 0
                 ]
                 if g:
                     parts.append(

@@ -70,7 +70,8 @@ def main():
             corr, dice, supp, _ = compare(A, B)
             extra = f" (alpha_rel {chosen['alpha_rel'][-2:]})" if name.startswith("SPCA") else ""
             print(
-                f"| {split} | {name}{extra} | {corr.mean():.2f} ({' '.join(f'{c:.2f}' for c in corr)}) "
+                f"| {split} | {name}{extra} | {corr.mean():.2f} "
+                f"({' '.join(f'{c:.2f}' for c in corr)}) "
                 f"| {dice.mean():.2f} | {100 * supp.mean():.1f} ({100 * supp.max():.0f}) "
                 f"| {time.perf_counter() - t0:.0f} |",
                 flush=True,

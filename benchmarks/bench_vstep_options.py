@@ -94,7 +94,7 @@ def part_float32(repeat):
         for tol in (1e-3, 1e-4):
             comps = {}
 
-            def fit(vdtype, X=X, op=op, tol=tol):
+            def fit(vdtype, X=X, op=op, tol=tol, comps=comps):
                 # float64 v-steps: no tol reaches the float32 threshold
                 _alternation.FLOAT32_VSTEP_MIN_TOL = default if vdtype == "f32" else np.inf
                 try:

@@ -131,7 +131,7 @@ def calibrate(n_calibration, n_jobs):
     for m in METHODS:
         rows = []
         for i, p in enumerate(GRIDS[m]):
-            res = [o for o, (mm, ii, _) in zip(outs, tasks) if mm == m and ii == i]
+            res = [o for o, (mm, ii, _) in zip(outs, tasks, strict=True) if mm == m and ii == i]
             rows.append(
                 (
                     float(np.mean([r["error"] for r in res])),

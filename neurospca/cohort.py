@@ -19,8 +19,9 @@ import os
 import nibabel as nib
 import numpy as np
 
+from ._utils.images import check_grid, collect_images, image_data, mask_array
 from ._utils.io import atomic_write, check_not_input, regular_file
-from .masking import _check_grid, _collect_images, _image_data, _mask_array, load_mask_img
+from .masking import load_mask_img
 from .surface import load_surf_data
 
 __all__ = [
@@ -146,8 +147,8 @@ def images_to_memmap(imgs, mask, path, *, dtype=np.float32, threshold=None, resa
     """
     dtype = _check_dtype(dtype)
     mask_img = load_mask_img(mask, threshold=threshold)
-    mask_arr = _mask_array(mask_img)
-    items = _collect_images(imgs)  # proxies: headers only
+    mask_arr = mask_array(mask_img)
+    items = collect_images(imgs)  # proxies: headers only
     n_rows = sum(_n_frames(img) for _, img in items)
     rows = ((label, _image_rows(label, img, mask_img, mask_arr, resample)) for label, img in items)
     inputs = [(label, img.get_filename()) for label, img in items] + [("mask", mask)]
@@ -160,8 +161,8 @@ def _n_frames(img):
 
 def _image_rows(label, img, mask_img, mask_arr, resample):
     """The in-mask values of one 3-D or 4-D image, one row per frame."""
-    img = _check_grid(label, img, mask_img, resample)
-    values = np.asarray(_image_data(img, label)[mask_arr])
+    img = check_grid(label, img, mask_img, resample)
+    values = np.asarray(image_data(img, label)[mask_arr])
     return values[None, :] if values.ndim == 1 else values.T
 
 
@@ -241,11 +242,11 @@ def images_to_dask(
     dtype = _check_dtype(dtype)
     chunk_images = _check_chunk(chunk_images, "chunk_images")
     mask_img = load_mask_img(mask, threshold=threshold)
-    mask_arr = _mask_array(mask_img)
-    items = _collect_images(imgs)  # proxies: headers only
+    mask_arr = mask_array(mask_img)
+    items = collect_images(imgs)  # proxies: headers only
     if not resample:
         for label, img in items:
-            _check_grid(label, img, mask_img, resample)
+            check_grid(label, img, mask_img, resample)
     tasks = []
     for lo in range(0, len(items), chunk_images):
         part = items[lo : lo + chunk_images]

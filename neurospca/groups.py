@@ -98,6 +98,64 @@ def grid_halfspace_groups(shape=None, mask=None, *, diagonals=True):
     return groups
 
 
+def _check_group_indices(groups, n_features, name):
+    """Each group as a non-empty int64 array of distinct indices in range."""
+    if isinstance(groups, np.ndarray) and groups.ndim == 2:
+        groups = list(groups)
+    if isinstance(groups, (str, bytes)) or not hasattr(groups, "__len__"):
+        raise TypeError(f"{name} must be a sequence of integer index arrays.")
+    if len(groups) == 0:
+        raise ValueError(f"{name} is empty; give at least one group.")
+    out = []
+    for i, g in enumerate(groups):
+        arr = np.asarray(g)
+        if arr.ndim != 1 or arr.size == 0:
+            raise ValueError(f"{name}[{i}] must be a non-empty 1-D array of feature indices.")
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"{name}[{i}] must hold ints, got dtype {arr.dtype}.")
+        if arr.min() < 0 or arr.max() >= n_features:
+            raise ValueError(
+                f"{name}[{i}] has indices outside [0, {n_features - 1}] (the data has "
+                f"{n_features} features)."
+            )
+        if np.unique(arr).size != arr.size:
+            raise ValueError(f"{name}[{i}] has repeated feature indices.")
+        out.append(arr.astype(np.int64))
+    return out
+
+
+def _check_cover(groups, n_features, name):
+    """Every feature in at least one group."""
+    covered = np.zeros(n_features, dtype=bool)
+    for g in groups:
+        covered[g] = True
+    if not covered.all():
+        raise ValueError(
+            f"{name} must cover every feature; feature {np.flatnonzero(~covered)[0]} "
+            f"(and {int((~covered).sum()) - 1} more) is in no group."
+        )
+
+
+def _group_weight_vectors(groups, weights, weights_name):
+    """``d^G`` on each group from one weight per group or one array (or scalar)
+    per group."""
+    if isinstance(weights, numbers.Real) or (isinstance(weights, np.ndarray) and weights.ndim == 0):
+        raise TypeError(f"{weights_name} must be one weight per group or one array per group.")
+    if all(np.ndim(w) == 0 for w in weights) and len(weights) == len(groups):
+        return [np.full(g.size, float(w)) for g, w in zip(groups, weights, strict=True)]
+    if len(weights) != len(groups):
+        raise ValueError(f"{weights_name} has {len(weights)} entries for {len(groups)} groups.")
+    wts = []
+    for i, (g, w) in enumerate(zip(groups, weights, strict=True)):
+        w = np.asarray(w, dtype=np.float64)
+        if w.ndim == 0:
+            w = np.full(g.size, float(w))
+        if w.shape != g.shape:
+            raise ValueError(f"{weights_name}[{i}] must be a scalar or have shape {g.shape}.")
+        wts.append(w)
+    return wts
+
+
 def check_groups(
     groups,
     n_features,
@@ -129,67 +187,19 @@ def check_groups(
     weights : list of ndarray of float64
         ``d^G`` restricted to each group.
     """
-    if isinstance(groups, np.ndarray) and groups.ndim == 2:
-        groups = list(groups)
-    if isinstance(groups, (str, bytes)) or not hasattr(groups, "__len__"):
-        raise TypeError(f"{name} must be a sequence of integer index arrays.")
-    if len(groups) == 0:
-        raise ValueError(f"{name} is empty; give at least one group.")
-    out = []
-    for i, g in enumerate(groups):
-        arr = np.asarray(g)
-        if arr.ndim != 1 or arr.size == 0:
-            raise ValueError(f"{name}[{i}] must be a non-empty 1-D array of feature indices.")
-        if not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"{name}[{i}] must hold ints, got dtype {arr.dtype}.")
-        if arr.min() < 0 or arr.max() >= n_features:
-            raise ValueError(
-                f"{name}[{i}] has indices outside [0, {n_features - 1}] (the data has "
-                f"{n_features} features)."
-            )
-        if np.unique(arr).size != arr.size:
-            raise ValueError(f"{name}[{i}] has repeated feature indices.")
-        out.append(arr.astype(np.int64))
+    out = _check_group_indices(groups, n_features, name)
     if require_cover:
-        covered = np.zeros(n_features, dtype=bool)
-        for g in out:
-            covered[g] = True
-        if not covered.all():
-            raise ValueError(
-                f"{name} must cover every feature; feature {np.flatnonzero(~covered)[0]} "
-                f"(and {int((~covered).sum()) - 1} more) is in no group."
-            )
+        _check_cover(out, n_features, name)
     if weights is None:
-        wts = [np.ones(g.size) for g in out]
-    else:
-        if isinstance(weights, numbers.Real) or (
-            isinstance(weights, np.ndarray) and weights.ndim == 0
-        ):
-            raise TypeError(f"{weights_name} must be one weight per group or one array per group.")
-        if all(np.ndim(w) == 0 for w in weights) and len(weights) == len(out):
-            wts = [np.full(g.size, float(w)) for g, w in zip(out, weights)]
-        else:
-            if len(weights) != len(out):
-                raise ValueError(
-                    f"{weights_name} has {len(weights)} entries for {len(out)} groups."
-                )
-            wts = []
-            for i, (g, w) in enumerate(zip(out, weights)):
-                w = np.asarray(w, dtype=np.float64)
-                if w.ndim == 0:
-                    w = np.full(g.size, float(w))
-                if w.shape != g.shape:
-                    raise ValueError(
-                        f"{weights_name}[{i}] must be a scalar or have shape {g.shape}."
-                    )
-                wts.append(w)
-        for i, w in enumerate(wts):
-            if not np.all(np.isfinite(w)):
-                raise ValueError(f"{weights_name}[{i}] contains NaN or infinite values.")
-            if np.any(w <= 0):
-                raise ValueError(
-                    f"{weights_name} must be > 0; {weights_name}[{i}] has minimum {w.min()}."
-                )
+        return out, [np.ones(g.size) for g in out]
+    wts = _group_weight_vectors(out, weights, weights_name)
+    for i, w in enumerate(wts):
+        if not np.all(np.isfinite(w)):
+            raise ValueError(f"{weights_name}[{i}] contains NaN or infinite values.")
+        if np.any(w <= 0):
+            raise ValueError(
+                f"{weights_name} must be > 0; {weights_name}[{i}] has minimum {w.min()}."
+            )
     return out, wts
 
 

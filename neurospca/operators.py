@@ -375,7 +375,7 @@ def stack_operators(operators, weights=None):
         raise ValueError(f"weights has {len(weights)} entries for {len(operators)} operators.")
     n_features = operators[0].n_features
     parts, ptrs, offset, norm2 = [], [], 0, 0.0
-    for op, w in zip(operators, weights):
+    for op, w in zip(operators, weights, strict=True):
         if not isinstance(op, GroupOperator):
             raise TypeError(f"operators must be GroupOperator, got {type(op).__name__}.")
         if op.n_features != n_features:

@@ -185,7 +185,7 @@ def test_diff_kernel_equals_numpy_twin(op, n_iter, n_chunks):
         n = _run_diff(NK, op, y, arrays, state, n_iter, t, True)
         assert c[0][:3] == pytest.approx(n[0][:3], rel=1e-12)
         np.testing.assert_allclose(c[0][3:], n[0][3:], rtol=1e-11)
-        for a, b in zip(c[1:], n[1:]):
+        for a, b in zip(c[1:], n[1:], strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-13)
 
 
@@ -260,7 +260,7 @@ def test_chunks_not_threads_set_the_result():
     a = _run_diff(CK, op, y, arrays, state, 6, 1.0, True, n_threads=1)
     b = _run_diff(CK, op, y, arrays, state, 6, 1.0, True, n_threads=2)
     assert a[0] == b[0]
-    for x, z in zip(a[1:], b[1:]):
+    for x, z in zip(a[1:], b[1:], strict=True):
         np.testing.assert_array_equal(x, z)
 
 
@@ -323,22 +323,22 @@ def test_thread_chooser_runs_the_faster_and_probes_the_other(monkeypatch):
 
     monkeypatch.setattr(_base, "_THREAD_TIMES", {})
     chooser = _base.ThreadChooser("shape", 2)
-    assert chooser.pick() == 2  # untimed: each choice is tried once
+    assert chooser.choose_threads() == 2  # untimed: each choice is tried once
     chooser.record(2, 0.20, 10)
-    assert chooser.pick() == 1
+    assert chooser.choose_threads() == 1
     chooser.record(1, 0.10, 10)
     chooser.record(1, 0.10, 1)  # a lone gap evaluation is not a timing
-    picks = [chooser.pick() for _ in range(2 * _base.PROBE_EVERY)]
+    picks = [chooser.choose_threads() for _ in range(2 * _base.PROBE_EVERY)]
     assert picks.count(2) == 2 and set(picks) == {1, 2}  # one probe per PROBE_EVERY
     chooser.record(2, 0.01, 10)  # the machine got quiet: a probe times 2 threads fast
-    assert chooser.pick() == 2
+    assert chooser.choose_threads() == 2
     # the times are shared by the next solve of the same shape, not of another
-    assert _base.ThreadChooser("shape", 2).pick() == 2
-    assert _base.ThreadChooser("other", 2).pick() == 2
-    assert _base.ThreadChooser("other", 2).pick() == 2  # still untimed
+    assert _base.ThreadChooser("shape", 2).choose_threads() == 2
+    assert _base.ThreadChooser("other", 2).choose_threads() == 2
+    assert _base.ThreadChooser("other", 2).choose_threads() == 2  # still untimed
     one = _base.ThreadChooser("single", 1)
     one.record(1, 1.0, 10)
-    assert one.pick() == 1 and _base._THREAD_TIMES["single"][1] is None
+    assert one.choose_threads() == 1 and _base._THREAD_TIMES["single"][1] is None
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -353,13 +353,13 @@ def test_prox_dual_result_whatever_threads_the_chooser_picks(monkeypatch, dtype)
     for choice in ("many", "one", "alternate"):
         calls = []
 
-        def pick(self, choice=choice, calls=calls):
+        def choose_threads(self, choice=choice, calls=calls):
             calls.append(1)
             if choice == "alternate":
                 return 1 if len(calls) % 2 else self.n_threads
             return self.n_threads if choice == "many" else 1
 
-        monkeypatch.setattr(_base.ThreadChooser, "pick", pick)
+        monkeypatch.setattr(_base.ThreadChooser, "choose_threads", choose_threads)
         results.append(prox_dual(y, op, 0.3, 0.6, tol=1e-6, n_threads=2))
         picked.append(len(calls))
     assert min(picked) > 3  # every block asked the chooser
@@ -456,5 +456,5 @@ def test_csr_kernel_threads_identical():
         )
         results.append(((t, n_restarts), state))
     assert results[0][0] == results[1][0]
-    for a, b in zip(results[0][1], results[1][1]):
+    for a, b in zip(results[0][1], results[1][1], strict=True):
         np.testing.assert_array_equal(a, b)

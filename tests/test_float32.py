@@ -145,7 +145,7 @@ def test_float32_diff_kernel_equals_twin_csr_and_float64(op, n_chunks, n_threads
     for arrays in (c32[1], n32[1], r32[1]):
         assert all(a.dtype == F32 for a in arrays)
     # w, w_old, A^T w, A^T w_old, v(w_old): float32 precision (rounded at 6e-8)
-    for i, (a, b, c, d) in enumerate(zip(c32[1], n32[1], r32[1], c64[1])):
+    for i, (a, b, c, d) in enumerate(zip(c32[1], n32[1], r32[1], c64[1], strict=True)):
         assert _rel(a, b) < 2e-6, i
         assert _rel(a, c) < 2e-6, i
         assert _rel(a, d) < 2e-6, i
@@ -161,14 +161,14 @@ def test_float32_threads_do_not_change_the_result():
     a = _run_diff(CK, op, F32, 2, 9, restart=True, n_threads=1)
     b = _run_diff(CK, op, F32, 2, 9, restart=True, n_threads=2)
     assert a[0] == b[0]
-    for x, z in zip(a[1], b[1]):
+    for x, z in zip(a[1], b[1], strict=True):
         np.testing.assert_array_equal(x, z)
 
 
 def test_float32_csr_kernel_equals_twin(op):
     c, n = _run_csr(CK, op, F32, 10), _run_csr(NK, op, F32, 10)
     np.testing.assert_allclose(c[0][2:], n[0][2:], rtol=1e-6)
-    for a, b in zip(c[1], n[1]):
+    for a, b in zip(c[1], n[1], strict=True):
         assert a.dtype == b.dtype == F32
         assert _rel(a, b) < 2e-6
 

@@ -70,7 +70,7 @@ def test_first_use_imports_where_the_name_lives():
         "print(json.dumps([before, 'sklearn.base' in sys.modules, SPCATV.__module__,\n"
         "                  f.__module__]))\n"
     )
-    assert out == [False, True, "neurospca.decomposition._spcatv", "neurospca.datasets"]
+    assert out == [False, True, "neurospca.decomposition._spcatv", "neurospca.datasets._images"]
 
 
 def test_every_public_name_resolves_to_its_package_object():

@@ -1,6 +1,5 @@
 """Issue 20: the joint fit (back-fitting after deflation) and split-half stability."""
 
-
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning

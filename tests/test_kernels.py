@@ -96,7 +96,7 @@ def test_dual_iterations(setup, restart):
             restart,
         )
         states.append((w, w_old, ATw, ATw_old, vq, t, nr))
-    for a, b in zip(*states):
+    for a, b in zip(*states, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
     w, _, ATw = states[0][:3]
     np.testing.assert_allclose(ATw, op.rmatvec(w), atol=1e-12)
@@ -155,6 +155,6 @@ def test_smoothed_alpha_and_fista_and_gap_terms(setup):
             A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr, yp, 0.8, 0.2, 0.05, v, alpha
         )
         outs.append((v, v_old, z, np.array(terms), k))
-    for a, b in zip(*outs):
+    for a, b in zip(*outs, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
     assert outs[0][-1] == 11

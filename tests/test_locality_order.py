@@ -237,7 +237,7 @@ def test_halo_segments_and_ranges(name, n_chunks):
         lo, hi = (0 if c == 0 else g0), (P if c == n - 1 else g1)
         inner = tails[gptr[a] : gptr[b]]
         assert np.all((inner >= lo) & (inner < hi))  # the interior writes its own features
-        for (s0, s1), (t_lo, t_hi, off) in zip(((g0, a), (b, g1)), halos[c]):
+        for (s0, s1), (t_lo, t_hi, off) in zip(((g0, a), (b, g1)), halos[c], strict=True):
             t = tails[gptr[s0] : gptr[s1]]
             assert np.all((t >= t_lo) & (t < t_hi))
             offsets.append((off, t_hi - t_lo))
@@ -259,13 +259,13 @@ def test_halo_kernel_equals_full_buffers_and_twin(name, n_chunks, n_iter):
         got = _run(K, op, n_chunks, reorder, True, n_iter, 1)
         assert got[0][:3] == pytest.approx(ref[0][:3], rel=1e-12)
         np.testing.assert_allclose(got[0][3:], ref[0][3:], rtol=1e-12)
-        for a, b in zip(got[1:], ref[1:]):
+        for a, b in zip(got[1:], ref[1:], strict=True):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
     # the threads never change a bit
     one = _run(CK, op, n_chunks, reorder, True, n_iter, 1)
     two = _run(CK, op, n_chunks, reorder, True, n_iter, 2)
     assert one[0] == two[0]
-    for a, b in zip(one[1:], two[1:]):
+    for a, b in zip(one[1:], two[1:], strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -279,12 +279,12 @@ def test_float32_halo_kernel_equals_float64_and_twin(name):
         got = _run(K, op, 3, reorder, True, 6, 1, dtype=np.float32)
         assert got[1].dtype == got[4].dtype == got[5].dtype == np.float32
         np.testing.assert_allclose(got[0][3:], ref[0][3:], rtol=1e-5)
-        for a, b in zip(got[1:], ref[1:]):
+        for a, b in zip(got[1:], ref[1:], strict=True):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-5 * max(1.0, np.abs(b).max()))
     one = _run(CK, op, 3, reorder, True, 6, 1, dtype=np.float32)
     two = _run(CK, op, 3, reorder, True, 6, 2, dtype=np.float32)
     assert one[0] == two[0]
-    for a, b in zip(one[1:], two[1:]):
+    for a, b in zip(one[1:], two[1:], strict=True):
         np.testing.assert_array_equal(a, b)
 
 

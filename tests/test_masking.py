@@ -281,7 +281,7 @@ def test_masker_is_consistent(small_mask):
 
 def _blob(shape, center, width):
     grid = np.indices(shape).astype(float)
-    d2 = sum((g - c) ** 2 for g, c in zip(grid, center))
+    d2 = sum((g - c) ** 2 for g, c in zip(grid, center, strict=True))
     return np.exp(-d2 / (2 * width**2))
 
 

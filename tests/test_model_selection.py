@@ -263,8 +263,8 @@ def test_grid_search_on_dask_equals_serial(small_sim, processes):
     for key in ("fold_test_error", "mean_dice", "mean_mse", "min_zero_fraction"):
         np.testing.assert_allclose(remote[key], serial[key], rtol=1e-12, atol=1e-12)
     assert remote["best_index"] == serial["best_index"]
-    for cs, cr in zip(serial["components"], remote["components"]):
-        for a, b in zip(cs, cr):
+    for cs, cr in zip(serial["components"], remote["components"], strict=True):
+        for a, b in zip(cs, cr, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
@@ -433,7 +433,7 @@ def test_select_penalty_takes_nifti_glob_mask_and_confounds(tmp_path):
     X, inner = ImageSPCATV(2, mask=mask_img, random_state=0).prepare(pattern, confounds)
     assert isinstance(inner, SPCATV) and inner.operator.shape[1] == X.shape[1]
     direct = select_penalty(inner, X, refit=False, **kw)
-    for a, b in zip(sel.results_, direct.results_):
+    for a, b in zip(sel.results_, direct.results_, strict=True):
         np.testing.assert_allclose(
             a["reproducibility_per_component"], b["reproducibility_per_component"], atol=1e-12
         )

@@ -217,7 +217,7 @@ def test_surfaces_to_memmap(tmp_path):
     rng = np.random.default_rng(0)
     maps = rng.standard_normal((3, 40)).astype(np.float32)
     files = []
-    for i, (m, ext) in enumerate(zip(maps, (".mgh", ".func.gii", ".mgz"))):
+    for i, (m, ext) in enumerate(zip(maps, (".mgh", ".func.gii", ".mgz"), strict=True)):
         files.append(str(tmp_path / f"lh.s{i}{ext}"))
         write_surf_data(m, files[-1])
     keep = rng.random(40) < 0.7

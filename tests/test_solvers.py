@@ -145,7 +145,7 @@ def test_conesta_continuation_decreases_eps():
     res = conesta(y, op, 0.1, 0.5, tol=1e-5)
     mus = [m for _, m, _ in res.mu_history]
     assert len(mus) >= 3
-    assert all(m2 < m1 for m1, m2 in zip(mus, mus[1:]))
+    assert all(m2 < m1 for m1, m2 in zip(mus[:-1], mus[1:], strict=True))
     assert res.mu_history[-1][2] <= res.tol_abs or res.gap <= res.tol_abs
 
 

@@ -574,7 +574,7 @@ def _simulated_thickness(fs5, n, seed):
     noise. Returns data per hemisphere, the patterns and the cortex masks."""
     rng = np.random.default_rng(seed)
     out = {}
-    for hemi, side in (("left", "lh"), ("right", "rh")):
+    for hemi, _side in (("left", "lh"), ("right", "rh")):
         sphere, _ = load_surf_mesh(fs5[f"sphere_{hemi}"])
         sphere = sphere / np.linalg.norm(sphere, axis=1, keepdims=True)
         thick = load_surf_data(fs5[f"thick_{hemi}"]).astype(float)
@@ -717,17 +717,15 @@ def test_public_names():
     assert neurospca.fit_surfaces is neurospca.image.fit_surfaces
     for name in neurospca.surface.__all__:
         assert getattr(neurospca.surface, name) is not None
-    for name in (
-        "_image_data",
-        "_load_image",
-        "_is_pathlike",
-        "_check_grid",
-        "_collect_images",
-        "_mask_array",
-        "_mask_img",
-        *neurospca.masking.__all__,
-    ):
+    for name in neurospca.masking.__all__:
         assert callable(getattr(neurospca.masking, name))
+    # the image helpers shared across packages live in one internal module, and
+    # masking no longer re-exports them as private names
+    from neurospca._utils import images
+
+    for name in images.__all__:
+        assert not hasattr(neurospca.masking, "_" + name)
+        assert callable(getattr(images, name)) or name.isupper()
 
 
 def test_write_one_column_mgh(tmp_path):

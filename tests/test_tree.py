@@ -286,7 +286,7 @@ def test_project_l1_ball():
     rng = np.random.default_rng(0)
     Z = 2 * rng.standard_normal((20, 7))
     P = project_l1_ball(Z, 1.5)
-    for z, pz in zip(Z, P):
+    for z, pz in zip(Z, P, strict=True):
         x = cp.Variable(7)
         cp.Problem(cp.Minimize(cp.sum_squares(x - z)), [cp.norm1(x) <= 1.5]).solve(
             solver=cp.CLARABEL

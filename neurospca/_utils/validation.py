@@ -9,6 +9,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+#: What ``np.asarray`` raises on ragged, exotic or overflowing input.
+ARRAY_ERRORS = (ValueError, TypeError, OverflowError, RecursionError)
+
 
 class ComplexDataError(TypeError, ValueError):
     """Complex input: a ``TypeError`` (wrong kind of number), also a
@@ -30,7 +33,7 @@ def check_real(X, name="X"):
         elif isinstance(X, (list, tuple)):
             try:
                 dtype = np.asarray(X).dtype
-            except Exception:  # ragged or exotic input: the caller's conversion says so
+            except ARRAY_ERRORS:  # ragged, exotic
                 return
         elif hasattr(X, "dtypes"):  # data frames
             _check_frame_dtypes(X, name)
@@ -70,7 +73,7 @@ def _object_kind(X):
     (other objects fail in the caller's conversion to float)."""
     try:
         flat = np.asarray(X, dtype=object).ravel()
-    except Exception:  # pragma: no cover - the caller's conversion says so
+    except ARRAY_ERRORS:  # pragma: no cover
         return None
     if any(isinstance(item, (str, bytes, np.str_, np.bytes_)) for item in flat):
         return "strings"
@@ -265,23 +268,8 @@ def _check_index_array(arr, name, size_name):
     return arr.astype(np.int64, copy=False)
 
 
-def check_sparse_matrix(matrix, name="matrix"):
-    """A valid real sparse matrix, returned as canonical CSR (float64, int32).
-
-    Checks the raw arrays *before* any SciPy conversion (SciPy's own C++
-    routines trust them too): index dtypes, ``indptr`` starting at 0,
-    non-decreasing and consistent with ``indices``/``data``, every column (row)
-    index in ``[0, n)``, real and finite data. Then sums duplicates and sorts
-    the indices.
-
-    Raises
-    ------
-    TypeError
-        Not a SciPy sparse matrix, complex data or non-integer indices.
-    ValueError
-        Inconsistent or out-of-range indices, NaN/inf entries, or a size that
-        does not fit the int32 kernels. The message names ``name``.
-    """
+def _check_sparse_header(matrix, name):
+    """Shape and data type of a sparse ``matrix``; returns its shape and data."""
     if not sp.issparse(matrix):
         raise TypeError(
             f"{name} must be a scipy.sparse matrix, got {type(matrix).__name__}; "
@@ -290,74 +278,85 @@ def check_sparse_matrix(matrix, name="matrix"):
     shape = matrix.shape
     if len(shape) != 2 or min(shape) < 0:
         raise ValueError(f"{name} must be 2-D, got shape {shape}.")
-    n_rows, n_cols = (int(n) for n in shape)
-    if max(n_rows, n_cols) >= _INT32_MAX:
+    if max(int(n) for n in shape) >= _INT32_MAX:
         raise ValueError(f"{name} of shape {shape} is too large for the int32 kernels.")
-    fmt = matrix.format
     data = np.asarray(matrix.data)
     if np.issubdtype(data.dtype, np.complexfloating):
         raise TypeError(f"{name} is complex ({data.dtype}); operators must be real.")
     if not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
         raise TypeError(f"{name} must hold numbers, got dtype {data.dtype}.")
-    if fmt in ("csr", "csc", "bsr"):
-        n_major = n_rows if fmt in ("csr",) else n_cols
-        n_minor = n_cols if fmt in ("csr",) else n_rows
-        if fmt == "bsr":
-            br, bc = matrix.blocksize
-            if br < 1 or bc < 1 or n_rows % br or n_cols % bc:
-                raise ValueError(
-                    f"{name}: blocksize {matrix.blocksize} does not divide shape {shape}."
-                )
-            n_major, n_minor = n_rows // br, n_cols // bc
-            if data.ndim != 3 or data.shape[1:] != (br, bc):
-                raise ValueError(
-                    f"{name}: BSR data of shape {data.shape} does not match "
-                    f"blocksize {matrix.blocksize}."
-                )
-        indptr = _check_index_array(matrix.indptr, f"{name}.indptr", "indptr")
-        indices = _check_index_array(matrix.indices, f"{name}.indices", "indices")
-        if indptr.size != n_major + 1:
-            raise ValueError(
-                f"{name}.indptr has {indptr.size} entries; a {fmt.upper()} matrix of "
-                f"shape {shape} needs {n_major + 1}."
-            )
-        if indptr[0] != 0:
-            raise ValueError(f"{name}.indptr must start at 0, got {indptr[0]}.")
-        if np.any(np.diff(indptr) < 0):
-            raise ValueError(f"{name}.indptr must be non-decreasing (monotone).")
-        nnz = int(indptr[-1])
-        if nnz > indices.size or nnz > data.shape[0]:
-            raise ValueError(
-                f"{name}.indptr ends at {nnz} but {name} has only {indices.size} "
-                f"indices and {data.shape[0]} values."
-            )
-        used = indices[:nnz]
-        if used.size and (used.min() < 0 or used.max() >= n_minor):
-            raise ValueError(
-                f"{name}.indices must lie in [0, {n_minor}), got values in "
-                f"[{used.min()}, {used.max()}]."
-            )
-        if not np.all(np.isfinite(data[:nnz])):
-            raise ValueError(f"{name} contains NaN or infinite entries.")
-    elif fmt == "coo":
-        coords = getattr(matrix, "coords", None)
-        if coords is None:
-            coords = (matrix.row, matrix.col)
-        if len(coords) != 2:
-            raise ValueError(f"{name} must be 2-D.")
-        row = _check_index_array(coords[0], f"{name}.row", "row indices")
-        col = _check_index_array(coords[1], f"{name}.col", "column indices")
-        if not row.size == col.size == data.size:
-            raise ValueError(f"{name}: row, col and data have different lengths.")
-        for arr, n, what in ((row, n_rows, "row"), (col, n_cols, "col")):
-            if arr.size and (arr.min() < 0 or arr.max() >= n):
-                raise ValueError(
-                    f"{name}.{what} indices must lie in [0, {n}), got values in "
-                    f"[{arr.min()}, {arr.max()}]."
-                )
-        if not np.all(np.isfinite(data)):
-            raise ValueError(f"{name} contains NaN or infinite entries.")
-    # lil, dok and dia are converted by SciPy in Python code, which checks them.
+    return shape, data
+
+
+def _compressed_sizes(matrix, fmt, shape, data, name):
+    """``(n_major, n_minor)`` of a CSR, CSC or BSR matrix (BSR: in blocks)."""
+    n_rows, n_cols = (int(n) for n in shape)
+    if fmt != "bsr":
+        return (n_rows, n_cols) if fmt == "csr" else (n_cols, n_rows)
+    br, bc = matrix.blocksize
+    if br < 1 or bc < 1 or n_rows % br or n_cols % bc:
+        raise ValueError(f"{name}: blocksize {matrix.blocksize} does not divide shape {shape}.")
+    if data.ndim != 3 or data.shape[1:] != (br, bc):
+        raise ValueError(
+            f"{name}: BSR data of shape {data.shape} does not match blocksize {matrix.blocksize}."
+        )
+    return n_rows // br, n_cols // bc
+
+
+def _check_index_range(arr, n, label):
+    """Every entry of the index array ``arr`` in ``[0, n)``."""
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        raise ValueError(f"{label} must lie in [0, {n}), got values in [{arr.min()}, {arr.max()}].")
+
+
+def _check_compressed(matrix, fmt, shape, data, name):
+    """The raw arrays of a CSR, CSC or BSR matrix: ``indptr`` from 0,
+    non-decreasing and consistent with ``indices`` and ``data``, indices in
+    range, finite data."""
+    n_major, n_minor = _compressed_sizes(matrix, fmt, shape, data, name)
+    indptr = _check_index_array(matrix.indptr, f"{name}.indptr", "indptr")
+    indices = _check_index_array(matrix.indices, f"{name}.indices", "indices")
+    if indptr.size != n_major + 1:
+        raise ValueError(
+            f"{name}.indptr has {indptr.size} entries; a {fmt.upper()} matrix of "
+            f"shape {shape} needs {n_major + 1}."
+        )
+    if indptr[0] != 0:
+        raise ValueError(f"{name}.indptr must start at 0, got {indptr[0]}.")
+    if np.any(np.diff(indptr) < 0):
+        raise ValueError(f"{name}.indptr must be non-decreasing (monotone).")
+    nnz = int(indptr[-1])
+    if nnz > indices.size or nnz > data.shape[0]:
+        raise ValueError(
+            f"{name}.indptr ends at {nnz} but {name} has only {indices.size} "
+            f"indices and {data.shape[0]} values."
+        )
+    _check_index_range(indices[:nnz], n_minor, f"{name}.indices")
+    if not np.all(np.isfinite(data[:nnz])):
+        raise ValueError(f"{name} contains NaN or infinite entries.")
+
+
+def _check_coo(matrix, shape, data, name):
+    """The raw arrays of a COO matrix: row, col and data of one length, indices
+    in range, finite data."""
+    coords = getattr(matrix, "coords", None)
+    if coords is None:
+        coords = (matrix.row, matrix.col)
+    if len(coords) != 2:
+        raise ValueError(f"{name} must be 2-D.")
+    row = _check_index_array(coords[0], f"{name}.row", "row indices")
+    col = _check_index_array(coords[1], f"{name}.col", "column indices")
+    if not row.size == col.size == data.size:
+        raise ValueError(f"{name}: row, col and data have different lengths.")
+    _check_index_range(row, int(shape[0]), f"{name}.row indices")
+    _check_index_range(col, int(shape[1]), f"{name}.col indices")
+    if not np.all(np.isfinite(data)):
+        raise ValueError(f"{name} contains NaN or infinite entries.")
+
+
+def _canonical_csr(matrix, name):
+    """A float64 copy of a checked ``matrix`` as CSR with summed duplicates,
+    sorted int32 indices and entries whose squares do not overflow."""
     try:  # always a copy: the caller's matrix is never modified or frozen
         out = sp.csr_matrix(matrix, dtype=np.float64, copy=True)
     except (TypeError, ValueError, IndexError, OverflowError) as exc:
@@ -380,6 +379,32 @@ def check_sparse_matrix(matrix, name="matrix"):
     out.indices = out.indices.astype(np.int32, copy=False)
     out.indptr = out.indptr.astype(np.int32, copy=False)
     return out
+
+
+def check_sparse_matrix(matrix, name="matrix"):
+    """A valid real sparse matrix, returned as canonical CSR (float64, int32).
+
+    Checks the raw arrays *before* any SciPy conversion (SciPy's own C++
+    routines trust them too): index dtypes, ``indptr`` starting at 0,
+    non-decreasing and consistent with ``indices``/``data``, every column (row)
+    index in ``[0, n)``, real and finite data. Then sums duplicates and sorts
+    the indices.
+
+    Raises
+    ------
+    TypeError
+        Not a SciPy sparse matrix, complex data or non-integer indices.
+    ValueError
+        Inconsistent or out-of-range indices, NaN/inf entries, or a size that
+        does not fit the int32 kernels. The message names ``name``.
+    """
+    shape, data = _check_sparse_header(matrix, name)
+    if matrix.format in ("csr", "csc", "bsr"):
+        _check_compressed(matrix, matrix.format, shape, data, name)
+    elif matrix.format == "coo":
+        _check_coo(matrix, shape, data, name)
+    # lil, dok and dia are converted by SciPy in Python code, which checks them.
+    return _canonical_csr(matrix, name)
 
 
 def check_group_ptr(group_ptr, n_rows, name="group_ptr"):
@@ -486,3 +511,11 @@ def check_components(components, name="components"):
 def check_warm_start(x, size, name):
     """Validate a solver warm start (``v0`` or ``w0``): shape, real, finite."""
     return check_vector(x, size, name)
+
+
+def check_tv_kind(kind):
+    """``kind`` of a surface TV operator: ``"edges"`` or ``"gradient"``, else a
+    ValueError naming ``kind``."""
+    if kind not in ("edges", "gradient"):
+        raise ValueError(f"kind must be 'edges' or 'gradient', got {kind!r}.")
+    return kind

@@ -11,14 +11,15 @@ import logging
 import time
 import warnings
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..solvers import ProxProblem
-from ._data import GRAM_MAX_SAMPLES, _single_threaded_blas, uses_gram  # noqa: F401
+from ._data import _single_threaded_blas, uses_gram
 from ._deflated import _Deflated
+from ._start import centred_gram, start_u
 from ._subspace import cached_subspace
 
 logger = logging.getLogger("neurospca")
@@ -30,126 +31,6 @@ def _say(msg, *args):
     logger.info(msg, *args)
     if not logger.handlers:
         print("[SPCATV] " + msg % args, flush=True)
-
-
-def _ritz_start(defl, basis):
-    """The best right singular vector of ``X_k`` within the span of
-    ``basis = (R, Xc R)`` (top singular subspace of the centred data; no pass
-    over the data). Sign: largest-magnitude entry positive."""
-    R, XR = basis[0], basis[1]
-    M = XR.copy()
-    for u_j, v_j, d_j in zip(defl.U, defl.V, defl.d):
-        M -= d_j * np.outer(u_j, v_j @ R)
-    w = np.linalg.svd(M, full_matrices=False)[2][0]
-    v = R @ w
-    j = int(np.argmax(np.abs(v)))
-    return -v if v[j] < 0 else v
-
-
-_uses_gram = uses_gram
-
-
-def _centred_gram(op):
-    """``Xc Xc^T`` of a small in-memory operator (cached on it)."""
-    if getattr(op, "_gram0", None) is None:
-        X = op.X
-        m = np.zeros(op.shape[1]) if op.mean is None else op.mean
-        Xm = X @ m
-        G = X @ X.T
-        G -= Xm[:, None]
-        G -= Xm[None, :]
-        G += float(m @ m)
-        op._gram0 = G
-    return op._gram0
-
-
-def _init_gram(defl):
-    """``u`` = leading eigenvector of ``X_k X_k^T`` for small N, and ``X_k^T u``.
-
-    ``X_k X_k^T = G0 - sum_j d_j (z_j u_j^T + u_j z_j^T)
-    + sum_ij d_i d_j (v_i . v_j) u_i u_j^T`` with ``G0 = Xc Xc^T`` (computed
-    once, centring applied as rank-one corrections) and ``z_j = Xc v_j``.
-    """
-    op = defl.op
-    G = _centred_gram(op).copy()
-    U, V, d = defl.U, defl.V, defl.d
-    XV = defl.XV if defl.known() else [op.matvec(v_j) for v_j in V]
-    for u_j, z_j, d_j in zip(U, XV, d):
-        G -= d_j * (np.outer(z_j, u_j) + np.outer(u_j, z_j))
-    for u_i, v_i, d_i in zip(U, V, d):
-        for u_j, v_j, d_j in zip(U, V, d):
-            G += d_i * d_j * float(v_i @ v_j) * np.outer(u_i, u_j)
-    u = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
-    g = defl.tdot(u)
-    j = int(np.argmax(np.abs(g)))
-    return (-u, -g) if g[j] < 0 else (u, g)
-
-
-def _init_svd(defl, basis):
-    """``u`` = leading left singular vector of ``X_k`` and ``X_k^T u``.
-
-    Small float64 data in memory (N <= :data:`GRAM_MAX_SAMPLES`): the exact
-    eigendecomposition of the N x N Gram matrix (:func:`_init_gram`).
-    Otherwise no Gram matrix: Rayleigh-Ritz for ``X_k^T X_k`` on the span of
-    the data's top singular subspace and the components already removed
-    (:meth:`_Deflated.deflated_basis`: no pass over the data), then, while a
-    power step from the Ritz vector ``v`` would move it by
-    :data:`START_TOL` or more, the residual direction is added to the span
-    (one fused pass each: a Davidson iteration, which converges faster than
-    the power steps it replaces).
-    """
-    if _uses_gram(defl.op):
-        return _init_gram(defl)
-    start = defl.deflated_basis(basis)
-    if start is None:  # products of the removed components unknown: one pass
-        v = _ritz_start(defl, basis) if basis is not None else None
-        if v is None or not np.any(v):
-            v = np.random.RandomState(0).uniform(0.5, 1.5, defl.op.shape[1])
-        v = v / np.linalg.norm(v)
-        z, g = defl.gram(v)
-        start = (v[:, None], z[:, None], g[:, None])
-    Q, XQ, AQ = start
-    for _ in range(START_MAX_ITER):
-        H = Q.T @ AQ
-        theta, Wr = np.linalg.eigh(0.5 * (H + H.T))
-        Wr = Wr[:, ::-1][:, :START_BLOCK]
-        v, z, g = Q @ Wr[:, 0], XQ @ Wr[:, 0], AQ @ Wr[:, 0]
-        nz, ng = np.linalg.norm(z), np.linalg.norm(g)
-        if nz == 0.0 or ng == 0.0:
-            return z, g
-        if np.linalg.norm(g / ng - v) < START_TOL:
-            break
-        # the residuals of the best Ritz pairs, orthogonal to the span: one pass
-        Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][: Wr.shape[1]]
-        for _ in range(2):
-            Rv -= Q @ (Q.T @ Rv)
-        Rv, T = np.linalg.qr(Rv)
-        Rv = Rv[:, np.abs(np.diag(T)) > 1e-12 * max(np.abs(T).max(), 1e-300)]
-        if Rv.shape[1] == 0:
-            break
-        ZR, GR = defl.gram_block(Rv)
-        Q, XQ, AQ = (np.column_stack([M, x]) for M, x in ((Q, Rv), (XQ, ZR), (AQ, GR)))
-    j = int(np.argmax(np.abs(v)))  # sign: largest-magnitude entry of v positive
-    s = -1.0 if v[j] < 0 else 1.0
-    return s * z / nz, s * g / nz
-
-
-#: The start's power iterations stop when ``v`` moves by less than this.
-START_TOL = 1e-3
-#: Most Davidson iterations (passes) of a start.
-START_MAX_ITER = 100
-#: Ritz residuals added to the start's span per pass.
-START_BLOCK = 1
-
-
-def _init_u(defl, init, rng, basis):
-    """Start ``u`` and ``X_k^T u``."""
-    if init == "random":
-        u = rng.standard_normal(defl.op.shape[0])
-        nrm = np.linalg.norm(u)
-        u = u / nrm if nrm > 0 else u
-        return u, defl.tdot(u)
-    return _init_svd(defl, basis)
 
 
 def _certify_pair(
@@ -358,6 +239,272 @@ def _spca_tv(
         )
 
 
+#: The per-component lists of ``info`` (:func:`neurospca.spca_tv`) and the value
+#: each takes for a component not computed (after a component vanished).
+_INFO_NOT_COMPUTED = {
+    "d": 0.0,
+    "gaps": np.nan,
+    "rel_gaps": np.nan,
+    "n_iter": 0,
+    "n_inner_iter": 0,
+    "gap_history": [],
+    "rel_gap_history": [],
+    "mu_history": [],
+    "converged": False,
+    "time": 0.0,
+    "w": None,
+    "y": None,
+}
+#: The entries of ``info`` kept as lists (the others become arrays).
+_INFO_LISTS = ("gap_history", "rel_gap_history", "mu_history", "w", "y")
+
+
+@dataclass
+class _Settings:
+    """The settings of one alternation, as :func:`_spca_tv` received them."""
+
+    l2: float
+    pieces: list
+    solver: object
+    weights_msg: str
+    tol: float
+    max_iter: int
+    max_inner_iter: int
+    gap_every: int
+    kernels: str
+    verbose: int
+    n_threads: int
+    scale_y: float  # y = X_k^T u * scale_y, the v-step's prox centre
+
+
+@dataclass
+class _Pair:
+    """The pair ``(u, v)`` of one component while it alternates, and its record."""
+
+    u: np.ndarray
+    g: np.ndarray  # X_k^T u
+    state: object  # the v-step solver's last dual point
+    resid_prev: float  # ||X_k - u d v^T|| at the previous iteration
+    v: np.ndarray = None
+    res: object = None  # the last SolverResult
+    y: np.ndarray = None  # the prox centre of the certified v-step
+    Xv: np.ndarray = None
+    XtXv: np.ndarray = None
+    xtu: np.ndarray = None
+    nrm: float = 0.0  # ||X_k v||
+    vv: float = 0.0  # ||v||^2
+    it: int = 0
+    inner: int = 0
+    change: float = np.inf
+    outer_ok: bool = False
+    history: list = field(default_factory=list)
+    rel_history: list = field(default_factory=list)
+    mu_hist: list = field(default_factory=list)
+
+
+def _vstep_dtype(op, solver, tol):
+    """float32 v-steps (the dual solver's float32 kernels, certified in float64)
+    for float32 data when float32 can reach ``tol``; float64 otherwise. (With
+    float32 data X v is in float32 and X^T z in float64 arithmetic: the
+    certificate's y, with no pass of its own.)"""
+    use32 = op.dtype == np.float32 and solver.name == "dual" and tol >= FLOAT32_VSTEP_MIN_TOL
+    return np.float32 if use32 else np.float64
+
+
+def _init_step(defl, op, k, n_components, u0, init, rng, basis):
+    """The start ``(u, X_k^T u, basis)`` of component ``k``: the warm start
+    ``u0[:, k]`` when it is non-zero, else :func:`start_u` (``basis``, the
+    data's top singular subspace, computed on first need)."""
+    if u0 is not None and np.any(u0[:, k]):
+        u = u0[:, k] / np.linalg.norm(u0[:, k])
+        return u, defl.rmatvec(u), basis
+    # g = X_k^T u; then X_k^T X_k v / ||X_k v|| from the fused pass
+    if init == "svd" and basis is None and not uses_gram(op):
+        basis = cached_subspace(op, n_components)[1:]
+    u, g = start_u(defl, init, rng, basis)
+    return u, g, basis
+
+
+def _v_step(cfg, pair, vdtype):
+    """Solve the v-step for the current ``u`` and record its gaps; returns the
+    dtype of the next v-steps."""
+    y = pair.g * cfg.scale_y
+    res, vdtype = _vstep(
+        cfg.solver,
+        y,
+        cfg.pieces,
+        vdtype,
+        cfg.tol,
+        cfg.max_inner_iter,
+        cfg.gap_every,
+        cfg.kernels,
+        pair.v,
+        pair.state,
+        cfg.n_threads,
+    )
+    inner, scale = pair.inner, 2.0 * cfg.l2
+    pair.state = res.state
+    pair.mu_hist.extend((inner + i, mu, scale * e) for i, mu, e in res.mu_history)
+    pair.history.extend((inner + i, scale * g_) for i, g_ in res.gap_history)
+    p0 = 0.5 * float(y @ y)
+    pair.rel_history.extend((inner + i, g_ / p0 if p0 > 0 else 0.0) for i, g_ in res.gap_history)
+    pair.inner += res.n_iter
+    pair.res = res
+    pair.v = np.asarray(res.v, dtype=np.float64)  # float32 v-steps: same values
+    return vdtype
+
+
+def _u_step(defl, pair):
+    """``u = X_k v / ||X_k v||`` and ``X_k^T u`` from one fused pass; False when
+    ``v`` or ``X_k v`` vanished (the component is zero)."""
+    pair.vv = float(pair.v @ pair.v)
+    if pair.vv == 0.0:
+        pair.nrm = 0.0
+        return False
+    pair.Xv, pair.XtXv = defl.gram(pair.v)
+    pair.nrm = float(np.linalg.norm(pair.Xv))
+    if pair.nrm == 0.0:
+        return False
+    pair.u = pair.Xv / pair.nrm
+    pair.g = pair.XtXv / pair.nrm
+    return True
+
+
+def _residual_change(defl, pair, it):
+    """The residual ``||X_k - u d v^T||`` and its relative change (eq. 26),
+    stored on ``pair``; returns the residual."""
+    resid = np.sqrt(max(defl.sqnorm - pair.nrm * pair.nrm / pair.vv, 0.0))
+    # eq. 26 compares two iterates: the first v-step has no predecessor
+    # (v^0 = 0 would compare against ||X_k||), so it never stops the loop.
+    change = abs(resid - pair.resid_prev) / resid if resid > 0 else 0.0
+    pair.change = np.inf if it == 1 else change
+    pair.resid_prev = resid
+    return resid
+
+
+def _alternate_pair(cfg, defl, pair, vdtype, k):
+    """Alternate v- and u-steps until the relative change of the residual is at
+    most ``tol`` (``pair.outer_ok``), ``max_iter`` or a zero component; returns
+    the dtype of the next v-steps."""
+    for it in range(1, cfg.max_iter + 1):
+        pair.it = it
+        vdtype = _v_step(cfg, pair, vdtype)
+        if not _u_step(defl, pair):
+            break
+        resid = _residual_change(defl, pair, it)
+        if cfg.verbose:
+            _say(
+                "component %d, iteration %d: residual %.6g, change %.2e, gap %.2e",
+                k,
+                it,
+                resid,
+                pair.change,
+                pair.res.gap,
+            )
+        if pair.change <= cfg.tol:
+            pair.outer_ok = True
+            break
+    return vdtype
+
+
+def _certify_step(cfg, defl, pair):
+    """Certify the returned ``(u, v)``, not ``(u_prev, v)`` (:func:`_certify_pair`):
+    the v-step gap for the final ``u``, re-solved when above ``tol``."""
+    pair.xtu = pair.g  # X_k^T u, in float64 arithmetic (DataOperator.fused)
+    y = pair.xtu * cfg.scale_y
+    v_new, res, extra = _certify_pair(
+        ProxProblem(y, cfg.pieces),
+        pair.v,
+        pair.state,
+        pair.res,
+        cfg.solver,
+        cfg.tol,
+        cfg.max_inner_iter,
+        cfg.gap_every,
+        cfg.kernels,
+        cfg.n_threads,
+    )
+    pair.inner += extra
+    pair.state = res.state
+    pair.res, pair.y = res, y
+    pair.history.append((pair.inner, 2.0 * cfg.l2 * res.gap))
+    p0 = 0.5 * float(y @ y)
+    pair.rel_history.append((pair.inner, res.gap / p0 if p0 > 0 else 0.0))
+    if v_new is not pair.v:
+        pair.v, pair.Xv, pair.XtXv = v_new, defl.dot(v_new), None
+    pair.vv = float(pair.v @ pair.v)
+    pair.nrm = float(pair.u @ pair.Xv)
+
+
+def _warn_unsettled(cfg, pair, k):
+    """A ConvergenceWarning for a v-step or an alternation that did not reach tol."""
+    res, tol = pair.res, cfg.tol
+    if not res.converged:
+        warnings.warn(
+            f"component {k}: the v-step reached max_inner_iter={cfg.max_inner_iter} "
+            f"with certified gap {res.gap:.3e} > tol * P(0) = {res.tol_abs:.3e} "
+            f"(tol={tol}); increase max_inner_iter or tol.",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    if not pair.outer_ok:
+        warnings.warn(
+            f"component {k}: the alternating minimisation did not reach "
+            f"tol={tol} in max_iter={cfg.max_iter} iterations (last relative change "
+            f"{pair.change:.3e}); increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+
+
+def _deflate_step(defl, pair, U, V, k):
+    """Remove the component from ``X_k`` with the least-squares scale
+    ``d = u^T X_k v / ||v||^2`` (``u = X_k v / ||X_k v||``); returns ``d``."""
+    d = pair.nrm / pair.vv
+    defl.deflate(pair.u, pair.v, d, xv=pair.Xv, xtu=pair.xtu, xtxv=pair.XtXv)
+    U[:, k], V[:, k] = pair.u, pair.v
+    return d
+
+
+def _record(info, cfg, pair, d, seconds, k):
+    """Append component ``k``'s entries to ``info``."""
+    res, y = pair.res, pair.y
+    for key, value in (
+        ("d", d),
+        ("gaps", 2.0 * cfg.l2 * res.gap),
+        ("rel_gaps", res.gap / (0.5 * float(y @ y))),
+        ("n_iter", pair.it),
+        ("n_inner_iter", pair.inner),
+        ("gap_history", pair.history),
+        ("rel_gap_history", pair.rel_history),
+        ("w", pair.state),
+        ("y", y),  # the v-step of the returned pair (certified support)
+        ("mu_history", pair.mu_hist),
+        ("converged", pair.outer_ok and res.converged),
+        ("time", seconds),
+    ):
+        info[key].append(value)
+    if cfg.verbose:
+        _say(
+            "component %d done: %d alternations, %d solver iterations, gap %.3e, %.2f s",
+            k,
+            pair.it,
+            pair.inner,
+            info["gaps"][-1],
+            info["time"][-1],
+        )
+
+
+def _finish_info(info, zero_from, n_components):
+    """``info`` with the components from ``zero_from`` on marked not computed
+    (NaN gaps, no iterations) and its scalar lists as arrays."""
+    if zero_from is not None:
+        for _ in range(zero_from, n_components):
+            for key, value in _INFO_NOT_COMPUTED.items():
+                info[key].append(value)
+    return {key: (val if key in _INFO_LISTS else np.asarray(val)) for key, val in info.items()}
+
+
 def _alternate(
     op,
     n_components,
@@ -379,212 +526,49 @@ def _alternate(
     n_threads,
     defl=None,
 ):
-    """The body of :func:`_spca_tv`, BLAS already held."""
+    """The body of :func:`_spca_tv`, BLAS already held: per component, the
+    init, v-step / u-step alternation, certify and deflate steps."""
     n_samples, n_features = op.shape
-    scale_y = 1.0 / (2.0 * n_samples * l2)
+    cfg = _Settings(
+        l2, pieces, solver, weights_msg, tol, max_iter, max_inner_iter, gap_every, kernels,
+        verbose, n_threads, scale_y=1.0 / (2.0 * n_samples * l2),
+    )  # fmt: skip
     defl = _Deflated(op) if defl is None else defl
-    basis = None
-    # float32 data: X v in float32, X^T z in float64 arithmetic (the
-    # certificate's y, with no pass of its own); float32 v-steps (the dual solver's float32 kernels, certified in float64)
-    # when float32 can reach tol
-    vdtype = (
-        np.float32
-        if op.dtype == np.float32 and solver.name == "dual" and tol >= FLOAT32_VSTEP_MIN_TOL
-        else np.float64
-    )
+    vdtype = _vstep_dtype(op, solver, tol)
     U = np.zeros((n_samples, n_components))
     V = np.zeros((n_features, n_components))
-    info = {
-        key: []
-        for key in (
-            "d",
-            "gaps",
-            "rel_gaps",
-            "n_iter",
-            "n_inner_iter",
-            "gap_history",
-            "rel_gap_history",
-            "mu_history",
-            "converged",
-            "time",
-            "w",
-            "y",
-        )
-    }
-    zero_from = None
+    info = {key: [] for key in _INFO_NOT_COMPUTED}
+    basis, zero_from = None, None
     for k in range(n_components):
         t0 = time.perf_counter()
-        if u0 is not None and np.any(u0[:, k]):
-            u = u0[:, k] / np.linalg.norm(u0[:, k])
-            g = defl.tdot(u)
-        else:  # g = X_k^T u; then X_k^T X_k v / ||X_k v|| from the fused pass
-            if init == "svd" and basis is None and not _uses_gram(op):
-                basis = cached_subspace(op, n_components)[1:]
-            u, g = _init_u(defl, init, rng, basis)
-        v = None
+        u, g, basis = _init_step(defl, op, k, n_components, u0, init, rng, basis)
         state = None if w0 is None else w0[k]
-        Xv = None
-        resid_prev, change = np.sqrt(defl.sqnorm), np.inf
-        history, rel_history, mu_hist, inner, outer_ok = [], [], [], 0, False
-        for it in range(1, max_iter + 1):
-            y = g * scale_y
-            res, vdtype = _vstep(
-                solver,
-                y,
-                pieces,
-                vdtype,
-                tol,
-                max_inner_iter,
-                gap_every,
-                kernels,
-                v,
-                state,
-                n_threads,
-            )
-            state = res.state
-            mu_hist.extend((inner + i, mu, 2.0 * l2 * e) for i, mu, e in res.mu_history)
-            history.extend((inner + i, 2.0 * l2 * g_) for i, g_ in res.gap_history)
-            p0 = 0.5 * float(y @ y)
-            rel_history.extend((inner + i, g_ / p0 if p0 > 0 else 0.0) for i, g_ in res.gap_history)
-            inner += res.n_iter
-            vstep_ok = res.converged
-            v = np.asarray(res.v, dtype=np.float64)  # float32 v-steps: same values
-            vv = float(v @ v)
-            if vv == 0.0:
-                nrm = 0.0
-                break
-            Xv, XtXv = defl.gram(v)
-            nrm = float(np.linalg.norm(Xv))
-            if nrm == 0.0:
-                break
-            u = Xv / nrm
-            g = XtXv / nrm
-            resid = np.sqrt(max(defl.sqnorm - nrm * nrm / vv, 0.0))
-            # eq. 26 compares two iterates: the first v-step has no predecessor
-            # (v^0 = 0 would compare against ||X_k||), so it never stops the loop.
-            change = abs(resid - resid_prev) / resid if resid > 0 else 0.0
-            if it == 1:
-                change = np.inf
-            resid_prev = resid
-            if verbose:
-                _say(
-                    "component %d, iteration %d: residual %.6g, change %.2e, gap %.2e",
-                    k,
-                    it,
-                    resid,
-                    change,
-                    res.gap,
-                )
-            if change <= tol:
-                outer_ok = True
-                break
-        if nrm > 0.0 and vv > 0.0:  # certify the returned (u, v), not (u_prev, v)
-            xtu = g  # X_k^T u, in float64 arithmetic (DataOperator.fused)
-            y = xtu * scale_y
-            v_new, res, extra = _certify_pair(
-                ProxProblem(y, pieces),
-                v,
-                state,
-                res,
-                solver,
-                tol,
-                max_inner_iter,
-                gap_every,
-                kernels,
-                n_threads,
-            )
-            inner += extra
-            vstep_ok = res.converged
-            state = res.state
-            history.append((inner, 2.0 * l2 * res.gap))
-            p0 = 0.5 * float(y @ y)
-            rel_history.append((inner, res.gap / p0 if p0 > 0 else 0.0))
-            if v_new is not v:
-                v, Xv, XtXv = v_new, defl.dot(v_new), None
-            vv = float(v @ v)
-            nrm = float(u @ Xv)
-        if nrm == 0.0 or vv == 0.0:
+        pair = _Pair(u=u, g=g, state=state, resid_prev=np.sqrt(defl.sqnorm))
+        vdtype = _alternate_pair(cfg, defl, pair, vdtype, k)
+        if pair.nrm > 0.0 and pair.vv > 0.0:
+            _certify_step(cfg, defl, pair)
+        if pair.nrm == 0.0 or pair.vv == 0.0:
             zero_from = k
             warnings.warn(
                 f"component {k} is identically zero: the penalties are too strong "
                 f"for this data ({weights_msg}); decrease alpha. The "
                 "remaining components are set to zero.",
                 UserWarning,
+                stacklevel=3,
             )
             break
-        if not vstep_ok:
-            warnings.warn(
-                f"component {k}: the v-step reached max_inner_iter={max_inner_iter} "
-                f"with certified gap {res.gap:.3e} > tol * P(0) = {res.tol_abs:.3e} "
-                f"(tol={tol}); increase max_inner_iter or tol.",
-                ConvergenceWarning,
-            )
-        if not outer_ok:
-            warnings.warn(
-                f"component {k}: the alternating minimisation did not reach "
-                f"tol={tol} in max_iter={max_iter} iterations (last relative change "
-                f"{change:.3e}); increase max_iter.",
-                ConvergenceWarning,
-            )
-        # least-squares scale: d = u^T X_k v / ||v||^2 with u = X_k v / ||X_k v||
-        d = nrm / vv
-        defl.deflate(u, v, d, xv=Xv, xtu=xtu, xtxv=XtXv)
-        U[:, k], V[:, k] = u, v
-        info["d"].append(d)
-        info["gaps"].append(2.0 * l2 * res.gap)
-        info["rel_gaps"].append(res.gap / (0.5 * float(y @ y)))
-        info["n_iter"].append(it)
-        info["n_inner_iter"].append(inner)
-        info["gap_history"].append(history)
-        info["rel_gap_history"].append(rel_history)
-        info["w"].append(state)
-        info["y"].append(y)  # the v-step of the returned pair (certified support)
-        info["mu_history"].append(mu_hist)
-        info["converged"].append(outer_ok and res.converged)
-        info["time"].append(time.perf_counter() - t0)
-        if verbose:
-            _say(
-                "component %d done: %d alternations, %d solver iterations, gap %.3e, %.2f s",
-                k,
-                it,
-                inner,
-                info["gaps"][-1],
-                info["time"][-1],
-            )
-    if zero_from is not None:  # not computed: NaN gaps, no iterations
-        for k in range(zero_from, n_components):
-            for key, value in (
-                ("d", 0.0),
-                ("gaps", np.nan),
-                ("rel_gaps", np.nan),
-                ("n_iter", 0),
-                ("n_inner_iter", 0),
-                ("gap_history", []),
-                ("rel_gap_history", []),
-                ("mu_history", []),
-                ("converged", False),
-                ("time", 0.0),
-                ("w", None),
-                ("y", None),
-            ):
-                info[key].append(value)
-    info = {
-        key: (
-            val
-            if key in ("gap_history", "rel_gap_history", "mu_history", "w", "y")
-            else np.asarray(val)
-        )
-        for key, val in info.items()
-    }
-    return U, V, info
+        _warn_unsettled(cfg, pair, k)
+        d = _deflate_step(defl, pair, U, V, k)
+        _record(info, cfg, pair, d, time.perf_counter() - t0, k)
+    return U, V, _finish_info(info, zero_from, n_components)
 
 
 def _pca_variance_ratio(op, n_components):
     """Plain PCA's top explained variance ratios (exact from the Gram matrix for
     small in-memory data, else randomized SVD with a fixed seed)."""
     total = op.sqnorm()
-    if _uses_gram(op):
-        s2 = np.clip(np.linalg.eigvalsh(_centred_gram(op))[::-1][:n_components], 0, None)
+    if uses_gram(op):
+        s2 = np.clip(np.linalg.eigvalsh(centred_gram(op))[::-1][:n_components], 0, None)
     else:
         s2 = cached_subspace(op, n_components)[0] ** 2
     return s2 / total if total > 0 else np.zeros(n_components)

@@ -54,7 +54,9 @@ class _Stats:
         the compiled column statistics or their twins (:func:`_products`)."""
         T = np.asarray(T)
         if not (T.dtype in (np.float32, np.float64) and T.strides[1] == T.itemsize):
-            from .._kernels import _numpy_products as kernels
+            from .._kernels import load
+
+            kernels = load("products", kernels="numpy")  # the NumPy twin
         w = T.shape[1]
         s, lo_v, hi_v, m2_b = (np.empty(w) for _ in range(4))
         kernels.column_stats(T, s, lo_v, hi_v)

@@ -154,6 +154,7 @@ def trace_l1_covariance(S, alpha, mu, k, *, tol=1e-6, max_iter=1000):
             f"trace_l1_covariance did not reach tol={tol} in "
             f"max_iter={max_iter} iterations (gap {primal - dual:.3e}).",
             ConvergenceWarning,
+            stacklevel=2,
         )
     return Z
 

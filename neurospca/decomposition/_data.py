@@ -118,7 +118,7 @@ def _run_workers(run, blocks, n_workers):
             if not errors:
                 try:
                     run(t, *item)
-                except BaseException as exc:  # re-raised by the driver
+                except BaseException as exc:  # noqa: BLE001  re-raised by the driver thread
                     errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(n_workers)]
@@ -235,7 +235,7 @@ class DataOperator:
                 row_bytes = self.shape[1] * X.dtype.itemsize
                 with open(X.filename, "rb", buffering=0) as fh:
                     check_unchanged(self.name, X, fh, self._identity)
-                    for lo, hi in zip(off[:-1], off[1:]):
+                    for lo, hi in zip(off[:-1], off[1:], strict=True):
                         B = np.empty((hi - lo, self.shape[1]), dtype=X.dtype)
                         buf = memoryview(B).cast("B")
                         got, want = 0, B.nbytes
@@ -246,10 +246,10 @@ class DataOperator:
                             got += k
                         yield lo, hi, B
                 return
-            for lo, hi in zip(off[:-1], off[1:]):
+            for lo, hi in zip(off[:-1], off[1:], strict=True):
                 yield lo, hi, np.array(X[lo:hi])
             return
-        for lo, hi in zip(off[:-1], off[1:]):
+        for lo, hi in zip(off[:-1], off[1:], strict=True):
             yield lo, hi, X[lo:hi]
 
     def _map(self, fn, args, make_acc=None, rows_tail=None):
@@ -291,7 +291,7 @@ class DataOperator:
         make = make_acc if make_acc is not None else _none
         tasks = [
             delayed(_dask_block)(fn, b, int(lo), int(hi), make, rows_tail, self._cols, *dargs)
-            for b, lo, hi in zip(blocks, self._offsets[:-1], self._offsets[1:])
+            for b, lo, hi in zip(blocks, self._offsets[:-1], self._offsets[1:], strict=True)
         ]
         rows = [delayed(_first)(t) for t in tasks]
         total = _tree([delayed(_second)(t) for t in tasks], _add, delayed)

@@ -34,26 +34,28 @@ class _Deflated:
         self.sqnorm = op.sqnorm()
 
     def _coef(self, vecs, x):
-        return np.array([d_j * float(w @ x) for w, d_j in zip(vecs, self.d)])
+        return np.array([d_j * float(w @ x) for w, d_j in zip(vecs, self.d, strict=True)])
 
-    def _comb(self, vecs, coef, out):
-        for w, c in zip(vecs, coef):
+    def _subtract_combination(self, vecs, coef, out):
+        for w, c in zip(vecs, coef, strict=True):
             out -= c * w
         return out
 
     def dot(self, v):
         """``X_k v``."""
-        return self._comb(self.U, self._coef(self.V, v), self.op.matvec(v))
+        return self._subtract_combination(self.U, self._coef(self.V, v), self.op.matvec(v))
 
-    def tdot(self, u, exact=False):
+    def rmatvec(self, u, exact=False):
         """``X_k^T u`` (``exact``: float64 accumulation for float32 data)."""
-        return self._comb(self.V, self._coef(self.U, u), self.op.rmatvec(u, exact=exact))
+        return self._subtract_combination(
+            self.V, self._coef(self.U, u), self.op.rmatvec(u, exact=exact)
+        )
 
     def gram(self, v):
         """``z = X_k v`` and ``X_k^T z`` in one pass over the data."""
-        c = self._comb(self.U, self._coef(self.V, v), np.zeros(self.op.shape[0]))
+        c = self._subtract_combination(self.U, self._coef(self.V, v), np.zeros(self.op.shape[0]))
         z, g = self.op.fused(v, -c)
-        g = self._comb(self.V, self._coef(self.U, z), g)
+        g = self._subtract_combination(self.V, self._coef(self.U, z), g)
         if self.known():
             self.seen = self.seen[-(SEEN_MAX - 1) :] + [
                 (v,) + self._undeflated(None, v, z, None, g)[::2]
@@ -64,10 +66,10 @@ class _Deflated:
         """``Z = X_k W`` and ``X_k^T Z`` for a block ``W`` (n_features, b) in one
         pass over the data (products in the data's type)."""
         C = np.zeros((self.op.shape[0], W.shape[1]))
-        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
+        for u_j, v_j, d_j in zip(self.U, self.V, self.d, strict=True):
             C += np.outer(u_j, d_j * (v_j @ W))
         Z, G = self.op.gram(W, C)
-        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
+        for u_j, v_j, d_j in zip(self.U, self.V, self.d, strict=True):
             G -= np.outer(v_j, d_j * (u_j @ Z))
         return Z, G
 
@@ -80,20 +82,20 @@ class _Deflated:
         ``X_k^T X_k v`` (``X_k = Xc - D``, ``D = sum_j d_j u_j v_j^T``):
         ``A v = X_k^T X_k v + Xc^T D v + D^T Xc v - D^T D v``."""
         cv = self._coef(self.V, v)  # d_j (v_j . v): D v = sum_j cv_j u_j
-        xcv = xv - self._comb(self.U, cv, np.zeros_like(xv))
+        xcv = xv - self._subtract_combination(self.U, cv, np.zeros_like(xv))
         xcu = (
             None
             if xtu is None
-            else xtu - self._comb(self.V, self._coef(self.U, u), np.zeros_like(xtu))
+            else xtu - self._subtract_combination(self.V, self._coef(self.U, u), np.zeros_like(xtu))
         )
         if xtxv is None:
             return xcv, xcu, None
-        dv = -self._comb(self.U, cv, np.zeros_like(xv))
+        dv = -self._subtract_combination(self.U, cv, np.zeros_like(xv))
         av = (
             xtxv
-            - self._comb(self.XtU, cv, np.zeros_like(xtxv))
-            - self._comb(self.V, self._coef(self.U, xcv), np.zeros_like(xtxv))
-            + self._comb(self.V, self._coef(self.U, dv), np.zeros_like(xtxv))
+            - self._subtract_combination(self.XtU, cv, np.zeros_like(xtxv))
+            - self._subtract_combination(self.V, self._coef(self.U, xcv), np.zeros_like(xtxv))
+            + self._subtract_combination(self.V, self._coef(self.U, dv), np.zeros_like(xtxv))
         )
         return xcv, xcu, av
 
@@ -150,10 +152,10 @@ class _Deflated:
             return None
         Q, XQ, AQ = self.start_basis(basis)
         XkQ, AkQ = XQ.copy(), AQ.copy()
-        for u_j, v_j, xtu_j, d_j in zip(self.U, self.V, self.XtU, self.d):
+        for u_j, v_j, xtu_j, d_j in zip(self.U, self.V, self.XtU, self.d, strict=True):
             c = d_j * (v_j @ Q)
             XkQ -= np.outer(u_j, c)
             AkQ -= np.outer(xtu_j, c)
-        for u_j, v_j, d_j in zip(self.U, self.V, self.d):
+        for u_j, v_j, d_j in zip(self.U, self.V, self.d, strict=True):
             AkQ -= np.outer(v_j, d_j * (u_j @ XkQ))
         return Q, XkQ, AkQ

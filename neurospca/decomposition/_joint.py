@@ -219,6 +219,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, k
             "holds for the returned model). Increase max_sweeps, or use "
             "method='deflation'.",
             ConvergenceWarning,
+            stacklevel=2,
         )
     for w in caught:  # the last sweep's v-steps that stopped short of tol
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -267,7 +268,7 @@ def _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k):
     ``kw["solver"]`` is None). Returns whether ``v_k`` moved."""
     l2 = kw["l2"]
     defl = _others(op, sqnorm, U, V, d, Z, k)
-    y = defl.tdot(U[:, k], exact=True) / (2.0 * op.shape[0] * l2)
+    y = defl.rmatvec(U[:, k], exact=True) / (2.0 * op.shape[0] * l2)
     p0 = 0.5 * float(y @ y)
     problem = ProxProblem(y, kw["pieces"])
     gap, _ = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6), tol_abs=tol * p0)
@@ -356,7 +357,7 @@ def recheck_support(estimator, op, U, V, info, kw, tol):
     settled = [bool(c) for c in info["converged"]]
     _certify_all(op, op.sqnorm(), U, V, d, Z, info, kw, tol, True)
     info["d"] = d
-    info["converged"] = np.array([c and s for c, s in zip(info["converged"], settled)])
+    info["converged"] = np.array([c and s for c, s in zip(info["converged"], settled, strict=True)])
     for k in range(V.shape[1]):
         same = np.array_equal(V[:, k], V_before[:, k]) and info["gaps"][k] <= gaps_before[k]
         if same or not np.any(V[:, k]):

@@ -84,8 +84,8 @@ def component_stability(components, half_a, half_b):
     """Split-half reproducibility of each component of a full fit.
 
     Component ``k`` is matched to a component of half A (Hungarian on
-    absolute correlation); its stability is the absolute correlation between that half-A component and
-    the half-B component matched to it. An empty component scores 0.
+    absolute correlation); its stability is the absolute correlation between
+    that half-A component and the half-B component matched to it. An empty component scores 0.
 
     Parameters
     ----------
@@ -191,7 +191,7 @@ def fit_halves(estimator, X, settings, random_state=None):
         if path and np.all(path[-1]["nonzero_fraction"] == 0):
             break  # every half component empty: stronger penalties only empty more
         comps = []
-        for model, Xh in zip(models, halves):
+        for model, Xh in zip(models, halves, strict=True):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 comps.append(model.set_params(**params).fit(Xh).components_.copy())
@@ -310,6 +310,7 @@ def set_stability(estimator, X, halves):
             f"(stability_ {np.round(estimator.stability_[low], 2).tolist()} < "
             f"{STABILITY_THRESHOLD}): do not interpret them without replication.",
             UserWarning,
+            stacklevel=2,
         )
 
 

@@ -103,7 +103,8 @@ def krylov_subspace(op, k, n_passes=KRYLOV_PASSES, random_state=0):
     theta, V = theta[keep], V[:, keep]
     ends = np.cumsum([0] + [Qi.shape[1] for Qi in Qs])
     R, XR, AR = (
-        sum(M @ V[a:b] for M, a, b in zip(blocks, ends[:-1], ends[1:])) for blocks in (Qs, XQs, AQs)
+        sum(M @ V[a:b] for M, a, b in zip(blocks, ends[:-1], ends[1:], strict=True))
+        for blocks in (Qs, XQs, AQs)
     )
     return np.sqrt(np.clip(theta[:k], 0.0, None)), R, XR, AR
 

@@ -23,18 +23,7 @@ Fitting images (``fit_images``, ``ImageSPCATV``) lives one layer up, in
 """
 
 # private helpers used by neurospca.image, neurospca.cohort and the command line
-from ._io import (  # noqa: F401
-    _check_grid,
-    _collect_images,
-    _image_data,
-    _is_pathlike,
-    _load_image,
-    _mask_array,
-    _mask_img,
-    images_to_data,
-    load_mask_img,
-    unmask,
-)
+from ._io import images_to_data, load_mask_img, unmask
 from ._masker import VolumeMasker, load_volume_data
 from ._operators import grid_tv_operator, tv_from_mask
 

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ._io import _mask_array, _raw_matrix, images_to_data, load_mask_img, unmask
+from .._utils.images import mask_array
+from ._io import _raw_matrix, images_to_data, load_mask_img, unmask
 from ._operators import grid_tv_operator
 
 __all__ = ["VolumeMasker", "load_volume_data"]
@@ -32,7 +33,7 @@ class VolumeMasker:
 
     def __init__(self, mask, *, threshold=None, resample=False):
         self.mask_img = load_mask_img(mask, threshold=threshold)
-        self.mask = _mask_array(self.mask_img)
+        self.mask = mask_array(self.mask_img)
         self.n_features = int(self.mask.sum())
         self.resample = resample
 

@@ -4,8 +4,9 @@ import nibabel as nib
 import numpy as np
 import scipy.sparse as sp
 
+from .._utils.images import is_pathlike, mask_array
 from ..operators import GroupOperator
-from ._io import _binarise, _is_pathlike, _mask_array, load_mask_img
+from ._io import _binarise, load_mask_img
 
 __all__ = ["grid_tv_operator", "tv_from_mask"]
 
@@ -108,9 +109,9 @@ def tv_from_mask(mask, *, threshold=None):
     (12, 17)
     """
     if isinstance(mask, np.ndarray) or not (
-        _is_pathlike(mask) or isinstance(mask, nib.spatialimages.SpatialImage)
+        is_pathlike(mask) or isinstance(mask, nib.spatialimages.SpatialImage)
     ):
         if threshold is not None:
             mask = _binarise(mask, "mask", threshold)
         return grid_tv_operator(mask)
-    return grid_tv_operator(_mask_array(load_mask_img(mask, threshold=threshold)))
+    return grid_tv_operator(mask_array(load_mask_img(mask, threshold=threshold)))

@@ -215,7 +215,7 @@ def format_grid_table(results, float_format="{:.4g}"):
             row.append(float_format.format(results["mean_mse"][i]))
         rows.append(("*" if i == results["best_index"] else " ", row))
     widths = [max(len(c), *(len(r[j]) for _, r in rows)) for j, c in enumerate(cols)]
-    lines = ["  " + "  ".join(c.rjust(w) for c, w in zip(cols, widths))]
+    lines = ["  " + "  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True))]
     for mark, r in rows:
-        lines.append(mark + " " + "  ".join(v.rjust(w) for v, w in zip(r, widths)))
+        lines.append(mark + " " + "  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)))
     return "\n".join(lines)

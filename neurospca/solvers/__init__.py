@@ -17,7 +17,7 @@ uncertain from its gap (:mod:`neurospca.solvers.support`). The pieces live in
 touches that module only).
 """
 
-from ._base import SolverResult, set_n_threads
+from ._base import SolverResult, resolve_n_threads, set_n_threads
 from ._problem import ProxProblem
 from ._registry import SOLVERS, get_solver
 from .conesta import conesta, fista
@@ -37,6 +37,7 @@ __all__ = [
     "mu_opt",
     "prox_dual",
     "prox_objective",
+    "resolve_n_threads",
     "set_n_threads",
     "spca_objective",
 ]

@@ -144,6 +144,17 @@ def set_n_threads(n_threads):
 def resolve_n_threads(n_threads):
     """The thread count a kernel runs with: ``n_threads``, the default, or the cores.
 
+    Parameters
+    ----------
+    n_threads : int or None
+        Threads asked for; None: the default of :func:`set_n_threads`, else the
+        cores this process may run on.
+
+    Returns
+    -------
+    int
+        A positive thread count.
+
     Raises
     ------
     ValueError
@@ -220,7 +231,7 @@ class ThreadChooser:
         self.n_threads = int(n_threads)
         self.times = _THREAD_TIMES.setdefault(key, {1: None, "many": None, "blocks": 0})
 
-    def pick(self):
+    def choose_threads(self):
         """The threads of the next block: ``n_threads`` or 1 (always 1 in a process
         forked from one that ran the kernels: :func:`neurospca._kernels.kernel_threads`)."""
         if _kernels.kernel_threads(self.n_threads) <= 1:

@@ -113,7 +113,7 @@ class ProxProblem:
             Views of ``w``.
         """
         bounds = np.cumsum([0] + [p.n_dual for p in self.composite])
-        return [w[i:j] for i, j in zip(bounds[:-1], bounds[1:])]
+        return [w[i:j] for i, j in zip(bounds[:-1], bounds[1:], strict=True)]
 
     def primal_of(self, x):
         """The prox of the separable piece at ``x`` (``x`` itself without one).
@@ -151,7 +151,7 @@ class ProxProblem:
         value = 0.5 * float(y @ y) - 0.5 * float(x @ x) + 0.5 * float(np.sum((v - x) ** 2))
         if self.separable is not None:
             value += self.separable.value(v)
-        return value - sum(p.conjugate(b) for p, b in zip(self.composite, w_blocks))
+        return value - sum(p.conjugate(b) for p, b in zip(self.composite, w_blocks, strict=True))
 
     def gap(self, v, w):
         """Exact Fenchel gap ``P(v) - D(w)`` after making ``w`` feasible.
@@ -178,9 +178,9 @@ class ProxProblem:
             return prox_gap(v, self.y, fast[1], fast[0], fast[2], w)
         with np.errstate(over="ignore", invalid="ignore"):
             w = np.asarray(w, dtype=np.float64)
-            blocks = [p.feasible(b) for p, b in zip(self.composite, self.split(w))]
+            blocks = [p.feasible(b) for p, b in zip(self.composite, self.split(w), strict=True)]
             x = self.y.copy()
-            for p, b in zip(self.composite, blocks):
+            for p, b in zip(self.composite, blocks, strict=True):
                 x -= p.rmatvec(b)
             primal = self.objective(v)
             gap = primal - self.dual_value(x, self.primal_of(x), blocks)
@@ -230,7 +230,8 @@ class ProxProblem:
             gap, primal = np.inf, self.objective(v)
             for mu in tuple(mus) + (0.0,):
                 w = np.concatenate(
-                    [np.zeros(0)] + [p.dual_candidate(z, mu) for p, z in zip(self.composite, Dv)]
+                    [np.zeros(0)]
+                    + [p.dual_candidate(z, mu) for p, z in zip(self.composite, Dv, strict=True)]
                 )
                 gap = min(gap, self.gap(v, w)[0])
         return min(best, gap), primal

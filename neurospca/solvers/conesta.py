@@ -20,6 +20,7 @@ Gaps returned to the caller are in prox units (half of eq.-17 units).
 import logging
 import numbers
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -34,8 +35,8 @@ from .prox import _check_prox_input, _scale_of, _unscale
 logger = logging.getLogger(__name__)
 
 
-class _Eq17:
-    """The eq.-17 data of one v-step, with the kernel arrays."""
+class _SmoothedProblem:
+    """The smoothed v-step of CONESTA (paper eq. 17): its data, with the kernel arrays."""
 
     def __init__(self, y, operator, l1, group, kernels):
         self.K = get_kernels(kernels)
@@ -182,8 +183,8 @@ def exact_finish(v, y, operator, l1, group, mus, tol_abs):
         return v, np.inf, prox_objective(v, y, operator, l1, group)
     candidates = [np.zeros_like(v), v_dual, v]
     objectives = [prox_objective(c, y, operator, l1, group) for c in candidates]
-    pick = int(np.argmin(objectives))  # the first of equals: the sparsest
-    return candidates[pick], max(objectives[pick] - dual, 0.0), objectives[pick]
+    best = int(np.argmin(objectives))  # the first of equals: the sparsest
+    return candidates[best], max(objectives[best] - dual, 0.0), objectives[best]
 
 
 def _check_v0(v0, y):
@@ -233,7 +234,7 @@ def fista(
     mu = check_nonneg(mu, "mu", strict=True)
     eps = check_nonneg(eps, "eps", strict=True)
     v = _check_v0(v0, y)
-    prob = _Eq17(y, operator, l1, group, kernels)
+    prob = _SmoothedProblem(y, operator, l1, group, kernels)
     v, n_iter, gap_mu, gap_0, hist = _fista(prob, v, mu, 2.0 * eps, max_iter, gap_every)
     gap, objective = primal_certificate(v, y, operator, l1, group, (mu,))
     if not np.isfinite(gap):
@@ -307,8 +308,9 @@ def conesta(
         (:func:`exact_finish`); an iterate whose objective is not below that
         of ``v = 0`` is accepted only once 0 is certified to
         :data:`ZERO_GAP_FRACTION` of ``tol_abs``, so where the optimum is 0,
-        ``v`` is exactly 0. ``converged`` is True only when ``gap <= tol_abs``. The paper's running precision ``eps`` of
-        Algorithm 2 drives the continuation only; ``mu_history`` lists
+        ``v`` is exactly 0. ``converged`` is True only when
+        ``gap <= tol_abs``. The paper's running precision ``eps`` of Algorithm 2
+        drives the continuation only; ``mu_history`` lists
         ``(iteration, mu, eps)`` per continuation step. A non-finite gap stops
         the solver with ``converged=False`` and a ``ConvergenceWarning``.
 
@@ -328,6 +330,97 @@ def conesta(
     return solve_conesta(
         problem, tol=tol, v0=v0, tau=tau, max_iter=max_iter, gap_every=gap_every, kernels=kernels
     )
+
+
+def _l1_plus_group(problem):
+    """``(l1, operator, group)`` of a problem CONESTA can solve (an l1 norm
+    plus one group norm); a ValueError otherwise."""
+    fast = problem.fast_form()
+    if fast is None:
+        names = [p.name for p in problem.pieces]
+        raise ValueError(
+            f"solver 'conesta' handles an l1 norm plus one group norm (tv), got the "
+            f"penalties {names}; use solver='dual'."
+        )
+    return fast
+
+
+@dataclass
+class _Run:
+    """The state of one CONESTA run (Algorithm 2) between its steps."""
+
+    v: np.ndarray
+    gap: float  # the exact gap at v (its certificate)
+    objective: float
+    gap_mu: float  # the gap of the smoothed problem
+    smoothing: bool
+    n_iter: int = 0
+    n_cont: int = 0
+    history: list = field(default_factory=list)
+    mu_history: list = field(default_factory=list)
+    mus_last: tuple = ()
+    finite: bool = True
+
+
+def _start(prob, v0, y, operator, l1, group):
+    """The run at ``v0`` (0 by default, or when ``v0``'s objective overflows)."""
+    v = np.zeros_like(y) if v0 is None else np.array(v0, dtype=np.float64)
+    smoothing = prob.kappa > 0.0 and prob.norm2 > 0.0 and prob.M > 0.0
+    mu0 = 1e-8 if smoothing else 1.0
+    gap_mu, _, _ = prob.gaps(v, mu0)
+    gap, objective = primal_certificate(v, y, operator, l1, group, (mu0,))
+    if v0 is not None and not (np.isfinite(gap) and np.isfinite(gap_mu)):
+        # a hostile warm start whose objective overflows: start cold instead
+        logger.debug("conesta: v0's objective is not finite; starting from v = 0")
+        v = np.zeros_like(y)
+        gap_mu, _, _ = prob.gaps(v, mu0)
+        gap, objective = primal_certificate(v, y, operator, l1, group, (mu0,))
+    return _Run(
+        v=v,
+        gap=gap,
+        objective=objective,
+        gap_mu=gap_mu,
+        smoothing=smoothing,
+        history=[(0, gap)],
+        mus_last=(mu0,),
+        finite=np.isfinite(gap) and np.isfinite(gap_mu),
+    )
+
+
+def _continue(run, prob, y, operator, l1, group, tol_abs, tau, max_iter, gap_every):
+    """The continuation of Algorithm 2: FISTA on ever less smoothed problems
+    until the exact gap is certified below ``tol_abs``, ``max_iter`` or a
+    non-finite iterate (``run.finite`` False)."""
+    gamma_M = prob.kappa * prob.M if run.smoothing else 0.0
+    eps = tau * run.gap_mu  # Algorithm 2, line 2
+    p0 = 0.5 * float(y @ y)
+    while (
+        run.finite
+        and not _settled(run.gap, run.objective, p0, tol_abs)
+        and run.n_iter < max_iter
+        and run.n_cont < max_iter
+    ):
+        # lines 3 and 9
+        mu = mu_opt(eps, prob.kappa, prob.M, prob.norm2) if run.smoothing else 1.0
+        if not (np.isfinite(mu) and mu > 0.0):  # eps underflowed: nothing left to gain
+            break
+        eps_mu = eps - mu * gamma_M  # line 5
+        run.v, it, gap_mu, _, hist = _fista(
+            prob, run.v, mu, eps_mu, max_iter - run.n_iter, gap_every
+        )
+        run.history.extend((run.n_iter + i, g0 / 2.0) for i, _, g0 in hist)  # line 6
+        run.n_iter += it
+        run.n_cont += 1
+        eps = gap_mu + mu * gamma_M  # line 7
+        run.mu_history.append((run.n_iter, mu, eps / 2.0))
+        # the returned certificate: the exact gap at the current v
+        run.mus_last = (mu,)
+        run.gap, run.objective = primal_certificate(run.v, y, operator, l1, group, run.mus_last)
+        run.history.append((run.n_iter, run.gap))
+        run.finite = bool(np.isfinite(run.gap) and np.isfinite(eps) and np.all(np.isfinite(run.v)))
+        if not run.finite or _settled(run.gap, run.objective, p0, tol_abs):  # line 10, certified
+            break
+        eps = tau * eps  # line 8
 
 
 def solve_conesta(
@@ -364,14 +457,7 @@ def solve_conesta(
     ValueError
         The problem is not an l1 norm plus one group norm.
     """
-    fast = problem.fast_form()
-    if fast is None:
-        names = [p.name for p in problem.pieces]
-        raise ValueError(
-            f"solver 'conesta' handles an l1 norm plus one group norm (tv), got the "
-            f"penalties {names}; use solver='dual'."
-        )
-    l1, operator, group = fast
+    l1, operator, group = _l1_plus_group(problem)
     y = problem.y
     s = _scale_of(y)
     if s != 1.0:  # solve at unit scale (positively homogeneous problem)
@@ -385,73 +471,32 @@ def solve_conesta(
             kernels=kernels,
         )
         return _unscale(res, s)
-    prob = _Eq17(y, operator, l1, group, kernels)
+    prob = _SmoothedProblem(y, operator, l1, group, kernels)
     tol_abs = tol * 0.5 * float(y @ y)
-    v = np.zeros_like(y) if v0 is None else np.array(v0, dtype=np.float64)
-    smoothing = prob.kappa > 0.0 and prob.norm2 > 0.0 and prob.M > 0.0
-    gamma_M = prob.kappa * prob.M if smoothing else 0.0
-
-    def _mu(eps):
-        return mu_opt(eps, prob.kappa, prob.M, prob.norm2) if smoothing else 1.0
-
-    mu0 = 1e-8 if smoothing else 1.0
-    gap_mu, _, _ = prob.gaps(v, mu0)
-    gap, objective = primal_certificate(v, y, operator, l1, group, (mu0,))
-    if v0 is not None and not (np.isfinite(gap) and np.isfinite(gap_mu)):
-        # a hostile warm start whose objective overflows: start cold instead
-        logger.debug("conesta: v0's objective is not finite; starting from v = 0")
-        v = np.zeros_like(y)
-        gap_mu, _, _ = prob.gaps(v, mu0)
-        gap, objective = primal_certificate(v, y, operator, l1, group, (mu0,))
-    n_iter, n_cont, history, mu_history = 0, 0, [(0, gap)], []
-    mus_last = (mu0,)
-    finite = np.isfinite(gap) and np.isfinite(gap_mu)
-    eps = tau * gap_mu  # Algorithm 2, line 2
-    p0 = 0.5 * float(y @ y)
-    while (
-        finite
-        and not _settled(gap, objective, p0, tol_abs)
-        and n_iter < max_iter
-        and n_cont < max_iter
-    ):
-        mu = _mu(eps)  # lines 3 and 9
-        if not (np.isfinite(mu) and mu > 0.0):  # eps underflowed: nothing left to gain
-            break
-        eps_mu = eps - mu * gamma_M  # line 5
-        v, it, gap_mu, _, hist = _fista(prob, v, mu, eps_mu, max_iter - n_iter, gap_every)
-        history.extend((n_iter + i, g0 / 2.0) for i, _, g0 in hist)  # line 6
-        n_iter += it
-        n_cont += 1
-        eps = gap_mu + mu * gamma_M  # line 7
-        mu_history.append((n_iter, mu, eps / 2.0))
-        # the returned certificate: the exact gap at the current v
-        mus_last = (mu,)
-        gap, objective = primal_certificate(v, y, operator, l1, group, mus_last)
-        history.append((n_iter, gap))
-        finite = bool(np.isfinite(gap) and np.isfinite(eps) and np.all(np.isfinite(v)))
-        if not finite or _settled(gap, objective, p0, tol_abs):  # line 10, certified
-            break
-        eps = tau * eps  # line 8
-    if not finite:
-        gap = np.inf
-        _warn_nonfinite(n_iter)
+    run = _start(prob, v0, y, operator, l1, group)
+    _continue(run, prob, y, operator, l1, group, tol_abs, tau, max_iter, gap_every)
+    if not run.finite:
+        run.gap = np.inf
+        _warn_nonfinite(run.n_iter)
     else:
-        v, gap, objective = exact_finish(v, y, operator, l1, group, mus_last, tol_abs)
-        history.append((n_iter, gap))
+        run.v, run.gap, run.objective = exact_finish(
+            run.v, y, operator, l1, group, run.mus_last, tol_abs
+        )
+        run.history.append((run.n_iter, run.gap))
     logger.debug(
         "conesta: %d FISTA iterations, %d continuations, gap %.3e (tol %.3e)",
-        n_iter,
-        n_cont,
-        gap,
+        run.n_iter,
+        run.n_cont,
+        run.gap,
         tol_abs,
     )
     return SolverResult(
-        v=v,
-        gap=gap,
+        v=run.v,
+        gap=run.gap,
         tol_abs=tol_abs,
-        n_iter=n_iter,
-        converged=bool(gap <= tol_abs),
-        gap_history=history,
-        mu_history=mu_history,
-        objective=objective,
+        n_iter=run.n_iter,
+        converged=bool(run.gap <= tol_abs),
+        gap_history=run.history,
+        mu_history=run.mu_history,
+        objective=run.objective,
     )

@@ -218,12 +218,12 @@ class _Composite(_Piece):
 def _doc(summary):
     """Give a method of a piece the documentation of the base method, with ``summary``."""
 
-    def give(method):
+    def document(method):
         base = getattr(_Composite, method.__name__)
         method.__doc__ = summary + "\n\n" + base.__doc__.split("\n\n", 1)[1]
         return method
 
-    return give
+    return document
 
 
 class L1(_Piece):

@@ -25,29 +25,13 @@ smoothing; ``P(v(w)) - D(w) \\ge P(v(w)) - P(v^*)`` is a tight, certified gap.
 """
 
 import logging
-import time
-import warnings
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from .._utils.validation import check_nonneg, check_real, check_warm_start
 from ..operators import check_operator
-from ._base import (
-    SolverResult,
-    ThreadChooser,
-    csr_threads_for,
-    difference_arrays,
-    difference_halos,
-    get_kernels,
-    locality_order,
-    n_chunks_for,
-    operator_arrays,
-    resolve_n_threads,
-)
-from ._precision import Float64Check
-from ._precision import certified as _certified
-from ._precision import stop_rule as _stop_rule
+from ._base import SolverResult, get_kernels, resolve_n_threads
+from ._dual_kernels import dual_fast, record_gap
 from ._problem import ProxProblem
 from .penalties import L1, GroupNorm
 
@@ -341,7 +325,7 @@ def solve_dual(
         res = _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart)
     else:
         l1, operator, group = fast
-        res = _dual_fast(
+        res = dual_fast(
             K,
             y,
             operator,
@@ -357,244 +341,6 @@ def solve_dual(
         )
     res.state = res.w
     return res
-
-
-def _dual_fast(
-    K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads, kernel_path
-):
-    """The dual method on the compiled kernels (l1 plus one group norm)."""
-    v = np.empty_like(y)
-    if group == 0.0 or operator.n_rows == 0 or operator.norm2 == 0.0:
-        K.soft_threshold(y, l1, v)
-        if y.dtype != np.float64:  # v rounded to float32: its exact gap, in float64
-            return Float64Check(K, y, operator, l1, group, tol_abs, 0).result(
-                SolverResult(
-                    v=v,
-                    gap=0.0,
-                    tol_abs=tol_abs,
-                    n_iter=0,
-                    converged=True,
-                    gap_history=[(0, 0.0)],
-                    w=np.zeros(operator.n_rows, y.dtype),
-                )
-            )
-        obj = 0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
-        if group:
-            obj += group * operator.value(v)
-        return SolverResult(
-            v=v,
-            gap=0.0,
-            tol_abs=tol_abs,
-            n_iter=0,
-            converged=True,
-            gap_history=[(0, 0.0)],
-            w=np.zeros(operator.n_rows),
-            objective=obj,
-        )
-    diff = None
-    if kernel_path != "csr":
-        diff = difference_arrays(operator, n_chunks_for(operator.n_rows, n_threads), reorder=True)
-    if diff is None and kernel_path == "difference":
-        raise ValueError(
-            "kernel_path='difference' needs an operator whose rows are all "
-            "c * (v[tail] - v[head]) (operator.difference_form() is None); "
-            "use kernel_path='auto' or 'csr'."
-        )
-    if diff is not None:
-        return _prox_dual_difference(
-            K, y, operator, diff, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads
-        )
-    A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator, y.dtype)
-    n_rows = operator.n_rows
-    w = _start_w(K, w0, n_rows, gptr, group, y.dtype)
-    stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)
-    ATw = np.empty_like(y)
-    K.csr_matvec(At_ip, At_ix, At_d, w, ATw)
-    w_old, ATw_old = w.copy(), ATw.copy()
-    vq = np.empty_like(y)
-    step = 1.0 / operator.norm2
-    t, n_iter, history = 1.0, 0, []
-    while True:
-        primal, dual, _ = K.dual_gap_terms(A_ip, A_ix, A_d, gptr, y, ATw, l1, group, v)
-        gap = _record_gap(primal - dual, n_iter, history, 5)
-        if gap == np.inf:
-            break
-        if stop(gap, n_iter, w, history):
-            break
-        n_run = min(gap_every, max_iter - n_iter)
-        t, _ = K.dual_iterations(
-            n_run,
-            A_ip,
-            A_ix,
-            A_d,
-            At_ip,
-            At_ix,
-            At_d,
-            gptr,
-            y,
-            l1,
-            group,
-            step,
-            w,
-            w_old,
-            ATw,
-            ATw_old,
-            vq,
-            t,
-            restart,
-            csr_threads_for(n_rows, n_threads),
-        )
-        n_iter += n_run
-    logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
-    return _certified(
-        stop,
-        SolverResult(
-            v=v,
-            gap=gap,
-            tol_abs=tol_abs,
-            n_iter=n_iter,
-            converged=gap <= tol_abs,
-            gap_history=history,
-            w=w,
-            objective=primal,
-        ),
-    )
-
-
-def _start_w(K, w0, n_rows, gptr, group, dtype=np.float64):
-    """The starting dual point (of ``dtype``): zeros, or ``w0`` projected onto the dual balls."""
-    if w0 is None:
-        return np.zeros(n_rows, dtype)
-    w = np.array(w0, dtype=dtype)
-    if w.shape != (n_rows,):
-        raise ValueError(f"w0 must have shape ({n_rows},), got {w.shape}.")
-    K.project_groups(w, gptr, group)
-    return w
-
-
-def _record_gap(gap, n_iter, history, stacklevel):
-    """Append ``(n_iter, gap)``; a non-finite gap is never certified (inf, warning)."""
-    if not np.isfinite(gap):  # overflow or a corrupt state
-        history.append((n_iter, np.inf))
-        warnings.warn(
-            f"prox_dual: the duality gap became non-finite after {n_iter} "
-            "iterations (overflow); the result is not certified.",
-            ConvergenceWarning,
-            stacklevel=stacklevel,
-        )
-        return np.inf
-    gap = max(gap, 0.0)
-    history.append((n_iter, gap))
-    return gap
-
-
-def _prox_dual_difference(
-    K, y, operator, diff, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads
-):
-    """:func:`prox_dual` on the difference kernel, gap fused into the iterations.
-
-    The kernel computes the gap at the ``w`` an iteration starts from during
-    that iteration, so the state runs one iteration ahead of the certified
-    pair ``(w_old, vw)``; gaps are checked at the same iterations as the CSR
-    path (0, ``gap_every``, ...) and the same pair is returned.
-
-    ``diff`` holds the arrays of the operator in its locality order
-    (:func:`~neurospca.solvers._base.locality_order`) when it has one: ``y``
-    and ``w0`` are permuted into it here, and ``v`` and ``w`` back into the
-    user's order on return.
-    """
-    heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
-    n_rows, P = operator.n_rows, y.size
-    stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)  # in the user's order
-    order = locality_order(operator)  # diff is in it (difference_arrays(reorder=True))
-    if order is not None:
-        y = y[order.features]
-        if w0 is not None:
-            w0 = np.asarray(w0, dtype=np.float64)
-            if w0.shape == (n_rows,):  # else _start_w names the wrong shape
-                w0 = w0[order.rows]
-    w = _start_w(K, w0, n_rows, gptr, group, y.dtype)
-    ATw = np.empty_like(y)
-    K.diff_rmatvec(heads, tails, scale, w, ATw)
-    w_old, ATw_old = w.copy(), ATw.copy()
-    halo = difference_halos(operator, chunk_ptr.size - 1, reorder=True)
-    if halo is None:  # chunk c > 0 scatters into a full buffer of its own
-        bufs, halo_args = np.zeros((chunk_ptr.size - 2, P), y.dtype), ()
-    else:  # into A^T w, and near its boundaries into halos
-        bufs, halo_args = np.zeros((0, P), y.dtype), (halo[0], halo[1], np.zeros(halo[2], y.dtype))
-    vq, vw = np.empty_like(y), np.empty_like(y)
-    step = 1.0 / operator.norm2
-    t, n_iter, history = 1.0, 0, []
-    n_run, first = 1, True  # the first call certifies the starting w
-    chooser = ThreadChooser(
-        (n_rows, P, chunk_ptr.size - 1, y.dtype.char), min(n_threads, chunk_ptr.size - 1)
-    )
-    while True:
-        threads = chooser.pick()
-        start = time.perf_counter()
-        t, _, swapped, primal, dual, _ = K.diff_dual_iterations(
-            n_run,
-            heads,
-            tails,
-            scale,
-            heads_are_groups,
-            gptr,
-            chunk_ptr,
-            y,
-            l1,
-            group,
-            step,
-            w,
-            w_old,
-            ATw,
-            ATw_old,
-            bufs,
-            vq,
-            vw,
-            t,
-            restart,
-            True,
-            threads,
-            *halo_args,
-        )
-        chooser.record(threads, time.perf_counter() - start, n_run)
-        if swapped:
-            ATw, ATw_old = ATw_old, ATw
-            w, w_old = w_old, w
-        n_iter += 0 if first else n_run
-        first = False
-        gap = _record_gap(primal - dual, n_iter, history, 6)
-        if gap == np.inf:
-            break
-        w_check = w_old
-        if order is not None and y.dtype != np.float64:  # checked in the user's order
-            w_check = _user_order(w_old, order.rows)
-        if stop(gap, n_iter, w_check, history):
-            break
-        n_run = min(gap_every, max_iter - n_iter)
-    logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
-    if order is not None:
-        vw, w_old = _user_order(vw, order.features), _user_order(w_old, order.rows)
-    return _certified(
-        stop,
-        SolverResult(
-            v=vw,
-            gap=gap,
-            tol_abs=tol_abs,
-            n_iter=n_iter,
-            converged=gap <= tol_abs,
-            gap_history=history,
-            w=w_old,
-            objective=primal,
-        ),
-    )
-
-
-def _user_order(a, order):
-    """``a`` (in a locality order) back in the user's order: ``out[order] = a``."""
-    out = np.empty_like(a)
-    out[order] = a
-    return out
 
 
 def _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart):
@@ -614,14 +360,14 @@ def _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart):
         if w.shape != (n_dual,):
             raise ValueError(f"w0 must have shape ({n_dual},), got {w.shape}.")
         w = np.concatenate(
-            [np.zeros(0)] + [p.feasible(b) for p, b in zip(pieces, problem.split(w))]
+            [np.zeros(0)] + [p.feasible(b) for p, b in zip(pieces, problem.split(w), strict=True)]
         )
     norm2 = float(sum(p.norm2 for p in pieces))
     step = 1.0 / norm2 if norm2 > 0.0 else 0.0
 
     def adjoint(w):
         out = np.zeros_like(y)
-        for p, b in zip(pieces, problem.split(w)):
+        for p, b in zip(pieces, problem.split(w), strict=True):
             out += p.rmatvec(b)
         return out
 
@@ -634,7 +380,7 @@ def _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart):
             v = problem.primal_of(x)
             primal = problem.objective(v)
             dual = problem.dual_value(x, v, problem.split(w))
-        gap = _record_gap(primal - dual, n_iter, history, 5)
+        gap = record_gap(primal - dual, n_iter, history, 5)
         if gap == np.inf or gap <= tol_abs or n_iter >= max_iter or step == 0.0:
             break
         for _ in range(min(gap_every, max_iter - n_iter)):
@@ -647,7 +393,7 @@ def _dual_generic(problem, tol_abs, max_iter, w0, gap_every, restart):
                 [np.zeros(0)]
                 + [
                     p.prox_conjugate(b + step * p.matvec(vq), step)
-                    for p, b in zip(pieces, problem.split(q))
+                    for p, b in zip(pieces, problem.split(q), strict=True)
                 ]
             )
             align = float(np.dot(w - q, w - w_old))

@@ -185,7 +185,7 @@ def match_participants(table, subject_ids, id_column="participant_id", name="par
             "give one image per subject."
         )
     keys = {k: i for i, k in enumerate(table[id_column].map(_bare))}
-    missing = [s for s, b in zip(subject_ids, images) if b not in keys]
+    missing = [s for s, b in zip(subject_ids, images, strict=True) if b not in keys]
     if len(missing) == len(images):
         raise ValueError(
             f"{name}: no image matches a row of the ID column {id_column!r}: the images' "

@@ -46,10 +46,66 @@ def _write(folder, ids, X, sizes, meshes, file_format, participants, space):
             os.makedirs(sub, exist_ok=True)
             write_surf_data(maps[hemi], path)
             paths[hemi].append(path)
-    for (coords, faces), fs in zip(meshes, ("lh", "rh")):
+    for (coords, faces), fs in zip(meshes, ("lh", "rh"), strict=True):
         write_surf_mesh(coords, faces, os.path.join(folder, f"{fs}.pial.surf.gii"))
     participants.to_csv(
         os.path.join(folder, "participants.tsv"), sep="\t", index=False, na_rep="n/a"
+    )
+    return paths
+
+
+def _participant_table(ids, age, sex, site, level, mmse):
+    """The participants table of :func:`make_multisite_cohort`."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "participant_id": ids,
+            "age": np.round(age, 1),
+            "sex": np.where(sex > 0, "M", "F"),
+            "site": [f"site{chr(65 + s)}" for s in site],
+            "dx": _DX[level],
+            "mmse": mmse.astype(int),
+        }
+    )
+
+
+def _write_cohort(folder, out, ids, base, rng, n_extra_rows, file_format, space):
+    """Write the images, a shuffled participants table with ``n_extra_rows``
+    participants who have no images, and ``truth.npz``; returns the paths."""
+    import pandas as pd
+
+    n = len(ids)
+    extra = pd.DataFrame(
+        {
+            "participant_id": [f"sub-{n + i + 1:03d}" for i in range(n_extra_rows)],
+            "age": 70.0,
+            "sex": "F",
+            "site": "siteA",
+            "dx": "CN",
+            "mmse": 29,
+        }
+    )
+    shuffled = (
+        pd.concat([out.participants, extra])
+        .sample(frac=1.0, random_state=int(rng.integers(2**31)))
+        .reset_index(drop=True)
+    )
+    paths = _write(
+        folder,
+        ids,
+        out.X,
+        base.n_vertices,
+        (base.mesh_left, base.mesh_right),
+        file_format,
+        shuffled,
+        space,
+    )
+    np.savez(
+        os.path.join(folder, "truth.npz"),
+        patterns=base.patterns,
+        severities=out.severities,
+        cortex=out.cortex,
     )
     return paths
 
@@ -117,7 +173,6 @@ def make_multisite_cohort(
         ``mesh_left``/``mesh_right``, ``n_vertices``, ``paths`` (``{"left",
         "right"}`` lists, when written), ``folder``.
     """
-    import pandas as pd
     from sklearn.utils import Bunch
 
     if file_format not in ("gii", "mgh"):
@@ -146,16 +201,7 @@ def make_multisite_cohort(
     offsets, scales = np.asarray(site_offsets, float), np.asarray(site_scales, float)
     X[:, cortex] = m + offsets[site][:, None] + scales[site][:, None] * (Y[:, cortex] - m)
     ids = [f"sub-{i + 1:03d}" for i in range(n)]
-    table = pd.DataFrame(
-        {
-            "participant_id": ids,
-            "age": np.round(age, 1),
-            "sex": np.where(sex > 0, "M", "F"),
-            "site": [f"site{chr(65 + s)}" for s in site],
-            "dx": _DX[level],
-            "mmse": mmse.astype(int),
-        }
-    )
+    table = _participant_table(ids, age, sex, site, level, mmse)
     out = Bunch(
         X=X,
         patterns=base.patterns,
@@ -169,35 +215,8 @@ def make_multisite_cohort(
         folder=folder,
     )
     if folder is not None:
-        extra = pd.DataFrame(
-            {
-                "participant_id": [f"sub-{n + i + 1:03d}" for i in range(n_extra_rows)],
-                "age": 70.0,
-                "sex": "F",
-                "site": "siteA",
-                "dx": "CN",
-                "mmse": 29,
-            }
-        )
-        shuffled = (
-            pd.concat([table, extra])
-            .sample(frac=1.0, random_state=int(rng.integers(2**31)))
-            .reset_index(drop=True)
-        )
-        out.paths = _write(
-            os.fspath(folder),
-            ids,
-            X,
-            base.n_vertices,
-            (base.mesh_left, base.mesh_right),
-            file_format,
-            shuffled,
-            "space-fsaverage5" if mesh == "fsaverage5" else "space-fsLR_den-32k",
-        )
-        np.savez(
-            os.path.join(os.fspath(folder), "truth.npz"),
-            patterns=base.patterns,
-            severities=sev,
-            cortex=cortex,
+        space = "space-fsaverage5" if mesh == "fsaverage5" else "space-fsLR_den-32k"
+        out.paths = _write_cohort(
+            os.fspath(folder), out, ids, base, rng, n_extra_rows, file_format, space
         )
     return out

@@ -36,7 +36,7 @@ class Hemispheres:
         if len(n_vertices) != 2 or len(masks) != 2:
             raise ValueError("n_vertices and masks must each have two entries (left, right).")
         verts = []
-        for hemi, n, m in zip(_HEMIS, n_vertices, masks):
+        for hemi, n, m in zip(_HEMIS, n_vertices, masks, strict=True):
             m = _check_mask(m, int(n), f"mask_{hemi}", f"coords_{hemi}")
             verts.append(
                 np.arange(int(n), dtype=np.int64)

@@ -5,7 +5,9 @@ import os
 import nibabel as nib
 import numpy as np
 
+from .._utils.images import READ_ERRORS
 from .._utils.io import atomic_write, regular_file
+from .._utils.validation import ARRAY_ERRORS
 from ._validation import _HEMIS, _check_coords, _check_faces
 
 __all__ = [
@@ -98,7 +100,7 @@ def _read_file(reader, path, name, what):
             f"{name}: {path!r} declares data too large to read; the file is "
             f"corrupted or not {what}."
         ) from None
-    except Exception as exc:
+    except READ_ERRORS as exc:
         raise ValueError(
             f"{name}: cannot read {path!r} as {what} (truncated or corrupted "
             f"file?): {type(exc).__name__}: {exc}"
@@ -272,7 +274,7 @@ def load_surf_data(data, name="data"):
     if not isinstance(data, (str, bytes, os.PathLike)):
         try:
             return np.asarray(data)
-        except Exception as exc:
+        except ARRAY_ERRORS as exc:
             raise TypeError(f"{name} must be a path or a numeric array: {exc}") from None
     path = _existing(data, name)
     ext = _ext(path)
@@ -342,7 +344,7 @@ def write_surf_data(values, path, *, dtype=np.float32):
     """
     try:
         arr = np.asarray(values)
-    except Exception as exc:
+    except ARRAY_ERRORS as exc:
         raise TypeError(f"values must be a numeric array: {exc}") from None
     if arr.dtype == bool or not (
         np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)

@@ -7,9 +7,10 @@ import warnings
 
 import numpy as np
 
+from .._utils.validation import check_tv_kind
 from ._io import _split_polymesh, load_cortex_mask, load_surf_data, load_surf_mesh
 from ._operators import tv_from_hemispheres
-from ._validation import _HEMIS, _check_coords, _check_faces, _check_kind, _check_mask
+from ._validation import _HEMIS, _check_coords, _check_faces, _check_mask
 
 __all__ = ["load_surface_data", "load_surface_image", "load_surface_subjects"]
 
@@ -107,7 +108,7 @@ def load_surface_subjects(
         ``hemispheres.inverse_transform(est.components_)`` gives the loadings
         per hemisphere; ``hemispheres.save(...)`` writes them.
     """
-    kind = _check_kind(kind)
+    kind = check_tv_kind(kind)
     left_mesh, right_mesh = _split_polymesh(left_mesh, right_mesh)
     meshes = []
     for hemi, mesh in (("left", left_mesh), ("right", right_mesh)):

@@ -6,10 +6,11 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
+from .._utils.validation import check_tv_kind
 from ..operators import GroupOperator
 from ._hemispheres import Hemispheres
 from ._io import _split_polymesh, load_cortex_mask, load_surf_mesh
-from ._validation import _check_coords, _check_kind, _check_mask, _check_mesh
+from ._validation import _check_coords, _check_mask, _check_mesh
 
 __all__ = ["block_diag_operators", "mesh_edges", "tv_from_hemispheres", "tv_from_mesh"]
 
@@ -179,7 +180,7 @@ def tv_from_mesh(coords, faces, mask=None, kind="edges"):
     >>> op.n_features, op.n_rows, op.norm2
     (162, 480, 12.0)
     """
-    kind = _check_kind(kind)
+    kind = check_tv_kind(kind)
     return _build(_check_mesh(coords, faces, mask), kind)
 
 
@@ -220,9 +221,12 @@ def block_diag_operators(operators):
     # CSR blocks side by side: shift the column indices and the row pointers
     col_off = np.cumsum([0] + [m.shape[1] for m in mats])
     nnz_off = np.cumsum([0] + [m.nnz for m in mats])
-    indices = np.concatenate([m.indices.astype(np.int64) + c for m, c in zip(mats, col_off)])
+    indices = np.concatenate(
+        [m.indices.astype(np.int64) + c for m, c in zip(mats, col_off[:-1], strict=True)]
+    )
     indptr = np.concatenate(
-        [m.indptr[:-1].astype(np.int64) + z for m, z in zip(mats, nnz_off)] + [[nnz_off[-1]]]
+        [m.indptr[:-1].astype(np.int64) + z for m, z in zip(mats, nnz_off[:-1], strict=True)]
+        + [[nnz_off[-1]]]
     )
     data = np.concatenate([m.data for m in mats])
     mat = sp.csr_matrix((data, indices, indptr), shape=(offset, int(col_off[-1])))
@@ -250,7 +254,7 @@ def tv_from_hemispheres(left_mesh, right_mesh=None, mask_left=None, mask_right=N
         larger block's bound.
     hemispheres : Hemispheres
     """
-    kind = _check_kind(kind)
+    kind = check_tv_kind(kind)
     left_mesh, right_mesh = _split_polymesh(left_mesh, right_mesh)
     ops, sizes, masks = [], [], []
     for hemi, mesh, mask in (("left", left_mesh, mask_left), ("right", right_mesh, mask_right)):

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from .._utils.validation import ARRAY_ERRORS
+
 __all__ = ["check_plot_mesh"]
 
 _HEMIS = ("left", "right")
@@ -10,8 +12,8 @@ _HEMIS = ("left", "right")
 def _check_coords(coords, name="coords"):
     try:
         arr = np.asarray(coords)
-    except Exception as exc:  # ragged input
-        raise TypeError(f"{name} must be a numeric array of shape (n_vertices, 3): {exc}")
+    except ARRAY_ERRORS as exc:  # ragged input
+        raise TypeError(f"{name} must be a numeric array of shape (n_vertices, 3): {exc}") from None
     if arr.dtype == bool or not (
         np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
     ):
@@ -156,9 +158,3 @@ def check_plot_mesh(coords, faces, name="mesh"):
     coords = _check_coords(coords, f"{name} coords")
     faces = _check_faces(faces, coords.shape[0], f"{name} faces")
     return coords, faces
-
-
-def _check_kind(kind):
-    if kind not in ("edges", "gradient"):
-        raise ValueError(f"kind must be 'edges' or 'gradient', got {kind!r}.")
-    return kind

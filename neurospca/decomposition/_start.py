@@ -1,0 +1,129 @@
+"""The start of each component's alternation: ``u`` and ``X_k^T u``.
+
+``init="svd"`` starts from the leading left singular vector of the deflated
+data ``X_k`` (exactly from the Gram matrix for small data in memory, else by
+Rayleigh-Ritz and Davidson steps on the data's top singular subspace);
+``init="random"`` from a random unit ``u``. Used by
+:mod:`~neurospca.decomposition._alternation`.
+"""
+
+import numpy as np
+
+from ._data import uses_gram
+
+
+def _ritz_start(defl, basis):
+    """The best right singular vector of ``X_k`` within the span of
+    ``basis = (R, Xc R)`` (top singular subspace of the centred data; no pass
+    over the data). Sign: largest-magnitude entry positive."""
+    R, XR = basis[0], basis[1]
+    M = XR.copy()
+    for u_j, v_j, d_j in zip(defl.U, defl.V, defl.d, strict=True):
+        M -= d_j * np.outer(u_j, v_j @ R)
+    w = np.linalg.svd(M, full_matrices=False)[2][0]
+    v = R @ w
+    j = int(np.argmax(np.abs(v)))
+    return -v if v[j] < 0 else v
+
+
+def centred_gram(op):
+    """``Xc Xc^T`` of a small in-memory operator (cached on it)."""
+    if getattr(op, "_gram0", None) is None:
+        X = op.X
+        m = np.zeros(op.shape[1]) if op.mean is None else op.mean
+        Xm = X @ m
+        G = X @ X.T
+        G -= Xm[:, None]
+        G -= Xm[None, :]
+        G += float(m @ m)
+        op._gram0 = G
+    return op._gram0
+
+
+def _init_gram(defl):
+    """``u`` = leading eigenvector of ``X_k X_k^T`` for small N, and ``X_k^T u``.
+
+    ``X_k X_k^T = G0 - sum_j d_j (z_j u_j^T + u_j z_j^T)
+    + sum_ij d_i d_j (v_i . v_j) u_i u_j^T`` with ``G0 = Xc Xc^T`` (computed
+    once, centring applied as rank-one corrections) and ``z_j = Xc v_j``.
+    """
+    op = defl.op
+    G = centred_gram(op).copy()
+    U, V, d = defl.U, defl.V, defl.d
+    XV = defl.XV if defl.known() else [op.matvec(v_j) for v_j in V]
+    for u_j, z_j, d_j in zip(U, XV, d, strict=True):
+        G -= d_j * (np.outer(z_j, u_j) + np.outer(u_j, z_j))
+    for u_i, v_i, d_i in zip(U, V, d, strict=True):
+        for u_j, v_j, d_j in zip(U, V, d, strict=True):
+            G += d_i * d_j * float(v_i @ v_j) * np.outer(u_i, u_j)
+    u = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
+    g = defl.rmatvec(u)
+    j = int(np.argmax(np.abs(g)))
+    return (-u, -g) if g[j] < 0 else (u, g)
+
+
+def _init_svd(defl, basis):
+    """``u`` = leading left singular vector of ``X_k`` and ``X_k^T u``.
+
+    Small float64 data in memory (N <= :data:`GRAM_MAX_SAMPLES`): the exact
+    eigendecomposition of the N x N Gram matrix (:func:`_init_gram`).
+    Otherwise no Gram matrix: Rayleigh-Ritz for ``X_k^T X_k`` on the span of
+    the data's top singular subspace and the components already removed
+    (:meth:`_Deflated.deflated_basis`: no pass over the data), then, while a
+    power step from the Ritz vector ``v`` would move it by
+    :data:`START_TOL` or more, the residual direction is added to the span
+    (one fused pass each: a Davidson iteration, which converges faster than
+    the power steps it replaces).
+    """
+    if uses_gram(defl.op):
+        return _init_gram(defl)
+    start = defl.deflated_basis(basis)
+    if start is None:  # products of the removed components unknown: one pass
+        v = _ritz_start(defl, basis) if basis is not None else None
+        if v is None or not np.any(v):
+            v = np.random.RandomState(0).uniform(0.5, 1.5, defl.op.shape[1])
+        v = v / np.linalg.norm(v)
+        z, g = defl.gram(v)
+        start = (v[:, None], z[:, None], g[:, None])
+    Q, XQ, AQ = start
+    for _ in range(START_MAX_ITER):
+        H = Q.T @ AQ
+        theta, Wr = np.linalg.eigh(0.5 * (H + H.T))
+        Wr = Wr[:, ::-1][:, :START_BLOCK]
+        v, z, g = Q @ Wr[:, 0], XQ @ Wr[:, 0], AQ @ Wr[:, 0]
+        nz, ng = np.linalg.norm(z), np.linalg.norm(g)
+        if nz == 0.0 or ng == 0.0:
+            return z, g
+        if np.linalg.norm(g / ng - v) < START_TOL:
+            break
+        # the residuals of the best Ritz pairs, orthogonal to the span: one pass
+        Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][: Wr.shape[1]]
+        for _ in range(2):
+            Rv -= Q @ (Q.T @ Rv)
+        Rv, T = np.linalg.qr(Rv)
+        Rv = Rv[:, np.abs(np.diag(T)) > 1e-12 * max(np.abs(T).max(), 1e-300)]
+        if Rv.shape[1] == 0:
+            break
+        ZR, GR = defl.gram_block(Rv)
+        Q, XQ, AQ = (np.column_stack([M, x]) for M, x in ((Q, Rv), (XQ, ZR), (AQ, GR)))
+    j = int(np.argmax(np.abs(v)))  # sign: largest-magnitude entry of v positive
+    s = -1.0 if v[j] < 0 else 1.0
+    return s * z / nz, s * g / nz
+
+
+#: The start's power iterations stop when ``v`` moves by less than this.
+START_TOL = 1e-3
+#: Most Davidson iterations (passes) of a start.
+START_MAX_ITER = 100
+#: Ritz residuals added to the start's span per pass.
+START_BLOCK = 1
+
+
+def start_u(defl, init, rng, basis):
+    """Start ``u`` and ``X_k^T u``."""
+    if init == "random":
+        u = rng.standard_normal(defl.op.shape[0])
+        nrm = np.linalg.norm(u)
+        u = u / nrm if nrm > 0 else u
+        return u, defl.rmatvec(u)
+    return _init_svd(defl, basis)

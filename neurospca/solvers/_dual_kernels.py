@@ -1,0 +1,306 @@
+"""The exact-prox dual method on the compiled kernels (l1 plus one group norm).
+
+:func:`dual_fast` serves :func:`~neurospca.solvers.prox.solve_dual` when the
+problem has that form: the difference kernel (gap fused into the iterations,
+threads chosen per block) when every row of the operator is a scaled
+difference, the CSR kernel otherwise, and the exact solution when the group
+norm vanishes.
+"""
+
+import logging
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._base import (
+    SolverResult,
+    ThreadChooser,
+    csr_threads_for,
+    difference_arrays,
+    difference_halos,
+    locality_order,
+    n_chunks_for,
+    operator_arrays,
+)
+from ._precision import Float64Check
+from ._precision import certified as _certified
+from ._precision import stop_rule as _stop_rule
+
+logger = logging.getLogger("neurospca.solvers.prox")
+
+
+def _trivial_solution(K, y, operator, l1, group, tol_abs):
+    """The exact solution ``soft(y, l1)`` when the group norm vanishes (no group
+    weight, no rows or a zero operator): gap 0, in float64 (float32 ``y``:
+    the exact gap of the rounded ``v``)."""
+    v = np.empty_like(y)
+    K.soft_threshold(y, l1, v)
+    if y.dtype != np.float64:  # v rounded to float32: its exact gap, in float64
+        return Float64Check(K, y, operator, l1, group, tol_abs, 0).result(
+            SolverResult(
+                v=v,
+                gap=0.0,
+                tol_abs=tol_abs,
+                n_iter=0,
+                converged=True,
+                gap_history=[(0, 0.0)],
+                w=np.zeros(operator.n_rows, y.dtype),
+            )
+        )
+    obj = 0.5 * float(np.sum((v - y) ** 2)) + l1 * float(np.abs(v).sum())
+    if group:
+        obj += group * operator.value(v)
+    return SolverResult(
+        v=v,
+        gap=0.0,
+        tol_abs=tol_abs,
+        n_iter=0,
+        converged=True,
+        gap_history=[(0, 0.0)],
+        w=np.zeros(operator.n_rows),
+        objective=obj,
+    )
+
+
+def _difference_form(operator, n_threads, kernel_path):
+    """The difference kernel's arrays of ``operator`` (in its locality order), or
+    None for the CSR kernel; a ValueError when ``kernel_path="difference"`` is
+    asked of an operator without that form."""
+    diff = None
+    if kernel_path != "csr":
+        diff = difference_arrays(operator, n_chunks_for(operator.n_rows, n_threads), reorder=True)
+    if diff is None and kernel_path == "difference":
+        raise ValueError(
+            "kernel_path='difference' needs an operator whose rows are all "
+            "c * (v[tail] - v[head]) (operator.difference_form() is None); "
+            "use kernel_path='auto' or 'csr'."
+        )
+    return diff
+
+
+def dual_fast(
+    K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads, kernel_path
+):
+    """The dual method on the compiled kernels (l1 plus one group norm)."""
+    if group == 0.0 or operator.n_rows == 0 or operator.norm2 == 0.0:
+        return _trivial_solution(K, y, operator, l1, group, tol_abs)
+    diff = _difference_form(operator, n_threads, kernel_path)
+    if diff is not None:
+        return _prox_dual_difference(
+            K, y, operator, diff, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads
+        )
+    return _prox_dual_csr(
+        K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads
+    )
+
+
+def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads):
+    """:func:`prox_dual` on the CSR kernel, the gap checked every ``gap_every``
+    iterations."""
+    v = np.empty_like(y)
+    A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator, y.dtype)
+    n_rows = operator.n_rows
+    w = start_w(K, w0, n_rows, gptr, group, y.dtype)
+    stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)
+    ATw = np.empty_like(y)
+    K.csr_matvec(At_ip, At_ix, At_d, w, ATw)
+    w_old, ATw_old = w.copy(), ATw.copy()
+    vq = np.empty_like(y)
+    step = 1.0 / operator.norm2
+    t, n_iter, history = 1.0, 0, []
+    while True:
+        primal, dual, _ = K.dual_gap_terms(A_ip, A_ix, A_d, gptr, y, ATw, l1, group, v)
+        gap = record_gap(primal - dual, n_iter, history, 6)
+        if gap == np.inf:
+            break
+        if stop(gap, n_iter, w, history):
+            break
+        n_run = min(gap_every, max_iter - n_iter)
+        t, _ = K.dual_iterations(
+            n_run,
+            A_ip,
+            A_ix,
+            A_d,
+            At_ip,
+            At_ix,
+            At_d,
+            gptr,
+            y,
+            l1,
+            group,
+            step,
+            w,
+            w_old,
+            ATw,
+            ATw_old,
+            vq,
+            t,
+            restart,
+            csr_threads_for(n_rows, n_threads),
+        )
+        n_iter += n_run
+    logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
+    return _certified(
+        stop,
+        SolverResult(
+            v=v,
+            gap=gap,
+            tol_abs=tol_abs,
+            n_iter=n_iter,
+            converged=gap <= tol_abs,
+            gap_history=history,
+            w=w,
+            objective=primal,
+        ),
+    )
+
+
+def start_w(K, w0, n_rows, gptr, group, dtype=np.float64):
+    """The starting dual point (of ``dtype``): zeros, or ``w0`` projected onto the dual balls."""
+    if w0 is None:
+        return np.zeros(n_rows, dtype)
+    w = np.array(w0, dtype=dtype)
+    if w.shape != (n_rows,):
+        raise ValueError(f"w0 must have shape ({n_rows},), got {w.shape}.")
+    K.project_groups(w, gptr, group)
+    return w
+
+
+def record_gap(gap, n_iter, history, stacklevel):
+    """Append ``(n_iter, gap)``; a non-finite gap is never certified (inf, warning)."""
+    if not np.isfinite(gap):  # overflow or a corrupt state
+        history.append((n_iter, np.inf))
+        warnings.warn(
+            f"prox_dual: the duality gap became non-finite after {n_iter} "
+            "iterations (overflow); the result is not certified.",
+            ConvergenceWarning,
+            stacklevel=stacklevel,
+        )
+        return np.inf
+    gap = max(gap, 0.0)
+    history.append((n_iter, gap))
+    return gap
+
+
+def _to_locality_order(y, w0, order, n_rows):
+    """``y`` and ``w0`` permuted into the operator's locality order."""
+    y = y[order.features]
+    if w0 is not None:
+        w0 = np.asarray(w0, dtype=np.float64)
+        if w0.shape == (n_rows,):  # else start_w names the wrong shape
+            w0 = w0[order.rows]
+    return y, w0
+
+
+def _scatter_buffers(operator, chunk_ptr, n_features, dtype):
+    """Where the chunks of the difference kernel scatter ``A^T w``: full buffers
+    for chunks ``c > 0``, or halos near the chunk boundaries when the operator
+    has them; returns ``(bufs, halo_args)``."""
+    halo = difference_halos(operator, chunk_ptr.size - 1, reorder=True)
+    if halo is None:  # chunk c > 0 scatters into a full buffer of its own
+        return np.zeros((chunk_ptr.size - 2, n_features), dtype), ()
+    # into A^T w, and near its boundaries into halos
+    return np.zeros((0, n_features), dtype), (halo[0], halo[1], np.zeros(halo[2], dtype))
+
+
+def _prox_dual_difference(
+    K, y, operator, diff, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads
+):
+    """:func:`prox_dual` on the difference kernel, gap fused into the iterations.
+
+    The kernel computes the gap at the ``w`` an iteration starts from during
+    that iteration, so the state runs one iteration ahead of the certified
+    pair ``(w_old, vw)``; gaps are checked at the same iterations as the CSR
+    path (0, ``gap_every``, ...) and the same pair is returned.
+
+    ``diff`` holds the arrays of the operator in its locality order
+    (:func:`~neurospca.solvers._base.locality_order`) when it has one: ``y``
+    and ``w0`` are permuted into it here, and ``v`` and ``w`` back into the
+    user's order on return.
+    """
+    heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
+    n_rows, P = operator.n_rows, y.size
+    stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)  # in the user's order
+    order = locality_order(operator)  # diff is in it (difference_arrays(reorder=True))
+    if order is not None:
+        y, w0 = _to_locality_order(y, w0, order, n_rows)
+    w = start_w(K, w0, n_rows, gptr, group, y.dtype)
+    ATw = np.empty_like(y)
+    K.diff_rmatvec(heads, tails, scale, w, ATw)
+    w_old, ATw_old = w.copy(), ATw.copy()
+    bufs, halo_args = _scatter_buffers(operator, chunk_ptr, P, y.dtype)
+    vq, vw = np.empty_like(y), np.empty_like(y)
+    step = 1.0 / operator.norm2
+    t, n_iter, history = 1.0, 0, []
+    n_run, first = 1, True  # the first call certifies the starting w
+    chooser = ThreadChooser(
+        (n_rows, P, chunk_ptr.size - 1, y.dtype.char), min(n_threads, chunk_ptr.size - 1)
+    )
+    while True:
+        threads = chooser.choose_threads()
+        start = time.perf_counter()
+        t, _, swapped, primal, dual, _ = K.diff_dual_iterations(
+            n_run,
+            heads,
+            tails,
+            scale,
+            heads_are_groups,
+            gptr,
+            chunk_ptr,
+            y,
+            l1,
+            group,
+            step,
+            w,
+            w_old,
+            ATw,
+            ATw_old,
+            bufs,
+            vq,
+            vw,
+            t,
+            restart,
+            True,
+            threads,
+            *halo_args,
+        )
+        chooser.record(threads, time.perf_counter() - start, n_run)
+        if swapped:
+            ATw, ATw_old = ATw_old, ATw
+            w, w_old = w_old, w
+        n_iter += 0 if first else n_run
+        first = False
+        gap = record_gap(primal - dual, n_iter, history, 6)
+        if gap == np.inf:
+            break
+        w_check = w_old
+        if order is not None and y.dtype != np.float64:  # checked in the user's order
+            w_check = _user_order(w_old, order.rows)
+        if stop(gap, n_iter, w_check, history):
+            break
+        n_run = min(gap_every, max_iter - n_iter)
+    logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
+    if order is not None:
+        vw, w_old = _user_order(vw, order.features), _user_order(w_old, order.rows)
+    return _certified(
+        stop,
+        SolverResult(
+            v=vw,
+            gap=gap,
+            tol_abs=tol_abs,
+            n_iter=n_iter,
+            converged=gap <= tol_abs,
+            gap_history=history,
+            w=w_old,
+            objective=primal,
+        ),
+    )
+
+
+def _user_order(a, order):
+    """``a`` (in a locality order) back in the user's order: ``out[order] = a``."""
+    out = np.empty_like(a)
+    out[order] = a
+    return out
