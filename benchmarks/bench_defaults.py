@@ -26,12 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _instances import (  # noqa: E402
-    brainspace_rsfmri,
-    motor_maps,
-    support_regions,
-    thickness_maps,
-)
+from _instances import brainspace_rsfmri, motor_maps, support_regions, thickness_maps  # noqa: E402
 
 from neurospca import (  # noqa: E402
     SPCATV,

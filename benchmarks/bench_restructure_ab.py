@@ -10,7 +10,7 @@ difference of the fitted arrays.
 
 Usage::
 
-    python benchmarks/bench_contract_ab.py --before /work/wt-base [--repeat 5] [--cases ...]
+    python benchmarks/bench_restructure_ab.py --before /work/wt-base [--repeat 5] [--cases ...]
 """
 
 import argparse

@@ -30,11 +30,7 @@ from neurospca import (  # noqa: E402
     tv_from_hemispheres,
     tv_from_mask,
 )
-from neurospca.model_selection import (  # noqa: E402
-    SELECTION_RULES,
-    _choose,
-    select_penalty,
-)
+from neurospca.model_selection import SELECTION_RULES, _choose, select_penalty  # noqa: E402
 
 # the K-fold rules of issue 12 (the split-half rule of issue 20 is measured by
 # benchmarks/bench_select_issue20.py)

@@ -146,6 +146,143 @@ def steps(r, s):
     return abs(ia - ib) + abs(ja - jb)
 
 
+def grid_table(rs, truth):
+    """The grid table of one set: a row per method and setting."""
+    groups = defaultdict(list)
+    for r in rs:
+        groups[setting(r)].append(r)
+    hdr = "| method | alpha_rel | l1, tv | "
+    hdr += "cos per pattern | Dice per pattern | " if truth else ""
+    hdr += "half corr | top-m Dice | supp Dice | support % (max) | empty | t full s | t halves s |"
+    print(hdr)
+    print("|" + "---|" * (hdr.count("|") - 1))
+    order = sorted(
+        groups, key=lambda k: (k[0] not in ("deflation", "backfit"), k[0], k[2] or 0, k[1] or 0)
+    )
+    for k in order:
+        g = groups[k]
+        line = f"| {k[0]} | {k[1] if k[1] is not None else ''} | "
+        line += f"{k[2]}, {k[3]} | " if k[2] is not None else " | "
+        if truth:
+            gf = [r for r in g if "cos" in r]
+            if gf:
+                line += "/".join(f2(x) for x in np.mean([r["cos"] for r in gf], 0)) + " | "
+                line += "/".join(f2(x) for x in np.mean([r["dice"] for r in gf], 0)) + " | "
+            else:
+                line += " | | "
+        gh = [r for r in g if "hcorr" in r]
+        if gh:
+            line += f"{f2(np.mean([np.mean(r['hcorr']) for r in gh]))} | "
+            line += f"{f2(np.mean([np.mean(r['htopm']) for r in gh]))} | "
+            line += f"{f2(np.mean([np.mean(r['hsdice']) for r in gh]))} | "
+            sup = np.array([r["hsupp"] for r in gh])
+            line += f"{100 * sup.mean():.1f} ({100 * sup.max():.0f}) | "
+            line += f"{np.mean([np.sum(np.array(r['hsupp']) == 0) for r in gh]):.1f} | "
+        else:
+            sup = np.array([r["supp"] for r in g])
+            line += f"— | — | — | {100 * sup.mean():.1f} ({100 * sup.max():.0f}) | "
+            line += f"{np.mean([np.sum(np.array(r['supp']) == 0) for r in g]):.1f} | "
+        tf = [r["t_full"] for r in g if "t_full" in r]
+        th = [r["t_half"] for r in g if "t_half" in r]
+        line += f"{f2(np.mean(tf)) if tf else '—'} | {f2(np.mean(th)) if th else '—'} |"
+        print(line)
+
+
+def sweeps_line(rs):
+    """How many back-fitting sweeps hit the cap, per split."""
+    bf = [r for r in rs if r["method"] == "backfit" and "half_sweeps" in r]
+    if bf:
+        print("\nBack-fitting sweeps that hit the 20-sweep cap (non-empty fits only): ", end="")
+        parts = []
+        for sp in SPLITS:
+            g = [r for r in bf if (r["l1_ratio"], r["tv_ratio"]) == sp]
+            full = [r["sweeps"] for r in g if "sweeps" in r and max(r["supp"]) > 0]
+            half = [
+                s
+                for r in g
+                for s, h in zip(r["half_sweeps"], (0, 1), strict=True)
+                if max(r["hsupp"]) > 0
+            ]
+            if g:
+                parts.append(
+                    f"split {sp}: full fits {sum(x >= 20 for x in full)}/{len(full)}, "
+                    f"half fits {sum(x >= 20 for x in half)}/{len(half)}"
+                )
+        print("; ".join(parts) + ".")
+
+
+def rules_table(rs, insts, truth):
+    """The table of the selection rules: what each picks and how good it is."""
+    print()
+    hdr = "| rule | method | scope | picks (alpha_rel; l1,tv) per instance | "
+    if truth:
+        hdr += "truth score at pick | truth-best score (setting) | steps from best | "
+    hdr += "half corr | top-m Dice | supp Dice | half-fits | cost / 1 full fit |"
+    print(hdr)
+    print("|" + "---|" * (hdr.count("|") - 1))
+    for method in ("deflation", "backfit", "both"):
+        for scope in ("grid", "default split", "default split, alpha_rel >= 1", "split 0.2,0.2"):
+            if method == "both" and scope != "grid":
+                continue
+            for rname, rule in RULES.items():
+                picks, ts, bests, stp, hc, ht, hs, costs, nh = ([], [], [], [], [], [], [], [], [])
+                for ik in insts:
+                    cand = [
+                        r
+                        for r in rs
+                        if inst_key(r) == ik
+                        and "hcorr" in r
+                        and r["method"]
+                        in (("deflation", "backfit") if method == "both" else (method,))
+                    ]
+                    if scope.startswith("default split"):
+                        cand = [r for r in cand if (r["l1_ratio"], r["tv_ratio"]) == SPLITS[0]]
+                    if scope.endswith(">= 1"):
+                        cand = [r for r in cand if r["alpha_rel"] >= 1]
+                    elif scope == "split 0.2,0.2":
+                        cand = [r for r in cand if (r["l1_ratio"], r["tv_ratio"]) == SPLITS[1]]
+                    if not cand:
+                        continue
+                    if rule is rule_g and (method == "both" or scope == "grid"):
+                        continue
+                    ch = rule(cand)
+                    if rule is rule_g:  # cost of the visited points only
+                        vis = sorted(cand, key=lambda r: -r["alpha_rel"])[: rule_g.visited]
+                    else:
+                        vis = cand
+                    tag = ("B" if ch["method"] == "backfit" else "D") if method == "both" else ""
+                    picks.append(f"{tag}{ch['alpha_rel']:g};{ch['l1_ratio']:g},{ch['tv_ratio']:g}")
+                    hc.append(np.mean(ch["hcorr"]))
+                    ht.append(np.mean(ch["htopm"]))
+                    hs.append(np.mean(ch["hsdice"]))
+                    nh.append(2 * len(vis))
+                    if "t_full" in ch and ch["t_full"] > 0:
+                        costs.append((sum(r["t_half"] for r in vis) + ch["t_full"]) / ch["t_full"])
+                    if truth and "cos" in ch:
+                        best = max(cand, key=truth_score)
+                        ts.append(truth_score(ch))
+                        bests.append(
+                            (
+                                truth_score(best),
+                                f"{best['alpha_rel']:g};{best['l1_ratio']:g},{best['tv_ratio']:g}",
+                            )
+                        )
+                        stp.append(steps(ch, best) if ch["method"] == best["method"] else 9)
+                if not picks:
+                    continue
+                line = f"| {rname} | {method} | {scope} | {' '.join(picks)} | "
+                if truth:
+                    line += (
+                        f"{f2(np.mean(ts))} | {f2(np.mean([b[0] for b in bests]))} "
+                        f"({' '.join(b[1] for b in bests)}) | {'/'.join(map(str, stp))} | "
+                    )
+                line += (
+                    f"{f2(np.mean(hc))} | {f2(np.mean(ht))} | {f2(np.mean(hs))} | "
+                    f"{int(np.mean(nh))} | {f2(np.mean(costs)) if costs else '—'} |"
+                )
+                print(line)
+
+
 def main():
     recs = load(sys.argv[1:])
     sets = sorted({(r["set"], r["corr"]) for r in recs})
@@ -158,157 +295,9 @@ def main():
             + ", ".join(f"({k[2]}, {k[3]})" for k in insts)
             + "\n"
         )
-        # ---- grid table
-        groups = defaultdict(list)
-        for r in rs:
-            groups[setting(r)].append(r)
-        hdr = "| method | alpha_rel | l1, tv | "
-        hdr += "cos per pattern | Dice per pattern | " if truth else ""
-        hdr += (
-            "half corr | top-m Dice | supp Dice | support % (max) | empty | t full s | t halves s |"
-        )
-        print(hdr)
-        print("|" + "---|" * (hdr.count("|") - 1))
-        order = sorted(
-            groups, key=lambda k: (k[0] not in ("deflation", "backfit"), k[0], k[2] or 0, k[1] or 0)
-        )
-        for k in order:
-            g = groups[k]
-            line = f"| {k[0]} | {k[1] if k[1] is not None else ''} | "
-            line += f"{k[2]}, {k[3]} | " if k[2] is not None else " | "
-            if truth:
-                gf = [r for r in g if "cos" in r]
-                if gf:
-                    line += "/".join(f2(x) for x in np.mean([r["cos"] for r in gf], 0)) + " | "
-                    line += "/".join(f2(x) for x in np.mean([r["dice"] for r in gf], 0)) + " | "
-                else:
-                    line += " | | "
-            gh = [r for r in g if "hcorr" in r]
-            if gh:
-                line += f"{f2(np.mean([np.mean(r['hcorr']) for r in gh]))} | "
-                line += f"{f2(np.mean([np.mean(r['htopm']) for r in gh]))} | "
-                line += f"{f2(np.mean([np.mean(r['hsdice']) for r in gh]))} | "
-                sup = np.array([r["hsupp"] for r in gh])
-                line += f"{100 * sup.mean():.1f} ({100 * sup.max():.0f}) | "
-                line += f"{np.mean([np.sum(np.array(r['hsupp']) == 0) for r in gh]):.1f} | "
-            else:
-                sup = np.array([r["supp"] for r in g])
-                line += f"— | — | — | {100 * sup.mean():.1f} ({100 * sup.max():.0f}) | "
-                line += f"{np.mean([np.sum(np.array(r['supp']) == 0) for r in g]):.1f} | "
-            tf = [r["t_full"] for r in g if "t_full" in r]
-            th = [r["t_half"] for r in g if "t_half" in r]
-            line += f"{f2(np.mean(tf)) if tf else '—'} | {f2(np.mean(th)) if th else '—'} |"
-            print(line)
-        # ---- back-fitting convergence
-        bf = [r for r in rs if r["method"] == "backfit" and "half_sweeps" in r]
-        if bf:
-            print("\nBack-fitting sweeps that hit the 20-sweep cap (non-empty fits only): ", end="")
-            parts = []
-            for sp in SPLITS:
-                g = [r for r in bf if (r["l1_ratio"], r["tv_ratio"]) == sp]
-                full = [r["sweeps"] for r in g if "sweeps" in r and max(r["supp"]) > 0]
-                half = [
-                    s
-                    for r in g
-                    for s, h in zip(r["half_sweeps"], (0, 1), strict=True)
-                    if max(r["hsupp"]) > 0
-                ]
-                if g:
-                    parts.append(
-                        f"split {sp}: full fits {sum(x >= 20 for x in full)}/{len(full)}, "
-                        f"half fits {sum(x >= 20 for x in half)}/{len(half)}"
-                    )
-            print("; ".join(parts) + ".")
-        # ---- rules
-        print()
-        hdr = "| rule | method | scope | picks (alpha_rel; l1,tv) per instance | "
-        if truth:
-            hdr += "truth score at pick | truth-best score (setting) | steps from best | "
-        hdr += "half corr | top-m Dice | supp Dice | half-fits | cost / 1 full fit |"
-        print(hdr)
-        print("|" + "---|" * (hdr.count("|") - 1))
-        for method in ("deflation", "backfit", "both"):
-            for scope in (
-                "grid",
-                "default split",
-                "default split, alpha_rel >= 1",
-                "split 0.2,0.2",
-            ):
-                if method == "both" and scope != "grid":
-                    continue
-                for rname, rule in RULES.items():
-                    picks, ts, bests, stp, hc, ht, hs, costs, nh = (
-                        [],
-                        [],
-                        [],
-                        [],
-                        [],
-                        [],
-                        [],
-                        [],
-                        [],
-                    )
-                    for ik in insts:
-                        cand = [
-                            r
-                            for r in rs
-                            if inst_key(r) == ik
-                            and "hcorr" in r
-                            and r["method"]
-                            in (("deflation", "backfit") if method == "both" else (method,))
-                        ]
-                        if scope.startswith("default split"):
-                            cand = [r for r in cand if (r["l1_ratio"], r["tv_ratio"]) == SPLITS[0]]
-                        if scope.endswith(">= 1"):
-                            cand = [r for r in cand if r["alpha_rel"] >= 1]
-                        elif scope == "split 0.2,0.2":
-                            cand = [r for r in cand if (r["l1_ratio"], r["tv_ratio"]) == SPLITS[1]]
-                        if not cand:
-                            continue
-                        if rule is rule_g and (method == "both" or scope == "grid"):
-                            continue
-                        ch = rule(cand)
-                        if rule is rule_g:  # cost of the visited points only
-                            vis = sorted(cand, key=lambda r: -r["alpha_rel"])[: rule_g.visited]
-                        else:
-                            vis = cand
-                        tag = (
-                            ("B" if ch["method"] == "backfit" else "D") if method == "both" else ""
-                        )
-                        picks.append(
-                            f"{tag}{ch['alpha_rel']:g};{ch['l1_ratio']:g},{ch['tv_ratio']:g}"
-                        )
-                        hc.append(np.mean(ch["hcorr"]))
-                        ht.append(np.mean(ch["htopm"]))
-                        hs.append(np.mean(ch["hsdice"]))
-                        nh.append(2 * len(vis))
-                        if "t_full" in ch and ch["t_full"] > 0:
-                            costs.append(
-                                (sum(r["t_half"] for r in vis) + ch["t_full"]) / ch["t_full"]
-                            )
-                        if truth and "cos" in ch:
-                            best = max(cand, key=truth_score)
-                            ts.append(truth_score(ch))
-                            bests.append(
-                                (
-                                    truth_score(best),
-                                    f"{best['alpha_rel']:g};{best['l1_ratio']:g},{best['tv_ratio']:g}",
-                                )
-                            )
-                            stp.append(steps(ch, best) if ch["method"] == best["method"] else 9)
-                    if not picks:
-                        continue
-                    line = f"| {rname} | {method} | {scope} | {' '.join(picks)} | "
-                    if truth:
-                        line += (
-                            f"{f2(np.mean(ts))} | {f2(np.mean([b[0] for b in bests]))} "
-                            f"({' '.join(b[1] for b in bests)}) | {'/'.join(map(str, stp))} | "
-                        )
-                    line += (
-                        f"{f2(np.mean(hc))} | {f2(np.mean(ht))} | {f2(np.mean(hs))} | "
-                        f"{int(np.mean(nh))} | {f2(np.mean(costs)) if costs else '—'} |"
-                    )
-                    print(line)
+        grid_table(rs, truth)
+        sweeps_line(rs)
+        rules_table(rs, insts, truth)
 
 
 if __name__ == "__main__":

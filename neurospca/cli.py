@@ -37,7 +37,7 @@ from ._commands import (
     run_fit,
     run_report,
 )
-from ._commands._checks import format_rel as _format_rel
+from ._commands import format_rel as _format_rel
 from ._commands.penalties import spcatv_defaults
 from ._utils.io import remove_temp_folders
 from ._utils.signals import Terminated, sigterm_raises

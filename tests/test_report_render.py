@@ -19,13 +19,7 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from neurospca import SPCATV, icosphere, tv_from_hemispheres  # noqa: E402
-from neurospca.reporting import (  # noqa: E402
-    FigureCache,
-    _canvases,
-    _png,
-    make_report,
-    plotting,
-)
+from neurospca.reporting import FigureCache, _canvases, _png, make_report, plotting  # noqa: E402
 from neurospca.reporting.images import loadings_to_nifti  # noqa: E402
 
 from .test_reporting import fit_volume_model  # noqa: E402

@@ -100,7 +100,7 @@ def test_group_lasso_operator_value_and_norm():
     weights = [rng.uniform(0.5, 2.0, g.size) for g in groups]
     op = group_lasso_operator(groups, 30, weights)
     v = rng.standard_normal(30)
-    expected = sum(np.linalg.norm(d * v[g]) for g, d in zip(groups, weights))
+    expected = sum(np.linalg.norm(d * v[g]) for g, d in zip(groups, weights, strict=True))
     assert op.value(v) == pytest.approx(expected, rel=1e-12)
     assert structured_norm(v, groups, exponent=1.0, weights=weights) == pytest.approx(
         expected, rel=1e-12
@@ -156,7 +156,10 @@ def test_variational_lemma():
     for alpha in (0.5, 0.8, 1.0):
         beta = alpha / (2 - alpha)
         na = (np.abs(y) ** alpha).sum() ** (1 / alpha)
-        f = lambda z: 0.5 * (y**2 / z).sum() + 0.5 * (z**beta).sum() ** (1 / beta)
+
+        def f(z, beta=beta):
+            return 0.5 * (y**2 / z).sum() + 0.5 * (z**beta).sum() ** (1 / beta)
+
         zs = np.abs(y) ** (2 - alpha) * na ** (alpha - 1)
         assert f(zs) == pytest.approx(na, rel=1e-12)
         for _ in range(20):
@@ -412,8 +415,8 @@ def test_alpha_max_is_exact_on_singletons():
 def test_alpha_max_is_a_lower_bound_and_the_collapse_point():
     """Below alpha_max some direction d lowers the objective from V = 0 (a
     lower bound, checked on the ratio); fits keep every component at half of it
-    and lose them all at twice it (measured: all lost by 1.25-1.5 x on 20 sets). Scale-free: X -> 10 X scales
-    alpha_max by 10."""
+    and lose them all at twice it (measured: all lost by 1.25-1.5 x on 20 sets).
+    Scale-free: X -> 10 X scales alpha_max by 10."""
     X, Xc, _, groups, Msq, amax = _halfspace_problem(20)
     from neurospca.decomposition._sspca_scale import alpha_max
 

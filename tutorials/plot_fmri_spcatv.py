@@ -99,10 +99,9 @@ print(
 )
 pca = PCA(3).fit(X_train)
 print("MSE to the truth of PCA:", round(neurospca.mse_to_truth(pca, patterns), 3))
-print(
-    "test reconstruction error: SPCA-TV %.1f, PCA %.1f"
-    % (neurospca.reconstruction_error(X_test, model), neurospca.reconstruction_error(X_test, pca))
-)
+error_spcatv = neurospca.reconstruction_error(X_test, model)
+error_pca = neurospca.reconstruction_error(X_test, pca)
+print(f"test reconstruction error: SPCA-TV {error_spcatv:.1f}, PCA {error_pca:.1f}")
 
 # %%
 # Loadings back to NIfTI

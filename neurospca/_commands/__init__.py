@@ -9,7 +9,7 @@ penalty defaults and the reference example penalties that the benchmarks use
 too. ``common`` re-exports the shared names for older imports.
 """
 
-from ._checks import UserError, check_before_work, check_report_dependencies
+from ._checks import UserError, check_before_work, check_report_dependencies, format_rel
 from ._fitting import estimator_from_args
 from .demo import run_demo
 from .fit import run_fit
@@ -20,6 +20,7 @@ __all__ = [
     "check_before_work",
     "check_report_dependencies",
     "estimator_from_args",
+    "format_rel",
     "run_demo",
     "run_fit",
     "run_report",

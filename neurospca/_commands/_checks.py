@@ -221,10 +221,10 @@ def check_before_work(args):
                 )
     bg_img = getattr(args, "bg_img", None)
     if bg_img is not None and os.path.exists(bg_img):  # read now, not after the fit
-        from ..masking import _image_data, _load_image
+        from .._utils.images import image_data, load_image
 
         try:
-            _image_data(_load_image(bg_img, "--bg-img"), "--bg-img")
+            image_data(load_image(bg_img, "--bg-img"), "--bg-img")
         except (ValueError, TypeError) as exc:
             raise UserError(str(exc)) from None
     if args.command == "fit":

@@ -20,8 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.validation import check_data, check_n_components, check_not_constant
 from ..operators import GroupOperator, chain_operator, check_operator
-from ..solvers import SOLVERS, get_solver
-from ..solvers._base import resolve_n_threads
+from ..solvers import SOLVERS, get_solver, resolve_n_threads
 from ..solvers.penalties import check_penalties, eq3_pieces
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
 from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, reconstruction_error

@@ -11,8 +11,7 @@ from sklearn.utils import check_random_state
 
 from .._utils.validation import check_int, check_n_components, check_nonneg, check_not_constant
 from ..operators import chain_operator, check_operator
-from ..solvers import get_solver
-from ..solvers._base import resolve_n_threads
+from ..solvers import get_solver, resolve_n_threads
 from ..solvers.penalties import check_penalties, eq3_pieces
 from ._alternation import _check_l2_scale, _spca_tv
 from ._data import as_data_operator

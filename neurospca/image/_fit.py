@@ -6,10 +6,10 @@ Thin layers over :class:`~neurospca.ImageSPCATV`; they sit here, above
 :mod:`neurospca.surface` only build data and operators.
 """
 
+from .._utils.validation import check_tv_kind
 from ..decomposition import SPCATV
 from ..masking import load_mask_img
 from ..surface import load_surface_image
-from ..surface._validation import _check_kind
 from ._estimators import check_estimator
 from ._spcatv import ImageSPCATV
 
@@ -112,7 +112,7 @@ def fit_surfaces(
         masked vertices; write them with :meth:`neurospca.Hemispheres.save`.
     hemispheres : Hemispheres
     """
-    kind = _check_kind(kind)
+    kind = check_tv_kind(kind)
     estimator = _estimator(estimator)
     img = load_surface_image(left_data, right_data, left_mesh, right_mesh)
     mask = None if mask_left is None and mask_right is None else (mask_left, mask_right)

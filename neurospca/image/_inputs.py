@@ -6,7 +6,7 @@ import os
 import nibabel as nib
 import numpy as np
 
-from ..masking import _check_grid
+from .._utils.images import check_grid
 from ..surface import load_cortex_mask
 
 _HEMIS = ("left", "right")
@@ -186,7 +186,7 @@ def _stack_volumes(items, grid, resample):
     The volumes are copied once into a Fortran-ordered array (NIfTI's own
     order, so each copy is contiguous); float32 data stay float32.
     """
-    imgs = [_check_grid(label, img, grid, resample) for label, img in items]
+    imgs = [check_grid(label, img, grid, resample) for label, img in items]
     n = sum(1 if len(img.shape) == 3 else int(img.shape[3]) for img in imgs)
     single = all(np.dtype(img.get_data_dtype()) == np.float32 for img in imgs)
     out = np.empty(

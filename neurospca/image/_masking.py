@@ -14,15 +14,8 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
-from ..masking import (
-    VolumeMasker,
-    _collect_images,
-    _is_pathlike,
-    _mask_array,
-    _mask_img,
-    load_mask_img,
-    unmask,
-)
+from .._utils.images import collect_images, is_pathlike, make_mask_img, mask_array
+from ..masking import VolumeMasker, load_mask_img, unmask
 from ..surface import load_surf_mesh, tv_from_hemispheres
 from ._inputs import (
     _HEMIS,
@@ -101,7 +94,7 @@ class ImageMasking:
                 "mask, a NiftiMasker or None."
             )
         params, user = self._volume_masker_params()
-        items = _collect_images(imgs)
+        items = collect_images(imgs)
         mask_img = None
         if user is not None and hasattr(user, "mask_img_"):
             mask_img = load_mask_img(user.mask_img_)
@@ -113,7 +106,7 @@ class ImageMasking:
         grid = (
             mask_img
             if mask_img is not None
-            else _mask_img(np.ones(ref.shape[:3], dtype=bool), ref.affine, None)
+            else make_mask_img(np.ones(ref.shape[:3], dtype=bool), ref.affine, None)
         )
         img4d = _stack_volumes(items, grid, self.resample and mask_img is not None)
         n_samples = img4d.shape[3]
@@ -123,7 +116,7 @@ class ImageMasking:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
                 mask_img = load_mask_img(auto.fit(img4d).mask_img_)
-        mask = _mask_array(mask_img)
+        mask = mask_array(mask_img)
         values = np.asarray(img4d.dataobj)[mask]  # (P, N), the masker's column order
         bad = ~np.all(np.isfinite(values), axis=1)
         n_bad = int(bad.sum())
@@ -141,7 +134,7 @@ class ImageMasking:
             )
             new = mask.copy()
             new[mask] = ~bad
-            mask_img = _mask_img(new, mask_img.affine, mask_img.header)
+            mask_img = make_mask_img(new, mask_img.affine, mask_img.header)
         self.mask_img_ = mask_img
         self.masker_ = maskers.NiftiMasker(mask_img=mask_img, **params)
         self._plain_masker = user is None and not self.standardize and self.smoothing_fwhm is None
@@ -173,7 +166,7 @@ class ImageMasking:
                 "maps beforehand (e.g. FreeSurfer's qcache fwhm10 files)."
             )
         if isinstance(self.mask, maskers.NiftiMasker) or (
-            self.mask is not None and (_is_pathlike(self.mask) or hasattr(self.mask, "affine"))
+            self.mask is not None and (is_pathlike(self.mask) or hasattr(self.mask, "affine"))
         ):
             raise TypeError(
                 "mask: a NIfTI mask, a NiftiMasker or a single path was given "
@@ -257,7 +250,7 @@ class ImageMasking:
         else:
             if self.meshes_ is not None:
                 raise TypeError("imgs: the model was fitted on surfaces; give a SurfaceImage.")
-            source = _stack_volumes(_collect_images(imgs), self.mask_img_, self.resample)
+            source = _stack_volumes(collect_images(imgs), self.mask_img_, self.resample)
             n_samples = source.shape[3]
             values = np.asarray(source.dataobj)[self.space_.mask]
             finite = bool(np.all(np.isfinite(values)))
