@@ -299,7 +299,7 @@ def test_model_file_round_trip_and_old_files(tmp_path):
 
 
 def test_fit_summary_lines():
-    from neurospca._commands.common import support_summary
+    from neurospca._commands._fitting import support_summary
 
     X, op, _ = _paper(0)
     m = _fit(X, op)

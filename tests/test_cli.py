@@ -184,7 +184,7 @@ def test_help_has_examples(capsys):
 
 
 def test_n_threads_option_reaches_the_estimator(capsys):
-    from neurospca._commands.common import estimator_from_args
+    from neurospca._commands import estimator_from_args
     from neurospca.cli import _build_parser
 
     args = _build_parser().parse_args(

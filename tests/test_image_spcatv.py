@@ -697,7 +697,7 @@ def test_cli_alpha_options(small_volume, tmp_path, capsys):
     l1_max = np.sqrt((Xc**2).sum(0)).max() / X.shape[0]
     np.testing.assert_allclose(saved.estimator.alpha_, 0.7 * l1_max, rtol=1e-6)
     # defaults are SPCATV's (the parser's and the model's, without fitting)
-    from neurospca._commands.common import estimator_from_args as _estimator
+    from neurospca._commands import estimator_from_args as _estimator
     from neurospca.cli import _build_parser
 
     args = _build_parser().parse_args(base[:-1] + ["-q"])

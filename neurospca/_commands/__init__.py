@@ -6,7 +6,7 @@ messages, input paths, the checks before any work), ``_fitting`` (the image
 model of the options, ``--estimator`` included, and the fit with progress
 lines), ``_outputs`` (the all-or-nothing output folder); ``penalties`` the
 penalty defaults and the reference example penalties that the benchmarks use
-too. ``common`` re-exports the shared names for older imports.
+too.
 """
 
 from ._checks import UserError, check_before_work, check_report_dependencies, format_rel
