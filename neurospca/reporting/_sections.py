@@ -179,6 +179,7 @@ def components_section(r, facts):
         "header": components_header(r),
         "rows": [component_row(r, f) for f in facts],
         "certified": r.certified is not None,
+        "spcatv": is_spcatv(r.estimator),
         "warnings": warnings_ + _chain_warning(r),
     }
 
