@@ -49,9 +49,7 @@ class ReportInputs(SimpleNamespace):
         The loaded atlas and the surfaces' peak coordinates (or None).
     scores : ndarray or None
         :func:`~neurospca.reporting.component_scores` for SPCA-TV, else
-        ``scores_given`` (None: no scores).
-    scores_given : ndarray or None
-        The ``scores`` given to the report (checked).
+        the ``scores`` given to the report (checked; None: no scores).
     scores_transformed : bool
         Whether ``scores`` are the given ones (not SPCA-TV's).
     versions, pen, tol, evr, pca_evr, rel_gaps
@@ -156,7 +154,7 @@ def check_arguments(estimator, space, args):
     if command is not None and not isinstance(command, str):
         raise TypeError(f"command must be a str, got {type(command).__name__}.")
     _check_options(args["cluster_connectivity"], args["max_clusters"], args["atlas"], space)
-    args["scores_given"] = check_scores(args["scores_given"], comps.shape[0])
+    args["scores"] = check_scores(args["scores"], comps.shape[0])
     return comps, command
 
 
@@ -278,8 +276,8 @@ def report_inputs(estimator, space, comps, args, versions):
     r = ReportInputs(estimator=estimator, space=space, comps=comps, versions=versions, **args)
     r.atlas_obj = None if atlas is None else anatomy.load_atlas(atlas, space, args["atlas_labels"])
     r.hemi_coords = _hemi_coords(space, args["meshes"], args["surface_coords"])
-    r.scores = _scores(estimator, args["scores_given"])
-    r.scores_transformed = r.scores is not None and r.scores is args["scores_given"]
+    r.scores = _scores(estimator, args["scores"])
+    r.scores_transformed = r.scores is not None and r.scores is args["scores"]
     r.pen = penalties(estimator)
     for key, value in _fitted_values(estimator, comps.shape[0]).items():
         setattr(r, key, value)

@@ -370,8 +370,7 @@ def _fit_convergence(r):
         f"{name} fits all components at once: iterations and convergence are those of "
         "the whole fit"
         + (
-            "; its certified duality gap bounds the suboptimality of the one convex "
-            "problem."
+            "; its certified duality gap bounds the suboptimality of the one convex problem."
             if certified
             else ". The method gives no certified duality gap: convergence means only "
             "that the stopping rule was met."

@@ -266,7 +266,7 @@ def make_report(
         n_components_evidence=n_components_evidence,
         figure_cache=figure_cache,
         n_jobs=n_jobs,
-        scores_given=scores,
+        scores=scores,
     )
     comps, args["command"] = check_arguments(estimator, space, args)
     t_start = time.perf_counter()
