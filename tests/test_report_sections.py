@@ -23,16 +23,8 @@ import pytest  # noqa: E402
 
 from neurospca import SPCATV, SSPCA, NonnegativeSparsePCA, VolumeMasker  # noqa: E402
 from neurospca.decomposition import STABILITY_THRESHOLD  # noqa: E402
-from neurospca.reporting import (  # noqa: E402
-    _component_sections as cs,
-)
-from neurospca.reporting import (  # noqa: E402
-    _inputs,
-    _sections,
-    component_scores,
-    library_versions,
-    make_report,
-)
+from neurospca.reporting import _component_sections as cs  # noqa: E402
+from neurospca.reporting import _inputs, _sections, component_scores, library_versions, make_report  # noqa: E402
 
 SELECTION = SimpleNamespace(
     best_params_={"alpha_rel": 0.5},
