@@ -598,3 +598,33 @@ def test_surface_page_of_another_estimator():
         _direct_ratio(np.concatenate([data["left"], data["right"]]).T, model.components_),
         rtol=1e-6,
     )
+
+
+@pytest.mark.parametrize("name", list(OTHER_METHODS))
+def test_whole_fit_warning_and_loadings_note(image_fits, name):
+    est = image_fits[name].model.estimator_
+    r = _inputs_of(est)
+    warned = any(
+        "The fit did not converge" in w
+        for w in _sections.components_section(r, _facts(r))["warnings"]
+    )
+    conv = getattr(est, "converged_", None)
+    assert warned == (conv is not None and not bool(conv))
+    norms = np.linalg.norm(est.components_, axis=1)
+    unit = np.allclose(norms[norms > 0], 1.0, rtol=1e-6)
+    note = _sections.loadings_section(r, _facts(r), [None] * r.n_components)["note"]
+    assert note.startswith("Unit-norm loadings" if unit else "Loadings as fitted (not unit-norm)")
+
+
+def test_whole_fit_warning_of_a_fit_that_did_not_converge(image_fits):
+    from sklearn.exceptions import ConvergenceWarning
+
+    model = NonnegativeSparsePCA(2, n_init=1, max_iter=2, random_state=0)
+    with pytest.warns(ConvergenceWarning):  # two sweeps: not converged
+        model.fit(np.abs(image_fits["nspca"].X))
+    assert not model.converged_
+    r = _inputs_of(model)
+    warnings_ = _sections.components_section(r, _facts(r))["warnings"]
+    assert "The fit did not converge (its stopping rule was not met in 2 iterations)" in " ".join(
+        warnings_
+    )

@@ -180,8 +180,29 @@ def components_section(r, facts):
         "rows": [component_row(r, f) for f in facts],
         "certified": r.certified is not None,
         "spcatv": is_spcatv(r.estimator),
-        "warnings": warnings_ + _chain_warning(r),
+        "warnings": warnings_ + _chain_warning(r) + _fit_warning(r),
     }
+
+
+def _fit_warning(r):
+    """A method fitting all components at once that did not converge (the whole fit)."""
+    conv = getattr(r.estimator, "converged_", None)
+    if is_spcatv(r.estimator) or conv is None or bool(np.all(conv)):
+        return []
+    n_iter = getattr(r.estimator, "n_iter_", None)
+    return [
+        "The fit did not converge (its stopping rule was not met"
+        + ("" if n_iter is None else f" in {fmt(n_iter)} iterations")
+        + "): increase max_iter or loosen tol; see Convergence."
+    ]
+
+
+def _unit_norm(r):
+    """Whether the loadings are unit-norm (SPCA-TV's always are, or every non-zero row)."""
+    if is_spcatv(r.estimator):
+        return True
+    norms = np.linalg.norm(r.comps, axis=1)
+    return bool(np.allclose(norms[norms > 0], 1.0, rtol=1e-6))
 
 
 def _loading_note(space, surface_coords):
@@ -224,8 +245,11 @@ def loadings_section(r, facts, images):
     dict
         ``note`` and ``components`` (one dict per component).
     """
+    note = _loading_note(r.space, r.surface_coords)
+    if not _unit_norm(r):
+        note = note.replace("Unit-norm loadings", "Loadings as fitted (not unit-norm)", 1)
     return {
-        "note": _loading_note(r.space, r.surface_coords),
+        "note": note,
         "components": [component_item(r, f, image) for f, image in zip(facts, images, strict=True)],
     }
 
