@@ -533,7 +533,9 @@ def test_scores_and_explained_variance(image_fits, name):
         return
     assert cells == [f"{100 * v:.2f}" for v in evr]
     assert f"Total: {100 * np.sum(evr):.2f} %" in note
-    if name != "dictionary":  # the others explain the centred data
+    centred = "the total variance of the centred data" in note
+    assert centred == (name != "dictionary")
+    if centred:
         direct = _direct_ratio(fit.X, est.components_)
         np.testing.assert_allclose(evr, direct, rtol=1e-6, atol=1e-12)
 

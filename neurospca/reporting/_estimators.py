@@ -22,6 +22,7 @@ __all__ = [
     "relative_alpha_text",
     "is_spcatv",
     "fit_convergence_rows",
+    "variance_basis",
 ]
 
 #: the header of an SPCA-TV report (and of any estimator not described below)
@@ -218,3 +219,13 @@ def fit_convergence_rows(estimator):
     if gaps is not None and np.size(gaps):
         rows.append(("certified duality gap", fmt(float(np.ravel(gaps)[0]), ".2e")))
     return rows
+
+
+def variance_basis(estimator):
+    """What a described method's explained variance ratio is a share of."""
+    if method_of(estimator) == "HierarchicalDictionaryLearning":
+        return (
+            "the second moment of the data, not centred (the dictionary has no mean), "
+            "for the codes' reconstruction"
+        )
+    return "the total variance of the centred data"

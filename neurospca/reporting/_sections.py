@@ -24,7 +24,7 @@ from ._component_sections import (
     convergence_header,
     convergence_row,
 )
-from ._estimators import fit_convergence_rows, is_spcatv, relative_alpha_text
+from ._estimators import fit_convergence_rows, is_spcatv, relative_alpha_text, variance_basis
 from ._findings import findings_section, n_components_section
 from ._methods import atlas_description, methods_text, weights_text
 from ._png import cached_uri
@@ -298,7 +298,8 @@ def variance_section(r):
     else:
         note = (
             "Adjusted explained variance (scores orthogonalised by QR, Zou et al. 2006), "
-            f"as a share of the total variance: the estimator's explained_variance_ratio_. "
+            f"as a share of {variance_basis(r.estimator)}: the estimator's "
+            "explained_variance_ratio_. "
             f"Total: {total} %. PCA's explained variance is not computed by "
             f"{type(r.estimator).__name__}."
         )
