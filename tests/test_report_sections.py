@@ -204,7 +204,7 @@ def test_methods_section(tiny):
     r = _inputs_of(tiny["nspca"], tiny["masker"], command="neurospca fit x")
     section = _sections.methods_section(r)
     assert section["command"] == "neurospca fit x"
-    assert "estimated with NonnegativeSparsePCA" in section["text"]
+    assert "estimated with nonnegative sparse PCA (NSPCA; Zass and Shashua" in section["text"]
     assert "de Pierrefeu" not in section["text"]
 
 
@@ -306,7 +306,7 @@ def test_timings_and_versions_sections(tiny):
 def test_page_of_an_estimator_without_spcatv_attributes(tiny, name):
     html = make_report(tiny[name], tiny["masker"], title=name)
     text = re.sub(r"<[^>]+>", " ", html)
-    assert f"Components were estimated with {type(tiny[name]).__name__}" in text
+    assert f"neurospca {library_versions()['neurospca']} ({type(tiny[name]).__name__})" in text
     for section in ("methods", "data", "parameters", "summary", "loadings", "variance"):
         assert f'id="{section}"' in html
     assert 'id="selection"' not in html and 'id="participants"' not in html
@@ -346,3 +346,287 @@ def test_every_section_builder_feeds_its_partial(tiny):
         used = set(re.findall(r"\b([a-z_]+)\.[a-z_]+", code)) - {"comp", "fig", "loop"}
         assert used <= {name, "versions"} or used == {name, "ncomp"}, (template, used)
         assert callable(getattr(_sections, f"{name}_section", None)), name
+
+
+# --------------------------------------------------------------------------
+# the four other estimators through ImageSPCATV(estimator=...): what the page
+# says about the method actually fitted
+# --------------------------------------------------------------------------
+
+#: per estimator: the header's method and a name its citation holds
+OTHER_METHODS = {
+    "sspca": ("Structured sparse PCA (Jenatton et al.)", "Jenatton, Obozinski and Bach"),
+    "nspca": ("Nonnegative sparse PCA (Zass and Shashua)", "Zass and Shashua"),
+    "ktrace": ("Sparse PCA with the (k, PSD) trace norm", "Richard, Obozinski and Vert"),
+    "dictionary": ("Hierarchical dictionary learning", "Jenatton, Mairal, Obozinski"),
+}
+
+
+def _other_estimator(name):
+    from neurospca import HierarchicalDictionaryLearning, KTraceNormPCA, balanced_tree
+
+    return {
+        "sspca": lambda: SSPCA(2, max_iter=20, random_state=0),
+        "nspca": lambda: NonnegativeSparsePCA(2, n_init=1, max_iter=30, random_state=0),
+        "ktrace": lambda: KTraceNormPCA(
+            n_components=2, k=2, n_restarts=1, max_iter=20, random_state=0
+        ),
+        "dictionary": lambda: HierarchicalDictionaryLearning(
+            balanced_tree((2,)), max_iter=3, random_state=0
+        ),
+    }[name]()
+
+
+@pytest.fixture(scope="module")
+def image_fits():
+    """A tiny 4-D NIfTI (12 maps, two blobs) and ImageSPCATV fits of the four
+    other estimators on it, with each one's masked data and page."""
+    import warnings
+
+    from neurospca import ImageSPCATV
+
+    rng = np.random.default_rng(3)
+    shape, affine = (7, 8, 6), np.diag([2.0, 2.5, 3.0, 1.0])
+    grid = np.indices(shape).transpose(1, 2, 3, 0).astype(float)
+    mask = ((grid - [3, 3.5, 2.5]) ** 2 / [10, 14, 8]).sum(-1) < 1
+    blobs = [np.exp(-((grid - c) ** 2).sum(-1) / 2.0) for c in ([2, 2, 2], [4, 5, 3])]
+    data = (
+        2 * rng.standard_normal((12, 1, 1, 1)) * blobs[0]
+        + rng.standard_normal((12, 1, 1, 1)) * blobs[1]
+        + 0.2 * rng.standard_normal((12,) + shape)
+    )
+    img = nib.Nifti1Image(np.moveaxis(data, 0, -1).astype(np.float32), affine)
+    mask_img = nib.Nifti1Image(mask.astype(np.uint8), affine)
+    out = {}
+    for name in OTHER_METHODS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence notes of the short fits
+            model = ImageSPCATV(mask=mask_img, estimator=_other_estimator(name)).fit(img)
+        X = model._data(img, None)
+        out[name] = SimpleNamespace(
+            model=model, X=X, scores=model.transform(img), html=model.generate_report().html
+        )
+    return out
+
+
+def _page_text(html):
+    html = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", html)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).replace("&#39;", "'")
+
+
+def _section_text(html, section):
+    return _page_text(re.search(rf'<section id="{section}">.*?</section>', html, re.S).group(0))
+
+
+@pytest.mark.parametrize("name", list(OTHER_METHODS))
+def test_header_and_methods_name_the_method_fitted(image_fits, name):
+    fit = image_fits[name]
+    title, authors = OTHER_METHODS[name]
+    header = re.search(r"<header>.*?</header>", fit.html, re.S).group(0)
+    assert f"<p>{title} &middot; {type(fit.model.estimator_).__name__} &middot;" in header
+    assert "SPCA-TV" not in _page_text(fit.html)
+    methods = _section_text(fit.html, "methods")
+    assert authors in methods and "as implemented in neurospca" in methods
+    for spcatv_word in ("de Pierrefeu", "TV-elastic", "l1_max", "v-step", "deflation"):
+        assert spcatv_word not in methods, spcatv_word
+    assert "The data held 12 samples" in methods
+
+
+def test_spcatv_header_and_methods_keep_their_wording(tiny):
+    html = make_report(tiny["spcatv"], tiny["masker"])
+    assert "<p>Structured sparse PCA (SPCA-TV) &middot; SPCATV &middot;" in html
+    assert "de Pierrefeu" in _section_text(html, "methods")
+
+
+def test_long_parameters_are_summarised(image_fits, tiny):
+    fit = image_fits["sspca"]
+    groups = fit.model.estimator_.groups
+    assert len(groups) > 8
+    rows = dict(_sections.parameters_section(_inputs_of(fit.model.estimator_))["rows"])
+    assert rows["groups"] == f"{len(groups):,} groups"
+    assert f"groups {len(groups):,} groups" in _section_text(fit.html, "parameters")
+    assert str(list(groups[0])) not in fit.html  # the groups themselves are not printed
+    tree = image_fits["dictionary"].model.estimator_.tree
+    rows = dict(
+        _sections.parameters_section(_inputs_of(image_fits["dictionary"].model.estimator_))["rows"]
+    )
+    assert rows["tree"] == f"tree of {np.asarray(tree).size} nodes"
+    text = _sections._parameter_text
+    model = tiny["spcatv"]
+    assert text(model, "group_weights", np.ones((4, 3))) == "array of shape (4, 3)"
+    assert text(model, "x", list(range(9))) == "9 items"
+    assert text(model, "x", [1, 2.5, "a"]) == [1, 2.5, "a"]  # short lists as they are
+    assert text(model, "x", [[1], [2]]) == "2 items"
+
+
+def test_relative_alpha_is_worded_per_estimator(image_fits, tiny):
+    est = image_fits["sspca"].model.estimator_
+    assert est.alpha is None
+    rows = dict(_sections.parameters_section(_inputs_of(est))["rows"])
+    assert rows["alpha"] == "None (data-relative: alpha_rel x alpha_max_)"
+    assert rows["alpha_max_ (fitted)"] == f"{est.alpha_max_:.4g}"
+    assert "l1_max" not in _section_text(image_fits["sspca"].html, "parameters")
+    # the methods paragraph's numbers: alpha_ = alpha_rel x alpha_max_
+    assert est.alpha_ == pytest.approx(est.alpha_rel * est.alpha_max_)
+    methods = _section_text(image_fits["sspca"].html, "methods")
+    assert f"alpha = {est.alpha_:.4g}" in methods
+    assert f"{est.alpha_rel:.4g} x {est.alpha_max_:.4g}" in methods
+    spcatv = SPCATV(2, alpha=None, alpha_rel=0.5, tol=1e-2).fit(tiny["X"][:, :30])
+    rows = dict(_sections.parameters_section(_inputs_of(spcatv))["rows"])
+    assert rows["alpha"] == "None (data-relative: alpha_rel x l1_max_)"
+
+
+@pytest.mark.parametrize("name", list(OTHER_METHODS))
+def test_convergence_shows_the_fit_without_a_certificate_claim(image_fits, name):
+    fit = image_fits[name]
+    est = fit.model.estimator_
+    r = _inputs_of(est, fit.model.space_)
+    section = _sections.convergence_section(r, _facts(r))
+    rows = dict(section["fit_rows"])
+    assert rows["iterations (n_iter_)"] == f"{int(est.n_iter_):,}"
+    conv = getattr(est, "converged_", None)
+    assert rows["converged (converged_)"] == (
+        "not recorded" if conv is None else ("yes" if conv else "no")
+    )
+    text = _section_text(fit.html, "convergence")
+    assert "v-step" not in text and "relative gap" not in text
+    assert f"iterations (n_iter_) {int(est.n_iter_):,}" in text
+    if name == "ktrace":  # the one convex problem: its gap is certified
+        assert rows["certified duality gap"] == f"{float(est.dual_gaps_[0]):.2e}"
+    else:
+        assert "no certified duality gap" in text and "certified duality gap" not in rows
+    assert "Relative gap: final certified" not in _section_text(fit.html, "summary")
+
+
+def _direct_ratio(X, components):
+    """Zou et al.'s adjusted explained variance ratio, from the centred data."""
+    Xc = X - X.mean(axis=0)
+    norms = np.linalg.norm(components, axis=1, keepdims=True)
+    W = components / np.where(norms > 0, norms, 1.0)
+    R = np.linalg.qr(Xc @ W.T, mode="r")
+    return np.diag(R) ** 2 / np.sum(Xc * Xc)
+
+
+def _components_column(html, column=1):
+    section = re.search(r'<section id="summary">.*?</section>', html, re.S).group(0)
+    rows = re.findall(r"<tr>(<td.*?)</tr>", section)
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row)[column] for row in rows]
+
+
+@pytest.mark.parametrize("name", list(OTHER_METHODS))
+def test_scores_and_explained_variance(image_fits, name):
+    fit = image_fits[name]
+    est = fit.model.estimator_
+    # scores: the estimator's transform of the training data
+    r = _inputs_of(est, fit.model.space_, scores=fit.scores)
+    np.testing.assert_allclose(r.scores, est.transform(fit.X), rtol=1e-12, atol=1e-12)
+    assert r.n_samples == 12 and r.scores_transformed
+    assert "transform of the training data" in _section_text(fit.html, "scores")
+    assert _page_text(fit.html).count("samples 12") >= 1
+    # explained variance: the estimator's ratio, itself Zou's adjusted variance
+    cells = _components_column(fit.html)
+    evr = getattr(est, "explained_variance_ratio_", None)
+    note = _section_text(fit.html, "variance")
+    assert "models fitted by a current SPCATV" not in note
+    if evr is None:
+        assert cells == ["nan"] * len(cells) and "stores no explained variance" in note
+        return
+    assert cells == [f"{100 * v:.2f}" for v in evr]
+    assert f"Total: {100 * np.sum(evr):.2f} %" in note
+    centred = "the total variance of the centred data" in note
+    assert centred == (name != "dictionary")
+    if centred:
+        direct = _direct_ratio(fit.X, est.components_)
+        np.testing.assert_allclose(evr, direct, rtol=1e-6, atol=1e-12)
+
+
+def test_given_scores_are_checked(tiny):
+    model = tiny["sspca"]
+    X = tiny["X"]
+    with pytest.raises(ValueError, match="scores must have shape"):
+        make_report(model, scores=np.zeros((24, 3)))
+    with pytest.raises(ValueError, match="finite"):
+        make_report(model, scores=np.full((24, 2), np.nan))
+    with pytest.raises(TypeError, match="scores must be an array"):
+        make_report(model, scores=[["a", "b"]])
+    r = _inputs_of(model, scores=model.transform(X))
+    assert r.n_samples == 24 and _sections.scores_section(r) is not None
+    r = _inputs_of(tiny["spcatv"], scores=np.ones((24, 2)))  # SPCA-TV's own scores win
+    np.testing.assert_allclose(r.scores, component_scores(tiny["spcatv"]))
+
+
+def test_pca_variance_note_is_spcatv_only(tiny):
+    import copy
+
+    old = copy.copy(tiny["spcatv"])
+    del old.pca_explained_variance_ratio_  # a model saved before it existed
+    note = _sections.variance_section(_inputs_of(old))["note"]
+    assert "models fitted by a current SPCATV do" in note
+    note = _sections.variance_section(_inputs_of(tiny["nspca"]))["note"]
+    assert "SPCATV" not in note and "not computed by NonnegativeSparsePCA" in note
+
+
+def test_surface_page_of_another_estimator():
+    import warnings
+
+    from neurospca import ImageSPCATV
+    from neurospca.surface import icosphere
+
+    nilearn_surface = pytest.importorskip("nilearn.surface")
+    rng = np.random.default_rng(4)
+    coords, faces = icosphere(2)
+    mesh = nilearn_surface.PolyMesh(
+        left=nilearn_surface.InMemoryMesh(coords, faces),
+        right=nilearn_surface.InMemoryMesh(coords + [3.0, 0, 0], faces),
+    )
+    pattern = np.exp(-((coords - coords[0]) ** 2).sum(1))
+    data = {
+        h: np.outer(pattern, rng.standard_normal(12)) + 0.1 * rng.standard_normal((162, 12))
+        for h in ("left", "right")
+    }
+    img = nilearn_surface.SurfaceImage(mesh=mesh, data=data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ImageSPCATV(
+            estimator=NonnegativeSparsePCA(2, n_init=1, max_iter=30, random_state=0)
+        ).fit(img)
+    html = model.generate_report().html
+    assert "<p>Nonnegative sparse PCA (Zass and Shashua) &middot;" in html
+    assert "The data held 12 samples and 324 vertices" in _section_text(html, "methods")
+    cells = _components_column(html)
+    assert cells == [f"{100 * v:.2f}" for v in model.estimator_.explained_variance_ratio_]
+    np.testing.assert_allclose(
+        model.estimator_.explained_variance_ratio_,
+        _direct_ratio(np.concatenate([data["left"], data["right"]]).T, model.components_),
+        rtol=1e-6,
+    )
+
+
+@pytest.mark.parametrize("name", list(OTHER_METHODS))
+def test_whole_fit_warning_and_loadings_note(image_fits, name):
+    est = image_fits[name].model.estimator_
+    r = _inputs_of(est)
+    warned = any(
+        "The fit did not converge" in w
+        for w in _sections.components_section(r, _facts(r))["warnings"]
+    )
+    conv = getattr(est, "converged_", None)
+    assert warned == (conv is not None and not bool(conv))
+    norms = np.linalg.norm(est.components_, axis=1)
+    unit = np.allclose(norms[norms > 0], 1.0, rtol=1e-6)
+    note = _sections.loadings_section(r, _facts(r), [None] * r.n_components)["note"]
+    assert note.startswith("Unit-norm loadings" if unit else "Loadings as fitted (not unit-norm)")
+
+
+def test_whole_fit_warning_of_a_fit_that_did_not_converge(image_fits):
+    from sklearn.exceptions import ConvergenceWarning
+
+    model = NonnegativeSparsePCA(2, n_init=1, max_iter=2, random_state=0)
+    with pytest.warns(ConvergenceWarning):  # two sweeps: not converged
+        model.fit(np.abs(image_fits["nspca"].X))
+    assert not model.converged_
+    r = _inputs_of(model)
+    warnings_ = _sections.components_section(r, _facts(r))["warnings"]
+    assert "The fit did not converge (its stopping rule was not met in 2 iterations)" in " ".join(
+        warnings_
+    )

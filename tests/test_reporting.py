@@ -945,8 +945,11 @@ def test_report_of_other_estimators():
     html = make_report(model, title="SSPCA")
     _check_self_contained(html)
     text = _text(html)
-    assert "Components were estimated with SSPCA" in text and "de Pierrefeu" not in text
+    assert "structured sparse PCA (SSPCA; Jenatton" in text and "de Pierrefeu" not in text
+    assert "Structured sparse PCA (Jenatton et al.)" in text and "SPCA-TV" not in text
     assert "This estimator stores no training scores" in text
+    n_groups = len(model.groups)  # summarised, not printed
+    assert f"{n_groups} groups" in text and str(list(model.groups[0])) not in html
 
 
 def test_chain_operator_warning():

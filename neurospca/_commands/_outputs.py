@@ -144,6 +144,7 @@ def write_all(
             engine=getattr(args, "engine", "auto"),
             metadata=metadata,
             study=study,
+            scores=scores,
             **({} if atlas is None else {"atlas": atlas}),
         )
         report.save_report(html, os.path.join(tmp, "report.html"))

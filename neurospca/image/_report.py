@@ -65,6 +65,7 @@ class ImageReport:
             title="neurospca report" if title is None else title,
             data_description=self._data_description(),
             figure_cache=self._figure_cache,
+            scores=getattr(self, "_train_scores", None),  # transform of the training data
             **extras,
         )
         return HTMLReport(html)

@@ -18,7 +18,14 @@ from . import anatomy
 from ._methods import penalties
 from ._tables import certified_view, selection_table
 
-__all__ = ["ReportInputs", "check_arguments", "report_inputs", "stability_view", "feature_unit"]
+__all__ = [
+    "ReportInputs",
+    "check_arguments",
+    "check_scores",
+    "report_inputs",
+    "stability_view",
+    "feature_unit",
+]
 
 
 class ReportInputs(SimpleNamespace):
@@ -41,8 +48,10 @@ class ReportInputs(SimpleNamespace):
     atlas_obj, hemi_coords
         The loaded atlas and the surfaces' peak coordinates (or None).
     scores : ndarray or None
-        :func:`~neurospca.reporting.component_scores` (None without
-        ``scores_``/``singular_values_``).
+        :func:`~neurospca.reporting.component_scores` for SPCA-TV, else
+        the ``scores`` given to the report (checked; None: no scores).
+    scores_transformed : bool
+        Whether ``scores`` are the given ones (not SPCA-TV's).
     versions, pen, tol, evr, pca_evr, rel_gaps
         Library versions, penalties (:func:`penalties`), the tolerance, the
         adjusted and PCA explained variance ratios and the final relative gaps.
@@ -145,6 +154,7 @@ def check_arguments(estimator, space, args):
     if command is not None and not isinstance(command, str):
         raise TypeError(f"command must be a str, got {type(command).__name__}.")
     _check_options(args["cluster_connectivity"], args["max_clusters"], args["atlas"], space)
+    args["scores"] = check_scores(args["scores"], comps.shape[0])
     return comps, command
 
 
@@ -200,12 +210,42 @@ def _fitted_values(estimator, n_components):
     }
 
 
-def _scores(estimator):
+def _scores(estimator, given):
+    """The training scores: SPCA-TV's ``d_k ||v_k|| u_k`` (no data needed), else
+    the given ones (e.g. the estimator's ``transform`` of the training data)."""
     from .report import component_scores
 
     if hasattr(estimator, "scores_") and hasattr(estimator, "singular_values_"):
         return component_scores(estimator)
-    return None
+    return given
+
+
+def check_scores(scores, n_components):
+    """``scores`` as a float array of shape (n_samples, n_components), or None.
+
+    Raises
+    ------
+    TypeError
+        If ``scores`` is not array-like of numbers.
+    ValueError
+        If it is not 2-D with one column per component, or not finite.
+    """
+    if scores is None:
+        return None
+    try:
+        arr = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"scores must be an array of numbers, got {type(scores).__name__}."
+        ) from None
+    if arr.ndim != 2 or arr.shape[1] != n_components or arr.shape[0] < 1:
+        raise ValueError(
+            f"scores must have shape (n_samples, {n_components}) (one column per "
+            f"component), got {arr.shape}."
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("scores must be finite (no nan or inf).")
+    return arr
 
 
 def _hemi_coords(space, meshes, surface_coords):
@@ -236,7 +276,8 @@ def report_inputs(estimator, space, comps, args, versions):
     r = ReportInputs(estimator=estimator, space=space, comps=comps, versions=versions, **args)
     r.atlas_obj = None if atlas is None else anatomy.load_atlas(atlas, space, args["atlas_labels"])
     r.hemi_coords = _hemi_coords(space, args["meshes"], args["surface_coords"])
-    r.scores = _scores(estimator)
+    r.scores = _scores(estimator, args["scores"])
+    r.scores_transformed = r.scores is not None and r.scores is args["scores"]
     r.pen = penalties(estimator)
     for key, value in _fitted_values(estimator, comps.shape[0]).items():
         setattr(r, key, value)

@@ -9,6 +9,7 @@ from ..decomposition import SUPPORT_RESOLUTION, weights_from_ratios
 from ..masking import VolumeMasker
 from ..operators import GroupOperator
 from ..surface import Hemispheres
+from ._estimators import method_citation, method_sentence
 from ._tables import fmt
 
 __all__ = ["penalties", "weights_text", "methods_text", "atlas_description"]
@@ -289,10 +290,11 @@ def methods_text(
     -------
     str
     """
+    citation = None if pen is not None else method_citation(estimator, versions)
     parts = [
-        _citation_sentence(type(estimator).__name__, pen, versions),
+        citation or _citation_sentence(type(estimator).__name__, pen, versions),
         _data_sentence(estimator, space, pen, n_samples, n_features),
-        None if pen is None else _penalty_sentence(pen),
+        method_sentence(estimator) if pen is None else _penalty_sentence(pen),
     ]
     structure = _structure_text(estimator, space, meshes, n_features)
     parts.append(None if structure is None else f"Structure: {structure}.")

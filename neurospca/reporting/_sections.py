@@ -24,6 +24,7 @@ from ._component_sections import (
     convergence_header,
     convergence_row,
 )
+from ._estimators import fit_convergence_rows, is_spcatv, relative_alpha_text, variance_basis
 from ._findings import findings_section, n_components_section
 from ._methods import atlas_description, methods_text, weights_text
 from ._png import cached_uri
@@ -94,6 +95,30 @@ def data_section(r):
     return {"rows": rows}
 
 
+#: a list or tuple parameter longer than this is summarised, not printed
+SHORT_LIST = 8
+
+
+def _is_scalar(value):
+    return value is None or isinstance(value, (str, bool, int, float, np.generic))
+
+
+def _container_text(key, value):
+    """A summary of an array, tree or long list parameter (None: print it as is)."""
+    if isinstance(value, np.ndarray):
+        if key == "tree":  # a parent array
+            return f"tree of {value.size:,} nodes"
+        return f"array of shape {value.shape}"
+    if hasattr(value, "parent") and hasattr(value, "n_nodes"):
+        return f"tree of {int(value.n_nodes):,} nodes"
+    if isinstance(value, (list, tuple)):
+        if len(value) <= SHORT_LIST and all(_is_scalar(v) for v in value):
+            return None
+        unit = "groups" if key == "groups" else "items"
+        return f"{len(value):,} {unit}"
+    return None
+
+
 def _parameter_text(estimator, key, value):
     if isinstance(value, GroupOperator):
         return (
@@ -103,8 +128,9 @@ def _parameter_text(estimator, key, value):
     if value is None and key == "operator":
         return "1-D chain over the features"
     if value is None and key == "alpha" and hasattr(estimator, "alpha_rel"):
-        return "None (data-relative: alpha_rel x l1_max_)"
-    return value
+        return relative_alpha_text(estimator)
+    summary = _container_text(key, value)
+    return value if summary is None else summary
 
 
 def parameters_section(r):
@@ -122,7 +148,7 @@ def parameters_section(r):
     ]
     rows += [
         (f"{key} (fitted)", fmt(getattr(est, key)))
-        for key in ("alpha_", "alpha_rel_", "l1_max_")
+        for key in ("alpha_", "alpha_rel_", "l1_max_", "alpha_max_")
         if hasattr(est, key)
     ]
     return {"rows": rows, "weights": weights_text(r.pen)}
@@ -153,8 +179,30 @@ def components_section(r, facts):
         "header": components_header(r),
         "rows": [component_row(r, f) for f in facts],
         "certified": r.certified is not None,
-        "warnings": warnings_ + _chain_warning(r),
+        "spcatv": is_spcatv(r.estimator),
+        "warnings": warnings_ + _chain_warning(r) + _fit_warning(r),
     }
+
+
+def _fit_warning(r):
+    """A method fitting all components at once that did not converge (the whole fit)."""
+    conv = getattr(r.estimator, "converged_", None)
+    if is_spcatv(r.estimator) or conv is None or bool(np.all(conv)):
+        return []
+    n_iter = getattr(r.estimator, "n_iter_", None)
+    return [
+        "The fit did not converge (its stopping rule was not met"
+        + ("" if n_iter is None else f" in {fmt(n_iter)} iterations")
+        + "): increase max_iter or loosen tol; see Convergence."
+    ]
+
+
+def _unit_norm(r):
+    """Whether the loadings are unit-norm (SPCA-TV's always are, or every non-zero row)."""
+    if is_spcatv(r.estimator):
+        return True
+    norms = np.linalg.norm(r.comps, axis=1)
+    return bool(np.allclose(norms[norms > 0], 1.0, rtol=1e-6))
 
 
 def _loading_note(space, surface_coords):
@@ -197,8 +245,11 @@ def loadings_section(r, facts, images):
     dict
         ``note`` and ``components`` (one dict per component).
     """
+    note = _loading_note(r.space, r.surface_coords)
+    if not _unit_norm(r):
+        note = note.replace("Unit-norm loadings", "Loadings as fitted (not unit-norm)", 1)
     return {
-        "note": _loading_note(r.space, r.surface_coords),
+        "note": note,
         "components": [component_item(r, f, image) for f, image in zip(facts, images, strict=True)],
     }
 
@@ -232,12 +283,25 @@ def variance_section(r):
             f"variance bounds any {n_components} components'). Total: {total} % (PCA "
             f"{fmt(100 * float(np.nansum(pca_evr[:n_components])), '.2f')} %)."
         )
-    else:
+    elif not np.any(np.isfinite(evr)):
+        note = (
+            "This model stores no explained variance (explained_variance_ratio_): it "
+            "needs the training data."
+        )
+    elif is_spcatv(r.estimator):
         note = (
             "Adjusted explained variance (scores orthogonalised by QR, Zou et al. 2006), "
             f"as a share of the total variance. Total: {total} %. PCA's explained "
             "variance is not shown: this model does not store it (it needs the training "
             "data; models fitted by a current SPCATV do)."
+        )
+    else:
+        note = (
+            "Adjusted explained variance (scores orthogonalised by QR, Zou et al. 2006), "
+            f"as a share of {variance_basis(r.estimator)}: the estimator's "
+            "explained_variance_ratio_. "
+            f"Total: {total} %. PCA's explained variance is not computed by "
+            f"{type(r.estimator).__name__}."
         )
     return {"image": image, "note": note}
 
@@ -251,12 +315,17 @@ def scores_section(r):
     """The training samples' scores, or None when the model stores none."""
     if r.scores is None:
         return None
+    how = (
+        "Scores are d_k ||v_k|| u_k, the samples' coordinates on the unit loadings in "
+        "the deflated data."
+        if not r.scores_transformed
+        else "Scores are the estimator's transform of the training data."
+    )
     return {
         "image": plotting.figure_to_data_uri(plotting.plot_scores(r.scores), dpi=r.dpi),
         "note": (
             "Left: each sample's score on each component; right: component 1 "
-            "against component 2. Scores are d_k ||v_k|| u_k, the samples' "
-            "coordinates on the unit loadings in the deflated data."
+            "against component 2. " + how
         ),
     }
 
@@ -306,13 +375,33 @@ def convergence_section(r, facts):
     """
     if not any(hasattr(r.estimator, name) for name in _CONVERGENCE_ATTRIBUTES):
         return None
+    if not is_spcatv(r.estimator):
+        return _fit_convergence(r)
     image, note = _convergence_figure(r)
     return {
         "image": image,
         "note": note,
         "header": convergence_header(r),
         "rows": [convergence_row(r, f) for f in facts],
+        "fit_rows": None,
     }
+
+
+def _fit_convergence(r):
+    """The whole fit's convergence of a method without per-component gaps."""
+    name = type(r.estimator).__name__
+    certified = getattr(r.estimator, "dual_gaps_", None) is not None
+    note = (
+        f"{name} fits all components at once: iterations and convergence are those of "
+        "the whole fit"
+        + (
+            "; its certified duality gap bounds the suboptimality of the one convex problem."
+            if certified
+            else ". The method gives no certified duality gap: convergence means only "
+            "that the stopping rule was met."
+        )
+    )
+    return {"fit_rows": fit_convergence_rows(r.estimator), "note": note}
 
 
 def timings_section(r, t_start):

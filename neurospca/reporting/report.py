@@ -36,6 +36,7 @@ from .._utils.io import atomic_write
 from ..surface import Hemispheres
 from . import plotting
 from ._component_sections import component_facts
+from ._estimators import method_title
 from ._inputs import check_arguments, report_inputs
 from ._render import component_images
 from ._sections import (
@@ -144,8 +145,10 @@ def make_report(
     n_components_evidence=None,
     figure_cache=None,
     n_jobs=None,
+    scores=None,
 ):
-    """A self-contained HTML report of a fitted SPCA-TV model, for a paper.
+    """A self-contained HTML report of a fitted model (SPCA-TV or another of the
+    five estimators), for a paper.
 
     It holds a methods paragraph (method and citation, penalties absolute and
     relative, structure, tolerance and certified gaps, versions) and the
@@ -224,6 +227,11 @@ def make_report(
         only when there are enough figures to pay for starting them
         (:data:`neurospca.reporting._render.PARALLEL_MIN_FIGURES`), one per
         core; 1 draws them in this process.
+    scores : array-like of shape (n_samples, n_components), optional
+        The training samples' scores of an estimator other than SPCA-TV
+        (whose scores are :func:`component_scores`, from the model alone),
+        e.g. its ``transform`` of the training data: the scores and
+        participants sections and the number of samples.
 
     Returns
     -------
@@ -258,6 +266,7 @@ def make_report(
         n_components_evidence=n_components_evidence,
         figure_cache=figure_cache,
         n_jobs=n_jobs,
+        scores=scores,
     )
     comps, args["command"] = check_arguments(estimator, space, args)
     t_start = time.perf_counter()
@@ -285,6 +294,7 @@ def make_report(
     return env.get_template("report.html").render(
         title=title,
         estimator_name=type(estimator).__name__,
+        method_title=method_title(estimator),
         created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         **context,
     )
