@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.utils.validation import validate_data
 
 from neurospca import (
     SPCATV,
@@ -313,3 +314,29 @@ def test_verbose_logs_progress(estimator, X, caplog):
         assert not [r for r in caplog.records if r.name == "neurospca"]
         _fit(clone(estimator).set_params(verbose=1), X)
     assert [r for r in caplog.records if r.name == "neurospca"]
+
+
+def test_an_estimator_without_the_fit_hook_cannot_be_made():
+    """``_fit`` is abstract: a subclass that forgets it fails at construction,
+    naming the hook; one that defines it fits through the shared ``fit``."""
+
+    class Forgetful(ComponentsEstimator):
+        pass
+
+    with pytest.raises(TypeError, match="_fit"):
+        Forgetful()
+
+    class Mean(ComponentsEstimator):
+        def __init__(self, n_components=1):
+            self.n_components = n_components
+
+        def _fit(self, X):
+            X = validate_data(self, X)
+            self.mean_ = X.mean(axis=0)
+            self.components_ = np.ones((1, X.shape[1])) / np.sqrt(X.shape[1])
+            self.explained_variance_ratio_ = np.array([0.0])
+            self.converged_, self.n_iter_ = True, 0
+
+    model = Mean().fit(np.arange(12.0).reshape(4, 3))
+    assert model.n_components_ == 1
+    assert model.transform(np.zeros((2, 3))).shape == (2, 1)

@@ -151,65 +151,20 @@ def _check_l2_scale(op, l2):
         )
 
 
-def _spca_tv(
-    op,
-    n_components,
-    *,
-    l2,
-    pieces,
-    solver,
-    weights_msg,
-    tol,
-    max_iter,
-    max_inner_iter,
-    init,
-    rng,
-    gap_every,
-    kernels,
-    verbose,
-    u0,
-    w0,
-    n_threads,
-    defl=None,
-):
-    """The alternation and deflation of :func:`neurospca.spca_tv` (validated inputs).
+def _spca_tv(op, n_components, *, n_threads, **settings):
+    """The alternation and deflation of :func:`neurospca.spca_tv` (validated inputs),
+    BLAS held as the v-step kernels need it (:func:`_vstep_blas`).
 
     Parameters
     ----------
     op : DataOperator
-        The scanned data (centred or not, as given).
+        The scanned data.
     n_components : int
         Number of components.
-    l2 : float
-        The ridge weight of eq. 3 (> 0): gaps in ``f`` units are ``2 l2`` times
-        the prox gaps.
-    pieces : list
-        The prox-scale penalty pieces of the v-step
-        (:func:`neurospca.solvers.penalties.eq3_pieces`).
-    solver : DualSolver or ConestaSolver
-        A registered solver (:data:`neurospca.solvers.SOLVERS`).
-    weights_msg : str
-        The weights, as the warning about a vanished component names them.
-    tol, max_iter, max_inner_iter, gap_every, kernels, verbose
-        As in :func:`neurospca.spca_tv`.
-    init : {"svd", "random"}
-        Start of ``u``.
-    rng : RandomState
-        Used by ``init="random"``.
-    u0 : ndarray of shape (n_samples, n_components) or None
-        Warm start of the scores.
-    w0 : list or None
-        Per component, a solver state to start the first v-step from.
     n_threads : int
-        Threads of the v-step kernels and of the data products (resolved: a
-        positive int). When it is above 1, BLAS runs on one thread for the
-        whole fit: the products run one BLAS thread per row block already,
-        and BLAS threads woken by anything else (a dot product of two
-        ``P``-vectors) keep spinning into the next v-step beside its kernel
-        threads.
-    defl : _Deflated, optional
-        Start from this implicitly deflated data (the other components of a
-        joint fit, :mod:`~neurospca.decomposition._joint`) instead of ``op``.
+        Threads of the v-step kernels and of the data products.
+    **settings
+        The other keywords of :func:`_alternate`.
 
     Returns
     -------
@@ -217,26 +172,7 @@ def _spca_tv(
         As :func:`neurospca.spca_tv`.
     """
     with _vstep_blas(n_threads):
-        return _alternate(
-            op,
-            n_components,
-            l2=l2,
-            pieces=pieces,
-            solver=solver,
-            weights_msg=weights_msg,
-            tol=tol,
-            max_iter=max_iter,
-            max_inner_iter=max_inner_iter,
-            init=init,
-            rng=rng,
-            gap_every=gap_every,
-            kernels=kernels,
-            verbose=verbose,
-            u0=u0,
-            w0=w0,
-            n_threads=n_threads,
-            defl=defl,
-        )
+        return _alternate(op, n_components, n_threads=n_threads, **settings)
 
 
 #: The per-component lists of ``info`` (:func:`neurospca.spca_tv`) and the value
@@ -526,8 +462,52 @@ def _alternate(
     n_threads,
     defl=None,
 ):
-    """The body of :func:`_spca_tv`, BLAS already held: per component, the
-    init, v-step / u-step alternation, certify and deflate steps."""
+    """The alternation and deflation of :func:`neurospca.spca_tv`, BLAS already held
+    (:func:`_spca_tv`): per component, the init, v-step / u-step alternation,
+    certify and deflate steps.
+
+    Parameters
+    ----------
+    op : DataOperator
+        The scanned data (centred or not, as given).
+    n_components : int
+        Number of components.
+    l2 : float
+        The ridge weight of eq. 3 (> 0): gaps in ``f`` units are ``2 l2`` times
+        the prox gaps.
+    pieces : list
+        The prox-scale penalty pieces of the v-step
+        (:func:`neurospca.solvers.penalties.eq3_pieces`).
+    solver : DualSolver or ConestaSolver
+        A registered solver (:data:`neurospca.solvers.SOLVERS`).
+    weights_msg : str
+        The weights, as the warning about a vanished component names them.
+    tol, max_iter, max_inner_iter, gap_every, kernels, verbose
+        As in :func:`neurospca.spca_tv`.
+    init : {"svd", "random"}
+        Start of ``u``.
+    rng : RandomState
+        Used by ``init="random"``.
+    u0 : ndarray of shape (n_samples, n_components) or None
+        Warm start of the scores.
+    w0 : list or None
+        Per component, a solver state to start the first v-step from.
+    n_threads : int
+        Threads of the v-step kernels and of the data products (resolved: a
+        positive int). When it is above 1, BLAS runs on one thread for the
+        whole fit: the products run one BLAS thread per row block already,
+        and BLAS threads woken by anything else (a dot product of two
+        ``P``-vectors) keep spinning into the next v-step beside its kernel
+        threads.
+    defl : _Deflated, optional
+        Start from this implicitly deflated data (the other components of a
+        joint fit, :mod:`~neurospca.decomposition._joint`) instead of ``op``.
+
+    Returns
+    -------
+    U, V, info
+        As :func:`neurospca.spca_tv`.
+    """
     n_samples, n_features = op.shape
     cfg = _Settings(
         l2, pieces, solver, weights_msg, tol, max_iter, max_inner_iter, gap_every, kernels,

@@ -3,6 +3,7 @@
 import functools
 import logging
 import warnings
+from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
@@ -305,7 +306,9 @@ def data_adjusted_variance(Xc, components):
     return var, var / total if total > 0 else np.zeros_like(var)
 
 
-class ComponentsEstimator(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEstimator):
+class ComponentsEstimator(
+    ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMixin, BaseEstimator, metaclass=ABCMeta
+):
     """The contract of neurospca's five estimators (docs/naming.rst).
 
     One :meth:`fit`: the parameters are validated once against the merged
@@ -362,8 +365,24 @@ class ComponentsEstimator(ClassNamePrefixFeaturesOutMixin, LoadingsTransformerMi
         self.n_components_ = int(self.components_.shape[0])
         return self
 
-    def _fit(self, X):  # pragma: no cover - every estimator defines it
-        raise NotImplementedError
+    @abstractmethod
+    def _fit(self, X):
+        """Validate ``X`` once and fit: the hook every estimator defines.
+
+        An abstract method: a subclass without it cannot be instantiated
+        (``TypeError`` naming ``_fit``), so ``fit`` never reaches this body.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The training data, as given to :meth:`fit`.
+
+        Returns
+        -------
+        None
+            Sets ``components_``, ``explained_variance_ratio_``, ``converged_``,
+            ``n_iter_`` (and ``mean_``) on ``self``.
+        """
 
     @property
     def _n_features_out(self):
