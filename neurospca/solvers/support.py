@@ -60,7 +60,7 @@ from ..operators import GroupOperator
 from ._problem import ProxProblem
 from .penalties import L1, GroupNorm
 
-__all__ = ["SupportCertificate", "certify_support", "restricted_problem", "ROUNDING"]
+__all__ = ["SupportCertificate", "certify_support", "restricted_problem", "working_set", "ROUNDING"]
 
 #: Allowance for rounding in the certified gap, relative to ``P(0) = ||y||^2 / 2``:
 #: the radius is ``sqrt(2 (G + ROUNDING * P(0)))``. A gap is the difference of
@@ -191,6 +191,74 @@ def restricted_problem(problem, keep):
     return ProxProblem(y, [L1(a), GroupNorm(sub, b)]), rows
 
 
+def working_set(problem, v, state, margin=3):
+    """The v-step on the groups near the support of ``v``, the other dual variables fixed.
+
+    The gap of a primal point ``v = soft(y - A^T w, a)`` and a dual point ``w``
+    is ``sum_g (b ||A_g v|| - <w_g, A_g v>)``: it lives on the groups that
+    touch the support of ``v``. Holding ``w`` fixed on every other group, the
+    dual problem in the remaining groups' variables is the v-step on the
+    features those groups touch, with ``y`` shifted by the fixed groups' part
+    of ``A^T w``. Its solution, put back into ``w`` (and ``v``), is a point
+    pair of the full problem: its certified gap is then that of the full
+    problem (:meth:`ProxProblem.certificate`), whatever the working set.
+
+    Parameters
+    ----------
+    problem : ProxProblem
+        l1 plus one group norm.
+    v : ndarray of shape (n_features,)
+        The current point (its support seeds the working set).
+    state : ndarray of shape (n_rows,)
+        The current dual point (its groups' rows off the working set are kept).
+    margin : int, default=3
+        Group hops by which the support is grown; the features where ``w``
+        leaves a zero loading infeasible (``|y_j - (A^T w)_j| > a``) are added,
+        then every group touching one of them is taken.
+
+    Returns
+    -------
+    sub : ProxProblem or None
+        The working-set v-step; None for other pieces, no state or an empty
+        support.
+    rows : ndarray of int
+        The rows of the full operator in ``sub`` (whole groups, in order).
+    cols : ndarray of int
+        The features of ``sub`` (every column those rows touch).
+    """
+    form = _screenable(problem)
+    if form is None or form[1] is None or form[2] == 0.0 or state is None or not np.any(v):
+        return None, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    a, op, b = form
+    A, AT, ptr = op.matrix, op.matrix_t, op.group_ptr
+    w = np.array(state, dtype=np.float64)
+    y = np.asarray(problem.y, dtype=np.float64)
+    feats = v != 0
+    for _ in range(margin):
+        feats[A.indices[_ranges(A.indptr, _rows_touching(op, feats))]] = True
+    # and where w leaves the zero loadings infeasible (|y - A^T w| > a): their
+    # terms of the gap would stay
+    feats |= np.abs(y - AT @ w) > a
+    rows = _rows_touching(op, feats)
+    feats[A.indices[_ranges(A.indptr, rows)]] = True
+    cols = np.flatnonzero(feats)
+    counts = np.diff(ptr)[np.unique(op.row_group[rows])]
+    w[rows] = 0.0
+    y = y[cols] - (AT @ w)[cols]
+    sub_op = GroupOperator(
+        A[rows][:, cols], np.concatenate([[0], np.cumsum(counts)]), norm2=op.norm2
+    )
+    sub = ProxProblem(np.ascontiguousarray(y), [L1(a), GroupNorm(sub_op, b)])
+    return sub, rows, cols
+
+
+def _rows_touching(op, feats):
+    """The rows of the groups that touch one of ``feats`` (bool mask), in order."""
+    AT = op.matrix_t
+    groups = np.unique(op.row_group[AT.indices[_ranges(AT.indptr, np.flatnonzero(feats))]])
+    return _ranges(op.group_ptr, groups)
+
+
 def _screenable(problem):
     """``(a, operator or None, b)`` when the zero test applies, else None."""
     if any(type(p) is not GroupNorm for p in problem.composite) or len(problem.composite) > 1:
@@ -238,6 +306,9 @@ def _zero_test(problem, y, v, r, nonzero, state):
     slack = 1e-12 * (a + float(np.max(np.abs(y), initial=0.0)))  # rounding of q
     if operator is None or b == 0.0 or operator.n_rows == 0:
         return (~nonzero) & (np.abs(y - v) + r + slack < a), 1
+    if r + slack >= a:  # every coefficient a - |q_j| - r - b p_j - slack is negative
+        _checked_state(operator, state)
+        return np.zeros(P, bool), 0
     test = _RegionTest(operator, y, v, r, a, b, _feasible_dual(operator, b, v, state), slack)
     R = ~nonzero
     ok = test.passes(R)
@@ -285,11 +356,20 @@ def _feasible_dual(operator, b, v, state):
         z = operator.matvec(v)
         n = operator.group_norms(z)[operator.row_group]
         return np.where(n > 0, b * z / np.where(n > 0, n, 1.0), 0.0)
+    w = _checked_state(operator, state)
+    n = operator.group_norms(w)[operator.row_group]
+    return np.where(n > b, w * (b / np.where(n > 0, n, 1.0)), w)
+
+
+def _checked_state(operator, state):
+    """``state`` as a float64 vector (None stays None); a ValueError if it has the
+    wrong shape or is not finite."""
+    if state is None:
+        return None
     w = np.array(state, dtype=np.float64).ravel()
     if w.shape != (operator.n_rows,) or not np.all(np.isfinite(w)):
         raise ValueError(f"state must be a finite array of shape ({operator.n_rows},).")
-    n = operator.group_norms(w)[operator.row_group]
-    return np.where(n > b, w * (b / np.where(n > 0, n, 1.0)), w)
+    return w
 
 
 class _RegionTest:
@@ -369,8 +449,12 @@ class _RegionTest:
         eps_edge = np.where(pinned, eps, np.where(edge, 1.0, 0.0))
         w_t = np.where(edge[local], 0.0, self.w[rows])
         w_t = np.where(pinned[local], self.b * z / safe[local], w_t)
-        q = self.y[feats] - self.v[feats] - A[:, feats].T @ w_t
-        pen = M[:, feats].T @ eps_edge
+        if feats.size == R.size:  # all features: no column slicing
+            q = self.y - self.v - A.T @ w_t
+            pen = M.T @ eps_edge
+        else:
+            q = self.y[feats] - self.v[feats] - A[:, feats].T @ w_t
+            pen = M[:, feats].T @ eps_edge
         return np.abs(q) + self.r + self.b * pen + self.slack < self.a
 
 
