@@ -5,7 +5,8 @@
   dots and one middle dot; Gaussian scores; Gaussian noise at a given SNR.
 - :func:`make_fmri_like`: maps over nilearn's MNI152 brain mask at 3 mm
   (64,030 voxels, the size of the paper's fMRI set) with three smooth sparse
-  patterns plus noise. Needs nilearn (its bundled template, no download).
+  patterns plus noise; the mask (:func:`mni152_brain_mask`) is stored in the
+  package.
 - :func:`make_paper_simulation_split`: the paper's 250 training + 250 test
   images.
 - :func:`make_cortical_atrophy`: cortical-thickness maps on fsaverage5 (both
@@ -23,6 +24,7 @@ from ._images import (
     make_paper_simulation_split,
     make_structured_images,
     make_tree_patches,
+    mni152_brain_mask,
     paper_patterns,
 )
 
@@ -35,4 +37,5 @@ __all__ = [
     "paper_patterns",
     "make_structured_images",
     "make_tree_patches",
+    "mni152_brain_mask",
 ]

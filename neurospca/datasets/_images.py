@@ -1,6 +1,8 @@
 """Seeded image simulations: the SPCA-TV paper's 2-D set, fMRI-like maps in the
 MNI152 3 mm mask, structured images and tree-structured patches (no downloads)."""
 
+import os
+
 import numpy as np
 
 
@@ -87,6 +89,33 @@ def _correlated(z, correlation):
     return z @ np.linalg.cholesky(cov).T
 
 
+_MNI152_MASK = os.path.join(
+    os.path.dirname(os.path.dirname(__file__)), "data", "mni152_brain_mask_3mm.npz"
+)
+
+
+def mni152_brain_mask():
+    """nilearn's MNI152 brain mask at 3 mm, as stored in the package.
+
+    The array is ``nilearn.datasets.load_mni152_brain_mask(resolution=3,
+    threshold=0.48)`` (nilearn 0.14, from its bundled 1 mm template; the
+    tests check that it still is when nilearn is installed), kept as a
+    6 kB file so that :func:`make_fmri_like` and ``neurospca demo`` neither
+    import nilearn's datasets nor resample the template (about 2 s).
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (67, 79, 64)
+        64,030 voxels.
+    affine : ndarray of shape (4, 4)
+        Its voxel-to-MNI affine (3 mm).
+    """
+    with np.load(_MNI152_MASK, allow_pickle=False) as stored:
+        shape = tuple(int(n) for n in stored["shape"])
+        mask = np.unpackbits(stored["bits"], count=int(np.prod(shape))).astype(bool)
+        return mask.reshape(shape), np.array(stored["affine"], dtype=np.float64)
+
+
 def make_fmri_like(n_samples=83, noise=1.0, random_state=0):
     """fMRI-sized maps in the MNI152 3 mm brain mask (64,030 voxels).
 
@@ -108,9 +137,7 @@ def make_fmri_like(n_samples=83, noise=1.0, random_state=0):
     patterns : ndarray of shape (3, 64030)
     mask : ndarray of bool, shape (67, 79, 64)
     """
-    from nilearn.datasets import load_mni152_brain_mask
-
-    mask = load_mni152_brain_mask(resolution=3, threshold=0.48).get_fdata() > 0
+    mask = mni152_brain_mask()[0]
     rng = np.random.default_rng(random_state)
     ijk = np.argwhere(mask)
     centers = ijk[rng.choice(len(ijk), 3, replace=False)]

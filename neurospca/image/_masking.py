@@ -117,8 +117,8 @@ class ImageMasking:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 mask_img = load_mask_img(auto.fit(img4d).mask_img_)
         mask = mask_array(mask_img)
-        values = np.asarray(img4d.dataobj)[mask]  # (P, N), the masker's column order
-        bad = ~np.all(np.isfinite(values), axis=1)
+        values = _in_mask(np.asarray(img4d.dataobj), mask)  # (N, P), the masker's order
+        bad = ~np.all(np.isfinite(values), axis=0)
         n_bad = int(bad.sum())
         if n_bad:
             if n_bad == bad.size:
@@ -143,7 +143,7 @@ class ImageMasking:
             warnings.simplefilter("ignore", DeprecationWarning)
             if plain:  # the masker would only copy: the in-mask values are X already
                 self.masker_.fit()
-                X = np.ascontiguousarray(values[~bad].T, dtype=np.float64)
+                X = np.ascontiguousarray(values[:, ~bad] if n_bad else values, dtype=np.float64)
             else:
                 X = self._masker_transform(img4d, confounds, fit=True)
         del values
@@ -327,3 +327,19 @@ def _complete_surface_masks(masks, parts):
                 "constant and non-finite vertices)."
             )
     return masks
+
+
+def _in_mask(data, mask):
+    """``data[mask].T``: the in-mask values of a 4-D array as (images, voxels), in
+    the masker's column order (the mask's C order), in the data's dtype.
+
+    Data in Fortran order (as NIfTI stores them and :func:`_stack_volumes`
+    makes them) are gathered image by image from their contiguous volumes (a
+    transposed boolean index would stride across every image per voxel).
+    """
+    n_images = data.shape[3]
+    if data.flags.f_contiguous:
+        flat = data.reshape(-1, n_images, order="F").T  # (images, voxels in F order), C order
+        idx = np.ravel_multi_index(np.nonzero(mask), mask.shape, order="F")
+        return np.take(flat, idx, axis=1)
+    return np.ascontiguousarray(data[mask].T)

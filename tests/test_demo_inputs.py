@@ -1,0 +1,57 @@
+"""The demo's inputs without nilearn's datasets (issue 22, round 3): the stored
+MNI152 3 mm mask, and the in-mask values gathered volume by volume."""
+
+import numpy as np
+import pytest
+
+from neurospca.datasets import make_fmri_like, mni152_brain_mask
+from neurospca.image._masking import _in_mask
+
+
+def test_stored_mask_is_nilearns_mni152_mask_at_3mm():
+    datasets = pytest.importorskip("nilearn.datasets")
+    ref = datasets.load_mni152_brain_mask(resolution=3, threshold=0.48)
+    mask, affine = mni152_brain_mask()
+    assert mask.dtype == bool and mask.sum() == 64_030
+    assert np.array_equal(mask, ref.get_fdata() > 0)
+    assert np.array_equal(affine, ref.affine)
+    X, patterns, fmri_mask = make_fmri_like(n_samples=5, random_state=3)
+    assert np.array_equal(fmri_mask, mask) and X.shape == (5, 64_030)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_in_mask_values_are_the_boolean_index_in_the_masks_order(order, dtype):
+    rng = np.random.default_rng(0)
+    data = np.asarray(rng.standard_normal((7, 6, 5, 4)), dtype=dtype, order=order)
+    data[1, 2, 3, 0] = np.nan
+    mask = rng.random((7, 6, 5)) > 0.4
+    got = _in_mask(data, mask)
+    want = data[mask].T
+    assert got.dtype == dtype and got.shape == (4, mask.sum()) and got.flags.c_contiguous
+    assert np.array_equal(got, want, equal_nan=True)
+    # a non-contiguous view takes the general path, same values
+    view = np.asarray(rng.standard_normal((7, 6, 5, 8)), dtype=dtype)[..., ::2]
+    assert np.array_equal(_in_mask(view, mask), view[mask].T)
+
+
+def test_volume_masking_gives_the_same_matrix_for_both_orders():
+    nib = pytest.importorskip("nibabel")
+    pytest.importorskip("nilearn")
+    from neurospca.image import ImageSPCATV
+
+    rng = np.random.default_rng(1)
+    mask = np.zeros((9, 8, 7), bool)
+    mask[2:7, 1:6, 1:6] = True
+    data = rng.standard_normal(mask.shape + (6,)).astype(np.float32)
+    data[3, 3, 3, 2] = np.inf  # a voxel left out, with a warning
+    mask_img = nib.Nifti1Image(mask.astype(np.uint8), np.eye(4))
+    out = []
+    for order in "CF":
+        img = nib.Nifti1Image(np.asarray(data, order=order), np.eye(4))
+        with pytest.warns(UserWarning, match="NaN or infinite"):
+            out.append(ImageSPCATV(2, mask=mask_img)._prepare(img, None))
+    keep = mask.copy()
+    keep[3, 3, 3] = False
+    assert np.array_equal(out[0], out[1])
+    assert np.array_equal(out[0], data[keep].T.astype(np.float64))
