@@ -18,6 +18,12 @@ code before and after a change on the same inputs, in the same run:
   hemispheres (``make_cortical_atrophy(60)``, 2 x 10,242 vertices), written
   once as multi-frame MGH files and GIFTI pial meshes.
 
+- ``demo_stages``: the same command in one interpreter (``cli.main``), each
+  step timed in wall and CPU time by wrapping the functions it calls:
+  interpreter start-up, import (``neurospca.cli``), generate
+  (``make_fmri_like``), build the 4-D image, mask (``load_maps``), select +
+  fit (``fit_with_progress``), print the table, write + report (``write_all``).
+
 Stages of the ``nifti`` and ``surface`` drivers: ``import`` (``import
 neurospca``), ``first use`` (the names used: ``ImageSPCATV``,
 ``load_surface_image``: scikit-learn, nibabel, nilearn), ``load`` (the files
@@ -58,10 +64,11 @@ DEFAULT_OUT = os.path.join(os.environ.get("TMPDIR", "/tmp"), "neurospca_timeline
 # --------------------------------------------------------------------------
 
 
-def make_inputs(out):
-    """Write the 4-D NIfTI and the surface files into ``out`` (once)."""
+def make_inputs(out, scenarios=("nifti", "surface")):
+    """Write the 4-D NIfTI and the surface files into ``out`` (once, for the
+    ``scenarios`` that read them)."""
     nifti = os.path.join(out, "maps.nii.gz")
-    if not os.path.exists(nifti):
+    if "nifti" in scenarios and not os.path.exists(nifti):
         import nibabel as nib
         from nilearn.datasets import load_mni152_brain_mask
 
@@ -73,7 +80,7 @@ def make_inputs(out):
         data[mask] = X.T
         nib.Nifti1Image(data, affine).to_filename(nifti + ".tmp.nii.gz")
         os.replace(nifti + ".tmp.nii.gz", nifti)
-    if not os.path.exists(os.path.join(out, "rh.pial.gii")):
+    if "surface" in scenarios and not os.path.exists(os.path.join(out, "rh.pial.gii")):
         import nibabel as nib
 
         from neurospca.datasets import make_cortical_atrophy
@@ -156,6 +163,71 @@ print(json.dumps({"stages": stages, "cpu": cpu, "extra": extra}))
 """
 
 
+# ``neurospca demo`` in one interpreter, its steps timed (wall and CPU) by wrapping
+# the functions the command calls (looked up at call time; nothing else changes)
+_DEMO_DRIVER = r"""
+import json, resource, sys, time
+def clock():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter(), time.process_time() + r.ru_utime + r.ru_stime
+marks = [("start", clock())]
+from neurospca import cli
+import neurospca.datasets as datasets
+from neurospca._commands import demo
+marks.append(("import", clock()))
+def timed(module, name, stage, before=None):
+    original = getattr(module, name)
+    def wrapper(*a, **k):
+        if before:
+            marks.append((before, clock()))
+        out = original(*a, **k)
+        marks.append((stage, clock()))
+        return out
+    setattr(module, name, wrapper)
+timed(datasets, "make_fmri_like", "generate", before="command start")
+timed(demo, "load_maps", "mask", before="build the 4-D image")
+timed(demo, "fit_with_progress", "select + fit")
+timed(demo, "write_all", "write + report", before="print the table")
+code = cli.main(["demo", "-q", "-o", sys.argv[1]])
+marks.append(("end", clock()))
+stages, cpu = {}, {}
+for (_, a), (name, b) in zip(marks, marks[1:]):
+    stages[name], cpu[name] = b[0] - a[0], b[1] - a[1]
+print(json.dumps({"stages": stages, "cpu": cpu, "code": code}))
+"""
+
+
+def run_demo_stages(repo, out, label):
+    """``neurospca demo`` in one interpreter, each step timed (wall and CPU)."""
+    folder = os.path.join(out, f"{label}_demo_stages")
+    t0, c0 = time.perf_counter(), _children_cpu()
+    res = subprocess.run(
+        [sys.executable, "-c", _DEMO_DRIVER, folder],
+        env=_env(repo),
+        capture_output=True,
+        text=True,
+        cwd=out,
+        check=False,
+    )
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
+    if res.returncode:
+        raise RuntimeError(f"demo stages on {repo} failed:\n{res.stderr[-3000:]}")
+    result = json.loads(res.stdout.strip().splitlines()[-1])
+    stages = {"interpreter": wall - sum(result["stages"].values())}
+    stages.update(result["stages"])
+    result["stages"], result["wall"], result["cpu_total"] = stages, wall, cpu
+    result["extra"] = {}
+    _save_components(folder, os.path.join(out, f"{label}_demo_stages_components.npy"))
+    return result
+
+
+def _save_components(folder, path):
+    """The components of the model a command wrote (``model.npz``) as ``path``."""
+    with np.load(os.path.join(folder, "model.npz"), allow_pickle=False) as z:
+        key = next(k for k in z.files if k.endswith("components_"))
+        np.save(path, z[key])
+
+
 def _env(repo):
     env = dict(os.environ, PYTHONPATH=os.path.abspath(repo), MPLBACKEND="Agg")
     return env
@@ -225,9 +297,7 @@ def run_demo(repo, out, label):
         "select + fit": fit,
         "report": report,
     }
-    with np.load(os.path.join(folder, "model.npz"), allow_pickle=False) as z:
-        key = next(k for k in z.files if k.endswith("components_"))
-        np.save(os.path.join(out, f"{label}_demo_components.npy"), z[key])
+    _save_components(folder, os.path.join(out, f"{label}_demo_components.npy"))
     return {"stages": stages, "extra": {}, "wall": wall, "cpu_total": cpu}
 
 
@@ -237,6 +307,13 @@ def run_demo(repo, out, label):
 
 
 TIMELINE = (
+    "interpreter",
+    "command start",
+    "generate",
+    "build the 4-D image",
+    "print the table",
+    "write + report",
+    "end",
     "import",
     "first use",
     "load",
@@ -266,7 +343,7 @@ def print_table(results):
 
 def compare(out, labels):
     a, b = labels
-    for scenario in ("demo", "nifti", "surface"):
+    for scenario in ("demo", "demo_stages", "nifti", "surface"):
         pa = os.path.join(out, f"{a}_{scenario}_components.npy")
         pb = os.path.join(out, f"{b}_{scenario}_components.npy")
         if os.path.exists(pa) and os.path.exists(pb):
@@ -286,16 +363,17 @@ def main():
     if args.compare:
         compare(args.out, args.compare)
         return
-    make_inputs(args.out)
+    make_inputs(args.out, args.scenarios)
     print(
         f"checkout {os.path.abspath(args.repo)} ({args.label}); python "
         f"{sys.version.split()[0]}; {os.cpu_count()} cores (shared)"
     )
     results = {}
     for scenario in args.scenarios:
+        runner = {"demo": run_demo, "demo_stages": run_demo_stages}.get(scenario)
         results[scenario] = (
-            run_demo(args.repo, args.out, args.label)
-            if scenario == "demo"
+            runner(args.repo, args.out, args.label)
+            if runner
             else run_driver(args.repo, scenario, args.out, args.label)
         )
         print_table({scenario: results[scenario]})
