@@ -6,12 +6,14 @@ eigenvalues whose top end follows one universal shape near the bulk's edge
 growing as ``j^(2/3)``), up to the edge's location and scale, which depend on
 the noise's spatial spectrum. The null of rank k is therefore read off the
 eigenvalues just below it: the expected top ``window + 1`` eigenvalues of a
-Wishart matrix of the residual's shape (its effective number of features from
-the spectrum's first two moments) are mapped by least squares onto the
-residual's eigenvalues 2 to ``window + 1`` (location and scale), and the
-image of the Wishart's largest eigenvalue under that map is the null of the
-residual's largest one. Component k is kept while its eigenvalue exceeds the
-``quantile`` of that null; the first miss stops.
+Wishart matrix of the data's shape (its effective number of features from the
+spectrum's first two moments) are mapped by least squares onto the ``window``
+eigenvalues below rank k that did not themselves exceed their null (ranks are
+calibrated from the bottom up, so a strong component just below k cannot
+inflate k's edge), as Wishart eigenvalues 2 to ``window + 1``; the image of
+the Wishart's largest eigenvalue under that map is the null of rank k.
+Component k is kept while its eigenvalue exceeds the ``quantile`` of that
+null; the first miss stops.
 
 Why not the other nulls: Horn's column permutations destroy the spatial
 smoothness of the noise (every smooth-noise rank exceeds them); a Gaussian
@@ -23,9 +25,9 @@ serve as a null of them. Measured in ``benchmarks/RESULTS.md`` ("Issue 21,
 item 4").
 
 Cost: one eigendecomposition of the N x N Gram matrix (the whole spectrum is
-needed for the moments) and, per rank tested, ``n_draws`` tridiagonal
-eigenvalue problems of size N (Dumitriu-Edelman bidiagonal model, top
-``window + 1`` eigenvalues only).
+needed for the moments) and ``n_draws`` tridiagonal eigenvalue problems of size
+N (Dumitriu-Edelman bidiagonal model, top ``window + 1`` eigenvalues only),
+shared by every rank: about 0.5-2 s for N = 133-652.
 """
 
 import numpy as np
@@ -57,7 +59,7 @@ def _effective_features(rest):
     return max(int(round(mean**2 / spread)), n + 1) if spread > 0 else 10**9
 
 
-def edge_null(w, m, n_draws, quantile, rng, window=10):
+def edge_null(w, m, n_draws, quantile, rng, window=10, skip=2):
     """Per rank k < m: the null quantile of the k-th Gram eigenvalue; stops after the first miss.
 
     Parameters
@@ -65,13 +67,17 @@ def edge_null(w, m, n_draws, quantile, rng, window=10):
     w : ndarray
         All non-zero eigenvalues of the centred data's Gram matrix, descending.
     m : int
-        Ranks to test at most; ``m + window + 1 <= w.size`` is needed.
+        Ranks to test at most; ``m + skip + window + 1 <= w.size`` is needed.
     n_draws : int
         Wishart draws per rank.
     quantile : float
     rng : numpy.random.Generator
     window : int, default=10
-        Eigenvalues below the tested one that calibrate the edge.
+        Eigenvalues that calibrate the edge of rank k: ranks
+        ``k + skip + 1`` to ``k + skip + window``.
+    skip : int, default=2
+        Eigenvalues just below k left out of the calibration (up to ``skip``
+        further strong components there cannot inflate k's edge: masking).
 
     Returns
     -------
@@ -81,11 +87,11 @@ def edge_null(w, m, n_draws, quantile, rng, window=10):
         The fitted scale of the edge (Wishart units to data units), per rank.
     """
     threshold, scale = np.full(m, np.nan), np.full(m, np.nan)
+    first = slice(skip + 1, skip + window + 1)
     for k in range(m):
         rest = w[k:]
-        draws = _wishart_tops(rest.size, _effective_features(rest), window + 1, rng, n_draws)
-        expected = draws.mean(axis=0)
-        b, a = np.polyfit(expected[1:], rest[1 : window + 1], 1)
+        draws = _wishart_tops(rest.size, _effective_features(rest), skip + window + 1, rng, n_draws)
+        b, a = np.polyfit(draws.mean(axis=0)[first], rest[first], 1)
         scale[k] = b
         threshold[k] = np.quantile(a + b * draws[:, 0], quantile)
         if w[k] <= threshold[k]:
