@@ -119,3 +119,20 @@ def test_bad_data_is_named():
             )[0]
             >= 1
         )
+
+
+def test_report_section_draws_the_chosen_rule_and_its_threshold():
+    import base64
+    import io
+
+    from PIL import Image
+
+    from neurospca.reporting import _findings
+
+    _, evidence = parallel_analysis(_smooth_images(0))
+    section = _findings.n_components_section(evidence)
+    assert section["note"] == evidence["rule"] and "vs" in section["note"]
+    png = base64.b64decode(section["image"].split(",", 1)[1])
+    assert Image.open(io.BytesIO(png)).size[0] > 200
+    # a saved model's metadata is read the same way
+    assert _findings.n_components_section(None, {"n_components_evidence": evidence}) == section
