@@ -69,14 +69,20 @@ def _surface_operator(b):
     return op
 
 
-def multisite(seed):
+def multisite(seed, site_scales=(0.8, 1.0, 1.3)):
     """make_multisite_cohort after ComBat (site) and age, sex removed, as ImageSPCATV does."""
     from neurospca.study import StudyDesign
 
-    b = neurospca.make_multisite_cohort(None, random_state=seed)
+    b = neurospca.make_multisite_cohort(None, random_state=seed, site_scales=site_scales)
     rows = b.participants.reset_index(drop=True)
     X = StudyDesign(["age", "sex"], "site", ["dx"], ()).fit_transform(b.X[:, b.cortex], rows)
     return X, 3, lambda: _surface_operator(b)
+
+
+def multisite_equal_scales(seed):
+    """The same cohort with every site's scale 1 (offsets only): what ComBat's model assumes
+    for the age and sex effects (the simulation's scales multiply them too)."""
+    return multisite(seed, site_scales=(1.0, 1.0, 1.0))
 
 
 def _atrophy(seed, mesh, correlation=0.6, signal=True):
@@ -134,6 +140,7 @@ SETS = {
     f.__name__: f
     for f in (
         multisite,
+        multisite_equal_scales,
         atrophy_fs5,
         atrophy_conte69,
         atrophy_fs5_r08,
@@ -275,13 +282,36 @@ def _fit_seconds(X, operator):
     return time.perf_counter() - t0
 
 
+def explain_multisite(seeds):
+    """What the components beyond the planted three are on the multi-site cohort: the
+    correlation of their subject scores with age within each site, and with the severities."""
+    from neurospca.study import StudyDesign
+
+    print("| seed | edge count | component | r(age) within site A / B / C | max r(severity) |")
+    print("|---|---|---|---|---|")
+    for seed in seeds:
+        b = neurospca.make_multisite_cohort(None, random_state=seed)
+        rows = b.participants.reset_index(drop=True)
+        X = StudyDesign(["age", "sex"], "site", ["dx"], ()).fit_transform(b.X[:, b.cortex], rows)
+        k = parallel_analysis(X, random_state=seed)[0]
+        _, _, U = _gram(X)
+        age, site = rows["age"].to_numpy(float), rows["site"].to_numpy()
+        for j in range(3, max(k, 4)):
+            r = [np.corrcoef(U[site == s, j], age[site == s])[0, 1] for s in sorted(set(site))]
+            sev = max(abs(np.corrcoef(U[:, j], b.severities[:, i])[0, 1]) for i in range(3))
+            print(f"| {seed} | {k} | {j + 1} | {' / '.join(f'{v:+.2f}' for v in r)} | {sev:.2f} |")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seeds", nargs="+", type=int, default=[2701, 2702, 2703])
     p.add_argument("--sets", nargs="+", default=list(SETS))
     p.add_argument("--rules", nargs="+", default=list(RULES))
     p.add_argument("--fit-cost", action="store_true")
+    p.add_argument("--explain-multisite", action="store_true")
     args = p.parse_args()
+    if args.explain_multisite:
+        return explain_multisite(args.seeds)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, seeds {args.seeds}")
     print("| data | seed | N x P | planted | " + " | ".join(args.rules) + " | fit (s) |")
     print("|---" * (len(args.rules) + 5) + "|")
