@@ -34,10 +34,9 @@ the data at a time; the number of components considered is capped by
 import warnings
 
 import numpy as np
-from scipy.linalg import eigvalsh_tridiagonal
 
 from .._utils.validation import check_data, check_int
-from ._edge import edge_null
+from ._edge import _wishart_tops, edge_null
 
 __all__ = ["parallel_analysis"]
 
@@ -54,16 +53,7 @@ def _top_singular_values(Xc, m, rng):
 
 def _wishart_top(n, p, rng, size):
     """Largest eigenvalue of Z Zᵀ, Z (n, p) standard normal: ``size`` draws."""
-    n, p = min(n, p), max(n, p)
-    i = np.arange(n)
-    out = np.empty(size)
-    for b in range(size):
-        d = np.sqrt(rng.chisquare(p - i))
-        e = np.sqrt(rng.chisquare(n - 1 - i[:-1]))
-        out[b] = eigvalsh_tridiagonal(
-            d**2 + np.r_[0.0, e**2], e * d[:-1], select="i", select_range=(n - 1, n - 1)
-        )[0]
-    return out
+    return _wishart_tops(n, p, 1, rng, size)[:, 0]
 
 
 def _effective_null(w, m, n_draws, quantile, rng):
