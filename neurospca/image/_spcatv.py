@@ -74,9 +74,11 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
     Parameters
     ----------
     n_components : int or "auto", default=3
-        "auto": chosen at fit by parallel analysis
-        (:func:`neurospca.model_selection.parallel_analysis`, after masking,
-        harmonisation and confound removal); ``n_components_`` and
+        "auto": chosen at fit by parallel analysis against the noise's own
+        spectral edge (:func:`neurospca.model_selection.parallel_analysis`,
+        ``null="edge"``, robust to spatially smooth noise; after masking,
+        harmonisation and confound removal); at least 1, with a warning when
+        no component exceeds the null. ``n_components_`` and
         ``n_components_evidence_`` say what was chosen and why.
     mask : mask image, masker, pair of arrays or None, default=None
         Volumes: a 3-D NIfTI mask (image or path) on the images' grid, or a
@@ -419,7 +421,8 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
 
     def _choose_n_components(self, X):
         """``n_components_`` (and its evidence) from X: the given int (or the given
-        estimator's), or parallel analysis for ``n_components="auto"``."""
+        estimator's), or parallel analysis for ``n_components="auto"`` (the edge
+        null: the count of components above the noise's spectral edge, >= 1)."""
         self.n_components_evidence_ = None
         self._check_estimator()
         if isinstance(self.n_components, str):
@@ -430,7 +433,7 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
             from ..model_selection import parallel_analysis
 
             seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
-            k, self.n_components_evidence_ = parallel_analysis(X, random_state=seed)
+            k, self.n_components_evidence_ = parallel_analysis(X, null="edge", random_state=seed)
             self.n_components_ = k
         elif self.estimator is not None:
             self.n_components_ = _estimator_components(self.estimator)

@@ -10,8 +10,10 @@
   comparison with a ground truth after matching, sign and scale alignment.
 - :func:`sparsity_rule`: at least half zeros in components 2 and 3.
 - :func:`sign_permutation_test`: the paper's sign-flip permutation p-value.
-- :func:`parallel_analysis`: the number of components by Horn's parallel
-  analysis (``n_components="auto"`` of :class:`neurospca.ImageSPCATV`).
+- :func:`parallel_analysis`: the number of components by parallel analysis,
+  against the noise's own spectral edge by default (robust to spatially smooth
+  noise; ``_edge``), or Gaussian or Horn's permutation nulls
+  (``n_components="auto"`` of :class:`neurospca.ImageSPCATV`).
 - :func:`grid_search_cv`, :func:`format_grid_table`: K-fold grid over
   estimator parameters, e.g. ``(alpha, l1_ratio, tv_ratio)``, parallel through
   joblib, so that ``joblib.parallel_config(backend="dask")`` runs it on a dask

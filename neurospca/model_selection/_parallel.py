@@ -1,9 +1,14 @@
 """How many components: parallel analysis of the explained variance.
 
-Two nulls, both keeping component k while its explained variance exceeds the
+Three nulls, each keeping component k while its explained variance exceeds the
 ``quantile`` of the k-th variance under the null:
 
-- ``null="effective"`` (the default): Gaussian data with the residual's effective
+- ``null="edge"`` (the default): the top edge of the residual's own spectrum
+  (universal Tracy-Widom shape of a Wishart matrix, located and scaled by least
+  squares on the next ``window`` eigenvalues; see ``_edge``). Robust to
+  spatially correlated noise of any spectrum: on smooth cortical noise it keeps
+  0 or 1 rank where the nulls below keep 4 to 30.
+- ``null="effective"``: Gaussian data with the residual's effective
   number of independent features. After the first k components, the remaining
   eigenvalues of the N x N Gram matrix have mean m and spread s²; noise with any
   spatial covariance S has m = tr(S) and, per off-diagonal Gram entry, variance
@@ -20,16 +25,18 @@ value exceeds the ``quantile`` of the k-th permuted singular values
 (Glorfeld's 95th-percentile rule), i.e. while it explains more variance than
 the same rank does in data without shared structure (Horn 1965; Glorfeld 1995).
 
-Cost: ``n_permutations + 1`` truncated SVDs of an N x P matrix (exact via the
+Cost (``"permutation"``): ``n_permutations + 1`` truncated SVDs of an N x P matrix (exact via the
 N x N Gram matrix for N <= 2,000, randomized otherwise) and one permuted copy of
 the data at a time; the number of components considered is capped by
 ``max_components``.
 """
 
+import warnings
+
 import numpy as np
-from scipy.linalg import eigvalsh_tridiagonal
 
 from .._utils.validation import check_data, check_int
+from ._edge import _wishart_tops, edge_null
 
 __all__ = ["parallel_analysis"]
 
@@ -46,16 +53,7 @@ def _top_singular_values(Xc, m, rng):
 
 def _wishart_top(n, p, rng, size):
     """Largest eigenvalue of Z Zᵀ, Z (n, p) standard normal: ``size`` draws."""
-    n, p = min(n, p), max(n, p)
-    i = np.arange(n)
-    out = np.empty(size)
-    for b in range(size):
-        d = np.sqrt(rng.chisquare(p - i))
-        e = np.sqrt(rng.chisquare(n - 1 - i[:-1]))
-        out[b] = eigvalsh_tridiagonal(
-            d**2 + np.r_[0.0, e**2], e * d[:-1], select="i", select_range=(n - 1, n - 1)
-        )[0]
-    return out
+    return _wishart_tops(n, p, 1, rng, size)[:, 0]
 
 
 def _effective_null(w, m, n_draws, quantile, rng):
@@ -74,93 +72,170 @@ def _effective_null(w, m, n_draws, quantile, rng):
     return threshold, p_eff
 
 
+def _gram_spectrum(Xc, m, rng, null):
+    """The non-zero eigenvalues of the Gram matrix, descending: all of them for N <= 4000
+    (the nulls need the moments); above, ``"effective"`` uses the top m (as before) and
+    ``"edge"`` the whole spectrum of 4,000 random samples (less power, same validity)."""
+    if Xc.shape[0] > 4000:
+        if null == "effective":
+            w = _top_singular_values(Xc, m, rng) ** 2
+            return w[w > 1e-10 * w[0]]
+        total = np.sum(Xc**2)
+        Xc = Xc[np.sort(rng.choice(Xc.shape[0], 4000, replace=False))]
+        Xc = Xc - Xc.mean(axis=0)
+        Xc = Xc * np.sqrt(total / np.sum(Xc**2))  # explained-variance ratios of the whole
+    w = np.linalg.eigvalsh(Xc @ Xc.T)[::-1][: Xc.shape[0] - 1]
+    return w[w > 1e-10 * w[0]]  # confounds regressed out lower the rank: drop their zeros
+
+
+def _spectral_null(Xc, m, n_draws, quantile, null, rng):
+    """``(observed, threshold, m, text)`` of the "edge" and "effective" nulls (unnormalised)."""
+    w = _gram_spectrum(Xc, m, rng, null)
+    if null == "effective":
+        m = min(m, w.size)
+        threshold, p_eff = _effective_null(w, m, n_draws, quantile, rng)
+        return (
+            w[:m],
+            threshold,
+            m,
+            (
+                f"{n_draws} draws of Gaussian data with the residual's effective "
+                "number of independent features (from the spectrum's first two "
+                f"moments; {int(p_eff[0]):,} for the first rank)"
+            ),
+        )
+    window = min(10, max(3, w.size // 3))
+    m = min(m, w.size - window - 3)
+    if m < 1:
+        raise ValueError(
+            f"X: null='edge' needs at least 8 samples with independent variation, got {w.size + 1}."
+        )
+    threshold, _ = edge_null(w, m, n_draws, quantile, rng, window=window)
+    return (
+        w[:m],
+        threshold,
+        m,
+        (
+            f"{n_draws} draws of the top edge of a Wishart spectrum (the noise's universal "
+            f"edge shape), located and scaled on the 3rd to {window + 2}th eigenvalues "
+            "below each rank (robust to spatially smooth noise)"
+        ),
+    )
+
+
+def _permutation_null(Xc, m, n_permutations, quantile, rng):
+    observed = _top_singular_values(Xc, m, rng) ** 2
+    draws = np.empty((n_permutations, m))
+    for b in range(n_permutations):
+        draws[b] = _top_singular_values(rng.permuted(Xc, axis=0), m, rng) ** 2
+    text = (
+        f"{n_permutations} copies of the data with every column permuted independently (Horn 1965)"
+    )
+    return observed, np.quantile(draws, quantile, axis=0), m, text
+
+
+def _check(max_components, n_permutations, quantile, null):
+    check_int(max_components, "max_components", minimum=1)
+    if n_permutations is not None:
+        check_int(n_permutations, "n_permutations", minimum=5)
+    if isinstance(quantile, bool) or not isinstance(quantile, (int, float, np.floating)):
+        raise TypeError(f"quantile must be a float, got {type(quantile).__name__}.")
+    if not 0.5 <= float(quantile) < 1:
+        raise ValueError(f"quantile must be in [0.5, 1), got {quantile!r}.")
+    if null not in NULLS:
+        raise ValueError(f"null must be one of {', '.join(map(repr, NULLS))}, got {null!r}.")
+
+
+NULLS = ("edge", "effective", "permutation")
+
+
+def _table(observed, threshold, k):
+    """The first ranks as ``rank: observed % vs null %`` (the report's text)."""
+    rows = []
+    for r in range(min(observed.size, k + 1)):
+        t = "-" if not np.isfinite(threshold[r]) else f"{100 * threshold[r]:.2f} %"
+        rows.append(f"{r + 1}: {100 * observed[r]:.2f} % vs {t}")
+    return "; ".join(rows)
+
+
 def parallel_analysis(
-    X, *, max_components=30, n_permutations=20, quantile=0.95, null="effective", random_state=0
+    X, *, max_components=30, n_permutations=None, quantile=None, null="edge", random_state=0
 ):
-    """The number of components whose variance exceeds that of permuted data.
+    """The number of components whose variance exceeds that of data without shared structure.
 
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
     max_components : int, default=30
         At most this many components are considered (and at most N - 1).
-    n_permutations : int, default=20
-        Permuted copies of the data (or draws of the Gaussian null).
-    quantile : float, default=0.95
-        Quantile of the permuted singular values a component must exceed.
-    null : {"effective", "permutation"}, default="effective"
-        The Gaussian null with the residual's effective number of features
-        (robust to spatially smooth noise), or Horn's column permutations.
+    n_permutations : int, optional
+        Permuted copies of the data (``"permutation"``) or draws of the null;
+        default 200 for ``"edge"``, 20 for the others.
+    quantile : float, optional
+        Quantile of the null a component must exceed: default 0.99 for
+        ``"edge"`` (its false-positive rate on smooth cortical noise was 4/20
+        at 0.95, 0/20 at 0.99), 0.95 for the others.
+    null : {"edge", "effective", "permutation"}, default="edge"
+        The residual spectrum's own top edge (robust to spatially smooth
+        noise), the Gaussian null with the residual's effective number of
+        features, or Horn's column permutations (see the module's notes).
     random_state : int, default=0
 
     Returns
     -------
     n_components : int
-        At least 1.
+        At least 1 (with a warning when no component exceeds the null).
     evidence : dict
         ``observed`` and ``null`` (the quantile) explained-variance ratios per
-        rank (lists), ``n_components``, ``n_permutations``, ``quantile``,
-        ``rule`` (a sentence for the report).
+        rank (lists), ``n_components``, ``n_above`` (ranks above the null, may
+        be 0), ``n_permutations``, ``quantile``, ``null_kind``, ``rule`` (a
+        sentence for the report, with the first ranks' numbers).
+
+    Raises
+    ------
+    ValueError
+        A bad ``max_components``, ``n_permutations``, ``quantile`` or ``null``;
+        ``null="edge"`` or ``"effective"`` with more than 4,000 samples, or
+        ``"edge"`` with fewer than 6 samples.
     """
     X = check_data(X, "X")
-    check_int(max_components, "max_components", minimum=1)
-    check_int(n_permutations, "n_permutations", minimum=5)
-    if not 0.5 <= float(quantile) < 1:
-        raise ValueError(f"quantile must be in [0.5, 1), got {quantile!r}.")
-    if null not in ("effective", "permutation"):
-        raise ValueError(f"null must be 'effective' or 'permutation', got {null!r}.")
+    _check(max_components, n_permutations, 0.95 if quantile is None else quantile, null)
+    draws = n_permutations or (200 if null == "edge" else 20)
+    quantile = quantile if quantile is not None else (0.99 if null == "edge" else 0.95)
     rng = np.random.default_rng(random_state)
     Xc = X - X.mean(axis=0)
     m = int(min(max_components, X.shape[0] - 1, X.shape[1]))
     total = float(np.sum(Xc**2))
-    if null == "effective":
-        w = (
-            np.linalg.eigvalsh(Xc @ Xc.T)[::-1][: X.shape[0] - 1]
-            if X.shape[0] <= 4000
-            else _top_singular_values(Xc, m, rng) ** 2
-        )
-        if w.size > m and X.shape[0] > 4000:
-            raise ValueError(
-                "null='effective' needs N <= 4000 (the whole spectrum); use null='permutation'."
-            )
-        w = w[w > 1e-10 * w[0]]  # confounds regressed out lower the rank: drop their zeros
-        m = min(m, w.size)
-        threshold, p_eff = _effective_null(w, m, n_permutations, quantile, rng)
-        observed, threshold = w[:m] / total, threshold / total
-        above = observed > np.nan_to_num(threshold, nan=np.inf)
-        null_text = (
-            f"{n_permutations} draws of Gaussian data with the residual's effective "
-            "number of independent features (from the spectrum's first two "
-            f"moments; {int(p_eff[0]):,} for the first rank)"
-        )
+    if null == "permutation":
+        observed, threshold, m, null_text = _permutation_null(Xc, m, draws, quantile, rng)
     else:
-        observed = _top_singular_values(Xc, m, rng) ** 2 / total
-        draws = np.empty((n_permutations, m))
-        for b in range(n_permutations):
-            draws[b] = _top_singular_values(rng.permuted(Xc, axis=0), m, rng) ** 2 / total
-        threshold = np.quantile(draws, quantile, axis=0)
-        above = observed > threshold
-        null_text = (
-            f"{n_permutations} copies of the data with every column permuted "
-            "independently (Horn 1965)"
-        )
+        observed, threshold, m, null_text = _spectral_null(Xc, m, draws, quantile, null, rng)
+    observed, threshold = observed / total, threshold / total
+    above = observed > np.nan_to_num(threshold, nan=np.inf)
     n_above = int(np.argmin(above)) if not above.all() else m
     k = max(n_above, 1)
-    outcome = (
-        f"{k} of the first {m}"
-        if n_above
-        else f"none of the first {m} exceeds it, 1 kept (no evidence of shared structure)"
-    )
+    if n_above:
+        outcome = f"{k} of the first {m}"
+    else:
+        outcome = f"none of the first {m} exceeds it, 1 kept (no evidence of shared structure)"
+        warnings.warn(
+            f"parallel_analysis: no component exceeds the null ({null_text}); "
+            "n_components=1 is returned, but the data show no shared structure.",
+            UserWarning,
+            stacklevel=2,
+        )
     return k, {
         "observed": observed.tolist(),
         "null": [None if not np.isfinite(t) else float(t) for t in threshold],
         "n_components": k,
-        "n_permutations": int(n_permutations),
+        "n_above": n_above,
+        "n_permutations": int(draws),
         "quantile": float(quantile),
         "null_kind": null,
         "rule": (
             f"Number of components by parallel analysis: components kept while "
             f"their explained variance exceeds the {100 * quantile:g}th "
-            f"percentile of the same rank in {null_text}: {outcome}."
+            f"percentile of the same rank in {null_text}: {outcome} "
+            f"(rank: explained variance vs null, {_table(observed, threshold, n_above)})."
         ),
     }

@@ -169,8 +169,9 @@ def n_components_section(evidence, metadata=None, dpi=80):
     ----------
     evidence : dict or None
         ``observed`` and ``null`` explained-variance ratios per rank,
-        ``n_components``, ``rule`` (from
-        :func:`neurospca.model_selection.parallel_analysis`).
+        ``n_components``, ``quantile``, ``null_kind`` (the null drawn in the
+        legend), ``rule`` (the note: the rule, its threshold and the first
+        ranks' numbers; from :func:`neurospca.model_selection.parallel_analysis`).
     metadata : dict, optional
         A saved model's metadata: its ``"n_components_evidence"`` is used
         when ``evidence`` is None.
@@ -198,7 +199,10 @@ def n_components_section(evidence, metadata=None, dpi=80):
         "s--",
         ms=3,
         color="grey",
-        label=f"null, {100 * float(evidence['quantile']):g}th percentile",
+        label=(
+            f"null ({evidence.get('null_kind', 'permutation')}), "
+            f"{100 * float(evidence['quantile']):g}th percentile"
+        ),
     )
     ax.axvline(k + 0.5, color="k", lw=0.8)
     ax.set_xlabel("component (rank)")
