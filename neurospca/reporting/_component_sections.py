@@ -37,7 +37,36 @@ __all__ = [
     "convergence_header",
     "convergence_row",
     "component_item",
+    "figure_labels",
 ]
+
+
+def figure_labels(r):
+    """What the component figures' colour bars and zoomed views show.
+
+    Parameters
+    ----------
+    r : ReportInputs
+
+    Returns
+    -------
+    dict
+        ``cbar_label`` ("loading (unit-norm component)" when every non-zero
+        component has unit norm, else "loading (as fitted)"; "certified
+        loading" when only certified loadings are drawn) and ``support_label``.
+    """
+    norms = np.linalg.norm(r.comps, axis=1)
+    unit = bool(np.allclose(norms[norms > 0], 1.0, rtol=1e-6))
+    what = "unit-norm component" if unit else "as fitted"
+    if r.certified is not None:
+        return {
+            "cbar_label": f"certified loading ({what})",
+            "support_label": "certified support, largest clusters",
+        }
+    return {
+        "cbar_label": f"loading ({what})",
+        "support_label": "non-zero loadings, largest clusters",
+    }
 
 
 def _can_cluster(r):

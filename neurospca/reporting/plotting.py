@@ -4,8 +4,9 @@ Every function returns a matplotlib ``Figure`` (Agg-friendly, nothing shown).
 matplotlib, nilearn and pyvista are imported inside the functions, with an
 install hint when missing (``pip install "neurospca[report]"``).
 
-- Volumes (:func:`plot_volume_component`): nilearn stat-map slices through
-  the peak and a glass brain, symmetric colour scale, zeros transparent.
+- Volumes (:func:`plot_volume_component`): slices through the peak, a glass
+  brain and zoomed clusters (:mod:`._slices`), symmetric labelled colour
+  scale, zeros transparent.
 - Surfaces (:func:`plot_surface_component`): lateral and medial views of both
   hemispheres. pyvista renders them off-screen when it can; whether it can is
   probed once in a subprocess (:func:`pyvista_available`), because VTK can
@@ -125,8 +126,24 @@ def _empty_figure(title, message, figsize=(8, 2)):
 # --------------------------------------------------------------------------
 
 
-def plot_volume_component(img, title=None, *, bg_img=None, cmap=None, canvas=None):
-    """Stat-map slices (through the peak) and a glass brain of one loading map.
+def plot_volume_component(
+    img,
+    title=None,
+    *,
+    bg_img=None,
+    cmap=None,
+    canvas=None,
+    cbar_label="loading",
+    support_label="largest clusters",
+):
+    """Slices through the peak, a glass brain and the largest clusters of one loading map.
+
+    Three rows on one symmetric colour scale (:mod:`neurospca.reporting._slices`):
+    sagittal, coronal and axial slices through the peak over the background,
+    cropped to the brain; maximum-|loading| projections over the brain's
+    silhouette; each of the three largest clusters cut through its centre and
+    zoomed to it. The colour bar is labelled (``cbar_label`` and the
+    symmetric limits).
 
     Parameters
     ----------
@@ -135,20 +152,24 @@ def plot_volume_component(img, title=None, *, bg_img=None, cmap=None, canvas=Non
     title : str, optional
     bg_img : nibabel image or path, optional
         Anatomical background of the slices (default: nilearn's bundled
-        MNI152 template).
+        MNI152 template, read from its file).
     cmap : str or matplotlib colormap, optional
         Default nilearn's ``"cold_hot"``.
     canvas : VolumeCanvas, optional
-        A figure to draw into whose glass-brain outlines are already drawn
-        (the report draws every component into one; its ``cmap`` is used).
-        Default: a new figure.
+        A figure to draw into (the report draws every component into one;
+        its ``cmap`` and labels are used). Default: a new figure.
+    cbar_label : str, default="loading"
+        What the colour bar shows, e.g. "loading (unit-norm component)".
+    support_label : str, default="largest clusters"
+        What the zoomed row shows, e.g. "certified support".
 
     Returns
     -------
     matplotlib.figure.Figure
         Zero voxels are transparent (the threshold lies just above zero:
         half the smallest non-zero magnitude); the colour scale is symmetric
-        about zero.
+        about zero. ``fig.neurospca_drawn`` holds the cut (mm), the peak
+        voxel, the clusters zoomed on and the slices drawn.
     """
     import nibabel as nib
 
@@ -164,7 +185,9 @@ def plot_volume_component(img, title=None, *, bg_img=None, cmap=None, canvas=Non
     peak = np.unravel_index(np.argmax(np.abs(data)), data.shape)
     cut = img.affine[:3, :3] @ np.asarray(peak, dtype=np.float64) + img.affine[:3, 3]
     if canvas is None:
-        canvas = VolumeCanvas(CMAP if cmap is None else cmap)
+        canvas = VolumeCanvas(
+            CMAP if cmap is None else cmap, cbar_label=cbar_label, support_label=support_label
+        )
     return canvas.draw(img, cut, vmax, threshold, bg_img=bg_img, title=title)
 
 
@@ -321,7 +344,15 @@ def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas=None):
 
 
 def plot_surface_component(
-    maps, meshes, title=None, *, bg_maps=None, engine="auto", cmap=None, canvas=None
+    maps,
+    meshes,
+    title=None,
+    *,
+    bg_maps=None,
+    engine="auto",
+    cmap=None,
+    canvas=None,
+    cbar_label="loading",
 ):
     """Lateral and medial views of one loading on both hemispheres.
 
@@ -345,6 +376,8 @@ def plot_surface_component(
     canvas : SurfaceCanvas, optional
         pyvista plotters of these ``meshes`` built once (the report draws
         every component with one); used by the pyvista engine only.
+    cbar_label : str, default="loading"
+        What the colour bar shows (its symmetric limits are added).
 
     Returns
     -------
@@ -367,14 +400,18 @@ def plot_surface_component(
     cmap = _surface_cmap(cmap)
     if engine == "auto":
         engine = "pyvista" if pyvista_available() else "matplotlib"
-    fig = plt.figure(figsize=(11, 3.0))
+    fig = plt.figure(figsize=(12, 3.4))
     if engine == "pyvista":
         shots = _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas)
         _show_shots(fig, shots)
     else:
         _draw_matplotlib_views(fig, maps, meshes, bgs, vmax, threshold, cmap)
-    cax = fig.add_axes([0.92, 0.15, 0.012, 0.6])
-    fig.colorbar(ScalarMappable(Normalize(-vmax, vmax), cmap), cax=cax)
+    cax = fig.add_axes([0.915, 0.12, 0.012, 0.66])
+    cbar = fig.colorbar(ScalarMappable(Normalize(-vmax, vmax), cmap), cax=cax)
+    cbar.set_ticks([-vmax, 0.0, vmax])
+    cbar.ax.set_yticklabels([f"{-vmax:.2g}", "0", f"{vmax:.2g}"])
+    cbar.ax.tick_params(labelsize=8)
+    cbar.set_label(f"{cbar_label}\nsymmetric limits \u00b1{vmax:.3g}", fontsize=9)
     if title:
         fig.suptitle(title, fontsize=12)
     return fig
@@ -401,12 +438,11 @@ def _surface_cmap(cmap):
 
     if cmap is not None and not isinstance(cmap, str):
         return cmap
+    from ._slices import register_cold_hot
+
+    register_cold_hot()  # nilearn's colours, without importing nilearn
     name = CMAP if cmap is None else cmap
-    try:
-        return colormaps[name]
-    except KeyError:  # cold_hot is registered by nilearn
-        _nilearn_plotting()
-        return colormaps.get(name, colormaps["RdBu_r"])
+    return colormaps.get(name, colormaps["RdBu_r"])
 
 
 def _show_shots(fig, shots):
