@@ -66,14 +66,11 @@ class VolumeCanvas:
     """
 
     def __init__(self, cmap, figsize=None, cbar_label="loading", support_label="largest clusters"):
-        from matplotlib import colormaps
-
-        from ._slices import VolumeLayout, make_volume_axes, register_cold_hot
+        from ._slices import VolumeLayout, make_volume_axes, resolve_cmap
         from .plotting import _pyplot
 
         plt = _pyplot()
-        register_cold_hot()
-        self.cmap = colormaps[cmap] if isinstance(cmap, str) else cmap
+        self.cmap = resolve_cmap(cmap)
         self.cbar_label, self.support_label = cbar_label, support_label
         self.figure = plt.figure(figsize=figsize or VolumeLayout.figsize)
         self.drawn = None

@@ -29,7 +29,8 @@ __all__ = [
     "clear_volume_axes",
     "draw_volume_figure",
     "make_volume_axes",
-    "register_cold_hot",
+    "cold_hot",
+    "resolve_cmap",
     "template_image",
     "volume_cuts",
 ]
@@ -42,11 +43,15 @@ N_CLUSTER_VIEWS = 3
 ZOOM_MARGIN, ZOOM_MIN = 10.0, 40.0
 _TEMPLATE = []
 _BRAINS = {}
+_COLD_HOT = []
 
 
-def register_cold_hot():
-    """Register nilearn's ``cold_hot`` colour map with matplotlib (same colours), unless
-    it is registered already: the figures need it without importing nilearn.
+def cold_hot():
+    """nilearn's ``cold_hot`` colour map (the same colours), without importing nilearn.
+
+    The registered one when nilearn has registered it; otherwise an equal,
+    unregistered copy (registering the name would make nilearn's own
+    registration fail later in the process).
 
     Returns
     -------
@@ -57,18 +62,27 @@ def register_cold_hot():
 
     if "cold_hot" in colormaps:
         return colormaps["cold_hot"]
-    hot = colormaps["hot"]._segmentdata
+    if not _COLD_HOT:
+        hot = colormaps["hot"]._segmentdata
 
-    def channel(low, high):  # nilearn's _pigtailed_cmap(hot)
-        return [(0.5 * (1 - p), c1, c2) for (p, c1, c2) in reversed(hot[low])] + [
-            (0.5 * (1 + p), c1, c2) for (p, c1, c2) in hot[high]
-        ]
+        def channel(low, high):  # nilearn's _pigtailed_cmap(hot)
+            return [(0.5 * (1 - p), c1, c2) for (p, c1, c2) in reversed(hot[low])] + [
+                (0.5 * (1 + p), c1, c2) for (p, c1, c2) in hot[high]
+            ]
 
-    cdict = {"green": channel("green", "green"), "blue": channel("red", "blue")}
-    cdict["red"] = channel("blue", "red")
-    cmap = LinearSegmentedColormap("cold_hot", cdict, 256)
-    colormaps.register(cmap)
-    return colormaps["cold_hot"]
+        cdict = {"green": channel("green", "green"), "blue": channel("red", "blue")}
+        cdict["red"] = channel("blue", "red")
+        _COLD_HOT.append(LinearSegmentedColormap("cold_hot", cdict, 256))
+    return _COLD_HOT[0]
+
+
+def resolve_cmap(cmap):
+    """A colour map object from a name (``"cold_hot"``: :func:`cold_hot`) or an object."""
+    from matplotlib import colormaps
+
+    if not isinstance(cmap, str):
+        return cmap
+    return cold_hot() if cmap == "cold_hot" else colormaps[cmap]
 
 
 def template_image():
@@ -511,11 +525,9 @@ def draw_volume_figure(
         (:func:`cluster_centres`) and ``slices`` (the loading arrays drawn in
         row 1, by plane name; masked where transparent).
     """
-    from matplotlib import colormaps
     from matplotlib.colors import Normalize
 
-    register_cold_hot()
-    cmap = colormaps[cmap] if isinstance(cmap, str) else cmap
+    cmap = resolve_cmap(cmap)
     data = np.asarray(np.asanyarray(img.dataobj), dtype=np.float64)
     affine = np.asarray(img.affine, dtype=np.float64)
     bg = _background(bg_img)

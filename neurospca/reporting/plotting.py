@@ -438,10 +438,11 @@ def _surface_cmap(cmap):
 
     if cmap is not None and not isinstance(cmap, str):
         return cmap
-    from ._slices import register_cold_hot
+    from ._slices import cold_hot
 
-    register_cold_hot()  # nilearn's colours, without importing nilearn
     name = CMAP if cmap is None else cmap
+    if name == "cold_hot":
+        return cold_hot()  # nilearn's colours, without importing nilearn
     return colormaps.get(name, colormaps["RdBu_r"])
 
 
