@@ -16,6 +16,7 @@ from ..decomposition import STABILITY_THRESHOLD
 from ..masking import VolumeMasker
 from ..surface import Hemispheres
 from . import anatomy
+from ._explanations import gap_scale
 from ._tables import (
     Text,
     caption_text,
@@ -209,17 +210,26 @@ def component_warnings(r, f):
 
 
 def convergence_header(r):
-    """Header of the convergence table."""
-    header = ["component"] + ([_gap_header(r)] if r.rel_gaps is not None else [])
-    return header + ["certified gap", "converged", "alternations", "solver iterations", "time (s)"]
+    """Header of the convergence table (relative and certified gaps, and the scale that
+    links them, named so that the two gaps cannot be confused)."""
+    header = ["component"]
+    if r.rel_gaps is not None:
+        header.append(_gap_header(r).replace("relative gap", "relative gap (scale-free)"))
+    header.append("certified gap")
+    if r.rel_gaps is not None:
+        header.append("scale = certified / relative gap")
+    return header + ["converged", "alternations", "solver iterations", "time (s)"]
 
 
 def convergence_row(r, f):
     """Cells of component ``f.k``'s row in the convergence table ("-" where absent)."""
     k, est, n = f.k, r.estimator, r.n_components
+    certified = per_component(est, "dual_gaps_", k, n)
     row = [str(k + 1)] + ([fmt(f.rel, ".2e")] if r.rel_gaps is not None else [])
+    row.append(fmt(certified, ".2e"))
+    if r.rel_gaps is not None:
+        row.append(fmt(gap_scale(certified, f.rel), ".3g"))
     row += [
-        fmt(per_component(est, "dual_gaps_", k, n), ".2e"),
         Text(f.conv_text),
         fmt(per_component(est, "n_iter_", k, n)),
         fmt(per_component(est, "n_inner_iter_", k, n)),

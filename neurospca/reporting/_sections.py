@@ -26,6 +26,7 @@ from ._component_sections import (
     coordinates_text,
 )
 from ._estimators import fit_convergence_rows, is_spcatv, relative_alpha_text, variance_basis
+from ._explanations import variance_explanation
 from ._findings import findings_section, n_components_section
 from ._methods import atlas_description, methods_text, weights_text
 from ._png import cached_uri
@@ -303,7 +304,7 @@ def variance_section(r):
             f"Total: {total} %. PCA's explained variance is not computed by "
             f"{type(r.estimator).__name__}."
         )
-    return {"image": image, "note": note}
+    return {"image": image, "note": note, "why": variance_explanation(evr, pca_evr, n_components)}
 
 
 def n_components_evidence_section(r):
