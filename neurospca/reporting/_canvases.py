@@ -3,8 +3,9 @@
 - :class:`VolumeCanvas`: one figure every volume component is drawn into
   (:mod:`._slices`: slices, glass brain, zoomed clusters), cleared in
   between; the background's brain and silhouettes are computed once.
-- :class:`SurfaceCanvas`: the pyvista plotters of both hemispheres are built
-  once; each component only recolours the vertices and takes the four shots.
+- :class:`SurfaceCanvas`: one pyvista plotter holding both hemispheres is
+  built once; each component only recolours the vertices and takes the four
+  shots.
 - :class:`ReportCanvases`: both, with the content hashes and the cache of one
   report's figures.
 """
@@ -115,7 +116,9 @@ class VolumeCanvas:
 
 
 class SurfaceCanvas:
-    """pyvista plotters of both hemispheres, built once; each component recolours them.
+    """One off-screen pyvista plotter holding both hemispheres, built once; each
+    component recolours the vertices and takes the shots, one hemisphere shown at a
+    time (one render window: one OpenGL context to create, not two).
 
     Parameters
     ----------
@@ -137,26 +140,28 @@ class SurfaceCanvas:
 
         pv.OFF_SCREEN = True
         self.size = size
+        self._plotter = pv.Plotter(off_screen=True, window_size=size)
+        self._plotter.set_background("white")
         self._scenes = {}
         for hemi in ("left", "right"):
             coords, faces = meshes[hemi]
             cells = np.hstack([np.full((faces.shape[0], 1), 3), faces]).astype(np.int64).ravel()
             mesh = pv.PolyData(np.asarray(coords, dtype=np.float64), cells)
             mesh.point_data["rgb"] = np.zeros((mesh.n_points, 3), dtype=np.uint8)
-            plotter = pv.Plotter(off_screen=True, window_size=size)
-            plotter.set_background("white")
-            plotter.add_mesh(mesh, scalars="rgb", rgb=True, smooth_shading=True)
-            plotter.enable_parallel_projection()
-            plotter.show(auto_close=False)  # the first render resets the camera: do it now
-            self._scenes[hemi] = (plotter, mesh)
+            actor = self._plotter.add_mesh(mesh, scalars="rgb", rgb=True, smooth_shading=True)
+            self._scenes[hemi] = (actor, mesh)
+        self._plotter.enable_parallel_projection()
+        self._plotter.show(auto_close=False)  # the first render resets the camera: do it now
 
     def shots(self, colors, views):
         """Screenshots of ``views`` ((hemi, name, direction) triples), vertices coloured
         by ``colors`` ({"left": uint8 (n, 3), "right": ...}); list of RGB arrays."""
-        size = self.size
+        size, plotter = self.size, self._plotter
         shots = []
         for hemi in ("left", "right"):
-            plotter, mesh = self._scenes[hemi]
+            for other, (actor, _) in self._scenes.items():
+                actor.SetVisibility(other == hemi)
+            mesh = self._scenes[hemi][1]
             mesh.point_data["rgb"][:] = colors[hemi]
             mesh.Modified()
             lo, hi = mesh.points.min(axis=0), mesh.points.max(axis=0)
@@ -177,10 +182,10 @@ class SurfaceCanvas:
         return shots
 
     def close(self):
-        """Release the render windows."""
-        for plotter, _ in self._scenes.values():
-            plotter.close()
-        self._scenes = {}
+        """Release the render window."""
+        if self._plotter is not None:
+            self._plotter.close()
+        self._plotter, self._scenes = None, {}
 
 
 class ReportCanvases:
@@ -231,13 +236,14 @@ class ReportCanvases:
         """The report's :class:`SurfaceCanvas` (pyvista engine only; None otherwise)."""
         import importlib
 
-        from .plotting import _pyvista_installed, pyvista_available, start_pyvista_probe
+        from .plotting import _pyplot, _pyvista_installed, pyvista_available, start_pyvista_probe
 
         engine = self.engine
         if engine == "auto" and self._surface is None:
             start_pyvista_probe()  # (a no-op once probed) and, while it runs, import
             if _pyvista_installed():  # pyvista here: importing is safe, rendering may not be
                 importlib.import_module("pyvista")
+            _pyplot()  # and matplotlib, which the figure needs anyway
             engine = "pyvista" if pyvista_available() else "matplotlib"
         elif engine == "auto":
             engine = "pyvista"
