@@ -9,7 +9,7 @@ One figure per component, three rows on a shared symmetric colour scale:
    (signed), over the brain's silhouette;
 3. the largest clusters of the loadings drawn (the certified support in a
    report), each cut through its centre (the cluster voxel nearest its
-   |loading|-weighted centroid) and zoomed to the cluster.
+   absolute-loading-weighted centroid) and zoomed to the cluster.
 
 The colour bar is labelled with what is shown and its symmetric limits.
 
@@ -264,7 +264,7 @@ def cluster_centres(data, affine, threshold, n=N_CLUSTER_VIEWS):
     -------
     list of dict
         ``sign``, ``size`` (voxels), ``centre`` (mm: the cluster voxel nearest
-        its |loading|-weighted centroid, so a cut there goes through the
+        its absolute-loading-weighted centroid, so a cut there goes through the
         cluster), ``lo``/``hi`` (its bounding box in mm), largest first.
     """
     from scipy import ndimage
@@ -419,7 +419,7 @@ def _mip(grid, data, affine, threshold):
 
 
 def _glass_row(panels, bg, data, affine, norm, cmap, threshold, lo, hi):
-    """Row 2: maximum-|loading| projections over the brain's silhouette."""
+    """Row 2: largest-magnitude projections over the brain's silhouette."""
     step = float(np.max(np.sqrt((np.asarray(affine)[:3, :3] ** 2).sum(axis=0))))
     step = max(step, bg.step)
     lo, hi = bg.lo - 10, bg.hi + 10  # one grid per background: its silhouette is drawn once

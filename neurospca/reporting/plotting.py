@@ -140,7 +140,7 @@ def plot_volume_component(
 
     Three rows on one symmetric colour scale (:mod:`neurospca.reporting._slices`):
     sagittal, coronal and axial slices through the peak over the background,
-    cropped to the brain; maximum-|loading| projections over the brain's
+    cropped to the brain; largest-magnitude projections over the brain's
     silhouette; each of the three largest clusters cut through its centre and
     zoomed to it. The colour bar is labelled (``cbar_label`` and the
     symmetric limits).
