@@ -214,7 +214,7 @@ def convergence_header(r):
     links them, named so that the two gaps cannot be confused)."""
     header = ["component"]
     if r.rel_gaps is not None:
-        header.append(_gap_header(r).replace("relative gap", "relative gap (scale-free)"))
+        header.append(_gap_header(r).replace("relative gap", "relative gap, scale-free"))
     header.append("certified gap")
     if r.rel_gaps is not None:
         header.append("scale = certified / relative gap")
