@@ -31,6 +31,8 @@ from neurospca.reporting import (  # noqa: E402
     save_figures,
 )
 
+from .test_reporting import fit_volume_model  # noqa: E402
+
 # --------------------------------------------------------------------------
 # data: components in the MNI152 3 mm mask, a small fitted model
 # --------------------------------------------------------------------------
@@ -59,19 +61,7 @@ def _sparse_unit(values, keep=0.05):
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory):
     """A fitted 2-component SPCA-TV on a small volume, saved: (model, masker, path)."""
-    rng = np.random.default_rng(0)
-    mask = np.zeros((12, 14, 11), dtype=bool)
-    mask[2:10, 2:12, 2:9] = True
-    affine = np.diag([4.0, 4.0, 4.0, 1.0])
-    affine[:3, 3] = [-24, -30, -20]
-    masker = VolumeMasker(nib.Nifti1Image(mask.astype(np.uint8), affine))
-    ijk = np.argwhere(mask)
-    patterns = [np.exp(-((ijk - c) ** 2).sum(1) / 3.0) for c in ([4, 5, 4], [7, 9, 6])]
-    X = (rng.standard_normal((30, 2)) * [3, 2]) @ np.array(patterns)
-    X += 0.3 * rng.standard_normal(X.shape)
-    model = SPCATV(
-        2, alpha=0.2, l1_ratio=0.1, tv_ratio=0.3, operator=masker.operator(), tol=1e-2
-    ).fit(X)
+    model, masker, _ = fit_volume_model()
     path = tmp_path_factory.mktemp("model") / "model.npz"
     save_model(model, path, space=masker, metadata={"title": "small"})
     return model, masker, path
