@@ -156,6 +156,7 @@ class _Background:
         corners = _world(self.affine, corners.astype(np.float64))
         self.lo, self.hi = corners.min(0), corners.max(0)
         self.step = float(np.min(np.sqrt((self.affine[:3, :3] ** 2).sum(axis=0))))
+        self.shade = np.where(self.brain, data, np.nan).astype(np.float32)  # nan: not brain
         self._silhouettes = {}
 
     def silhouette(self, grid):
@@ -368,9 +369,7 @@ def _orientation(ax, plane, extent):
 def _draw_plane(ax, bg, grid, data, affine, norm, cmap, threshold):
     """Background and loadings of one plane of ``grid`` in ``ax``."""
     pts = grid.points()
-    shade = _sample(bg.data, bg.affine, pts)
-    brain = _sample(bg.brain.astype(np.float32), bg.affine, pts, fill=0.0) > 0
-    shade = np.ma.masked_where(~brain | ~np.isfinite(shade), shade)
+    shade = np.ma.masked_invalid(_sample(bg.shade, bg.affine, pts))  # masked: not brain
     extent = grid.extent()
     ax.imshow(
         shade,
