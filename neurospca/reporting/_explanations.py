@@ -43,7 +43,7 @@ def variance_explanation(evr, pca_evr, n_components):
         "sparse components are not orthogonal. The lower figure is the price of "
         "maps that can be read region by region: it says how much of the data the "
         "components summarise, not whether they are real (their stability and "
-        "certified support say that)."
+        "certificates say that)."
     )
 
 
