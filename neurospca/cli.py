@@ -433,7 +433,34 @@ def _add_report_command(sub):
     rep.add_argument("--bg-img", default=None, help="background of volume slices")
     rep.add_argument("--engine", choices=("auto", "pyvista", "matplotlib"), default="auto")
     rep.add_argument("-q", "--quiet", action="store_true")
+    rep.add_argument(
+        "--anat-mesh",
+        nargs=2,
+        metavar=("LEFT", "RIGHT"),
+        help="anatomical (white or pial) meshes of the model's vertices: the peak and "
+        "cluster xyz are read from them (default: the model's anatomical or drawn meshes)",
+    )
     _add_atlas(rep)
+    figs = rep.add_argument_group("figures for a paper, one file each")
+    figs.add_argument(
+        "--figures",
+        metavar="DIR",
+        help="also write every figure into DIR (component_01.png, ..., "
+        "explained_variance, convergence); made when its parent exists",
+    )
+    figs.add_argument(
+        "--figure-format",
+        choices=("png", "svg", "pdf"),
+        default="png",
+        help="format of the --figures files (default png)",
+    )
+    figs.add_argument(
+        "--dpi",
+        type=_positive_float,
+        default=300.0,
+        help="resolution of the --figures files (PNG pixels per inch, recorded in "
+        "the file; default 300)",
+    )
     rep.set_defaults(func=run_report)
 
 

@@ -9,7 +9,14 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from neurospca import Hemispheres, VolumeMasker, load_model, load_surf_data, write_surf_data
+from neurospca import (
+    Hemispheres,
+    VolumeMasker,
+    load_model,
+    load_surf_data,
+    load_surf_mesh,
+    write_surf_data,
+)
 from neurospca.cli import main
 
 N_VOL = 12
@@ -437,8 +444,12 @@ def test_fit_surface_writes_everything(surface_files, tmp_path, capsys):
     left = np.asarray(load_surf_data(out / "loadings_lh.func.gii"))
     assert left.shape == (10242, 2)
     assert not np.any(left[wall])
-    assert set(saved.meshes) == {"left", "right", "bg_left", "bg_right"}
+    # the drawn (--left-plot-mesh) meshes, and the anatomical coordinates of --left-mesh
+    assert set(saved.meshes) == {"left", "right", "bg_left", "bg_right", "anat_left", "anat_right"}
     assert saved.meshes["left"][0].shape == (10242, 3)
+    pial = load_surf_mesh(str(root / "lh.pial.gii"))[0]
+    np.testing.assert_allclose(saved.meshes["anat_left"], pial)
+    assert not np.allclose(saved.meshes["left"][0], pial)  # the inflated one is drawn
     html = (out / "report.html").read_text()
     assert html.count('alt="Component ') == 2 and "left lateral" not in html  # drawn, not text
 

@@ -94,6 +94,8 @@ def _plot_meshes(args, hemis, meshes_fit):
                 f"--{hemi}-mesh has {hemis.n_vertices[h]}."
             )
         meshes[hemi] = (coords, faces)
+        if plot_mesh:  # the report's xyz from the anatomical mesh, not the drawn one
+            meshes[f"anat_{hemi}"] = np.asarray(meshes_fit[hemi][0], dtype=np.float64)
         bg_path = getattr(args, f"{hemi}_bg")
         if bg_path:
             bg = np.asarray(load_surf_data(bg_path, f"--{hemi}-bg"), dtype=np.float64)

@@ -54,7 +54,9 @@ class SavedModel(NamedTuple):
     meshes : dict or None
         ``{"left": (coords, faces), "right": (coords, faces)}`` used to draw
         surface loadings, and optionally ``"bg_left"``/``"bg_right"``
-        per-vertex background maps (e.g. sulcal depth).
+        per-vertex background maps (e.g. sulcal depth) and
+        ``"anat_left"``/``"anat_right"`` anatomical (white or pial) vertex
+        coordinates when the drawn meshes are inflated.
     metadata : dict
         JSON-compatible user metadata (title, data description, sample
         labels...).
@@ -142,10 +144,13 @@ def _check_meshes(meshes, space):
         raise TypeError("meshes must be a dict with 'left' and 'right' (coords, faces) pairs.")
     if not isinstance(space, Hemispheres):
         raise ValueError("meshes are only meaningful with a Hemispheres space.")
-    extra = sorted(set(meshes) - {"left", "right", "bg_left", "bg_right"})
+    extra = sorted(
+        set(meshes) - {"left", "right", "bg_left", "bg_right", "anat_left", "anat_right"}
+    )
     if extra:
         raise ValueError(
-            f"meshes has unknown keys {extra[:3]}; use 'left', 'right', 'bg_left', 'bg_right'."
+            f"meshes has unknown keys {extra[:3]}; use 'left', 'right', 'bg_left', 'bg_right', "
+            "'anat_left', 'anat_right'."
         )
     out = {}
     for h, hemi in enumerate(HEMIS):
@@ -172,6 +177,15 @@ def _check_meshes(meshes, space):
             if not np.all(np.isfinite(bg)):
                 raise ValueError(f"meshes['bg_{hemi}'] contains NaN or infinite values.")
             out[f"bg_{hemi}"] = bg
+        anat = meshes.get(f"anat_{hemi}")
+        if anat is not None:  # anatomical (white/pial) coordinates of the drawn vertices
+            anat = np.asarray(anat, dtype=np.float64)
+            if anat.shape != (space.n_vertices[h], 3) or not np.all(np.isfinite(anat)):
+                raise ValueError(
+                    f"meshes['anat_{hemi}'] must be finite coordinates of shape "
+                    f"({space.n_vertices[h]}, 3), got {anat.shape}."
+                )
+            out[f"anat_{hemi}"] = anat
     return out
 
 
@@ -208,8 +222,9 @@ def save_model(estimator, path, *, space=None, meshes=None, metadata=None, study
     meshes : dict, optional
         ``{"left": (coords, faces), "right": (coords, faces)}`` to draw
         surface loadings (e.g. inflated meshes), plus optional
-        ``"bg_left"``/``"bg_right"`` background maps. Needs a Hemispheres
-        ``space``.
+        ``"bg_left"``/``"bg_right"`` background maps and
+        ``"anat_left"``/``"anat_right"`` anatomical vertex coordinates (the
+        report's peak and cluster xyz). Needs a Hemispheres ``space``.
     metadata : dict, optional
         JSON-compatible values (str, numbers, lists, dicts): title, data
         description, sample labels...
@@ -356,7 +371,7 @@ def _encode_study(study, arrays):
 def _mesh_arrays(meshes, arrays):
     """The checked meshes' arrays into ``arrays`` (``mesh/<name>[/coords|/faces]``)."""
     for key, value in (meshes or {}).items():
-        if key.startswith("bg_"):
+        if key.startswith(("bg_", "anat_")):
             arrays[f"mesh/{key}"] = value
         else:
             arrays[f"mesh/{key}/coords"], arrays[f"mesh/{key}/faces"] = value
@@ -494,7 +509,7 @@ def _build(meta, arrays):
             raise ValueError("'meshes' must list mesh names")
         meshes = {}
         for key in keys:
-            if key.startswith("bg_"):
+            if key.startswith(("bg_", "anat_")):
                 meshes[key] = arrays[f"mesh/{key}"]
             else:
                 meshes[key] = (arrays[f"mesh/{key}/coords"], arrays[f"mesh/{key}/faces"])

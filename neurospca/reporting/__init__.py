@@ -6,6 +6,7 @@ report is made (``pip install "neurospca[report]"``).
 
 from ._png import FigureCache
 from .anatomy import cluster_table, load_atlas, peak_coordinates
+from .export import FIGURE_FORMATS, plot_component, save_figures
 from .images import loadings_to_nifti, loadings_to_surface, save_loadings
 from .plotting import (
     plot_convergence,
@@ -19,6 +20,7 @@ from .plotting import (
 from .report import HTMLReport, component_scores, library_versions, make_report, save_report
 
 __all__ = [
+    "FIGURE_FORMATS",
     "FigureCache",
     "HTMLReport",
     "cluster_table",
@@ -30,11 +32,13 @@ __all__ = [
     "make_report",
     "peak_coordinates",
     "plot_convergence",
+    "plot_component",
     "plot_explained_variance",
     "plot_scores",
     "plot_surface_component",
     "plot_volume_component",
     "pyvista_available",
+    "save_figures",
     "save_loadings",
     "save_report",
     "surface_background",

@@ -1,11 +1,11 @@
 """Canvases reused across a report's component figures.
 
-- :class:`VolumeCanvas`: one figure whose glass-brain schematic (about 2,000
-  outline patches, most of a glass brain's cost) is drawn once; each
-  component adds its stat-map slices and its glass-brain overlay, is encoded,
-  and those artists are removed again.
-- :class:`SurfaceCanvas`: the pyvista plotters of both hemispheres are built
-  once; each component only recolours the vertices and takes the four shots.
+- :class:`VolumeCanvas`: one figure every volume component is drawn into
+  (:mod:`._slices`: slices, glass brain, zoomed clusters), cleared in
+  between; the background's brain and silhouettes are computed once.
+- :class:`SurfaceCanvas`: one pyvista plotter holding both hemispheres is
+  built once; each component only recolours the vertices and takes the four
+  shots.
 - :class:`ReportCanvases`: both, with the content hashes and the cache of one
   report's figures.
 """
@@ -36,9 +36,10 @@ def default_background():
     """
     if not _BACKGROUND:
         import nibabel as nib
-        from nilearn.datasets import load_mni152_template
 
-        template = load_mni152_template(resolution=1)
+        from ._slices import template_image
+
+        template = template_image()  # its file, without importing nilearn.datasets
         # a copy: nilearn may hand out a cached array, which must stay as it is
         data = np.array(template.get_fdata(dtype=np.float32), copy=True)
         data[data <= np.finfo(np.float32).eps] = data.max()
@@ -47,89 +48,65 @@ def default_background():
 
 
 class VolumeCanvas:
-    """A volume-component figure whose glass-brain schematic is drawn only once.
+    """The figure a report draws every volume component into (cleared in between).
 
-    Left half: nilearn stat-map slices (``plot_stat_map``), new for each
-    component (the cuts go through its peak). Right half: the glass brain
-    (``plot_glass_brain`` with no image draws the outlines once); each
-    component adds an overlay and a colour bar, removed after encoding. The
-    default background is :func:`default_background` (no resampling).
+    The figure is drawn by :func:`neurospca.reporting._slices.draw_volume_figure`
+    (slices through the peak, glass brain, zoomed clusters, labelled colour
+    bar); the background's brain, bounding box and silhouettes are computed
+    once per background and reused.
 
     Parameters
     ----------
     cmap : str or matplotlib colormap
-    figsize : (float, float), default=(11, 3.2)
+    figsize : (float, float), optional
+        Default :attr:`~neurospca.reporting._slices.VolumeLayout.figsize`.
+    cbar_label : str, default="loading"
+        What the colour bar shows.
+    support_label : str, default="largest clusters"
+        What the zoomed row shows.
     """
 
-    def __init__(self, cmap, figsize=(11, 3.2)):
-        from .plotting import _nilearn_plotting, _pyplot
+    def __init__(self, cmap, figsize=None, cbar_label="loading", support_label="largest clusters"):
+        from ._slices import VolumeLayout, make_volume_axes, resolve_cmap
+        from .plotting import _pyplot
 
         plt = _pyplot()
-        self._plotting = _nilearn_plotting()
-        self.cmap = cmap
-        self.figure = plt.figure(figsize=figsize)
-        ax = self.figure.add_axes([0.5, 0.0, 0.46, 0.9])
-        self._glass = self._plotting.plot_glass_brain(
-            None, display_mode="lzr", axes=ax, figure=self.figure, plot_abs=False
-        )
-        self._base_axes = list(self.figure.axes)
-        self._base_images = {id(a): list(a.images) for a in self._base_axes}
-        self._base_texts = list(self.figure.texts)
+        self.cmap = resolve_cmap(cmap)
+        self.cbar_label, self.support_label = cbar_label, support_label
+        self.figure = plt.figure(figsize=figsize or VolumeLayout.figsize)
+        self.drawn = None
+        self._axes = make_volume_axes(self.figure, self.cmap)  # the panels, kept
 
     def draw(self, img, cut, vmax, threshold, bg_img=None, title=None):
-        """Draw one component (``cut``: world mm of the slices); returns the figure."""
-        from matplotlib import colormaps
-        from matplotlib.cm import ScalarMappable
-        from matplotlib.colors import Normalize
+        """Draw one component (``cut``: world mm of the slices); returns the figure.
+
+        What was drawn (cut, peak voxel, clusters, slices) is kept in ``drawn``
+        and on the figure as ``neurospca_drawn``.
+        """
+        from ._slices import draw_volume_figure
 
         self.clear()
-        fig = self.figure
-        kwargs = (
-            {"bg_img": default_background(), "black_bg": False}
-            if bg_img is None
-            else {"bg_img": bg_img}
-        )
-        ax = fig.add_axes([0.0, 0.0, 0.5, 0.9])
-        self._plotting.plot_stat_map(
+        self.drawn = draw_volume_figure(
+            self.figure,
             img,
-            cut_coords=tuple(cut),
-            display_mode="ortho",
-            axes=ax,
-            figure=fig,
-            threshold=threshold,
-            vmax=vmax,
+            vmax,
+            threshold,
+            bg_img=bg_img,
             cmap=self.cmap,
-            symmetric_cbar=True,
-            colorbar=True,
-            draw_cross=False,
-            annotate=True,
-            **kwargs,
+            title=title,
+            cbar_label=self.cbar_label,
+            support_label=self.support_label,
+            cut=cut,
+            axes=self._axes,
         )
-        self._glass.add_overlay(
-            img, threshold=threshold, vmin=-vmax, vmax=vmax, cmap=self.cmap, colorbar=False
-        )
-        cmap = colormaps[self.cmap] if isinstance(self.cmap, str) else self.cmap
-        cax = fig.add_axes([0.955, 0.12, 0.008, 0.66])
-        fig.colorbar(ScalarMappable(Normalize(-vmax, vmax), cmap), cax=cax, format="%.2g")
-        cax.tick_params(labelsize=8)
-        if title:  # a plain figure text: clear() removes it with the others
-            fig.text(0.5, 0.99, title, ha="center", va="top", fontsize=12)
-        return fig
+        self.figure.neurospca_drawn = self.drawn
+        return self.figure
 
     def clear(self):
-        """Remove what :meth:`draw` added (the schematic stays)."""
-        fig = self.figure
-        for ax in list(fig.axes):
-            if ax not in self._base_axes:
-                ax.remove()
-        for ax in self._base_axes:
-            keep = self._base_images[id(ax)]
-            for image in list(ax.images):
-                if image not in keep:
-                    image.remove()
-        for text in list(fig.texts):
-            if text not in self._base_texts:
-                text.remove()
+        """Remove what :meth:`draw` added for one component (the panels stay)."""
+        from ._slices import clear_volume_axes
+
+        clear_volume_axes(self.figure, self._axes)
 
     def close(self):
         """Release the figure."""
@@ -139,7 +116,9 @@ class VolumeCanvas:
 
 
 class SurfaceCanvas:
-    """pyvista plotters of both hemispheres, built once; each component recolours them.
+    """One off-screen pyvista plotter holding both hemispheres, built once; each
+    component recolours the vertices and takes the shots, one hemisphere shown at a
+    time (one render window: one OpenGL context to create, not two).
 
     Parameters
     ----------
@@ -161,26 +140,28 @@ class SurfaceCanvas:
 
         pv.OFF_SCREEN = True
         self.size = size
+        self._plotter = pv.Plotter(off_screen=True, window_size=size)
+        self._plotter.set_background("white")
         self._scenes = {}
         for hemi in ("left", "right"):
             coords, faces = meshes[hemi]
             cells = np.hstack([np.full((faces.shape[0], 1), 3), faces]).astype(np.int64).ravel()
             mesh = pv.PolyData(np.asarray(coords, dtype=np.float64), cells)
             mesh.point_data["rgb"] = np.zeros((mesh.n_points, 3), dtype=np.uint8)
-            plotter = pv.Plotter(off_screen=True, window_size=size)
-            plotter.set_background("white")
-            plotter.add_mesh(mesh, scalars="rgb", rgb=True, smooth_shading=True)
-            plotter.enable_parallel_projection()
-            plotter.show(auto_close=False)  # the first render resets the camera: do it now
-            self._scenes[hemi] = (plotter, mesh)
+            actor = self._plotter.add_mesh(mesh, scalars="rgb", rgb=True, smooth_shading=True)
+            self._scenes[hemi] = (actor, mesh)
+        self._plotter.enable_parallel_projection()
+        self._plotter.show(auto_close=False)  # the first render resets the camera: do it now
 
     def shots(self, colors, views):
         """Screenshots of ``views`` ((hemi, name, direction) triples), vertices coloured
         by ``colors`` ({"left": uint8 (n, 3), "right": ...}); list of RGB arrays."""
-        size = self.size
+        size, plotter = self.size, self._plotter
         shots = []
         for hemi in ("left", "right"):
-            plotter, mesh = self._scenes[hemi]
+            for other, (actor, _) in self._scenes.items():
+                actor.SetVisibility(other == hemi)
+            mesh = self._scenes[hemi][1]
             mesh.point_data["rgb"][:] = colors[hemi]
             mesh.Modified()
             lo, hi = mesh.points.min(axis=0), mesh.points.max(axis=0)
@@ -201,10 +182,10 @@ class SurfaceCanvas:
         return shots
 
     def close(self):
-        """Release the render windows."""
-        for plotter, _ in self._scenes.values():
-            plotter.close()
-        self._scenes = {}
+        """Release the render window."""
+        if self._plotter is not None:
+            self._plotter.close()
+        self._plotter, self._scenes = None, {}
 
 
 class ReportCanvases:
@@ -220,15 +201,23 @@ class ReportCanvases:
     dpi : int
     cache : FigureCache, optional
         Figures already drawn (by content hash); new ones are added.
+    labels : dict, optional
+        ``cbar_label`` (what the colour bars show) and ``support_label`` (what
+        the zoomed view shows) of every component figure.
     """
 
-    def __init__(self, space, meshes, bg_img, engine, dpi, cache=None):
+    def __init__(self, space, meshes, bg_img, engine, dpi, cache=None, labels=None):
         self.engine, self.dpi, self.cache = engine, int(dpi), cache
+        self.labels = dict(labels or {})
         self._volume = self._surface = None
         self._space_key = None
         if cache is not None:
             self._space_key = digest(
-                _space_parts(space, meshes), image_digest(bg_img), engine, self.dpi
+                _space_parts(space, meshes),
+                image_digest(bg_img),
+                engine,
+                self.dpi,
+                sorted(self.labels.items()),
             )
 
     def key(self, kind, values):
@@ -240,20 +229,21 @@ class ReportCanvases:
     def volume(self, cmap):
         """The report's :class:`VolumeCanvas` (made on first use)."""
         if self._volume is None:
-            self._volume = VolumeCanvas(cmap)
+            self._volume = VolumeCanvas(cmap, **self.labels)
         return self._volume
 
     def surface(self, meshes):
         """The report's :class:`SurfaceCanvas` (pyvista engine only; None otherwise)."""
         import importlib
 
-        from .plotting import _pyvista_installed, pyvista_available, start_pyvista_probe
+        from .plotting import _pyplot, _pyvista_installed, pyvista_available, start_pyvista_probe
 
         engine = self.engine
         if engine == "auto" and self._surface is None:
             start_pyvista_probe()  # (a no-op once probed) and, while it runs, import
             if _pyvista_installed():  # pyvista here: importing is safe, rendering may not be
                 importlib.import_module("pyvista")
+            _pyplot()  # and matplotlib, which the figure needs anyway
             engine = "pyvista" if pyvista_available() else "matplotlib"
         elif engine == "auto":
             engine = "pyvista"

@@ -16,6 +16,7 @@ from ..decomposition import STABILITY_THRESHOLD
 from ..masking import VolumeMasker
 from ..surface import Hemispheres
 from . import anatomy
+from ._explanations import gap_scale
 from ._tables import (
     Text,
     caption_text,
@@ -37,7 +38,47 @@ __all__ = [
     "convergence_header",
     "convergence_row",
     "component_item",
+    "figure_labels",
+    "labels_for",
+    "coordinates_text",
 ]
+
+
+def labels_for(comps, certified):
+    """What component figures' colour bars and zoomed views show.
+
+    Parameters
+    ----------
+    comps : ndarray of shape (n_components, n_features)
+        ``components_``.
+    certified : ndarray of bool or None
+        ``certified_support_`` (only those loadings are drawn), or None.
+
+    Returns
+    -------
+    dict
+        ``cbar_label`` ("loading (unit-norm component)" when every non-zero
+        component has unit norm, else "loading (as fitted)"; "certified
+        loading (...)" when only certified loadings are drawn) and
+        ``support_label``.
+    """
+    norms = np.linalg.norm(np.asarray(comps, dtype=np.float64), axis=1)
+    unit = bool(np.allclose(norms[norms > 0], 1.0, rtol=1e-6))
+    what = "unit-norm component" if unit else "as fitted"
+    if certified is not None:
+        return {
+            "cbar_label": f"certified loading ({what})",
+            "support_label": "certified support, largest clusters",
+        }
+    return {
+        "cbar_label": f"loading ({what})",
+        "support_label": "non-zero loadings, largest clusters",
+    }
+
+
+def figure_labels(r):
+    """:func:`labels_for` of a report (``r``: ReportInputs)."""
+    return labels_for(r.comps, r.certified)
 
 
 def _can_cluster(r):
@@ -169,17 +210,26 @@ def component_warnings(r, f):
 
 
 def convergence_header(r):
-    """Header of the convergence table."""
-    header = ["component"] + ([_gap_header(r)] if r.rel_gaps is not None else [])
-    return header + ["certified gap", "converged", "alternations", "solver iterations", "time (s)"]
+    """Header of the convergence table (relative and certified gaps, and the scale that
+    links them, named so that the two gaps cannot be confused)."""
+    header = ["component"]
+    if r.rel_gaps is not None:
+        header.append(_gap_header(r).replace("relative gap", "relative gap, scale-free"))
+    header.append("certified gap")
+    if r.rel_gaps is not None:
+        header.append("scale = certified / relative gap")
+    return header + ["converged", "alternations", "solver iterations", "time (s)"]
 
 
 def convergence_row(r, f):
     """Cells of component ``f.k``'s row in the convergence table ("-" where absent)."""
     k, est, n = f.k, r.estimator, r.n_components
+    certified = per_component(est, "dual_gaps_", k, n)
     row = [str(k + 1)] + ([fmt(f.rel, ".2e")] if r.rel_gaps is not None else [])
+    row.append(fmt(certified, ".2e"))
+    if r.rel_gaps is not None:
+        row.append(fmt(gap_scale(certified, f.rel), ".3g"))
     row += [
-        fmt(per_component(est, "dual_gaps_", k, n), ".2e"),
         Text(f.conv_text),
         fmt(per_component(est, "n_iter_", k, n)),
         fmt(per_component(est, "n_inner_iter_", k, n)),
@@ -214,15 +264,44 @@ def _caption(r, f):
     return " ".join(t for t in (caption, extra) if t)
 
 
+def _anatomical(r):
+    """Whether surface xyz are anatomical (given, or the meshes' ``anat_<hemi>``)."""
+    return anatomy.coordinate_source(r.meshes, r.surface_coords) in ("given", "anatomical")
+
+
+#: what the surface xyz are, by :func:`anatomy.coordinate_source`
+_COORDINATE_WORDS = {
+    "given": "the anatomical coordinates given (surface_coords)",
+    "anatomical": "the anatomical mesh the model was fitted on (white or pial), not the "
+    "drawn (inflated) mesh",
+    "drawn": "the drawn mesh",
+}
+
+
+def coordinates_text(r):
+    """Which mesh the surface peaks' and clusters' xyz come from (None: not a surface)."""
+    if not isinstance(r.space, Hemispheres):
+        return None
+    source = anatomy.coordinate_source(r.meshes, r.surface_coords)
+    if source is None:
+        return None
+    text = _COORDINATE_WORDS[source]
+    label = ((r.metadata or {}).get("data") or {}).get("meshes")
+    if label and source != "given":
+        text += f" (meshes: {label})"
+    return text
+
+
 def _cluster_header(r):
     header = ["cluster", "sign", f"size ({r.unit})"]
     volume = isinstance(r.space, VolumeMasker)
     if volume:
         header.append("volume (mm\u00b3)")
-    elif r.surface_coords is not None:
+    elif _anatomical(r):
         header.append("area (mm\u00b2)")
+    mesh = "anatomical mesh" if _anatomical(r) else "drawn mesh"
     header += [
-        "peak (x, y, z mm)" if volume else "peak (hemisphere, vertex, xyz)",
+        "peak (x, y, z mm)" if volume else f"peak (hemisphere, vertex, xyz mm on the {mesh})",
         "peak loading",
         "mean loading",
     ]
@@ -234,9 +313,7 @@ def _cluster_header(r):
 def _cluster_table(r, f):
     """(rows, note) of component ``f.k``'s cluster table."""
     if f.clusters:
-        rows = cluster_rows(
-            f.clusters, r.space, r.atlas_obj, r.max_clusters, r.surface_coords is not None
-        )
+        rows = cluster_rows(f.clusters, r.space, r.atlas_obj, r.max_clusters, _anatomical(r))
         note = cluster_note(
             f.clusters, r.space, r.max_clusters, r.cluster_connectivity, r.certified is not None
         )

@@ -37,7 +37,13 @@ def component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engi
     elif surface_maps is not None:
         maps = {h: surface_maps[h][:, k] for h in ("left", "right")}
         fig = plotting.plot_surface_component(
-            maps, meshes, None, bg_maps=bg_maps, engine=engine, canvas=canvases.surface(meshes)
+            maps,
+            meshes,
+            None,
+            bg_maps=bg_maps,
+            engine=engine,
+            canvas=canvases.surface(meshes),
+            cbar_label=canvases.labels.get("cbar_label", "loading"),
         )
     elif isinstance(space, Hemispheres):
         return None
@@ -46,7 +52,7 @@ def component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engi
         fig, ax = plt.subplots(figsize=(8, 2.2))
         ax.plot(comp, lw=0.8)
         ax.set_xlabel("feature")
-        ax.set_ylabel("loading")
+        ax.set_ylabel(canvases.labels.get("cbar_label", "loading"))
         fig.tight_layout()
     uri = canvases.encode(fig)
     if key is not None:
@@ -54,11 +60,11 @@ def component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engi
     return uri
 
 
-def _draw_chunk(ks, comps, space, meshes, surface_maps, bg_maps, bg_img, engine, dpi):
+def _draw_chunk(ks, comps, space, meshes, surface_maps, bg_maps, bg_img, engine, dpi, labels=None):
     """Figures of components ``ks`` (one canvas for all of them): list of data URIs."""
     import time
 
-    canvases = ReportCanvases(space, meshes, bg_img, engine, dpi)
+    canvases = ReportCanvases(space, meshes, bg_img, engine, dpi, labels=labels)
     out = []
     try:
         for k, comp in zip(ks, comps, strict=True):
@@ -99,7 +105,18 @@ def _n_workers(n_jobs, n_figures):
 
 
 def component_images(
-    comps, space, meshes, surface_maps, bg_maps, bg_img, engine, dpi, *, cache=None, n_jobs=None
+    comps,
+    space,
+    meshes,
+    surface_maps,
+    bg_maps,
+    bg_img,
+    engine,
+    dpi,
+    *,
+    cache=None,
+    n_jobs=None,
+    labels=None,
 ):
     """Data URIs of every component's figure (None where nothing is drawn).
 
@@ -114,16 +131,19 @@ def component_images(
     n_jobs : int, optional
         Worker processes (see :func:`_n_workers`); each draws a contiguous
         block of components on one canvas.
+    labels : dict, optional
+        ``cbar_label`` and ``support_label`` of the figures (see
+        :class:`~neurospca.reporting._canvases.ReportCanvases`).
 
     Returns
     -------
     list of str or None
     """
-    canvases = ReportCanvases(space, meshes, bg_img, engine, dpi, cache)
+    canvases = ReportCanvases(space, meshes, bg_img, engine, dpi, cache, labels=labels)
     keys = [canvases.key("component", comp) for comp in comps]
     images = [None if key is None else cache.get(key) for key in keys]
     todo = [k for k, image in enumerate(images) if image is None]
-    args = (space, meshes, surface_maps, bg_maps, bg_img, engine, dpi)
+    args = (space, meshes, surface_maps, bg_maps, bg_img, engine, dpi, labels)
     blocks, drawn = _draw_blocks(todo, comps, args, n_jobs)
     for block, uris in zip(blocks, drawn, strict=True):
         for k, uri in zip(block, uris, strict=True):

@@ -23,8 +23,10 @@ from ._component_sections import (
     components_header,
     convergence_header,
     convergence_row,
+    coordinates_text,
 )
 from ._estimators import fit_convergence_rows, is_spcatv, relative_alpha_text, variance_basis
+from ._explanations import variance_explanation
 from ._findings import findings_section, n_components_section
 from ._methods import atlas_description, methods_text, weights_text
 from ._png import cached_uri
@@ -205,26 +207,25 @@ def _unit_norm(r):
     return bool(np.allclose(norms[norms > 0], 1.0, rtol=1e-6))
 
 
-def _loading_note(space, surface_coords):
-    """How to read the component figures."""
+def _loading_note(space, coords_note):
+    """How to read the component figures (``coords_note``: where surface xyz come from)."""
     if isinstance(space, VolumeMasker):
         return (
-            "Unit-norm loadings, in the order fitted. Left: slices through the peak over "
-            "the background image; right: glass brain. The colour scale is symmetric "
-            "about zero; zero voxels are transparent (threshold just above zero). "
-            "Coordinates are world (scanner/MNI) mm from the mask's affine."
+            "Unit-norm loadings, in the order fitted. Top: sagittal, coronal and axial "
+            "slices through the peak over the background image, cropped to the brain; "
+            "middle: glass brain (the largest |loading| along each projection, over the "
+            "brain's silhouette); bottom: the largest clusters, each cut through its "
+            "centre and zoomed to it. One colour scale, symmetric about zero and "
+            "labelled with its limits; zero voxels are transparent (threshold just above "
+            "zero). Coordinates are world (scanner/MNI) mm from the mask's affine."
         )
     if isinstance(space, Hemispheres):
-        coords_note = (
-            "the given anatomical coordinates"
-            if surface_coords is not None
-            else "the coordinates of the drawn meshes"
-        )
+        coords_note = coords_note or "the drawn meshes"
         return (
             "Unit-norm loadings, in the order fitted: lateral and medial views of both "
             "hemispheres. The colour scale is symmetric about zero; zero vertices show "
-            f"the background shading only. Peak xyz are {coords_note}; vertex indices "
-            "are those of each hemisphere's mesh."
+            "the background shading only. Peak and cluster xyz (mm) come from "
+            f"{coords_note}; vertex indices are those of each hemisphere's mesh."
         )
     return "Unit-norm loadings against the feature index, in the order fitted."
 
@@ -245,7 +246,7 @@ def loadings_section(r, facts, images):
     dict
         ``note`` and ``components`` (one dict per component).
     """
-    note = _loading_note(r.space, r.surface_coords)
+    note = _loading_note(r.space, coordinates_text(r))
     if not _unit_norm(r):
         note = note.replace("Unit-norm loadings", "Loadings as fitted (not unit-norm)", 1)
     return {
@@ -303,7 +304,7 @@ def variance_section(r):
             f"Total: {total} %. PCA's explained variance is not computed by "
             f"{type(r.estimator).__name__}."
         )
-    return {"image": image, "note": note}
+    return {"image": image, "note": note, "why": variance_explanation(evr, pca_evr, n_components)}
 
 
 def n_components_evidence_section(r):

@@ -4,8 +4,9 @@ Every function returns a matplotlib ``Figure`` (Agg-friendly, nothing shown).
 matplotlib, nilearn and pyvista are imported inside the functions, with an
 install hint when missing (``pip install "neurospca[report]"``).
 
-- Volumes (:func:`plot_volume_component`): nilearn stat-map slices through
-  the peak and a glass brain, symmetric colour scale, zeros transparent.
+- Volumes (:func:`plot_volume_component`): slices through the peak, a glass
+  brain and zoomed clusters (:mod:`._slices`), symmetric labelled colour
+  scale, zeros transparent.
 - Surfaces (:func:`plot_surface_component`): lateral and medial views of both
   hemispheres. pyvista renders them off-screen when it can; whether it can is
   probed once in a subprocess (:func:`pyvista_available`), because VTK can
@@ -23,6 +24,7 @@ import scipy.sparse as sp
 
 from ._canvases import SurfaceCanvas, VolumeCanvas
 from ._png import encode_png, png_data_uri
+from ._summary_plots import plot_convergence, plot_explained_variance, plot_scores
 
 logger = logging.getLogger("neurospca")
 
@@ -125,8 +127,24 @@ def _empty_figure(title, message, figsize=(8, 2)):
 # --------------------------------------------------------------------------
 
 
-def plot_volume_component(img, title=None, *, bg_img=None, cmap=None, canvas=None):
-    """Stat-map slices (through the peak) and a glass brain of one loading map.
+def plot_volume_component(
+    img,
+    title=None,
+    *,
+    bg_img=None,
+    cmap=None,
+    canvas=None,
+    cbar_label="loading",
+    support_label="largest clusters",
+):
+    """Slices through the peak, a glass brain and the largest clusters of one loading map.
+
+    Three rows on one symmetric colour scale (:mod:`neurospca.reporting._slices`):
+    sagittal, coronal and axial slices through the peak over the background,
+    cropped to the brain; largest-magnitude projections over the brain's
+    silhouette; each of the three largest clusters cut through its centre and
+    zoomed to it. The colour bar is labelled (``cbar_label`` and the
+    symmetric limits).
 
     Parameters
     ----------
@@ -135,20 +153,24 @@ def plot_volume_component(img, title=None, *, bg_img=None, cmap=None, canvas=Non
     title : str, optional
     bg_img : nibabel image or path, optional
         Anatomical background of the slices (default: nilearn's bundled
-        MNI152 template).
+        MNI152 template, read from its file).
     cmap : str or matplotlib colormap, optional
         Default nilearn's ``"cold_hot"``.
     canvas : VolumeCanvas, optional
-        A figure to draw into whose glass-brain outlines are already drawn
-        (the report draws every component into one; its ``cmap`` is used).
-        Default: a new figure.
+        A figure to draw into (the report draws every component into one;
+        its ``cmap`` and labels are used). Default: a new figure.
+    cbar_label : str, default="loading"
+        What the colour bar shows, e.g. "loading (unit-norm component)".
+    support_label : str, default="largest clusters"
+        What the zoomed row shows, e.g. "certified support".
 
     Returns
     -------
     matplotlib.figure.Figure
         Zero voxels are transparent (the threshold lies just above zero:
         half the smallest non-zero magnitude); the colour scale is symmetric
-        about zero.
+        about zero. ``fig.neurospca_drawn`` holds the cut (mm), the peak
+        voxel, the clusters zoomed on and the slices drawn.
     """
     import nibabel as nib
 
@@ -164,7 +186,9 @@ def plot_volume_component(img, title=None, *, bg_img=None, cmap=None, canvas=Non
     peak = np.unravel_index(np.argmax(np.abs(data)), data.shape)
     cut = img.affine[:3, :3] @ np.asarray(peak, dtype=np.float64) + img.affine[:3, 3]
     if canvas is None:
-        canvas = VolumeCanvas(CMAP if cmap is None else cmap)
+        canvas = VolumeCanvas(
+            CMAP if cmap is None else cmap, cbar_label=cbar_label, support_label=support_label
+        )
     return canvas.draw(img, cut, vmax, threshold, bg_img=bg_img, title=title)
 
 
@@ -321,7 +345,15 @@ def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas=None):
 
 
 def plot_surface_component(
-    maps, meshes, title=None, *, bg_maps=None, engine="auto", cmap=None, canvas=None
+    maps,
+    meshes,
+    title=None,
+    *,
+    bg_maps=None,
+    engine="auto",
+    cmap=None,
+    canvas=None,
+    cbar_label="loading",
 ):
     """Lateral and medial views of one loading on both hemispheres.
 
@@ -345,6 +377,8 @@ def plot_surface_component(
     canvas : SurfaceCanvas, optional
         pyvista plotters of these ``meshes`` built once (the report draws
         every component with one); used by the pyvista engine only.
+    cbar_label : str, default="loading"
+        What the colour bar shows (its symmetric limits are added).
 
     Returns
     -------
@@ -367,14 +401,18 @@ def plot_surface_component(
     cmap = _surface_cmap(cmap)
     if engine == "auto":
         engine = "pyvista" if pyvista_available() else "matplotlib"
-    fig = plt.figure(figsize=(11, 3.0))
+    fig = plt.figure(figsize=(12, 3.4))
     if engine == "pyvista":
         shots = _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas)
         _show_shots(fig, shots)
     else:
         _draw_matplotlib_views(fig, maps, meshes, bgs, vmax, threshold, cmap)
-    cax = fig.add_axes([0.92, 0.15, 0.012, 0.6])
-    fig.colorbar(ScalarMappable(Normalize(-vmax, vmax), cmap), cax=cax)
+    cax = fig.add_axes([0.915, 0.12, 0.012, 0.66])
+    cbar = fig.colorbar(ScalarMappable(Normalize(-vmax, vmax), cmap), cax=cax)
+    cbar.set_ticks([-vmax, 0.0, vmax])
+    cbar.ax.set_yticklabels([f"{-vmax:.2g}", "0", f"{vmax:.2g}"])
+    cbar.ax.tick_params(labelsize=8)
+    cbar.set_label(f"{cbar_label}\nsymmetric limits \u00b1{vmax:.3g}", fontsize=9)
     if title:
         fig.suptitle(title, fontsize=12)
     return fig
@@ -401,12 +439,12 @@ def _surface_cmap(cmap):
 
     if cmap is not None and not isinstance(cmap, str):
         return cmap
+    from ._slices import cold_hot
+
     name = CMAP if cmap is None else cmap
-    try:
-        return colormaps[name]
-    except KeyError:  # cold_hot is registered by nilearn
-        _nilearn_plotting()
-        return colormaps.get(name, colormaps["RdBu_r"])
+    if name == "cold_hot":
+        return cold_hot()  # nilearn's colours, without importing nilearn
+    return colormaps.get(name, colormaps["RdBu_r"])
 
 
 def _show_shots(fig, shots):
@@ -441,140 +479,3 @@ def _draw_matplotlib_views(fig, maps, meshes, bgs, vmax, threshold, cmap):
             figure=fig,
         )
         ax.set_title(f"{hemi} {view}", fontsize=9)
-
-
-# --------------------------------------------------------------------------
-# summaries
-# --------------------------------------------------------------------------
-
-
-def plot_convergence(gap_history, title=None, *, tol=None, relative=None):
-    """Duality gap against (cumulative) solver iteration, one line per component.
-
-    Parameters
-    ----------
-    gap_history : list of list of (int, float)
-        Per component, ``(cumulative solver iteration, gap)`` pairs: e.g.
-        ``SPCATV.rel_gap_history_`` (gap / P(0), the quantity ``tol`` bounds)
-        or ``SPCATV.gap_history_`` (gap in units of the objective).
-    title : str, optional
-        Default "Relative duality gap" or "Certified duality gap".
-    tol : float, optional
-        Draw the stopping threshold as a horizontal line (only meaningful
-        with the relative gap history).
-    relative : bool, optional
-        Whether the history holds relative gaps (label of the y axis);
-        default True when ``tol`` is given.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    plt = _pyplot()
-    if relative is None:
-        relative = tol is not None
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    drawn = False
-    for k, hist in enumerate(gap_history):
-        arr = np.asarray(hist, dtype=np.float64).reshape(-1, 2) if len(hist) else None
-        if arr is None:
-            continue
-        keep = np.isfinite(arr[:, 1]) & (arr[:, 1] > 0)
-        if keep.any():
-            ax.semilogy(arr[keep, 0], arr[keep, 1], marker=".", ms=3, label=f"component {k + 1}")
-            drawn = True
-    if tol is not None:
-        ax.axhline(float(tol), color="k", ls="--", lw=1, label=f"tol = {float(tol):g}")
-        if not drawn:
-            ax.set_yscale("log")
-        drawn = True
-    ax.set_xlabel("solver iteration (cumulative over alternations)")
-    ax.set_ylabel("relative gap (gap / P(0))" if relative else "certified gap")
-    if title is None:
-        title = "Relative duality gap" if relative else "Certified duality gap"
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    if drawn:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def plot_explained_variance(ratios, pca_ratios=None):
-    """Bar chart of the (adjusted) explained variance ratio of each component.
-
-    Parameters
-    ----------
-    ratios : array-like of shape (n_components,)
-        E.g. ``SPCATV.explained_variance_ratio_``.
-    pca_ratios : array-like of shape (n_components,), optional
-        Plain PCA's ratios of the same data, drawn beside them.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    plt = _pyplot()
-    ratios = np.asarray(ratios, dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(6.5, 3.2))
-    idx = np.arange(1, ratios.size + 1)
-    if pca_ratios is None:
-        ax.bar(idx, 100 * ratios, color="#4c72b0", label="component")
-        ax.plot(idx, 100 * np.cumsum(ratios), "o-", color="#dd8452", label="cumulative")
-    else:
-        pca = np.asarray(pca_ratios, dtype=np.float64)[: ratios.size]
-        ax.bar(idx - 0.2, 100 * ratios, width=0.4, color="#4c72b0", label="SPCA-TV (adjusted)")
-        ax.bar(idx[: pca.size] + 0.2, 100 * pca, width=0.4, color="#aaaaaa", label="PCA")
-        ax.plot(
-            idx, 100 * np.cumsum(ratios), "o-", color="#4c72b0", lw=1, label="SPCA-TV cumulative"
-        )
-        ax.plot(
-            idx[: pca.size],
-            100 * np.cumsum(pca),
-            "s--",
-            color="#777777",
-            lw=1,
-            label="PCA cumulative",
-        )
-    ax.set_xticks(idx)
-    ax.set_xlabel("component")
-    ax.set_ylabel("explained variance (%)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-    fig.tight_layout()
-    return fig
-
-
-def plot_scores(scores):
-    """Scores of each sample on each component (strip plot), and components 1 vs 2.
-
-    Parameters
-    ----------
-    scores : ndarray of shape (n_samples, n_components)
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    plt = _pyplot()
-    scores = np.asarray(scores, dtype=np.float64)
-    n_comp = scores.shape[1]
-    fig, axes = plt.subplots(
-        1, 2 if n_comp > 1 else 1, figsize=(9 if n_comp > 1 else 5, 3.2), squeeze=False
-    )
-    ax = axes[0, 0]
-    jitter = np.random.default_rng(0).uniform(-0.15, 0.15, size=scores.shape[0])
-    for k in range(n_comp):
-        ax.scatter(k + 1 + jitter, scores[:, k], s=8, alpha=0.7)
-    ax.axhline(0, color="grey", lw=0.5)
-    ax.set_xticks(np.arange(1, n_comp + 1))
-    ax.set_xlabel("component")
-    ax.set_ylabel("score")
-    if n_comp > 1:
-        ax = axes[0, 1]
-        ax.scatter(scores[:, 0], scores[:, 1], s=10, alpha=0.7)
-        ax.set_xlabel("component 1")
-        ax.set_ylabel("component 2")
-        ax.axhline(0, color="grey", lw=0.5)
-        ax.axvline(0, color="grey", lw=0.5)
-    fig.tight_layout()
-    return fig

@@ -35,7 +35,7 @@ import numpy as np
 from .._utils.io import atomic_write
 from ..surface import Hemispheres
 from . import plotting
-from ._component_sections import component_facts
+from ._component_sections import component_facts, figure_labels
 from ._estimators import method_title
 from ._inputs import check_arguments, report_inputs
 from ._render import component_images
@@ -318,6 +318,7 @@ def _component_figures(r):
         r.dpi,
         cache=r.figure_cache,
         n_jobs=r.n_jobs,
+        labels=figure_labels(r),
     )
 
 
