@@ -1,0 +1,361 @@
+"""The report's interactive viewer: slices of a volume, or both hemispheres' meshes.
+
+The viewer is one small script shipped with the package
+(``reporting/assets/viewer.js``, BSD-3-Clause as the package, its licence
+beside it), pinned by its SHA-256 (:data:`VIEWER_SHA256`, checked each time it
+is read) and put inline in the page, where the report's Content-Security-Policy
+allows it by that hash and nothing else (no network, no other script). Volumes
+are shown as three orthogonal slices (click or drag to move the cut, the wheel
+to scroll through a panel's slices; the cut's world coordinates and loading are
+shown); surfaces as both hemispheres drawn with WebGL (a 2-D canvas when WebGL
+is missing), drag to rotate, wheel to zoom, preset views and hemisphere toggles.
+
+What it draws is embedded once: the background (cropped to the mask's box) or
+the meshes (coordinates on a 16-bit grid of their bounding box, faces as
+integers) and per component the loadings quantised to 8 bits (``q =
+round(127 v / max|v|)``; a non-zero loading is never rounded to zero, so the
+support shown is the support), in-mask voxels only, each deflated and base64
+encoded. The browser inflates them with ``DecompressionStream``.
+"""
+
+import base64
+import hashlib
+import json
+import zlib
+from importlib import resources
+
+import numpy as np
+
+from ..masking import VolumeMasker
+from ..surface import Hemispheres
+
+__all__ = [
+    "VIEWER_FILE",
+    "VIEWER_VERSION",
+    "VIEWER_SHA256",
+    "check_interactive",
+    "csp_hash",
+    "quantise",
+    "surface_data",
+    "viewer_script",
+    "viewer_section",
+    "volume_data",
+]
+
+#: the viewer's file in the package, its version and its pinned SHA-256 (hex)
+VIEWER_FILE = "assets/viewer.js"
+VIEWER_VERSION = "1.0.0"
+VIEWER_SHA256 = "88f063e4e7c29ac4a016551bc66201f8ab5514c8ced830780618bdeb71d329cf"
+
+#: largest quantised magnitude (int8)
+LEVELS = 127
+
+
+def check_interactive(interactive):
+    """``interactive`` must be a bool (TypeError naming it otherwise)."""
+    if not isinstance(interactive, (bool, np.bool_)):
+        raise TypeError(f"interactive must be True or False, got {type(interactive).__name__}.")
+    return bool(interactive)
+
+
+def viewer_script():
+    """The viewer's source, checked against :data:`VIEWER_SHA256`.
+
+    Raises
+    ------
+    RuntimeError
+        If the shipped file is not the pinned one (an edited installation).
+    """
+    text = resources.files("neurospca.reporting").joinpath(VIEWER_FILE).read_text("utf-8")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if digest != VIEWER_SHA256:
+        raise RuntimeError(
+            f"the report viewer {VIEWER_FILE} has SHA-256 {digest}, not the pinned "
+            f"{VIEWER_SHA256}: reinstall neurospca."
+        )
+    if "</script" in text.lower():
+        raise RuntimeError(f"{VIEWER_FILE} must not contain '</script'.")
+    return text
+
+
+def csp_hash(script):
+    """The Content-Security-Policy source allowing one inline script: ``'sha256-...'``."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def _pack(arr):
+    """Deflated (zlib) and base64-encoded bytes of an array (little-endian)."""
+    return base64.b64encode(zlib.compress(np.ascontiguousarray(arr).tobytes(), 6)).decode("ascii")
+
+
+def quantise(values, scale):
+    """8-bit loadings: ``round(127 v / scale)``, non-zero values never rounded to zero.
+
+    Parameters
+    ----------
+    values : ndarray
+    scale : float
+        The largest magnitude (> 0).
+
+    Returns
+    -------
+    ndarray of int8
+    """
+    values = np.asarray(values, dtype=np.float64)
+    q = np.clip(np.rint(values / scale * LEVELS), -LEVELS, LEVELS)
+    small = (q == 0) & (values != 0) & np.isfinite(values)
+    q[small] = np.sign(values[small])
+    q[~np.isfinite(values)] = 0
+    return q.astype(np.int8)
+
+
+def _scale(values):
+    finite = np.abs(values[np.isfinite(values)])
+    top = float(finite.max()) if finite.size else 0.0
+    return top if top > 0 else 1.0
+
+
+def _lut():
+    """The colour map (nilearn's cold_hot, as the static figures) as 256 RGB bytes."""
+    from nilearn.plotting import cm
+
+    rgb = np.asarray(cm.cold_hot(np.linspace(0.0, 1.0, 256)))[:, :3]
+    return [int(v) for v in np.rint(255 * rgb).ravel()]
+
+
+def _background(bg_img, mask_img):
+    """The background resampled (continuous) on the mask's grid, as an array."""
+    import nibabel as nib
+    from nilearn.datasets import load_mni152_template
+    from nilearn.image import resample_to_img
+
+    if bg_img is None:
+        voxel = float(np.min(np.linalg.norm(mask_img.affine[:3, :3], axis=0)))
+        bg_img = load_mni152_template(resolution=1 if voxel < 2 else 2)
+    elif not isinstance(bg_img, nib.spatialimages.SpatialImage):
+        bg_img = nib.load(bg_img)
+    if bg_img.ndim > 3:
+        bg_img = nib.Nifti1Image(np.asarray(bg_img.dataobj)[..., 0], bg_img.affine)
+    out = resample_to_img(
+        bg_img, mask_img, interpolation="continuous", force_resample=True, copy_header=True
+    )
+    return np.asarray(out.get_fdata(), dtype=np.float64)
+
+
+def _grey(bg):
+    """Background bytes: the 2nd..99.5th percentiles of the non-zero voxels to 0..255."""
+    inside = bg[np.isfinite(bg) & (bg != 0)]
+    if inside.size == 0:
+        return np.zeros(bg.shape, dtype=np.uint8)
+    lo, hi = np.percentile(inside, [2, 99.5])
+    grey = (np.nan_to_num(bg) - lo) / max(hi - lo, 1e-12)
+    return np.rint(255 * np.clip(grey, 0, 1)).astype(np.uint8)
+
+
+def _canonical(masker):
+    """(orientation, affine, box) of the mask in RAS+ voxel order, cropped to its extent
+    plus one voxel."""
+    from nibabel.orientations import apply_orientation, inv_ornt_aff, io_orientation
+
+    affine = masker.mask_img.affine
+    ornt = io_orientation(affine)
+    mask = apply_orientation(masker.mask, ornt).astype(bool)
+    ras = affine @ inv_ornt_aff(ornt, masker.mask.shape)
+    where = np.argwhere(mask)
+    lo = np.maximum(where.min(axis=0) - 1, 0)
+    hi = np.minimum(where.max(axis=0) + 2, mask.shape)
+    box = tuple(slice(int(a), int(b)) for a, b in zip(lo, hi, strict=True))
+    shift = np.eye(4)
+    shift[:3, 3] = lo
+    return ornt, ras @ shift, box
+
+
+def volume_data(masker, comps, bg_img=None):
+    """What the slice viewer draws (a JSON-able dict).
+
+    Parameters
+    ----------
+    masker : VolumeMasker
+    comps : ndarray of shape (n_components, n_voxels)
+        The loadings shown.
+    bg_img : nibabel image, path or None
+        Background (default: the MNI152 template).
+
+    Returns
+    -------
+    dict
+        ``kind``, ``shape``, ``affine`` (RAS+ voxel order, the crop's
+        origin), ``voxel`` (mm), ``bg`` and ``mask`` (packed), ``lut`` and
+        ``comps`` (``label``, ``scale``, ``peak`` voxel, ``data``).
+    """
+    from nibabel.orientations import apply_orientation
+
+    ornt, affine, box = _canonical(masker)
+    mask = apply_orientation(masker.mask, ornt).astype(bool)[box]
+    grey = _grey(apply_orientation(_background(bg_img, masker.mask_img), ornt)[box])
+    out = {
+        "kind": "volume",
+        "shape": [int(n) for n in mask.shape],
+        "affine": np.round(affine, 6).tolist(),
+        "voxel": [float(v) for v in np.linalg.norm(affine[:3, :3], axis=0)],
+        "bg": _pack(grey),
+        "mask": _pack(np.packbits(mask.ravel())),
+        "lut": _lut(),
+        "comps": [],
+    }
+    full = np.zeros(masker.mask.shape)
+    for k, comp in enumerate(np.asarray(comps, dtype=np.float64)):
+        full[masker.mask] = comp
+        vol = apply_orientation(full, ornt)[box]
+        scale = _scale(comp)
+        out["comps"].append(
+            {
+                "label": f"Component {k + 1}",
+                "scale": scale,
+                "peak": [int(i) for i in np.unravel_index(np.argmax(np.abs(vol)), vol.shape)],
+                "data": _pack(quantise(vol[mask], scale)),
+            }
+        )
+    return out
+
+
+def _side_by_side(coords):
+    """Left and right coordinates moved apart along x when they overlap (inflated)."""
+    left, right = coords
+    gap = 0.1 * max(np.ptp(left[:, 0]), np.ptp(right[:, 0]))
+    if left[:, 0].max() + gap <= right[:, 0].min():
+        return left, right
+    return (left - [left[:, 0].max() + gap / 2, 0, 0], right - [right[:, 0].min() - gap / 2, 0, 0])
+
+
+def _shading(meshes, hemi, n_vertices):
+    """Grey bytes of a hemisphere: its background map (sulci darker) or a flat grey."""
+    bg = meshes.get(f"bg_{hemi}")
+    if bg is None:
+        return np.full(n_vertices, 190, dtype=np.uint8)
+    bg = np.nan_to_num(np.asarray(bg, dtype=np.float64).ravel())
+    return np.rint(np.clip(175 - 55 * bg, 0, 255)).astype(np.uint8)
+
+
+def surface_data(space, meshes, comps):
+    """What the mesh viewer draws (a JSON-able dict).
+
+    Parameters
+    ----------
+    space : Hemispheres
+    meshes : dict
+        ``{"left": (coords, faces), "right": (coords, faces)}`` and optional
+        ``"bg_left"``/``"bg_right"`` shading maps (as the report's figures).
+    comps : ndarray of shape (n_components, n_features)
+
+    Returns
+    -------
+    dict
+        ``kind``, ``lo``/``step`` (the 16-bit coordinate grid), ``centre``,
+        ``radius``, ``hemis`` (``name``, ``n``, packed ``coords``, ``faces``
+        and ``gray``), ``lut`` and ``comps`` (``label``, ``scale``, ``data``
+        per hemisphere).
+    """
+    hemis = ("left", "right")
+    coords = _side_by_side([np.asarray(meshes[h][0], dtype=np.float64) for h in hemis])
+    lo = np.min([c.min(axis=0) for c in coords], axis=0)
+    hi = np.max([c.max(axis=0) for c in coords], axis=0)
+    step = np.maximum(hi - lo, 1e-9) / 65535
+    centre = (lo + hi) / 2
+    out = {
+        "kind": "surface",
+        "lo": lo.tolist(),
+        "step": step.tolist(),
+        "centre": centre.tolist(),
+        "radius": float(max(np.linalg.norm(c - centre, axis=1).max() for c in coords)),
+        "hemis": [],
+        "lut": _lut(),
+        "comps": [],
+    }
+    for h, c in zip(hemis, coords, strict=True):
+        faces = np.asarray(meshes[h][1])
+        dtype = "<u2" if c.shape[0] <= 65535 else "<u4"
+        out["hemis"].append(
+            {
+                "name": h,
+                "n": int(c.shape[0]),
+                "coords": _pack(np.rint((c - lo) / step).astype("<u2")),
+                "faces": _pack(faces.astype(dtype)),
+                "gray": _pack(_shading(meshes, h, c.shape[0])),
+            }
+        )
+    maps = space.inverse_transform(np.asarray(comps, dtype=np.float64))
+    for k, comp in enumerate(np.asarray(comps, dtype=np.float64)):
+        scale = _scale(comp)
+        out["comps"].append(
+            {
+                "label": f"Component {k + 1}",
+                "scale": scale,
+                "data": [_pack(quantise(maps[h][:, k], scale)) for h in hemis],
+            }
+        )
+    return out
+
+
+def _json(data):
+    """JSON for a ``<script type="application/json">`` block (no ``<``, ``>`` or ``&``)."""
+    text = json.dumps(data, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _sizes(data):
+    """(total, shared, per component) kilobytes of the embedded data."""
+    per = [len(json.dumps(c, separators=(",", ":"))) for c in data["comps"]]
+    total = len(_json(data))
+    return total / 1e3, (total - sum(per)) / 1e3, (np.mean(per) if per else 0.0) / 1e3
+
+
+def _note(kind, sizes):
+    total, shared, per = sizes
+    how = (
+        "Three orthogonal slices through the component's peak over the background: "
+        "click or drag to move the cut, scroll a panel to move through its slices; the "
+        "cut's world (mm) coordinates and loading are shown below."
+        if kind == "volume"
+        else "Both hemispheres of the mesh the figures are drawn on: drag to rotate, "
+        "scroll to zoom, pick a preset view or hide a hemisphere (to see a medial wall)."
+    )
+    return (
+        f"{how} Loadings are quantised to 8 bits (step max|loading|/127; a non-zero "
+        "loading is never shown as zero), with the colour scale of the figures, "
+        "symmetric about zero. Data embedded in this page: "
+        f"{total:,.0f} KB ({shared:,.0f} KB shared, {per:,.1f} KB per component). "
+        f"neurospca viewer {VIEWER_VERSION}, inline, no network."
+    )
+
+
+def viewer_section(r):
+    """The interactive viewer's context, or None (``interactive=False``, no brain
+    space, or surfaces without meshes).
+
+    Returns
+    -------
+    dict or None
+        ``kind``, ``labels``, ``data`` and ``script`` (markup put verbatim in the
+        page), ``csp`` (the script's hash source) and ``note``.
+    """
+    from markupsafe import Markup
+
+    if not r.interactive:
+        return None
+    if isinstance(r.space, VolumeMasker):
+        data = volume_data(r.space, r.shown, r.bg_img)
+    elif isinstance(r.space, Hemispheres) and r.meshes is not None:
+        data = surface_data(r.space, r.meshes, r.shown)
+    else:
+        return None
+    script = viewer_script()
+    return {
+        "kind": data["kind"],
+        "labels": [c["label"] for c in data["comps"]],
+        "data": Markup(_json(data)),
+        "script": Markup(script),
+        "csp": csp_hash(script),
+        "note": _note(data["kind"], _sizes(data)),
+    }
