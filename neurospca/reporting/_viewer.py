@@ -45,7 +45,7 @@ __all__ = [
 #: the viewer's file in the package, its version and its pinned SHA-256 (hex)
 VIEWER_FILE = "assets/viewer.js"
 VIEWER_VERSION = "1.0.0"
-VIEWER_SHA256 = "88f063e4e7c29ac4a016551bc66201f8ab5514c8ced830780618bdeb71d329cf"
+VIEWER_SHA256 = "d3aed4cb9b0778536b2cc96ef019aad43954db981eb9c8458977bc2d00a0824a"
 
 #: largest quantised magnitude (int8)
 LEVELS = 127

@@ -136,7 +136,7 @@
   }
 
   function GL(canvas, hemis) {
-    var gl = canvas.getContext("webgl", { preserveDrawingBuffer: true, antialias: true });
+    var gl = canvas.getContext("webgl", { antialias: true });
     if (!gl) return null;
     function shader(type, src) {
       var s = gl.createShader(type);
