@@ -87,10 +87,18 @@ def surface(tmp_path_factory):
     op, hemis = tv_from_hemispheres(fs["pial"].parts["left"], fs["pial"].parts["right"])
     X = hemis.transform(maps[0], maps[1])
     model = SPCATV(2, alpha=0.3, l1_ratio=0.05, tv_ratio=0.1, operator=op, tol=1e-2).fit(X)
-    html = make_report(model, hemis, meshes=meshes, title="Surface viewer", engine="matplotlib")
+    pial = tuple(fs["pial"].parts[h].coordinates for h in ("left", "right"))
+    html = make_report(
+        model,
+        hemis,
+        meshes=meshes,
+        surface_coords=pial,
+        title="Surface viewer",
+        engine="matplotlib",
+    )
     path = tmp_path_factory.mktemp("viewer") / "surface.html"
     save_report(html, path)
-    return model, hemis, meshes, html, path
+    return model, hemis, meshes, html, path, pial
 
 
 # --------------------------------------------------------------------------
@@ -231,7 +239,7 @@ def test_volume_data_decode_to_the_loadings_at_their_coordinates(flip):
 
 
 def test_surface_data_decode_to_meshes_and_loadings(surface):
-    model, hemis, meshes, html = surface[:4]
+    model, hemis, meshes, html, _, pial = surface
     d = _data(html)
     assert d["kind"] == "surface" and [h["name"] for h in d["hemis"]] == ["left", "right"]
     lo, step = np.asarray(d["lo"]), np.asarray(d["step"])
@@ -244,6 +252,9 @@ def test_surface_data_decode_to_meshes_and_loadings(surface):
             shift.mean(0)[1:], 0, atol=step.max()
         )
         assert np.array_equal(_unpack(h["faces"], "<u2").reshape(-1, 3), faces)
+        assert np.allclose(h["shift"], shift.mean(0), atol=step.max())
+        anat = _unpack(h["anat"], "<i2").reshape(-1, 3) / 10
+        assert np.abs(anat - pial[0 if name == "left" else 1]).max() <= 0.05 + 1e-9
         xs.append(xyz[:, 0])
     assert xs[0].max() < xs[1].min()  # side by side
     shown_view, _ = certified_view(model, model.components_)  # what the figures show
@@ -280,6 +291,7 @@ def _open(browser, path, *, ready=True):
     page.wait_for_load_state("load")
     if ready:
         page.wait_for_selector(".nsv[data-ready='1']", timeout=60_000)
+        page.locator(".nsv-canvas").scroll_into_view_if_needed()  # mouse events land on it
     log["url"] = url
     return page, log
 
@@ -347,7 +359,20 @@ def _halves(rgb):
     return int(ink[:, :half].sum()), int(ink[:, half:].sum())
 
 
-def _surface_checks(page):
+def _pick(page, pial):
+    """Click the left hemisphere (dorsal view): the vertex, its pial xyz and loading shown."""
+    box = page.locator(".nsv-canvas").bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.5)
+    hemi, vertex = map(int, page.get_attribute(".nsv", "data-picked").split(","))
+    assert hemi == 0
+    xyz = ", ".join(f"{c:.1f}" for c in np.rint(pial[0][vertex] * 10).astype(int) / 10)
+    status = page.text_content(".nsv-status")
+    assert f"left vertex {vertex} at ({xyz}) mm, loading " in status, status
+    assert pial[0][vertex][2] > 0  # seen from above: a dorsal vertex
+
+
+def _surface_checks(page, pial):
+    _pick(page, pial)
     first = _canvas(page)
     left, right = _halves(first)
     assert left > 20_000 and right > 20_000  # both hemispheres drawn
@@ -377,7 +402,7 @@ def test_surface_viewer_webgl(browser, surface):
     page, log = _open(browser, surface[4])
     try:
         assert page.get_attribute(".nsv", "data-renderer") == "webgl"
-        _surface_checks(page)
+        _surface_checks(page, surface[5])
         _clean(page, log)
     finally:
         page.close()
@@ -399,7 +424,7 @@ def test_surface_viewer_without_webgl_draws_on_a_2d_canvas(browser_without_webgl
     page, log = _open(browser_without_webgl, surface[4])
     try:
         assert page.get_attribute(".nsv", "data-renderer") == "2d"
-        _surface_checks(page)
+        _surface_checks(page, surface[5])
         _clean(page, log)
     finally:
         page.close()

@@ -45,7 +45,7 @@ __all__ = [
 #: the viewer's file in the package, its version and its pinned SHA-256 (hex)
 VIEWER_FILE = "assets/viewer.js"
 VIEWER_VERSION = "1.0.0"
-VIEWER_SHA256 = "d3aed4cb9b0778536b2cc96ef019aad43954db981eb9c8458977bc2d00a0824a"
+VIEWER_SHA256 = "36bec4cd542b4359819cfe2c141099d12dcf9cf83b58260eeb00f51cdbc3e6a4"
 
 #: largest quantised magnitude (int8)
 LEVELS = 127
@@ -221,12 +221,15 @@ def volume_data(masker, comps, bg_img=None):
 
 
 def _side_by_side(coords):
-    """Left and right coordinates moved apart along x when they overlap (inflated)."""
+    """The x shifts moving left and right apart when they overlap (inflated meshes)."""
     left, right = coords
     gap = 0.1 * max(np.ptp(left[:, 0]), np.ptp(right[:, 0]))
     if left[:, 0].max() + gap <= right[:, 0].min():
-        return left, right
-    return (left - [left[:, 0].max() + gap / 2, 0, 0], right - [right[:, 0].min() - gap / 2, 0, 0])
+        return [np.zeros(3), np.zeros(3)]
+    return [
+        np.array([-(left[:, 0].max() + gap / 2), 0.0, 0.0]),
+        np.array([-(right[:, 0].min() - gap / 2), 0.0, 0.0]),
+    ]
 
 
 def _shading(meshes, hemi, n_vertices):
@@ -238,7 +241,7 @@ def _shading(meshes, hemi, n_vertices):
     return np.rint(np.clip(175 - 55 * bg, 0, 255)).astype(np.uint8)
 
 
-def surface_data(space, meshes, comps):
+def surface_data(space, meshes, comps, surface_coords=None):
     """What the mesh viewer draws (a JSON-able dict).
 
     Parameters
@@ -248,17 +251,22 @@ def surface_data(space, meshes, comps):
         ``{"left": (coords, faces), "right": (coords, faces)}`` and optional
         ``"bg_left"``/``"bg_right"`` shading maps (as the report's figures).
     comps : ndarray of shape (n_components, n_features)
+    surface_coords : (ndarray, ndarray), optional
+        Anatomical coordinates of the vertices (e.g. pial when the drawn
+        meshes are inflated): a clicked point's xyz, to 0.1 mm.
 
     Returns
     -------
     dict
         ``kind``, ``lo``/``step`` (the 16-bit coordinate grid), ``centre``,
-        ``radius``, ``hemis`` (``name``, ``n``, packed ``coords``, ``faces``
-        and ``gray``), ``lut`` and ``comps`` (``label``, ``scale``, ``data``
-        per hemisphere).
+        ``radius``, ``hemis`` (``name``, ``n``, ``shift`` (moved apart along
+        x), packed ``coords``, ``faces``, ``gray`` and ``anat`` or None),
+        ``lut`` and ``comps`` (``label``, ``scale``, ``data`` per hemisphere).
     """
     hemis = ("left", "right")
-    coords = _side_by_side([np.asarray(meshes[h][0], dtype=np.float64) for h in hemis])
+    drawn = [np.asarray(meshes[h][0], dtype=np.float64) for h in hemis]
+    shifts = _side_by_side(drawn)
+    coords = [c + shift for c, shift in zip(drawn, shifts, strict=True)]
     lo = np.min([c.min(axis=0) for c in coords], axis=0)
     hi = np.max([c.max(axis=0) for c in coords], axis=0)
     step = np.maximum(hi - lo, 1e-9) / 65535
@@ -273,16 +281,19 @@ def surface_data(space, meshes, comps):
         "lut": _lut(),
         "comps": [],
     }
-    for h, c in zip(hemis, coords, strict=True):
+    for i, (h, c) in enumerate(zip(hemis, coords, strict=True)):
         faces = np.asarray(meshes[h][1])
         dtype = "<u2" if c.shape[0] <= 65535 else "<u4"
+        anat = None if surface_coords is None else np.asarray(surface_coords[i], dtype=np.float64)
         out["hemis"].append(
             {
                 "name": h,
                 "n": int(c.shape[0]),
+                "shift": shifts[i].tolist(),
                 "coords": _pack(np.rint((c - lo) / step).astype("<u2")),
                 "faces": _pack(faces.astype(dtype)),
                 "gray": _pack(_shading(meshes, h, c.shape[0])),
+                "anat": None if anat is None else _pack(np.rint(10 * anat).astype("<i2")),
             }
         )
     maps = space.inverse_transform(np.asarray(comps, dtype=np.float64))
@@ -311,7 +322,7 @@ def _sizes(data):
     return total / 1e3, (total - sum(per)) / 1e3, (np.mean(per) if per else 0.0) / 1e3
 
 
-def _note(kind, sizes):
+def _note(kind, sizes, anatomical=False):
     total, shared, per = sizes
     how = (
         "Three orthogonal slices through the component's peak over the background: "
@@ -319,7 +330,9 @@ def _note(kind, sizes):
         "cut's world (mm) coordinates and loading are shown below."
         if kind == "volume"
         else "Both hemispheres of the mesh the figures are drawn on: drag to rotate, "
-        "scroll to zoom, pick a preset view or hide a hemisphere (to see a medial wall)."
+        "scroll to zoom, pick a preset view or hide a hemisphere (to see a medial wall); "
+        "click a point for its vertex, coordinates and loading (the coordinates "
+        + ("given as anatomical, e.g. pial)." if anatomical else "of the drawn mesh).")
     )
     return (
         f"{how} Loadings are quantised to 8 bits (step max|loading|/127; a non-zero "
@@ -347,7 +360,7 @@ def viewer_section(r):
     if isinstance(r.space, VolumeMasker):
         data = volume_data(r.space, r.shown, r.bg_img)
     elif isinstance(r.space, Hemispheres) and r.meshes is not None:
-        data = surface_data(r.space, r.meshes, r.shown)
+        data = surface_data(r.space, r.meshes, r.shown, r.surface_coords)
     else:
         return None
     script = viewer_script()
@@ -357,5 +370,5 @@ def viewer_section(r):
         "data": Markup(_json(data)),
         "script": Markup(script),
         "csp": csp_hash(script),
-        "note": _note(data["kind"], _sizes(data)),
+        "note": _note(data["kind"], _sizes(data), r.surface_coords is not None),
     }

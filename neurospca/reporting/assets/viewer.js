@@ -263,7 +263,11 @@
       var q = new Uint16Array(raw.coords[i]), n = q.length / 3, xyz = new Float32Array(3 * n);
       for (var v = 0; v < 3 * n; v++) xyz[v] = lo[v % 3] + q[v] * step[v % 3] - centre[v % 3];
       var faces = h.n > 65535 ? new Uint32Array(raw.faces[i]) : new Uint16Array(raw.faces[i]);
-      return { n: n, xyz: xyz, faces: faces, normals: normals(xyz, faces, n), gray: new Uint8Array(raw.gray[i]), rgb: new Uint8Array(3 * n) };
+      return {
+        n: n, name: h.name, shift: h.shift, xyz: xyz, faces: faces, normals: normals(xyz, faces, n),
+        gray: new Uint8Array(raw.gray[i]), rgb: new Uint8Array(3 * n), q: null,
+        anat: raw.anat ? new Int16Array(raw.anat[i]) : null
+      };
     });
     var canvas = el(root, "nsv-canvas"), status = el(root, "nsv-status");
     var view = { yaw: 0, pitch: 0, zoom: 1 }, shown = [true, true], comp = 0;
@@ -278,7 +282,7 @@
     function setComp(k) {
       comp = k;
       hemis.forEach(function (h, i) {
-        var q = new Int8Array(raw.comps[k][i]);
+        var q = h.q = new Int8Array(raw.comps[k][i]);
         for (var v = 0; v < h.n; v++) {
           var c = q[v] === 0 ? [h.gray[v], h.gray[v], h.gray[v]] : rgb(d.lut, q[v]);
           h.rgb[3 * v] = c[0]; h.rgb[3 * v + 1] = c[1]; h.rgb[3 * v + 2] = c[2];
@@ -292,12 +296,41 @@
       painter.draw(rotation(view.yaw, view.pitch), s * m / W, s * m / H, 1 / (d.radius * 1.5), shown);
       status.textContent = d.comps[comp].label + ": loadings scaled to \u00b1" + fmt(d.comps[comp].scale) +
         " | view yaw " + Math.round(view.yaw) + "\u00b0, pitch " + Math.round(view.pitch) + "\u00b0" +
-        " | drag to rotate, wheel to zoom";
+        " | " + (picked || "drag to rotate, wheel to zoom, click a point to read it");
       root.dataset.view = [Math.round(view.yaw), Math.round(view.pitch), view.zoom.toFixed(2)].join(",");
     }
-    var last = null;
-    canvas.addEventListener("mousedown", function (e) { last = [e.clientX, e.clientY]; });
-    window.addEventListener("mouseup", function () { last = null; });
+    var picked = "";
+    function pick(e) {
+      // the vertex nearest the viewer among those drawn within 5 pixels of the click
+      var r = canvas.getBoundingClientRect(), W = canvas.width, H = canvas.height;
+      var px = (e.clientX - r.left) * W / r.width, py = (e.clientY - r.top) * H / r.height;
+      var R = rotation(view.yaw, view.pitch), m = Math.min(W, H), s = view.zoom / (d.radius * 1.05) * m / 2;
+      var best = null;
+      hemis.forEach(function (h, hi) {
+        if (!shown[hi]) return;
+        for (var v = 0; v < h.n; v++) {
+          var a = h.xyz[3 * v], b = h.xyz[3 * v + 1], c = h.xyz[3 * v + 2];
+          var x = (R[0] * a + R[1] * b + R[2] * c) * s + W / 2, y = H / 2 - (R[3] * a + R[4] * b + R[5] * c) * s;
+          var z = R[6] * a + R[7] * b + R[8] * c;
+          if ((x - px) * (x - px) + (y - py) * (y - py) <= 25 && (!best || z > best[2])) best = [hi, v, z];
+        }
+      });
+      if (!best) { picked = ""; draw(); return; }
+      var h = hemis[best[0]], v = best[1], xyz;
+      if (h.anat) xyz = [h.anat[3 * v] / 10, h.anat[3 * v + 1] / 10, h.anat[3 * v + 2] / 10];
+      else xyz = [0, 1, 2].map(function (j) { return h.xyz[3 * v + j] + centre[j] - h.shift[j]; });
+      var q = h.q[v];
+      picked = h.name + " vertex " + v + " at (" + xyz.map(function (c) { return c.toFixed(1); }).join(", ") +
+        ") mm, loading " + (q === 0 ? "0 (not in the support)" : fmt(q * d.comps[comp].scale / 127));
+      root.dataset.picked = best[0] + "," + v;
+      draw();
+    }
+    var last = null, start = null;
+    canvas.addEventListener("mousedown", function (e) { last = start = [e.clientX, e.clientY]; });
+    window.addEventListener("mouseup", function (e) {
+      if (start && Math.abs(e.clientX - start[0]) + Math.abs(e.clientY - start[1]) < 3) pick(e);
+      last = start = null;
+    });
     window.addEventListener("mousemove", function (e) {
       if (!last) return;
       view.yaw += (e.clientX - last[0]) * 0.5;
@@ -337,6 +370,7 @@
       add("coords", d.hemis.map(function (h) { return h.coords; }));
       add("faces", d.hemis.map(function (h) { return h.faces; }));
       add("gray", d.hemis.map(function (h) { return h.gray; }));
+      if (d.hemis[0].anat) add("anat", d.hemis.map(function (h) { return h.anat; }));
       add("flat", [].concat.apply([], d.comps.map(function (c) { return c.data; })));
     }
     var keys = Object.keys(jobs);
