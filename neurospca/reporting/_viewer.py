@@ -35,6 +35,7 @@ __all__ = [
     "VIEWER_SHA256",
     "check_interactive",
     "csp_hash",
+    "pack_ints",
     "quantise",
     "surface_data",
     "viewer_script",
@@ -45,7 +46,7 @@ __all__ = [
 #: the viewer's file in the package, its version and its pinned SHA-256 (hex)
 VIEWER_FILE = "assets/viewer.js"
 VIEWER_VERSION = "1.0.0"
-VIEWER_SHA256 = "36bec4cd542b4359819cfe2c141099d12dcf9cf83b58260eeb00f51cdbc3e6a4"
+VIEWER_SHA256 = "201c460fa294b1892f0e1f36fb08e7033e7d85c543432b8e0c26b888c6841957"
 
 #: largest quantised magnitude (int8)
 LEVELS = 127
@@ -87,6 +88,30 @@ def csp_hash(script):
 def _pack(arr):
     """Deflated (zlib) and base64-encoded bytes of an array (little-endian)."""
     return base64.b64encode(zlib.compress(np.ascontiguousarray(arr).tobytes(), 6)).decode("ascii")
+
+
+def pack_ints(values, size):
+    """Integers of shape (n, cols) packed for the viewer: each column delta-coded
+    modulo ``2**(8 size)``, the little-endian bytes split into planes (all low bytes,
+    then the next...), deflated and base64-encoded. Neighbouring vertices and faces
+    have close indices and coordinates: the deltas' high bytes are mostly 0 or 255,
+    which deflate well (fsaverage5 faces: 37 KB instead of 96 KB per hemisphere).
+
+    Parameters
+    ----------
+    values : array-like of int, shape (n, cols)
+    size : {2, 4}
+        Bytes per value (values are taken modulo ``2**(8 size)``).
+
+    Returns
+    -------
+    str
+    """
+    mod = 1 << (8 * size)
+    cols = np.asarray(values, dtype=np.int64).reshape(len(values), -1).T % mod
+    deltas = np.diff(cols, axis=1, prepend=0) % mod
+    items = deltas.astype(f"<u{size}").ravel()
+    return _pack(items.view(np.uint8).reshape(-1, size).T)
 
 
 def quantise(values, scale):
@@ -283,17 +308,19 @@ def surface_data(space, meshes, comps, surface_coords=None):
     }
     for i, (h, c) in enumerate(zip(hemis, coords, strict=True)):
         faces = np.asarray(meshes[h][1])
-        dtype = "<u2" if c.shape[0] <= 65535 else "<u4"
+        size = 2 if c.shape[0] <= 65535 else 4
         anat = None if surface_coords is None else np.asarray(surface_coords[i], dtype=np.float64)
+        anat_bytes = 2 if anat is None or np.abs(anat).max() < 3276 else 4  # 0.1 mm in int16
         out["hemis"].append(
             {
                 "name": h,
                 "n": int(c.shape[0]),
                 "shift": shifts[i].tolist(),
-                "coords": _pack(np.rint((c - lo) / step).astype("<u2")),
-                "faces": _pack(faces.astype(dtype)),
+                "coords": pack_ints(np.rint((c - lo) / step), 2),
+                "faces": pack_ints(faces, size),
                 "gray": _pack(_shading(meshes, h, c.shape[0])),
-                "anat": None if anat is None else _pack(np.rint(10 * anat).astype("<i2")),
+                "anat": None if anat is None else pack_ints(np.rint(10 * anat), anat_bytes),
+                "anat_bytes": anat_bytes,
             }
         )
     maps = space.inverse_transform(np.asarray(comps, dtype=np.float64))

@@ -12,6 +12,20 @@
     var st = new Blob([bytes(s)]).stream().pipeThrough(new DecompressionStream("deflate"));
     return new Response(st).arrayBuffer();
   }
+  function ints(u8, size, cols, signed) {
+    // integers as packed by neurospca: columns delta-coded mod 2^(8 size), byte planes
+    var m = u8.length / size, n = m / cols, out = new Float64Array(m), mod = Math.pow(2, 8 * size);
+    for (var c = 0; c < cols; c++) {
+      var acc = 0;
+      for (var r = 0; r < n; r++) {
+        var t = c * n + r, v = 0;
+        for (var b = size - 1; b >= 0; b--) v = v * 256 + u8[b * m + t];
+        acc = (acc + v) % mod;
+        out[r * cols + c] = signed && acc >= mod / 2 ? acc - mod : acc;
+      }
+    }
+    return out;
+  }
   function el(root, cls) { return root.querySelector("." + cls); }
   function rgb(lut, q) {
     var i = Math.round((q + 127) * 255 / 254) * 3;
@@ -260,13 +274,14 @@
   function Surface(root, d, raw) {
     var lo = d.lo, step = d.step, centre = d.centre;
     var hemis = d.hemis.map(function (h, i) {
-      var q = new Uint16Array(raw.coords[i]), n = q.length / 3, xyz = new Float32Array(3 * n);
+      var q = ints(new Uint8Array(raw.coords[i]), 2, 3, false), n = q.length / 3, xyz = new Float32Array(3 * n);
       for (var v = 0; v < 3 * n; v++) xyz[v] = lo[v % 3] + q[v] * step[v % 3] - centre[v % 3];
-      var faces = h.n > 65535 ? new Uint32Array(raw.faces[i]) : new Uint16Array(raw.faces[i]);
+      var big = h.n > 65535, f = ints(new Uint8Array(raw.faces[i]), big ? 4 : 2, 3, false);
+      var faces = big ? new Uint32Array(f) : new Uint16Array(f);
       return {
         n: n, name: h.name, shift: h.shift, xyz: xyz, faces: faces, normals: normals(xyz, faces, n),
         gray: new Uint8Array(raw.gray[i]), rgb: new Uint8Array(3 * n), q: null,
-        anat: raw.anat ? new Int16Array(raw.anat[i]) : null
+        anat: raw.anat ? ints(new Uint8Array(raw.anat[i]), h.anat_bytes, 3, true) : null
       };
     });
     var canvas = el(root, "nsv-canvas"), status = el(root, "nsv-status");
