@@ -46,7 +46,7 @@ __all__ = [
 #: the viewer's file in the package, its version and its pinned SHA-256 (hex)
 VIEWER_FILE = "assets/viewer.js"
 VIEWER_VERSION = "1.0.0"
-VIEWER_SHA256 = "201c460fa294b1892f0e1f36fb08e7033e7d85c543432b8e0c26b888c6841957"
+VIEWER_SHA256 = "b2b9da5b8ddb4cb0c4e26c5f47944a6a5ee744c3f6ed3f88e29fcf00a30fa02a"
 
 #: largest quantised magnitude (int8)
 LEVELS = 127

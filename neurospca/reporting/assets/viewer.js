@@ -212,45 +212,54 @@
   }
 
   function Flat(canvas, hemis) {
+    // a small z-buffer rasteriser (Gouraud shading, as the WebGL path) into one ImageData
     var ctx = canvas.getContext("2d");
+    function triangle(px, zb, W, H, X, Y, Z, C, a, b, c) {
+      var x0 = X[a], y0 = Y[a], x1 = X[b], y1 = Y[b], x2 = X[c], y2 = Y[c];
+      var area = (x1 - x0) * (y2 - y0) - (x2 - x0) * (y1 - y0);
+      if (area === 0) return;
+      var minx = Math.max(0, Math.floor(Math.min(x0, x1, x2))), maxx = Math.min(W - 1, Math.ceil(Math.max(x0, x1, x2)));
+      var miny = Math.max(0, Math.floor(Math.min(y0, y1, y2))), maxy = Math.min(H - 1, Math.ceil(Math.max(y0, y1, y2)));
+      for (var y = miny; y <= maxy; y++) {
+        var py = y + 0.5;
+        for (var x = minx; x <= maxx; x++) {
+          var qx = x + 0.5;
+          var w0 = ((x1 - qx) * (y2 - py) - (x2 - qx) * (y1 - py)) / area;
+          var w1 = ((x2 - qx) * (y0 - py) - (x0 - qx) * (y2 - py)) / area;
+          var w2 = 1 - w0 - w1;
+          if (w0 < -1e-6 || w1 < -1e-6 || w2 < -1e-6) continue;
+          var z = w0 * Z[a] + w1 * Z[b] + w2 * Z[c], k = y * W + x;
+          if (z <= zb[k]) continue;
+          zb[k] = z;
+          var o = 4 * k;
+          px[o] = w0 * C[3 * a] + w1 * C[3 * b] + w2 * C[3 * c];
+          px[o + 1] = w0 * C[3 * a + 1] + w1 * C[3 * b + 1] + w2 * C[3 * c + 1];
+          px[o + 2] = w0 * C[3 * a + 2] + w1 * C[3 * b + 2] + w2 * C[3 * c + 2];
+        }
+      }
+    }
     return {
       kind: "2d",
       colours: function () {},
       draw: function (r, sx, sy, sz, shown) {
-        var W = canvas.width, H = canvas.height, tris = [];
-        ctx.fillStyle = "#fff";
-        ctx.fillRect(0, 0, W, H);
+        var W = canvas.width, H = canvas.height, img = ctx.createImageData(W, H), px = img.data;
+        var zb = new Float32Array(W * H).fill(-Infinity);
+        px.fill(255);
         hemis.forEach(function (h, hi) {
           if (!shown[hi]) return;
-          var n = h.n, P = new Float32Array(3 * n), L = new Float32Array(n), x = h.xyz, N = h.normals;
+          var n = h.n, x = h.xyz, N = h.normals, f = h.faces;
+          var X = new Float32Array(n), Y = new Float32Array(n), Z = new Float32Array(n), C = new Float32Array(3 * n);
           for (var i = 0; i < n; i++) {
             var a = x[3 * i], b = x[3 * i + 1], c = x[3 * i + 2];
-            P[3 * i] = (r[0] * a + r[1] * b + r[2] * c) * sx * W / 2 + W / 2;
-            P[3 * i + 1] = H / 2 - (r[3] * a + r[4] * b + r[5] * c) * sy * H / 2;
-            P[3 * i + 2] = r[6] * a + r[7] * b + r[8] * c;
-            L[i] = 0.35 + 0.65 * Math.abs(r[6] * N[3 * i] + r[7] * N[3 * i + 1] + r[8] * N[3 * i + 2]);
+            X[i] = (r[0] * a + r[1] * b + r[2] * c) * sx * W / 2 + W / 2;
+            Y[i] = H / 2 - (r[3] * a + r[4] * b + r[5] * c) * sy * H / 2;
+            Z[i] = r[6] * a + r[7] * b + r[8] * c;
+            var l = 0.35 + 0.65 * Math.abs(r[6] * N[3 * i] + r[7] * N[3 * i + 1] + r[8] * N[3 * i + 2]);
+            C[3 * i] = h.rgb[3 * i] * l; C[3 * i + 1] = h.rgb[3 * i + 1] * l; C[3 * i + 2] = h.rgb[3 * i + 2] * l;
           }
-          for (var t = 0; t < h.faces.length; t += 3) {
-            var f0 = h.faces[t], f1 = h.faces[t + 1], f2 = h.faces[t + 2];
-            tris.push([P[3 * f0 + 2] + P[3 * f1 + 2] + P[3 * f2 + 2], hi, t, P, L]);
-          }
+          for (var t = 0; t < f.length; t += 3) triangle(px, zb, W, H, X, Y, Z, C, f[t], f[t + 1], f[t + 2]);
         });
-        tris.sort(function (u, v) { return u[0] - v[0]; });
-        tris.forEach(function (tr) {
-          var h = hemis[tr[1]], t = tr[2], P = tr[3], L = tr[4], f = h.faces, c = [0, 0, 0], l = 0;
-          ctx.beginPath();
-          for (var j = 0; j < 3; j++) {
-            var v = f[t + j];
-            if (j === 0) ctx.moveTo(P[3 * v], P[3 * v + 1]); else ctx.lineTo(P[3 * v], P[3 * v + 1]);
-            c[0] += h.rgb[3 * v]; c[1] += h.rgb[3 * v + 1]; c[2] += h.rgb[3 * v + 2]; l += L[v];
-          }
-          ctx.closePath();
-          l /= 9;
-          ctx.fillStyle = "rgb(" + Math.round(c[0] * l) + "," + Math.round(c[1] * l) + "," + Math.round(c[2] * l) + ")";
-          ctx.fill();
-          ctx.strokeStyle = ctx.fillStyle;
-          ctx.stroke();
-        });
+        ctx.putImageData(img, 0, 0);
       }
     };
   }
