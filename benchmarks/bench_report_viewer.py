@@ -5,8 +5,9 @@ coordinates) and the MNI152 brain mask at 2 mm and 3 mm: the embedded data
 shared by all components and per component (sparse: Gaussian blobs thresholded
 to about 5 % of the features; dense: every feature non-zero, the worst case),
 the time to build it in Python, and in headless Chromium the time until the
-viewer is ready (inflate + first draw) and per redraw (a click on the slices,
-a drag of the mesh: WebGL and the 2-D canvas fallback).
+viewer is ready (inflate + first draw) and per redraw (10 wheel events
+dispatched in the page: a slice step, a zoom step of the mesh with WebGL,
+whose work a 1-pixel ``readPixels`` waits for, and with the 2-D canvas fallback).
 
 Run: ``python benchmarks/bench_report_viewer.py [--components 10] [--repeat 3]``.
 """
@@ -146,7 +147,8 @@ def _redraw_ms(p, kind):
         const c = document.querySelector('.nsv-canvas'), r = c.getBoundingClientRect();
         const t0 = performance.now();
         for (let i = 0; i < 10; i++) c.dispatchEvent({event});
-        if (c.getContext('webgl')) c.getContext('webgl').finish();
+        const gl = c.getContext('webgl');  // null on a 2-D canvas
+        if (gl) gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, new Uint8Array(4));
         return (performance.now() - t0) / 10;
     }}"""
     )
@@ -157,11 +159,15 @@ def main():
     parser.add_argument("--components", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--cases", nargs="+", default=["fsaverage5", "mni3", "mni2"])
     args = parser.parse_args()
     rng = np.random.default_rng(0)
-    rows = []
-    cases = [surface_case(), volume_case(3), volume_case(2)]
-    for label, xyz, make in cases:
+    makers = {
+        "fsaverage5": surface_case,
+        "mni3": lambda: volume_case(3),
+        "mni2": lambda: volume_case(2),
+    }
+    for label, xyz, make in (makers[name]() for name in args.cases):
         for dense in (False, True):
             comps = _blob_components(xyz, args.components, rng, dense=dense)
             _, _, t1 = build(make, comps[:1], args.repeat)
@@ -188,7 +194,6 @@ def main():
                         )
                         row[f"ready_ms_{renderer}"] = round(ready)
                         row[f"redraw_ms_{renderer}"] = round(redraw, 1)
-            rows.append(row)
             print(json.dumps(row), flush=True)
 
 

@@ -37,21 +37,21 @@ CHROMIUM_GL_NOTE = "GPU stall due to ReadPixels"  # Chromium's note on software 
 # --------------------------------------------------------------------------
 
 
-def _blobs(xyz, centres, width):
-    return [np.exp(-((xyz - c) ** 2).sum(1) / (2 * width**2)) for c in centres]
+def _blob(xyz, centre, width):
+    return np.exp(-((xyz - np.asarray(centre)) ** 2).sum(1) / (2 * width**2))
 
 
 def _volume_model(mask_img):
+    """Two planted blobs (left motor, right occipital) in 30 noisy maps."""
     masker = VolumeMasker(mask_img)
     aff = masker.mask_img.affine
     xyz = np.argwhere(masker.mask) @ aff[:3, :3].T + aff[:3, 3]
-    blobs = _blobs(xyz, ([-38, -22, 56], [30, -70, 4]), 8.0)
     rng = np.random.default_rng(3)
-    X = (rng.standard_normal((30, 2)) * [3, 2]) @ np.array(blobs)
-    X += 0.3 * rng.standard_normal(X.shape)
-    model = SPCATV(
-        2, alpha_rel=0.5, l1_ratio=0.1, tv_ratio=0.2, operator=masker.operator(), tol=1e-3
-    ).fit(X)
+    X = 0.3 * rng.standard_normal((30, masker.n_features))
+    for centre, sd in (([-38, -22, 56], 3.0), ([30, -70, 4], 2.0)):
+        X += np.outer(sd * rng.standard_normal(30), _blob(xyz, centre, 8.0))
+    op = masker.operator()
+    model = SPCATV(2, alpha_rel=0.5, l1_ratio=0.1, tv_ratio=0.2, operator=op, tol=1e-3).fit(X)
     return model, masker
 
 
@@ -82,7 +82,7 @@ def surface(tmp_path_factory):
         meshes[hemi] = (infl.coordinates, infl.faces)
         meshes[f"bg_{hemi}"] = surface_background(pial.coordinates, pial.faces)
         c = pial.coordinates
-        (blob,) = _blobs(c, [c[vertex]], 15.0)
+        blob = _blob(c, c[vertex], 15.0)
         maps.append(rng.standard_normal((12, 1)) * blob + 0.2 * rng.standard_normal((12, len(c))))
     op, hemis = tv_from_hemispheres(fs["pial"].parts["left"], fs["pial"].parts["right"])
     X = hemis.transform(maps[0], maps[1])
@@ -420,16 +420,6 @@ def _surface_checks(page, pial):
     assert left > 20_000 and right == 0  # the right hemisphere hidden
 
 
-def test_surface_viewer_webgl(browser, surface):
-    page, log = _open(browser, surface[4])
-    try:
-        assert page.get_attribute(".nsv", "data-renderer") == "webgl"
-        _surface_checks(page, surface[5])
-        _clean(page, log)
-    finally:
-        page.close()
-
-
 @pytest.fixture(scope="module")
 def browser_without_webgl(browser):
     """Another Chromium of the same playwright, with WebGL switched off."""
@@ -442,10 +432,15 @@ def browser_without_webgl(browser):
     b.close()
 
 
-def test_surface_viewer_without_webgl_draws_on_a_2d_canvas(browser_without_webgl, surface):
-    page, log = _open(browser_without_webgl, surface[4])
+@pytest.mark.parametrize("renderer", ["webgl", "2d"])
+def test_surface_viewer_draws_both_hemispheres_and_turns(request, surface, renderer):
+    """With WebGL, and on the 2-D canvas of a Chromium without WebGL."""
+    chromium = request.getfixturevalue(
+        "browser" if renderer == "webgl" else "browser_without_webgl"
+    )
+    page, log = _open(chromium, surface[4])
     try:
-        assert page.get_attribute(".nsv", "data-renderer") == "2d"
+        assert page.get_attribute(".nsv", "data-renderer") == renderer
         _surface_checks(page, surface[5])
         _clean(page, log)
     finally:
