@@ -7,15 +7,26 @@ is read) and put inline in the page, where the report's Content-Security-Policy
 allows it by that hash and nothing else (no network, no other script). Volumes
 are shown as three orthogonal slices (click or drag to move the cut, the wheel
 to scroll through a panel's slices; the cut's world coordinates and loading are
-shown); surfaces as both hemispheres drawn with WebGL (a 2-D canvas when WebGL
-is missing), drag to rotate, wheel to zoom, preset views and hemisphere toggles.
+shown); surfaces as both hemispheres drawn with WebGL (a small z-buffer
+rasteriser on a 2-D canvas when WebGL is missing), drag to rotate, wheel to
+zoom, preset views, hemisphere toggles, a click reads a vertex (its anatomical
+coordinates when ``surface_coords`` are given, and its loading).
 
 What it draws is embedded once: the background (cropped to the mask's box) or
-the meshes (coordinates on a 16-bit grid of their bounding box, faces as
-integers) and per component the loadings quantised to 8 bits (``q =
+the meshes (coordinates on a 16-bit grid of their bounding box, faces, and the
+anatomical coordinates to 0.1 mm, as delta-coded byte planes:
+:func:`pack_ints`) and per component the loadings quantised to 8 bits (``q =
 round(127 v / max|v|)``; a non-zero loading is never rounded to zero, so the
 support shown is the support), in-mask voxels only, each deflated and base64
 encoded. The browser inflates them with ``DecompressionStream``.
+
+Why the package's own script and not a vendored viewer: nilearn's
+brainsprite.js (MIT, 12 KB, ``view_img``) reads a voxel's value back from its
+colour, which the report's colour map (nilearn's cold_hot, white at both ends)
+cannot tell apart, and needs one PNG sprite per component; nilearn's surface
+views need plotly (1.4 MB) and niivue is 2.3 MB, more than the data. This one
+is one file of about 420 lines without dependencies, under the package's own
+licence, so nothing third-party is shipped.
 """
 
 import base64
