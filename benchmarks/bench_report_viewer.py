@@ -124,7 +124,7 @@ def browser_times(pw, html, kind, flags, repeat):
             p.goto("file://" + fh.name)
             p.wait_for_selector(".nsv[data-ready='1']", timeout=120_000)
             ready.append(1e3 * (time.perf_counter() - t0))
-            renderer = p.get_attribute(".nsv", "data-renderer")
+            renderer = p.get_attribute(".nsv", "data-renderer") or "slices"
             redraw.append(_redraw_ms(p, kind))
             p.close()
     finally:
