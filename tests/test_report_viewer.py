@@ -256,8 +256,17 @@ def test_volume_data_decode_to_the_loadings_at_their_coordinates(flip):
         _within_a_step(shown, comps[k], c["scale"] / 127)
         peak = affine[:3, :3] @ c["peak"] + affine[:3, 3]
         assert np.allclose(peak, original[np.argmax(np.abs(comps[k]))])
-    bg = _unpack(d["bg"], np.uint8).reshape(shape)
+    bg = _unpack(d["bg"], np.uint8).reshape(shape).astype(float)
     assert bg[inside].std() > 10  # the template's anatomy, not a flat image
+    # where nilearn's linear resampling puts the template on this grid
+    from nilearn.datasets import load_mni152_template
+    from nilearn.image import resample_to_img
+
+    grid = nib.Nifti1Image(np.zeros(shape, dtype=np.float32), affine)
+    ref = resample_to_img(load_mni152_template(resolution=1), grid, interpolation="linear")
+    ref = _viewer._grey(ref.get_fdata()).astype(float)
+    assert np.corrcoef(bg[inside], ref[inside])[0, 1] > 0.99
+    assert np.median(np.abs(bg - ref)[inside]) <= 2
 
 
 def test_surface_data_decode_to_meshes_and_loadings(surface):

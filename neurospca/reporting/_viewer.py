@@ -160,23 +160,48 @@ def _lut():
     return [int(v) for v in np.rint(255 * rgb).ravel()]
 
 
-def _background(bg_img, mask_img):
-    """The background resampled (continuous) on the mask's grid, as an array."""
-    import nibabel as nib
-    from nilearn.datasets import load_mni152_template
-    from nilearn.image import resample_to_img
+#: the default background on a viewer's grid, by (shape, affine): a report redrawn
+#: in the same process does not sample it again
+_DEFAULT_BACKGROUNDS = {}
 
+
+def _background(bg_img, affine, shape):
+    """The background sampled (linear, 0 outside it) at the voxels of a grid.
+
+    Parameters
+    ----------
+    bg_img : nibabel image, path or None
+        None: nilearn's 1 mm MNI152 template as stored.
+    affine : ndarray of shape (4, 4)
+        The grid's voxel-to-world affine.
+    shape : tuple of int
+
+    Returns
+    -------
+    ndarray of shape ``shape``
+    """
+    import nibabel as nib
+    from scipy.ndimage import map_coordinates
+
+    key = (tuple(shape), np.asarray(affine, dtype=np.float64).tobytes())
+    if bg_img is None and key in _DEFAULT_BACKGROUNDS:
+        return _DEFAULT_BACKGROUNDS[key]
     if bg_img is None:
-        voxel = float(np.min(np.linalg.norm(mask_img.affine[:3, :3], axis=0)))
-        bg_img = load_mni152_template(resolution=1 if voxel < 2 else 2)
-    elif not isinstance(bg_img, nib.spatialimages.SpatialImage):
-        bg_img = nib.load(bg_img)
-    if bg_img.ndim > 3:
-        bg_img = nib.Nifti1Image(np.asarray(bg_img.dataobj)[..., 0], bg_img.affine)
-    out = resample_to_img(
-        bg_img, mask_img, interpolation="continuous", force_resample=True, copy_header=True
-    )
-    return np.asarray(out.get_fdata(), dtype=np.float64)
+        from nilearn.datasets import load_mni152_template
+
+        img = load_mni152_template(resolution=1)  # the file as stored: no resampling
+    else:
+        img = bg_img if isinstance(bg_img, nib.spatialimages.SpatialImage) else nib.load(bg_img)
+    data = np.asarray(img.dataobj, dtype=np.float32)
+    data = data.reshape(data.shape[:3] + (-1,))[..., 0]  # a 4-D image: its first volume
+    to_voxels = np.linalg.inv(img.affine) @ affine
+    ijk = np.indices(shape, dtype=np.float64).reshape(3, -1)
+    where = to_voxels[:3, :3] @ ijk + to_voxels[:3, 3:]
+    out = map_coordinates(data, where, order=1, mode="constant", cval=0.0).reshape(shape)
+    if bg_img is None:
+        _DEFAULT_BACKGROUNDS.clear()  # one grid kept
+        _DEFAULT_BACKGROUNDS[key] = out
+    return out
 
 
 def _grey(bg):
@@ -229,7 +254,7 @@ def volume_data(masker, comps, bg_img=None):
 
     ornt, affine, box = _canonical(masker)
     mask = apply_orientation(masker.mask, ornt).astype(bool)[box]
-    grey = _grey(apply_orientation(_background(bg_img, masker.mask_img), ornt)[box])
+    grey = _grey(_background(bg_img, affine, mask.shape))
     out = {
         "kind": "volume",
         "shape": [int(n) for n in mask.shape],
