@@ -240,9 +240,11 @@ def make_report(
         An interactive viewer (volumes: three slices to click and scroll;
         surfaces: both hemispheres to rotate), inline and offline, allowed by
         its hash in the page's Content-Security-Policy (see
-        :mod:`neurospca.reporting._viewer`; it adds about 10-60 KB per
-        component and the background or mesh once). False: a page without
-        any script, as before.
+        :mod:`neurospca.reporting._viewer`). It embeds once the background
+        (about 100 KB at 3 mm, 300 KB at 2 mm) or the meshes (350 KB for
+        fsaverage5), and 2-6 KB per sparse component (up to 60 KB at 3 mm
+        and 200 KB at 2 mm when every voxel is non-zero). False: a page
+        without any script, as before.
 
     Returns
     -------
