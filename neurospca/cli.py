@@ -432,6 +432,12 @@ def _add_report_command(sub):
     rep.add_argument("--title", default=None, help="report title (default: the saved one)")
     rep.add_argument("--bg-img", default=None, help="background of volume slices")
     rep.add_argument("--engine", choices=("auto", "pyvista", "matplotlib"), default="auto")
+    rep.add_argument(
+        "--no-interactive",
+        dest="interactive",
+        action="store_false",
+        help="leave out the interactive viewer (a page without any script)",
+    )
     rep.add_argument("-q", "--quiet", action="store_true")
     rep.add_argument(
         "--anat-mesh",

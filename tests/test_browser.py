@@ -173,6 +173,8 @@ def _not_blank(png_path):
 
 def _check(result):
     errors = [c for c in result["console"] if c[0] in ("error", "pageerror", "warning")]
+    # Chromium's own note on software WebGL (the viewer's surfaces), not the page's
+    errors = [c for c in errors if "GPU stall due to ReadPixels" not in c[1]]
     assert not errors, errors
     leaving = [u for u in result["requests"] if u != result["url"] and not u.startswith("data:")]
     assert not leaving, leaving

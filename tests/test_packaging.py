@@ -157,6 +157,7 @@ def test_sdist_has_sources_and_no_generated_c(dists):
     pyx = {p.relative_to(ROOT).as_posix() for p in (ROOT / "neurospca").rglob("*.pyx")}
     assert pyx and pyx <= set(names)
     assert "neurospca/_kernels/_helpers.pxd" in names
+    assert "neurospca/reporting/assets/viewer.js" in names
     assert not [n for n in names if n.endswith((".c", ".so", ".pyd", ".o"))]
     assert {"LICENSE", "CHANGELOG.md", "CITATION.cff", "setup.py", "pyproject.toml"} <= set(names)
     _check_metadata(pkg_info)
@@ -171,6 +172,9 @@ def test_wheel_has_kernels_templates_license_and_no_c(dists):
         stem = pyx.relative_to(ROOT).with_suffix("").as_posix()
         assert [n for n in names if n.startswith(stem + ".") and n.endswith((".so", ".pyd"))], stem
     assert "neurospca/reporting/templates/report.html" in names
+    assert {"neurospca/reporting/assets/viewer.js", "neurospca/reporting/assets/LICENSE"} <= set(
+        names
+    )
     assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     junk = (".c", ".o", ".egg-info", "SOURCES.txt", ".pyc")
     assert not [n for n in names if n.endswith(junk) or n.startswith(("build/", "tests/"))]

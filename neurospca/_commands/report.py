@@ -118,6 +118,7 @@ def run_report(args):
         engine=args.engine,
         metadata=saved.metadata,
         study=saved.study,
+        interactive=getattr(args, "interactive", True),
         **({} if atlas is None else {"atlas": atlas}),
     )
     report.save_report(html, out)

@@ -31,6 +31,7 @@ from ._findings import findings_section, n_components_section
 from ._methods import atlas_description, methods_text, weights_text
 from ._png import cached_uri
 from ._tables import fmt, per_component, space_rows
+from ._viewer import viewer_section
 
 __all__ = [
     "SECTIONS",
@@ -39,6 +40,7 @@ __all__ = [
     "parameters_section",
     "components_section",
     "loadings_section",
+    "viewer_section",
     "selection_section",
     "variance_section",
     "n_components_evidence_section",
@@ -450,6 +452,7 @@ SECTIONS = (
     ("parameters", "section_parameters.html"),
     ("components", "section_components.html"),
     ("loadings", "section_loadings.html"),
+    ("viewer", "section_viewer.html"),
     ("selection", "section_selection.html"),
     ("variance", "section_variance.html"),
     ("scores", "section_scores.html"),

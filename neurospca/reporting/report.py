@@ -10,7 +10,8 @@ table (with atlas labels when an atlas is given), the penalty selection, the
 explained variance, the component scores, the convergence of the relative
 gaps against ``tol``, timings and library versions. Figures are embedded as
 base64 PNG; the page loads nothing from the network (its Content Security
-Policy forbids it) and needs no JavaScript.
+Policy forbids it). Its only script is the optional interactive viewer
+(:mod:`._viewer`, ``interactive=True``), inline and allowed by its hash.
 
 As nilearn's reporting, the page is built section by section: the arguments
 are checked and what every section reads is derived from the model once
@@ -53,7 +54,9 @@ from ._sections import (
     timings_section,
     variance_section,
     versions_section,
+    viewer_section,
 )
+from ._viewer import check_interactive
 
 logger = logging.getLogger("neurospca")
 
@@ -146,6 +149,7 @@ def make_report(
     figure_cache=None,
     n_jobs=None,
     scores=None,
+    interactive=True,
 ):
     """A self-contained HTML report of a fitted model (SPCA-TV or another of the
     five estimators), for a paper.
@@ -232,6 +236,15 @@ def make_report(
         (whose scores are :func:`component_scores`, from the model alone),
         e.g. its ``transform`` of the training data: the scores and
         participants sections and the number of samples.
+    interactive : bool, default=True
+        An interactive viewer (volumes: three slices to click and scroll;
+        surfaces: both hemispheres to rotate), inline and offline, allowed by
+        its hash in the page's Content-Security-Policy (see
+        :mod:`neurospca.reporting._viewer`). It embeds once the background
+        (about 100 KB at 3 mm, 300 KB at 2 mm) or the meshes (350 KB for
+        fsaverage5), and 2-6 KB per sparse component (up to 60 KB at 3 mm
+        and 200 KB at 2 mm when every voxel is non-zero). False: a page
+        without any script, as before.
 
     Returns
     -------
@@ -267,6 +280,7 @@ def make_report(
         figure_cache=figure_cache,
         n_jobs=n_jobs,
         scores=scores,
+        interactive=check_interactive(interactive),
     )
     comps, args["command"] = check_arguments(estimator, space, args)
     t_start = time.perf_counter()
@@ -279,6 +293,7 @@ def make_report(
     context = {
         "components": components_section(r, facts),
         "loadings": loadings_section(r, facts, images),
+        "viewer": viewer_section(r),
         "scores": scores_section(r),
         "variance": variance_section(r),
         "convergence": convergence_section(r, facts),
