@@ -181,7 +181,10 @@ def test_surface_fit_transform_save_report(name, surface_img, tmp_path):
     assert set(saved.meshes) >= {"left", "right"}
     np.testing.assert_array_equal(saved.meshes["left"][0], model.meshes_["left"][0])
     model.generate_report().save_as_html(tmp_path / "report.html")
-    assert type(est).__name__ in (tmp_path / "report.html").read_text()
+    html = (tmp_path / "report.html").read_text()
+    assert type(est).__name__ in html and "nsv-data" in html  # the viewer's data block
+    static = str(model.generate_report(interactive=False))
+    assert "<script" not in static.lower() and type(est).__name__ in static
 
 
 # --------------------------------------------------------------------------

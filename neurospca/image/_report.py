@@ -11,7 +11,13 @@ class ImageReport:
     """``generate_report`` of the image model (a mixin)."""
 
     def generate_report(
-        self, title=None, atlas=None, atlas_labels=None, selection=None, command=None
+        self,
+        title=None,
+        atlas=None,
+        atlas_labels=None,
+        selection=None,
+        command=None,
+        interactive=True,
     ):
         """The HTML report of the fitted model (nilearn-style).
 
@@ -28,6 +34,10 @@ class ImageReport:
             The result of ``neurospca.model_selection.select_penalty``.
         command : str, optional
             The command line that produced the model.
+        interactive : bool, default=True
+            The report's interactive viewer (see
+            :func:`neurospca.reporting.make_report`); False gives a page with no
+            script.
 
         Returns
         -------
@@ -66,6 +76,7 @@ class ImageReport:
             data_description=self._data_description(),
             figure_cache=self._figure_cache,
             scores=getattr(self, "_train_scores", None),  # transform of the training data
+            interactive=interactive,
             **extras,
         )
         return HTMLReport(html)
