@@ -27,15 +27,13 @@ from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, re
 from ._data import validated_data_operator
 from ._joint import _joint_spca_tv
 from ._spcatv_function import spca_tv
-from ._stability import auto_fit, auto_path, scores_of, set_stability
+from ._stability import auto_fit, auto_path, fixed_split, scores_of, set_stability
 from ._support import certify_fit
 from ._weights import _weights, weights_from_ratios
 
 __all__ = ["SPCATV", "spca_tv"]
 
 
-#: The path of relative penalties tried by ``alpha_rel="auto"`` (weakest first).
-AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0)
 #: Above this many features, ``operator=None`` (a 1-D chain) warns.
 CHAIN_WARNING_FEATURES = 500
 
@@ -224,8 +222,8 @@ class SPCATV(ComponentsEstimator):
         n_components=3,
         *,
         alpha=None,
-        l1_ratio=0.05,
-        tv_ratio=0.1,
+        l1_ratio="auto",
+        tv_ratio="auto",
         alpha_rel="auto",
         operator=None,
         tol=1e-3,
@@ -268,8 +266,8 @@ class SPCATV(ComponentsEstimator):
         **ComponentsEstimator._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="neither"), None],
         "alpha_rel": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "l1_ratio": [Interval(Real, 0, 1, closed="left")],
-        "tv_ratio": [Interval(Real, 0, 1, closed="left")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
+        "tv_ratio": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
         "operator": [GroupOperator, None],
         "solver": [StrOptions(set(SOLVERS))],
         "max_inner_iter": [Interval(Integral, 1, None, closed="left"), None],
@@ -296,7 +294,7 @@ class SPCATV(ComponentsEstimator):
         Settings
             ``(operator, extra, solver, max_inner_iter)``.
         """
-        weights_from_ratios(1.0, self.l1_ratio, self.tv_ratio)  # l1_ratio + tv_ratio < 1
+        weights_from_ratios(1.0, *fixed_split(self.l1_ratio, self.tv_ratio))  # sum < 1
         solver = get_solver(self.solver)
         operator = self.operator
         if operator is None:
@@ -318,10 +316,12 @@ class SPCATV(ComponentsEstimator):
             max_inner_iter = solver.default_max_iter
         return Settings(operator, extra, solver, max_inner_iter)
 
-    def _run(self, Xc, n_components, alpha, u0, w0, checked, from_scores=False):
-        """One fit at absolute ``alpha`` (inputs validated); warnings recorded, not shown."""
+    def _run(self, Xc, n_components, alpha, u0, w0, checked, from_scores=False, split=None):
+        """One fit at absolute ``alpha`` and ``split`` = ``(l1_ratio, tv_ratio)``
+        (default: the fixed split; inputs validated); warnings recorded, not shown."""
         operator, extra, solver, max_inner_iter = checked
-        l1, l2, tv = _weights(alpha, self.l1_ratio, self.tv_ratio)
+        l1_ratio, tv_ratio = split or fixed_split(self.l1_ratio, self.tv_ratio)
+        l1, l2, tv = _weights(alpha, l1_ratio, tv_ratio)
         _check_l2_scale(Xc, l2)
         worker = _spca_tv
         if self.method == "joint":
@@ -403,7 +403,8 @@ class SPCATV(ComponentsEstimator):
     def _fit_penalty(self, X, op, n_components, u0, w0, settings):
         """The fit at ``alpha`` (absolute, or ``alpha_rel`` times ``l1_max_``), or
         along the ``alpha_rel="auto"`` path; sets ``alpha_``, ``alpha_rel_``,
-        ``auto_path_`` and ``penalty_weights_`` and replays the fit's warnings.
+        ``l1_ratio_``, ``tv_ratio_``, ``auto_path_`` and ``penalty_weights_`` and
+        replays the fit's warnings.
 
         Returns
         -------
@@ -412,7 +413,8 @@ class SPCATV(ComponentsEstimator):
         fit : tuple
             ``(U, V, info, weights)``.
         """
-        halves, path = auto_path(self, X, AUTO_ALPHA_REL_PATH)
+        halves, path = auto_path(self, X)
+        split = fixed_split(self.l1_ratio, self.tv_ratio)
         if self.alpha is not None or not path:
             alpha = (
                 float(self.alpha)
@@ -421,25 +423,28 @@ class SPCATV(ComponentsEstimator):
             )
             U, V, info, caught, weights = self._run(op, n_components, alpha, u0, w0, settings)
         else:
-            alpha, halves, (U, V, info, caught, weights) = auto_fit(
+            point, halves, (U, V, info, caught, weights) = auto_fit(
                 path,
-                lambda a, u: self._run(
+                lambda p, u: self._run(
                     op,
                     n_components,
-                    a * self.l1_max_,
+                    p["alpha_rel"] * self.l1_max_,
                     u,
                     None,
                     settings,
                     from_scores=self.method == "joint" and u is not None,
+                    split=(p["l1_ratio"], p["tv_ratio"]),
                 ),
                 lambda h: scores_of(op, h[0]) if self.method == "joint" else u0,
             )
-            alpha *= self.l1_max_
+            alpha = point["alpha_rel"] * self.l1_max_
+            split = (point["l1_ratio"], point["tv_ratio"])
         self.auto_path_ = path
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.alpha_ = float(alpha)
         self.alpha_rel_ = self.alpha_ / self.l1_max_
+        self.l1_ratio_, self.tv_ratio_ = float(split[0]), float(split[1])
         self.penalty_weights_ = weights
         return halves, (U, V, info, weights)
 
