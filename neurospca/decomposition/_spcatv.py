@@ -65,18 +65,30 @@ class SPCATV(ComponentsEstimator):
         feature with the component's scores, for features of the largest
         norm). For fixed scores the normalised loadings depend only on
         ``lambda_1`` and ``lambda``; ``lambda_2`` scales them.
-    l1_ratio : float, default=0.05
-    tv_ratio : float, default=0.1
-        ``l1_ratio + tv_ratio < 1``.
+    l1_ratio : "auto" or float, default="auto"
+    tv_ratio : "auto" or float, default="auto"
+        The split of the penalty, ``l1_ratio + tv_ratio < 1``. "auto" (both)
+        with ``alpha_rel="auto"``: searched together with ``alpha_rel`` (see
+        there); otherwise "auto" is the documented fixed default
+        :data:`~neurospca.decomposition.DEFAULT_SPLIT` (``l1_ratio = 0.05``,
+        ``tv_ratio = 0.1``). A number fixes it (not searched). The split used
+        is ``l1_ratio_``, ``tv_ratio_``.
     alpha_rel : "auto" or float, default="auto"
         ``alpha`` in units of ``l1_max_``, used when ``alpha`` is None. "auto"
-        fits two random halves of the samples along the path
-        :data:`AUTO_ALPHA_REL_PATH` (0.5, 1, 2, 4, 8; warm-started) and keeps
-        the penalty whose components reproduce best between the halves
-        (mean matched absolute correlation, among the penalties with every
-        component non-empty and at most half non-zero:
-        :func:`neurospca.decomposition.choose_alpha_rel`). The value used is
-        ``alpha_rel_``, the path ``auto_path_``; evidence in docs/trust.rst.
+        fits two random halves of the samples along a path of ``alpha_rel``
+        for each split of the penalty searched
+        (:data:`~neurospca.decomposition.AUTO_SPLITS`: ``(0.05, 0.1)`` along
+        0.5 ... 8 and ``(0.3, 0.3)`` along 0.125 ... 4 when ``l1_ratio`` and
+        ``tv_ratio`` are "auto"; the one fixed split along 0.5 ... 8
+        otherwise; weakest first, warm-started, stopping after a point with an
+        empty component), and keeps the point whose
+        components reproduce best between the halves (mean matched absolute
+        correlation, among the points with every component non-empty and at
+        most half non-zero; the sparse split only if more reproducible by more
+        than :data:`~neurospca.decomposition.SPLIT_MARGIN`:
+        :func:`neurospca.decomposition.choose_point`). The values used are
+        ``alpha_rel_``, ``l1_ratio_``, ``tv_ratio_``, the points tried
+        ``auto_path_``; evidence in docs/trust.rst.
     operator : GroupOperator, optional
         The structure, e.g. from :func:`neurospca.tv_from_mask` or
         :func:`neurospca.tv_from_mesh`. Default: a 1-D chain over the features
@@ -139,12 +151,16 @@ class SPCATV(ComponentsEstimator):
         The absolute ``alpha`` used (``alpha``, or ``alpha_rel_ * l1_max_``).
     alpha_rel_ : float
         ``alpha_ / l1_max_``.
+    l1_ratio_, tv_ratio_ : float
+        The split of the penalty used (chosen by ``alpha_rel="auto"`` when
+        ``l1_ratio`` and ``tv_ratio`` are "auto", else the given or default one).
     penalty_weights_ : dict
         The absolute weights of eq. 3 actually used: ``{"l1": lambda_1,
         "l2": lambda_2, "tv": lambda}``, plus each extra penalty's name and
         weight.
     auto_path_ : list of dict
-        With ``alpha_rel="auto"``: the path points tried (``alpha_rel``,
+        With ``alpha_rel="auto"``: the path points tried, split by split
+        (``alpha_rel``, ``l1_ratio``, ``tv_ratio``,
         ``reproducibility`` per matched pair of half components,
         ``nonzero_fraction`` per component of both halves); else empty.
     stability_ : ndarray of shape (n_components,)

@@ -14,7 +14,7 @@ split-half reproducibility of nilearn's decomposition examples).
 - :func:`choose_alpha_rel` chooses along one split's path, :func:`choose_point`
   across the splits searched (:data:`AUTO_SPLITS`): the rule of
   ``SPCATV(alpha_rel="auto")``; :func:`split_search` fits one split's
-  halves coarse to fine, :func:`auto_path` and :func:`auto_fit` drive them.
+  halves along its path, :func:`auto_path` and :func:`auto_fit` drive them.
 """
 
 import numpy as np
@@ -147,6 +147,8 @@ MAX_NONZERO = 0.5
 #: Most back-fitting sweeps of a half fit (``method="joint"``): the selection
 #: compares penalties, it does not need the last digits.
 HALF_MAX_SWEEPS = 15
+#: Tolerance of the half fits (at least the estimator's ``tol``).
+HALF_TOL = 1e-3
 
 #: The documented fixed split ``(l1_ratio, tv_ratio)``: what ``l1_ratio="auto"``
 #: and ``tv_ratio="auto"`` mean when the split is not searched.
@@ -154,11 +156,11 @@ DEFAULT_SPLIT = (0.05, 0.1)
 #: The path of relative penalties of a fixed split under ``alpha_rel="auto"``.
 AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0)
 #: The splits searched by ``alpha_rel="auto"`` when ``l1_ratio`` and
-#: ``tv_ratio`` are "auto": ``(split, its path, the points fitted first)``.
-#: The sparse split puts more of ``alpha`` on l1 and TV, so its path is weaker.
+#: ``tv_ratio`` are "auto": ``(split, its path)``. The sparse split puts more
+#: of ``alpha`` on l1 and TV, so its path is weaker.
 AUTO_SPLITS = (
-    (DEFAULT_SPLIT, AUTO_ALPHA_REL_PATH, (1.0, 2.0, 4.0)),
-    ((0.3, 0.3), (0.125, 0.25, 0.5, 1.0, 2.0, 4.0), (0.25, 0.5, 1.0)),
+    (DEFAULT_SPLIT, AUTO_ALPHA_REL_PATH),
+    ((0.3, 0.3), (0.125, 0.25, 0.5, 1.0, 2.0, 4.0)),
 )
 #: A split other than the first one searched is chosen only when its best
 #: point is more reproducible by more than this (mean matched |corr|).
@@ -171,9 +173,15 @@ def _half_models(estimator):
     from sklearn.base import clone
 
     sweeps = min(estimator.max_sweeps, HALF_MAX_SWEEPS)
+    tol = max(estimator.tol, HALF_TOL)
     return [
         clone(estimator).set_params(
-            stability=False, warm_start=True, verbose=0, max_sweeps=sweeps, certify_support=False
+            stability=False,
+            warm_start=True,
+            verbose=0,
+            max_sweeps=sweeps,
+            certify_support=False,
+            tol=tol,
         )
         for _ in range(2)
     ]
@@ -248,33 +256,19 @@ def _admissible(point):
     return bool(np.all(nz > 0) and np.all(nz <= MAX_NONZERO))
 
 
-def _extension(points, i):
-    """Where a split's coarse path goes next: -1 (weaker), +1 (stronger) or 0.
-
-    ``points`` are the fitted points (weakest first), ``i`` the chosen one.
-    The path extends past its weakest fitted point when that point is chosen
-    (or when no point is admissible and the strongest has an empty
-    component), past its strongest when that point is chosen and non-empty
-    (or when no point is admissible and the strongest is too dense).
-    """
-    if not any(_admissible(p) for p in points):
-        return 1 if np.any(points[-1]["nonzero_fraction"] > MAX_NONZERO) else -1
-    if i == 0:
-        return -1
-    if i == len(points) - 1 and not _all_empty(points[i]):
-        return 1
-    return 0
+def _has_empty(point):
+    return bool(np.any(point["nonzero_fraction"] == 0))
 
 
-def split_search(models, halves, split, alpha_rels, start):
-    """One split of the penalty: its halves along a coarse-to-fine path.
+def split_search(models, halves, split, alpha_rels):
+    """One split of the penalty: its halves along its path, weakest first.
 
-    The ``start`` points (the middle of ``alpha_rels``) are fitted weakest
-    first, warm-started; the path then extends one point at a time past the
-    end where the chosen point (:func:`choose_alpha_rel`) lies, while there
-    are points left there (:func:`_extension`): the penalties far from the
-    most reproducible one are not fitted. Stops past a point where every
-    half component is empty.
+    Each point is warm-started from the previous one (a start from the
+    weaker, denser point keeps co-varying regions apart: started cold in the
+    middle of the path, the halves of a severity-correlated cohort settled on
+    merged components, benchmarks/RESULTS.md, issue 20 round 3). The path
+    stops after the first point with an empty half component: it is not
+    admissible, and stronger penalties only empty more.
 
     Parameters
     ----------
@@ -284,9 +278,7 @@ def split_search(models, halves, split, alpha_rels, start):
     split : (float, float)
         ``(l1_ratio, tv_ratio)``.
     alpha_rels : sequence of float
-        The split's whole path, weakest first.
-    start : sequence of float
-        The points fitted first (a contiguous part of ``alpha_rels``).
+        The split's path, weakest first.
 
     Returns
     -------
@@ -295,20 +287,12 @@ def split_search(models, halves, split, alpha_rels, start):
         weakest first.
     """
     base = {"l1_ratio": float(split[0]), "tv_ratio": float(split[1])}
-    fitted = {}
-    for a in start:
-        if fitted and _all_empty(fitted[max(fitted)]):
+    points = []
+    for a in alpha_rels:
+        if points and _has_empty(points[-1]):
             break
-        fitted[a] = _fit_point(models, halves, dict(base, alpha_rel=float(a)))
-    while True:
-        points = [fitted[a] for a in sorted(fitted)]
-        step = _extension(points, choose_alpha_rel(points))
-        edge = min(fitted) if step < 0 else max(fitted)
-        j = list(alpha_rels).index(edge) + step
-        if step == 0 or not 0 <= j < len(alpha_rels):
-            return points
-        a = float(alpha_rels[j])
-        fitted[a] = _fit_point(models, halves, dict(base, alpha_rel=a))
+        points.append(_fit_point(models, halves, dict(base, alpha_rel=float(a))))
+    return points
 
 
 def choose_point(path):
@@ -383,10 +367,10 @@ def auto_path(estimator, X):
     seed = 0 if estimator.random_state is None else estimator.random_state
     halves = split_halves(X, seed)
     path = []
-    for split, alpha_rels, start in splits:
+    for split, alpha_rels in splits:
         if path and _unbeatable(path):
             break  # no other split can be more reproducible by more than SPLIT_MARGIN
-        path += split_search(_half_models(estimator), halves, split, alpha_rels, start)
+        path += split_search(_half_models(estimator), halves, split, alpha_rels)
     if estimator.verbose:
         for p in path:
             _say(
@@ -410,7 +394,7 @@ def fixed_split(l1_ratio, tv_ratio):
 
 
 def searched_splits(estimator):
-    """The splits ``alpha_rel="auto"`` searches: ``[(split, path, start)]``.
+    """The splits ``alpha_rel="auto"`` searches: ``[(split, path)]``.
 
     None searched (an empty list) at a fixed penalty (``alpha`` given or
     ``alpha_rel`` a number). With ``l1_ratio`` and ``tv_ratio`` both "auto":
@@ -422,7 +406,7 @@ def searched_splits(estimator):
     if isinstance(estimator.l1_ratio, str) and isinstance(estimator.tv_ratio, str):
         return list(AUTO_SPLITS)
     split = fixed_split(estimator.l1_ratio, estimator.tv_ratio)
-    return [(split, AUTO_ALPHA_REL_PATH, AUTO_ALPHA_REL_PATH[1:4])]
+    return [(split, AUTO_ALPHA_REL_PATH)]
 
 
 def auto_fit(path, run, start):

@@ -163,7 +163,7 @@ def _check_splits(splits, estimator, rule):
     params = estimator.get_params()
     ratios = params["l1_ratio"], params["tv_ratio"]
     if all(isinstance(r, str) for r in ratios):  # "auto": the splits the default fit searches
-        own = [tuple(split) for split, _, _ in AUTO_SPLITS]
+        own = [tuple(split) for split, _ in AUTO_SPLITS]
     else:
         own = [fixed_split(*ratios)]
     if splits is None:
