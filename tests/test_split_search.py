@@ -191,3 +191,30 @@ def test_fitted_split_round_trips_and_old_models_still_load(tmp_path):
     text = html.unescape(re.sub(r"<[^>]+>", " ", make_report(model)))
     assert f"l1_ratio = {model.l1_ratio_:.4g}, tv_ratio = {model.tv_ratio_:.4g}" in text
     assert "l1_ratio_ (fitted)" in text and "for each split of the penalty" not in text
+
+
+def test_select_penalty_searches_the_splits_of_the_default_fit():
+    """An estimator with l1_ratio = tv_ratio = "auto": select_penalty searches the
+    splits the default fit searches (and the sparser ones), the table shows the
+    split of every row; a fixed split is searched with the sparser ones only."""
+    from neurospca.model_selection import select_penalty
+
+    X, _, op = _simulation(3104, 0.5, 60)
+    sel = select_penalty(
+        SPCATV(2, operator=op, tol=1e-2), X, alpha_rel=(0.5, 1.0), n_splits=1, refit=False
+    )
+    splits = list(dict.fromkeys((r["l1_ratio"], r["tv_ratio"]) for r in sel.results_))
+    assert splits == [DEFAULT_SPLIT, (0.2, 0.2), (0.3, 0.3), (0.5, 0.3)]
+    assert all(isinstance(r["params"]["l1_ratio"], float) for r in sel.results_)
+    rows = sel.table().splitlines()
+    assert rows[0].split()[:3] == ["alpha_rel", "l1_ratio", "tv_ratio"]
+    cells = [line.lstrip("* ").split()[:3] for line in rows[1:]]
+    assert ["0.5", "0.3", "0.3"] in cells and ["1", "0.05", "0.1"] in cells, rows
+    fixed = select_penalty(
+        SPCATV(2, operator=op, tol=1e-2, l1_ratio=0.3, tv_ratio=0.3),
+        X,
+        alpha_rel=(1.0,),
+        n_splits=1,
+        refit=False,
+    )
+    assert [(r["l1_ratio"], r["tv_ratio"]) for r in fixed.results_] == [(0.3, 0.3), (0.5, 0.3)]
