@@ -147,8 +147,6 @@ MAX_NONZERO = 0.5
 #: Most back-fitting sweeps of a half fit (``method="joint"``): the selection
 #: compares penalties, it does not need the last digits.
 HALF_MAX_SWEEPS = 15
-#: Tolerance of the half fits (at least the estimator's ``tol``).
-HALF_TOL = 1e-3
 
 #: The documented fixed split ``(l1_ratio, tv_ratio)``: what ``l1_ratio="auto"``
 #: and ``tv_ratio="auto"`` mean when the split is not searched.
@@ -176,15 +174,9 @@ def _half_models(estimator):
     from sklearn.base import clone
 
     sweeps = min(estimator.max_sweeps, HALF_MAX_SWEEPS)
-    tol = max(estimator.tol, HALF_TOL)
     return [
         clone(estimator).set_params(
-            stability=False,
-            warm_start=True,
-            verbose=0,
-            max_sweeps=sweeps,
-            certify_support=False,
-            tol=tol,
+            stability=False, warm_start=True, verbose=0, max_sweeps=sweeps, certify_support=False
         )
         for _ in range(2)
     ]
