@@ -82,6 +82,13 @@ def test_choose_point_keeps_the_default_split_on_near_ties():
     assert choose_point(path) == 2
     # one split: the rule of choose_alpha_rel
     assert choose_point(path[:2]) == choose_alpha_rel(path[:2])
+    # several other splits: the most reproducible admissible one competes
+    three = [
+        _point(d, 1, [0.8, 0.8]),
+        _point(s, 0.5, [0.99, 0.99], nonzero=(0.7, 0.1)),  # inadmissible
+        _point((0.5, 0.3), 0.5, [0.9, 0.9]),
+    ]
+    assert choose_point(three) == 2
 
 
 def test_fixed_split_and_searched_splits():

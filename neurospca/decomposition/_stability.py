@@ -334,9 +334,9 @@ def choose_point(path):
         j = idx[choose_alpha_rel([path[i] for i in idx])]
         best.append((j, _admissible(path[j]), float(np.mean(path[j]["reproducibility"]))))
     chosen, ok, score = best[0]
-    others = sorted(best[1:], key=lambda b: -b[2])
-    for j, ok_j, score_j in others[:1]:
-        if ok_j and (not ok or score_j > score + SPLIT_MARGIN):
+    others = sorted((b for b in best[1:] if b[1]), key=lambda b: -b[2])  # admissible ones
+    for j, _, score_j in others[:1]:
+        if not ok or score_j > score + SPLIT_MARGIN:
             chosen = j
     return chosen
 
