@@ -5,9 +5,10 @@ split into its first and second halves (contiguous blocks: random rows of a
 time series would put near-copies of each time point in both halves and
 overstate reproducibility) and, with ``--split random``, into random rows.
 Each half is fitted with 5 components by: ``SPCATV(5, operator=op)`` at its
-defaults (``method="joint"``, ``alpha_rel="auto"``), the paper's deflation at
-the same ``alpha_rel``, scikit-learn PCA and nilearn's DictLearning (its own
-``_raw_fit`` on the array, see ``bench_trust.nilearn_dictlearning``). Printed:
+defaults (``method="joint"``, ``alpha_rel="auto"``, the split of the penalty
+searched), the paper's deflation at the same ``alpha_rel`` and split,
+scikit-learn PCA and nilearn's DictLearning (its own ``_raw_fit`` on the array,
+see ``bench_trust.nilearn_dictlearning``). Printed:
 matched |corr| and top-m Dice (m = 10 % of the vertices) per method, support
 fractions, times.
 
@@ -33,12 +34,15 @@ def fits(op):
 
     def default(X):
         m = SPCATV(5, operator=op, random_state=0).fit(X)
-        chosen.setdefault("alpha_rel", []).append(m.alpha_rel_)
+        point = {"alpha_rel": m.alpha_rel_}
+        if hasattr(m, "l1_ratio_"):  # the split searched too (issue 20 round 3)
+            point.update(l1_ratio=m.l1_ratio_, tv_ratio=m.tv_ratio_)
+        chosen.setdefault("alpha_rel", []).append(point)
         return m.components_
 
     def deflation(X):
-        a = chosen["alpha_rel"][-1]
-        return SPCATV(5, operator=op, alpha_rel=a, method="deflation").fit(X).components_
+        point = chosen["alpha_rel"].pop(0)
+        return SPCATV(5, operator=op, method="deflation", **point).fit(X).components_
 
     from sklearn.decomposition import PCA
 
@@ -68,7 +72,7 @@ def main():
                 warnings.simplefilter("ignore")
                 A, B = fit(X[a]), fit(X[b])
             corr, dice, supp, _ = compare(A, B)
-            extra = f" (alpha_rel {chosen['alpha_rel'][-2:]})" if name.startswith("SPCA") else ""
+            extra = f" (chosen {chosen['alpha_rel'][-2:]})" if name.startswith("SPCA") else ""
             print(
                 f"| {split} | {name}{extra} | {corr.mean():.2f} "
                 f"({' '.join(f'{c:.2f}' for c in corr)}) "

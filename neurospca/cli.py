@@ -314,13 +314,15 @@ def _add_penalties(fit):
         "--l1-ratio",
         type=_ratio,
         default=None,
-        help=f"l1 / alpha (default {defaults['l1_ratio']:.4g}, SPCATV's)",
+        help=f"l1 / alpha (default {_format_rel(defaults['l1_ratio'])}, SPCATV's: searched "
+        "with --alpha-rel auto when --tv-ratio is auto too, else 0.05)",
     )
     pen.add_argument(
         "--tv-ratio",
         type=_ratio,
         default=None,
-        help=f"tv / alpha (default {defaults['tv_ratio']:.4g}, SPCATV's); l1_ratio + tv_ratio < 1",
+        help=f"tv / alpha (default {_format_rel(defaults['tv_ratio'])}, SPCATV's: searched "
+        "with --l1-ratio, else 0.1); l1_ratio + tv_ratio < 1",
     )
     pen.add_argument(
         "--max-iter",

@@ -216,6 +216,8 @@ def test_fit_volume_writes_everything(volume_files, tmp_path, capsys):
     assert main(_volume_args(root, paths, out) + ["--title", "Vol <i>study</i>"]) == 0
     captured = capsys.readouterr()
     assert "component 1/2 done" in captured.err and "component 2/2 done" in captured.err
+    # the fitted penalty, its split included ("auto" at a fixed alpha_rel: the default split)
+    assert "(0.5 x l1_max), l1_ratio = 0.05, tv_ratio = 0.1)" in captured.out + captured.err
     assert sorted(os.listdir(out)) == ["loadings.nii.gz", "model.npz", "report.html", "scores.csv"]
     saved = load_model(out / "model.npz")
     assert isinstance(saved.space, VolumeMasker)

@@ -14,6 +14,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from neurospca import SPCATV, make_paper_simulation, spca_tv, tv_from_mask
+from neurospca.decomposition import choose_point
 from neurospca.model_selection import (
     dice_index,
     dice_to_truth,
@@ -43,15 +44,20 @@ def test_default_is_sparse_on_real_fsaverage5_thickness():
     model = SPCATV(3, operator=op, random_state=0).fit(X)
     _check_sparse_regions(model, op)
     assert model.alpha_ == pytest.approx(model.alpha_rel_ * model.l1_max_)
-    # the chosen point is the path's most reproducible admissible one
+    # the chosen point is its split's most reproducible admissible one (the split
+    # of the penalty is searched too since issue 20 round 3: choose_point)
     path = model.auto_path_
-    chosen = [p["alpha_rel"] for p in path].index(model.alpha_rel_)
+    chosen = [(p["alpha_rel"], p["l1_ratio"], p["tv_ratio"]) for p in path].index(
+        (model.alpha_rel_, model.l1_ratio_, model.tv_ratio_)
+    )
+    same = [p for p in path if (p["l1_ratio"], p["tv_ratio"]) == (model.l1_ratio_, model.tv_ratio_)]
     best = max(
         np.mean(p["reproducibility"])
-        for p in path
+        for p in same
         if np.all(p["nonzero_fraction"] > 0) and np.all(p["nonzero_fraction"] <= 0.5)
     )
     assert np.mean(path[chosen]["reproducibility"]) == best
+    assert chosen == choose_point(path)
     assert model.stability_.shape == (3,) and np.all(
         (0 <= model.stability_) & (model.stability_ <= 1)
     )

@@ -219,6 +219,8 @@ def test_auto_fit_moves_to_a_stronger_point_when_the_full_fit_is_dense():
         return [
             dict(
                 alpha_rel=a,
+                l1_ratio=0.05,
+                tv_ratio=0.1,
                 reproducibility=np.array(r),
                 components=(np.full((2, 4), a),) * 2,
                 nonzero_fraction=np.array([0.4, 0.3] * 2 if a < 4 else [0.1, 0.0] * 2),
@@ -229,7 +231,8 @@ def test_auto_fit_moves_to_a_stronger_point_when_the_full_fit_is_dense():
     fitted = []
 
     def run(dense_below):
-        def fit(a, u0):
+        def fit(point, u0):  # the record of the point (alpha_rel and the split)
+            a = point["alpha_rel"]
             fitted.append((a, u0))
             V = np.zeros((10, 2))
             V[: 8 if a < dense_below else 2] = 1.0
@@ -238,11 +241,22 @@ def test_auto_fit_moves_to_a_stronger_point_when_the_full_fit_is_dense():
         return fit
 
     p = path()
-    a, halves, result = auto_fit(p, run(dense_below=1.0), lambda h: h[0][0, 0])
+    point, halves, result = auto_fit(p, run(dense_below=1.0), lambda h: h[0][0, 0])
+    a = point["alpha_rel"]
+    assert (point["l1_ratio"], point["tv_ratio"]) == (0.05, 0.1)
     # 1 reproduces less than 2; 4 has an empty half component (not admissible)
     assert a == 2.0 and fitted == [(0.5, 0.5), (2.0, 2.0)]
     assert halves[0][0, 0] == 2.0 and np.mean(result[1] != 0) <= 0.5
     assert all("components" not in q for q in p)
     fitted.clear()
-    a, _, _ = auto_fit(path(), run(dense_below=0.1), lambda h: None)
-    assert a == 0.5 and fitted == [(0.5, None)]
+    point, _, _ = auto_fit(path(), run(dense_below=0.1), lambda h: None)
+    assert point["alpha_rel"] == 0.5 and fitted == [(0.5, None)]
+    # the fallback stays on the chosen point's split: a stronger admissible point
+    # of another split is not fitted
+    fitted.clear()
+    other = path()
+    for q in other[1:]:
+        q["l1_ratio"], q["tv_ratio"] = 0.3, 0.3
+        q["reproducibility"] = np.array([0.5, 0.5])  # not better: the default split kept
+    point, _, _ = auto_fit(other, run(dense_below=1.0), lambda h: None)
+    assert point["alpha_rel"] == 0.5 and fitted == [(0.5, None)]

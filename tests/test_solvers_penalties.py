@@ -264,7 +264,9 @@ def test_estimator_penalty_weights_and_warm_start(sim):
     plain = SPCATV(2, operator=op).fit(Xc)
     assert set(plain.penalty_weights_) == {"l1", "l2", "tv"}
     assert sum(plain.penalty_weights_.values()) == pytest.approx(plain.alpha_)
-    assert plain.penalty_weights_["l1"] == pytest.approx(plain.alpha_ * plain.l1_ratio)
+    # the split used is the fitted l1_ratio_ (l1_ratio="auto" is searched, issue 20 round 3)
+    assert plain.penalty_weights_["l1"] == pytest.approx(plain.alpha_ * plain.l1_ratio_)
+    assert plain.penalty_weights_["tv"] == pytest.approx(plain.alpha_ * plain.tv_ratio_)
     # switching the penalties drops the old states instead of failing on their shape
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -39,6 +39,7 @@ def estimator_from_args(args, **masking):
     name = getattr(args, "estimator", None) or "spcatv"
     if name != "spcatv":
         return _other_estimator(args, name, masking)
+    from ..decomposition import fixed_split
     from ..image import ImageSPCATV
 
     defaults = spcatv_defaults()
@@ -51,7 +52,7 @@ def estimator_from_args(args, **masking):
     alpha_rel = defaults["alpha_rel"] if alpha_rel is None else alpha_rel
     l1_ratio = defaults["l1_ratio"] if l1_ratio is None else l1_ratio
     tv_ratio = defaults["tv_ratio"] if tv_ratio is None else tv_ratio
-    if l1_ratio + tv_ratio >= 1:
+    if sum(fixed_split(l1_ratio, tv_ratio)) >= 1:  # "auto": the default split's ratio
         raise UserError(f"--l1-ratio + --tv-ratio must be < 1, got {l1_ratio} + {tv_ratio}.")
     tol = defaults["tol"] if getattr(args, "tol", None) is None else args.tol
     penalty = (
@@ -62,7 +63,7 @@ def estimator_from_args(args, **masking):
     say(
         args,
         f"SPCA-TV: {args.n_components} component(s), {penalty}, "
-        f"l1_ratio={l1_ratio:.4g}, tv_ratio={tv_ratio:.4g}, tol={tol:g}, "
+        f"l1_ratio={format_rel(l1_ratio)}, tv_ratio={format_rel(tv_ratio)}, tol={tol:g}, "
         f"solver={args.solver}",
     )
     return ImageSPCATV(
@@ -216,7 +217,12 @@ def _penalty(model):
         return ""
     default = model.estimator is None and model.alpha is None  # SPCA-TV's relative alpha
     relative = f" ({est.alpha_rel_:g} x l1_max)" if default else ""
-    return f" (alpha = {est.alpha_:.4g}{relative})"
+    split = (
+        f", l1_ratio = {est.l1_ratio_:g}, tv_ratio = {est.tv_ratio_:g}"
+        if getattr(est, "l1_ratio_", None) is not None
+        else ""
+    )
+    return f" (alpha = {est.alpha_:.4g}{relative}{split})"
 
 
 def stability_summary(estimator):

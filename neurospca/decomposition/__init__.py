@@ -31,11 +31,17 @@ from ._nspca import NonnegativeSparsePCA, nspca
 from ._spcatv import SPCATV, spca_tv
 from ._sspca import SSPCA, sspca
 from ._stability import (
+    AUTO_ALPHA_REL_PATH,
+    AUTO_SPLITS,
+    DEFAULT_SPLIT,
     MAX_NONZERO,
+    SPLIT_MARGIN,
     STABILITY_THRESHOLD,
     choose_alpha_rel,
+    choose_point,
     component_stability,
     fit_halves,
+    fixed_split,
     matched_abs_corr,
     split_halves,
 )
@@ -68,9 +74,15 @@ __all__ = [
     "reconstruction_error",
     "STABILITY_THRESHOLD",
     "MAX_NONZERO",
+    "AUTO_ALPHA_REL_PATH",
+    "AUTO_SPLITS",
+    "DEFAULT_SPLIT",
+    "SPLIT_MARGIN",
     "choose_alpha_rel",
+    "choose_point",
     "component_stability",
     "fit_halves",
+    "fixed_split",
     "matched_abs_corr",
     "split_halves",
 ]

@@ -28,8 +28,11 @@ MIN_SEPARATION = np.pi / 9
 
 
 def _l1_profile(e1, e2, n_angles=N_ANGLES, chunk=16):
-    """``||cos(t) e1 + sin(t) e2||_1`` at ``t = i pi / n_angles``, in chunks of angles."""
+    """``||cos(t) e1 + sin(t) e2||_1`` at ``t = i pi / n_angles``, in chunks of angles
+    (over the features where ``e1`` or ``e2`` is non-zero: the others add 0)."""
     t = np.arange(n_angles) * np.pi / n_angles
+    nonzero = (e1 != 0) | (e2 != 0)
+    e1, e2 = e1[nonzero], e2[nonzero]
     out = np.empty(n_angles)
     for s in range(0, n_angles, chunk):
         c, sn = np.cos(t[s : s + chunk]), np.sin(t[s : s + chunk])

@@ -27,15 +27,13 @@ from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, re
 from ._data import validated_data_operator
 from ._joint import _joint_spca_tv
 from ._spcatv_function import spca_tv
-from ._stability import auto_fit, auto_path, scores_of, set_stability
+from ._stability import auto_fit, auto_path, fixed_split, scores_of, set_stability
 from ._support import certify_fit
 from ._weights import _weights, weights_from_ratios
 
 __all__ = ["SPCATV", "spca_tv"]
 
 
-#: The path of relative penalties tried by ``alpha_rel="auto"`` (weakest first).
-AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0)
 #: Above this many features, ``operator=None`` (a 1-D chain) warns.
 CHAIN_WARNING_FEATURES = 500
 
@@ -67,18 +65,30 @@ class SPCATV(ComponentsEstimator):
         feature with the component's scores, for features of the largest
         norm). For fixed scores the normalised loadings depend only on
         ``lambda_1`` and ``lambda``; ``lambda_2`` scales them.
-    l1_ratio : float, default=0.05
-    tv_ratio : float, default=0.1
-        ``l1_ratio + tv_ratio < 1``.
+    l1_ratio : "auto" or float, default="auto"
+    tv_ratio : "auto" or float, default="auto"
+        The split of the penalty, ``l1_ratio + tv_ratio < 1``. "auto" (both)
+        with ``alpha_rel="auto"``: searched together with ``alpha_rel`` (see
+        there); otherwise "auto" is the documented fixed default
+        :data:`~neurospca.decomposition.DEFAULT_SPLIT` (``l1_ratio = 0.05``,
+        ``tv_ratio = 0.1``). A number fixes it (not searched). The split used
+        is ``l1_ratio_``, ``tv_ratio_``.
     alpha_rel : "auto" or float, default="auto"
         ``alpha`` in units of ``l1_max_``, used when ``alpha`` is None. "auto"
-        fits two random halves of the samples along the path
-        :data:`AUTO_ALPHA_REL_PATH` (0.5, 1, 2, 4, 8; warm-started) and keeps
-        the penalty whose components reproduce best between the halves
-        (mean matched absolute correlation, among the penalties with every
-        component non-empty and at most half non-zero:
-        :func:`neurospca.decomposition.choose_alpha_rel`). The value used is
-        ``alpha_rel_``, the path ``auto_path_``; evidence in docs/trust.rst.
+        fits two random halves of the samples along a path of ``alpha_rel``
+        for each split of the penalty searched
+        (:data:`~neurospca.decomposition.AUTO_SPLITS`: ``(0.05, 0.1)`` along
+        0.5 ... 8 and ``(0.3, 0.3)`` along 0.125 ... 4 when ``l1_ratio`` and
+        ``tv_ratio`` are "auto"; the one fixed split along 0.5 ... 8
+        otherwise; weakest first, warm-started, stopping after a point with an
+        empty component), and keeps the point whose
+        components reproduce best between the halves (mean matched absolute
+        correlation, among the points with every component non-empty and at
+        most half non-zero; the sparse split only if more reproducible by more
+        than :data:`~neurospca.decomposition.SPLIT_MARGIN`:
+        :func:`neurospca.decomposition.choose_point`). The values used are
+        ``alpha_rel_``, ``l1_ratio_``, ``tv_ratio_``, the points tried
+        ``auto_path_``; evidence in docs/trust.rst.
     operator : GroupOperator, optional
         The structure, e.g. from :func:`neurospca.tv_from_mask` or
         :func:`neurospca.tv_from_mesh`. Default: a 1-D chain over the features
@@ -141,12 +151,16 @@ class SPCATV(ComponentsEstimator):
         The absolute ``alpha`` used (``alpha``, or ``alpha_rel_ * l1_max_``).
     alpha_rel_ : float
         ``alpha_ / l1_max_``.
+    l1_ratio_, tv_ratio_ : float
+        The split of the penalty used (chosen by ``alpha_rel="auto"`` when
+        ``l1_ratio`` and ``tv_ratio`` are "auto", else the given or default one).
     penalty_weights_ : dict
         The absolute weights of eq. 3 actually used: ``{"l1": lambda_1,
         "l2": lambda_2, "tv": lambda}``, plus each extra penalty's name and
         weight.
     auto_path_ : list of dict
-        With ``alpha_rel="auto"``: the path points tried (``alpha_rel``,
+        With ``alpha_rel="auto"``: the path points tried, split by split
+        (``alpha_rel``, ``l1_ratio``, ``tv_ratio``,
         ``reproducibility`` per matched pair of half components,
         ``nonzero_fraction`` per component of both halves); else empty.
     stability_ : ndarray of shape (n_components,)
@@ -224,8 +238,8 @@ class SPCATV(ComponentsEstimator):
         n_components=3,
         *,
         alpha=None,
-        l1_ratio=0.05,
-        tv_ratio=0.1,
+        l1_ratio="auto",
+        tv_ratio="auto",
         alpha_rel="auto",
         operator=None,
         tol=1e-3,
@@ -268,8 +282,8 @@ class SPCATV(ComponentsEstimator):
         **ComponentsEstimator._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="neither"), None],
         "alpha_rel": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "l1_ratio": [Interval(Real, 0, 1, closed="left")],
-        "tv_ratio": [Interval(Real, 0, 1, closed="left")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
+        "tv_ratio": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
         "operator": [GroupOperator, None],
         "solver": [StrOptions(set(SOLVERS))],
         "max_inner_iter": [Interval(Integral, 1, None, closed="left"), None],
@@ -296,7 +310,7 @@ class SPCATV(ComponentsEstimator):
         Settings
             ``(operator, extra, solver, max_inner_iter)``.
         """
-        weights_from_ratios(1.0, self.l1_ratio, self.tv_ratio)  # l1_ratio + tv_ratio < 1
+        weights_from_ratios(1.0, *fixed_split(self.l1_ratio, self.tv_ratio))  # sum < 1
         solver = get_solver(self.solver)
         operator = self.operator
         if operator is None:
@@ -318,10 +332,12 @@ class SPCATV(ComponentsEstimator):
             max_inner_iter = solver.default_max_iter
         return Settings(operator, extra, solver, max_inner_iter)
 
-    def _run(self, Xc, n_components, alpha, u0, w0, checked, from_scores=False):
-        """One fit at absolute ``alpha`` (inputs validated); warnings recorded, not shown."""
+    def _run(self, Xc, n_components, alpha, u0, w0, checked, from_scores=False, split=None):
+        """One fit at absolute ``alpha`` and ``split`` = ``(l1_ratio, tv_ratio)``
+        (default: the fixed split; inputs validated); warnings recorded, not shown."""
         operator, extra, solver, max_inner_iter = checked
-        l1, l2, tv = _weights(alpha, self.l1_ratio, self.tv_ratio)
+        l1_ratio, tv_ratio = split or fixed_split(self.l1_ratio, self.tv_ratio)
+        l1, l2, tv = _weights(alpha, l1_ratio, tv_ratio)
         _check_l2_scale(Xc, l2)
         worker = _spca_tv
         if self.method == "joint":
@@ -403,7 +419,8 @@ class SPCATV(ComponentsEstimator):
     def _fit_penalty(self, X, op, n_components, u0, w0, settings):
         """The fit at ``alpha`` (absolute, or ``alpha_rel`` times ``l1_max_``), or
         along the ``alpha_rel="auto"`` path; sets ``alpha_``, ``alpha_rel_``,
-        ``auto_path_`` and ``penalty_weights_`` and replays the fit's warnings.
+        ``l1_ratio_``, ``tv_ratio_``, ``auto_path_`` and ``penalty_weights_`` and
+        replays the fit's warnings.
 
         Returns
         -------
@@ -412,7 +429,8 @@ class SPCATV(ComponentsEstimator):
         fit : tuple
             ``(U, V, info, weights)``.
         """
-        halves, path = auto_path(self, X, AUTO_ALPHA_REL_PATH)
+        halves, path = auto_path(self, X)
+        split = fixed_split(self.l1_ratio, self.tv_ratio)
         if self.alpha is not None or not path:
             alpha = (
                 float(self.alpha)
@@ -421,25 +439,28 @@ class SPCATV(ComponentsEstimator):
             )
             U, V, info, caught, weights = self._run(op, n_components, alpha, u0, w0, settings)
         else:
-            alpha, halves, (U, V, info, caught, weights) = auto_fit(
+            point, halves, (U, V, info, caught, weights) = auto_fit(
                 path,
-                lambda a, u: self._run(
+                lambda p, u: self._run(
                     op,
                     n_components,
-                    a * self.l1_max_,
+                    p["alpha_rel"] * self.l1_max_,
                     u,
                     None,
                     settings,
                     from_scores=self.method == "joint" and u is not None,
+                    split=(p["l1_ratio"], p["tv_ratio"]),
                 ),
                 lambda h: scores_of(op, h[0]) if self.method == "joint" else u0,
             )
-            alpha *= self.l1_max_
+            alpha = point["alpha_rel"] * self.l1_max_
+            split = (point["l1_ratio"], point["tv_ratio"])
         self.auto_path_ = path
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.alpha_ = float(alpha)
         self.alpha_rel_ = self.alpha_ / self.l1_max_
+        self.l1_ratio_, self.tv_ratio_ = float(split[0]), float(split[1])
         self.penalty_weights_ = weights
         return halves, (U, V, info, weights)
 

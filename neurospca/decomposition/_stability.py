@@ -11,7 +11,10 @@ split-half reproducibility of nilearn's decomposition examples).
 - :func:`matched_abs_corr` pairs the components of two fits;
 - :func:`component_stability` gives each component of a full fit the split-half
   reproducibility of the pair of half components it matches;
-- :func:`choose_alpha_rel` is the rule of ``SPCATV(alpha_rel="auto")``.
+- :func:`choose_alpha_rel` chooses along one split's path, :func:`choose_point`
+  across the splits searched (:data:`AUTO_SPLITS`): the rule of
+  ``SPCATV(alpha_rel="auto")``; :func:`split_search` fits one split's
+  halves along its path, :func:`auto_path` and :func:`auto_fit` drive them.
 """
 
 import numpy as np
@@ -145,6 +148,61 @@ MAX_NONZERO = 0.5
 #: compares penalties, it does not need the last digits.
 HALF_MAX_SWEEPS = 15
 
+#: The documented fixed split ``(l1_ratio, tv_ratio)``: what ``l1_ratio="auto"``
+#: and ``tv_ratio="auto"`` mean when the split is not searched.
+DEFAULT_SPLIT = (0.05, 0.1)
+#: The path of relative penalties of a fixed split under ``alpha_rel="auto"``.
+AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0)
+#: The splits searched by ``alpha_rel="auto"`` when ``l1_ratio`` and
+#: ``tv_ratio`` are "auto": ``(split, its path)``. The sparse split puts more
+#: of ``alpha`` on l1 and TV, so its path is weaker.
+AUTO_SPLITS = (
+    (DEFAULT_SPLIT, AUTO_ALPHA_REL_PATH),
+    ((0.3, 0.3), (0.125, 0.25, 0.5, 1.0, 2.0, 4.0)),
+)
+#: A split's path stops after a point that reproduces worse than an earlier
+#: admissible point which reproduced at least this (:func:`split_search`).
+STOP_REPRODUCIBILITY = 0.9
+#: A split other than the first one searched is chosen only when its best
+#: point is more reproducible by more than this (mean matched |corr|).
+SPLIT_MARGIN = 0.02
+
+
+def _half_models(estimator):
+    """Two clones of ``estimator`` for the halves: warm-started, no stability, no
+    certified support, at most :data:`HALF_MAX_SWEEPS` sweeps."""
+    from sklearn.base import clone
+
+    sweeps = min(estimator.max_sweeps, HALF_MAX_SWEEPS)
+    return [
+        clone(estimator).set_params(
+            stability=False, warm_start=True, verbose=0, max_sweeps=sweeps, certify_support=False
+        )
+        for _ in range(2)
+    ]
+
+
+def _fit_point(models, halves, params):
+    """Both halves fitted at ``params`` (each warm-started from its previous fit)."""
+    import warnings
+
+    comps = []
+    for model, Xh in zip(models, halves, strict=True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            comps.append(model.set_params(**params).fit(Xh).components_.copy())
+    _, corr = matched_abs_corr(*comps)
+    return dict(
+        params,
+        components=tuple(comps),
+        reproducibility=corr,
+        nonzero_fraction=np.concatenate([np.mean(c != 0, axis=1) for c in comps]),
+    )
+
+
+def _all_empty(point):
+    return bool(np.all(point["nonzero_fraction"] == 0))
+
 
 def fit_halves(estimator, X, settings, random_state=None):
     """Fit the two halves of ``X`` at each of a sequence of settings (warm-started).
@@ -173,67 +231,190 @@ def fit_halves(estimator, X, settings, random_state=None):
         absolute correlation per pair), ``"nonzero_fraction"`` (per component
         of both halves).
     """
-    import warnings
-
-    from sklearn.base import clone
-
     # None: a fixed seed, so that a default fit gives the same model every time
     halves = split_halves(X, 0 if random_state is None else random_state)
-    sweeps = min(estimator.max_sweeps, HALF_MAX_SWEEPS)
-    models = [
-        clone(estimator).set_params(
-            stability=False, warm_start=True, verbose=0, max_sweeps=sweeps, certify_support=False
-        )
-        for _ in halves
-    ]
+    models = _half_models(estimator)
     path = []
     for params in settings:
-        if path and np.all(path[-1]["nonzero_fraction"] == 0):
+        if path and _all_empty(path[-1]):
             break  # every half component empty: stronger penalties only empty more
-        comps = []
-        for model, Xh in zip(models, halves, strict=True):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                comps.append(model.set_params(**params).fit(Xh).components_.copy())
-        _, corr = matched_abs_corr(*comps)
-        path.append(
-            dict(
-                params,
-                components=tuple(comps),
-                reproducibility=corr,
-                nonzero_fraction=np.concatenate([np.mean(c != 0, axis=1) for c in comps]),
-            )
-        )
+        path.append(_fit_point(models, halves, params))
     return path
 
 
-def auto_path(estimator, X, alpha_rels):
-    """``alpha_rel="auto"``: the halves fitted along the path (else nothing).
+def _split_of(point):
+    return point.get("l1_ratio"), point.get("tv_ratio")
+
+
+def _admissible(point):
+    nz = point["nonzero_fraction"]
+    return bool(np.all(nz > 0) and np.all(nz <= MAX_NONZERO))
+
+
+def _has_empty(point):
+    return bool(np.any(point["nonzero_fraction"] == 0))
+
+
+def split_search(models, halves, split, alpha_rels):
+    """One split of the penalty: its halves along its path, weakest first.
+
+    Each point is warm-started from the previous one (a start from the
+    weaker, denser point keeps co-varying regions apart: started cold in the
+    middle of the path, the halves of a severity-correlated cohort settled on
+    merged components, benchmarks/RESULTS.md, issue 20 round 3). The path
+    stops after the first point with an empty half component (it is not
+    admissible, and stronger penalties only empty more), and after the first
+    point that reproduces worse than an earlier admissible point which
+    reproduced at least :data:`STOP_REPRODUCIBILITY` (:func:`_past_best`;
+    below that, reproducibility along the path is not monotone: measured
+    0.55, 0.23, 0.65 along one split and 0.65, 0.50, 0.28, 0.99 along the other
+    on one cohort).
+
+    Parameters
+    ----------
+    models : list of two SPCATV
+        :func:`_half_models`.
+    halves : tuple of two arrays
+    split : (float, float)
+        ``(l1_ratio, tv_ratio)``.
+    alpha_rels : sequence of float
+        The split's path, weakest first.
+
+    Returns
+    -------
+    list of dict
+        :func:`fit_halves`' records with ``l1_ratio`` and ``tv_ratio``,
+        weakest first.
+    """
+    base = {"l1_ratio": float(split[0]), "tv_ratio": float(split[1])}
+    points = []
+    for a in alpha_rels:
+        if points and (_has_empty(points[-1]) or _past_best(points)):
+            break
+        points.append(_fit_point(models, halves, dict(base, alpha_rel=float(a))))
+    return points
+
+
+def _past_best(points):
+    """True when the last point reproduces worse than the best admissible point
+    before it and that one reproduced at least :data:`STOP_REPRODUCIBILITY`."""
+    score = [float(np.mean(p["reproducibility"])) for p in points]
+    best = [score[i] for i, p in enumerate(points[:-1]) if _admissible(p)]
+    return bool(best) and max(best) >= STOP_REPRODUCIBILITY and score[-1] < max(best)
+
+
+def choose_point(path):
+    """The rule of ``alpha_rel="auto"`` over one or several splits of the penalty.
+
+    Each split's best point is :func:`choose_alpha_rel` of its own points
+    (the highest mean split-half reproducibility among its admissible
+    points). The first split (the documented default, ``(0.05, 0.1)``) is
+    kept unless another split's best point is admissible and more
+    reproducible by more than :data:`SPLIT_MARGIN` (or the first split has
+    no admissible point and another has): a near-tie keeps the default
+    split. Among the other splits the most reproducible best point wins.
+
+    Parameters
+    ----------
+    path : list of dict
+        Records with ``alpha_rel``, ``l1_ratio``, ``tv_ratio``,
+        ``reproducibility``, ``nonzero_fraction``; a split's records are
+        contiguous, the first split's first.
+
+    Returns
+    -------
+    int
+        Index into ``path``.
+    """
+    groups = {}
+    for i, p in enumerate(path):
+        groups.setdefault(_split_of(p), []).append(i)
+    best = []
+    for idx in groups.values():
+        j = idx[choose_alpha_rel([path[i] for i in idx])]
+        best.append((j, _admissible(path[j]), float(np.mean(path[j]["reproducibility"]))))
+    chosen, ok, score = best[0]
+    others = sorted((b for b in best[1:] if b[1]), key=lambda b: -b[2])  # admissible ones
+    for j, _, score_j in others[:1]:
+        if not ok or score_j > score + SPLIT_MARGIN:
+            chosen = j
+    return chosen
+
+
+def _unbeatable(path):
+    """True when the first split's best point is admissible and at least
+    ``1 - SPLIT_MARGIN`` reproducible: :func:`choose_point` keeps it whatever
+    the other splits give (a mean absolute correlation is at most 1)."""
+    first = [p for p in path if _split_of(p) == _split_of(path[0])]
+    best = first[choose_alpha_rel(first)]
+    return _admissible(best) and np.mean(best["reproducibility"]) >= 1.0 - SPLIT_MARGIN
+
+
+def auto_path(estimator, X):
+    """``alpha_rel="auto"``: the halves fitted along each searched split (else nothing).
+
+    The halves are drawn once (``random_state``) and shared by every split;
+    each split is searched by :func:`split_search` along its own path
+    (:func:`searched_splits`). The other splits are not searched when the
+    first split's best point already wins whatever they give
+    (:func:`_unbeatable`).
 
     Returns
     -------
     halves : (ndarray, ndarray) or None
         The two halves' components at the chosen point.
     path : list of dict
-        :func:`fit_halves`'s records (``auto_path_`` once :func:`auto_fit`
-        has removed their components).
+        The records of every split (``auto_path_`` once :func:`auto_fit`
+        has removed their components), split by split, weakest first.
     """
     from ._alternation import _say
 
-    if estimator.alpha is not None or not isinstance(estimator.alpha_rel, str):
+    splits = searched_splits(estimator)
+    if not splits:
         return None, []
-    path = fit_halves(
-        estimator, X, [{"alpha_rel": a} for a in sorted(alpha_rels)], estimator.random_state
-    )
+    seed = 0 if estimator.random_state is None else estimator.random_state
+    halves = split_halves(X, seed)
+    path = []
+    for split, alpha_rels in splits:
+        if path and _unbeatable(path):
+            break  # no other split can be more reproducible by more than SPLIT_MARGIN
+        path += split_search(_half_models(estimator), halves, split, alpha_rels)
     if estimator.verbose:
         for p in path:
             _say(
-                "alpha_rel=%g: split-half reproducibility %s, non-zero %s",
+                "l1_ratio=%g tv_ratio=%g alpha_rel=%g: split-half reproducibility %s, non-zero %s",
+                p["l1_ratio"],
+                p["tv_ratio"],
                 p["alpha_rel"],
                 np.array2string(p["reproducibility"], precision=2),
                 np.array2string(p["nonzero_fraction"], precision=3),
             )
-    return path[choose_alpha_rel(path)]["components"], path
+    return path[choose_point(path)]["components"], path
+
+
+def fixed_split(l1_ratio, tv_ratio):
+    """``(l1_ratio, tv_ratio)`` as numbers: "auto" is the documented default
+    (:data:`DEFAULT_SPLIT`) when the split is not searched."""
+    return (
+        DEFAULT_SPLIT[0] if isinstance(l1_ratio, str) else float(l1_ratio),
+        DEFAULT_SPLIT[1] if isinstance(tv_ratio, str) else float(tv_ratio),
+    )
+
+
+def searched_splits(estimator):
+    """The splits ``alpha_rel="auto"`` searches: ``[(split, path)]``.
+
+    None searched (an empty list) at a fixed penalty (``alpha`` given or
+    ``alpha_rel`` a number). With ``l1_ratio`` and ``tv_ratio`` both "auto":
+    :data:`AUTO_SPLITS`; otherwise the one fixed split (an "auto" ratio
+    taking its default) along :data:`AUTO_ALPHA_REL_PATH`.
+    """
+    if estimator.alpha is not None or not isinstance(estimator.alpha_rel, str):
+        return []
+    if isinstance(estimator.l1_ratio, str) and isinstance(estimator.tv_ratio, str):
+        return list(AUTO_SPLITS)
+    split = fixed_split(estimator.l1_ratio, estimator.tv_ratio)
+    return [(split, AUTO_ALPHA_REL_PATH)]
 
 
 def auto_fit(path, run, start):
@@ -243,43 +424,44 @@ def auto_fit(path, run, start):
     None). The admissibility of :func:`choose_alpha_rel` is checked on the
     halves; the full sample passes more features, so when a returned
     component is more than :data:`MAX_NONZERO` non-zero the next admissible
-    point toward stronger penalties (the most reproducible one) is fitted
-    instead, if there is one.
+    point of the same split toward stronger penalties (the most reproducible
+    one) is fitted instead, if there is one.
 
     Parameters
     ----------
     path : list of dict
-        :func:`fit_halves`' records; their ``"components"`` are removed here.
+        :func:`auto_path`'s records; their ``"components"`` are removed here.
     run : callable
-        ``run(alpha_rel, u0)`` fits the full data, returns ``(U, V, ...)``.
+        ``run(point, u0)`` fits the full data at a record's ``alpha_rel``,
+        ``l1_ratio``, ``tv_ratio``; returns ``(U, V, ...)``.
     start : callable
         ``start((half_a, half_b))``: the start scores ``u0`` of the full fit.
 
     Returns
     -------
-    alpha_rel : float
+    point : dict
+        The record fitted (``alpha_rel``, ``l1_ratio``, ``tv_ratio``).
     halves : (ndarray, ndarray)
         The two halves' components at the point fitted.
     result : tuple
         What ``run`` returned.
     """
-    i = choose_alpha_rel(path)
+    i = choose_point(path)
     while True:
         halves = path[i]["components"]
-        result = run(path[i]["alpha_rel"], start(halves))
+        result = run(path[i], start(halves))
         stronger = [
             j
             for j in range(i + 1, len(path))
-            if np.all(path[j]["nonzero_fraction"] > 0)
-            and np.all(path[j]["nonzero_fraction"] <= MAX_NONZERO)
+            if _admissible(path[j]) and _split_of(path[j]) == _split_of(path[i])
         ]
         if np.all(np.mean(result[1] != 0, axis=0) <= MAX_NONZERO) or not stronger:
             break
         i = stronger[choose_alpha_rel([path[j] for j in stronger])]
-    alpha_rel = path[i]["alpha_rel"]
+    point = {k: path[i][k] for k in ("alpha_rel", "l1_ratio", "tv_ratio")}
     for p in path:  # keep the summary, not every half's maps
         del p["components"]
-    return alpha_rel, halves, result
+    return point, halves, result
 
 
 def set_stability(estimator, X, halves):
@@ -298,6 +480,7 @@ def set_stability(estimator, X, halves):
             if estimator.alpha is not None
             else {"alpha_rel": estimator.alpha_rel_}
         )
+        same.update(l1_ratio=estimator.l1_ratio_, tv_ratio=estimator.tv_ratio_)
         halves = fit_halves(estimator, X, [same], estimator.random_state)[0]["components"]
     if halves is None:
         estimator.stability_ = np.full(C.shape[0], np.nan)

@@ -583,6 +583,8 @@ for _name in (
     "gap_history_",
     "fit_time_",
     "alpha_rel_",
+    "l1_ratio_",
+    "tv_ratio_",
     "rel_gaps_",
     "penalty_weights_",
     "stability_",

@@ -18,7 +18,7 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 
 from .._utils.validation import check_int, check_matrix
-from ..decomposition import weights_from_ratios
+from ..decomposition import AUTO_SPLITS, fixed_split, weights_from_ratios
 from ._folds import FOLD_RULES, STABLE_TOLERANCE, _choose, _paired_se, fold_search, fold_stability
 from ._halves import _say, choose_reproducible, chosen_stability, reproducibility_search
 from ._metrics import check_sparsity_rule
@@ -161,12 +161,16 @@ def _check_splits(splits, estimator, rule):
     """The ``(l1_ratio, tv_ratio)`` pairs: the given ones, or the estimator's own
     (first) then the sparser defaults (the K-fold rules: its own only)."""
     params = estimator.get_params()
-    own = (float(params["l1_ratio"]), float(params["tv_ratio"]))
+    ratios = params["l1_ratio"], params["tv_ratio"]
+    if all(isinstance(r, str) for r in ratios):  # "auto": the splits the default fit searches
+        own = [tuple(split) for split, _ in AUTO_SPLITS]
+    else:
+        own = [fixed_split(*ratios)]
     if splits is None:
         if rule != "reproducibility":
-            return [own]
-        extra = SPARSER_SPLITS if own[1] > 0 else SPARSER_SPLITS_NO_TV
-        return [own] + [s for s in extra if s[0] > own[0]]
+            return own[:1]
+        extra = SPARSER_SPLITS if own[0][1] > 0 else SPARSER_SPLITS_NO_TV
+        return sorted(set(own + [s for s in extra if s[0] > own[0][0]]))
     try:
         pairs = [(float(a), float(b)) for a, b in splits]
     except (TypeError, ValueError):
@@ -299,10 +303,13 @@ def select_penalty(
     alpha_rel : sequence of float, default=(0.25, 0.5, 1, 2, 4, 8)
         Relative penalties (``alpha_ = alpha_rel * l1_max_``).
     splits : sequence of (float, float), optional
-        ``(l1_ratio, tv_ratio)`` pairs. Default: the estimator's own, then
-        the sparser (0.2, 0.2) and (0.5, 0.3) (without TV, ``tv_ratio=0``:
-        (0.2, 0) and (0.5, 0)) whose ``l1_ratio`` is larger than its own;
-        the K-fold rules: its own only.
+        ``(l1_ratio, tv_ratio)`` pairs. Default: the estimator's own (with
+        ``l1_ratio = tv_ratio = "auto"``, the splits its default fit searches,
+        :data:`neurospca.decomposition.AUTO_SPLITS`: (0.05, 0.1) and
+        (0.3, 0.3)) and the sparser (0.2, 0.2) and (0.5, 0.3) (without TV,
+        ``tv_ratio=0``: (0.2, 0) and (0.5, 0)) whose ``l1_ratio`` is larger
+        than its own, in increasing ``l1_ratio``; the K-fold rules: its own
+        only (with "auto", the documented default (0.05, 0.1)).
     rule : str, default="reproducibility"
         One of :data:`SELECTION_RULES`.
     n_splits : int, default=2

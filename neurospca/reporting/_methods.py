@@ -38,7 +38,8 @@ def penalties(estimator):
     ----------
     estimator : fitted estimator
         Read: ``penalty_weights_``, ``alpha_``/``alpha``, ``l1_ratio``,
-        ``tv_ratio``, ``l1_max_``, ``alpha_rel``/``alpha_rel_``, ``auto_path_``.
+        ``tv_ratio`` (or the fitted ``l1_ratio_``, ``tv_ratio_``), ``l1_max_``,
+        ``alpha_rel``/``alpha_rel_``, ``auto_path_``.
 
     Returns
     -------
@@ -81,7 +82,10 @@ def _absolute_penalties(estimator):
         alpha = getattr(estimator, "alpha", None)
     try:
         alpha = float(alpha)
-        l1_ratio, tv_ratio = float(estimator.l1_ratio), float(estimator.tv_ratio)
+        l1_ratio, tv_ratio = (  # fitted (searched by alpha_rel="auto"), else given
+            float(getattr(estimator, f"{k}_", getattr(estimator, k)))
+            for k in ("l1_ratio", "tv_ratio")
+        )
         weights = _fitted_weights(estimator)
         if weights is None:  # a model saved before penalty_weights_ existed
             ratios = weights_from_ratios(alpha, l1_ratio, tv_ratio)
@@ -116,25 +120,35 @@ def _weight_list(pen, names=None):
 
 
 def _auto_text(pen):
-    """How ``alpha_rel="auto"`` chose its value (from ``auto_path_``)."""
-    path = pen["auto_path"] or []
-    steps = []
-    for step in path:
+    """How ``alpha_rel="auto"`` chose its value and the split (from ``auto_path_``)."""
+    groups = {}
+    for step in pen["auto_path"] or []:
         try:
             rep = np.asarray(step["reproducibility"], dtype=np.float64)
-            steps.append(f"{float(step['alpha_rel']):g} ({rep.mean():.2f})")
+            split = tuple(float(step.get(k, pen[k])) for k in ("l1_ratio", "tv_ratio"))
+            groups.setdefault(split, []).append(f"{float(step['alpha_rel']):g} ({rep.mean():.2f})")
         except (KeyError, TypeError, ValueError):
             continue
     text = (
         '; alpha_rel was chosen automatically (alpha_rel="auto": two random halves '
-        "of the samples were fitted along a path of relative penalties and the one "
-        "whose components reproduce best between the halves was kept, among those "
-        "with every component non-empty and at most half non-zero"
+        "of the samples were fitted along a path of relative penalties"
+        + (
+            " for each split of the penalty (l1_ratio, tv_ratio) searched"
+            if len(groups) > 1
+            else ""
+        )
+        + " and the point whose components reproduce best between the halves was kept, "
+        "among those with every component non-empty and at most half non-zero"
     )
-    if steps:
+    if len(groups) > 1:
+        text += " (a split other than the first only if more reproducible by more than 0.02)"
+    if groups:
         text += (
-            "; tried, with the mean split-half absolute correlation of matched "
-            "components: " + ", ".join(steps)
+            "; tried, with the mean split-half absolute correlation of matched components: "
+            + "; ".join(
+                f"l1_ratio = {a:g}, tv_ratio = {b:g}: alpha_rel " + ", ".join(steps)
+                for (a, b), steps in groups.items()
+            )
         )
     return text + ")"
 

@@ -152,7 +152,7 @@ def parameters_section(r):
     ]
     rows += [
         (f"{key} (fitted)", fmt(getattr(est, key)))
-        for key in ("alpha_", "alpha_rel_", "l1_max_", "alpha_max_")
+        for key in ("alpha_", "alpha_rel_", "l1_ratio_", "tv_ratio_", "l1_max_", "alpha_max_")
         if hasattr(est, key)
     ]
     return {"rows": rows, "weights": weights_text(r.pen)}
