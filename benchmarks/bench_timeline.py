@@ -200,22 +200,10 @@ print(json.dumps({"stages": stages, "cpu": cpu, "code": code}))
 def run_demo_stages(repo, out, label):
     """``neurospca demo`` in one interpreter, each step timed (wall and CPU)."""
     folder = os.path.join(out, f"{label}_demo_stages")
-    t0, c0 = time.perf_counter(), _children_cpu()
-    res = subprocess.run(
-        [sys.executable, "-c", _DEMO_DRIVER, folder],
-        env=_env(repo),
-        capture_output=True,
-        text=True,
-        cwd=out,
-        check=False,
-    )
-    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
-    if res.returncode:
-        raise RuntimeError(f"demo stages on {repo} failed:\n{res.stderr[-3000:]}")
-    result = json.loads(res.stdout.strip().splitlines()[-1])
-    stages = {"interpreter": wall - sum(result["stages"].values())}
+    result = _run_timed(repo, out, [_DEMO_DRIVER, folder], "demo stages")
+    stages = {"interpreter": result["wall"] - sum(result["stages"].values())}
     stages.update(result["stages"])
-    result["stages"], result["wall"], result["cpu_total"] = stages, wall, cpu
+    result["stages"] = stages
     result["extra"] = {}
     _save_components(folder, os.path.join(out, f"{label}_demo_stages_components.npy"))
     return result
@@ -235,9 +223,15 @@ def _env(repo):
 
 def run_driver(repo, scenario, out, label):
     """Stages (seconds) of one scenario on ``repo``."""
+    return _run_timed(repo, out, [_DRIVER, scenario, out, label], scenario)
+
+
+def _run_timed(repo, out, args, what):
+    """Run ``python -c *args`` on ``repo``; its last stdout line (JSON) with ``wall`` and
+    ``cpu_total`` (seconds, the child's) added."""
     t0, c0 = time.perf_counter(), _children_cpu()
     res = subprocess.run(
-        [sys.executable, "-c", _DRIVER, scenario, out, label],
+        [sys.executable, "-c", *args],
         env=_env(repo),
         capture_output=True,
         text=True,
@@ -246,7 +240,7 @@ def run_driver(repo, scenario, out, label):
     )
     wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if res.returncode:
-        raise RuntimeError(f"{scenario} on {repo} failed:\n{res.stderr[-3000:]}")
+        raise RuntimeError(f"{what} on {repo} failed:\n{res.stderr[-3000:]}")
     result = json.loads(res.stdout.strip().splitlines()[-1])
     result["wall"], result["cpu_total"] = wall, cpu
     return result
