@@ -182,15 +182,26 @@ def _half_models(estimator):
     ]
 
 
-def _fit_point(models, halves, params):
-    """Both halves fitted at ``params`` (each warm-started from its previous fit)."""
+def _fit_point(models, halves, params, n_jobs=1):
+    """Both halves fitted at ``params`` (each warm-started from its previous fit),
+    on two threads when ``n_jobs`` >= 2 (the same arithmetic as one after the
+    other: each half has its own model, data and kernels' thread count)."""
     import warnings
+    from concurrent.futures import ThreadPoolExecutor
 
-    comps = []
-    for model, Xh in zip(models, halves, strict=True):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            comps.append(model.set_params(**params).fit(Xh).components_.copy())
+    def fit(i):
+        return models[i].set_params(**params).fit(halves[i]).components_.copy()
+
+    # one warnings context around both threads: the fits' own contexts may
+    # interleave (not thread-safe before Python 3.14); this one restores the
+    # process's filters once both are done
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if n_jobs >= 2:
+            with ThreadPoolExecutor(2) as pool:
+                comps = list(pool.map(fit, range(2)))
+        else:
+            comps = [fit(0), fit(1)]
     _, corr = matched_abs_corr(*comps)
     return dict(
         params,
@@ -234,12 +245,25 @@ def fit_halves(estimator, X, settings, random_state=None):
     # None: a fixed seed, so that a default fit gives the same model every time
     halves = split_halves(X, 0 if random_state is None else random_state)
     models = _half_models(estimator)
+    n_jobs = half_jobs(estimator, X)
     path = []
     for params in settings:
         if path and _all_empty(path[-1]):
             break  # every half component empty: stronger penalties only empty more
-        path.append(_fit_point(models, halves, params))
+        path.append(_fit_point(models, halves, params, n_jobs))
     return path
+
+
+def half_jobs(estimator, X):
+    """Threads for the two halves of a path point: 2 when the estimator may use
+    at least two cores (``n_threads``) and ``X`` is in memory (a memmap or dask
+    array is read by one fit at a time), else 1. Each half keeps the kernels'
+    thread count of a sequential fit, so that its arithmetic (and therefore
+    the choice of ``alpha_rel="auto"``) does not depend on this."""
+    from ..solvers import resolve_n_threads
+    from ._data import is_out_of_core
+
+    return 2 if resolve_n_threads(estimator.n_threads) >= 2 and not is_out_of_core(X) else 1
 
 
 def _split_of(point):
@@ -255,7 +279,7 @@ def _has_empty(point):
     return bool(np.any(point["nonzero_fraction"] == 0))
 
 
-def split_search(models, halves, split, alpha_rels):
+def split_search(models, halves, split, alpha_rels, n_jobs=1):
     """One split of the penalty: its halves along its path, weakest first.
 
     Each point is warm-started from the previous one (a start from the
@@ -279,6 +303,8 @@ def split_search(models, halves, split, alpha_rels):
         ``(l1_ratio, tv_ratio)``.
     alpha_rels : sequence of float
         The split's path, weakest first.
+    n_jobs : int
+        Threads for the two halves of a point (:func:`half_jobs`).
 
     Returns
     -------
@@ -291,7 +317,7 @@ def split_search(models, halves, split, alpha_rels):
     for a in alpha_rels:
         if points and (_has_empty(points[-1]) or _past_best(points)):
             break
-        points.append(_fit_point(models, halves, dict(base, alpha_rel=float(a))))
+        points.append(_fit_point(models, halves, dict(base, alpha_rel=float(a)), n_jobs))
     return points
 
 
@@ -378,7 +404,9 @@ def auto_path(estimator, X):
     for split, alpha_rels in splits:
         if path and _unbeatable(path):
             break  # no other split can be more reproducible by more than SPLIT_MARGIN
-        path += split_search(_half_models(estimator), halves, split, alpha_rels)
+        path += split_search(
+            _half_models(estimator), halves, split, alpha_rels, half_jobs(estimator, X)
+        )
     if estimator.verbose:
         for p in path:
             _say(
