@@ -6,8 +6,8 @@ default, then one fit (the median of three) at the chosen ``alpha_rel_``, ``l1_r
 ``tv_ratio_`` in the same process, and print one row: the chosen point, the
 matched |cos| and support Dice per planted pattern, ``stability_``, the wall
 and CPU seconds of both fits and their ratios, the number of half fits, and
-the path (split, alpha_rel: mean split-half reproducibility, seconds of the
-point's two half fits). The half fits are timed by wrapping the search's
+the path (split, alpha_rel: mean split-half reproducibility, x where the
+point is not admissible, seconds of the point's two half fits). The half fits are timed by wrapping the search's
 point-fitting function, so the same script measures any build (run it with
 ``PYTHONPATH`` pointing at the tree to measure).
 
@@ -82,7 +82,10 @@ def path_text(path, times):
         s = (p.get("l1_ratio"), p.get("tv_ratio"))
         head = f"{s[0]:g}: " if s != split else ""
         split = s
-        parts.append(f"{head}{p['alpha_rel']:g} .{int(100 * np.mean(p['reproducibility'])):02d}")
+        nz = np.asarray(p["nonzero_fraction"])
+        mark = "" if np.all(nz > 0) and np.all(nz <= 0.5) else "x"  # x: not admissible
+        score = int(100 * np.mean(p["reproducibility"]))
+        parts.append(f"{head}{p['alpha_rel']:g} .{score:02d}{mark}")
         parts[-1] += f"({t:.0f}s)"
     return " ".join(parts)
 
