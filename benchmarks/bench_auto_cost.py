@@ -7,9 +7,10 @@ default, then one fit (the median of three) at the chosen ``alpha_rel_``, ``l1_r
 matched |cos| and support Dice per planted pattern, ``stability_``, the wall
 and CPU seconds of both fits and their ratios, the number of half fits, and
 the path (split, alpha_rel: mean split-half reproducibility, x where the
-point is not admissible, seconds of the point's two half fits). The half fits are timed by wrapping the search's
-point-fitting function, so the same script measures any build (run it with
-``PYTHONPATH`` pointing at the tree to measure).
+point is not admissible, seconds of the point's two half fits). The half
+fits are timed by wrapping the search's point-fitting function, so the same
+script measures any build (run it with ``PYTHONPATH`` pointing at the tree to
+measure).
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_auto_cost.py \
         --sets c69-0.6 fs5-0.5 fs5-0.8 paper-0.7 --seeds 2702 2911 [--profile out.prof]
