@@ -28,18 +28,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _trust import atrophy, paper2d, recovery  # noqa: E402
+from _trust import recovery  # noqa: E402
+from bench_trust_defaults import fmt, load  # noqa: E402  (the same evidence sets)
 
 import neurospca.decomposition._stability as stab  # noqa: E402
 from neurospca import SPCATV  # noqa: E402
-
-SETS = {
-    "fs5-0.5": ("fsaverage5", 0.5),
-    "fs5-0.8": ("fsaverage5", 0.8),
-    "c69-0.6": ("conte69", 0.6),
-    "paper-0.0": ("paper", 0.0),
-    "paper-0.7": ("paper", 0.7),
-}
 
 POINT_TIMES = []
 
@@ -57,13 +50,6 @@ def _timed_points():
     stab._fit_point = fit_point
 
 
-def load(name, seed):
-    mesh, corr = SETS[name]
-    if mesh == "paper":
-        return paper2d(corr, seed=seed)
-    return atrophy(mesh, corr, seed=seed)
-
-
 def timed(fit):
     """``(model, wall seconds, CPU seconds of the process)``."""
     t0, c0 = time.perf_counter(), time.process_time()
@@ -71,10 +57,6 @@ def timed(fit):
         warnings.simplefilter("ignore")
         model = fit()
     return model, time.perf_counter() - t0, time.process_time() - c0
-
-
-def fmt(a):
-    return "/".join(f"{x:.2f}" for x in a)
 
 
 def path_text(path, times):
