@@ -3,7 +3,10 @@
 The two halves of each path point are fitted on two threads when the
 estimator may use two cores (:func:`half_jobs`): the same arithmetic as one
 after the other, so the search's records, its choice and the full fit are
-unchanged, and the process's warning filters are restored afterwards.
+unchanged, and the process's warning filters are restored afterwards. The
+sparse split is searched only when the default split's best point reproduces
+below ``OTHER_SPLITS_BELOW`` (it is the fallback for a default split whose
+components do not reproduce).
 """
 
 import warnings
@@ -12,8 +15,14 @@ import numpy as np
 import pytest
 
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
-from neurospca.decomposition import AUTO_SPLITS, split_halves
-from neurospca.decomposition._stability import _half_models, half_jobs, split_search
+from neurospca.decomposition import AUTO_SPLITS, SPLIT_MARGIN, split_halves
+from neurospca.decomposition._stability import (
+    OTHER_SPLITS_BELOW,
+    _half_models,
+    _unbeatable,
+    half_jobs,
+    split_search,
+)
 
 
 def _simulation(seed, correlation, n_samples):
@@ -68,3 +77,29 @@ def test_default_fit_restores_the_warning_filters_and_keeps_its_choice():
     assert [p["alpha_rel"] for p in threaded.auto_path_] == [
         p["alpha_rel"] for p in sequential.auto_path_
     ]
+
+
+def _record(split, alpha_rel, corr, nonzero=(0.1, 0.1)):
+    return {
+        "alpha_rel": alpha_rel,
+        "l1_ratio": split[0],
+        "tv_ratio": split[1],
+        "reproducibility": np.array(corr, dtype=float),
+        "nonzero_fraction": np.array(nonzero, dtype=float),
+    }
+
+
+def test_other_splits_are_a_fallback_for_a_default_split_that_does_not_reproduce():
+    """The sparse split is searched only when the default split's best
+    admissible point reproduces below OTHER_SPLITS_BELOW (0.95): at 0.96 it is
+    not (it could still have won by SPLIT_MARGIN, never measured), at 0.94 or
+    with no admissible point it is."""
+    d = AUTO_SPLITS[0][0]
+    assert OTHER_SPLITS_BELOW < 1 - SPLIT_MARGIN
+    path = [_record(d, 0.5, [0.9, 0.9]), _record(d, 1.0, [0.96, 0.96])]
+    assert _unbeatable(path)
+    path[1]["reproducibility"] = np.array([0.95, 0.93])  # mean 0.94
+    assert not _unbeatable(path)
+    path[1]["reproducibility"] = np.array([0.99, 0.99])
+    path[1]["nonzero_fraction"] = np.array([0.0, 0.1])  # the best is not admissible
+    assert not _unbeatable(path)
