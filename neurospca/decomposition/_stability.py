@@ -170,7 +170,7 @@ SPLIT_MARGIN = 0.02
 #: reproduces below this (mean matched |corr|): they are the fallback for a
 #: default split whose components do not reproduce. Measured (benchmarks/
 #: RESULTS.md, issue 20 round 4): the sparse split won only where the default
-#: split's best was 0.62-0.65; where it was 0.96-0.97 (four instances) the
+#: split's best was 0.64-0.82; where it was 0.96-0.97 (four instances) the
 #: sparse split reached at most 0.97 and its walk was 30-70 % of the fit's
 #: time. (Before: ``1 - SPLIT_MARGIN``, where no other split can win.)
 OTHER_SPLITS_BELOW = 0.95
