@@ -306,3 +306,20 @@ def test_components_as_before_the_change(tmp_path):
         np.abs(got["f32_memmap_deflation"].components_ - before["f64_memory_deflation"]).max()
         <= 1e-6
     )
+
+
+@pytest.mark.parametrize("method", ["deflation", "joint"])
+def test_tall_block_start_gives_the_components_of_the_qr_start(monkeypatch, method):
+    """The start's CholeskyQR2 / Gram-Schmidt (used for tall blocks, i.e. large
+    P) against Householder QR (small blocks, as before) on the same float32
+    fit: the same components to 1e-6, both within 1e-6 of the code before
+    issue 22 where it is stored."""
+    X = _instance().astype(np.float32)
+    ref = _fit(X, alpha_rel=1.0, method=method)
+    monkeypatch.setattr(_subspace, "TALL_ROWS_PER_COLUMN", 1)
+    tall = _fit(X, alpha_rel=1.0, method=method)
+    assert np.abs(tall.components_ - ref.components_).max() <= 1e-6
+    np.testing.assert_allclose(tall.explained_variance_ratio_, ref.explained_variance_ratio_, 1e-6)
+    if method == "joint":
+        before = np.load(DATA / "datapath_before.npz", allow_pickle=False)["f32_memory_joint"]
+        assert np.abs(tall.components_ - before).max() <= 1e-6
