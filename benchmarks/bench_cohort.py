@@ -13,7 +13,13 @@ Peak memory is reported as ``(peak RSS during load + fit - RSS before) / X.nbyte
 (the kernel's VmHWM, reset just before loading X).
 
 Usage: python benchmarks/bench_cohort.py [--n 10000] [--modes pca,spcatv,memmap,dask]
-[--data X.npy]
+[--data X.npy] [--method deflation|joint] [--progress LOG]
+
+``--method`` sets ``SPCATV(method=...)`` (default: the estimator's default);
+passes over X are counted (calls of ``DataOperator._map``, one pass each) and
+the bytes the process read from disk (``/proc/self/io``) are reported;
+``--progress LOG`` appends one line per pass (seconds since the fit started,
+passes so far) so that a stopped run can be reported in part.
 
 ``--data`` fits an existing ``.npy`` file of this benchmark (kept) instead of
 writing (and then deleting) a new one: the N = 40,000 file takes 5 minutes to
@@ -88,7 +94,33 @@ def make_data(path, n, seed=0):
     return X.shape
 
 
-def child(mode, path):
+def _read_bytes():
+    with open("/proc/self/io") as fh:
+        return dict(line.split(": ") for line in fh.read().splitlines()).get("read_bytes", "0")
+
+
+def _count_passes(progress):
+    """Wrap ``DataOperator._map`` (one call = one pass over X): a counter,
+    and a line per pass in ``progress`` (a file) when given."""
+    from neurospca.decomposition import _data
+
+    seen = {"passes": 0, "t0": time.perf_counter()}
+    original = _data.DataOperator._map
+
+    def counted(self, *args, **kw):
+        out = original(self, *args, **kw)
+        seen["passes"] += 1
+        if progress:
+            with open(progress, "a") as fh:
+                t = time.perf_counter() - seen["t0"]
+                fh.write(f"{t:.1f} s: {seen['passes']} passes\n")
+        return out
+
+    _data.DataOperator._map = counted
+    return seen
+
+
+def child(mode, path, method=None, progress=None):
     import warnings
 
     warnings.simplefilter("ignore")
@@ -122,7 +154,9 @@ def child(mode, path):
     else:
         X = np.load(path)
         nbytes = X.nbytes
-    t0 = time.perf_counter()
+    seen = _count_passes(progress)
+    read0 = int(_read_bytes())
+    t0 = seen["t0"] = time.perf_counter()
     out = {}
     if mode == "pca":
         from sklearn.decomposition import PCA
@@ -130,8 +164,11 @@ def child(mode, path):
         pca = PCA(3, svd_solver="randomized", random_state=0).fit(X)
         out["evr"] = pca.explained_variance_ratio_.tolist()
     else:
-        m = SPCATV(3, operator=op, alpha_rel=1.0, tol=1e-3).fit(X)
+        kw = {} if method is None else {"method": method}
+        m = SPCATV(3, operator=op, alpha_rel=1.0, tol=1e-3, **kw).fit(X)
         out.update(
+            passes=seen["passes"],
+            read_gb=(int(_read_bytes()) - read0) / 1e9,
             n_iter=m.n_iter_per_component_.tolist(),
             rel_gaps=m.rel_gaps_.tolist(),
             nonzero=np.mean(m.components_ != 0, axis=1).tolist(),
@@ -155,9 +192,11 @@ def main():
     ap.add_argument("--child", default=None)
     ap.add_argument("--path", default=None)
     ap.add_argument("--data", default=None)
+    ap.add_argument("--method", default=None)
+    ap.add_argument("--progress", default=None)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.path)
+        child(args.child, args.path, args.method, args.progress)
         return
     tmp = None
     if args.data:
@@ -176,8 +215,10 @@ def main():
     res = {}
     try:
         for mode in args.modes.split(","):
+            extra = ["--method", args.method] if args.method else []
+            extra += ["--progress", args.progress] if args.progress else []
             r = subprocess.run(
-                [sys.executable, __file__, "--child", mode, "--path", path],
+                [sys.executable, __file__, "--child", mode, "--path", path] + extra,
                 capture_output=True,
                 text=True,
                 cwd=os.getcwd(),
@@ -187,7 +228,9 @@ def main():
                 continue
             res[mode] = json.loads(r.stdout.strip().splitlines()[-1])
             print(
-                f"{mode}: {res[mode]['time']:.1f} s, peak {res[mode]['peak_ratio']:.2f}x the data",
+                f"{mode}: {res[mode]['time']:.1f} s, peak {res[mode]['peak_ratio']:.2f}x the data "
+                f"(max RSS {res[mode]['maxrss_mb']:.0f} MB), passes {res[mode].get('passes')}, "
+                f"read from disk {res[mode].get('read_gb', 0):.1f} GB",
                 flush=True,
             )
     finally:

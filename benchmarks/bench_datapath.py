@@ -82,10 +82,13 @@ def _load(name, path):
     return X, tv_from_mesh(coords, faces)
 
 
-def _write(name, tmp):
-    """Write the .npy of cohort / ooc (a memmap, row block by row block)."""
+def _write(name, tmp, data_dir=None):
+    """Write the .npy of cohort / ooc (a memmap, row block by row block), or
+    use ``data_dir/<name>.npy`` when it exists (kept)."""
     if name.startswith("cube"):
         return None
+    if data_dir and os.path.exists(os.path.join(data_dir, f"{name}.npy")):
+        return os.path.join(data_dir, f"{name}.npy")
     path = os.path.join(tmp, f"{name}.npy")
     env = dict(
         os.environ, BENCH_COHORT_MESH="ico7x2" if name == "ooc" else "fsaverage5", PYTHONPATH=ROOT
@@ -202,6 +205,7 @@ def main():
     ap.add_argument("--path", default=None)
     ap.add_argument("--setting", default=None)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--data-dir", default=None, help="reuse <dir>/cohort.npy, ooc.npy (kept)")
     args = ap.parse_args()
     if args.child:
         child_fit(args.child, args.path or None, args.setting, args.out)
@@ -210,7 +214,7 @@ def main():
     rows = []
     before_settings = (args.before_settings or args.settings).split(",")
     for name in args.sets.split(","):
-        path = _write(name, tmp)
+        path = _write(name, tmp, args.data_dir)
         pca = run(ROOT, name, path, "pca", "")
         floor = run(ROOT, name, path, "floor", "") if not name.startswith("cube") else None
         for setting in args.settings.split(","):
@@ -239,7 +243,7 @@ def main():
             for row in rows:
                 if row[0] == name:
                     row[2] = {"time": 0.5 * (pca["time"] + pca2["time"])}
-        if path:
+        if path and not path.startswith(args.data_dir or "\0"):
             os.remove(path)
     print()
     print(

@@ -10,10 +10,10 @@ import pytest
 
 from neurospca import SPCATV, tv_from_mask
 from neurospca._kernels import _numpy_products, compiled_available, load
-from neurospca.decomposition import _data
+from neurospca.decomposition import _data, _subspace
 from neurospca.decomposition._data import DataOperator, _block_rows
 from neurospca.decomposition._deflated import _Deflated
-from neurospca.decomposition._subspace import krylov_subspace
+from neurospca.decomposition._subspace import krylov_subspace, orthonormal
 
 DATA = Path(__file__).parent / "data"
 SIDE = 12
@@ -199,10 +199,14 @@ def test_krylov_subspace_finds_the_top_singular_subspace_with_exact_images():
     assert op.n_passes == 1 + 2  # the scan (with the first block) and two Gram passes
 
 
-def test_deflated_start_basis_needs_no_pass_and_is_exact():
+@pytest.mark.parametrize("tall", [False, True])
+def test_deflated_start_basis_needs_no_pass_and_is_exact(monkeypatch, tall):
     """The products of X_k = Xc - sum_j d_j u_j v_j^T with any vector of the
     start's span, from the subspace's images and the kept Xc v_j, Xc^T u_j,
-    Xc^T Xc v_j: equal to the explicit products, with no pass over X."""
+    Xc^T Xc v_j: equal to the explicit products, with no pass over X (with
+    Householder QR, and with CholeskyQR2 and Gram-Schmidt as for tall blocks)."""
+    if tall:
+        monkeypatch.setattr(_subspace, "TALL_ROWS_PER_COLUMN", 1)
     rng = np.random.default_rng(5)
     X = rng.standard_normal((80, 200)) + 1.0
     Xc = X - X.mean(axis=0)
@@ -227,6 +231,24 @@ def test_deflated_start_basis_needs_no_pass_and_is_exact():
     np.testing.assert_allclose(XQc, Xc @ Qc, atol=1e-9 * np.abs(XQc).max())
     np.testing.assert_allclose(AQc, Xc.T @ (Xc @ Qc), atol=1e-9 * np.abs(AQc).max())
     assert op.n_passes == passes
+
+
+def test_orthonormal_tall_blocks_cholesky_qr2_and_fallback():
+    """B = Q T with Q orthonormal and T upper triangular: by CholeskyQR2 for a
+    tall block (also badly scaled columns, condition 1e5), by Householder QR
+    for a rank-deficient one (the Cholesky factor does not exist)."""
+    rng = np.random.default_rng(11)
+    B = rng.standard_normal((5000, 12)) * np.logspace(0, -5, 12)
+    B[:, 3] += B[:, 0]
+    D = B.copy()
+    D[:, 5] = D[:, 2]  # rank-deficient
+    for M in (B, D):
+        Q, T = orthonormal(M)
+        np.testing.assert_allclose(Q.T @ Q, np.eye(12), atol=1e-12)
+        np.testing.assert_allclose(Q @ T, M, atol=1e-12 * np.abs(M).max())
+        assert np.allclose(T, np.triu(T))
+    Q = orthonormal(B)[0]
+    np.testing.assert_allclose(Q.T @ B, np.triu(Q.T @ B), atol=1e-12)  # same nested spans
 
 
 # ---------------------------------------------------------------- passes, components
@@ -284,3 +306,20 @@ def test_components_as_before_the_change(tmp_path):
         np.abs(got["f32_memmap_deflation"].components_ - before["f64_memory_deflation"]).max()
         <= 1e-6
     )
+
+
+@pytest.mark.parametrize("method", ["deflation", "joint"])
+def test_tall_block_start_gives_the_components_of_the_qr_start(monkeypatch, method):
+    """The start's CholeskyQR2 / Gram-Schmidt (used for tall blocks, i.e. large
+    P) against Householder QR (small blocks, as before) on the same float32
+    fit: the same components to 1e-6, both within 1e-6 of the code before
+    issue 22 where it is stored."""
+    X = _instance().astype(np.float32)
+    ref = _fit(X, alpha_rel=1.0, method=method)
+    monkeypatch.setattr(_subspace, "TALL_ROWS_PER_COLUMN", 1)
+    tall = _fit(X, alpha_rel=1.0, method=method)
+    assert np.abs(tall.components_ - ref.components_).max() <= 1e-6
+    np.testing.assert_allclose(tall.explained_variance_ratio_, ref.explained_variance_ratio_, 1e-6)
+    if method == "joint":
+        before = np.load(DATA / "datapath_before.npz", allow_pickle=False)["f32_memory_joint"]
+        assert np.abs(tall.components_ - before).max() <= 1e-6
