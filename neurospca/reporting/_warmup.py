@@ -12,8 +12,9 @@ Imports in two threads: each module has its own import lock, so a module is
 executed once whichever thread asks first; a deadlock needs two threads
 importing each other's modules at the same time. The main thread waits for the
 warm-up before the report imports any of these modules, and the fit imports
-none of them (checked: ``tests/test_report_warmup.py`` records the modules a fit
-imports and those of the warm-up: they do not meet). Anything that fails here
+none of them (checked: ``tests/test_report_surface_png.py`` records the modules a fit
+imports and those of the warm-up: they meet only in standard-library
+modules, which import no third-party package). Anything that fails here
 (a missing package, a broken GL stack) is left for the report, which raises
 its own error where it always did.
 """
