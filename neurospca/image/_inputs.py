@@ -62,7 +62,10 @@ def _is_nifti_masker(obj):
 def _nilearn_standardize(standardize):
     """nilearn 0.14 spells False as None and True as "zscore_sample" (the booleans are
     deprecated there); older versions keep the booleans."""
-    import nilearn
+    try:
+        import nilearn
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError(f"ImageSPCATV needs nilearn: {_INSTALL_HINT}.") from None
 
     try:
         new = tuple(int(x) for x in nilearn.__version__.split(".")[:2]) >= (0, 14)
