@@ -118,7 +118,8 @@ def main():
             for name in ("old", "new") if i % 2 == 0 else ("new", "old"):
                 res = run(getattr(args, name), case)
                 results[(name, case)].append(res)
-                print(f"# {i} {case} {name}: {json.dumps(res)}", flush=True)
+                load = os.getloadavg()[0]
+                print(f"# {i} {case} {name} (load {load:.1f}): {json.dumps(res)}", flush=True)
     head = "| model | tree | first comp. wall (s) | CPU | later comps wall (s) | CPU |"
     print(head + " report wall | CPU |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")

@@ -216,8 +216,13 @@ def _save_components(folder, path):
         np.save(path, z[key])
 
 
+#: extra environment of the timed processes (``--env KEY=VALUE``)
+EXTRA_ENV = {}
+
+
 def _env(repo):
     env = dict(os.environ, PYTHONPATH=os.path.abspath(repo), MPLBACKEND="Agg")
+    env.update(EXTRA_ENV)
     return env
 
 
@@ -352,7 +357,15 @@ def main():
     parser.add_argument("--out", default=DEFAULT_OUT, help="folder of inputs and outputs")
     parser.add_argument("--scenarios", nargs="+", default=["demo", "nifti", "surface"])
     parser.add_argument("--compare", nargs=2, metavar=("LABEL_A", "LABEL_B"))
+    parser.add_argument(
+        "--env",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set in the timed processes, e.g. NEUROSPCA_NO_WARM_UP=1",
+    )
     args = parser.parse_args()
+    EXTRA_ENV.update(item.split("=", 1) for item in args.env)
     os.makedirs(args.out, exist_ok=True)
     if args.compare:
         compare(args.out, args.compare)
@@ -360,7 +373,8 @@ def main():
     make_inputs(args.out, args.scenarios)
     print(
         f"checkout {os.path.abspath(args.repo)} ({args.label}); python "
-        f"{sys.version.split()[0]}; {os.cpu_count()} cores (shared)"
+        f"{sys.version.split()[0]}; {os.cpu_count()} cores (shared); load average "
+        f"{os.getloadavg()[0]:.1f}" + (f"; env {EXTRA_ENV}" if EXTRA_ENV else "")
     )
     results = {}
     for scenario in args.scenarios:

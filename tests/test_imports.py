@@ -107,3 +107,51 @@ def test_unknown_name_is_attribute_error():
     with pytest.raises(AttributeError, match="no_such_name"):
         neurospca.no_such_name  # noqa: B018
     assert not hasattr(neurospca, "_private_helper")
+
+
+def test_volume_masking_with_a_mask_image_imports_no_nilearn_masker():
+    # a plain volume model on a given mask image: X is the in-mask values (no
+    # nilearn.maskers, no nilearn.surface); masker_ is nilearn's, made when first read,
+    # and gives the same matrix
+    pytest.importorskip("nilearn")
+    out = _fresh(
+        "import json, sys\n"
+        "import numpy as np, nibabel as nib\n"
+        "from neurospca import ImageSPCATV\n"
+        "rng = np.random.default_rng(0)\n"
+        "mask = np.zeros((8, 7, 6), bool); mask[1:7, 2:6, 1:5] = True\n"
+        "data = rng.standard_normal(mask.shape + (5,)).astype(np.float32)\n"
+        "m = ImageSPCATV(2, mask=nib.Nifti1Image(mask.astype(np.uint8), np.eye(4)))\n"
+        "X = m._prepare(nib.Nifti1Image(data, np.eye(4)), None)\n"
+        "loaded = [k for k in ('nilearn.maskers', 'nilearn.surface') if k in sys.modules]\n"
+        "masker = m.masker_\n"
+        "same = bool(np.array_equal(masker.transform(nib.Nifti1Image(data, np.eye(4))), X))\n"
+        "print(json.dumps([loaded, type(masker).__name__, masker is m.masker_, same,\n"
+        "    bool(np.array_equal(X, data[mask].T)), 'nilearn.maskers' in sys.modules]))\n"
+    )
+    assert out == [[], "NiftiMasker", True, True, True, True]
+
+
+def test_masker_of_a_refit_is_the_refits():
+    nib = pytest.importorskip("nibabel")
+    pytest.importorskip("nilearn")
+    import numpy as np
+
+    from neurospca import ImageSPCATV
+
+    rng = np.random.default_rng(1)
+    mask = np.zeros((8, 7, 6), bool)
+    mask[1:7, 2:6, 1:5] = True
+    img = nib.Nifti1Image(rng.standard_normal(mask.shape + (5,)), np.eye(4))
+    model = ImageSPCATV(2, mask=nib.Nifti1Image(mask.astype(np.uint8), np.eye(4)))
+    with pytest.raises(AttributeError, match="masker_"):
+        model.masker_  # noqa: B018 - not fitted
+    model._prepare(img, None)
+    plain = model.masker_
+    assert plain.standardize in (None, False)
+    model.set_params(standardize=True)._prepare(img, None)  # not plain: made at once
+    assert model.masker_ is not plain and model.masker_.standardize == "zscore_sample"
+    model.set_params(standardize=False)._prepare(img, None)
+    assert model.masker_ is not plain and model.masker_.standardize in (None, False)
+    with pytest.raises(AttributeError, match="no attribute 'other_'"):
+        model.other_  # noqa: B018

@@ -29,6 +29,7 @@ def run_demo(args):
     import nibabel as nib
 
     from ..datasets import make_fmri_like, mni152_brain_mask
+    from ..reporting import start_warm_up
 
     if importlib.util.find_spec("nilearn") is None:  # the masker and the report
         raise ImportError('the demo needs nilearn: pip install "neurospca[report]"')
@@ -38,6 +39,7 @@ def run_demo(args):
         f"(seed {args.seed})",
     )
     t0 = time.perf_counter()
+    start_warm_up(volume=True)  # the report's imports and template, while this runs
     X, patterns, mask = make_fmri_like(random_state=args.seed)
     affine = mni152_brain_mask()[1]  # nilearn's MNI152 3 mm mask, stored in the package
     mask_img = nib.Nifti1Image(mask.astype(np.uint8), affine)

@@ -2,6 +2,7 @@
 SurfaceImage inputs and surface masks, and stacking of NIfTI volumes."""
 
 import os
+import sys
 
 import nibabel as nib
 import numpy as np
@@ -21,11 +22,22 @@ def _nilearn_maskers():
     return maskers
 
 
+def _loaded(module):
+    """``module`` if it is imported already, else None (never imports it).
+
+    An object can be an instance of a nilearn class only once the module
+    defining that class has been imported (and its package with it), so the
+    type checks below need not import nilearn (``nilearn.surface`` alone pulls
+    in scikit-learn's clustering, ~0.4 s; ``nilearn.maskers`` ~0.8 s).
+    """
+    return sys.modules.get(module)
+
+
 def _surface_image_class():
-    try:
-        from nilearn.surface import SurfaceImage
-    except ImportError:  # pragma: no cover - depends on the environment
+    if _loaded("nilearn.surface") is None:
         return None
+    from nilearn.surface import SurfaceImage
+
     return SurfaceImage
 
 
@@ -34,18 +46,26 @@ def _is_surface_image(obj):
     return cls is not None and isinstance(obj, cls)
 
 
+def _is_nilearn_masker(obj, name):
+    cls = getattr(_loaded("nilearn.maskers"), name, None)
+    return cls is not None and isinstance(obj, cls)
+
+
 def _is_surface_masker(obj):
-    try:
-        from nilearn.maskers import SurfaceMasker
-    except ImportError:  # pragma: no cover - depends on the environment
-        return False
-    return isinstance(obj, SurfaceMasker)
+    return _is_nilearn_masker(obj, "SurfaceMasker")
+
+
+def _is_nifti_masker(obj):
+    return _is_nilearn_masker(obj, "NiftiMasker")
 
 
 def _nilearn_standardize(standardize):
     """nilearn 0.14 spells False as None and True as "zscore_sample" (the booleans are
     deprecated there); older versions keep the booleans."""
-    import nilearn
+    try:
+        import nilearn
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError(f"ImageSPCATV needs nilearn: {_INSTALL_HINT}.") from None
 
     try:
         new = tuple(int(x) for x in nilearn.__version__.split(".")[:2]) >= (0, 14)

@@ -21,6 +21,7 @@ from ._inputs import (
     _HEMIS,
     _check_confounds,
     _concat_surface_images,
+    _is_nifti_masker,
     _is_surface_image,
     _is_surface_masker,
     _nilearn_maskers,
@@ -61,13 +62,12 @@ class ImageMasking:
 
     def _volume_masker_params(self):
         """Params of the nilearn masker, and a user masker (or None)."""
-        maskers = _nilearn_maskers()
         params = {
             "standardize": _nilearn_standardize(self.standardize),
             "smoothing_fwhm": self.smoothing_fwhm,
             "reports": False,
         }
-        user = self.mask if isinstance(self.mask, maskers.NiftiMasker) else None
+        user = self.mask if _is_nifti_masker(self.mask) else None
         if user is not None:
             self._check_masker_params(user)
             params = {k: v for k, v in user.get_params().items() if k != "mask_img"}
@@ -87,7 +87,6 @@ class ImageMasking:
                 )
 
     def _prepare_volume(self, imgs, confounds):
-        maskers = _nilearn_maskers()
         if _is_surface_masker(self.mask) or _is_surface_image(self.mask):
             raise TypeError(
                 "mask: a surface mask was given for volume images; give a NIfTI "
@@ -112,7 +111,7 @@ class ImageMasking:
         n_samples = img4d.shape[3]
         confounds = _check_confounds(confounds, n_samples)
         if mask_img is None:  # computed as nilearn does (or by the user's masker)
-            auto = clone(user) if user is not None else maskers.NiftiMasker(**params)
+            auto = clone(user) if user is not None else _nilearn_maskers().NiftiMasker(**params)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
                 mask_img = load_mask_img(auto.fit(img4d).mask_img_)
@@ -136,15 +135,16 @@ class ImageMasking:
             new[mask] = ~bad
             mask_img = make_mask_img(new, mask_img.affine, mask_img.header)
         self.mask_img_ = mask_img
-        self.masker_ = maskers.NiftiMasker(mask_img=mask_img, **params)
         self._plain_masker = user is None and not self.standardize and self.smoothing_fwhm is None
-        plain = self._plain_masker and confounds is None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            if plain:  # the masker would only copy: the in-mask values are X already
-                self.masker_.fit()
-                X = np.ascontiguousarray(values[:, ~bad] if n_bad else values, dtype=np.float64)
-            else:
+        if self._plain_masker and confounds is None:
+            # the masker would only copy: the in-mask values are X already, and the
+            # masker (nilearn.maskers: ~0.8 s to import) is made when first asked for
+            self._set_masker(lazy=(mask_img, params))
+            X = np.ascontiguousarray(values[:, ~bad] if n_bad else values, dtype=np.float64)
+        else:
+            self._set_masker(_nilearn_maskers().NiftiMasker(mask_img=mask_img, **params))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
                 X = self._masker_transform(img4d, confounds, fit=True)
         del values
         self.space_ = VolumeMasker(mask_img)
@@ -153,19 +153,42 @@ class ImageMasking:
         self.n_samples_ = int(n_samples)
         return X
 
+    def _set_masker(self, masker=None, lazy=None):
+        """Set ``masker_``, or (``lazy``: its mask image and params) have it made,
+        fitted, when first read (:meth:`__getattr__`)."""
+        self.__dict__.pop("masker_", None)
+        self.__dict__.pop("_lazy_masker", None)
+        if masker is not None:
+            self.masker_ = masker
+        else:
+            self._lazy_masker = lazy
+
+    def __getattr__(self, name):
+        """``masker_`` of a plain volume fit: nilearn's NiftiMasker on the fitted mask,
+        made (and fitted) on first use; it would only have copied the in-mask values."""
+        lazy = self.__dict__.get("_lazy_masker") if name == "masker_" else None
+        if lazy is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        mask_img, params = lazy
+        masker = _nilearn_maskers().NiftiMasker(mask_img=mask_img, **params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            masker.fit()
+        self._set_masker(masker)
+        return masker
+
     # ------------------------------------------------------------------
     # surfaces
     # ------------------------------------------------------------------
 
     def _check_surface_options(self):
         """smoothing_fwhm and a volume mask are refused for surfaces."""
-        maskers = _nilearn_maskers()
         if self.smoothing_fwhm is not None:
             raise ValueError(
                 "smoothing_fwhm is only available for volumes; smooth surface "
                 "maps beforehand (e.g. FreeSurfer's qcache fwhm10 files)."
             )
-        if isinstance(self.mask, maskers.NiftiMasker) or (
+        if _is_nifti_masker(self.mask) or (
             self.mask is not None and (is_pathlike(self.mask) or hasattr(self.mask, "affine"))
         ):
             raise TypeError(
@@ -203,7 +226,7 @@ class ImageMasking:
         masks = _complete_surface_masks(masks, parts)
         mesh = img.mesh
         self.mask_img_ = SurfaceImage(mesh=mesh, data={h: masks[h] for h in _HEMIS})
-        self.masker_ = _nilearn_maskers().SurfaceMasker(mask_img=self.mask_img_, **params)
+        self._set_masker(_nilearn_maskers().SurfaceMasker(mask_img=self.mask_img_, **params))
         X = self._masker_transform(img, confounds, fit=True)
         meshes = {h: load_surf_mesh(mesh.parts[h], f"imgs ({h} mesh)") for h in _HEMIS}
         operator, hemis = tv_from_hemispheres(

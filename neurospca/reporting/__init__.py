@@ -5,6 +5,7 @@ report is made (``pip install "neurospca[report]"``).
 """
 
 from ._png import FigureCache
+from ._warmup import start_warm_up, wait_warm_up
 from .anatomy import cluster_table, load_atlas, peak_coordinates
 from .export import FIGURE_FORMATS, plot_component, save_figures
 from .images import loadings_to_nifti, loadings_to_surface, save_loadings
@@ -41,5 +42,7 @@ __all__ = [
     "save_figures",
     "save_loadings",
     "save_report",
+    "start_warm_up",
     "surface_background",
+    "wait_warm_up",
 ]

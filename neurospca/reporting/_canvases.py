@@ -236,14 +236,13 @@ class ReportCanvases:
         """The report's :class:`SurfaceCanvas` (pyvista engine only; None otherwise)."""
         import importlib
 
-        from .plotting import _pyplot, _pyvista_installed, pyvista_available, start_pyvista_probe
+        from .plotting import _pyvista_installed, pyvista_available, start_pyvista_probe
 
         engine = self.engine
         if engine == "auto" and self._surface is None:
             start_pyvista_probe()  # (a no-op once probed) and, while it runs, import
             if _pyvista_installed():  # pyvista here: importing is safe, rendering may not be
                 importlib.import_module("pyvista")
-            _pyplot()  # and matplotlib, which the figure needs anyway
             engine = "pyvista" if pyvista_available() else "matplotlib"
         elif engine == "auto":
             engine = "pyvista"

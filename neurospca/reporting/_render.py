@@ -10,6 +10,7 @@ import os
 import numpy as np
 
 from ._canvases import ReportCanvases
+from ._png import png_data_uri
 
 logger = logging.getLogger("neurospca")
 
@@ -36,14 +37,20 @@ def component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engi
         )
     elif surface_maps is not None:
         maps = {h: surface_maps[h][:, k] for h in ("left", "right")}
+        canvas = canvases.surface(meshes)
+        label = canvases.labels.get("cbar_label", "loading")
+        png = None
+        if canvas is not None:  # pyvista: the figure composed without matplotlib
+            png = plotting.surface_component_png(
+                maps, meshes, canvas, bg_maps=bg_maps, cbar_label=label, dpi=canvases.dpi
+            )
+        if png is not None:
+            uri = png_data_uri(png)
+            if key is not None:
+                canvases.cache.put(key, uri)
+            return uri
         fig = plotting.plot_surface_component(
-            maps,
-            meshes,
-            None,
-            bg_maps=bg_maps,
-            engine=engine,
-            canvas=canvases.surface(meshes),
-            cbar_label=canvases.labels.get("cbar_label", "loading"),
+            maps, meshes, None, bg_maps=bg_maps, engine=engine, canvas=canvas, cbar_label=label
         )
     elif isinstance(space, Hemispheres):
         return None

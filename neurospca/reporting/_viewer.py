@@ -154,9 +154,9 @@ def _scale(values):
 
 def _lut():
     """The colour map (nilearn's cold_hot, as the static figures) as 256 RGB bytes."""
-    from nilearn.plotting import cm
+    from ._slices import cold_hot  # nilearn's colours, without importing nilearn.plotting
 
-    rgb = np.asarray(cm.cold_hot(np.linspace(0.0, 1.0, 256)))[:, :3]
+    rgb = np.asarray(cold_hot()(np.linspace(0.0, 1.0, 256)))[:, :3]
     return [int(v) for v in np.rint(255 * rgb).ravel()]
 
 
@@ -187,9 +187,9 @@ def _background(bg_img, affine, shape):
     if bg_img is None and key in _DEFAULT_BACKGROUNDS:
         return _DEFAULT_BACKGROUNDS[key]
     if bg_img is None:
-        from nilearn.datasets import load_mni152_template
+        from ._slices import template_image
 
-        img = load_mni152_template(resolution=1)  # the file as stored: no resampling
+        img = template_image()  # nilearn's 1 mm template, its file: no nilearn.datasets
     else:
         img = bg_img if isinstance(bg_img, nib.spatialimages.SpatialImage) else nib.load(bg_img)
     data = np.asarray(img.dataobj, dtype=np.float32)

@@ -38,6 +38,7 @@ __all__ = [
     "plot_volume_component",
     "pyvista_available",
     "surface_background",
+    "surface_component_png",
 ]
 
 INSTALL_HINT = 'install the report extra: pip install "neurospca[report]"'
@@ -331,6 +332,11 @@ def _render_pyvista(meshes, maps, bgs, vmax, threshold, cmap, canvas=None):
     finally:
         if owned:
             canvas.close()
+    return _crop_shots(shots)
+
+
+def _crop_shots(shots):
+    """The shots cropped to one box around the ink of all of them."""
     # crop the white margins, with one box for all views so that scales stay equal
     ink = np.zeros(shots[0].shape[:2], dtype=bool)
     for shot in shots:
@@ -416,6 +422,35 @@ def plot_surface_component(
     if title:
         fig.suptitle(title, fontsize=12)
     return fig
+
+
+def surface_component_png(maps, meshes, canvas, *, bg_maps=None, cbar_label="loading", dpi=80):
+    """PNG bytes of :func:`plot_surface_component`'s pyvista figure (default colour
+    map), composed without matplotlib (:mod:`._surface_png`); None for a zero component.
+
+    Parameters
+    ----------
+    maps, meshes, bg_maps, cbar_label
+        As :func:`plot_surface_component`.
+    canvas : SurfaceCanvas
+        The report's pyvista plotter of these meshes.
+    dpi : int, default=80
+
+    Returns
+    -------
+    bytes or None
+    """
+    from ._surface_png import surface_figure_png, vertex_colors
+
+    maps, meshes = _checked_surface_maps(maps, meshes)
+    bgs = dict(bg_maps or {})
+    vmax, threshold = _symmetric_scale(np.concatenate([maps["left"], maps["right"]]))
+    if vmax == 0:
+        return None
+    colors = {h: vertex_colors(maps[h], bgs.get(h), vmax, threshold) for h in ("left", "right")}
+    shots = _crop_shots(canvas.shots(colors, _VIEWS))
+    titles = [f"{hemi} {view}" for hemi, view, _ in _VIEWS]
+    return surface_figure_png(shots, titles, vmax, cbar_label, dpi)
 
 
 def _checked_surface_maps(maps, meshes):

@@ -57,6 +57,7 @@ from ._sections import (
     viewer_section,
 )
 from ._viewer import check_interactive
+from ._warmup import wait_warm_up
 
 logger = logging.getLogger("neurospca")
 
@@ -284,6 +285,7 @@ def make_report(
     )
     comps, args["command"] = check_arguments(estimator, space, args)
     t_start = time.perf_counter()
+    wait_warm_up()  # a command's warm-up thread: done before the report imports its stacks
     if isinstance(space, Hemispheres) and meshes is not None and engine == "auto":
         plotting.start_pyvista_probe()  # runs while the tables are made
     env = _jinja_env()

@@ -1,0 +1,103 @@
+"""The report's fixed costs, paid ahead in a background thread while a command fits.
+
+A report's first figure pays for importing matplotlib (0.5-0.9 s CPU), jinja2
+and the report's own modules, and for reading and preparing the default
+background (nilearn's 1 mm MNI152 template: 7 M voxels). ``neurospca demo`` and
+``neurospca fit`` know before fitting that a report follows, so
+:func:`start_warm_up` does that work in a daemon thread while the fit runs (the
+fit's kernels release the GIL; its data passes run on worker threads), and
+:func:`wait_warm_up` joins it before the report is drawn.
+
+Imports in two threads: each module has its own import lock, so a module is
+executed once whichever thread asks first; a deadlock needs two threads
+importing each other's modules at the same time. The main thread waits for the
+warm-up before the report imports any of these modules, and the fit imports
+none of them (checked: ``tests/test_report_surface_png.py`` records the modules a fit
+imports and those of the warm-up: they meet only in standard-library
+modules, which import no third-party package). Anything that fails here
+(a missing package, a broken GL stack) is left for the report, which raises
+its own error where it always did.
+"""
+
+import importlib
+import os
+import threading
+
+__all__ = ["start_warm_up", "wait_warm_up", "WARM_UP_MODULES"]
+
+#: what a volume report imports (in this order); surfaces add pyvista
+WARM_UP_MODULES = (
+    "matplotlib",
+    "matplotlib.pyplot",
+    "matplotlib.backends.backend_agg",
+    "PIL.Image",
+    "PIL.PngImagePlugin",
+    "jinja2",
+    "neurospca.reporting",
+    "neurospca.reporting._slices",
+    "neurospca.reporting._canvases",
+    "neurospca.reporting._viewer",
+)
+
+_THREAD = []
+
+
+def _warm_up(volume, surface):
+    from .plotting import _pyplot, _pyvista_installed
+
+    try:
+        _pyplot()  # matplotlib with the Agg backend unless MPLBACKEND says otherwise
+        for name in WARM_UP_MODULES:
+            importlib.import_module(name)
+        if surface and _pyvista_installed():
+            importlib.import_module("pyvista")  # importing is safe; rendering is probed
+        if volume:
+            from ._slices import _background, cold_hot
+
+            cold_hot()
+            _background(None)  # the template read, its brain, bounding box and shading
+    except Exception:  # noqa: BLE001 - the report raises its own error later
+        return
+
+
+def start_warm_up(volume=True, surface=False):
+    """Start importing (and preparing) what a report needs, in a daemon thread.
+
+    Parameters
+    ----------
+    volume : bool, default=True
+        Also read the default background (volume figures).
+    surface : bool, default=False
+        Also import pyvista (surface figures).
+
+    Returns
+    -------
+    threading.Thread or None
+        Started (a second call while one runs returns the running one); None when
+        the environment variable ``NEUROSPCA_NO_WARM_UP`` is set (then nothing runs).
+    """
+    if os.environ.get("NEUROSPCA_NO_WARM_UP"):
+        return None
+    if _THREAD and _THREAD[0].is_alive():
+        return _THREAD[0]
+    thread = threading.Thread(
+        target=_warm_up, args=(bool(volume), bool(surface)), name="neurospca-warm-up", daemon=True
+    )
+    _THREAD[:] = [thread]
+    thread.start()
+    return thread
+
+
+def wait_warm_up():
+    """Wait for a warm-up started by :func:`start_warm_up` (no-op if none).
+
+    Returns
+    -------
+    bool
+        Whether a warm-up was waited for.
+    """
+    if not _THREAD:
+        return False
+    thread = _THREAD.pop()
+    thread.join()
+    return True
