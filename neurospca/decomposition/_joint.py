@@ -23,14 +23,17 @@ choose the rotation: separated regions. Each returned ``v_k`` is certified for i
 against the residual of the final other components.
 """
 
+import copy
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..solvers import ProxProblem
 from ._alternation import _alternate, _Deflated, _say, _vstep_blas
+from ._objective import joint_objective
 from ._rotation import rotate_pairs
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
@@ -80,8 +83,9 @@ def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
 
 
 def _revive(op, sqnorm, U, V, d, Z, k, info, kw):
-    """Fit an empty component ``k`` from a fresh start (``init``) on the residual
-    of the others (full alternation); keep it if it is no longer empty."""
+    """Fit component ``k`` from a fresh start (``init``: the top singular
+    direction of the residual of the others) on that residual (full
+    alternation); put it in place and return True if it is not empty."""
     defl = _others(op, sqnorm, U, V, d, Z, k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -100,6 +104,8 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw):
         U[:, k], V[:, k], d[k] = u[:, 0], v[:, 0], new["d"][0]
         Z[:, k] = op.matvec(V[:, k])
         _merge_info(info, k, new)
+        return True
+    return False
 
 
 def _merge_info(info, k, new):
@@ -138,6 +144,136 @@ def _sweep(op, sqnorm, U, V, d, Z, info, kw):
     return caught
 
 
+@dataclass
+class _Loop:
+    """How the sweeps run: rotation step, most sweeps, the change that settles
+    them, progress lines, and the relative change of each sweep (appended)."""
+
+    rotate: bool
+    restart: bool
+    budget: int  # sweeps per call of _sweeps
+    max_sweeps: int
+    settle: float
+    verbose: int
+    changes: list
+
+
+def _objective(op, U, V, Z, kw):
+    """The joint objective of the current fit (:func:`joint_objective`)."""
+    return joint_objective(op, U, V, kw["l2"], kw["pieces"], Z=Z)
+
+
+def _snapshot(U, V, d, Z, info):
+    """A copy of the fit's state (arrays and record) to return to."""
+    return U.copy(), V.copy(), d.copy(), Z.copy(), copy.deepcopy(info)
+
+
+def _restore(snap, U, V, d, Z, info):
+    """Put a :func:`_snapshot` back in place."""
+    for dst, src in zip((U, V, d, Z), snap[:4], strict=True):
+        dst[...] = src
+    info.clear()
+    info.update(snap[4])
+
+
+def _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop):
+    """Back-fitting sweeps (each after a pair rotation) until the loadings move
+    by at most ``loop.settle``, or ``loop.max_sweeps`` sweeps in all (over every
+    call). The state of lowest joint objective seen, the start included, is
+    the one left in place: the sweeps never end worse than they started.
+
+    Returns
+    -------
+    settled : bool
+    caught : list
+        The last sweep's v-step warnings.
+    value : float
+        The joint objective of the state left in place.
+    """
+    caught, value = [], _objective(op, U, V, Z, kw)
+    best, snap = value, _snapshot(U, V, d, Z, info)
+    settled = False
+    while not settled and len(loop.changes) < loop.max_sweeps:
+        t0 = time.perf_counter()
+        V_old = V.copy()
+        rotated = rotate_pairs(op, U, V, d, Z, info) if loop.rotate else 0
+        caught = _sweep(op, sqnorm, U, V, d, Z, info, kw)
+        change = float(np.linalg.norm(V - V_old) / max(np.linalg.norm(V), 1e-300))
+        loop.changes.append(change)
+        value = _objective(op, U, V, Z, kw)
+        if loop.verbose:
+            _say(
+                "joint sweep %d: %d pairs rotated, relative change of the loadings %.2e, "
+                "objective %.10g (%.2f s)",
+                len(loop.changes),
+                rotated,
+                change,
+                value,
+                time.perf_counter() - t0,
+            )
+        if value <= best:
+            best, snap = value, _snapshot(U, V, d, Z, info)
+        settled = change <= loop.settle
+    if value > best:
+        _restore(snap, U, V, d, Z, info)
+    return settled, caught, best
+
+
+def _restarts(op, sqnorm, U, V, d, Z, info, kw, value):
+    """Each component, weakest first, fitted again from the top singular
+    direction of the residual of the others (:func:`_revive`); the new one is
+    kept only if the joint objective falls by more than
+    :data:`RESTART_GAIN` of its explained part. A component that the sweeps
+    left empty, or on a few noise features with scores that follow no
+    pattern, is replaced this way by the pattern the residual still holds
+    (measured: issue 20 round 4, the paper's set-up with correlated weights).
+
+    Returns
+    -------
+    int
+        Components replaced.
+    value : float
+        The joint objective of the state left in place.
+    """
+    base = op.sqnorm() / (2.0 * op.shape[0])
+    strength = d * np.linalg.norm(V, axis=0)
+    replaced = 0
+    for k in np.argsort(strength, kind="stable"):
+        snap = _snapshot(U, V, d, Z, info)
+        if not _revive(op, sqnorm, U, V, d, Z, k, info, kw):
+            continue
+        new = _objective(op, U, V, Z, kw)
+        if new < value - RESTART_GAIN * abs(base - value):
+            value, replaced = new, replaced + 1
+        else:
+            _restore(snap, U, V, d, Z, info)
+    return replaced, value
+
+
+def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
+    """Sweeps (:func:`_sweeps`), then restarts of single components
+    (:func:`_restarts`) with more sweeps after each pass that replaced one,
+    at most :data:`RESTART_PASSES` passes. Returns ``(settled, caught)``."""
+    settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
+    for _ in range(RESTART_PASSES if loop.restart else 0):
+        replaced, value = _restarts(op, sqnorm, U, V, d, Z, info, kw, value)
+        if loop.verbose:
+            _say("joint restarts: %d components replaced, objective %.10g", replaced, value)
+        if not replaced:
+            break
+        loop.max_sweeps = len(loop.changes) + loop.budget  # a new budget after a restart
+        settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
+    return settled, caught
+
+
+#: A restarted component is kept when the joint objective falls by more than
+#: this fraction of its explained part ``|J - ||X||^2 / (2N)|``.
+RESTART_GAIN = 1e-6
+
+#: Most restart passes of one joint fit.
+RESTART_PASSES = 2
+
+
 def _start_from_scores(op, sqnorm, u0, w0, kw):
     """A warm start from given scores (e.g. a fit at a stronger penalty): one
     u-step and v-step per component from ``u0[:, k]`` on the residual of the
@@ -171,7 +307,7 @@ def _start_from_scores(op, sqnorm, u0, w0, kw):
     return U, V, d, Z, info
 
 
-def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, kw):
+def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, restart, kw):
     """Deflation (or, with ``from_scores``, a start from the scores ``u0``),
     then back-fitting sweeps (inputs validated, BLAS held).
 
@@ -191,26 +327,11 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, k
         info = {key: list(val) for key, val in info.items()}
         d = np.asarray(info["d"], dtype=np.float64)
         Z = op.matmat(V)  # one pass for all K columns
-    changes, caught = [], []
-    settled = n_components < 2  # nothing to rotate
-    for sweep in range(1, 0 if settled else max_sweeps + 1):
-        t0 = time.perf_counter()
-        V_old = V.copy()
-        rotated = rotate_pairs(op, U, V, d, Z, info) if rotate else 0
-        caught = _sweep(op, sqnorm, U, V, d, Z, info, refit_kw)
-        change = float(np.linalg.norm(V - V_old) / max(np.linalg.norm(V), 1e-300))
-        changes.append(change)
-        if verbose:
-            _say(
-                "joint sweep %d: %d pairs rotated, relative change of the loadings %.2e (%.2f s)",
-                sweep,
-                rotated,
-                change,
-                time.perf_counter() - t0,
-            )
-        if change <= max(tol, SWEEP_TOL):
-            settled = True
-            break
+    changes = []
+    loop = _Loop(rotate, restart, max_sweeps, max_sweeps, max(tol, SWEEP_TOL), verbose, changes)
+    settled, caught = True, []  # one component: nothing to rotate or restart
+    if n_components > 1:
+        settled, caught = _settle(op, sqnorm, U, V, d, Z, info, refit_kw, loop)
     if not settled:
         warnings.warn(
             f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
@@ -320,7 +441,17 @@ def _ordered(U, V, info):
 
 
 def _joint_spca_tv(
-    op, n_components, *, tol, verbose, n_threads, max_sweeps, from_scores=False, rotate=True, **kw
+    op,
+    n_components,
+    *,
+    tol,
+    verbose,
+    n_threads,
+    max_sweeps,
+    from_scores=False,
+    rotate=True,
+    restart=True,
+    **kw,
 ):
     """:func:`_joint` with BLAS held for the whole fit (see ``_spca_tv``).
 
@@ -338,6 +469,7 @@ def _joint_spca_tv(
             max_sweeps=max_sweeps,
             from_scores=from_scores,
             rotate=rotate,
+            restart=restart,
             kw=dict(kw, n_threads=n_threads),
         )
 
