@@ -151,7 +151,6 @@ class _Loop:
 
     rotate: bool
     restart: bool
-    budget: int  # sweeps per call of _sweeps
     max_sweeps: int
     settle: float
     verbose: int
@@ -251,17 +250,19 @@ def _restarts(op, sqnorm, U, V, d, Z, info, kw, value):
 
 
 def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
-    """Sweeps (:func:`_sweeps`), then restarts of single components
-    (:func:`_restarts`) with more sweeps after each pass that replaced one,
-    at most :data:`RESTART_PASSES` passes. Returns ``(settled, caught)``."""
+    """Sweeps (:func:`_sweeps`); once they settle, restarts of single
+    components (:func:`_restarts`), then sweeps again (within ``max_sweeps``
+    in all) after a pass that replaced one, at most :data:`RESTART_PASSES`
+    passes. Returns ``(settled, caught)``."""
     settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
     for _ in range(RESTART_PASSES if loop.restart else 0):
+        if not settled:  # no sweeps left to settle a restarted component
+            break
         replaced, value = _restarts(op, sqnorm, U, V, d, Z, info, kw, value)
         if loop.verbose:
             _say("joint restarts: %d components replaced, objective %.10g", replaced, value)
         if not replaced:
             break
-        loop.max_sweeps = len(loop.changes) + loop.budget  # a new budget after a restart
         settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
     return settled, caught
 
@@ -328,7 +329,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
         d = np.asarray(info["d"], dtype=np.float64)
         Z = op.matmat(V)  # one pass for all K columns
     changes = []
-    loop = _Loop(rotate, restart, max_sweeps, max_sweeps, max(tol, SWEEP_TOL), verbose, changes)
+    loop = _Loop(rotate, restart, max_sweeps, max(tol, SWEEP_TOL), verbose, changes)
     settled, caught = True, []  # one component: nothing to rotate or restart
     if n_components > 1:
         settled, caught = _settle(op, sqnorm, U, V, d, Z, info, refit_kw, loop)
