@@ -253,7 +253,7 @@ def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
     """Sweeps (:func:`_sweeps`); once they settle, restarts of single
     components (:func:`_restarts`), then sweeps again (within ``max_sweeps``
     in all) after a pass that replaced one, at most :data:`RESTART_PASSES`
-    passes. Returns ``(settled, caught)``."""
+    passes. Returns ``(settled, caught, joint objective)``."""
     settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
     for _ in range(RESTART_PASSES if loop.restart else 0):
         if not settled:  # no sweeps left to settle a restarted component
@@ -264,7 +264,38 @@ def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
         if not replaced:
             break
         settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
-    return settled, caught
+    return settled, caught, value
+
+
+def _deflation_start(op, n_components, u0, w0, tol, kw):
+    """Deflation's fit (paper Algorithm 3; warm-started from ``u0``, ``w0`` when
+    given) as the state ``(U, V, d, Z, info)`` of the sweeps."""
+    U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, **kw)
+    info = {key: list(val) for key, val in info.items()}
+    return U, V, np.asarray(info["d"], dtype=np.float64), op.matmat(V), info
+
+
+def _against_deflation(op, n_components, sqnorm, value, tol, kw, refit_kw, loop):
+    """A fit started from given scores, held against deflation at the same
+    penalty: when deflation's fit has the lower joint objective, the sweeps
+    are run from it too (they never end above their start) and that fit is
+    returned. The joint fit then never ends worse than deflation, whatever
+    its start (a half fit that lost a pattern, issue 20 round 4).
+
+    Returns
+    -------
+    (state, settled, caught, loop) or None
+        The fit from deflation's start, or None when the given one is kept.
+    """
+    state = _deflation_start(op, n_components, None, None, tol, kw)
+    start = _objective(op, state[0], state[1], state[3], refit_kw)
+    if loop.verbose:
+        _say("joint fit from the scores: objective %.10g; deflation's %.10g", value, start)
+    if not start < value:
+        return None
+    other = _Loop(loop.rotate, loop.restart, loop.max_sweeps, loop.settle, loop.verbose, [])
+    settled, caught, new = _settle(op, sqnorm, *state, refit_kw, other)
+    return (state, settled, caught, other) if new < value else None
 
 
 #: A restarted component is kept when the joint objective falls by more than
@@ -321,18 +352,21 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     u0, w0 = kw.pop("u0"), kw.pop("w0")
     refit_kw = dict(kw, tol=tol, verbose=0, max_iter=1, max_iter_full=kw["max_iter"])
     sqnorm = op.sqnorm()
-    if from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0)):
-        U, V, d, Z, info = _start_from_scores(op, sqnorm, u0, w0, refit_kw)
+    from_u0 = from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0))
+    if from_u0:
+        state = _start_from_scores(op, sqnorm, u0, w0, refit_kw)
     else:
-        U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, **kw)
-        info = {key: list(val) for key, val in info.items()}
-        d = np.asarray(info["d"], dtype=np.float64)
-        Z = op.matmat(V)  # one pass for all K columns
-    changes = []
-    loop = _Loop(rotate, restart, max_sweeps, max(tol, SWEEP_TOL), verbose, changes)
-    settled, caught = True, []  # one component: nothing to rotate or restart
+        state = _deflation_start(op, n_components, u0, w0, tol, kw)
+    loop = _Loop(rotate, restart, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
+    settled, caught, value = True, [], None  # one component: nothing to rotate or restart
     if n_components > 1:
-        settled, caught = _settle(op, sqnorm, U, V, d, Z, info, refit_kw, loop)
+        settled, caught, value = _settle(op, sqnorm, *state, refit_kw, loop)
+    if from_u0 and n_components > 1:
+        other = _against_deflation(op, n_components, sqnorm, value, tol, kw, refit_kw, loop)
+        if other is not None:
+            state, settled, caught, loop = other
+    U, V, d, Z, info = state
+    changes = loop.changes
     if not settled:
         warnings.warn(
             f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
