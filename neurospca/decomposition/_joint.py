@@ -21,6 +21,12 @@ norm). A rank-one term of the unpenalised sum can be rotated within the top
 singular subspace at no cost in fit, so the sweeps let the l1 and TV penalties
 choose the rotation: separated regions. Each returned ``v_k`` is certified for its final ``u_k``
 against the residual of the final other components.
+
+The joint objective ``J`` (:mod:`~neurospca.decomposition._objective`) judges
+the fit's choices: the sweeps keep their state of lowest ``J``; once settled,
+each component is restarted from the top singular direction of the residual of
+the others and kept if ``J`` falls (:func:`_restarts`); a fit started from given
+scores is held against deflation at the same penalty (:func:`_against_deflation`).
 """
 
 import copy
