@@ -70,6 +70,16 @@ def _fit(X, op, u0, alpha_rel=1.0):
     return U, (V / np.where(norms > 0, norms, 1.0)).T, value
 
 
+def _deflation_objective(X, op, alpha_rel):
+    """The joint objective of the paper's deflation at ``alpha_rel``, and its fit."""
+    est = SPCATV(3, operator=op, alpha_rel=alpha_rel, method="deflation").fit(X)
+    data = validated_data_operator(est, X, reset=True, min_samples=2, n_threads=1)
+    data.centre(est.mean_)
+    w = est.penalty_weights_
+    pieces = eq3_pieces(w["l1"], w["tv"], op, w["l2"])
+    return joint_objective(data, est.scores_, est.loadings_, w["l2"], pieces), est
+
+
 def _cos(patterns, components):
     return match_components(patterns, type("fit", (), {"components_": components})())[2]
 
@@ -90,27 +100,13 @@ def test_joint_fit_restarts_a_component_started_on_noise(monkeypatch):
     base = float(np.sum((X - X.mean(axis=0)) ** 2)) / (2 * len(X))
     assert value_new < value_old - 1e-4 * (base - value_old)
     # and no worse than the paper's deflation at the same penalty
-    defl = SPCATV(3, operator=op, alpha_rel=1.0, method="deflation").fit(X)
-    data = validated_data_operator(defl, X, reset=True, min_samples=2, n_threads=1)
-    data.centre(defl.mean_)
-    w = defl.penalty_weights_
-    value_defl = joint_objective(
-        data, defl.scores_, defl.loadings_, w["l2"], eq3_pieces(w["l1"], w["tv"], op, w["l2"])
-    )
+    value_defl, defl = _deflation_objective(X, op, 1.0)
     assert value_new <= value_defl
     assert _cos(patterns, defl.components_).min() < 0.9  # deflation merges
 
 
 def test_joint_sweeps_never_end_above_their_deflation_start():
     """From deflation's start, the state of lowest joint objective is kept."""
-    X, patterns, op = _problem(3202)
+    X, _, op = _problem(3202)
     _, _, value = _fit(X, op, None, alpha_rel=2.0)
-    est = SPCATV(3, operator=op, alpha_rel=2.0, method="deflation", certify_support=False)
-    est.fit(X)
-    data = validated_data_operator(est, X, reset=True, min_samples=2, n_threads=1)
-    data.centre(est.mean_)
-    w = est.penalty_weights_
-    value_defl = joint_objective(
-        data, est.scores_, est.loadings_, w["l2"], eq3_pieces(w["l1"], w["tv"], op, w["l2"])
-    )
-    assert value <= value_defl
+    assert value <= _deflation_objective(X, op, 2.0)[0]
