@@ -39,8 +39,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..solvers import ProxProblem
 from ._alternation import _alternate, _Deflated, _say, _vstep_blas
+from ._data import uses_gram
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
+from ._start import start_u
+from ._subspace import cached_subspace
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
 #: (relative, Frobenius norm) in one sweep. Near-equal components can keep
@@ -88,17 +91,27 @@ def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
     return u[:, 0], v[:, 0], info, caught
 
 
-def _revive(op, sqnorm, U, V, d, Z, k, info, kw):
+def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None):
     """Fit component ``k`` from a fresh start (``init``: the top singular
     direction of the residual of the others) on that residual (full
-    alternation); put it in place and return True if it is not empty."""
+    alternation); put it in place and return True if it is not empty.
+
+    ``same``: with ``init="svd"``, no fit when that start's scores are within
+    this |cosine| of ``u_k`` (the alternation would start where ``k`` is);
+    returns False then."""
     defl = _others(op, sqnorm, U, V, d, Z, k)
+    u0 = None
+    if same is not None and kw["init"] == "svd":
+        basis = None if uses_gram(op) else cached_subspace(op, 1)[1:]
+        u0 = start_u(defl, "svd", kw["rng"], basis)[0][:, None]
+        if abs(float(u0[:, 0] @ U[:, k])) >= same:
+            return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         u, v, new = _alternate(
             op,
             1,
-            u0=None,
+            u0=u0,
             w0=None,
             defl=defl,
             **dict(
@@ -226,7 +239,8 @@ def _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop):
 
 def _restarts(op, sqnorm, U, V, d, Z, info, kw, value):
     """Each component, weakest first, fitted again from the top singular
-    direction of the residual of the others (:func:`_revive`); the new one is
+    direction of the residual of the others (:func:`_revive`; not when that
+    direction is the component's own, :data:`RESTART_SAME`); the new one is
     kept only if the joint objective falls by more than
     :data:`RESTART_GAIN` of its explained part. A component that the sweeps
     left empty, or on a few noise features with scores that follow no
@@ -245,7 +259,7 @@ def _restarts(op, sqnorm, U, V, d, Z, info, kw, value):
     replaced = 0
     for k in np.argsort(strength, kind="stable"):
         snap = _snapshot(U, V, d, Z, info)
-        if not _revive(op, sqnorm, U, V, d, Z, k, info, kw):
+        if not _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=RESTART_SAME):
             continue
         new = _objective(op, U, V, Z, kw)
         if new < value - RESTART_GAIN * abs(base - value):
@@ -307,6 +321,11 @@ def _against_deflation(op, n_components, sqnorm, value, tol, kw, refit_kw, loop)
 #: A restarted component is kept when the joint objective falls by more than
 #: this fraction of its explained part ``|J - ||X||^2 / (2N)|``.
 RESTART_GAIN = 1e-6
+
+#: A component is not restarted when the restart's start (the top singular
+#: direction of the residual of the others) has scores within this |cosine| of
+#: its own: the restart would begin where it is (1 - :data:`SWEEP_TOL`).
+RESTART_SAME = 1.0 - SWEEP_TOL
 
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2
