@@ -96,6 +96,7 @@ def test_joint_fit_restarts_a_component_started_on_noise(monkeypatch):
     u0 = U.copy()
     u0[:, 2] = np.random.default_rng(0).standard_normal(len(X))  # a start on no pattern
     monkeypatch.setattr(joint_module, "PCA_START", False)  # the restarts alone
+    monkeypatch.setattr(joint_module, "DEFLATION_START", False)
     monkeypatch.setattr(joint_module, "RESTART_PASSES", 0)  # no restarts (as before round 4)
     _, C_old, value_old = _fit(X, op, u0)
     monkeypatch.setattr(joint_module, "RESTART_PASSES", 2)

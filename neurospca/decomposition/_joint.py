@@ -25,8 +25,10 @@ against the residual of the final other components.
 The joint objective ``J`` (:mod:`~neurospca.decomposition._objective`) judges
 the fit's choices: the sweeps keep their state of lowest ``J``; once settled,
 each component is restarted from the top singular direction of the residual of
-the others and kept if ``J`` falls (:func:`_restarts`); a fit started from given
-scores is held against deflation at the same penalty (:func:`_against_deflation`).
+the others and kept if ``J`` falls (:func:`_restarts`); the fit is also run from
+deflation's start (when it started from given scores) and from the data's top
+singular subspace, and the lowest ``J`` is kept, deflation's own included
+(:func:`_best_start`).
 """
 
 import copy
@@ -176,9 +178,7 @@ def _restore(snap, U, V, d, Z, info):
 
 def _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop):
     """Back-fitting sweeps (each after a pair rotation) until the loadings move
-    by at most ``loop.settle``, or ``loop.max_sweeps`` sweeps in all (over every
-    call). The state of lowest joint objective seen, the start included, is
-    the one left in place: the sweeps never end worse than they started.
+    by at most ``loop.settle``, at most ``loop.max_sweeps`` in this call.
 
     Returns
     -------
@@ -186,51 +186,44 @@ def _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop):
     caught : list
         The last sweep's v-step warnings.
     value : float
-        The joint objective of the state left in place.
+        The joint objective of the state reached.
     """
-    caught, value = [], _objective(op, U, V, Z, kw)
-    best, snap = value, _snapshot(U, V, d, Z, info)
-    settled = False
-    while not settled and len(loop.changes) < loop.max_sweeps:
+    caught = []
+    for _ in range(loop.max_sweeps):
         t0 = time.perf_counter()
         V_old = V.copy()
         rotated = rotate_pairs(op, U, V, d, Z, info) if loop.rotate else 0
         caught = _sweep(op, sqnorm, U, V, d, Z, info, kw)
         change = float(np.linalg.norm(V - V_old) / max(np.linalg.norm(V), 1e-300))
         loop.changes.append(change)
-        value = _objective(op, U, V, Z, kw)
         if loop.verbose:
             _say(
-                "joint sweep %d: %d pairs rotated, relative change of the loadings %.2e, "
-                "objective %.10g (%.2f s)",
+                "joint sweep %d: %d pairs rotated, relative change of the loadings %.2e (%.2f s)",
                 len(loop.changes),
                 rotated,
                 change,
-                value,
                 time.perf_counter() - t0,
             )
-        if value <= best:
-            best, snap = value, _snapshot(U, V, d, Z, info)
-        settled = change <= loop.settle
-    if value > best:
-        _restore(snap, U, V, d, Z, info)
-    return settled, caught, best
+        if change <= loop.settle:
+            return True, caught, _objective(op, U, V, Z, kw)
+    return False, caught, _objective(op, U, V, Z, kw)
 
 
-def _restarts(op, sqnorm, U, V, d, Z, info, kw, value):
+def _restarts(op, sqnorm, U, V, d, Z, info, kw, loop, value):
     """Each component, weakest first, fitted again from the top singular
     direction of the residual of the others (:func:`_revive`; not when that
-    direction is the component's own, :data:`RESTART_SAME`); the new one is
-    kept only if the joint objective falls by more than
-    :data:`RESTART_GAIN` of its explained part. A component that the sweeps
-    left empty, or on a few noise features with scores that follow no
-    pattern, is replaced this way by the pattern the residual still holds
-    (measured: issue 20 round 4, the paper's set-up with correlated weights).
+    direction is the component's own, :data:`RESTART_SAME`), then the sweeps
+    until they settle again; the new settled state is kept only if its joint
+    objective is lower by more than :data:`RESTART_GAIN` of its explained part
+    (settled states are compared: the sweeps are not a descent of ``J``, so a
+    state part-way is no answer). A component that the sweeps left empty, or
+    on a few noise features with scores that follow no pattern, is replaced
+    this way by the pattern the residual still holds (issue 20 round 4, the
+    paper's set-up with correlated weights).
 
     Returns
     -------
-    int
-        Components replaced.
+    replaced : int
     value : float
         The joint objective of the state left in place.
     """
@@ -238,32 +231,29 @@ def _restarts(op, sqnorm, U, V, d, Z, info, kw, value):
     strength = d * np.linalg.norm(V, axis=0)
     replaced = 0
     for k in np.argsort(strength, kind="stable"):
-        snap = _snapshot(U, V, d, Z, info)
+        snap = _snapshot(U, V, d, Z, info), len(loop.changes)
         if not _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=RESTART_SAME):
             continue
-        new = _objective(op, U, V, Z, kw)
-        if new < value - RESTART_GAIN * abs(base - value):
+        settled, _, new = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
+        if settled and new < value - RESTART_GAIN * abs(base - value):
             value, replaced = new, replaced + 1
         else:
-            _restore(snap, U, V, d, Z, info)
+            _restore(snap[0], U, V, d, Z, info)
+            del loop.changes[snap[1] :]
     return replaced, value
 
 
 def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
     """Sweeps (:func:`_sweeps`); once they settle, restarts of single
-    components (:func:`_restarts`), then sweeps again (within ``max_sweeps``
-    in all) after a pass that replaced one, at most :data:`RESTART_PASSES`
-    passes. Returns ``(settled, caught, joint objective)``."""
+    components (:func:`_restarts`), at most :data:`RESTART_PASSES` passes.
+    Returns ``(settled, caught, joint objective)``."""
     settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
-    for _ in range(RESTART_PASSES if loop.restart else 0):
-        if not settled:  # no sweeps left to settle a restarted component
-            break
-        replaced, value = _restarts(op, sqnorm, U, V, d, Z, info, kw, value)
+    for _ in range(RESTART_PASSES if loop.restart and settled else 0):
+        replaced, value = _restarts(op, sqnorm, U, V, d, Z, info, kw, loop, value)
         if loop.verbose:
             _say("joint restarts: %d components replaced, objective %.10g", replaced, value)
         if not replaced:
             break
-        settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
     return settled, caught, value
 
 
@@ -275,35 +265,26 @@ def _deflation_start(op, n_components, u0, w0, tol, kw):
     return U, V, np.asarray(info["d"], dtype=np.float64), op.matmat(V), info
 
 
-def _against_deflation(op, n_components, sqnorm, value, tol, kw, refit_kw, loop):
-    """A fit started from given scores, held against deflation at the same
-    penalty: when deflation's fit has the lower joint objective, the sweeps
-    are run from it too (they never end above their start) and that fit is
-    returned. The joint fit then never ends worse than deflation, whatever
-    its start (a half fit that lost a pattern, issue 20 round 4).
-
-    Returns
-    -------
-    (state, settled, caught, loop, value) or None
-        The fit from deflation's start, or None when the given one is kept.
-    """
-    state = _deflation_start(op, n_components, None, None, tol, kw)
-    start = _objective(op, state[0], state[1], state[3], refit_kw)
+def _run_from(op, sqnorm, state, refit_kw, loop):
+    """The sweeps and restarts (:func:`_settle`) from ``state`` (changed in
+    place), with a sweep count of their own; returns a :class:`_Candidate`."""
+    own = _Loop(loop.rotate, loop.restart, loop.max_sweeps, loop.settle, loop.verbose, [])
+    settled, caught, value = _settle(op, sqnorm, *state, refit_kw, own)
     if loop.verbose:
-        _say("joint fit from the scores: objective %.10g; deflation's %.10g", value, start)
-    if not start < value:
-        return None
-    return _from_state(op, sqnorm, state, value, refit_kw, loop)
+        _say("joint fit settled=%s, objective %.10g", settled, value)
+    return _Candidate(state, settled, caught, own.changes, value)
 
 
-def _from_state(op, sqnorm, state, value, refit_kw, loop):
-    """The sweeps and restarts from ``state``; the result if its joint
-    objective is below ``value``, else None."""
-    other = _Loop(loop.rotate, loop.restart, loop.max_sweeps, loop.settle, loop.verbose, [])
-    settled, caught, new = _settle(op, sqnorm, *state, refit_kw, other)
-    if loop.verbose:
-        _say("joint fit from another start: objective %.10g (kept: %.10g)", new, value)
-    return (state, settled, caught, other, new) if new < value else None
+@dataclass
+class _Candidate:
+    """A joint fit from one start: its state ``(U, V, d, Z, info)``, whether the
+    sweeps settled, the last sweep's warnings, the sweeps' changes and ``J``."""
+
+    state: tuple
+    settled: bool
+    caught: list
+    changes: list
+    value: float
 
 
 def _pca_scores(op, n_components):
@@ -315,23 +296,37 @@ def _pca_scores(op, n_components):
     return cached_subspace(op, n_components)[2][:, :n_components].copy()
 
 
-def _against_pca(op, n_components, sqnorm, value, refit_kw, loop):
-    """The sweeps from the data's top singular subspace (:func:`_pca_scores`,
-    all components at once, not one after another as deflation), kept when
-    they end at a lower joint objective. Deflation's first component is the
-    merged leading direction of co-varying regions and the sweeps from it
-    can stay merged where the start from the whole subspace separates them
-    (fsaverage5, weights correlated 0.8: issue 20 round 4).
+def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop):
+    """The joint fit of lowest joint objective among its starts.
 
-    Returns
-    -------
-    (state, settled, caught, loop, value) or None
+    ``first`` is the fit from the given start (deflation, or the scores of
+    ``alpha_rel="auto"``'s chosen half fit); ``defl`` deflation's state at the
+    same penalty, or None when ``first`` did not start from it (it is then
+    fitted: a half fit that lost a pattern must not make the full fit worse
+    than deflation). Also fitted: the start from the data's top singular
+    subspace (:func:`_pca_scores`; all components at once, where deflation's
+    first component is the merged leading direction of co-varying regions,
+    fsaverage5 with weights correlated 0.8, issue 20 round 4). Settled fits
+    are compared (the sweeps are not a descent of ``J``), and deflation's own
+    state is kept when its ``J`` is lower still.
     """
-    u0 = _pca_scores(op, n_components)
-    if not np.all(np.any(u0 != 0, axis=0)):
-        return None
-    state = _start_from_scores(op, sqnorm, u0, None, refit_kw)
-    return _from_state(op, sqnorm, state, value, refit_kw, loop)
+    found = [first]
+    if defl is None and DEFLATION_START:
+        defl = _deflation_start(op, n_components, None, None, tol, kw)
+        start = _snapshot(*defl)
+        found.append(_run_from(op, sqnorm, defl, refit_kw, loop))
+        defl = start
+    u0 = _pca_scores(op, n_components) if PCA_START else None
+    if u0 is not None and np.all(np.any(u0 != 0, axis=0)):
+        pca = _start_from_scores(op, sqnorm, u0, None, refit_kw)
+        found.append(_run_from(op, sqnorm, pca, refit_kw, loop))
+    best = min(found, key=lambda c: (not c.settled, c.value))
+    value = np.inf if defl is None else _objective(op, defl[0], defl[1], defl[3], refit_kw)
+    if value < best.value:
+        best = _Candidate(defl, best.settled, [], best.changes, value)
+    if loop.verbose:
+        _say("joint fit: objectives %s; deflation's %.10g", [c.value for c in found], value)
+    return best
 
 
 #: A restarted component is kept when the joint objective falls by more than
@@ -343,8 +338,12 @@ RESTART_GAIN = 1e-6
 #: its own: the restart would begin where it is (1 - :data:`SWEEP_TOL`).
 RESTART_SAME = 1.0 - SWEEP_TOL
 
+#: A joint fit started from given scores also runs from deflation's start
+#: (:func:`_best_start`) and keeps the lower joint objective.
+DEFLATION_START = True
+
 #: The joint fit also runs from the data's top singular subspace
-#: (:func:`_against_pca`) and keeps the lower joint objective.
+#: (:func:`_best_start`) and keeps the lower joint objective.
 PCA_START = True
 
 #: Most restart passes of one joint fit.
@@ -399,23 +398,26 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     sqnorm = op.sqnorm()
     from_u0 = from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0))
     if from_u0:
-        state = _start_from_scores(op, sqnorm, u0, w0, refit_kw)
+        state, defl = _start_from_scores(op, sqnorm, u0, w0, refit_kw), None
     else:
         state = _deflation_start(op, n_components, u0, w0, tol, kw)
+        defl = _snapshot(*state)
     loop = _Loop(rotate, restart, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
-    settled, caught, value = True, [], None  # one component: nothing to rotate or restart
+    settled, caught, changes = True, [], []  # one component: nothing to rotate or restart
     if n_components > 1:
-        settled, caught, value = _settle(op, sqnorm, *state, refit_kw, loop)
-    if from_u0 and n_components > 1:
-        other = _against_deflation(op, n_components, sqnorm, value, tol, kw, refit_kw, loop)
-        if other is not None:
-            state, settled, caught, loop, value = other
-    if PCA_START and n_components > 1:
-        other = _against_pca(op, n_components, sqnorm, value, refit_kw, loop)
-        if other is not None:
-            state, settled, caught, loop, value = other
+        best = _best_start(
+            op,
+            n_components,
+            sqnorm,
+            _run_from(op, sqnorm, state, refit_kw, loop),
+            defl,
+            tol,
+            kw,
+            refit_kw,
+            loop,
+        )
+        state, settled, caught, changes = best.state, best.settled, best.caught, best.changes
     U, V, d, Z, info = state
-    changes = loop.changes
     if not settled:
         warnings.warn(
             f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
