@@ -383,7 +383,7 @@ def _start_from_scores(op, sqnorm, u0, w0, kw):
     return U, V, d, Z, info
 
 
-def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, restart, kw):
+def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, restart, search, kw):
     """Deflation (or, with ``from_scores``, a start from the scores ``u0``),
     then back-fitting sweeps (inputs validated, BLAS held).
 
@@ -402,9 +402,12 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     else:
         state = _deflation_start(op, n_components, u0, w0, tol, kw)
         defl = _snapshot(*state)
-    loop = _Loop(rotate, restart, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
+    loop = _Loop(rotate, restart and search, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
     settled, caught, changes = True, [], []  # one component: nothing to rotate or restart
-    if n_components > 1:
+    if n_components > 1 and not search:  # a continuation: the sweeps from its start only
+        first = _run_from(op, sqnorm, state, refit_kw, loop)
+        settled, caught, changes = first.settled, first.caught, first.changes
+    elif n_components > 1:
         best = _best_start(
             op,
             n_components,
@@ -473,6 +476,7 @@ def _joint_spca_tv(
     from_scores=False,
     rotate=True,
     restart=True,
+    search=True,
     **kw,
 ):
     """:func:`_joint` with BLAS held for the whole fit (see ``_spca_tv``).
@@ -481,7 +485,13 @@ def _joint_spca_tv(
     fit of ``alpha_rel="auto"``) instead of deflation; else ``u0`` is
     deflation's warm start. ``rotate``: each sweep starts with
     :func:`~neurospca.decomposition._rotation.rotate_pairs` (an l1 penalty is
-    what makes one rotation of a pair better than another)."""
+    what makes one rotation of a pair better than another). ``search``: the
+    restarts and the other starts of :func:`_best_start`; off for a
+    continuation (a warm-started fit along a path, e.g. the split halves of
+    ``alpha_rel="auto"``, which follow their previous point: measured, issue 20
+    round 4, the halves of ``select_penalty``'s paper simulation reproduced at
+    0.63 with the search against 0.79 without, and the choice moved to a worse
+    point)."""
     with _vstep_blas(n_threads):
         return _joint(
             op,
@@ -492,5 +502,6 @@ def _joint_spca_tv(
             from_scores=from_scores,
             rotate=rotate,
             restart=restart,
+            search=search,
             kw=dict(kw, n_threads=n_threads),
         )
