@@ -23,12 +23,13 @@ choose the rotation: separated regions. Each returned ``v_k`` is certified for i
 against the residual of the final other components.
 
 The joint objective ``J`` (:mod:`~neurospca.decomposition._objective`) judges
-the fit's choices: the sweeps keep their state of lowest ``J``; once settled,
-each component is restarted from the top singular direction of the residual of
-the others and kept if ``J`` falls (:func:`_restarts`); the fit is also run from
-deflation's start (when it started from given scores) and from the data's top
-singular subspace, and the lowest ``J`` is kept, deflation's own included
-(:func:`_best_start`).
+the fit's choices between settled fits (the sweeps are not a descent of ``J``):
+once the sweeps settle, each component is restarted from the top singular
+direction of the residual of the others and kept if the re-settled ``J`` is
+lower (:func:`_restarts`); the fit is also run from deflation's start (when it
+started from given scores) and from the data's top singular subspace, and the
+lowest ``J`` is kept, deflation's own included (:func:`_best_start`). A
+warm-started fit (a continuation along a path) runs none of this.
 """
 
 import copy
