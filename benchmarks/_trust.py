@@ -64,6 +64,41 @@ def recovery(components, patterns):
     return cos, dice
 
 
+def certified_dice(model, patterns):
+    """Per planted pattern: support Dice of the model's certified support
+    (``certified_support_``, the support its report counts and draws), matched as
+    :func:`recovery`; None when the model has none."""
+    cert = getattr(model, "certified_support_", None)
+    if cert is None:
+        return None
+    sim = _cos(patterns, np.asarray(model.components_, float))
+    rows, cols = linear_sum_assignment(-sim)
+    dice = np.zeros(len(patterns))
+    for r, c in zip(rows, cols, strict=True):
+        dice[r] = _dice(patterns[r] != 0, np.asarray(cert[c], bool))
+    return dice
+
+
+def joint_objective_of(model, X, operator):
+    """The joint objective ``J`` (``neurospca.decomposition._objective``) of a
+    fitted SPCATV on ``X`` at its own penalty: lower is the better factorisation."""
+    from neurospca.decomposition._objective import best_scales
+    from neurospca.solvers.penalties import eq3_pieces
+
+    w = model.penalty_weights_
+    Xc = np.asarray(X, float) - model.mean_
+    n = len(Xc)
+    V = model.components_.T
+    keep = np.flatnonzero(np.any(V != 0, axis=0))
+    U, E = model.scores_[:, keep], V[:, keep]
+    pieces = eq3_pieces(w["l1"], w["tv"], operator, w["l2"])
+    lin = np.array([2 * w["l2"] * sum(p.value(E[:, j]) for p in pieces) for j in range(len(keep))])
+    a = np.einsum("ij,ij->j", U, Xc @ E)
+    G = (U.T @ U) * (E.T @ E)
+    _, value = best_scales(a, G, lin, np.zeros(len(keep)), w["l2"], n)
+    return float(np.sum(Xc * Xc)) / (2 * n) + value
+
+
 def top_m_dice(a, b, m):
     """Dice of the ``m`` largest-|value| features of two maps."""
     ia = np.zeros(a.size, bool)

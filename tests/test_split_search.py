@@ -107,7 +107,7 @@ def test_auto_picks_the_sparse_split_where_only_it_reproduces():
     at best, the sparse split's at 0.99; auto takes the sparse split, whose
     supports are the planted ones (Dice >= 0.85), while the default split fixed
     (``l1_ratio=0.05``: only its path is searched) leaves the weakest pattern's
-    support 0.71."""
+    support lower (0.71 before issue 20 round 4's search in the joint fit, 0.83 with it)."""
     X, patterns, op = _simulation(3102, 0.9, 150)
     model = SPCATV(3, operator=op, random_state=0).fit(X)
     assert (model.l1_ratio_, model.tv_ratio_) == (0.3, 0.3)
@@ -124,7 +124,7 @@ def test_auto_picks_the_sparse_split_where_only_it_reproduces():
     fixed = SPCATV(3, operator=op, random_state=0, l1_ratio=0.05).fit(X)
     assert {(p["l1_ratio"], p["tv_ratio"]) for p in fixed.auto_path_} == {DEFAULT_SPLIT}
     assert (fixed.l1_ratio_, fixed.tv_ratio_) == DEFAULT_SPLIT
-    assert _dice(patterns, fixed).min() < dice.min() - 0.1
+    assert _dice(patterns, fixed).min() < dice.min() - 0.03
 
 
 def test_auto_keeps_the_default_split_where_it_reproduces_best():

@@ -21,17 +21,32 @@ norm). A rank-one term of the unpenalised sum can be rotated within the top
 singular subspace at no cost in fit, so the sweeps let the l1 and TV penalties
 choose the rotation: separated regions. Each returned ``v_k`` is certified for its final ``u_k``
 against the residual of the final other components.
+
+The joint objective ``J`` (:mod:`~neurospca.decomposition._objective`) judges
+the fit's choices between settled fits (the sweeps are not a descent of ``J``):
+once the sweeps settle, each component is restarted from the top singular
+direction of the residual of the others and kept if the re-settled ``J`` is
+lower (:func:`_restarts`); the fit is also run from deflation's start (when it
+started from given scores) and from the data's top singular subspace, and the
+lowest ``J`` is kept, deflation's own included (:func:`_best_start`). A
+warm-started fit (a continuation along a path) runs none of this.
 """
 
+import copy
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..solvers import ProxProblem
-from ._alternation import _alternate, _Deflated, _say, _vstep_blas
+from ._alternation import _alternate, _say, _vstep_blas
+from ._data import uses_gram
+from ._joint_certify import _certify_all, _others
+from ._objective import joint_objective
 from ._rotation import rotate_pairs
+from ._start import centred_gram, start_u
+from ._subspace import cached_subspace
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
 #: (relative, Frobenius norm) in one sweep. Near-equal components can keep
@@ -41,26 +56,6 @@ from ._rotation import rotate_pairs
 #: of 2-25 % per sweep (benchmarks/RESULTS.md, issue 20); every returned
 #: component is certified for the returned model either way.
 SWEEP_TOL = 1e-2
-
-
-def _others(op, sqnorm, U, V, d, Z, k):
-    """``X`` minus every component but ``k``, implicitly, with its exact squared norm.
-
-    ``Z[:, j] = X v_j`` (the centred data, not deflated):
-    ``||X - sum_j d_j u_j v_j^T||^2 = ||X||^2 - 2 sum_j d_j u_j^T z_j
-    + sum_ij d_i d_j (u_i . u_j)(v_i . v_j)`` over ``j != k``.
-    """
-    keep = [j for j in range(U.shape[1]) if j != k and d[j] != 0.0]
-    defl = _Deflated(op)
-    for j in keep:
-        defl.U.append(U[:, j])
-        defl.V.append(V[:, j])
-        defl.d.append(d[j])
-    dk = np.asarray(d)[keep]
-    cross = (U[:, keep].T @ U[:, keep]) * (V[:, keep].T @ V[:, keep])
-    fit = 2.0 * float(dk @ np.einsum("ij,ij->j", U[:, keep], Z[:, keep]))
-    defl.sqnorm = max(sqnorm - fit + float(dk @ cross @ dk), 0.0)
-    return defl
 
 
 def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
@@ -79,16 +74,27 @@ def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
     return u[:, 0], v[:, 0], info, caught
 
 
-def _revive(op, sqnorm, U, V, d, Z, k, info, kw):
-    """Fit an empty component ``k`` from a fresh start (``init``) on the residual
-    of the others (full alternation); keep it if it is no longer empty."""
+def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None):
+    """Fit component ``k`` from a fresh start (``init``: the top singular
+    direction of the residual of the others) on that residual (full
+    alternation); put it in place and return True if it is not empty.
+
+    ``same``: with ``init="svd"``, no fit when that start's scores are within
+    this |cosine| of ``u_k`` (the alternation would start where ``k`` is);
+    returns False then."""
     defl = _others(op, sqnorm, U, V, d, Z, k)
+    u0 = None
+    if same is not None and kw["init"] == "svd":
+        basis = None if uses_gram(op) else cached_subspace(op, 1)[1:]
+        u0 = start_u(defl, "svd", kw["rng"], basis)[0][:, None]
+        if abs(float(u0[:, 0] @ U[:, k])) >= same:
+            return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         u, v, new = _alternate(
             op,
             1,
-            u0=None,
+            u0=u0,
             w0=None,
             defl=defl,
             **dict(
@@ -100,6 +106,8 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw):
         U[:, k], V[:, k], d[k] = u[:, 0], v[:, 0], new["d"][0]
         Z[:, k] = op.matvec(V[:, k])
         _merge_info(info, k, new)
+        return True
+    return False
 
 
 def _merge_info(info, k, new):
@@ -138,6 +146,211 @@ def _sweep(op, sqnorm, U, V, d, Z, info, kw):
     return caught
 
 
+@dataclass
+class _Loop:
+    """How the sweeps run: rotation step, most sweeps, the change that settles
+    them, progress lines, and the relative change of each sweep (appended)."""
+
+    rotate: bool
+    restart: bool
+    max_sweeps: int
+    settle: float
+    verbose: int
+    changes: list
+
+
+def _objective(op, U, V, Z, kw):
+    """The joint objective of the current fit (:func:`joint_objective`)."""
+    return joint_objective(op, U, V, kw["l2"], kw["pieces"], Z=Z)
+
+
+def _snapshot(U, V, d, Z, info):
+    """A copy of the fit's state (arrays and record) to return to."""
+    return U.copy(), V.copy(), d.copy(), Z.copy(), copy.deepcopy(info)
+
+
+def _restore(snap, U, V, d, Z, info):
+    """Put a :func:`_snapshot` back in place."""
+    for dst, src in zip((U, V, d, Z), snap[:4], strict=True):
+        dst[...] = src
+    info.clear()
+    info.update(snap[4])
+
+
+def _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop):
+    """Back-fitting sweeps (each after a pair rotation) until the loadings move
+    by at most ``loop.settle``, at most ``loop.max_sweeps`` in this call.
+
+    Returns
+    -------
+    settled : bool
+    caught : list
+        The last sweep's v-step warnings.
+    value : float
+        The joint objective of the state reached.
+    """
+    caught = []
+    for _ in range(loop.max_sweeps):
+        t0 = time.perf_counter()
+        V_old = V.copy()
+        rotated = rotate_pairs(op, U, V, d, Z, info) if loop.rotate else 0
+        caught = _sweep(op, sqnorm, U, V, d, Z, info, kw)
+        change = float(np.linalg.norm(V - V_old) / max(np.linalg.norm(V), 1e-300))
+        loop.changes.append(change)
+        if loop.verbose:
+            _say(
+                "joint sweep %d: %d pairs rotated, relative change of the loadings %.2e (%.2f s)",
+                len(loop.changes),
+                rotated,
+                change,
+                time.perf_counter() - t0,
+            )
+        if change <= loop.settle:
+            return True, caught, _objective(op, U, V, Z, kw)
+    return False, caught, _objective(op, U, V, Z, kw)
+
+
+def _restarts(op, sqnorm, U, V, d, Z, info, kw, loop, value):
+    """Each component, weakest first, fitted again from the top singular
+    direction of the residual of the others (:func:`_revive`; not when that
+    direction is the component's own, :data:`RESTART_SAME`), then the sweeps
+    until they settle again; the new settled state is kept only if its joint
+    objective is lower by more than :data:`RESTART_GAIN` of its explained part
+    (settled states are compared: the sweeps are not a descent of ``J``, so a
+    state part-way is no answer). A component that the sweeps left empty, or
+    on a few noise features with scores that follow no pattern, is replaced
+    this way by the pattern the residual still holds (issue 20 round 4, the
+    paper's set-up with correlated weights).
+
+    Returns
+    -------
+    replaced : int
+    value : float
+        The joint objective of the state left in place.
+    """
+    base = op.sqnorm() / (2.0 * op.shape[0])
+    strength = d * np.linalg.norm(V, axis=0)
+    replaced = 0
+    for k in np.argsort(strength, kind="stable"):
+        snap = _snapshot(U, V, d, Z, info), len(loop.changes)
+        if not _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=RESTART_SAME):
+            continue
+        settled, _, new = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
+        if settled and new < value - RESTART_GAIN * abs(base - value):
+            value, replaced = new, replaced + 1
+        else:
+            _restore(snap[0], U, V, d, Z, info)
+            del loop.changes[snap[1] :]
+    return replaced, value
+
+
+def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
+    """Sweeps (:func:`_sweeps`); once they settle, restarts of single
+    components (:func:`_restarts`), at most :data:`RESTART_PASSES` passes.
+    Returns ``(settled, caught, joint objective)``."""
+    settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
+    for _ in range(RESTART_PASSES if loop.restart and settled else 0):
+        replaced, value = _restarts(op, sqnorm, U, V, d, Z, info, kw, loop, value)
+        if loop.verbose:
+            _say("joint restarts: %d components replaced, objective %.10g", replaced, value)
+        if not replaced:
+            break
+    return settled, caught, value
+
+
+def _deflation_start(op, n_components, u0, w0, tol, kw):
+    """Deflation's fit (paper Algorithm 3; warm-started from ``u0``, ``w0`` when
+    given) as the state ``(U, V, d, Z, info)`` of the sweeps."""
+    U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, **kw)
+    info = {key: list(val) for key, val in info.items()}
+    return U, V, np.asarray(info["d"], dtype=np.float64), op.matmat(V), info
+
+
+def _run_from(op, sqnorm, state, refit_kw, loop):
+    """The sweeps and restarts (:func:`_settle`) from ``state`` (changed in
+    place), with a sweep count of their own; returns a :class:`_Candidate`."""
+    own = _Loop(loop.rotate, loop.restart, loop.max_sweeps, loop.settle, loop.verbose, [])
+    settled, caught, value = _settle(op, sqnorm, *state, refit_kw, own)
+    if loop.verbose:
+        _say("joint fit settled=%s, objective %.10g", settled, value)
+    return _Candidate(state, settled, caught, own.changes, value)
+
+
+@dataclass
+class _Candidate:
+    """A joint fit from one start: its state ``(U, V, d, Z, info)``, whether the
+    sweeps settled, the last sweep's warnings, the sweeps' changes and ``J``."""
+
+    state: tuple
+    settled: bool
+    caught: list
+    changes: list
+    value: float
+
+
+def _pca_scores(op, n_components):
+    """The data's top ``n_components`` left singular vectors (unnormalised
+    scores ``Xc r_k``): every component started together, as scikit-learn's
+    SparsePCA starts from the SVD."""
+    if uses_gram(op):
+        return np.linalg.eigh(centred_gram(op))[1][:, ::-1][:, :n_components].copy()
+    return cached_subspace(op, n_components)[2][:, :n_components].copy()
+
+
+def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop):
+    """The joint fit of lowest joint objective among its starts.
+
+    ``first`` is the fit from the given start (deflation, or the scores of
+    ``alpha_rel="auto"``'s chosen half fit); ``defl`` deflation's state at the
+    same penalty, or None when ``first`` did not start from it (it is then
+    fitted: a half fit that lost a pattern must not make the full fit worse
+    than deflation). Also fitted: the start from the data's top singular
+    subspace (:func:`_pca_scores`; all components at once, where deflation's
+    first component is the merged leading direction of co-varying regions,
+    fsaverage5 with weights correlated 0.8, issue 20 round 4). Settled fits
+    are compared (the sweeps are not a descent of ``J``), and deflation's own
+    state is kept when its ``J`` is lower still.
+    """
+    found = [first]
+    if defl is None and DEFLATION_START:
+        defl = _deflation_start(op, n_components, None, None, tol, kw)
+        start = _snapshot(*defl)
+        found.append(_run_from(op, sqnorm, defl, refit_kw, loop))
+        defl = start
+    u0 = _pca_scores(op, n_components) if PCA_START else None
+    if u0 is not None and np.all(np.any(u0 != 0, axis=0)):
+        pca = _start_from_scores(op, sqnorm, u0, None, refit_kw)
+        found.append(_run_from(op, sqnorm, pca, refit_kw, loop))
+    best = min(found, key=lambda c: (not c.settled, c.value))
+    value = np.inf if defl is None else _objective(op, defl[0], defl[1], defl[3], refit_kw)
+    if value < best.value:
+        best = _Candidate(defl, best.settled, [], best.changes, value)
+    if loop.verbose:
+        _say("joint fit: objectives %s; deflation's %.10g", [c.value for c in found], value)
+    return best
+
+
+#: A restarted component is kept when the joint objective falls by more than
+#: this fraction of its explained part ``|J - ||X||^2 / (2N)|``.
+RESTART_GAIN = 1e-6
+
+#: A component is not restarted when the restart's start (the top singular
+#: direction of the residual of the others) has scores within this |cosine| of
+#: its own: the restart would begin where it is (1 - :data:`SWEEP_TOL`).
+RESTART_SAME = 1.0 - SWEEP_TOL
+
+#: A joint fit started from given scores also runs from deflation's start
+#: (:func:`_best_start`) and keeps the lower joint objective.
+DEFLATION_START = True
+
+#: The joint fit also runs from the data's top singular subspace
+#: (:func:`_best_start`) and keeps the lower joint objective.
+PCA_START = True
+
+#: Most restart passes of one joint fit.
+RESTART_PASSES = 2
+
+
 def _start_from_scores(op, sqnorm, u0, w0, kw):
     """A warm start from given scores (e.g. a fit at a stronger penalty): one
     u-step and v-step per component from ``u0[:, k]`` on the residual of the
@@ -171,7 +384,7 @@ def _start_from_scores(op, sqnorm, u0, w0, kw):
     return U, V, d, Z, info
 
 
-def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, kw):
+def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, restart, search, kw):
     """Deflation (or, with ``from_scores``, a start from the scores ``u0``),
     then back-fitting sweeps (inputs validated, BLAS held).
 
@@ -184,33 +397,31 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, k
     u0, w0 = kw.pop("u0"), kw.pop("w0")
     refit_kw = dict(kw, tol=tol, verbose=0, max_iter=1, max_iter_full=kw["max_iter"])
     sqnorm = op.sqnorm()
-    if from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0)):
-        U, V, d, Z, info = _start_from_scores(op, sqnorm, u0, w0, refit_kw)
+    from_u0 = from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0))
+    if from_u0:
+        state, defl = _start_from_scores(op, sqnorm, u0, w0, refit_kw), None
     else:
-        U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, **kw)
-        info = {key: list(val) for key, val in info.items()}
-        d = np.asarray(info["d"], dtype=np.float64)
-        Z = op.matmat(V)  # one pass for all K columns
-    changes, caught = [], []
-    settled = n_components < 2  # nothing to rotate
-    for sweep in range(1, 0 if settled else max_sweeps + 1):
-        t0 = time.perf_counter()
-        V_old = V.copy()
-        rotated = rotate_pairs(op, U, V, d, Z, info) if rotate else 0
-        caught = _sweep(op, sqnorm, U, V, d, Z, info, refit_kw)
-        change = float(np.linalg.norm(V - V_old) / max(np.linalg.norm(V), 1e-300))
-        changes.append(change)
-        if verbose:
-            _say(
-                "joint sweep %d: %d pairs rotated, relative change of the loadings %.2e (%.2f s)",
-                sweep,
-                rotated,
-                change,
-                time.perf_counter() - t0,
-            )
-        if change <= max(tol, SWEEP_TOL):
-            settled = True
-            break
+        state = _deflation_start(op, n_components, u0, w0, tol, kw)
+        defl = _snapshot(*state)
+    loop = _Loop(rotate, restart and search, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
+    settled, caught, changes = True, [], []  # one component: nothing to rotate or restart
+    if n_components > 1 and not search:  # a continuation: the sweeps from its start only
+        first = _run_from(op, sqnorm, state, refit_kw, loop)
+        settled, caught, changes = first.settled, first.caught, first.changes
+    elif n_components > 1:
+        best = _best_start(
+            op,
+            n_components,
+            sqnorm,
+            _run_from(op, sqnorm, state, refit_kw, loop),
+            defl,
+            tol,
+            kw,
+            refit_kw,
+            loop,
+        )
+        state, settled, caught, changes = best.state, best.settled, best.caught, best.changes
+    U, V, d, Z, info = state
     if not settled:
         warnings.warn(
             f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
@@ -240,70 +451,6 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, k
     return _ordered(U, V, info)
 
 
-def _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled):
-    """Certify each returned ``v_k`` for its returned ``u_k`` against the
-    residual of the returned other components (the sweeps certified each one
-    against the others as they were then). A pair above ``tol * P(0)`` is
-    re-solved there (warm start) and the pass repeated (at most
-    :data:`CERTIFY_PASSES` times), until a pass changes nothing: the gaps are
-    then those of the model as returned. ``converged[k]``: the sweeps settled
-    and the gap is at most ``tol * P(0)``."""
-    for _ in range(CERTIFY_PASSES):
-        moved = False
-        for k in range(U.shape[1]):
-            if np.any(V[:, k]):
-                moved |= _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k)
-        if not moved:
-            break
-    else:  # the last pass re-solved: evaluate once more, changing nothing
-        for k in range(U.shape[1]):
-            if np.any(V[:, k]):
-                _certify_one(op, sqnorm, U, V, d, Z, info, dict(kw, solver=None), tol, k)
-    for k in range(U.shape[1]):
-        info["converged"][k] = bool(settled and np.any(V[:, k]) and info["rel_gaps"][k] <= tol)
-
-
-def _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k):
-    """Gap of pair ``k`` against the others; re-solve its v-step above tol (unless
-    ``kw["solver"]`` is None). Returns whether ``v_k`` moved."""
-    l2 = kw["l2"]
-    defl = _others(op, sqnorm, U, V, d, Z, k)
-    y = defl.rmatvec(U[:, k], exact=True) / (2.0 * op.shape[0] * l2)
-    p0 = 0.5 * float(y @ y)
-    problem = ProxProblem(y, kw["pieces"])
-    gap, _ = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6), tol_abs=tol * p0)
-    moved = False
-    if gap > tol * p0 and kw["solver"] is not None:
-        res = kw["solver"].solve(
-            problem,
-            tol=tol,
-            max_iter=kw["max_inner_iter"],
-            gap_every=kw["gap_every"],
-            kernels=kw["kernels"],
-            v=V[:, k],
-            state=info["w"][k],
-            n_threads=kw["n_threads"],
-        )
-        if np.any(res.v):
-            V[:, k], info["w"][k], gap = res.v, res.state, res.gap
-            Z[:, k] = op.matvec(V[:, k])
-            nrm = float(U[:, k] @ defl.dot(V[:, k]))
-            d[k] = nrm / float(V[:, k] @ V[:, k])
-            info["n_inner_iter"][k] += res.n_iter
-            moved = True
-    info["y"][k] = y  # the v-step of the returned pair (certified support)
-    info["gaps"][k] = 2.0 * l2 * gap
-    info["rel_gaps"][k] = gap / p0 if p0 > 0 else 0.0
-    done = int(info["n_inner_iter"][k])
-    info["gap_history"][k] = info["gap_history"][k] + [(done, info["gaps"][k])]
-    info["rel_gap_history"][k] = info["rel_gap_history"][k] + [(done, info["rel_gaps"][k])]
-    return moved
-
-
-#: Most certification passes of :func:`_certify_all`.
-CERTIFY_PASSES = 3
-
-
 def _ordered(U, V, info):
     """Components by decreasing singular value ``d_k ||v_k||`` (empty ones last)."""
     s = np.asarray(info["d"]) * np.linalg.norm(V, axis=0)
@@ -320,7 +467,18 @@ def _ordered(U, V, info):
 
 
 def _joint_spca_tv(
-    op, n_components, *, tol, verbose, n_threads, max_sweeps, from_scores=False, rotate=True, **kw
+    op,
+    n_components,
+    *,
+    tol,
+    verbose,
+    n_threads,
+    max_sweeps,
+    from_scores=False,
+    rotate=True,
+    restart=True,
+    search=True,
+    **kw,
 ):
     """:func:`_joint` with BLAS held for the whole fit (see ``_spca_tv``).
 
@@ -328,7 +486,13 @@ def _joint_spca_tv(
     fit of ``alpha_rel="auto"``) instead of deflation; else ``u0`` is
     deflation's warm start. ``rotate``: each sweep starts with
     :func:`~neurospca.decomposition._rotation.rotate_pairs` (an l1 penalty is
-    what makes one rotation of a pair better than another)."""
+    what makes one rotation of a pair better than another). ``search``: the
+    restarts and the other starts of :func:`_best_start`; off for a
+    continuation (a warm-started fit along a path, e.g. the split halves of
+    ``alpha_rel="auto"``, which follow their previous point: measured, issue 20
+    round 4, the halves of ``select_penalty``'s paper simulation reproduced at
+    0.63 with the search against 0.79 without, and the choice moved to a worse
+    point)."""
     with _vstep_blas(n_threads):
         return _joint(
             op,
@@ -338,40 +502,7 @@ def _joint_spca_tv(
             max_sweeps=max_sweeps,
             from_scores=from_scores,
             rotate=rotate,
+            restart=restart,
+            search=search,
             kw=dict(kw, n_threads=n_threads),
         )
-
-
-def recheck_support(estimator, op, U, V, info, kw, tol):
-    """After the certified-support finishing moved some ``v_k``, the others'
-    residuals moved with them: every pair is certified again against the
-    returned model (:func:`_certify_all`: re-solved there when above ``tol``),
-    and the support labels of a pair whose loading or gap changed are
-    recomputed with its final (valid) gap. Updates ``V``, ``info`` and the
-    ``certified_*`` attributes of ``estimator`` in place."""
-    from ..solvers import certify_support
-
-    d = np.asarray(info["d"], dtype=np.float64)
-    Z = op.matmat(V)  # one pass for all K columns
-    V_before, gaps_before = V.copy(), np.asarray(info["gaps"], dtype=np.float64).copy()
-    settled = [bool(c) for c in info["converged"]]
-    _certify_all(op, op.sqnorm(), U, V, d, Z, info, kw, tol, True)
-    info["d"] = d
-    info["converged"] = np.array([c and s for c, s in zip(info["converged"], settled, strict=True)])
-    for k in range(V.shape[1]):
-        same = np.array_equal(V[:, k], V_before[:, k]) and info["gaps"][k] <= gaps_before[k]
-        if same or not np.any(V[:, k]):
-            continue
-        gap = info["gaps"][k] / (2.0 * kw["l2"])
-        problem = ProxProblem(info["y"][k], kw["pieces"])
-        cert = certify_support(problem, V[:, k], gap, info["w"][k])
-        if not np.array_equal(cert.v, V[:, k]):  # certified zeros set to 0: its own gap
-            V[:, k] = cert.v
-            gap = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6))[0]
-            info["gaps"][k] = 2.0 * kw["l2"] * gap
-            info["rel_gaps"][k] = gap / (0.5 * float(problem.y @ problem.y))
-        estimator.certified_support_[k] = cert.nonzero
-        estimator.certified_zeros_[k] = cert.zero
-        estimator.n_uncertain_[k] = int(np.count_nonzero(~(cert.nonzero | cert.zero)))
-        norm = float(np.linalg.norm(V[:, k]))
-        estimator.support_radius_[k] = cert.radius / norm if norm > 0 else np.nan

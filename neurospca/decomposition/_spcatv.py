@@ -342,7 +342,11 @@ class SPCATV(ComponentsEstimator):
         worker = _spca_tv
         if self.method == "joint":
             worker = partial(
-                _joint_spca_tv, max_sweeps=self.max_sweeps, from_scores=from_scores, rotate=l1 > 0
+                _joint_spca_tv,
+                max_sweeps=self.max_sweeps,
+                from_scores=from_scores,
+                rotate=l1 > 0,
+                search=not self.warm_start,  # a continuation follows its previous fit
             )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

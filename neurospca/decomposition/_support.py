@@ -329,7 +329,7 @@ def certify_fit(estimator, op, U, V, info, weights, checked):
     ``V`` and ``info`` are updated in place (see :func:`set_certified_support`).
     """
     from ._alternation import _vstep_blas
-    from ._joint import recheck_support
+    from ._joint_certify import recheck_support
 
     if not estimator.certify_support:  # the half fits of alpha_rel="auto"
         for name in (

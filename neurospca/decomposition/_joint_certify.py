@@ -1,0 +1,132 @@
+"""Certification of a joint fit's pairs against the returned model (issue 20).
+
+Each ``v_k`` of the joint fit (:mod:`~neurospca.decomposition._joint`) is
+certified for its returned ``u_k`` against the residual of the returned OTHER
+components (re-solved there when its gap is above ``tol``); after the
+certified-support finishing moved loadings, :func:`recheck_support` certifies
+every pair again.
+"""
+
+import numpy as np
+
+from ..solvers import ProxProblem
+from ._deflated import _Deflated
+
+
+def _others(op, sqnorm, U, V, d, Z, k):
+    """``X`` minus every component but ``k``, implicitly, with its exact squared norm.
+
+    ``Z[:, j] = X v_j`` (the centred data, not deflated):
+    ``||X - sum_j d_j u_j v_j^T||^2 = ||X||^2 - 2 sum_j d_j u_j^T z_j
+    + sum_ij d_i d_j (u_i . u_j)(v_i . v_j)`` over ``j != k``.
+    """
+    keep = [j for j in range(U.shape[1]) if j != k and d[j] != 0.0]
+    defl = _Deflated(op)
+    for j in keep:
+        defl.U.append(U[:, j])
+        defl.V.append(V[:, j])
+        defl.d.append(d[j])
+    dk = np.asarray(d)[keep]
+    cross = (U[:, keep].T @ U[:, keep]) * (V[:, keep].T @ V[:, keep])
+    fit = 2.0 * float(dk @ np.einsum("ij,ij->j", U[:, keep], Z[:, keep]))
+    defl.sqnorm = max(sqnorm - fit + float(dk @ cross @ dk), 0.0)
+    return defl
+
+
+def _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled):
+    """Certify each returned ``v_k`` for its returned ``u_k`` against the
+    residual of the returned other components (the sweeps certified each one
+    against the others as they were then). A pair above ``tol * P(0)`` is
+    re-solved there (warm start) and the pass repeated (at most
+    :data:`CERTIFY_PASSES` times), until a pass changes nothing: the gaps are
+    then those of the model as returned. ``converged[k]``: the sweeps settled
+    and the gap is at most ``tol * P(0)``."""
+    for _ in range(CERTIFY_PASSES):
+        moved = False
+        for k in range(U.shape[1]):
+            if np.any(V[:, k]):
+                moved |= _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k)
+        if not moved:
+            break
+    else:  # the last pass re-solved: evaluate once more, changing nothing
+        for k in range(U.shape[1]):
+            if np.any(V[:, k]):
+                _certify_one(op, sqnorm, U, V, d, Z, info, dict(kw, solver=None), tol, k)
+    for k in range(U.shape[1]):
+        info["converged"][k] = bool(settled and np.any(V[:, k]) and info["rel_gaps"][k] <= tol)
+
+
+def _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k):
+    """Gap of pair ``k`` against the others; re-solve its v-step above tol (unless
+    ``kw["solver"]`` is None). Returns whether ``v_k`` moved."""
+    l2 = kw["l2"]
+    defl = _others(op, sqnorm, U, V, d, Z, k)
+    y = defl.rmatvec(U[:, k], exact=True) / (2.0 * op.shape[0] * l2)
+    p0 = 0.5 * float(y @ y)
+    problem = ProxProblem(y, kw["pieces"])
+    gap, _ = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6), tol_abs=tol * p0)
+    moved = False
+    if gap > tol * p0 and kw["solver"] is not None:
+        res = kw["solver"].solve(
+            problem,
+            tol=tol,
+            max_iter=kw["max_inner_iter"],
+            gap_every=kw["gap_every"],
+            kernels=kw["kernels"],
+            v=V[:, k],
+            state=info["w"][k],
+            n_threads=kw["n_threads"],
+        )
+        if np.any(res.v):
+            V[:, k], info["w"][k], gap = res.v, res.state, res.gap
+            Z[:, k] = op.matvec(V[:, k])
+            nrm = float(U[:, k] @ defl.dot(V[:, k]))
+            d[k] = nrm / float(V[:, k] @ V[:, k])
+            info["n_inner_iter"][k] += res.n_iter
+            moved = True
+    info["y"][k] = y  # the v-step of the returned pair (certified support)
+    info["gaps"][k] = 2.0 * l2 * gap
+    info["rel_gaps"][k] = gap / p0 if p0 > 0 else 0.0
+    done = int(info["n_inner_iter"][k])
+    info["gap_history"][k] = info["gap_history"][k] + [(done, info["gaps"][k])]
+    info["rel_gap_history"][k] = info["rel_gap_history"][k] + [(done, info["rel_gaps"][k])]
+    return moved
+
+
+#: Most certification passes of :func:`_certify_all`.
+CERTIFY_PASSES = 3
+
+
+def recheck_support(estimator, op, U, V, info, kw, tol):
+    """After the certified-support finishing moved some ``v_k``, the others'
+    residuals moved with them: every pair is certified again against the
+    returned model (:func:`_certify_all`: re-solved there when above ``tol``),
+    and the support labels of a pair whose loading or gap changed are
+    recomputed with its final (valid) gap. Updates ``V``, ``info`` and the
+    ``certified_*`` attributes of ``estimator`` in place."""
+    from ..solvers import certify_support
+
+    d = np.asarray(info["d"], dtype=np.float64)
+    Z = op.matmat(V)  # one pass for all K columns
+    V_before, gaps_before = V.copy(), np.asarray(info["gaps"], dtype=np.float64).copy()
+    settled = [bool(c) for c in info["converged"]]
+    _certify_all(op, op.sqnorm(), U, V, d, Z, info, kw, tol, True)
+    info["d"] = d
+    info["converged"] = np.array([c and s for c, s in zip(info["converged"], settled, strict=True)])
+    for k in range(V.shape[1]):
+        same = np.array_equal(V[:, k], V_before[:, k]) and info["gaps"][k] <= gaps_before[k]
+        if same or not np.any(V[:, k]):
+            continue
+        gap = info["gaps"][k] / (2.0 * kw["l2"])
+        problem = ProxProblem(info["y"][k], kw["pieces"])
+        cert = certify_support(problem, V[:, k], gap, info["w"][k])
+        if not np.array_equal(cert.v, V[:, k]):  # certified zeros set to 0: its own gap
+            V[:, k] = cert.v
+            gap = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6))[0]
+            info["gaps"][k] = 2.0 * kw["l2"] * gap
+            info["rel_gaps"][k] = gap / (0.5 * float(problem.y @ problem.y))
+        estimator.certified_support_[k] = cert.nonzero
+        estimator.certified_zeros_[k] = cert.zero
+        estimator.n_uncertain_[k] = int(np.count_nonzero(~(cert.nonzero | cert.zero)))
+        norm = float(np.linalg.norm(V[:, k]))
+        estimator.support_radius_[k] = cert.radius / norm if norm > 0 else np.nan
