@@ -269,8 +269,11 @@ def test_passes_over_a_memmap_for_three_components(tmp_path, monkeypatch, method
     passes = reads.bytes / X.nbytes
     assert np.all(m.converged_) and np.all(m.rel_gaps_ <= 1e-3)
     # the target of issue 22 for a fit; the joint fit's sweeps and re-checks
-    # (decomposition/_joint.py) add passes of their own: 38 measured (78 before)
-    limit = 12 if method == "deflation" else 40
+    # (decomposition/_joint.py) add passes of their own: 38 measured (78 before);
+    # since issue 20's round 4 it also settles two more starts (deflation's and
+    # the top singular subspace) and restarts, and keeps the lowest joint
+    # objective: 86 measured
+    limit = 12 if method == "deflation" else 90
     assert passes <= limit, passes
     if before is not None and read is not None:  # the file was read that many times
         assert abs((read - before) / X.nbytes - passes) < 0.5
@@ -290,7 +293,10 @@ def test_components_as_before_the_change(tmp_path):
         "f64_memmap_deflation": _fit(
             np.load(tmp_path / "x64.npy", mmap_mode="r"), alpha_rel=1.0, method="deflation"
         ),
-        "f32_memory_joint": _fit(X.astype(np.float32), alpha_rel=1.0),
+        # warm_start on a fresh estimator: the joint sweeps from deflation's start
+        # without the round-4 search over starts (issue 20), the algorithm the
+        # reference was stored with; this test is about the data path
+        "f32_memory_joint": _fit(X.astype(np.float32), alpha_rel=1.0, warm_start=True),
         "f32_memmap_deflation": _fit(
             np.load(tmp_path / "x32.npy", mmap_mode="r"), alpha_rel=1.0, method="deflation"
         ),
@@ -315,9 +321,10 @@ def test_tall_block_start_gives_the_components_of_the_qr_start(monkeypatch, meth
     fit: the same components to 1e-6, both within 1e-6 of the code before
     issue 22 where it is stored."""
     X = _instance().astype(np.float32)
-    ref = _fit(X, alpha_rel=1.0, method=method)
+    kw = {"warm_start": True} if method == "joint" else {}  # as stored (see above)
+    ref = _fit(X, alpha_rel=1.0, method=method, **kw)
     monkeypatch.setattr(_subspace, "TALL_ROWS_PER_COLUMN", 1)
-    tall = _fit(X, alpha_rel=1.0, method=method)
+    tall = _fit(X, alpha_rel=1.0, method=method, **kw)
     assert np.abs(tall.components_ - ref.components_).max() <= 1e-6
     np.testing.assert_allclose(tall.explained_variance_ratio_, ref.explained_variance_ratio_, 1e-6)
     if method == "joint":
