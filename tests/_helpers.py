@@ -77,3 +77,16 @@ def sparse_pca_at_cardinality(X, card, n_components=3, lo=0.1, hi=100.0, **param
             break
         lo, hi = (a, hi) if c > card else (lo, a)
     return best
+
+
+def path_record(split, alpha_rel, corr, nonzero=(0.1, 0.1)):
+    """One point of an ``alpha_rel="auto"`` path record, as the split search
+    writes it: its split, scale, per-component reproducibility and non-zero
+    fractions."""
+    return {
+        "alpha_rel": alpha_rel,
+        "l1_ratio": split[0],
+        "tv_ratio": split[1],
+        "reproducibility": np.array(corr, dtype=float),
+        "nonzero_fraction": np.array(nonzero, dtype=float),
+    }

@@ -27,6 +27,8 @@ from neurospca.decomposition._stability import STOP_REPRODUCIBILITY, _half_model
 from neurospca.model_selection import match_components
 from neurospca.persistence import load_model, save_model
 
+from ._helpers import path_record
+
 
 def _simulation(seed, correlation, n_samples, snr=0.5):
     """The paper's three patterns on a 30 x 30 grid, scores correlated."""
@@ -45,16 +47,6 @@ def _dice(patterns, model):
     return np.array(out)
 
 
-def _point(split, alpha_rel, corr, nonzero=(0.1, 0.1)):
-    return {
-        "alpha_rel": alpha_rel,
-        "l1_ratio": split[0],
-        "tv_ratio": split[1],
-        "reproducibility": np.array(corr, dtype=float),
-        "nonzero_fraction": np.array(nonzero, dtype=float),
-    }
-
-
 def _by_split(path):
     groups = {}
     for p in path:
@@ -64,7 +56,11 @@ def _by_split(path):
 
 def test_choose_point_keeps_the_default_split_on_near_ties():
     d, s = DEFAULT_SPLIT, (0.3, 0.3)
-    path = [_point(d, 0.5, [0.9, 0.9]), _point(d, 1, [0.92, 0.9]), _point(s, 0.25, [0.9, 0.9])]
+    path = [
+        path_record(d, 0.5, [0.9, 0.9]),
+        path_record(d, 1, [0.92, 0.9]),
+        path_record(s, 0.25, [0.9, 0.9]),
+    ]
     assert choose_point(path) == 1  # the default split's best (0.91)
     # the sparse split wins only by more than SPLIT_MARGIN
     path[2]["reproducibility"] = np.full(2, 0.91 + 0.99 * SPLIT_MARGIN)
@@ -84,9 +80,9 @@ def test_choose_point_keeps_the_default_split_on_near_ties():
     assert choose_point(path[:2]) == choose_alpha_rel(path[:2])
     # several other splits: the most reproducible admissible one competes
     three = [
-        _point(d, 1, [0.8, 0.8]),
-        _point(s, 0.5, [0.99, 0.99], nonzero=(0.7, 0.1)),  # inadmissible
-        _point((0.5, 0.3), 0.5, [0.9, 0.9]),
+        path_record(d, 1, [0.8, 0.8]),
+        path_record(s, 0.5, [0.99, 0.99], nonzero=(0.7, 0.1)),  # inadmissible
+        path_record((0.5, 0.3), 0.5, [0.9, 0.9]),
     ]
     assert choose_point(three) == 2
 

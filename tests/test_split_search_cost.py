@@ -24,6 +24,8 @@ from neurospca.decomposition._stability import (
     split_search,
 )
 
+from ._helpers import path_record
+
 
 def _simulation(seed, correlation, n_samples):
     X, patterns, mask = make_paper_simulation(
@@ -79,16 +81,6 @@ def test_default_fit_restores_the_warning_filters_and_keeps_its_choice():
     ]
 
 
-def _record(split, alpha_rel, corr, nonzero=(0.1, 0.1)):
-    return {
-        "alpha_rel": alpha_rel,
-        "l1_ratio": split[0],
-        "tv_ratio": split[1],
-        "reproducibility": np.array(corr, dtype=float),
-        "nonzero_fraction": np.array(nonzero, dtype=float),
-    }
-
-
 def test_other_splits_are_a_fallback_for_a_default_split_that_does_not_reproduce():
     """The sparse split is searched only when the default split's best
     admissible point reproduces below OTHER_SPLITS_BELOW (0.95): at 0.96 it is
@@ -96,7 +88,7 @@ def test_other_splits_are_a_fallback_for_a_default_split_that_does_not_reproduce
     with no admissible point it is."""
     d = AUTO_SPLITS[0][0]
     assert OTHER_SPLITS_BELOW < 1 - SPLIT_MARGIN
-    path = [_record(d, 0.5, [0.9, 0.9]), _record(d, 1.0, [0.96, 0.96])]
+    path = [path_record(d, 0.5, [0.9, 0.9]), path_record(d, 1.0, [0.96, 0.96])]
     assert _unbeatable(path)
     path[1]["reproducibility"] = np.array([0.95, 0.93])  # mean 0.94
     assert not _unbeatable(path)
