@@ -35,17 +35,23 @@ def test_in_mask_values_are_the_boolean_index_in_the_masks_order(order, dtype):
     assert np.array_equal(_in_mask(view, mask), view[mask].T)
 
 
+def _box_mask(shape, box):
+    """A boolean mask that is True on ``box`` (a tuple of slices), and its NIfTI image."""
+    nib = pytest.importorskip("nibabel")
+    mask = np.zeros(shape, bool)
+    mask[box] = True
+    return mask, nib.Nifti1Image(mask.astype(np.uint8), np.eye(4))
+
+
 def test_volume_masking_gives_the_same_matrix_for_both_orders():
     nib = pytest.importorskip("nibabel")
     pytest.importorskip("nilearn")
     from neurospca.image import ImageSPCATV
 
     rng = np.random.default_rng(1)
-    mask = np.zeros((9, 8, 7), bool)
-    mask[2:7, 1:6, 1:6] = True
+    mask, mask_img = _box_mask((9, 8, 7), np.s_[2:7, 1:6, 1:6])
     data = rng.standard_normal(mask.shape + (6,)).astype(np.float32)
     data[3, 3, 3, 2] = np.inf  # a voxel left out, with a warning
-    mask_img = nib.Nifti1Image(mask.astype(np.uint8), np.eye(4))
     out = []
     for order in "CF":
         img = nib.Nifti1Image(np.asarray(data, order=order), np.eye(4))
@@ -55,3 +61,25 @@ def test_volume_masking_gives_the_same_matrix_for_both_orders():
     keep[3, 3, 3] = False
     assert np.array_equal(out[0], out[1])
     assert np.array_equal(out[0], data[keep].T.astype(np.float64))
+
+
+def test_masker_of_a_refit_is_the_refits():
+    nib = pytest.importorskip("nibabel")
+    pytest.importorskip("nilearn")
+    from neurospca import ImageSPCATV
+
+    rng = np.random.default_rng(1)
+    mask, mask_img = _box_mask((8, 7, 6), np.s_[1:7, 2:6, 1:5])
+    img = nib.Nifti1Image(rng.standard_normal(mask.shape + (5,)), np.eye(4))
+    model = ImageSPCATV(2, mask=mask_img)
+    with pytest.raises(AttributeError, match="masker_"):
+        model.masker_  # noqa: B018 - not fitted
+    model._prepare(img, None)
+    plain = model.masker_
+    assert plain.standardize in (None, False)
+    model.set_params(standardize=True)._prepare(img, None)  # not plain: made at once
+    assert model.masker_ is not plain and model.masker_.standardize == "zscore_sample"
+    model.set_params(standardize=False)._prepare(img, None)
+    assert model.masker_ is not plain and model.masker_.standardize in (None, False)
+    with pytest.raises(AttributeError, match="no attribute 'other_'"):
+        model.other_  # noqa: B018

@@ -130,28 +130,3 @@ def test_volume_masking_with_a_mask_image_imports_no_nilearn_masker():
         "    bool(np.array_equal(X, data[mask].T)), 'nilearn.maskers' in sys.modules]))\n"
     )
     assert out == [[], "NiftiMasker", True, True, True, True]
-
-
-def test_masker_of_a_refit_is_the_refits():
-    nib = pytest.importorskip("nibabel")
-    pytest.importorskip("nilearn")
-    import numpy as np
-
-    from neurospca import ImageSPCATV
-
-    rng = np.random.default_rng(1)
-    mask = np.zeros((8, 7, 6), bool)
-    mask[1:7, 2:6, 1:5] = True
-    img = nib.Nifti1Image(rng.standard_normal(mask.shape + (5,)), np.eye(4))
-    model = ImageSPCATV(2, mask=nib.Nifti1Image(mask.astype(np.uint8), np.eye(4)))
-    with pytest.raises(AttributeError, match="masker_"):
-        model.masker_  # noqa: B018 - not fitted
-    model._prepare(img, None)
-    plain = model.masker_
-    assert plain.standardize in (None, False)
-    model.set_params(standardize=True)._prepare(img, None)  # not plain: made at once
-    assert model.masker_ is not plain and model.masker_.standardize == "zscore_sample"
-    model.set_params(standardize=False)._prepare(img, None)
-    assert model.masker_ is not plain and model.masker_.standardize in (None, False)
-    with pytest.raises(AttributeError, match="no attribute 'other_'"):
-        model.other_  # noqa: B018
