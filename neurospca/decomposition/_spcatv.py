@@ -81,11 +81,12 @@ class SPCATV(ComponentsEstimator):
         0.5 ... 8 and ``(0.3, 0.3)`` along 0.125 ... 4 when ``l1_ratio`` and
         ``tv_ratio`` are "auto"; the one fixed split along 0.5 ... 8
         otherwise; weakest first, warm-started, stopping after a point with an
-        empty component), and keeps the point whose
-        components reproduce best between the halves (mean matched absolute
-        correlation, among the points with every component non-empty and at
-        most half non-zero; the sparse split only if more reproducible by more
-        than :data:`~neurospca.decomposition.SPLIT_MARGIN`:
+        empty component), and keeps the least shrunk point whose components
+        reproduce between the halves within one standard error of the best
+        (mean matched absolute correlation, among the points with every
+        component non-empty and at most half non-zero; the sparse split only if
+        more reproducible beyond that error and
+        :data:`~neurospca.decomposition.SPLIT_MARGIN`:
         :func:`neurospca.decomposition.choose_point`). The values used are
         ``alpha_rel_``, ``l1_ratio_``, ``tv_ratio_``, the points tried
         ``auto_path_``; evidence in docs/trust.rst.
