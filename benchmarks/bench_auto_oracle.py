@@ -32,6 +32,13 @@ from neurospca.decomposition import AUTO_SPLITS, split_halves  # noqa: E402
 from neurospca.decomposition._stability import _fit_point, _half_models  # noqa: E402
 
 
+HEADER = (
+    "| set | seed | (l1, tv) alpha_rel | halves: matched abs corr | halves: non-zero "
+    "(A then B) | halves: support Dice | full fit: abs cos | full fit: Dice | s |\n"
+    "|---|---|---|---|---|---|---|---|---|"
+)
+
+
 def half_dice(comps):
     """Dice of the supports of the matched half components (pairs as matched by |corr|)."""
     from neurospca.decomposition import matched_abs_corr
@@ -98,14 +105,9 @@ def main():
     p.add_argument("--seeds", nargs="+", type=int, default=[2901])
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    print(
-        "| set | seed | (l1, tv) alpha_rel | halves: matched abs corr | halves: non-zero "
-        "(A then B) | halves: support Dice | full fit: abs cos | full fit: Dice | s |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name in args.sets:
-        for seed in args.seeds:
-            run(name, seed, args.json)
+    print(HEADER)
+    for name, seed in ((n, s) for n in args.sets for s in args.seeds):
+        run(name, seed, args.json)
 
 
 if __name__ == "__main__":
