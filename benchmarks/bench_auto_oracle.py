@@ -31,7 +31,6 @@ from neurospca import SPCATV  # noqa: E402
 from neurospca.decomposition import AUTO_SPLITS, split_halves  # noqa: E402
 from neurospca.decomposition._stability import _fit_point, _half_models  # noqa: E402
 
-
 HEADER = (
     "| set | seed | (l1, tv) alpha_rel | halves: matched abs corr | halves: non-zero "
     "(A then B) | halves: support Dice | full fit: abs cos | full fit: Dice | s |\n"
