@@ -139,3 +139,19 @@ def split_half(fit, X, seed=0, top_fraction=0.1):
     h = len(X) // 2
     corr, dice, support, _ = compare(fit(X[idx[:h]]), fit(X[idx[h : 2 * h]]), top_fraction)
     return corr, dice, support
+
+
+def path_text(path, times=None):
+    """The automatic path in one line: per split, each point's alpha_rel and mean
+    split-half reproducibility (x: not admissible), and its seconds if ``times``."""
+    parts, split = [], None
+    for p, t in zip(path, times or [None] * len(path), strict=False):
+        s = (p.get("l1_ratio"), p.get("tv_ratio"))
+        head = f"{s[0]:g}: " if s != split else ""
+        split = s
+        nz = np.asarray(p["nonzero_fraction"])
+        mark = "" if np.all(nz > 0) and np.all(nz <= 0.5) else "x"  # x: not admissible
+        score = int(100 * np.mean(p["reproducibility"]))
+        parts.append(f"{head}{p['alpha_rel']:g} .{score:02d}{mark}")
+        parts[-1] += "" if t is None else f"({t:.0f}s)"
+    return " ".join(parts)

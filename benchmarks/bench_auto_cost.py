@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _trust import recovery  # noqa: E402
+from _trust import path_text, recovery  # noqa: E402
 from bench_trust_defaults import fmt, load  # noqa: E402  (the same evidence sets)
 
 import neurospca.decomposition._stability as stab  # noqa: E402
@@ -57,20 +57,6 @@ def timed(fit):
         warnings.simplefilter("ignore")
         model = fit()
     return model, time.perf_counter() - t0, time.process_time() - c0
-
-
-def path_text(path, times):
-    parts, split = [], None
-    for p, t in zip(path, times, strict=False):
-        s = (p.get("l1_ratio"), p.get("tv_ratio"))
-        head = f"{s[0]:g}: " if s != split else ""
-        split = s
-        nz = np.asarray(p["nonzero_fraction"])
-        mark = "" if np.all(nz > 0) and np.all(nz <= 0.5) else "x"  # x: not admissible
-        score = int(100 * np.mean(p["reproducibility"]))
-        parts.append(f"{head}{p['alpha_rel']:g} .{score:02d}{mark}")
-        parts[-1] += f"({t:.0f}s)"
-    return " ".join(parts)
 
 
 def run_one(name, seed, profile=None):

@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _trust import atrophy, certified_dice, joint_objective_of, paper2d, recovery  # noqa: E402
+from _trust import atrophy, certified_dice, joint_objective_of, paper2d, path_text, recovery  # noqa: E402
 
 from neurospca import SPCATV  # noqa: E402
 
@@ -107,7 +107,7 @@ def main():
                 P,
                 f"alpha_rel {m.alpha_rel_:g}{split_text(m)}, stability {fmt(m.stability_)}, "
                 f"sweeps {m.n_sweeps_}, {t:.1f} s = {t / t1:.1f}x one fit, "
-                f"J {joint_objective_of(m, X, op):.10g}; {warned}",
+                f"J {joint_objective_of(m, X, op):.10g}; path {path_text(m.auto_path_)}; {warned}",
                 m,
             )
             d, td, _ = timed(

@@ -349,11 +349,13 @@ def choose_least_shrunk(path):
     reproduces within one standard error of the best (issue 20, round 5).
 
     The most reproducible admissible point (:func:`choose_alpha_rel`) is the
-    reference; its standard error is that of its mean over components
-    (:func:`_standard_error`). Among the admissible points whose mean
-    reproducibility is at least the reference's minus that standard error,
-    the weakest penalty is chosen, the path's first (weakest, cold-started)
-    point excepted while another admissible point exists.
+    reference. A point's mean reproducibility over its components has the
+    standard error :func:`_standard_error`; a point is *near* the reference
+    when its mean is at least the reference's minus the standard error of
+    the difference of the two means (``hypot`` of the two errors: the
+    components of two points are not paired). Among the admissible near
+    points the weakest penalty is chosen, the path's first (weakest,
+    cold-started) point excepted while another admissible point exists.
 
     Why (benchmarks/RESULTS.md, issue 20 round 5, the oracle table of
     ``bench_auto_oracle.py``): the halves have half the samples, so they
@@ -385,9 +387,12 @@ def choose_least_shrunk(path):
     ref = choose_alpha_rel(path)
     if not _admissible(path[ref]):
         return ref
-    floor = np.mean(path[ref]["reproducibility"]) - _standard_error(path[ref])
+    best, err = np.mean(path[ref]["reproducibility"]), _standard_error(path[ref])
     near = [
-        i for i, p in enumerate(path) if _admissible(p) and np.mean(p["reproducibility"]) >= floor
+        i
+        for i, p in enumerate(path)
+        if _admissible(p)
+        and np.mean(p["reproducibility"]) >= best - np.hypot(err, _standard_error(p))
     ]
     later = [i for i in near if i > 0]
     return min(later or near, key=lambda i: path[i]["alpha_rel"])
