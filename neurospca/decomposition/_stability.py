@@ -357,21 +357,12 @@ def choose_least_shrunk(path):
     points the weakest penalty is chosen, the path's first (weakest,
     cold-started) point excepted while another admissible point exists.
 
-    Why (benchmarks/RESULTS.md, issue 20 round 5, the oracle table of
-    ``bench_auto_oracle.py``): the halves have half the samples, so they
-    need a stronger penalty to reproduce than the full data; along the path
-    their reproducibility keeps rising as the penalty shrinks the weakest
-    pattern, and the most reproducible point was the one at which the full
-    fit merged or lost a pattern (alpha_rel 2-4 where 1 separated every
-    pattern, on 13 of 18 development instances). Differences between points
-    were mostly within one standard error: the mean over three components is
-    dominated by the count of reproducing ones (0.00 or 0.95). So the
-    one-standard-error rule, with the preference turned toward the weaker
-    penalty (the less biased fit, not the simpler one). The first point is
-    the walk's cold start: its half fits run every sweep without settling
-    (round 4's profile), so its reproducibility is of unsettled fits; where
-    it was the rule's pick, the full fit there was dense (support Dice
-    0.4-0.6 on fsaverage5) or lost the weakest pattern (paper 2-D r = 0.7).
+    Why (benchmarks/RESULTS.md, issue 20 round 5; docs/trust.rst): the halves
+    have half the samples and reproduce best at a penalty that shrinks the
+    weakest pattern of the full fit (the most reproducible point merged or lost
+    a pattern on 12 of 16 development instances, where a weaker point separated
+    every one), and the differences were mostly within the error; the first
+    point's half fits never settle (cold start).
 
     Parameters
     ----------
@@ -409,10 +400,8 @@ def choose_point(path):
     split's best by more than :data:`SPLIT_MARGIN` and by more than the
     standard error of the first split's best (or the first split has no
     admissible point and another has): differences within that error are
-    not evidence (issue 20 round 5: the sparse split's best was 0.74-0.95
-    against the default's 0.63-0.92 where the full fit at the default
-    split's choice separated every pattern and at the sparse split's did
-    not). Among the other splits the most reproducible best point wins.
+    not evidence (issue 20 round 5). Among the other splits the most
+    reproducible best point wins.
 
     Parameters
     ----------
