@@ -42,7 +42,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._alternation import _alternate, _say, _vstep_blas
 from ._data import uses_gram
-from ._joint_certify import _certify_all, _others
+from ._joint_certify import ProductCache, _certify_all, _others
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
 from ._start import centred_gram, start_u
@@ -58,9 +58,13 @@ from ._subspace import cached_subspace
 SWEEP_TOL = 1e-2
 
 
+#: Keys of the sweeps' settings that are not :func:`_alternate`'s.
+_OWN_KEYS = ("max_iter_full", "products")
+
+
 def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
     """Component ``k`` fitted again on the residual of the others (warm start)."""
-    defl = _others(op, sqnorm, U, V, d, Z, k)
+    defl = _others(op, sqnorm, U, V, d, Z, k, kw.get("products"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         u, v, info = _alternate(
@@ -69,7 +73,7 @@ def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
             u0=U[:, [k]],
             w0=[w],
             defl=defl,
-            **{key: val for key, val in kw.items() if key != "max_iter_full"},
+            **{key: val for key, val in kw.items() if key not in _OWN_KEYS},
         )
     return u[:, 0], v[:, 0], info, caught
 
@@ -98,16 +102,22 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None):
             w0=None,
             defl=defl,
             **dict(
-                {key: val for key, val in kw.items() if key != "max_iter_full"},
+                {key: val for key, val in kw.items() if key not in _OWN_KEYS},
                 max_iter=kw["max_iter_full"],
             ),
         )
     if np.any(v):
         U[:, k], V[:, k], d[k] = u[:, 0], v[:, 0], new["d"][0]
-        Z[:, k] = op.matvec(V[:, k])
+        Z[:, k] = _xv(op, V[:, k], kw)
         _merge_info(info, k, new)
         return True
     return False
+
+
+def _xv(op, v, kw):
+    """``Xc v``: from the sweeps' :class:`ProductCache` when it holds it, else one pass."""
+    cache = kw.get("products")
+    return op.matvec(v) if cache is None else cache.matvec(op, v)
 
 
 def _merge_info(info, k, new):
@@ -141,7 +151,7 @@ def _sweep(op, sqnorm, U, V, d, Z, info, kw):
             if issubclass(w.category, ConvergenceWarning) and "v-step" in str(w.message)
         )
         U[:, k], V[:, k], d[k] = u, v, new["d"][0]
-        Z[:, k] = op.matvec(v) if np.any(v) else 0.0
+        Z[:, k] = _xv(op, v, kw) if np.any(v) else 0.0
         _merge_info(info, k, new)
     return caught
 
@@ -347,6 +357,12 @@ DEFLATION_START = True
 #: (:func:`_best_start`) and keeps the lower joint objective.
 PCA_START = True
 
+#: The sweeps keep the products with ``X`` they computed (``Xc v`` of each
+#: loading, ``Xc^T u`` of each u-step's scores) and serve a later product with
+#: the same vector from them (:class:`ProductCache`): two of the three passes
+#: over ``X`` of a component's refit in a sweep (issue 22).
+REUSE_PRODUCTS = True
+
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2
 
@@ -379,7 +395,7 @@ def _start_from_scores(op, sqnorm, u0, w0, kw):
     for k in range(K):
         u, v, new, _ = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw)
         U[:, k], V[:, k], d[k] = u, v, new["d"][0]
-        Z[:, k] = op.matvec(v) if np.any(v) else 0.0
+        Z[:, k] = _xv(op, v, kw) if np.any(v) else 0.0
         _merge_info(info, k, new)
     return U, V, d, Z, info
 
@@ -396,6 +412,8 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     """
     u0, w0 = kw.pop("u0"), kw.pop("w0")
     refit_kw = dict(kw, tol=tol, verbose=0, max_iter=1, max_iter_full=kw["max_iter"])
+    if REUSE_PRODUCTS:
+        refit_kw["products"] = ProductCache(4 * n_components)
     sqnorm = op.sqnorm()
     from_u0 = from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0))
     if from_u0:
