@@ -307,7 +307,21 @@ def _pca_scores(op, n_components):
     return cached_subspace(op, n_components)[2][:, :n_components].copy()
 
 
-def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop):
+def _restart_winner(op, sqnorm, best, refit_kw, loop):
+    """The restarts (:func:`_restarts`, at most :data:`RESTART_PASSES` passes)
+    of the settled start of lowest ``J`` only; returns its new candidate."""
+    own = _Loop(loop.rotate, True, loop.max_sweeps, loop.settle, loop.verbose, list(best.changes))
+    value = best.value
+    for _ in range(RESTART_PASSES):
+        replaced, value = _restarts(op, sqnorm, *best.state, refit_kw, own, value)
+        if loop.verbose:
+            _say("joint restarts: %d components replaced, objective %.10g", replaced, value)
+        if not replaced:
+            break
+    return _Candidate(best.state, best.settled, best.caught, own.changes, value)
+
+
+def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, restart=False):
     """The joint fit of lowest joint objective among its starts.
 
     ``first`` is the fit from the given start (deflation, or the scores of
@@ -332,6 +346,8 @@ def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop):
         pca = _start_from_scores(op, sqnorm, u0, None, refit_kw)
         found.append(_run_from(op, sqnorm, pca, refit_kw, loop))
     best = min(found, key=lambda c: (not c.settled, c.value))
+    if RESTART_WINNER_ONLY and restart and best.settled:
+        best = _restart_winner(op, sqnorm, best, refit_kw, loop)
     value = np.inf if defl is None else _objective(op, defl[0], defl[1], defl[3], refit_kw)
     if value < best.value:
         best = _Candidate(defl, best.settled, [], best.changes, value)
@@ -362,6 +378,10 @@ PCA_START = True
 #: the same vector from them (:class:`ProductCache`): two of the three passes
 #: over ``X`` of a component's refit in a sweep (issue 22).
 REUSE_PRODUCTS = True
+
+#: The restarts (:func:`_restarts`) run on the settled start of lowest ``J``
+#: only, not on every start of :func:`_best_start`.
+RESTART_WINNER_ONLY = False
 
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2
@@ -427,6 +447,8 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
         first = _run_from(op, sqnorm, state, refit_kw, loop)
         settled, caught, changes = first.settled, first.caught, first.changes
     elif n_components > 1:
+        if RESTART_WINNER_ONLY:  # the starts settle without restarts; the winner's below
+            loop = _Loop(rotate, False, max_sweeps, loop.settle, verbose, [])
         best = _best_start(
             op,
             n_components,
@@ -437,6 +459,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
             kw,
             refit_kw,
             loop,
+            restart=restart,
         )
         state, settled, caught, changes = best.state, best.settled, best.caught, best.changes
     U, V, d, Z, info = state
