@@ -109,3 +109,31 @@ def test_reused_products_give_the_same_joint_fit_in_fewer_passes(monkeypatch):
         np.testing.assert_array_equal(
             fits[True, "deflation"].components_, fits[False, "deflation"].components_
         )
+
+
+def test_split_halves_keep_their_operator_and_give_the_same_fits():
+    """The half models of ``alpha_rel="auto"`` scan each half once along a
+    path (the same operator object at every point) and return the same
+    components bit for bit as with a fresh scan at each point; they skip the
+    explained-variance diagnostics, which the full fit keeps."""
+    from neurospca.decomposition._stability import _half_models
+
+    X, _, mask = make_paper_simulation(80, random_state=3302, shape=(16, 16), correlation=0.7)
+    est = SPCATV(3, operator=tv_from_mask(mask), random_state=0, n_threads=1)
+    kept, fresh = _half_models(est)[0], _half_models(est)[0]
+    ops = []
+    for alpha_rel in (0.5, 1.0, 2.0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kept.set_params(alpha_rel=alpha_rel).fit(X)
+            ops.append(kept._half_op[1])
+            fresh.__dict__.pop("_half_op", None)
+            fresh.set_params(alpha_rel=alpha_rel).fit(X)
+        np.testing.assert_array_equal(kept.components_, fresh.components_)
+        assert kept.explained_variance_ is None and fresh.pca_explained_variance_ratio_ is None
+    assert ops[0] is ops[1] is ops[2]
+    full = _fit(X, tv_from_mask(mask))
+    assert (
+        np.all(full.explained_variance_ratio_ > 0)
+        and full.pca_explained_variance_ratio_ is not None
+    )

@@ -30,6 +30,11 @@ lower (:func:`_restarts`); the fit is also run from deflation's start (when it
 started from given scores) and from the data's top singular subspace, and the
 lowest ``J`` is kept, deflation's own included (:func:`_best_start`). A
 warm-started fit (a continuation along a path) runs none of this.
+
+The sweeps serve a product with ``X`` that an earlier pass already gave
+(the next refit's ``X_k^T u_k``, the fit's ``Z = X V``) from a
+:class:`~neurospca.decomposition._joint_certify.ProductCache`: one pass per
+refit of a component instead of three (:data:`REUSE_PRODUCTS`).
 """
 
 import copy
