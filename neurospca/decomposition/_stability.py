@@ -189,7 +189,7 @@ def _half_models(estimator):
         for _ in range(2)
     ]
     for m in models:
-        m._half_fit = True  # no explained-variance diagnostics (_spcatv)
+        m._half_fit = True  # one scan per half, no diagnostics (_spcatv._data_operator)
     return models
 
 
