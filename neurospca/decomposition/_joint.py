@@ -30,6 +30,11 @@ lower (:func:`_restarts`); the fit is also run from deflation's start (when it
 started from given scores) and from the data's top singular subspace, and the
 lowest ``J`` is kept, deflation's own included (:func:`_best_start`). A
 warm-started fit (a continuation along a path) runs none of this.
+
+The sweeps serve a product with ``X`` that an earlier pass already gave
+(the next refit's ``X_k^T u_k``, the fit's ``Z = X V``) from a
+:class:`~neurospca.decomposition._joint_certify.ProductCache`: one pass per
+refit of a component instead of three (:data:`REUSE_PRODUCTS`).
 """
 
 import copy
@@ -42,7 +47,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._alternation import _alternate, _say, _vstep_blas
 from ._data import uses_gram
-from ._joint_certify import _certify_all, _others
+from ._joint_certify import ProductCache, _certify_all, _others
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
 from ._start import centred_gram, start_u
@@ -58,9 +63,13 @@ from ._subspace import cached_subspace
 SWEEP_TOL = 1e-2
 
 
+#: Keys of the sweeps' settings that are not :func:`_alternate`'s.
+_OWN_KEYS = ("max_iter_full", "products")
+
+
 def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
     """Component ``k`` fitted again on the residual of the others (warm start)."""
-    defl = _others(op, sqnorm, U, V, d, Z, k)
+    defl = _others(op, sqnorm, U, V, d, Z, k, kw.get("products"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         u, v, info = _alternate(
@@ -69,7 +78,7 @@ def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
             u0=U[:, [k]],
             w0=[w],
             defl=defl,
-            **{key: val for key, val in kw.items() if key != "max_iter_full"},
+            **{key: val for key, val in kw.items() if key not in _OWN_KEYS},
         )
     return u[:, 0], v[:, 0], info, caught
 
@@ -98,16 +107,22 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None):
             w0=None,
             defl=defl,
             **dict(
-                {key: val for key, val in kw.items() if key != "max_iter_full"},
+                {key: val for key, val in kw.items() if key not in _OWN_KEYS},
                 max_iter=kw["max_iter_full"],
             ),
         )
     if np.any(v):
         U[:, k], V[:, k], d[k] = u[:, 0], v[:, 0], new["d"][0]
-        Z[:, k] = op.matvec(V[:, k])
+        Z[:, k] = _xv(op, V[:, k], kw)
         _merge_info(info, k, new)
         return True
     return False
+
+
+def _xv(op, v, kw):
+    """``Xc v``: from the sweeps' :class:`ProductCache` when it holds it, else one pass."""
+    cache = kw.get("products")
+    return op.matvec(v) if cache is None else cache.matvec(op, v)
 
 
 def _merge_info(info, k, new):
@@ -141,7 +156,7 @@ def _sweep(op, sqnorm, U, V, d, Z, info, kw):
             if issubclass(w.category, ConvergenceWarning) and "v-step" in str(w.message)
         )
         U[:, k], V[:, k], d[k] = u, v, new["d"][0]
-        Z[:, k] = op.matvec(v) if np.any(v) else 0.0
+        Z[:, k] = _xv(op, v, kw) if np.any(v) else 0.0
         _merge_info(info, k, new)
     return caught
 
@@ -297,7 +312,21 @@ def _pca_scores(op, n_components):
     return cached_subspace(op, n_components)[2][:, :n_components].copy()
 
 
-def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop):
+def _restart_winner(op, sqnorm, best, refit_kw, loop):
+    """The restarts (:func:`_restarts`, at most :data:`RESTART_PASSES` passes)
+    of the settled start of lowest ``J`` only; returns its new candidate."""
+    own = _Loop(loop.rotate, True, loop.max_sweeps, loop.settle, loop.verbose, list(best.changes))
+    value = best.value
+    for _ in range(RESTART_PASSES):
+        replaced, value = _restarts(op, sqnorm, *best.state, refit_kw, own, value)
+        if loop.verbose:
+            _say("joint restarts: %d components replaced, objective %.10g", replaced, value)
+        if not replaced:
+            break
+    return _Candidate(best.state, best.settled, best.caught, own.changes, value)
+
+
+def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, restart=False):
     """The joint fit of lowest joint objective among its starts.
 
     ``first`` is the fit from the given start (deflation, or the scores of
@@ -322,6 +351,8 @@ def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop):
         pca = _start_from_scores(op, sqnorm, u0, None, refit_kw)
         found.append(_run_from(op, sqnorm, pca, refit_kw, loop))
     best = min(found, key=lambda c: (not c.settled, c.value))
+    if RESTART_WINNER_ONLY and restart and best.settled:
+        best = _restart_winner(op, sqnorm, best, refit_kw, loop)
     value = np.inf if defl is None else _objective(op, defl[0], defl[1], defl[3], refit_kw)
     if value < best.value:
         best = _Candidate(defl, best.settled, [], best.changes, value)
@@ -346,6 +377,16 @@ DEFLATION_START = True
 #: The joint fit also runs from the data's top singular subspace
 #: (:func:`_best_start`) and keeps the lower joint objective.
 PCA_START = True
+
+#: The sweeps keep the products with ``X`` they computed (``Xc v`` of each
+#: loading, ``Xc^T u`` of each u-step's scores) and serve a later product with
+#: the same vector from them (:class:`ProductCache`): two of the three passes
+#: over ``X`` of a component's refit in a sweep (issue 22).
+REUSE_PRODUCTS = True
+
+#: The restarts (:func:`_restarts`) run on the settled start of lowest ``J``
+#: only, not on every start of :func:`_best_start`.
+RESTART_WINNER_ONLY = False
 
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2
@@ -379,7 +420,7 @@ def _start_from_scores(op, sqnorm, u0, w0, kw):
     for k in range(K):
         u, v, new, _ = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw)
         U[:, k], V[:, k], d[k] = u, v, new["d"][0]
-        Z[:, k] = op.matvec(v) if np.any(v) else 0.0
+        Z[:, k] = _xv(op, v, kw) if np.any(v) else 0.0
         _merge_info(info, k, new)
     return U, V, d, Z, info
 
@@ -396,6 +437,8 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     """
     u0, w0 = kw.pop("u0"), kw.pop("w0")
     refit_kw = dict(kw, tol=tol, verbose=0, max_iter=1, max_iter_full=kw["max_iter"])
+    if REUSE_PRODUCTS:
+        refit_kw["products"] = ProductCache(4 * n_components)
     sqnorm = op.sqnorm()
     from_u0 = from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0))
     if from_u0:
@@ -409,6 +452,8 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
         first = _run_from(op, sqnorm, state, refit_kw, loop)
         settled, caught, changes = first.settled, first.caught, first.changes
     elif n_components > 1:
+        if RESTART_WINNER_ONLY:  # the starts settle without restarts; the winner's below
+            loop = _Loop(rotate, False, max_sweeps, loop.settle, verbose, [])
         best = _best_start(
             op,
             n_components,
@@ -419,6 +464,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
             kw,
             refit_kw,
             loop,
+            restart=restart,
         )
         state, settled, caught, changes = best.state, best.settled, best.caught, best.changes
     U, V, d, Z, info = state

@@ -13,7 +13,83 @@ from ..solvers import ProxProblem
 from ._deflated import _Deflated
 
 
-def _others(op, sqnorm, U, V, d, Z, k):
+class ProductCache:
+    """Products with the centred data that the sweeps already paid for.
+
+    Each refit of a component in a sweep starts with ``X_k^T u_k`` (a pass)
+    for the scores ``u_k`` its last fused pass made (``u = X_k v / ||X_k
+    v||``, with ``X_k^T u`` in the same pass), and ends with ``Xc v_k`` (a
+    pass) for the loading that pass or the certification's ``X_k v`` was
+    computed for. Both are kept here undeflated (``Xc v`` and ``Xc^T u``, by
+    the rank-one corrections of the residual they were computed on): a later
+    product with the same vector (equal bit for bit) is served from here, with
+    the current residual's corrections, instead of a pass over ``X``.
+    """
+
+    def __init__(self, size):
+        self.size = size
+        self.xv, self.xtu = [], []
+
+    @staticmethod
+    def _find(entries, x):
+        for key, value in reversed(entries):
+            if key[0] == x[0] and np.array_equal(key, x):
+                return value
+        return None
+
+    def _put(self, entries, key, value):
+        entries.append((key.copy(), value))
+        del entries[: -self.size]
+
+    def matvec(self, op, v):
+        """``Xc v`` (served or one pass)."""
+        xv = self._find(self.xv, v)
+        return op.matvec(v) if xv is None else xv.copy()
+
+    def rmatvec_unit(self, u):
+        """``Xc^T u`` for a unit ``u`` normalised from a kept one, or None."""
+        for key, value in reversed(self.xtu):
+            if key[0] == u[0] and np.array_equal(key, u):
+                return value.copy()
+            s = float(np.linalg.norm(key))
+            if key[0] / s == u[0] and np.array_equal(key / s, u):
+                return value / s
+        return None
+
+
+class _CachedDeflated(_Deflated):
+    """:class:`_Deflated` that serves and keeps products in a :class:`ProductCache`."""
+
+    def __init__(self, op, cache):
+        super().__init__(op)
+        self.cache = cache
+
+    def _plus_d(self, vecs, coef, x):
+        """``x + sum_j coef_j vecs_j`` (the residual's correction undone)."""
+        return x - self._subtract_combination(vecs, coef, np.zeros_like(x))
+
+    def rmatvec(self, u, exact=False):
+        xtu = self.cache.rmatvec_unit(u)
+        if xtu is None:
+            return super().rmatvec(u, exact=exact)
+        return self._subtract_combination(self.V, self._coef(self.U, u), xtu)
+
+    def dot(self, v):
+        z = super().dot(v)
+        self.cache._put(self.cache.xv, v, self._plus_d(self.U, self._coef(self.V, v), z))
+        return z
+
+    def gram(self, v):
+        z, g = super().gram(v)
+        nrm = float(np.linalg.norm(z))
+        self.cache._put(self.cache.xv, v, self._plus_d(self.U, self._coef(self.V, v), z))
+        if nrm > 0.0:  # the u-step's u = z / ||z|| and X_k^T u = g / ||z||
+            u = z / nrm
+            self.cache._put(self.cache.xtu, u, self._plus_d(self.V, self._coef(self.U, u), g / nrm))
+        return z, g
+
+
+def _others(op, sqnorm, U, V, d, Z, k, cache=None):
     """``X`` minus every component but ``k``, implicitly, with its exact squared norm.
 
     ``Z[:, j] = X v_j`` (the centred data, not deflated):
@@ -21,7 +97,7 @@ def _others(op, sqnorm, U, V, d, Z, k):
     + sum_ij d_i d_j (u_i . u_j)(v_i . v_j)`` over ``j != k``.
     """
     keep = [j for j in range(U.shape[1]) if j != k and d[j] != 0.0]
-    defl = _Deflated(op)
+    defl = _Deflated(op) if cache is None else _CachedDeflated(op, cache)
     for j in keep:
         defl.U.append(U[:, j])
         defl.V.append(V[:, j])

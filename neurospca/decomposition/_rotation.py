@@ -27,9 +27,35 @@ N_ANGLES = 180
 MIN_SEPARATION = np.pi / 9
 
 
-def _l1_profile(e1, e2, n_angles=N_ANGLES, chunk=16):
-    """``||cos(t) e1 + sin(t) e2||_1`` at ``t = i pi / n_angles``, in chunks of angles
-    (over the features where ``e1`` or ``e2`` is non-zero: the others add 0)."""
+def _l1_profile(e1, e2, n_angles=N_ANGLES):
+    """``||cos(t) e1 + sin(t) e2||_1`` at ``t = i pi / n_angles``, in O(n log n).
+
+    Each term is ``|a_i cos t + b_i sin t|`` with ``(a_i, b_i)`` turned by a
+    half turn where needed so that its angle lies in ``[-pi/2, pi/2)``: the
+    term is then ``+(a_i cos t + b_i sin t)`` for ``t < tau_i`` (its angle
+    plus ``pi/2``) and ``-(...)`` after, so the profile is ``cos t (S_a -
+    2 C_a(t)) + sin t (S_b - 2 C_b(t))`` with ``C`` the cumulative sums of the
+    terms whose ``tau_i <= t`` (sorted once). Equal to the direct sum over
+    every angle (:func:`_l1_profile_direct`, ``O(n_angles n)``, which took
+    17 % of a default fit's time on fsaverage5) to rounding.
+    """
+    t = np.arange(n_angles) * np.pi / n_angles
+    nonzero = (e1 != 0) | (e2 != 0)
+    a, b = e1[nonzero], e2[nonzero]
+    phi = np.arctan2(b, a)
+    flip = (phi >= np.pi / 2) | (phi < -np.pi / 2)
+    a, b, phi = np.where(flip, -a, a), np.where(flip, -b, b), np.where(flip, phi - np.pi, phi)
+    phi = np.where(phi < -np.pi / 2, phi + 2 * np.pi, phi)  # rounding at the edge
+    order = np.argsort(phi + np.pi / 2, kind="stable")
+    ca = np.concatenate([[0.0], np.cumsum(a[order])])
+    cb = np.concatenate([[0.0], np.cumsum(b[order])])
+    before = np.searchsorted((phi + np.pi / 2)[order], t, side="right")
+    out = np.cos(t) * (ca[-1] - 2.0 * ca[before]) + np.sin(t) * (cb[-1] - 2.0 * cb[before])
+    return t, out
+
+
+def _l1_profile_direct(e1, e2, n_angles=N_ANGLES, chunk=16):
+    """:func:`_l1_profile` summed directly at every angle (the reference)."""
     t = np.arange(n_angles) * np.pi / n_angles
     nonzero = (e1 != 0) | (e2 != 0)
     e1, e2 = e1[nonzero], e2[nonzero]

@@ -182,12 +182,15 @@ def _half_models(estimator):
     from sklearn.base import clone
 
     sweeps = min(estimator.max_sweeps, HALF_MAX_SWEEPS)
-    return [
+    models = [
         clone(estimator).set_params(
             stability=False, warm_start=True, verbose=0, max_sweeps=sweeps, certify_support=False
         )
         for _ in range(2)
     ]
+    for m in models:
+        m._half_fit = True  # one scan per half, no diagnostics (_spcatv._data_operator)
+    return models
 
 
 def _fit_point(models, halves, params, n_jobs=1):
