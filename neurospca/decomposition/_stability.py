@@ -178,18 +178,15 @@ OTHER_SPLITS_BELOW = 0.95
 
 def _half_models(estimator):
     """Two clones of ``estimator`` for the halves: warm-started, no stability, no
-    certified support, at most :data:`HALF_MAX_SWEEPS` sweeps."""
+    certified support, at most :data:`HALF_MAX_SWEEPS` sweeps, marked ``_half_fit``
+    (one scan per half, no diagnostics: ``_spcatv._data_operator``)."""
     from sklearn.base import clone
 
     sweeps = min(estimator.max_sweeps, HALF_MAX_SWEEPS)
-    models = [
-        clone(estimator).set_params(
-            stability=False, warm_start=True, verbose=0, max_sweeps=sweeps, certify_support=False
-        )
-        for _ in range(2)
-    ]
+    keep = dict(stability=False, warm_start=True, verbose=0, max_sweeps=sweeps)
+    models = [clone(estimator).set_params(certify_support=False, **keep) for _ in range(2)]
     for m in models:
-        m._half_fit = True  # one scan per half, no diagnostics (_spcatv._data_operator)
+        m._half_fit = True
     return models
 
 
