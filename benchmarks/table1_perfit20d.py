@@ -38,7 +38,12 @@ def fit(method, params, seed, out):
 
 
 def summary(out, n_permutations):
-    recs = [json.loads(line) for line in open(out) if line.strip()]
+    recs = list(
+        {
+            (r["method"], r["seed"]): r
+            for r in (json.loads(line) for line in open(out) if line.strip())
+        }.values()
+    )
     seeds = sorted(
         set.intersection(*[{r["seed"] for r in recs if r["method"] == m} for m in METHODS])
     )
