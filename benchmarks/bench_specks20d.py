@@ -3,7 +3,8 @@
 For each evidence set of ``bench_trust_defaults.py`` (the same data as its
 ``load``; atrophy on fsaverage5 / conte69, age and sex regressed out, N = 133;
 the paper's 2-D set-up) and, as a volume activation-map case, nilearn's motor
-t-map in the 2 mm MNI152 mask (``tests/_instances.motor_maps``, 40 maps), fit
+t-map in the 2 mm MNI152 mask (``tests/_instances.motor_maps``, 40 maps, 5
+components) and ``make_fmri_like(83)`` (64,030 voxels, as ``bench_support.py``), fit
 ``SPCATV(k, operator=op, random_state=0)`` with every other setting at its
 default and count, per component, the clusters of the model's cluster table
 (:func:`neurospca.reporting.cluster_table` on the certified support, as the
@@ -31,6 +32,7 @@ from bench_trust_defaults import SETS  # noqa: E402
 from neurospca import (  # noqa: E402
     SPCATV,
     make_atrophy_cohort,
+    make_fmri_like,
     make_paper_simulation,
     tv_from_hemispheres,
     tv_from_mask,
@@ -48,6 +50,9 @@ def load_with_space(name, seed):
 
         X, op, mask = motor_maps(seed=seed)
         return X, op, VolumeMasker(mask), None, 5
+    if name == "fmri_like":
+        X, _, mask = make_fmri_like(83, random_state=seed)
+        return X, tv_from_mask(mask), VolumeMasker(mask), None, 3
     mesh, corr = SETS[name]
     if mesh == "paper":
         X, _, mask = make_paper_simulation(250, random_state=seed, correlation=corr)
