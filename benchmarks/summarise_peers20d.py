@@ -22,6 +22,12 @@ def best(rows):
     return max(spca, key=lambda r: (round(min(r["cos"]) / 0.005), min(r["dice"])))
 
 
+def by_dice(rows):
+    spca = [r for r in rows if r["fit"].startswith("SparsePCA")]
+    d = max(spca, key=lambda r: (min(r["dice"]), min(r["cos"])))
+    return f"{d['alpha']:g}: {fmt(d['cos'])} / {fmt(d['dice'])}"
+
+
 def main(paths):
     recs = [json.loads(line) for p in paths for line in open(p) if line.strip()]
     keys = sorted({(r["set"], r["seed"]) for r in recs})
@@ -37,7 +43,10 @@ def main(paths):
                 f"| {key[0]} | {key[1]} | {r['fit']} | {fmt(r['cos'])} | {fmt(r['dice'])} | "
                 f"{min(r['cos']):.2f} | {r['wall']:.0f} |"
             )
-    print("\n| set | seed | alphas done | best alpha | abs cos | Dice |\n|---|---|---|---|---|---|")
+    print(
+        "\n| set | seed | alphas done | best alpha | abs cos | Dice | by worst Dice |"
+        "\n|---|---|---|---|---|---|---|"
+    )
     for key in keys:
         rows = [r for r in recs if (r["set"], r["seed"]) == key]
         b = best(rows)
@@ -45,7 +54,7 @@ def main(paths):
         if b is not None:
             print(
                 f"| {key[0]} | {key[1]} | {', '.join(f'{a:g}' for a in done)} | "
-                f"{b['alpha']:g} | {fmt(b['cos'])} | {fmt(b['dice'])} |"
+                f"{b['alpha']:g} | {fmt(b['cos'])} | {fmt(b['dice'])} | {by_dice(rows)} |"
             )
 
 
