@@ -303,9 +303,17 @@ def main(argv=None):
     parser.add_argument("--n-permutations", type=int, default=1000)
     parser.add_argument("--rst", default=None, help="write the results page here")
     parser.add_argument("--json", default=None, help="write the raw scores here")
+    parser.add_argument(
+        "--chosen",
+        default=None,
+        help="JSON {method: params}: skip the calibration and evaluate these settings",
+    )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    chosen, calib = calibrate(args.n_calibration, args.n_jobs)
+    if args.chosen:
+        chosen, calib = json.loads(args.chosen), []
+    else:
+        chosen, calib = calibrate(args.n_calibration, args.n_jobs)
     print("calibration (mean over calibration sets):")
     for row in calib:
         print(
