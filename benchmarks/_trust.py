@@ -155,3 +155,15 @@ def path_text(path, times=None):
         parts.append(f"{head}{p['alpha_rel']:g} .{score:02d}{mark}")
         parts[-1] += "" if t is None else f"({t:.0f}s)"
     return " ".join(parts)
+
+
+def print_table_start(source, columns):
+    """Print a run's first line (UTC time, load, where ``neurospca`` came from)
+    and a Markdown table header with ``columns``."""
+    import os
+    import time
+
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"# {stamp} load {os.getloadavg()[0]:.1f} neurospca from {source}")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))

@@ -18,7 +18,6 @@ measure).
 
 import argparse
 import cProfile
-import os
 import platform
 import sys
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _trust import path_text, recovery  # noqa: E402
+from _trust import path_text, print_table_start, recovery  # noqa: E402
 from bench_trust_defaults import fmt, load  # noqa: E402  (the same evidence sets)
 
 import neurospca.decomposition._stability as stab  # noqa: E402
@@ -90,15 +89,10 @@ def main():
     p.add_argument("--profile", default=None, help="cProfile output of the (single) default fit")
     args = p.parse_args()
     _timed_points()
-    print(
-        f"# {platform.node()} {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
-        f"load {os.getloadavg()[0]:.1f} neurospca from {Path(stab.__file__).parents[2]}"
-    )
-    print(
-        "| set | seed | chosen (l1, tv) alpha_rel | abs cos | Dice | stability | default s "
-        "wall / CPU | one fit s wall / CPU | ratio wall / CPU | half fits | path |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    cols = "set|seed|chosen (l1, tv) alpha_rel|abs cos|Dice|stability|default s wall / CPU"
+    cols += "|one fit s wall / CPU|ratio wall / CPU|half fits|path"
+    print(f"# {platform.node()}")
+    print_table_start(Path(stab.__file__).parents[2], cols.split("|"))
     for name in args.sets:
         for seed in args.seeds:
             run_one(name, seed, args.profile)

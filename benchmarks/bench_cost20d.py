@@ -17,7 +17,6 @@ half counts one half). The default fit's components are saved to
 """
 
 import argparse
-import os
 import sys
 import time
 import warnings
@@ -26,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _trust import recovery  # noqa: E402
+from _trust import print_table_start, recovery  # noqa: E402
 from bench_trust_defaults import fmt, load  # noqa: E402  (the same evidence sets)
 
 from neurospca import SPCATV  # noqa: E402
@@ -109,15 +108,9 @@ def main():
         compare(*args.compare)
         return
     _count_reads()
-    print(
-        f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} load {os.getloadavg()[0]:.1f} "
-        f"neurospca from {Path(sys.modules['neurospca'].__file__).parents[1]}"
-    )
-    print(
-        "| set | seed | chosen (l1, tv) alpha_rel | abs cos | Dice | default s wall / CPU | "
-        "one fit s wall / CPU | ratio wall / CPU | default passes | one-fit passes |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    cols = "set|seed|chosen (l1, tv) alpha_rel|abs cos|Dice|default s wall / CPU"
+    cols += "|one fit s wall / CPU|ratio wall / CPU|default passes|one-fit passes"
+    print_table_start(Path(sys.modules["neurospca"].__file__).parents[1], cols.split("|"))
     for name in args.sets:
         for seed in args.seeds:
             run_one(name, seed, args.out)
