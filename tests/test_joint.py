@@ -212,7 +212,7 @@ def test_auto_fit_moves_to_a_stronger_point_when_the_full_fit_is_dense():
     """The halves were admissible at the chosen point but the full fit is more than
     half non-zero: the most reproducible admissible stronger point is fitted; a
     sparse full fit keeps the chosen point."""
-    from neurospca.decomposition._stability import auto_fit
+    from neurospca.decomposition._auto import auto_fit
 
     def path():
         rep = {0.5: [0.99, 0.99], 1.0: [0.8, 0.8], 2.0: [0.9, 0.9], 4.0: [0.95, 0.0]}

@@ -24,7 +24,8 @@ from neurospca.decomposition import (
     fixed_split,
     split_halves,
 )
-from neurospca.decomposition._stability import STOP_REPRODUCIBILITY, _half_models, split_search
+from neurospca.decomposition._auto import STOP_REPRODUCIBILITY, split_search
+from neurospca.decomposition._stability import _half_models
 from neurospca.model_selection import match_components
 from neurospca.persistence import load_model, save_model
 

@@ -16,13 +16,8 @@ import pytest
 
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
 from neurospca.decomposition import AUTO_SPLITS, SPLIT_MARGIN, split_halves
-from neurospca.decomposition._stability import (
-    OTHER_SPLITS_BELOW,
-    _half_models,
-    _unbeatable,
-    half_jobs,
-    split_search,
-)
+from neurospca.decomposition._auto import OTHER_SPLITS_BELOW, _unbeatable, split_search
+from neurospca.decomposition._stability import _half_models, half_jobs
 
 from ._helpers import path_record
 

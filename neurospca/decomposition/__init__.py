@@ -13,10 +13,21 @@ docs/naming.rst), with transform and held-out error; their algorithms live in
 ``_spcatv_function`` (``spca_tv``). Other helpers shared by several
 estimators live in ``_covariance`` (covariance input, PSD
 thresholding, truncated power iteration) and ``_projections`` (ℓ1 ball);
-``_joint`` (SPCA-TV's joint fit) and ``_stability`` (split-half stability and
-the automatic penalty) serve SPCATV.
+``_joint`` (SPCA-TV's joint fit), ``_stability`` (split-half stability) and
+``_auto`` (the automatic penalty) serve SPCATV.
 """
 
+from ._auto import (
+    AUTO_ALPHA_REL_PATH,
+    AUTO_SPLITS,
+    DEFAULT_SPLIT,
+    MAX_NONZERO,
+    SPLIT_MARGIN,
+    choose_alpha_rel,
+    choose_least_shrunk,
+    choose_point,
+    fixed_split,
+)
 from ._base import ComponentsEstimator, reconstruction_error
 from ._covariance import psd_threshold, truncated_power_iteration
 from ._covariance_baselines import (
@@ -31,18 +42,9 @@ from ._nspca import NonnegativeSparsePCA, nspca
 from ._spcatv import SPCATV, spca_tv
 from ._sspca import SSPCA, sspca
 from ._stability import (
-    AUTO_ALPHA_REL_PATH,
-    AUTO_SPLITS,
-    DEFAULT_SPLIT,
-    MAX_NONZERO,
-    SPLIT_MARGIN,
     STABILITY_THRESHOLD,
-    choose_alpha_rel,
-    choose_least_shrunk,
-    choose_point,
     component_stability,
     fit_halves,
-    fixed_split,
     matched_abs_corr,
     split_halves,
 )

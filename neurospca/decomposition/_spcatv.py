@@ -23,11 +23,12 @@ from ..operators import GroupOperator, chain_operator, check_operator
 from ..solvers import SOLVERS, get_solver, resolve_n_threads
 from ..solvers.penalties import check_penalties, eq3_pieces
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
+from ._auto import auto_fit, auto_path, fixed_split
 from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, reconstruction_error
 from ._data import validated_data_operator
 from ._joint import _joint_spca_tv
 from ._spcatv_function import spca_tv
-from ._stability import auto_fit, auto_path, fixed_split, scores_of, set_stability
+from ._stability import scores_of, set_stability
 from ._support import certify_fit
 from ._weights import _weights, weights_from_ratios
 

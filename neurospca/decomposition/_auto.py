@@ -1,0 +1,364 @@
+"""The penalty ``alpha_rel="auto"`` chooses from split-half fits (issue 20).
+
+- :func:`choose_alpha_rel` chooses along one split's path (the rule of
+  ``select_penalty``), :func:`choose_point` across the splits searched
+  (:data:`AUTO_SPLITS`): the rule of ``SPCATV(alpha_rel="auto")``
+  (:func:`choose_least_shrunk` within a split);
+- :func:`split_search` fits one split's halves along its path;
+  :func:`auto_path` and :func:`auto_fit` drive them.
+
+The halves themselves, and the ``stability_`` they give, are in
+:mod:`._stability`.
+"""
+
+import numpy as np
+
+from ._stability import _fit_point, _half_models, half_jobs, split_halves
+
+
+def choose_alpha_rel(path):
+    """The rule of ``alpha_rel="auto"`` on a path of split-half fits.
+
+    Parameters
+    ----------
+    path : list of dict
+        Per ``alpha_rel``: ``"alpha_rel"``, ``"reproducibility"`` (split-half
+        matched absolute correlation per component pair),
+        ``"nonzero_fraction"`` (per component of both halves).
+
+    Returns
+    -------
+    int
+        Index into ``path`` of the chosen point: the highest mean split-half
+        reproducibility among the admissible points (every component of both
+        halves non-empty and at most :data:`MAX_NONZERO` non-zero; all points
+        if none is admissible); an exact tie goes to the stronger penalty.
+    """
+    score = np.array([np.mean(p["reproducibility"]) for p in path])
+    ok = np.array(
+        [
+            np.all(p["nonzero_fraction"] > 0) and np.all(p["nonzero_fraction"] <= MAX_NONZERO)
+            for p in path
+        ]
+    )
+    if not ok.any():
+        ok[:] = True
+    strength = np.array([p["alpha_rel"] for p in path])
+    candidates = np.flatnonzero(ok & (score == np.max(score[ok])))
+    return int(candidates[np.argmax(strength[candidates])])
+
+
+#: An admissible point of the automatic path has every component at most this
+#: fraction non-zero (a component that covers most of the brain is not a region).
+MAX_NONZERO = 0.5
+
+#: The documented fixed split ``(l1_ratio, tv_ratio)``: what ``l1_ratio="auto"``
+#: and ``tv_ratio="auto"`` mean when the split is not searched.
+DEFAULT_SPLIT = (0.05, 0.1)
+#: The path of relative penalties of a fixed split under ``alpha_rel="auto"``.
+AUTO_ALPHA_REL_PATH = (0.5, 1.0, 2.0, 4.0, 8.0)
+#: The splits searched by ``alpha_rel="auto"`` when ``l1_ratio`` and
+#: ``tv_ratio`` are "auto": ``(split, its path)``. The sparse split puts more
+#: of ``alpha`` on l1 and TV, so its path is weaker.
+AUTO_SPLITS = (
+    (DEFAULT_SPLIT, AUTO_ALPHA_REL_PATH),
+    ((0.3, 0.3), (0.125, 0.25, 0.5, 1.0, 2.0, 4.0)),
+)
+#: A split's path stops after a point that reproduces worse than an earlier
+#: admissible point which reproduced at least this (:func:`split_search`).
+STOP_REPRODUCIBILITY = 0.9
+#: A split other than the first one searched is chosen only when its best
+#: point is more reproducible by more than this (mean matched |corr|).
+SPLIT_MARGIN = 0.02
+#: The other splits are searched only when the first split's best point
+#: reproduces below this (mean matched |corr|): they are the fallback for a
+#: default split whose components do not reproduce. Measured (benchmarks/
+#: RESULTS.md, issue 20 round 4): the sparse split won only where the default
+#: split's best was 0.64-0.82; where it was 0.96-0.97 (four instances) the
+#: sparse split reached at most 0.97 and its walk was 30-70 % of the fit's
+#: time. (Before: ``1 - SPLIT_MARGIN``, where no other split can win.)
+OTHER_SPLITS_BELOW = 0.95
+
+
+def _split_of(point):
+    return point.get("l1_ratio"), point.get("tv_ratio")
+
+
+def _admissible(point):
+    nz = point["nonzero_fraction"]
+    return bool(np.all(nz > 0) and np.all(nz <= MAX_NONZERO))
+
+
+def _has_empty(point):
+    return bool(np.any(point["nonzero_fraction"] == 0))
+
+
+def split_search(models, halves, split, alpha_rels, n_jobs=1):
+    """One split of the penalty: its halves along its path, weakest first.
+
+    Each point is warm-started from the previous one (a start from the
+    weaker, denser point keeps co-varying regions apart: started cold in the
+    middle of the path, the halves of a severity-correlated cohort settled on
+    merged components, benchmarks/RESULTS.md, issue 20 round 3). The path
+    stops after the first point with an empty half component (it is not
+    admissible, and stronger penalties only empty more), and after the first
+    point that reproduces worse than an earlier admissible point which
+    reproduced at least :data:`STOP_REPRODUCIBILITY` (:func:`_past_best`;
+    below that, reproducibility along the path is not monotone: measured
+    0.55, 0.23, 0.65 along one split and 0.65, 0.50, 0.28, 0.99 along the other
+    on one cohort).
+
+    Parameters
+    ----------
+    models : list of two SPCATV
+        :func:`_half_models`.
+    halves : tuple of two arrays
+    split : (float, float)
+        ``(l1_ratio, tv_ratio)``.
+    alpha_rels : sequence of float
+        The split's path, weakest first.
+    n_jobs : int
+        Threads for the two halves of a point (:func:`half_jobs`).
+
+    Returns
+    -------
+    list of dict
+        :func:`fit_halves`' records with ``l1_ratio`` and ``tv_ratio``,
+        weakest first.
+    """
+    base = {"l1_ratio": float(split[0]), "tv_ratio": float(split[1])}
+    points = []
+    for a in alpha_rels:
+        if points and (_has_empty(points[-1]) or _past_best(points)):
+            break
+        points.append(_fit_point(models, halves, dict(base, alpha_rel=float(a)), n_jobs))
+    return points
+
+
+def _past_best(points):
+    """True when the last point reproduces worse than the best admissible point
+    before it and that one reproduced at least :data:`STOP_REPRODUCIBILITY`."""
+    score = [float(np.mean(p["reproducibility"])) for p in points]
+    best = [score[i] for i, p in enumerate(points[:-1]) if _admissible(p)]
+    return bool(best) and max(best) >= STOP_REPRODUCIBILITY and score[-1] < max(best)
+
+
+def _standard_error(point):
+    """Standard error of a point's mean reproducibility over its components
+    (sample standard deviation / sqrt(K); 0 for one component)."""
+    r = np.asarray(point["reproducibility"], float)
+    return float(np.std(r, ddof=1) / np.sqrt(r.size)) if r.size > 1 else 0.0
+
+
+def choose_least_shrunk(path):
+    """The default fit's rule on one split's path: the least shrunk point that
+    reproduces within one standard error of the best (issue 20, round 5).
+
+    The most reproducible admissible point (:func:`choose_alpha_rel`) is the
+    reference. A point's mean reproducibility over its components has the
+    standard error :func:`_standard_error`; a point is *near* the reference
+    when its mean is at least the reference's minus the standard error of
+    the difference of the two means (``hypot`` of the two errors: the
+    components of two points are not paired). Among the admissible near
+    points the weakest penalty is chosen, the path's first (weakest,
+    cold-started) point excepted while another admissible point exists.
+
+    Why (benchmarks/RESULTS.md, issue 20 round 5; docs/trust.rst): the halves
+    have half the samples and reproduce best at a penalty that shrinks the
+    weakest pattern of the full fit (the most reproducible point merged or lost
+    a pattern on 12 of 16 development instances, where a weaker point separated
+    every one), and the differences were mostly within the error; the first
+    point's half fits never settle (cold start).
+
+    Parameters
+    ----------
+    path : list of dict
+        One split's records (``alpha_rel``, ``reproducibility``,
+        ``nonzero_fraction``), weakest first.
+
+    Returns
+    -------
+    int
+        Index into ``path``.
+    """
+    ref = choose_alpha_rel(path)
+    if not _admissible(path[ref]):
+        return ref
+    best, err = np.mean(path[ref]["reproducibility"]), _standard_error(path[ref])
+    near = [
+        i
+        for i, p in enumerate(path)
+        if _admissible(p)
+        and np.mean(p["reproducibility"]) >= best - np.hypot(err, _standard_error(p))
+    ]
+    later = [i for i in near if i > 0]
+    return min(later or near, key=lambda i: path[i]["alpha_rel"])
+
+
+def choose_point(path):
+    """The rule of ``alpha_rel="auto"`` over one or several splits of the penalty.
+
+    Each split's point is :func:`choose_least_shrunk` of its own points (the
+    least shrunk point within one standard error of the split's most
+    reproducible admissible point). The first split (the documented default,
+    ``(0.05, 0.1)``) is kept unless another split's best point (the most
+    reproducible admissible one) is more reproducible than the first
+    split's best by more than :data:`SPLIT_MARGIN` and by more than the
+    standard error of the first split's best (or the first split has no
+    admissible point and another has): differences within that error are
+    not evidence (issue 20 round 5). Among the other splits the most
+    reproducible best point wins.
+
+    Parameters
+    ----------
+    path : list of dict
+        Records with ``alpha_rel``, ``l1_ratio``, ``tv_ratio``,
+        ``reproducibility``, ``nonzero_fraction``; a split's records are
+        contiguous, the first split's first.
+
+    Returns
+    -------
+    int
+        Index into ``path``.
+    """
+    groups = {}
+    for i, p in enumerate(path):
+        groups.setdefault(_split_of(p), []).append(i)
+    best = []
+    for idx in groups.values():
+        points = [path[i] for i in idx]
+        j = idx[choose_alpha_rel(points)]
+        best.append((idx, _admissible(path[j]), float(np.mean(path[j]["reproducibility"])), j))
+    chosen, ok, score, j0 = best[0]
+    margin = max(SPLIT_MARGIN, _standard_error(path[j0]))
+    others = sorted((b for b in best[1:] if b[1]), key=lambda b: -b[2])  # admissible ones
+    for idx, _, score_j, _ in others[:1]:
+        if not ok or score_j > score + margin:
+            chosen = idx
+    return chosen[choose_least_shrunk([path[i] for i in chosen])]
+
+
+def _unbeatable(path):
+    """True when the first split's best point is admissible and reproduces at
+    least :data:`OTHER_SPLITS_BELOW`: its components reproduce, and the other
+    splits are not searched (below ``1 - SPLIT_MARGIN`` one could still win in
+    principle; on the four measured instances where the default split's best
+    reproduced at 0.96-0.97, none did)."""
+    first = [p for p in path if _split_of(p) == _split_of(path[0])]
+    best = first[choose_alpha_rel(first)]
+    return _admissible(best) and np.mean(best["reproducibility"]) >= OTHER_SPLITS_BELOW
+
+
+def auto_path(estimator, X):
+    """``alpha_rel="auto"``: the halves fitted along each searched split (else nothing).
+
+    The halves are drawn once (``random_state``) and shared by every split;
+    each split is searched by :func:`split_search` along its own path
+    (:func:`searched_splits`). The other splits are not searched when the
+    first split's best point already reproduces (:func:`_unbeatable`).
+
+    Returns
+    -------
+    halves : (ndarray, ndarray) or None
+        The two halves' components at the chosen point.
+    path : list of dict
+        The records of every split (``auto_path_`` once :func:`auto_fit`
+        has removed their components), split by split, weakest first.
+    """
+    from ._alternation import _say
+
+    splits = searched_splits(estimator)
+    if not splits:
+        return None, []
+    seed = 0 if estimator.random_state is None else estimator.random_state
+    halves = split_halves(X, seed)
+    path = []
+    for split, alpha_rels in splits:
+        if path and _unbeatable(path):
+            break  # the first split's components reproduce: the other splits are a fallback
+        path += split_search(
+            _half_models(estimator), halves, split, alpha_rels, half_jobs(estimator, X)
+        )
+    if estimator.verbose:
+        for p in path:
+            _say(
+                "l1_ratio=%g tv_ratio=%g alpha_rel=%g: split-half reproducibility %s, non-zero %s",
+                p["l1_ratio"],
+                p["tv_ratio"],
+                p["alpha_rel"],
+                np.array2string(p["reproducibility"], precision=2),
+                np.array2string(p["nonzero_fraction"], precision=3),
+            )
+    return path[choose_point(path)]["components"], path
+
+
+def fixed_split(l1_ratio, tv_ratio):
+    """``(l1_ratio, tv_ratio)`` as numbers: "auto" is the documented default
+    (:data:`DEFAULT_SPLIT`) when the split is not searched."""
+    return (
+        DEFAULT_SPLIT[0] if isinstance(l1_ratio, str) else float(l1_ratio),
+        DEFAULT_SPLIT[1] if isinstance(tv_ratio, str) else float(tv_ratio),
+    )
+
+
+def searched_splits(estimator):
+    """The splits ``alpha_rel="auto"`` searches: ``[(split, path)]``.
+
+    None searched (an empty list) at a fixed penalty (``alpha`` given or
+    ``alpha_rel`` a number). With ``l1_ratio`` and ``tv_ratio`` both "auto":
+    :data:`AUTO_SPLITS`; otherwise the one fixed split (an "auto" ratio
+    taking its default) along :data:`AUTO_ALPHA_REL_PATH`.
+    """
+    if estimator.alpha is not None or not isinstance(estimator.alpha_rel, str):
+        return []
+    if isinstance(estimator.l1_ratio, str) and isinstance(estimator.tv_ratio, str):
+        return list(AUTO_SPLITS)
+    split = fixed_split(estimator.l1_ratio, estimator.tv_ratio)
+    return [(split, AUTO_ALPHA_REL_PATH)]
+
+
+def auto_fit(path, run, start):
+    """The full fit of ``alpha_rel="auto"`` at the chosen point of ``path``.
+
+    The fit starts from the chosen half fit (``start(halves)``: scores, or
+    None). The admissibility of :func:`choose_alpha_rel` is checked on the
+    halves; the full sample passes more features, so when a returned
+    component is more than :data:`MAX_NONZERO` non-zero the next admissible
+    point of the same split toward stronger penalties (the most reproducible
+    one) is fitted instead, if there is one.
+
+    Parameters
+    ----------
+    path : list of dict
+        :func:`auto_path`'s records; their ``"components"`` are removed here.
+    run : callable
+        ``run(point, u0)`` fits the full data at a record's ``alpha_rel``,
+        ``l1_ratio``, ``tv_ratio``; returns ``(U, V, ...)``.
+    start : callable
+        ``start((half_a, half_b))``: the start scores ``u0`` of the full fit.
+
+    Returns
+    -------
+    point : dict
+        The record fitted (``alpha_rel``, ``l1_ratio``, ``tv_ratio``).
+    halves : (ndarray, ndarray)
+        The two halves' components at the point fitted.
+    result : tuple
+        What ``run`` returned.
+    """
+    i = choose_point(path)
+    while True:
+        halves = path[i]["components"]
+        result = run(path[i], start(halves))
+        stronger = [
+            j
+            for j in range(i + 1, len(path))
+            if _admissible(path[j]) and _split_of(path[j]) == _split_of(path[i])
+        ]
+        if np.all(np.mean(result[1] != 0, axis=0) <= MAX_NONZERO) or not stronger:
+            break
+        i = stronger[choose_alpha_rel([path[j] for j in stronger])]
+    point = {k: path[i][k] for k in ("alpha_rel", "l1_ratio", "tv_ratio")}
+    for p in path:  # keep the summary, not every half's maps
+        del p["components"]
+    return point, halves, result
