@@ -4,7 +4,9 @@ For each evidence set of ``bench_trust_defaults.py`` (the same data as its
 ``load``; atrophy on fsaverage5 / conte69, age and sex regressed out, N = 133;
 the paper's 2-D set-up) and, as a volume activation-map case, nilearn's motor
 t-map in the 2 mm MNI152 mask (``tests/_instances.motor_maps``, 40 maps, 5
-components) and ``make_fmri_like(83)`` (64,030 voxels, as ``bench_support.py``), fit
+components) and ``make_fmri_like(83)`` (64,030 voxels, as ``bench_support.py``), and the
+rs-fMRI must-show's halves (``rsfmri-a``, ``rsfmri-b``: brainspace's run on
+fsaverage5, as ``bench_trust_rsfmri.py``), fit
 ``SPCATV(k, operator=op, random_state=0)`` with every other setting at its
 default and count, per component, the clusters of the model's cluster table
 (:func:`neurospca.reporting.cluster_table` on the certified support, as the
@@ -50,6 +52,8 @@ def load_with_space(name, seed):
 
         X, op, mask = motor_maps(seed=seed)
         return X, op, VolumeMasker(mask), None, 5
+    if name.startswith("rsfmri"):
+        return _rsfmri_half(name)
     if name == "fmri_like":
         X, _, mask = make_fmri_like(83, random_state=seed)
         return X, tv_from_mask(mask), VolumeMasker(mask), None, 3
@@ -62,6 +66,24 @@ def load_with_space(name, seed):
     op, hemis = tv_from_hemispheres(d.mesh_left, d.mesh_right, d.cortex[:n_left], d.cortex[n_left:])
     X = regress_out(d.X[:, d.cortex], d.confounds)
     return X, op, hemis, {"left": d.mesh_left, "right": d.mesh_right}, 3
+
+
+def _rsfmri_half(name):
+    """The rs-fMRI must-show's halves: brainspace's run on fsaverage5, vertices
+    z-scored, first (``rsfmri-a``) or second (``rsfmri-b``) half, 5 components."""
+    from _instances import brainspace_rsfmri
+
+    from neurospca import tv_from_hemispheres
+    from tests._instances import _fsaverage5_meshes
+
+    X, op, keep = brainspace_rsfmri()
+    X = (X - X.mean(0)) / X.std(0)
+    half = len(X) // 2
+    X = X[:half] if name == "rsfmri-a" else X[half:]
+    (lc, lf), (rc, rf) = _fsaverage5_meshes()
+    n_left = lc.shape[0]
+    op, hemis = tv_from_hemispheres((lc, lf), (rc, rf), keep[:n_left], keep[n_left:])
+    return X, op, hemis, {"left": (lc, lf), "right": (rc, rf)}, 5
 
 
 def count(comp, support, space, meshes):
