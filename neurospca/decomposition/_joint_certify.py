@@ -98,6 +98,7 @@ def _others(op, sqnorm, U, V, d, Z, k, cache=None):
     """
     keep = [j for j in range(U.shape[1]) if j != k and d[j] != 0.0]
     defl = _Deflated(op) if cache is None else _CachedDeflated(op, cache)
+    defl.keep = keep
     for j in keep:
         defl.U.append(U[:, j])
         defl.V.append(V[:, j])
@@ -107,6 +108,22 @@ def _others(op, sqnorm, U, V, d, Z, k, cache=None):
     fit = 2.0 * float(dk @ np.einsum("ij,ij->j", U[:, keep], Z[:, keep]))
     defl.sqnorm = max(sqnorm - fit + float(dk @ cross @ dk), 0.0)
     return defl
+
+
+def know_products(defl, Z, cache):
+    """Give ``defl`` (from :func:`_others`) the products of its removed
+    components, ``Xc v_j`` (the fit's ``Z``) and ``Xc^T u_j`` (the sweeps'
+    :class:`ProductCache`), when the cache holds every ``Xc^T u_j``: the start
+    of a component on that residual is then sought in the data's top singular
+    subspace with no pass (:meth:`_Deflated.deflated_basis`). Returns whether
+    it did."""
+    xtu = [None if cache is None else cache.rmatvec_unit(u_j) for u_j in defl.U]
+    if any(x is None for x in xtu):
+        return False
+    defl.XV = [Z[:, j] for j in defl.keep]
+    defl.XtU = xtu
+    defl.AV = [None] * len(xtu)
+    return True
 
 
 def _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled):
