@@ -99,6 +99,9 @@ def test_reused_products_give_the_same_joint_fit_in_fewer_passes(monkeypatch):
         fits = {}
         for reuse in (False, True):
             monkeypatch.setattr(joint, "REUSE_PRODUCTS", reuse)
+            # the restart check from kept products (round 6) is not a reuse:
+            # it starts the check elsewhere (test below)
+            monkeypatch.setattr(joint, "RESTART_CHECK_KNOWN", False)
             reads.clear()
             fits[reuse] = _fit(data, op)
             passes[reuse] = sum(reads) / data.nbytes
@@ -137,3 +140,69 @@ def test_split_halves_keep_their_operator_and_give_the_same_fits():
         np.all(full.explained_variance_ratio_ > 0)
         and full.pca_explained_variance_ratio_ is not None
     )
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", ["memory", "memmap"])
+def test_rmatvecs_are_rmatvec_bit_for_bit(tmp_path, dtype, kind):
+    """Several ``Xc^T u`` in one pass equal one pass each, bit for bit
+    (centred, two threads over row blocks, float32 with and without float64
+    arithmetic), and read the data once."""
+    from neurospca.decomposition._data import as_data_operator
+
+    rng = np.random.default_rng(5)
+    X = (rng.standard_normal((301, 257)) + 3.0).astype(dtype)
+    if kind == "memmap":
+        np.save(tmp_path / "x.npy", X)
+        X = np.load(tmp_path / "x.npy", mmap_mode="r")
+    op = as_data_operator(X, n_threads=2)
+    op._offsets = np.linspace(0, 301, 6).astype(int)  # five row blocks
+    op.centre(op.stats["mean"])
+    us = [rng.standard_normal(301) for _ in range(3)]
+    for exact in (False, True):
+        passes = op.n_passes
+        got = op.rmatvecs(us, exact=exact)
+        assert op.n_passes == passes + 1
+        for g, u in zip(got, us, strict=True):
+            np.testing.assert_array_equal(g, op.rmatvec(u, exact=exact))
+    assert op.rmatvecs([]) == []
+
+
+def test_restart_check_from_kept_products_needs_fewer_passes(monkeypatch):
+    """Float32 data (not on the Gram path): the restart check's start (the
+    top singular direction of the residual of the others) reads the data
+    fewer times when it starts from the data's subspace deflated by the kept
+    products than from a fresh pass, and each returned pair is still
+    certified for the returned model."""
+    from neurospca.decomposition._data import DataOperator
+
+    X, _, mask = make_paper_simulation(150, random_state=3301, shape=(30, 30), correlation=0.7)
+    X = X.astype(np.float32)
+    op = tv_from_mask(mask)
+    counted = []
+    inner = DataOperator._blocks
+
+    def blocks(self):
+        for lo, hi, B in inner(self):
+            counted.append(B.nbytes / X.nbytes)
+            yield lo, hi, B
+
+    monkeypatch.setattr(DataOperator, "_blocks", blocks)
+    start = joint.start_u
+    reads = {}
+    for known in (False, True):
+        monkeypatch.setattr(joint, "RESTART_CHECK_KNOWN", known)
+        reads[known] = []
+
+        def traced(*args, _out=reads[known]):
+            before = sum(counted)
+            out = start(*args)
+            _out.append(sum(counted) - before)
+            return out
+
+        monkeypatch.setattr(joint, "start_u", traced)
+        m = _fit(X, op)
+        assert np.all(m.rel_gaps_[np.any(m.components_ != 0, axis=1)] <= 1e-3)
+    assert reads[False] and reads[True]
+    assert np.mean(reads[True]) <= np.mean(reads[False]) - 0.5, reads
+    assert min(reads[False]) >= 2.0 - 1e-9, reads  # a pass for the Ritz vector, one to check it

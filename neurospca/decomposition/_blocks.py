@@ -149,6 +149,18 @@ def _blk_rmatvec64(B, sl, acc, rows, cols, kernel, u):
         kernel(B[:, c], ub, acc[c])
 
 
+def _blk_rmatvecs(B, sl, acc, rows, cols, dtype, kernel, us):
+    """``acc[j] += B^T u_j`` for each vector ``u_j`` of ``us``, one read of the
+    block: each column's arithmetic is that of :func:`_blk_rmatvec` (or of
+    :func:`_blk_rmatvec64` with ``kernel``), so the results are those of one
+    pass per vector, bit for bit."""
+    for j, u in enumerate(us):
+        if kernel is None:
+            _blk_rmatvec(B, sl, acc[j], rows, cols, dtype, u)
+        else:
+            _blk_rmatvec64(B, sl, acc[j], rows, cols, kernel, u)
+
+
 def _blk_fused(B, sl, acc, rows, cols, dtype, v, shift, kernel=None):
     """``z = B v - shift`` (rows) and ``B^T z`` (summed), one read of the block.
 

@@ -37,6 +37,7 @@ from ._blocks import (
     _blk_matvec,
     _blk_rmatvec,
     _blk_rmatvec64,
+    _blk_rmatvecs,
     _blk_stats,
     _dask_block,
     _exact_kernel,
@@ -392,6 +393,21 @@ class DataOperator:
         if self._resid is not None:
             g -= self._resid * float(u.sum())
         return g
+
+    def rmatvecs(self, us, exact=False):
+        """``[Xc^T u for u in us]`` in one pass over ``X``, each equal bit for
+        bit to :meth:`rmatvec` ``(u, exact)`` (the same per-vector arithmetic
+        on the same row blocks, added up in the same order)."""
+        us = [np.ascontiguousarray(u, dtype=np.float64) for u in us]
+        if not us:
+            return []
+        kernel = _exact_kernel() if exact and self.dtype == np.float32 else None
+        p, k = self.shape[1], len(us)
+        _, G = self._map(_blk_rmatvecs, (self.dtype, kernel, us), make_acc=lambda: np.zeros((k, p)))
+        if self._resid is not None:
+            for g, u in zip(G, us, strict=True):
+                g -= self._resid * float(u.sum())
+        return list(G)
 
     def fused(self, v, c=None):
         """``z = Xc v - c`` and ``Xc^T z`` in one pass over ``X``.

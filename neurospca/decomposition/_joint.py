@@ -47,10 +47,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._alternation import _alternate, _say, _vstep_blas
 from ._data import uses_gram
-from ._joint_certify import ProductCache, _certify_all, _others
+from ._joint_certify import ProductCache, _certify_all, _others, know_products
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
-from ._start import centred_gram, start_u
+from ._start import centred_gram, gram_direction, signed_start, start_u
 from ._subspace import cached_subspace
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
@@ -94,10 +94,17 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None):
     defl = _others(op, sqnorm, U, V, d, Z, k)
     u0 = None
     if same is not None and kw["init"] == "svd":
-        basis = None if uses_gram(op) else cached_subspace(op, 1)[1:]
-        u0 = start_u(defl, "svd", kw["rng"], basis)[0][:, None]
-        if abs(float(u0[:, 0] @ U[:, k])) >= same:
-            return False
+        if uses_gram(op):  # the check needs the direction only: X_k^T u after it
+            u0 = gram_direction(defl)
+            if abs(float(u0 @ U[:, k])) >= same:
+                return False
+            u0 = signed_start(defl, u0)[0][:, None]
+        else:
+            if RESTART_CHECK_KNOWN:
+                know_products(defl, Z, kw.get("products"))
+            u0 = start_u(defl, "svd", kw["rng"], _basis(op))[0][:, None]
+            if abs(float(u0[:, 0] @ U[:, k])) >= same:
+                return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         u, v, new = _alternate(
@@ -117,6 +124,11 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None):
         _merge_info(info, k, new)
         return True
     return False
+
+
+def _basis(op):
+    """The data's top singular subspace for the starts (None on the Gram path)."""
+    return None if uses_gram(op) else cached_subspace(op, 1)[1:]
 
 
 def _xv(op, v, kw):
@@ -312,6 +324,22 @@ def _pca_scores(op, n_components):
     return cached_subspace(op, n_components)[2][:, :n_components].copy()
 
 
+def _pca_products(op, u0, cache):
+    """Put ``Xc^T u_k`` of the PCA start's unit scores in the sweeps' cache
+    (data not on the Gram path): ``u0 = Xc R`` and ``Xc^T Xc R`` are the
+    subspace's kept images, so the start's first products need no pass. The
+    keys are the unit scores exactly as :func:`_start_from_scores` and the
+    alternation's start normalise them."""
+    if cache is None or uses_gram(op):
+        return
+    K = u0.shape[1]
+    AR = cached_subspace(op, K)[3]
+    units = u0 / np.linalg.norm(u0, axis=0)
+    for k in range(K):
+        n1, n2 = float(np.linalg.norm(u0[:, k])), float(np.linalg.norm(units[:, k]))
+        cache._put(cache.xtu, units[:, k] / n2, AR[:, k] / (n1 * n2))
+
+
 def _restart_winner(op, sqnorm, best, refit_kw, loop):
     """The restarts (:func:`_restarts`, at most :data:`RESTART_PASSES` passes)
     of the settled start of lowest ``J`` only; returns its new candidate."""
@@ -348,6 +376,7 @@ def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, 
         defl = start
     u0 = _pca_scores(op, n_components) if PCA_START else None
     if u0 is not None and np.all(np.any(u0 != 0, axis=0)):
+        _pca_products(op, u0, refit_kw.get("products"))
         pca = _start_from_scores(op, sqnorm, u0, None, refit_kw)
         found.append(_run_from(op, sqnorm, pca, refit_kw, loop))
     best = min(found, key=lambda c: (not c.settled, c.value))
@@ -387,6 +416,12 @@ REUSE_PRODUCTS = True
 #: The restarts (:func:`_restarts`) run on the settled start of lowest ``J``
 #: only, not on every start of :func:`_best_start`.
 RESTART_WINNER_ONLY = False
+
+#: The restart check of data not on the Gram path (:func:`_revive`) starts
+#: from the data's top singular subspace deflated by the other components'
+#: kept products (``Z`` and the sweeps' :class:`ProductCache`), with no pass,
+#: instead of a pass for the Ritz vector of the undeflated subspace (issue 22).
+RESTART_CHECK_KNOWN = True
 
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2

@@ -98,6 +98,7 @@ def _others(op, sqnorm, U, V, d, Z, k, cache=None):
     """
     keep = [j for j in range(U.shape[1]) if j != k and d[j] != 0.0]
     defl = _Deflated(op) if cache is None else _CachedDeflated(op, cache)
+    defl.keep = keep
     for j in keep:
         defl.U.append(U[:, j])
         defl.V.append(V[:, j])
@@ -109,6 +110,22 @@ def _others(op, sqnorm, U, V, d, Z, k, cache=None):
     return defl
 
 
+def know_products(defl, Z, cache):
+    """Give ``defl`` (from :func:`_others`) the products of its removed
+    components, ``Xc v_j`` (the fit's ``Z``) and ``Xc^T u_j`` (the sweeps'
+    :class:`ProductCache`), when the cache holds every ``Xc^T u_j``: the start
+    of a component on that residual is then sought in the data's top singular
+    subspace with no pass (:meth:`_Deflated.deflated_basis`). Returns whether
+    it did."""
+    xtu = [None if cache is None else cache.rmatvec_unit(u_j) for u_j in defl.U]
+    if any(x is None for x in xtu):
+        return False
+    defl.XV = [Z[:, j] for j in defl.keep]
+    defl.XtU = xtu
+    defl.AV = [None] * len(xtu)
+    return True
+
+
 def _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled):
     """Certify each returned ``v_k`` for its returned ``u_k`` against the
     residual of the returned other components (the sweeps certified each one
@@ -117,27 +134,34 @@ def _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled):
     :data:`CERTIFY_PASSES` times), until a pass changes nothing: the gaps are
     then those of the model as returned. ``converged[k]``: the sweeps settled
     and the gap is at most ``tol * P(0)``."""
+    # Xc^T u_k of every pair in one pass (U does not change here; each equal
+    # bit for bit to its own pass, issue 22)
+    live = [k for k in range(U.shape[1]) if np.any(V[:, k])]
+    xtu = dict(zip(live, op.rmatvecs([U[:, k] for k in live], exact=True), strict=True))
     for _ in range(CERTIFY_PASSES):
         moved = False
         for k in range(U.shape[1]):
             if np.any(V[:, k]):
-                moved |= _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k)
+                moved |= _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k, xtu)
         if not moved:
             break
     else:  # the last pass re-solved: evaluate once more, changing nothing
         for k in range(U.shape[1]):
             if np.any(V[:, k]):
-                _certify_one(op, sqnorm, U, V, d, Z, info, dict(kw, solver=None), tol, k)
+                _certify_one(op, sqnorm, U, V, d, Z, info, dict(kw, solver=None), tol, k, xtu)
     for k in range(U.shape[1]):
         info["converged"][k] = bool(settled and np.any(V[:, k]) and info["rel_gaps"][k] <= tol)
 
 
-def _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k):
+def _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k, xtu):
     """Gap of pair ``k`` against the others; re-solve its v-step above tol (unless
-    ``kw["solver"]`` is None). Returns whether ``v_k`` moved."""
+    ``kw["solver"]`` is None). ``xtu[k]``: ``Xc^T u_k`` (as ``op.rmatvec(u_k,
+    exact=True)``). Returns whether ``v_k`` moved."""
     l2 = kw["l2"]
     defl = _others(op, sqnorm, U, V, d, Z, k)
-    y = defl.rmatvec(U[:, k], exact=True) / (2.0 * op.shape[0] * l2)
+    u = U[:, k]  # X_k^T u exactly as defl.rmatvec(u, exact=True) computes it
+    g = defl._subtract_combination(defl.V, defl._coef(defl.U, u), xtu[k].copy())
+    y = g / (2.0 * op.shape[0] * l2)
     p0 = 0.5 * float(y @ y)
     problem = ProxProblem(y, kw["pieces"])
     gap, _ = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6), tol_abs=tol * p0)
@@ -156,7 +180,9 @@ def _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k):
         if np.any(res.v):
             V[:, k], info["w"][k], gap = res.v, res.state, res.gap
             Z[:, k] = op.matvec(V[:, k])
-            nrm = float(U[:, k] @ defl.dot(V[:, k]))
+            # defl.dot(v) from the same product (one pass, not two)
+            xkv = defl._subtract_combination(defl.U, defl._coef(defl.V, V[:, k]), Z[:, k].copy())
+            nrm = float(U[:, k] @ xkv)
             d[k] = nrm / float(V[:, k] @ V[:, k])
             info["n_inner_iter"][k] += res.n_iter
             moved = True

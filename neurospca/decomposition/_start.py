@@ -47,6 +47,20 @@ def _init_gram(defl):
     + sum_ij d_i d_j (v_i . v_j) u_i u_j^T`` with ``G0 = Xc Xc^T`` (computed
     once, centring applied as rank-one corrections) and ``z_j = Xc v_j``.
     """
+    return signed_start(defl, gram_direction(defl))
+
+
+def signed_start(defl, u):
+    """``(u, X_k^T u)`` with the sign that makes the largest-magnitude entry of
+    ``X_k^T u`` positive (one pass)."""
+    g = defl.rmatvec(u)
+    j = int(np.argmax(np.abs(g)))
+    return (-u, -g) if g[j] < 0 else (u, g)
+
+
+def gram_direction(defl):
+    """The leading eigenvector of ``X_k X_k^T`` (:func:`_init_gram`), sign
+    not fixed, with no pass over the data."""
     op = defl.op
     G = centred_gram(op).copy()
     U, V, d = defl.U, defl.V, defl.d
@@ -56,10 +70,7 @@ def _init_gram(defl):
     for u_i, v_i, d_i in zip(U, V, d, strict=True):
         for u_j, v_j, d_j in zip(U, V, d, strict=True):
             G += d_i * d_j * float(v_i @ v_j) * np.outer(u_i, u_j)
-    u = np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
-    g = defl.rmatvec(u)
-    j = int(np.argmax(np.abs(g)))
-    return (-u, -g) if g[j] < 0 else (u, g)
+    return np.linalg.eigh(0.5 * (G + G.T))[1][:, -1]
 
 
 def _init_svd(defl, basis):
