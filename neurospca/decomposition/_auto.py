@@ -352,11 +352,13 @@ def _agreement(V, W):
 def _fallback(path, i):
     """The least shrunk admissible point of the first (documented) split: the
     path's first point only when it is the only admissible one; None if the
-    split has no admissible point or ``i`` is it."""
+    split has no admissible point, ``i`` is it, or it is not weaker than ``i``
+    on the same split (the check only moves toward less shrunk fits)."""
     first = [j for j, p in enumerate(path) if _split_of(p) == _split_of(path[0]) and _admissible(p)]
     later = [j for j in first if j > 0]
     j = min(later or first, key=lambda j: path[j]["alpha_rel"], default=None)
-    return None if j == i else j
+    same = j is not None and _split_of(path[j]) == _split_of(path[i])
+    return None if j is None or (same and path[j]["alpha_rel"] >= path[i]["alpha_rel"]) else j
 
 
 def _fit_dense_checked(path, i, run, start):
