@@ -244,9 +244,11 @@ def test_auto_fit_moves_to_a_stronger_point_when_the_full_fit_is_dense():
     point, halves, result = auto_fit(p, run(dense_below=1.0), lambda h: h[0][0, 0])
     a = point["alpha_rel"]
     assert (point["l1_ratio"], point["tv_ratio"]) == (0.05, 0.1)
-    # 1 reproduces less than 2; 4 has an empty half component (not admissible)
-    assert a == 2.0 and fitted == [(0.5, 0.5), (2.0, 2.0)]
-    assert halves[0][0, 0] == 2.0 and np.mean(result[1] != 0) <= 0.5
+    # 1 reproduces less than 2; 4 has an empty half component (not admissible);
+    # then the full fits' check (issue 20 round 6): 1, the least shrunk admissible
+    # point, is fitted too and kept (sparse, and agreeing with 2's fit)
+    assert a == 1.0 and fitted == [(0.5, 0.5), (2.0, 2.0), (1.0, 1.0)]
+    assert halves[0][0, 0] == 1.0 and np.mean(result[1] != 0) <= 0.5
     assert all("components" not in q for q in p)
     fitted.clear()
     point, _, _ = auto_fit(path(), run(dense_below=0.1), lambda h: None)

@@ -13,7 +13,7 @@ The halves themselves, and the ``stability_`` they give, are in
 
 import numpy as np
 
-from ._stability import _fit_point, _half_models, half_jobs, split_halves
+from ._stability import _fit_point, _half_models, half_jobs, matched_abs_corr, split_halves
 
 
 def choose_alpha_rel(path):
@@ -317,15 +317,106 @@ def searched_splits(estimator):
     return [(split, AUTO_ALPHA_REL_PATH)]
 
 
+#: Two full fits *agree* when every component of one matches a component of the
+#: other at least this (matched |corr|): the same patterns, shrunk more or less
+#: (:func:`auto_fit`). Measured (benchmarks/RESULTS.md, issue 20 round 6, the
+#: full fits of every admissible point on fsaverage5 r = 0.8 seeds 2905, 3013
+#: and the paper's r = 0.7 seeds 2902, 2933, 3013): a fit that merged a pair
+#: agreed with a separating one at 0.67-0.79, fits of the same patterns at two
+#: penalties or splits at 0.85-0.99.
+AGREE = 0.8
+#: A full-fit component with fewer non-zero loadings than this fraction of the
+#: largest component's has *collapsed*: the penalty killed a pattern that a
+#: weaker point keeps (:func:`auto_fit`; measured on the paper set, seed 3013:
+#: 0.2 % against 9 % non-zero at alpha_rel 1, every pattern at 0.5).
+COLLAPSED = 0.05
+
+
+def _too_dense(V):
+    return bool(np.any(np.mean(V != 0, axis=0) > MAX_NONZERO))
+
+
+def _collapsed(V):
+    """True when a component of ``V`` (features x components) has fewer than
+    :data:`COLLAPSED` times the largest component's non-zero loadings."""
+    count = np.count_nonzero(V, axis=0)
+    return bool(np.any(count < COLLAPSED * np.max(count)))
+
+
+def _agreement(V, W):
+    """The least matched |corr| between the components of two full fits."""
+    _, corr = matched_abs_corr(np.asarray(V).T, np.asarray(W).T)
+    return float(np.min(np.nan_to_num(corr)))
+
+
+def _fallback(path, i):
+    """The least shrunk admissible point of the first (documented) split: the
+    path's first point only when it is the only admissible one; None if the
+    split has no admissible point, ``i`` is it, or it is not weaker than ``i``
+    on the same split (the check only moves toward less shrunk fits)."""
+    first = [j for j, p in enumerate(path) if _split_of(p) == _split_of(path[0]) and _admissible(p)]
+    later = [j for j in first if j > 0]
+    j = min(later or first, key=lambda j: path[j]["alpha_rel"], default=None)
+    same = j is not None and _split_of(path[j]) == _split_of(path[i])
+    return None if j is None or (same and path[j]["alpha_rel"] >= path[i]["alpha_rel"]) else j
+
+
+def _fit_dense_checked(path, i, run, start):
+    """The full fit at ``path[i]``; when a component is more than
+    :data:`MAX_NONZERO` non-zero, the next admissible stronger point of the same
+    split (the most reproducible one) instead, if there is one."""
+    while True:
+        result = run(path[i], start(path[i]["components"]))
+        stronger = [
+            j
+            for j in range(i + 1, len(path))
+            if _admissible(path[j]) and _split_of(path[j]) == _split_of(path[i])
+        ]
+        if not _too_dense(result[1]) or not stronger:
+            return i, result
+        i = stronger[choose_alpha_rel([path[j] for j in stronger])]
+
+
+def _uncollapse(path, i, result, run, start):
+    """When a component of the full fit at ``path[i]`` collapsed
+    (:func:`_collapsed`), the weaker points of the same split, strongest first,
+    whose halves have no empty component: the first whose full fit neither
+    collapsed nor is too dense replaces it."""
+    weaker = [
+        j
+        for j in range(i - 1, -1, -1)
+        if _split_of(path[j]) == _split_of(path[i]) and not _has_empty(path[j])
+    ]
+    for j in weaker if _collapsed(result[1]) else []:
+        other = run(path[j], start(path[j]["components"]))
+        if not (_collapsed(other[1]) or _too_dense(other[1])):
+            return j, other
+    return i, result
+
+
 def auto_fit(path, run, start):
     """The full fit of ``alpha_rel="auto"`` at the chosen point of ``path``.
 
-    The fit starts from the chosen half fit (``start(halves)``: scores, or
-    None). The admissibility of :func:`choose_alpha_rel` is checked on the
-    halves; the full sample passes more features, so when a returned
-    component is more than :data:`MAX_NONZERO` non-zero the next admissible
-    point of the same split toward stronger penalties (the most reproducible
-    one) is fitted instead, if there is one.
+    The halves choose the point (:func:`choose_point`); the full fits check it
+    (issue 20 round 6, benchmarks/RESULTS.md):
+
+    1. The fit at the chosen point starts from its half fit (``start(halves)``:
+       scores, or None). The admissibility of :func:`choose_alpha_rel` is
+       checked on the halves; the full sample passes more features, so when a
+       returned component is more than :data:`MAX_NONZERO` non-zero the next
+       admissible point of the same split toward stronger penalties (the most
+       reproducible one) is fitted instead, if there is one.
+    2. When the chosen point is not the least shrunk admissible point of the
+       documented split (:func:`_fallback`: the halves reproduced less there),
+       the full data are fitted there too, and that fit is kept when it
+       *agrees* with the chosen one (:func:`_agreement` at least
+       :data:`AGREE`), neither collapsed nor too dense: the same patterns, less
+       shrunk. The halves have half the samples and reproduce the weakest
+       pattern only at a penalty that shrinks it in the full fit; the full fits
+       do not have that handicap.
+    3. When a component of the kept fit collapsed (:func:`_collapsed`: the
+       penalty killed a pattern), the weaker points of its split are fitted,
+       strongest first, until one keeps every component (:func:`_uncollapse`).
 
     Parameters
     ----------
@@ -346,19 +437,18 @@ def auto_fit(path, run, start):
     result : tuple
         What ``run`` returned.
     """
-    i = choose_point(path)
-    while True:
-        halves = path[i]["components"]
-        result = run(path[i], start(halves))
-        stronger = [
-            j
-            for j in range(i + 1, len(path))
-            if _admissible(path[j]) and _split_of(path[j]) == _split_of(path[i])
-        ]
-        if np.all(np.mean(result[1] != 0, axis=0) <= MAX_NONZERO) or not stronger:
-            break
-        i = stronger[choose_alpha_rel([path[j] for j in stronger])]
+    i, result = _fit_dense_checked(path, choose_point(path), run, start)
+    j = _fallback(path, i)
+    if j is not None:
+        other = run(path[j], start(path[j]["components"]))
+        if (
+            not (_collapsed(other[1]) or _too_dense(other[1]))
+            and _agreement(result[1], other[1]) >= AGREE
+        ):
+            i, result = j, other
+    i, result = _uncollapse(path, i, result, run, start)
     point = {k: path[i][k] for k in ("alpha_rel", "l1_ratio", "tv_ratio")}
+    halves = path[i]["components"]
     for p in path:  # keep the summary, not every half's maps
         del p["components"]
     return point, halves, result

@@ -88,7 +88,12 @@ class SPCATV(ComponentsEstimator):
         component non-empty and at most half non-zero; the sparse split only if
         more reproducible beyond that error and
         :data:`~neurospca.decomposition.SPLIT_MARGIN`:
-        :func:`neurospca.decomposition.choose_point`). The values used are
+        :func:`neurospca.decomposition.choose_point`); the full data are
+        fitted there and, when it is not the least shrunk admissible point of
+        the default split, there too, the latter kept when the two fits'
+        components agree (matched absolute correlation at least 0.8); a
+        component that collapses sends the fit to weaker points of its split
+        (issue 20 round 6). The values used are
         ``alpha_rel_``, ``l1_ratio_``, ``tv_ratio_``, the points tried
         ``auto_path_``; evidence in docs/trust.rst.
     operator : GroupOperator, optional
