@@ -6,11 +6,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from neurospca.reporting.plotting import (  # noqa: E402
-    plot_convergence,
-    plot_explained_variance,
-    plot_scores,
-)
+from neurospca.reporting.plotting import plot_convergence, plot_explained_variance, plot_scores  # noqa: E402
 
 
 def _drawn_tick_labels(axis):
