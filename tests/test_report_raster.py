@@ -1,13 +1,12 @@
 """The report's numpy rasteriser of surface views (``reporting._raster``): coverage,
 depth, colours and shading, the camera of the pyvista canvas, and no VTK import."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 from neurospca.reporting._raster import AMBIENT, RasterSurfaceCanvas, rasterize
+
+from .test_report_surface_png import _fresh
 
 WHITE = np.array([255, 255, 255])
 
@@ -105,7 +104,7 @@ def test_canvas_views_fit_the_window_as_the_pyvista_canvas_does():
         assert np.all(shot[0] == WHITE) and np.all(shot[-1] == WHITE)
 
 
-def test_report_surface_figure_imports_no_vtk(tmp_path):
+def test_report_surface_figure_imports_no_vtk():
     code = (
         "import sys, numpy as np\n"
         "from neurospca.reporting._canvases import ReportCanvases\n"
@@ -120,24 +119,11 @@ def test_report_surface_figure_imports_no_vtk(tmp_path):
         "canvas = ReportCanvases(None, meshes, None, 'auto', 80).surface(meshes)\n"
         "maps = {h: c[:, 2] / 10 for h in meshes}\n"
         "png = surface_component_png(maps, meshes, canvas)\n"
-        "print(type(canvas).__name__, len(png) > 1000,"
-        " [m for m in ('vtk', 'pyvista', 'matplotlib') if m in sys.modules])\n"
+        "import json\n"
+        "print(json.dumps([type(canvas).__name__, len(png) > 1000,"
+        " [m for m in ('vtk', 'pyvista', 'matplotlib') if m in sys.modules]]))\n"
     )
-    import os
-
-    import neurospca
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(neurospca.__file__)))
-    env = dict(os.environ, PYTHONPATH=root)
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tmp_path,
-        env=env,
-    )
-    assert out.stdout.split("\n")[0] == "RasterSurfaceCanvas True []"
+    assert _fresh(code) == ["RasterSurfaceCanvas", True, []]
 
 
 @pytest.mark.parametrize("engine", ["pyvista", "matplotlib"])
