@@ -4,7 +4,7 @@ depth, colours and shading, the camera of the pyvista canvas, and no VTK import.
 import numpy as np
 import pytest
 
-from neurospca.reporting._raster import AMBIENT, RasterSurfaceCanvas, rasterize
+from neurospca.reporting._raster import AMBIENT, RasterSurfaceCanvas, closed_orientation, rasterize
 
 from .test_report_surface_png import _fresh
 
@@ -59,6 +59,45 @@ def test_disk_of_a_sphere_and_lambert_shading():
     assert img[50, 50, 0] >= 198 and img[50, 50, 0] <= 200
     rim = img[50, 31, 0]  # one pixel inside the silhouette's left edge
     assert AMBIENT * 200 - 1 <= rim < 0.6 * 200
+
+
+def _sphere(n_th=61, n_ph=120, radius=10.0):
+    th, ph = np.meshgrid(np.linspace(0, np.pi, n_th), np.linspace(0, 2 * np.pi, n_ph + 1)[:-1])
+    coords = radius * np.stack(
+        [np.sin(th) * np.cos(ph), np.sin(th) * np.sin(ph), np.cos(th)], axis=-1
+    ).reshape(-1, 3)
+    idx = np.arange(coords.shape[0]).reshape(th.shape)
+    nxt = np.roll(idx, -1, axis=0)
+    faces = np.concatenate(
+        [
+            np.stack([idx[:, :-1], nxt[:, :-1], nxt[:, 1:]], -1).reshape(-1, 3),
+            np.stack([idx[:, :-1], nxt[:, 1:], idx[:, 1:]], -1).reshape(-1, 3),
+        ]
+    )
+    # merge the poles' copies into one vertex each: a closed mesh
+    pole = np.where(np.isclose(np.abs(coords[:, 2]), radius))[0]
+    first = {round(coords[i, 2]): i for i in pole[::-1]}
+    remap = np.arange(coords.shape[0])
+    remap[pole] = [first[round(coords[i, 2])] for i in pole]
+    faces = remap[faces]
+    faces = faces[(faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2])]
+    faces = faces[faces[:, 0] != faces[:, 2]]
+    return coords, faces
+
+
+def test_culling_a_closed_mesh_changes_no_pixel():
+    coords, faces = _sphere()
+    orientation = closed_orientation(coords, faces)
+    assert orientation in (1, -1)
+    assert closed_orientation(coords, faces[:, ::-1]) == -orientation
+    assert closed_orientation(coords, faces[1:]) == 0  # a hole: not closed
+    colors = np.random.default_rng(0).integers(0, 255, (len(coords), 3)).astype(np.uint8)
+    for direction in ((1, 0, 0), (0.3, -1, 0.2)):
+        args = (coords, faces, colors, direction, (0, 0, 0), 12.0, (90, 70))
+        assert np.array_equal(rasterize(*args), rasterize(*args, orientation))
+    # the wrong sign culls the visible half: the camera sees the inside, not the outside
+    wrong = rasterize(coords, faces, colors, (1, 0, 0), (0, 0, 0), 12.0, (90, 70), -orientation)
+    assert not np.array_equal(wrong, rasterize(*args[:3], (1, 0, 0), *args[4:]))
 
 
 def test_nearer_triangle_hides_the_farther_in_either_order():

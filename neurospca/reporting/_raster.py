@@ -16,7 +16,7 @@ size, so a mesh of any density costs a few vectorised passes. No anti-aliasing
 
 import numpy as np
 
-__all__ = ["RasterSurfaceCanvas", "rasterize"]
+__all__ = ["RasterSurfaceCanvas", "rasterize", "closed_orientation"]
 
 #: ambient share of the shading (the rest is Lambertian, light at the camera)
 AMBIENT = 0.3
@@ -31,6 +31,21 @@ def _vertex_normals(coords, faces):
         np.add.at(normals, faces[:, j], face_n)
     norm = np.linalg.norm(normals, axis=1, keepdims=True)
     return normals / np.where(norm > 0, norm, 1.0)
+
+
+def closed_orientation(coords, faces):
+    """1 if the mesh is closed with outward faces (counter-clockwise seen from outside),
+    -1 if closed with inward faces, 0 if not closed (an edge not shared by exactly two
+    faces, or no enclosed volume)."""
+    faces = np.asarray(faces, dtype=np.intp)
+    edges = np.sort(faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1)
+    _, counts = np.unique(edges[:, 0] * (int(faces.max()) + 1) + edges[:, 1], return_counts=True)
+    if faces.size == 0 or np.any(counts != 2):
+        return 0
+    tri = np.asarray(coords, dtype=np.float64)[faces]
+    tri = tri - tri.reshape(-1, 3).mean(axis=0)
+    volume = np.einsum("ij,ij->i", tri[:, 0], np.cross(tri[:, 1], tri[:, 2])).sum()
+    return 0 if volume == 0 else int(np.sign(volume))
 
 
 def _camera(direction, up=(0.0, 0.0, 1.0)):
@@ -73,7 +88,7 @@ def _batch(x, y, z, rgb, px, py):
     return px[t, c], py[t, c], depth, color
 
 
-def rasterize(coords, faces, colors, direction, center, scale, size):
+def rasterize(coords, faces, colors, direction, center, scale, size, orientation=0):
     """One view of a mesh: RGB pixels, white where no triangle covers the pixel centre.
 
     Parameters
@@ -89,6 +104,10 @@ def rasterize(coords, faces, colors, direction, center, scale, size):
         Half of the image's height in world units (pyvista's ``parallel_scale``).
     size : (int, int)
         (width, height) in pixels.
+    orientation : {0, 1, -1}, default=0
+        For a closed mesh (:func:`closed_orientation`), the sign of its outward
+        normals: faces turned away from the camera are skipped (a closed surface
+        hides them). 0 draws every face.
 
     Returns
     -------
@@ -106,25 +125,32 @@ def rasterize(coords, faces, colors, direction, center, scale, size):
     light = AMBIENT + (1 - AMBIENT) * np.abs(_vertex_normals(coords, faces) @ toward)
     shaded = np.asarray(colors, dtype=np.float64) * light[:, None]
     image = np.full((height, width, 3), 255.0, dtype=np.float32)
+    if orientation:  # a closed mesh: faces turned away are hidden by nearer ones
+        tri = rel[faces]
+        normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]) @ toward
+        faces = faces[orientation * normal > 0]
     x, y = sx[faces].astype(np.float32), sy[faces].astype(np.float32)
+    # the pixels whose centres (i + 0.5) lie in each triangle's box, inside the image
+    lo_x = np.maximum(np.ceil(x.min(axis=1) - 0.5), 0).astype(np.intp)
+    lo_y = np.maximum(np.ceil(y.min(axis=1) - 0.5), 0).astype(np.intp)
+    kx = np.minimum(np.floor(x.max(axis=1) - 0.5), width - 1).astype(np.intp) - lo_x + 1
+    ky = np.minimum(np.floor(y.max(axis=1) - 0.5), height - 1).astype(np.intp) - lo_y + 1
+    hit = np.flatnonzero((kx > 0) & (ky > 0))
+    shape_id = kx[hit] * (height + 1) + ky[hit]  # one batch per box shape
+    order = np.argsort(shape_id, kind="stable")
+    hit, shape_id = hit[order], shape_id[order]
+    starts = np.flatnonzero(np.r_[True, shape_id[1:] != shape_id[:-1]])
     z, rgb = depth[faces].astype(np.float32), shaded[faces].astype(np.float32)
-    lo_x = np.floor(x.min(axis=1) - 0.5).astype(np.intp)
-    lo_y = np.floor(y.min(axis=1) - 0.5).astype(np.intp)
-    kx = (np.ceil(x.max(axis=1) - 0.5) - lo_x + 1).astype(np.intp)
-    ky = (np.ceil(y.max(axis=1) - 0.5) - lo_y + 1).astype(np.intp)
-    visible = (x.max(axis=1) >= 0) & (x.min(axis=1) < width)
-    visible &= (y.max(axis=1) >= 0) & (y.min(axis=1) < height)
     parts = []
-    shape_id = kx * (height + width + 2) + ky  # one batch per box shape
-    for sid in np.unique(shape_id[visible]):
-        sel = np.flatnonzero(visible & (shape_id == sid))
+    for sel in np.split(hit, starts[1:]):
         bx, by = int(kx[sel[0]]), int(ky[sel[0]])
         for chunk in np.array_split(sel, len(sel) * bx * by // 1_000_000 + 1):
             px, py = _candidates(lo_x[chunk], lo_y[chunk], bx, by)
             parts.append(_batch(x[chunk], y[chunk], z[chunk], rgb[chunk], px, py))
+    if not parts:
+        return np.full((height, width, 3), 255, dtype=np.uint8)
     px, py, d, color = (np.concatenate(p) for p in zip(*parts, strict=True))
-    keep = (px >= 0) & (px < width) & (py >= 0) & (py < height)
-    pix, d, color = py[keep] * width + px[keep], d[keep], color[keep]
+    pix = py * width + px
     order = np.argsort(d, kind="stable")  # far to near: the nearest is written last
     image = image.reshape(-1, 3)
     image[pix[order]] = color[order]
@@ -150,6 +176,7 @@ class RasterSurfaceCanvas:
             h: (np.asarray(meshes[h][0], np.float64), np.asarray(meshes[h][1], np.intp))
             for h in ("left", "right")
         }
+        self._orientation = {h: closed_orientation(*self._meshes[h]) for h in self._meshes}
 
     def shots(self, colors, views):
         """Images of ``views`` ((hemi, name, direction) triples), vertices coloured by
@@ -164,7 +191,16 @@ class RasterSurfaceCanvas:
             for h, _, direction in views:
                 if h == hemi:
                     shots.append(
-                        rasterize(coords, faces, colors[hemi], direction, center, scale, self.size)
+                        rasterize(
+                            coords,
+                            faces,
+                            colors[hemi],
+                            direction,
+                            center,
+                            scale,
+                            self.size,
+                            self._orientation[hemi],
+                        )
                     )
         return shots
 
