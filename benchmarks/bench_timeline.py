@@ -5,7 +5,7 @@ checkout given by ``--repo`` (``PYTHONPATH``), so that one script times the
 code before and after a change on the same inputs, in the same run:
 
 - ``demo``: the ``neurospca demo -q`` command end to end (its own seeded
-  simulation: 83 maps x 64,030 voxels in the MNI152 3 mm mask). Stages from
+  simulation: 83 maps x 13,682 voxels in the MNI152 mask at 5 mm). Stages from
   the command's progress lines: generate, select + fit (``alpha_rel="auto"``),
   report (drawing and writing); "import" is the wall time before the
   simulation starts (interpreter, ``neurospca.cli`` and what it imports).

@@ -48,7 +48,7 @@ __all__ = ["main"]
 EXAMPLES = """\
 examples:
   neurospca demo
-      fit 3 components on built-in simulated fMRI maps (MNI152 3 mm mask) and
+      fit 3 components on built-in simulated fMRI maps (MNI152 mask at 5 mm) and
       write ./neurospca_demo/{report.html, loadings.nii.gz, scores.csv, model.npz}
 
   neurospca fit --images 'maps/sub-*.nii.gz' --mask mask.nii.gz --output results
@@ -249,7 +249,7 @@ def _add_demo_command(sub):
         "demo",
         help="fit SPCA-TV on built-in simulated fMRI maps and write a report",
         description="Fit SPCA-TV on 83 simulated fMRI-like maps (three blobs plus noise) in "
-        "nilearn's MNI152 3 mm brain mask (64,030 voxels), offline, and write "
+        "nilearn's MNI152 brain mask sampled at 5 mm (13,682 voxels), offline, and write "
         "report.html, loadings.nii.gz, scores.csv and model.npz.",
         epilog="example: neurospca demo --output /tmp/demo",
         formatter_class=argparse.RawDescriptionHelpFormatter,

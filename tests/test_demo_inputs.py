@@ -19,6 +19,37 @@ def test_stored_mask_is_nilearns_mni152_mask_at_3mm():
     assert np.array_equal(fmri_mask, mask) and X.shape == (5, 64_030)
 
 
+@pytest.mark.parametrize("voxel_size", [4, 5, 6])
+def test_coarser_mask_is_the_3mm_mask_at_the_nearest_voxel(voxel_size):
+    mask3, affine3 = mni152_brain_mask()
+    mask, affine = mni152_brain_mask(voxel_size)
+    assert np.allclose(np.diag(affine), [voxel_size] * 3 + [1])
+    assert np.array_equal(affine[:3, 3], affine3[:3, 3])  # same origin
+    # every voxel centre in world mm, looked up in the 3 mm mask at the nearest voxel
+    ijk = np.indices(mask.shape).reshape(3, -1).T
+    world = ijk @ affine[:3, :3].T + affine[:3, 3]
+    ijk3 = np.rint((world - affine3[:3, 3]) / 3).astype(int)
+    assert np.all(ijk3 < mask3.shape)  # inside the 3 mm field of view
+    assert np.array_equal(mask.ravel(), mask3[tuple(ijk3.T)])
+    # the brain keeps its volume (within 10 %)
+    assert abs(mask.sum() * voxel_size**3 / (mask3.sum() * 27) - 1) < 0.1
+    X, patterns, fmri_mask = make_fmri_like(n_samples=4, random_state=2, voxel_size=voxel_size)
+    assert np.array_equal(fmri_mask, mask) and X.shape == (4, mask.sum())
+    # the blobs keep their radius in mm: support (loading > 0) within a 24 mm ball
+    for pattern in patterns:
+        centre = world[mask.ravel()][np.argmax(pattern)]
+        dist = np.linalg.norm(world[mask.ravel()][pattern > 0] - centre, axis=1)
+        assert dist.max() <= 24 + 1e-9 and dist.max() >= 24 - voxel_size
+
+
+@pytest.mark.parametrize("bad", [2, 0, -3])
+def test_mask_voxel_size_below_3_mm_is_refused(bad):
+    with pytest.raises(ValueError, match="voxel_size"):
+        mni152_brain_mask(bad)
+    with pytest.raises(TypeError, match="voxel_size"):
+        mni152_brain_mask(4.5)
+
+
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_in_mask_values_are_the_boolean_index_in_the_masks_order(order, dtype):

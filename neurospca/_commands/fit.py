@@ -155,10 +155,6 @@ def _fit_surface(args):
     if study_options_given(args):
         _same_subjects(data)
         X = prepare_study(args, model, X, data["left"], "--left-data")
-    if getattr(args, "engine", "auto") == "auto":  # probe pyvista while the model is fitted
-        from ..reporting.plotting import start_pyvista_probe
-
-        start_pyvista_probe()
     model = fit_with_progress(args, model, X)
     base = [
         os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p)

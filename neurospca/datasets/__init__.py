@@ -6,7 +6,7 @@
 - :func:`make_fmri_like`: maps over nilearn's MNI152 brain mask at 3 mm
   (64,030 voxels, the size of the paper's fMRI set) with three smooth sparse
   patterns plus noise; the mask (:func:`mni152_brain_mask`) is stored in the
-  package.
+  package (``voxel_size``: the same mask sampled on a coarser grid; the demo's is 5 mm).
 - :func:`make_paper_simulation_split`: the paper's 250 training + 250 test
   images.
 - :func:`make_cortical_atrophy`: cortical-thickness maps on fsaverage5 (both

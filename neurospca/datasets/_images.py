@@ -94,8 +94,8 @@ _MNI152_MASK = os.path.join(
 )
 
 
-def mni152_brain_mask():
-    """nilearn's MNI152 brain mask at 3 mm, as stored in the package.
+def mni152_brain_mask(voxel_size=3):
+    """nilearn's MNI152 brain mask at 3 mm, as stored in the package, or on a coarser grid.
 
     The array is ``nilearn.datasets.load_mni152_brain_mask(resolution=3,
     threshold=0.48)`` (nilearn 0.14, from its bundled 1 mm template; the
@@ -103,24 +103,42 @@ def mni152_brain_mask():
     6 kB file so that :func:`make_fmri_like` and ``neurospca demo`` neither
     import nilearn's datasets nor resample the template (about 2 s).
 
+    Parameters
+    ----------
+    voxel_size : int, default=3
+        Edge of the voxels in mm, >= 3. Other sizes than 3 are the 3 mm mask
+        sampled at the nearest 3 mm voxel of each new voxel's centre (same
+        origin and field of view): 13,682 voxels at 5 mm, 8,054 at 6 mm.
+
     Returns
     -------
-    mask : ndarray of bool, shape (67, 79, 64)
-        64,030 voxels.
+    mask : ndarray of bool, shape (67, 79, 64) at 3 mm
+        64,030 voxels at 3 mm.
     affine : ndarray of shape (4, 4)
-        Its voxel-to-MNI affine (3 mm).
+        Its voxel-to-MNI affine.
     """
+    if isinstance(voxel_size, bool) or not isinstance(voxel_size, (int, np.integer)):
+        raise TypeError(f"voxel_size must be an int, got {voxel_size!r}.")
+    if voxel_size < 3:
+        raise ValueError(f"voxel_size must be >= 3 (mm), got {voxel_size!r}.")
     with np.load(_MNI152_MASK, allow_pickle=False) as stored:
         shape = tuple(int(n) for n in stored["shape"])
         mask = np.unpackbits(stored["bits"], count=int(np.prod(shape))).astype(bool)
-        return mask.reshape(shape), np.array(stored["affine"], dtype=np.float64)
+        mask, affine = mask.reshape(shape), np.array(stored["affine"], dtype=np.float64)
+    if voxel_size == 3:
+        return mask, affine
+    step = voxel_size / 3.0
+    idx = [np.rint(np.arange(int((n - 1) / step) + 1) * step).astype(np.intp) for n in shape]
+    affine[:3, :3] *= step
+    return np.ascontiguousarray(mask[np.ix_(*idx)]), affine
 
 
-def make_fmri_like(n_samples=83, noise=1.0, random_state=0):
+def make_fmri_like(n_samples=83, noise=1.0, random_state=0, *, voxel_size=3):
     """fMRI-sized maps in the MNI152 3 mm brain mask (64,030 voxels).
 
-    Three Gaussian blobs (radius 8 voxels) at random in-mask centres, scores
-    with standard deviations 3, 2, 1.5, plus i.i.d. Gaussian noise.
+    Three Gaussian blobs (radius 24 mm: 8 voxels at 3 mm) at random in-mask
+    centres, scores with standard deviations 3, 2, 1.5, plus i.i.d. Gaussian
+    noise.
 
     Parameters
     ----------
@@ -130,18 +148,22 @@ def make_fmri_like(n_samples=83, noise=1.0, random_state=0):
         Standard deviation of the i.i.d. Gaussian noise.
     random_state : int, default=0
         Seed of the blob centres, the scores and the noise.
+    voxel_size : int, default=3
+        Voxel edge in mm (:func:`mni152_brain_mask`); ``neurospca demo`` uses 5
+        (13,682 voxels). The blobs keep their radius in mm.
 
     Returns
     -------
-    X : ndarray of shape (n_samples, 64030)
-    patterns : ndarray of shape (3, 64030)
-    mask : ndarray of bool, shape (67, 79, 64)
+    X : ndarray of shape (n_samples, n_voxels)
+        64,030 voxels at 3 mm.
+    patterns : ndarray of shape (3, n_voxels)
+    mask : ndarray of bool, shape (67, 79, 64) at 3 mm
     """
-    mask = mni152_brain_mask()[0]
+    mask = mni152_brain_mask(voxel_size)[0]
     rng = np.random.default_rng(random_state)
     ijk = np.argwhere(mask)
     centers = ijk[rng.choice(len(ijk), 3, replace=False)]
-    patterns = np.stack([_blob(mask.shape, c, 8.0)[mask] for c in centers])
+    patterns = np.stack([_blob(mask.shape, c, 24.0 / voxel_size)[mask] for c in centers])
     scores = rng.standard_normal((n_samples, 3)) * np.array([3.0, 2.0, 1.5])
     X = scores @ patterns + noise * rng.standard_normal((n_samples, int(mask.sum())))
     return X, patterns, mask

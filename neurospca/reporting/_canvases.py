@@ -5,7 +5,8 @@
   between; the background's brain and silhouettes are computed once.
 - :class:`SurfaceCanvas`: one pyvista plotter holding both hemispheres is
   built once; each component only recolours the vertices and takes the four
-  shots.
+  shots (``engine="pyvista"``; ``"auto"`` draws the same views with numpy,
+  :mod:`._raster`).
 - :class:`ReportCanvases`: both, with the content hashes and the cache of one
   report's figures.
 """
@@ -233,27 +234,23 @@ class ReportCanvases:
         return self._volume
 
     def surface(self, meshes):
-        """The report's :class:`SurfaceCanvas` (pyvista engine only; None otherwise)."""
-        import importlib
-
-        from .plotting import _pyvista_installed, pyvista_available, start_pyvista_probe
-
-        engine = self.engine
-        if engine == "auto" and self._surface is None:
-            start_pyvista_probe()  # (a no-op once probed) and, while it runs, import
-            if _pyvista_installed():  # pyvista here: importing is safe, rendering may not be
-                importlib.import_module("pyvista")
-            engine = "pyvista" if pyvista_available() else "matplotlib"
-        elif engine == "auto":
-            engine = "pyvista"
-        if engine != "pyvista":
+        """The report's surface canvas: :class:`~neurospca.reporting._raster.RasterSurfaceCanvas`
+        (numpy) for ``engine="auto"``, :class:`SurfaceCanvas` for ``"pyvista"``, None
+        for ``"matplotlib"`` (made on first use)."""
+        if self.engine == "matplotlib":
             return None
         if self._surface is None:
             from ..surface import check_plot_mesh
 
-            self._surface = SurfaceCanvas(
-                {h: check_plot_mesh(*meshes[h], name=f"meshes['{h}']") for h in ("left", "right")}
-            )
+            checked = {
+                h: check_plot_mesh(*meshes[h], name=f"meshes['{h}']") for h in ("left", "right")
+            }
+            if self.engine == "pyvista":
+                self._surface = SurfaceCanvas(checked)
+            else:
+                from ._raster import RasterSurfaceCanvas
+
+                self._surface = RasterSurfaceCanvas(checked)
         return self._surface
 
     def encode(self, fig):

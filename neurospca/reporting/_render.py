@@ -26,6 +26,7 @@ def component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engi
     from ..masking import VolumeMasker, unmask
     from ..surface import Hemispheres
     from . import plotting
+    from ._summary_plots import fixed_margins
 
     key = canvases.key("component", comp)
     uri = None if key is None else canvases.cache.get(key)
@@ -60,7 +61,7 @@ def component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engi
         ax.plot(comp, lw=0.8)
         ax.set_xlabel("feature")
         ax.set_ylabel(canvases.labels.get("cbar_label", "loading"))
-        fig.tight_layout()
+        fixed_margins(fig, top=0.2)
     uri = canvases.encode(fig)
     if key is not None:
         canvases.cache.put(key, uri)

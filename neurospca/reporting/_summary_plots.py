@@ -4,13 +4,43 @@
 
 import numpy as np
 
-__all__ = ["plot_convergence", "plot_explained_variance", "plot_scores"]
+__all__ = ["plot_convergence", "plot_explained_variance", "plot_scores", "fixed_margins"]
 
 
 def _pyplot():
     from .plotting import _pyplot
 
     return _pyplot()
+
+
+def fixed_margins(fig, left=1.1, right=0.2, bottom=0.6, top=0.4, gap=1.1):
+    """Place a figure's grid of axes with margins in inches, instead of ``tight_layout``.
+
+    ``tight_layout`` lays every text out with the renderer before the figure is
+    drawn (0.2-0.4 s CPU per summary figure, as much as the draw itself). The
+    margins here hold the labels of these plots (tick labels of up to about
+    seven characters, one axis label, a title); the report crops the white
+    around the ink when it encodes a figure, so wider margins cost nothing
+    there.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    left, right, bottom, top : float
+        Margins in inches.
+    gap : float
+        Horizontal space between two axes of a row, in inches.
+    """
+    width, height = fig.get_size_inches()
+    n_cols = max((ax.get_subplotspec().get_gridspec().ncols for ax in fig.axes), default=1)
+    axes_width = (width - left - right - gap * (n_cols - 1)) / n_cols
+    fig.subplots_adjust(
+        left=left / width,
+        right=1 - right / width,
+        bottom=bottom / height,
+        top=1 - top / height,
+        wspace=gap / axes_width,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -66,7 +96,7 @@ def plot_convergence(gap_history, title=None, *, tol=None, relative=None):
     ax.grid(True, which="both", alpha=0.3)
     if drawn:
         ax.legend(fontsize=8)
-    fig.tight_layout()
+    fixed_margins(fig)
     return fig
 
 
@@ -110,7 +140,7 @@ def plot_explained_variance(ratios, pca_ratios=None):
     ax.set_xlabel("component")
     ax.set_ylabel("explained variance (%)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-    fig.tight_layout()
+    fixed_margins(fig, right=1.7, top=0.2)  # the legend right of the axes
     return fig
 
 
@@ -146,5 +176,5 @@ def plot_scores(scores):
         ax.set_ylabel("component 2")
         ax.axhline(0, color="grey", lw=0.5)
         ax.axvline(0, color="grey", lw=0.5)
-    fig.tight_layout()
+    fixed_margins(fig, right=0.6, top=0.5)  # room for offset texts (e.g. 1e-3) of the axes
     return fig
