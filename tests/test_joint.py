@@ -266,8 +266,8 @@ def test_overlapping_subsamples_share_whole_blocks():
     from neurospca.decomposition import overlapping_subsamples
 
     a, b, shared = overlapping_subsamples(100, 0)
-    assert len(a) == len(b) == 80 and len(set(a) & set(b)) == 60
-    assert shared == pytest.approx(0.75)
+    assert len(a) == len(b) == 90 and len(set(a) & set(b)) == 80
+    assert shared == pytest.approx(8 / 9)
     # whole contiguous blocks of 10 rows, the same for the same seed
     for rows in (a, b):
         assert np.all(np.isin(rows // 10 * 10, rows)) and np.all(
@@ -293,11 +293,11 @@ def test_overlap_correction_recovers_the_independent_sample_correlation():
         return abs(np.corrcoef(x, y)[0, 1])
 
     overlapping = corr(truth + terms[a].mean(0), truth + terms[b].mean(0))
-    other = rng.standard_normal((160, 4000)) * 6.0  # an independent sample of 160
+    other = rng.standard_normal((180, 4000)) * 6.0  # an independent sample of 180
     independent = corr(truth + terms[a].mean(0), truth + other.mean(0))
     assert overlapping > independent + 0.1  # the shared rows inflate it
     assert overlap_corrected(overlapping, shared) == pytest.approx(independent, abs=0.03)
-    assert overlap_corrected(0.3, 0.75) == 0.0 and overlap_corrected(1.0, 0.75) == 1.0
+    assert overlap_corrected(0.8, 8 / 9) == 0.0 and overlap_corrected(1.0, 8 / 9) == 1.0
 
 
 def test_stability_flags_every_component_of_noise_only_data():
