@@ -269,7 +269,7 @@ def overlap_corrected(corr, shared):
     the correlation of fits on independent samples of the same size, so
     ``rho = (corr - shared) / (1 - shared)``, clipped to [0, 1]. A noise
     component, which is not a smooth function of the data, shares less than
-    that (measured with 0.9 N subsamples sharing 0.8 N: raw 0.15-0.91 on
+    that (measured with 0.9 N subsamples sharing 0.8 N: raw 0.01-0.91 on
     noise components, corrected at most 0.22; benchmarks/RESULTS.md, issue 20
     round 6).
 
