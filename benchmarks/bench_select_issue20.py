@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask  # noqa: E402
 from neurospca.model_selection import (  # noqa: E402
     choose_reproducible,
+    default_path_starts,
     dice_to_truth,
     mse_to_truth,
     select_penalty,
@@ -48,7 +49,7 @@ TOLERANCES = (None, 0.0, 0.01)  # None: the default rule since issue 20 round 6
 
 def _replay(sel, est, X, tolerance, cache):
     """The row chosen at ``tolerance`` and the estimator refitted there (cached)."""
-    i = choose_reproducible(sel.results_, tolerance)
+    i = choose_reproducible(sel.results_, tolerance, default_path_starts(est))
     params = sel.results_[i]["params"]
     key = tuple(sorted(params.items(), key=lambda kv: kv[0]))
     if key not in cache:

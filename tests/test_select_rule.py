@@ -51,3 +51,27 @@ def test_inadmissible_points_are_not_chosen():
     ]
     i = choose_reproducible(rows)
     assert i == 1 and rows[1]["admissible"] and not rows[0]["admissible"]
+
+
+def test_points_weaker_than_the_default_path_are_not_chosen():
+    rows = [
+        _row(0.125, OWN, [0.9] * 4),
+        _row(0.25, OWN, [0.95, 0.93, 0.95, 0.93]),
+        _row(0.5, OWN, [0.95, 0.93, 0.95, 0.93]),
+        _row(1.0, OWN, [0.95, 0.94, 0.95, 0.94]),
+    ]
+    # unrestricted: the least shrunk near point after the first (0.25)
+    assert rows[choose_reproducible(rows)]["alpha_rel"] == 0.25
+    # the default fit's path of this split starts at 0.5 (excepted as its first
+    # point): the choice is not weaker than 1, where the default fit could choose
+    i = choose_reproducible(rows, path_starts={OWN: 0.5})
+    assert rows[i]["alpha_rel"] == 1.0
+    assert not rows[1]["near_best"] and rows[3]["near_best"]
+
+
+def test_default_path_starts_follow_the_estimators_split():
+    from neurospca import SPCATV
+    from neurospca.model_selection import default_path_starts
+
+    assert default_path_starts(SPCATV()) == {(0.05, 0.1): 0.5, (0.3, 0.3): 0.125}
+    assert default_path_starts(SPCATV(tv_ratio=0.0)) == {(0.05, 0.0): 0.5}

@@ -20,7 +20,13 @@ from sklearn.utils import check_random_state
 from .._utils.validation import check_int, check_matrix
 from ..decomposition import AUTO_SPLITS, fixed_split, weights_from_ratios
 from ._folds import FOLD_RULES, STABLE_TOLERANCE, _choose, _paired_se, fold_search, fold_stability
-from ._halves import _say, choose_reproducible, chosen_stability, reproducibility_search
+from ._halves import (
+    _say,
+    choose_reproducible,
+    chosen_stability,
+    default_path_starts,
+    reproducibility_search,
+)
 from ._metrics import check_sparsity_rule
 
 logger = logging.getLogger("neurospca")
@@ -35,6 +41,7 @@ __all__ = [
     "REPRODUCIBILITY_TOLERANCE",
     "_choose",
     "choose_reproducible",
+    "default_path_starts",
 ]
 
 #: Default grid of :func:`select_penalty` (relative penalties, weakest first).
@@ -385,7 +392,7 @@ def select_penalty(
         results, halves = reproducibility_search(
             inner, data, splits, grid_values, seeds, truth, verbose
         )
-        best = choose_reproducible(results, _check_tolerance(tolerance))
+        best = choose_reproducible(results, _check_tolerance(tolerance), default_path_starts(inner))
         chosen_fits = halves[best]
     else:
         grid = [
