@@ -214,10 +214,12 @@ def half_jobs(estimator, X):
 
 #: Overlapping subsamples of ``stability_``: the fraction of the rows both
 #: share and the fraction each has of its own (each subsample has 0.9 N rows).
-#: Measured (benchmarks/RESULTS.md, issue 20 round 6): with 0.8 N (0.6 shared)
-#: the weakest co-varying pattern of the paper's set, found by the full fit,
-#: was found by both subsamples on 4 of 6 draws, with 0.9 N on 6 of 6; noise
-#: components scored at most 0.22 after the correction (0.10 with 0.8 N).
+#: Measured (benchmarks/RESULTS.md, issue 20 round 6): on three draws each of
+#: two paper seeds, the weakest co-varying pattern, found by the full fit, was
+#: found by both subsamples on 4 of 6 draws with 0.8 N (0.6 shared) and on 6
+#: of 6 with 0.9 N; over eight fresh seeds (one draw) it was lost on 2 of the
+#: 6 where the full fit found it (split halves: 4 of 6). Noise components
+#: scored at most 0.22 after the correction (0.10 with 0.8 N).
 SUBSAMPLE_SHARED, SUBSAMPLE_OWN = 0.8, 0.1
 #: Contiguous blocks of rows the subsamples are made of (rows of a time series
 #: next to each other stay in the same block: ``overlapping_subsamples``).
