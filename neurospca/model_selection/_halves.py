@@ -236,7 +236,16 @@ def default_path_starts(estimator):
     """``{(l1_ratio, tv_ratio): first alpha_rel}`` of the paths the estimator's
     default fit (``alpha_rel="auto"``) walks: with both ratios "auto"
     :data:`~neurospca.decomposition.AUTO_SPLITS`, else its fixed split along
-    :data:`~neurospca.decomposition.AUTO_ALPHA_REL_PATH`."""
+    :data:`~neurospca.decomposition.AUTO_ALPHA_REL_PATH`.
+
+    Parameters
+    ----------
+    estimator : SPCATV
+
+    Returns
+    -------
+    dict
+    """
     params = estimator.get_params()
     ratios = params["l1_ratio"], params["tv_ratio"]
     if all(isinstance(r, str) for r in ratios):
