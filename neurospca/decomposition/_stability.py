@@ -316,10 +316,10 @@ def subsample_stability(estimator, X, params):
     from sklearn.base import clone
 
     seed = 0 if estimator.random_state is None else estimator.random_state
-    rows_a, rows_b, shared = overlapping_subsamples(np.shape(X)[0], seed)
+    X = np.asarray(X)
+    rows_a, rows_b, shared = overlapping_subsamples(X.shape[0], seed)
     keep = dict(stability=False, warm_start=False, verbose=0, certify_support=False)
     models = [clone(estimator).set_params(**keep) for _ in range(2)]
-    X = np.asarray(X)
     point = _fit_point(models, (X[rows_a], X[rows_b]), params, half_jobs(estimator, X))
     return overlap_corrected(
         component_stability(estimator.components_, *point["components"]), shared
@@ -361,7 +361,9 @@ def set_stability(estimator, X, halves):
     if not (estimator.stability is True or (halves is not None and estimator.stability == "auto")):
         estimator.stability_ = np.full(C.shape[0], np.nan)
         return
-    if is_out_of_core(X) or np.shape(X)[0] < 2 * SUBSAMPLE_BLOCKS:
+    if not is_out_of_core(X):
+        X = np.asarray(X)  # array-likes (no np.shape on every array-like)
+    if is_out_of_core(X) or X.shape[0] < 2 * SUBSAMPLE_BLOCKS:
         if halves is None:
             halves = fit_halves(estimator, X, [_chosen_params(estimator)], estimator.random_state)
             halves = halves[0]["components"]
