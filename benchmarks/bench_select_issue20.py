@@ -8,7 +8,8 @@
 2. Within one grid step of the truth-best point: on the paper's set-up with
    scores correlated at r = 0.7 (and ``--atrophy``: ``benchmarks/_trust.py``'s
    ``atrophy("fsaverage5", 0.6, seed)``), the chosen point against the grid
-   point with the lowest MSE to the truth (mean over the half fits); steps
+   point with the lowest MSE to the truth (mean over the half fits; and, since
+   issue 20 round 6, of fits on all samples along each split's path); steps
    along ``alpha_rel`` and along the splits (ordered as searched).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_select_issue20.py [--part default|steps]
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask  # noqa: E402
 from neurospca.model_selection import (  # noqa: E402
     choose_reproducible,
+    default_path_starts,
     dice_to_truth,
     mse_to_truth,
     select_penalty,
@@ -42,12 +44,12 @@ def _quiet(fn, *args, **kw):
         return fn(*args, **kw)
 
 
-TOLERANCES = (0.0, 0.01, 0.05)
+TOLERANCES = (None, 0.0, 0.01)  # None: the default rule since issue 20 round 6
 
 
 def _replay(sel, est, X, tolerance, cache):
     """The row chosen at ``tolerance`` and the estimator refitted there (cached)."""
-    i = choose_reproducible(sel.results_, tolerance)
+    i = choose_reproducible(sel.results_, tolerance, default_path_starts(est))
     params = sel.results_[i]["params"]
     key = tuple(sorted(params.items(), key=lambda kv: kv[0]))
     if key not in cache:
@@ -59,7 +61,7 @@ def default_vs_selected(seeds):
     print("\n## never worse than the default (paper simulation, 250 images)")
     print(
         f"{'seed':>5s} {'method':>11s} {'default a: MSE/Dice':>20s} "
-        + " ".join(f"{'tol ' + str(t) + ' (l1, tv) a: MSE/Dice':>32s}" for t in TOLERANCES)
+        + " ".join(f"{'tol ' + str(t) + ' (l1, tv) a: MSE/Dice':>33s}" for t in TOLERANCES)
         + f" {'time sel/def':>13s}"
     )
     for seed in seeds:
@@ -108,6 +110,38 @@ def steps(sel, i, key):
     return t, da, ds
 
 
+def full_path_truth(est, X, P, results):
+    """The grid points fitted on ALL samples (each split's path warm-started, weakest
+    first): ``{(l1_ratio, tv_ratio, alpha_rel): (mse, dice)}`` to the truth."""
+    out = {}
+    for split in dict.fromkeys((r["l1_ratio"], r["tv_ratio"]) for r in results):
+        m = clone(est).set_params(warm_start=True, stability=False, certify_support=False)
+        for a in sorted(r["alpha_rel"] for r in results if (r["l1_ratio"], r["tv_ratio"]) == split):
+            _quiet(
+                m.set_params(alpha=None, alpha_rel=a, l1_ratio=split[0], tv_ratio=split[1]).fit, X
+            )
+            out[split + (a,)] = (mse_to_truth(m, P), dice_to_truth(m, P))
+    return out
+
+
+def full_steps(sel, i, full):
+    """Steps (alpha_rel / split) from row ``i`` to the full-sample MSE-best and Dice-best."""
+    res = sel.results_
+    splits = list(dict.fromkeys((r["l1_ratio"], r["tv_ratio"]) for r in res))
+    grid = sorted({r["alpha_rel"] for r in res})
+    keys = [(r["l1_ratio"], r["tv_ratio"], r["alpha_rel"]) for r in res]
+    out = []
+    for col, sign in ((0, 1), (1, -1)):
+        t = min(keys, key=lambda k: sign * full[k][col])
+        c = keys[i]
+        da = abs(grid.index(c[2]) - grid.index(t[2]))
+        ds = abs(splits.index(c[:2]) - splits.index(t[:2]))
+        out.append(
+            f"({t[0]:.2f}, {t[1]:.2f}) {t[2]:g}: {full[t][0]:.3f}/{full[t][1]:.2f} ({da}/{ds})"
+        )
+    return out
+
+
 def one_step(name, seeds, make):
     print(
         f"\n## {name}: chosen vs truth-best grid points (MSE/Dice: mean over the half "
@@ -128,6 +162,7 @@ def one_step(name, seeds, make):
         sel = _quiet(select_penalty, est, X, truth=P, random_state=seed, refit=False)
         t_sel = time.perf_counter() - t0
         cache = {}
+        full = full_path_truth(est, X, P, sel.results_)
         print(
             f"{seed:5d} default (alpha_rel {d.alpha_rel_:g}): {mse_to_truth(d, P):.3f}/"
             f"{dice_to_truth(d, P):.2f}; selection {t_sel:.1f} s",
@@ -138,9 +173,10 @@ def one_step(name, seeds, make):
             tm, am, sm = steps(sel, i, "mse")
             td, ad, sd = steps(sel, i, "dice_truth")
             print(
-                f"      tol {tol:4.2f} chosen {cell(sel.results_[i]):>30s}  MSE-best "
+                f"      tol {tol!s:>4s} chosen {cell(sel.results_[i]):>30s}  MSE-best "
                 f"{cell(tm):>30s} ({am}/{sm} steps)  Dice-best {cell(td):>30s} ({ad}/{sd} "
-                f"steps)  refit {mse_to_truth(b, P):.3f}/{dice_to_truth(b, P):.2f}",
+                f"steps)  refit {mse_to_truth(b, P):.3f}/{dice_to_truth(b, P):.2f}; full-sample "
+                "MSE-best {} Dice-best {}".format(*full_steps(sel, i, full)),
                 flush=True,
             )
 

@@ -262,3 +262,51 @@ def test_auto_fit_moves_to_a_stronger_point_when_the_full_fit_is_dense():
         q["reproducibility"] = np.array([0.5, 0.5])  # not better: the default split kept
     point, _, _ = auto_fit(other, run(dense_below=1.0), lambda h: None)
     assert point["alpha_rel"] == 0.5 and fitted == [(0.5, None)]
+
+
+def test_overlapping_subsamples_share_whole_blocks():
+    from neurospca.decomposition import overlapping_subsamples
+
+    a, b, shared = overlapping_subsamples(100, 0)
+    assert len(a) == len(b) == 90 and len(set(a) & set(b)) == 80
+    assert shared == pytest.approx(8 / 9)
+    # whole contiguous blocks of 10 rows, the same for the same seed
+    for rows in (a, b):
+        assert np.all(np.isin(rows // 10 * 10, rows)) and np.all(
+            np.bincount(rows // 10)[rows // 10] == 10
+        )
+    a2, b2, _ = overlapping_subsamples(100, 0)
+    np.testing.assert_array_equal(a, a2)
+    np.testing.assert_array_equal(b, b2)
+
+
+def test_overlap_correction_recovers_the_independent_sample_correlation():
+    """Estimates that are a population map plus the mean of per-sample terms (a
+    first-order fit): the corrected correlation of two overlapping subsamples is
+    the correlation of two fits on independent subsamples of the same size."""
+    from neurospca.decomposition import overlap_corrected, overlapping_subsamples
+
+    rng = np.random.default_rng(7)
+    truth = rng.standard_normal(4000)
+    terms = 6.0 * rng.standard_normal((200, 4000))  # per-sample terms
+    a, b, shared = overlapping_subsamples(200, 1)
+
+    def corr(x, y):
+        return abs(np.corrcoef(x, y)[0, 1])
+
+    overlapping = corr(truth + terms[a].mean(0), truth + terms[b].mean(0))
+    other = rng.standard_normal((180, 4000)) * 6.0  # an independent sample of 180
+    independent = corr(truth + terms[a].mean(0), truth + other.mean(0))
+    assert overlapping > independent + 0.1  # the shared rows inflate it
+    assert overlap_corrected(overlapping, shared) == pytest.approx(independent, abs=0.03)
+    assert overlap_corrected(0.8, 8 / 9) == 0.0 and overlap_corrected(1.0, 8 / 9) == 1.0
+
+
+def test_stability_flags_every_component_of_noise_only_data():
+    rng = np.random.default_rng(3107)
+    op = tv_from_mask(np.ones((12, 12), dtype=bool))
+    X = rng.standard_normal((120, 144))
+    with pytest.warns(UserWarning, match="do not reproduce"):
+        m = SPCATV(2, operator=op, alpha_rel=0.3, stability=True, random_state=0).fit(X)
+    assert np.all(np.any(m.components_ != 0, axis=1))
+    assert np.all(m.stability_ < 0.5), m.stability_

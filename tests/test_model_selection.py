@@ -306,16 +306,16 @@ def test_select_penalty_searches_scale_and_split(small_sim, capsys):
     out = capsys.readouterr().out
     assert out.count("[select_penalty]") == len(res)
     assert sel.table() in out  # and the table at the end
-    # the chosen point: admissible, and the best held-out score among the
-    # admissible points within `tolerance` of the most reproducible one
-    top = max(r["reproducibility"] for r in res if r["admissible"])
-    near = [
-        i
-        for i, r in enumerate(res)
-        if r["admissible"] and r["reproducibility"] >= top - REPRODUCIBILITY_TOLERANCE
-    ]
-    assert sel.best_index_ == max(near, key=lambda i: res[i]["mean_score"])
+    # the chosen point: the default fit's rule (issue 20 round 6): admissible, the
+    # least shrunk of the near-best points of its split, the first point excepted
     chosen = res[sel.best_index_]
+    assert chosen["admissible"] and chosen["near_best"]
+    same = [
+        r for r in res if (r["l1_ratio"], r["tv_ratio"]) == (chosen["l1_ratio"], chosen["tv_ratio"])
+    ]
+    near = [r["alpha_rel"] for r in same[1:] if r["near_best"]] or [same[0]["alpha_rel"]]
+    assert chosen["alpha_rel"] == min(near)
+    top = max(r["reproducibility"] for r in res if r["admissible"])
     assert chosen["reproducibility_per_component"].shape == (2, 2)  # n_splits x components
     assert chosen["reproducibility"] == pytest.approx(
         chosen["reproducibility_per_component"].mean()
@@ -344,11 +344,28 @@ def test_select_penalty_searches_scale_and_split(small_sim, capsys):
     ):
         assert name in table.splitlines()[0]
     assert len(table.splitlines()) == len(res) + 1 and table.count("*") == 1
-    # tolerance=0: the most reproducible admissible point, as alpha_rel="auto"
+    # tolerance=0: the most reproducible admissible point (the rule before round 6);
+    # a tolerance: the best held-out score among the points within it
     strict = select_penalty(
         est, X, alpha_rel=(0.5, 1.0, 2.0), n_splits=2, random_state=0, tolerance=0.0, refit=False
     )
     assert strict.results_[strict.best_index_]["reproducibility"] == pytest.approx(top)
+    loose = select_penalty(
+        est,
+        X,
+        alpha_rel=(0.5, 1.0, 2.0),
+        n_splits=2,
+        random_state=0,
+        tolerance=REPRODUCIBILITY_TOLERANCE,
+        refit=False,
+    )
+    lres = loose.results_
+    within = [
+        i
+        for i, r in enumerate(lres)
+        if r["admissible"] and r["reproducibility"] >= top - REPRODUCIBILITY_TOLERANCE
+    ]
+    assert loose.best_index_ == max(within, key=lambda i: lres[i]["mean_score"])
 
 
 def test_select_penalty_elasticnet_keeps_its_method(small_sim):

@@ -46,6 +46,8 @@ from ._stability import (
     component_stability,
     fit_halves,
     matched_abs_corr,
+    overlap_corrected,
+    overlapping_subsamples,
     split_halves,
 )
 from ._support import SUPPORT_RESOLUTION
@@ -85,6 +87,8 @@ __all__ = [
     "choose_least_shrunk",
     "choose_point",
     "component_stability",
+    "overlap_corrected",
+    "overlapping_subsamples",
     "fit_halves",
     "fixed_split",
     "matched_abs_corr",

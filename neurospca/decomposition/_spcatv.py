@@ -125,10 +125,10 @@ class SPCATV(ComponentsEstimator):
         :func:`spca_tv`); None: :func:`neurospca.solvers.set_n_threads`'s
         default, else all the cores this process may use.
     stability : "auto" or bool, default="auto"
-        Compute ``stability_``, the split-half reproducibility of each
-        component: "auto" when ``alpha_rel="auto"`` (free: the halves of the
-        chosen penalty), True always (two more fits on halves), False never.
-        Components below 0.5 raise a warning.
+        Compute ``stability_``, the reproducibility of each component: "auto"
+        when ``alpha_rel="auto"``, True always, False never (each costs two
+        more fits on 90 % of the samples; out of core, on halves). Components
+        below 0.5 raise a warning.
     method : {"joint", "deflation"}, default="joint"
         "deflation" is the paper's Algorithm 3: component ``k`` is fitted on
         the data minus the components before it, so when regions co-vary
@@ -171,10 +171,18 @@ class SPCATV(ComponentsEstimator):
         ``reproducibility`` per matched pair of half components,
         ``nonzero_fraction`` per component of both halves); else empty.
     stability_ : ndarray of shape (n_components,)
-        Split-half reproducibility of each component in [0, 1]: the absolute
-        correlation of the two half-sample components matched to it (0 for an
-        empty component; NaN when not computed, see ``stability``). Below 0.5
-        the component does not reproduce.
+        Reproducibility of each component in [0, 1] (docs/trust.rst): two
+        subsamples of 90 % of the samples that share 80 % (whole blocks of 10 %
+        of the rows, seeded by ``random_state``) are fitted at the chosen
+        penalty; the absolute correlation ``r`` of the two subsample components
+        matched to component ``k`` is corrected for the shared rows,
+        ``(r - c) / (1 - c)`` with ``c = 8 / 9`` the overlap, clipped to [0, 1]:
+        an estimate of the correlation of fits on two independent samples of
+        90 %. Out of core
+        (memmap, dask) and below 20 samples: the absolute correlation of the
+        two split-half components matched to it. 0 for an empty component;
+        NaN when not computed (see ``stability``). Below 0.5 the component
+        does not reproduce.
     l1_max_ : float
         ``max_j ||Xc_j||_2 / N`` of the centred training data.
     mean_ : ndarray of shape (n_features,)

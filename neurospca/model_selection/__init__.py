@@ -49,6 +49,7 @@ from ._select import (  # noqa: F401  (constants, _choose, choose_reproducible: 
     PenaltySelection,
     _choose,  # benchmarks/bench_selection.py replays the rules
     choose_reproducible,  # and bench_select_issue20.py the tolerance
+    default_path_starts,
     one_se_refit,
     select_penalty,
 )

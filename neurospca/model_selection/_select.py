@@ -20,7 +20,13 @@ from sklearn.utils import check_random_state
 from .._utils.validation import check_int, check_matrix
 from ..decomposition import AUTO_SPLITS, fixed_split, weights_from_ratios
 from ._folds import FOLD_RULES, STABLE_TOLERANCE, _choose, _paired_se, fold_search, fold_stability
-from ._halves import _say, choose_reproducible, chosen_stability, reproducibility_search
+from ._halves import (
+    _say,
+    choose_reproducible,
+    chosen_stability,
+    default_path_starts,
+    reproducibility_search,
+)
 from ._metrics import check_sparsity_rule
 
 logger = logging.getLogger("neurospca")
@@ -35,6 +41,7 @@ __all__ = [
     "REPRODUCIBILITY_TOLERANCE",
     "_choose",
     "choose_reproducible",
+    "default_path_starts",
 ]
 
 #: Default grid of :func:`select_penalty` (relative penalties, weakest first).
@@ -45,9 +52,11 @@ SELECTION_RULES = ("reproducibility",) + FOLD_RULES
 #: own: with TV (SPCA-TV), and without (ElasticNet PCA, ``tv_ratio=0``).
 SPARSER_SPLITS = ((0.2, 0.2), (0.5, 0.3))
 SPARSER_SPLITS_NO_TV = ((0.2, 0.0), (0.5, 0.0))
-#: ``rule="reproducibility"``: admissible points whose mean reproducibility is
-#: within this of the most reproducible one are near-ties, decided by the
-#: held-out score.
+#: ``rule="reproducibility"`` with ``tolerance=REPRODUCIBILITY_TOLERANCE`` (the
+#: default before issue 20 round 6): admissible points whose mean
+#: reproducibility is within this of the most reproducible one are near-ties,
+#: decided by the held-out score. The default is now ``tolerance=None``, the
+#: default fit's rule (:func:`choose_reproducible`).
 REPRODUCIBILITY_TOLERANCE = 0.01
 
 
@@ -221,7 +230,9 @@ def _data(estimator, kind, X, confounds):
 
 
 def _check_tolerance(tolerance):
-    """A finite float in [0, 1)."""
+    """None, or a finite float in [0, 1)."""
+    if tolerance is None:
+        return None
     if (
         isinstance(tolerance, bool)
         or not isinstance(tolerance, (int, float, np.number))
@@ -254,7 +265,7 @@ def select_penalty(
     splits=None,
     rule="reproducibility",
     n_splits=2,
-    tolerance=REPRODUCIBILITY_TOLERANCE,
+    tolerance=None,
     confounds=None,
     cv=5,
     n_jobs=None,
@@ -277,10 +288,13 @@ def select_penalty(
     the halves' components (mean over components and splits; ``min``: the
     worst component), their support, their empty components and the held-out
     score of each half's components on the other half. The chosen point is
-    the most reproducible admissible one (every component of every half
-    non-empty and at most half non-zero;
-    :func:`neurospca.decomposition.choose_alpha_rel`): the default fit's own
-    path is a subset of this search.
+    the default fit's (:func:`neurospca.decomposition.choose_point`, see
+    :func:`choose_reproducible`): among the admissible points (every component
+    of every half non-empty and at most half non-zero), within each split the
+    least shrunk one whose reproducibility is within the standard error of the
+    split's most reproducible point, and the estimator's own split unless
+    another split is more reproducible by more than the margin and the error.
+    The default fit's own path is a subset of this search.
 
     The K-fold rules of issue 12 (held-out score and Dice stability across
     ``cv`` folds) are kept by name: ``"weakest_stable"`` (the former
@@ -315,11 +329,12 @@ def select_penalty(
     n_splits : int, default=2
         Random splits of the samples into halves (``"reproducibility"``);
         each costs two fits per grid point.
-    tolerance : float, default=0.01
-        ``"reproducibility"``: among the admissible points whose mean
-        reproducibility is within ``tolerance`` of the most reproducible
-        one's, the one with the best held-out score is chosen (0: the most
-        reproducible, as ``alpha_rel="auto"``).
+    tolerance : float or None, default=None
+        ``"reproducibility"``: None is the default fit's rule (above). A
+        number is the rule before issue 20 round 6: among the admissible
+        points whose mean reproducibility is within ``tolerance`` of the most
+        reproducible one's, the one with the best held-out score (0: the most
+        reproducible).
     confounds : array-like or path, optional
         With an ImageSPCATV: regressed out by its masker, as in its ``fit``.
     cv : int, cross-validation splitter or iterable, default=5
@@ -377,7 +392,7 @@ def select_penalty(
         results, halves = reproducibility_search(
             inner, data, splits, grid_values, seeds, truth, verbose
         )
-        best = choose_reproducible(results, _check_tolerance(tolerance))
+        best = choose_reproducible(results, _check_tolerance(tolerance), default_path_starts(inner))
         chosen_fits = halves[best]
     else:
         grid = [
