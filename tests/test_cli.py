@@ -543,7 +543,9 @@ def test_demo(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "best Dice vs truth" in captured.out
     assert "component 1/1 done" in captured.err
-    assert "split-half reproducibility of the components: " in captured.out + captured.err
+    assert (
+        "reproducibility of the components across resampled fits: " in captured.out + captured.err
+    )
     assert sorted(os.listdir(out)) == ["loadings.nii.gz", "model.npz", "report.html", "scores.csv"]
     saved = load_model(out / "model.npz")
     assert saved.estimator.components_.shape == (1, 13682)  # the MNI152 mask at 5 mm

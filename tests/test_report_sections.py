@@ -128,7 +128,7 @@ def test_stability_view_sources(tiny):
     own = SimpleNamespace(stability_=np.array([np.nan, 0.7]))
     values, label = _inputs.stability_view(own, None, None)
     np.testing.assert_array_equal(values, [np.nan, 0.7])
-    assert label == "split-half reproducibility"
+    assert label == "reproducibility across resampled fits"
     assert _inputs.stability_view(SimpleNamespace(stability_=[np.nan]), None, None)[0] is None
 
 

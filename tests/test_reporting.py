@@ -1016,7 +1016,7 @@ def test_methods_of_automatic_alpha_rel(planted_volume):
         "tried, with the mean split-half absolute correlation of matched components: "
         "l1_ratio = 0.1, tv_ratio = 0.2: alpha_rel 0.125 (0.60), 0.25 (0.40), 0.5 (0.90)" in text
     )
-    assert "stability (split-half reproducibility)" in text
+    assert "stability (reproducibility across resampled fits)" in text
     assert "Component 1 does not reproduce across split halves (stability 0.42 < 0.5)" in text
     assert "samples): 0.42; component(s) 1 did not reproduce (below 0.5)" in text
 

@@ -226,7 +226,8 @@ def _penalty(model):
 
 
 def stability_summary(estimator):
-    """The split-half reproducibility of the components, one line (none if not computed).
+    """The reproducibility of the components across resampled fits (``stability_``), one
+    line (none if not computed).
 
     Parameters
     ----------
@@ -243,7 +244,9 @@ def stability_summary(estimator):
     if stab is None or not np.any(np.isfinite(stab)):
         return []
     low = [str(k + 1) for k, s in enumerate(stab) if np.isfinite(s) and s < 0.5]
-    line = "split-half reproducibility of the components: " + ", ".join(f"{s:.2f}" for s in stab)
+    line = "reproducibility of the components across resampled fits: " + ", ".join(
+        f"{s:.2f}" for s in stab
+    )
     if low:
         line += f" (component(s) {', '.join(low)} do not reproduce: below 0.5)"
     return [line]

@@ -164,7 +164,7 @@ def stability_view(estimator, selection, sel):
     Parameters
     ----------
     estimator : fitted estimator
-        Its ``stability_`` (split-half reproducibility) is used when there is
+        Its ``stability_`` (reproducibility across resampled fits) is used when there is
         no selection and it holds a finite value.
     selection : object or None
         A penalty selection (its ``rule`` names the measure).
@@ -184,7 +184,7 @@ def stability_view(estimator, selection, sel):
     )
     own = getattr(estimator, "stability_", None)
     if stability is None and own is not None and np.any(np.isfinite(own)):
-        return np.asarray(own, dtype=np.float64).ravel(), "split-half reproducibility"
+        return np.asarray(own, dtype=np.float64).ravel(), "reproducibility across resampled fits"
     return stability, label
 
 

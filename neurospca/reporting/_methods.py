@@ -428,11 +428,13 @@ def _method_text(estimator):
 
 
 def _stability_sentence(stab):
-    """The split-half reproducibility of the components, and which do not reproduce."""
+    """The reproducibility of the components across resampled fits, and which do not
+    reproduce."""
     text = (
         "Reproducibility of the components (absolute correlation of the matched "
         "components of fits on two subsamples of 90 % of the samples sharing 80 %, "
-        "corrected for the overlap; out of core, of fits on two halves of the samples): "
+        "corrected for the overlap; out of core or below 20 samples, of fits on two "
+        "halves of the samples): "
         + ", ".join("-" if not np.isfinite(s) else f"{s:.2f}" for s in stab)
     )
     low = [str(k + 1) for k, s in enumerate(stab) if np.isfinite(s) and s < 0.5]
