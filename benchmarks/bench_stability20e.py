@@ -142,6 +142,14 @@ def matched_cos(m, P):
     return out
 
 
+def fit_default(name, seed):
+    """The instance, its default fit, the fit's seconds and each component's |cos|."""
+    X, op, P = load(name, seed)
+    t0 = time.perf_counter()
+    m = fit_quiet(SPCATV(3, operator=op, random_state=0), X)
+    return X, op, m, time.perf_counter() - t0, matched_cos(m, P)
+
+
 def default_only(args):
     """Per instance: each component's |cos| to its pattern and the default stability_;
     then flags (< 0.5) on recovered (|cos| >= 0.95) and unrecovered components."""
@@ -150,11 +158,7 @@ def default_only(args):
     counts = np.zeros((2, 2), int)  # [recovered?, flagged?]
     for name in args.sets:
         for seed in args.seeds:
-            X, op, P = load(name, seed)
-            t0 = time.perf_counter()
-            m = fit_quiet(SPCATV(3, operator=op, random_state=0), X)
-            t = time.perf_counter() - t0
-            cos = matched_cos(m, P)
+            _, _, m, t, cos = fit_default(name, seed)
             for c, s in zip(cos, m.stability_, strict=True):
                 counts[int(c >= 0.95), int(s < 0.5)] += 1
             print(
@@ -185,11 +189,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.sets:
         for seed in args.seeds:
-            X, op, P = load(name, seed)
-            t0 = time.perf_counter()
-            m = fit_quiet(SPCATV(3, operator=op, random_state=0), X)
-            tf = time.perf_counter() - t0
-            ccos = matched_cos(m, P)
+            X, op, m, tf, ccos = fit_default(name, seed)
             res, t = measures(m, X, op, 3)
             print(
                 f"| {name} | {seed} | data | {fmt(ccos)} | "
