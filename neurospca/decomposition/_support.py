@@ -329,7 +329,7 @@ def certify_fit(estimator, op, U, V, info, weights, checked):
     ``V`` and ``info`` are updated in place (see :func:`set_certified_support`).
     """
     from ._alternation import _vstep_blas
-    from ._joint_certify import recheck_support
+    from ._joint_certify import certifies_jointly, recheck_support
 
     if not estimator.certify_support:  # the half fits of alpha_rel="auto"
         for name in (
@@ -338,12 +338,13 @@ def certify_fit(estimator, op, U, V, info, weights, checked):
             "n_uncertain_",
             "support_radius_",
             "support_time_",
+            "support_others_",
         ):
             setattr(estimator, name, None)
         return
     operator, extra, solver, max_inner_iter = checked
+    estimator.support_others_ = None  # set by a joint fit's certify_joint
     with _vstep_blas(op.n_threads):
-        set_certified_support(estimator, V, info, weights, checked, op.shape[0])
         if estimator.method == "joint":
             kw = {
                 "l2": weights["l2"],
@@ -354,4 +355,8 @@ def certify_fit(estimator, op, U, V, info, weights, checked):
                 "n_threads": op.n_threads,
                 "pieces": eq3_pieces(weights["l1"], weights["tv"], operator, weights["l2"], extra),
             }
+            if not certifies_jointly(kw):  # certify_joint starts from the fit's loadings
+                set_certified_support(estimator, V, info, weights, checked, op.shape[0])
             recheck_support(estimator, op, U, V, info, kw, estimator.tol)
+        else:
+            set_certified_support(estimator, V, info, weights, checked, op.shape[0])

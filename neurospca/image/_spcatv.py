@@ -594,6 +594,7 @@ for _name in (
     "certified_zeros_",
     "n_uncertain_",
     "support_radius_",
+    "support_others_",
 ):
     setattr(ImageSPCATV, _name, _passthrough(_name))
 del _name
