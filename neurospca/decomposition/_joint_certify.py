@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from ..solvers import ProxProblem, certify_support
+from ._alternation import _say
 from ._deflated import _Deflated
 
 
@@ -337,8 +338,9 @@ def certify_joint(estimator, op, U, V, info, kw, tol, *, resolution=None):
     snap = Snapshot(op, U, info["d"], V, kw["l2"])
     labels = [None] * K
     seconds = np.zeros(K)
-    info["snapshot_gaps"] = np.full(K, np.nan)
+    info["snapshot_gaps"], info["jacobi_rounds"] = np.full(K, np.nan), 0
     while True:  # a component whose v-step's answer is 0 leaves the snapshot too
+        info["jacobi_rounds"] += 1
         for k in snap.live:
             t0 = time.perf_counter()
             labels[k] = _jacobi_step(snap, V, info, kw, k, resolution)
@@ -349,6 +351,13 @@ def certify_joint(estimator, op, U, V, info, kw, tol, *, resolution=None):
         snap.V0[:, gone] = 0.0
         snap.live = [k for k in snap.live if k not in gone]
     _set_labels(estimator, labels, V, P)
+    if estimator.verbose:
+        _say(
+            "joint support: %d Jacobi rounds, %.2f s, certified non-zeros %s",
+            info["jacobi_rounds"],
+            float(seconds.sum()),
+            estimator.certified_support_.sum(axis=1).tolist(),
+        )
     estimator.support_time_ = seconds
     estimator.support_others_ = snap.V0 * np.asarray(info["d"], dtype=np.float64)
     _returned_pairs(snap, V, info, kw, tol)
