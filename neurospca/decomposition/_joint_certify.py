@@ -336,6 +336,7 @@ def certify_joint(estimator, op, U, V, info, kw, tol, *, resolution=None):
     resolution = JOINT_RESOLUTION if resolution is None else resolution
     K, P = V.shape[1], V.shape[0]
     snap = Snapshot(op, U, info["d"], V, kw["l2"])
+    fitted = list(snap.live)  # the vanished ones' gaps too (their v_k = 0 is returned)
     labels = [None] * K
     seconds = np.zeros(K)
     info["snapshot_gaps"], info["jacobi_rounds"] = np.full(K, np.nan), 0
@@ -360,7 +361,7 @@ def certify_joint(estimator, op, U, V, info, kw, tol, *, resolution=None):
         )
     estimator.support_time_ = seconds
     estimator.support_others_ = snap.V0 * np.asarray(info["d"], dtype=np.float64)
-    _returned_pairs(snap, V, info, kw, tol)
+    _returned_pairs(snap, fitted, V, info, kw, tol)
 
 
 def _set_labels(estimator, labels, V, P):
@@ -398,11 +399,11 @@ def _jacobi_step(snap, V, info, kw, k, resolution):
     return cert
 
 
-def _returned_pairs(snap, V, info, kw, tol):
-    """Each live pair's record for the returned model: the gap of its v-step on
-    the data minus the other returned components (the snapshot's ``d``)."""
+def _returned_pairs(snap, fitted, V, info, kw, tol):
+    """Each fitted pair's record for the returned model: the gap of its v-step
+    on the data minus the other returned components (the snapshot's ``d``)."""
     l2 = kw["l2"]
-    for k in snap.live:
+    for k in fitted:
         problem = ProxProblem(snap.y(V, k), kw["pieces"])
         gap = problem.certificate(V[:, k], info["w"][k], (1e-3, 1e-6))[0]
         p0 = 0.5 * float(problem.y @ problem.y)
