@@ -19,14 +19,12 @@ import pytest
 
 import neurospca.decomposition._joint_certify as certify_module
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
-from neurospca.decomposition._data import validated_data_operator
-from neurospca.decomposition._objective import joint_objective
 from neurospca.solvers import prox_dual, prox_objective
-from neurospca.solvers.penalties import eq3_pieces
 from neurospca.solvers.support import ROUNDING
 
 from ._certificates import reference
 from ._helpers import cvxpy_prox
+from .test_joint_objective import _model_objective
 
 
 def _amplitude_maps(seed, n=24, shape=(14, 14)):
@@ -125,21 +123,13 @@ def test_dual_gaps_bound_the_returned_pairs_suboptimality(name, seed):
         )
 
 
-def _objective(m, X, op):
-    data = validated_data_operator(m, X, reset=True, min_samples=2, n_threads=1)
-    data.centre(m.mean_)
-    w = m.penalty_weights_
-    pieces = eq3_pieces(w["l1"], w["tv"], op, w["l2"])
-    return joint_objective(data, m.scores_, m.loadings_, w["l2"], pieces)
-
-
 @pytest.mark.parametrize("name,seed", [("amplitude", 3146), ("covarying", 3147)])
 def test_certification_does_not_make_the_joint_objective_worse(name, seed):
     X, op, m = _fit(name, seed)
     _, _, plain = _fit(name, seed, certify_support=False)
     assert plain.support_others_ is None and plain.certified_support_ is None
     assert np.array_equal(m.scores_, plain.scores_)
-    assert _objective(m, X, op) <= _objective(plain, X, op) * (1 + 1e-9)
+    assert _model_objective(m, X, op) <= _model_objective(plain, X, op) * (1 + 1e-9)
 
 
 def test_the_jacobi_step_certifies_where_re_checking_the_pairs_did_not(monkeypatch):
