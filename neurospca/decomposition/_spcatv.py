@@ -205,10 +205,8 @@ class SPCATV(ComponentsEstimator):
         at most :data:`~neurospca.decomposition.SUPPORT_RESOLUTION` (1 %)
         of the component's peak loading, or until five times the component's
         own solver iterations (at least 200, at most ``max_inner_iter``) are
-        spent (dual solver only). With ``method="joint"`` the v-step is the one
-        on the data minus ``support_others_`` (its own gap, not ``dual_gaps_``),
-        finished to :data:`~neurospca.decomposition._joint_certify.JOINT_RESOLUTION`
-        (0.3 %). Reports, cluster tables and
+        spent (dual solver only; joint fits: on ``support_others_``, its own
+        gap, to 0.3 %). Reports, cluster tables and
         ``neurospca fit`` count, draw and cluster these loadings only.
     certified_zeros_ : ndarray of bool, shape (n_components, n_features)
         Loadings certified zero in the exact solution (a gap-safe test); they
@@ -225,10 +223,8 @@ class SPCATV(ComponentsEstimator):
         Seconds spent re-solving and certifying each component's support
         (included in ``component_times_``).
     support_others_ : ndarray of shape (n_features, n_components) or None
-        ``method="joint"``: the other components each certified v-step is on,
-        ``R_k = Xc - sum_{j != k} u_j s_j^T`` with ``s_j = support_others_[:, j]``
-        (``d_j v_j`` of the fit before the support was finished, one snapshot for
-        all components; a Jacobi step, docs/trust.rst). None for deflation.
+        Joint fits: each certified v-step is on ``Xc - sum_{j != k} u_j s_j^T``,
+        ``s_j = support_others_[:, j]`` (docs/trust.rst). None for deflation.
     rel_gap_history_ : list of list of (int, float)
         Per component, ``(cumulative inner iteration, relative gap)``.
     n_iter_ : int
