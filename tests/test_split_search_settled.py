@@ -12,7 +12,14 @@ import numpy as np
 
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
 from neurospca.decomposition import AUTO_ALPHA_REL_PATH, DEFAULT_SPLIT, split_halves
-from neurospca.decomposition._auto import SplitWalk, _settled, auto_fit, choose_least_shrunk
+from neurospca.decomposition._auto import (
+    STOP_REPRODUCIBILITY,
+    SplitWalk,
+    _reproduces,
+    _settled,
+    auto_fit,
+    choose_least_shrunk,
+)
 from neurospca.decomposition._stability import _half_models
 
 from ._helpers import path_record
@@ -46,6 +53,16 @@ def test_not_settled_on_the_first_point_or_an_inadmissible_choice():
     # nothing admissible (empty half components): the walk does not settle
     empty = [(0.0,) + (0.1,) * 5] * 3
     assert not _settled(_records([(0.5, 0.5, 0.0)] * 3, empty))
+
+
+def test_reproduces_once_every_pattern_reproduces_past_the_first_point():
+    high = (0.99, 0.97, STOP_REPRODUCIBILITY)
+    assert not _reproduces(_records([high]))  # the cold first point
+    assert _reproduces(_records([(0.5, 0.5, 0.5), high]))
+    low = (0.99, 0.97, STOP_REPRODUCIBILITY - 0.01)  # one pattern short
+    assert not _reproduces(_records([(0.5, 0.5, 0.5), low]))
+    dense = [(0.1,) * 6, (0.1,) * 5 + (0.6,)]  # a half component too dense
+    assert not _reproduces(_records([(0.5, 0.5, 0.5), high], dense))
 
 
 def _simulation():

@@ -140,10 +140,12 @@ class SplitWalk:
         return True
 
     def walk(self):
-        """Fit points until :meth:`ended` or :func:`_settled`; the points."""
-        while not (self.points and _settled(self.points)) and self.step():
+        """Fit points until :meth:`ended`, :func:`_settled` or
+        :func:`_reproduces`; the points."""
+        p = self.points
+        while not (p and (_settled(p) or _reproduces(p))) and self.step():
             pass
-        return self.points
+        return p
 
 
 def split_search(models, halves, split, alpha_rels, n_jobs=1):
@@ -156,7 +158,9 @@ def split_search(models, halves, split, alpha_rels, n_jobs=1):
     below that, reproducibility along the path is not monotone: measured
     0.55, 0.23, 0.65 along one split and 0.65, 0.50, 0.28, 0.99 along the other
     on one cohort), and, since issue 20 round 7, after the first point that
-    did not change the split's choice (:func:`_settled`).
+    did not change the split's choice (:func:`_settled`) and after the first
+    point past the first whose every pair of half components reproduces at
+    least :data:`STOP_REPRODUCIBILITY` (:func:`_reproduces`).
 
     Parameters
     ----------
@@ -177,6 +181,20 @@ def split_search(models, halves, split, alpha_rels, n_jobs=1):
         weakest first.
     """
     return SplitWalk(models, halves, split, alpha_rels, n_jobs).walk()
+
+
+def _reproduces(points):
+    """True when the last point is admissible, not the path's first, and every
+    pair of half components reproduces at least :data:`STOP_REPRODUCIBILITY`:
+    the least shrunk point whose every pattern reproduces (issue 20 round 7;
+    where a stronger point reproduced better still, the full fits' check of
+    :func:`auto_fit` came back to this one on every measured instance)."""
+    last = points[-1]
+    return (
+        len(points) > 1
+        and _admissible(last)
+        and bool(np.min(last["reproducibility"]) >= STOP_REPRODUCIBILITY)
+    )
 
 
 def _settled(points):
