@@ -22,16 +22,16 @@ import argparse
 import json
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import neurospca  # noqa: E402,F401  (first: the tree on PYTHONPATH, not the repo root)
 from _trust import certified_dice, recovery  # noqa: E402
+from bench_auto_cost import timed as _timed  # noqa: E402
 from bench_trust_defaults import fmt, load  # noqa: E402
 
+import neurospca  # noqa: E402,F401  (first: the tree on PYTHONPATH, not the repo root)
 from neurospca import SPCATV  # noqa: E402
 from neurospca.decomposition import _auto, _spcatv  # noqa: E402
 
@@ -80,14 +80,6 @@ def _instrument():
         LOG["stability"] += cpu
 
     _spcatv.set_stability = _cpu_wrapped(_spcatv.set_stability, stab)
-
-
-def _timed(fit):
-    t0, c0 = time.perf_counter(), time.process_time()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = fit()
-    return model, time.perf_counter() - t0, time.process_time() - c0
 
 
 def run_one(name, seed, out):

@@ -160,19 +160,8 @@ def split_search(models, halves, split, alpha_rels, n_jobs=1):
     on one cohort), and, since issue 20 round 7, after the first point that
     did not change the split's choice (:func:`_settled`) and after the first
     point past the first whose every pair of half components reproduces at
-    least :data:`STOP_REPRODUCIBILITY` (:func:`_reproduces`).
-
-    Parameters
-    ----------
-    models : list of two SPCATV
-        :func:`_half_models`.
-    halves : tuple of two arrays
-    split : (float, float)
-        ``(l1_ratio, tv_ratio)``.
-    alpha_rels : sequence of float
-        The split's path, weakest first.
-    n_jobs : int
-        Threads for the two halves of a point (:func:`half_jobs`).
+    least :data:`STOP_REPRODUCIBILITY` (:func:`_reproduces`). The
+    parameters are :class:`SplitWalk`'s.
 
     Returns
     -------
