@@ -93,20 +93,17 @@ def _has_empty(point):
     return bool(np.any(point["nonzero_fraction"] == 0))
 
 
-def split_search(models, halves, split, alpha_rels, n_jobs=1):
-    """One split of the penalty: its halves along its path, weakest first.
+class SplitWalk:
+    """One split's halves along its path, weakest first, resumable.
 
     Each point is warm-started from the previous one (a start from the
     weaker, denser point keeps co-varying regions apart: started cold in the
     middle of the path, the halves of a severity-correlated cohort settled on
-    merged components, benchmarks/RESULTS.md, issue 20 round 3). The path
-    stops after the first point with an empty half component (it is not
-    admissible, and stronger penalties only empty more), and after the first
-    point that reproduces worse than an earlier admissible point which
-    reproduced at least :data:`STOP_REPRODUCIBILITY` (:func:`_past_best`;
-    below that, reproducibility along the path is not monotone: measured
-    0.55, 0.23, 0.65 along one split and 0.65, 0.50, 0.28, 0.99 along the other
-    on one cohort).
+    merged components, benchmarks/RESULTS.md, issue 20 round 3). :meth:`walk`
+    stops where :func:`split_search` says; :meth:`step` fits one more point
+    (``auto_fit`` asks for more when the full fit at the last admissible
+    point is too dense), with the same models, so a point is the same whether
+    it was fitted by the walk or later.
 
     Parameters
     ----------
@@ -119,6 +116,52 @@ def split_search(models, halves, split, alpha_rels, n_jobs=1):
         The split's path, weakest first.
     n_jobs : int
         Threads for the two halves of a point (:func:`half_jobs`).
+    """
+
+    def __init__(self, models, halves, split, alpha_rels, n_jobs=1):
+        self.models, self.halves, self.n_jobs = models, halves, n_jobs
+        self.base = {"l1_ratio": float(split[0]), "tv_ratio": float(split[1])}
+        self.todo = [float(a) for a in alpha_rels]
+        self.points = []
+
+    def ended(self):
+        """True at the end of the path, after a point with an empty half
+        component, or after the first point less reproducible than an earlier
+        admissible one at :data:`STOP_REPRODUCIBILITY` (:func:`_past_best`)."""
+        p = self.points
+        return not self.todo or bool(p) and (_has_empty(p[-1]) or _past_best(p))
+
+    def step(self):
+        """Fit the next point unless :meth:`ended`; True if one was fitted."""
+        if self.ended():
+            return False
+        params = dict(self.base, alpha_rel=self.todo.pop(0))
+        self.points.append(_fit_point(self.models, self.halves, params, self.n_jobs))
+        return True
+
+    def walk(self):
+        """Fit points until :meth:`ended`, :func:`_settled` or
+        :func:`_reproduces`; the points."""
+        p = self.points
+        while not (p and (_settled(p) or _reproduces(p))) and self.step():
+            pass
+        return p
+
+
+def split_search(models, halves, split, alpha_rels, n_jobs=1):
+    """One split of the penalty: its halves along its path, weakest first.
+
+    The path stops after the first point with an empty half component (it is
+    not admissible, and stronger penalties only empty more), after the first
+    point that reproduces worse than an earlier admissible point which
+    reproduced at least :data:`STOP_REPRODUCIBILITY` (:func:`_past_best`;
+    below that, reproducibility along the path is not monotone: measured
+    0.55, 0.23, 0.65 along one split and 0.65, 0.50, 0.28, 0.99 along the other
+    on one cohort), and, since issue 20 round 7, after the first point that
+    did not change the split's choice (:func:`_settled`) and after the first
+    point past the first whose every pair of half components reproduces at
+    least :data:`STOP_REPRODUCIBILITY` (:func:`_reproduces`). The
+    parameters are :class:`SplitWalk`'s.
 
     Returns
     -------
@@ -126,13 +169,34 @@ def split_search(models, halves, split, alpha_rels, n_jobs=1):
         :func:`fit_halves`' records with ``l1_ratio`` and ``tv_ratio``,
         weakest first.
     """
-    base = {"l1_ratio": float(split[0]), "tv_ratio": float(split[1])}
-    points = []
-    for a in alpha_rels:
-        if points and (_has_empty(points[-1]) or _past_best(points)):
-            break
-        points.append(_fit_point(models, halves, dict(base, alpha_rel=float(a)), n_jobs))
-    return points
+    return SplitWalk(models, halves, split, alpha_rels, n_jobs).walk()
+
+
+def _reproduces(points):
+    """True when the last point is admissible, not the path's first, and every
+    pair of half components reproduces at least :data:`STOP_REPRODUCIBILITY`:
+    the least shrunk point whose every pattern reproduces (issue 20 round 7;
+    where a stronger point reproduced better still, the full fits' check of
+    :func:`auto_fit` came back to this one on every measured instance)."""
+    last = points[-1]
+    return (
+        len(points) > 1
+        and _admissible(last)
+        and bool(np.min(last["reproducibility"]) >= STOP_REPRODUCIBILITY)
+    )
+
+
+def _settled(points):
+    """True when the split's choice (:func:`choose_least_shrunk`) is an
+    admissible point other than the path's first and the last point did not
+    change it (issue 20 round 7, benchmarks/RESULTS.md: with
+    :func:`_reproduces`, the points no longer walked were 13-51 % of the halves'
+    CPU time on 49 instances, and the point the full fits' check returned was
+    the same on all of them)."""
+    if len(points) < 3:
+        return False
+    c = choose_least_shrunk(points)
+    return c > 0 and _admissible(points[c]) and c == choose_least_shrunk(points[:-1])
 
 
 def _past_best(points):
@@ -276,9 +340,10 @@ def auto_path(estimator, X):
     for split, alpha_rels in splits:
         if path and _unbeatable(path):
             break  # the first split's components reproduce: the other splits are a fallback
-        path += split_search(
+        walk = SplitWalk(
             _half_models(estimator), halves, split, alpha_rels, half_jobs(estimator, X)
         )
+        path += [dict(p, _walk=walk) for p in walk.walk()]
     if estimator.verbose:
         for p in path:
             _say(
@@ -361,18 +426,40 @@ def _fallback(path, i):
     return None if j is None or (same and path[j]["alpha_rel"] >= path[i]["alpha_rel"]) else j
 
 
+def _stronger(path, i):
+    """Indices of the admissible points of ``path[i]``'s split after it."""
+    return [
+        j
+        for j in range(i + 1, len(path))
+        if _admissible(path[j]) and _split_of(path[j]) == _split_of(path[i])
+    ]
+
+
+def _extend(path, i):
+    """Fit the next point of ``path[i]``'s split (its :class:`SplitWalk`, kept
+    in the records as ``"_walk"``) and insert it after the split's last
+    record; False when the walk has ended or the records have none."""
+    walk = path[i].get("_walk")
+    if walk is None or not walk.step():
+        return False
+    last = max(j for j, p in enumerate(path) if p.get("_walk") is walk)
+    path.insert(last + 1, dict(walk.points[-1], _walk=walk))
+    return True
+
+
 def _fit_dense_checked(path, i, run, start):
     """The full fit at ``path[i]``; when a component is more than
     :data:`MAX_NONZERO` non-zero, the next admissible stronger point of the same
-    split (the most reproducible one) instead, if there is one."""
+    split (the most reproducible one) instead, if there is one; the split's
+    walk goes on (:func:`_extend`) until it has one or ends."""
     while True:
         result = run(path[i], start(path[i]["components"]))
-        stronger = [
-            j
-            for j in range(i + 1, len(path))
-            if _admissible(path[j]) and _split_of(path[j]) == _split_of(path[i])
-        ]
-        if not _too_dense(result[1]) or not stronger:
+        if not _too_dense(result[1]):
+            return i, result
+        while not _stronger(path, i) and _extend(path, i):
+            pass
+        stronger = _stronger(path, i)
+        if not stronger:
             return i, result
         i = stronger[choose_alpha_rel([path[j] for j in stronger])]
 
@@ -449,6 +536,7 @@ def auto_fit(path, run, start):
     i, result = _uncollapse(path, i, result, run, start)
     point = {k: path[i][k] for k in ("alpha_rel", "l1_ratio", "tv_ratio")}
     halves = path[i]["components"]
-    for p in path:  # keep the summary, not every half's maps
+    for p in path:  # keep the summary, not every half's maps (nor the walks)
         del p["components"]
+        p.pop("_walk", None)
     return point, halves, result
