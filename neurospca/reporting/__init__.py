@@ -5,6 +5,7 @@ report is made (``pip install "neurospca[report]"``).
 """
 
 from ._png import FigureCache
+from ._report_jobs import report_job, stop_worker
 from ._warmup import start_warm_up, wait_warm_up
 from .anatomy import cluster_table, load_atlas, peak_coordinates
 from .export import FIGURE_FORMATS, plot_component, save_figures
@@ -38,11 +39,13 @@ __all__ = [
     "plot_scores",
     "plot_surface_component",
     "plot_volume_component",
+    "report_job",
     "pyvista_available",
     "save_figures",
     "save_loadings",
     "save_report",
     "start_warm_up",
+    "stop_worker",
     "surface_background",
     "wait_warm_up",
 ]
