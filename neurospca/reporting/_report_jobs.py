@@ -183,6 +183,20 @@ def report_job(worker, model_path, report_path, *, engine, bg_img, scores, atlas
     than the saved model holds (given ``scores``, an ``atlas``, a background image
     that is not a path).
 
+    Parameters
+    ----------
+    worker : subprocess.Popen or None
+        The command's worker (``args.report_worker``).
+    model_path, report_path : str
+        The saved model and the report to write (the command's temporary folder).
+    engine : str
+    bg_img : str, os.PathLike, image or None
+    scores : ndarray or None
+    atlas : object or None
+        As :func:`~neurospca.reporting.make_report` has them.
+    note : callable
+        Called with one line if the worker fails.
+
     Returns
     -------
     ReportJob or None
