@@ -479,7 +479,7 @@ def _add_report_command(sub):
 def _early_report_worker(argv):
     """Start ``neurospca demo``'s report worker before anything heavy is imported.
 
-    The worker (:mod:`neurospca.reporting._worker`, a fresh interpreter: no fork of
+    The worker (``neurospca._commands._report_worker``, a fresh interpreter: no fork of
     a process that may have used OpenMP) imports the report's stacks and prepares
     the template on the second core while this process imports scikit-learn and
     fits; it then draws the report from the saved model. Only for ``demo`` (known
@@ -500,7 +500,7 @@ def _early_report_worker(argv):
     env = dict(os.environ, PYTHONPATH=root if not path else os.pathsep.join([root, path]))
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "neurospca.reporting._worker"],
+            [sys.executable, "-m", "neurospca._commands._report_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

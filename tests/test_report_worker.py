@@ -1,7 +1,7 @@
 """``neurospca demo``'s report worker: started before scikit-learn, the same page as the
 report drawn in the command, and every failure falls back to drawing in the command.
 
-Real processes throughout (the worker is ``python -m neurospca.reporting._worker``);
+Real processes throughout (the worker is ``python -m neurospca._commands._report_worker``);
 checks that depend on what a process imported run in a fresh interpreter.
 """
 
@@ -108,7 +108,7 @@ def test_the_workers_report_is_the_commands_report(demo_folder):
 def _worker():
     env = dict(os.environ, PYTHONPATH=ROOT)
     return subprocess.Popen(
-        [sys.executable, "-m", "neurospca.reporting._worker"],
+        [sys.executable, "-m", "neurospca._commands._report_worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,

@@ -20,9 +20,9 @@ __all__ = ["component_figure", "component_images", "PARALLEL_MIN_FIGURES"]
 #: this many figures on (starting a worker imports matplotlib and nilearn: ~2 s)
 PARALLEL_MIN_FIGURES = 8
 
-#: set by the report worker (:mod:`._worker`), a fresh interpreter that never ran an
-#: OpenMP kernel: with ``n_jobs=None`` its component figures are drawn by a forked
-#: child while the report's other sections are built
+#: set in the report worker (:func:`._warmup.prepare_report_worker`), a fresh
+#: interpreter that never ran an OpenMP kernel: with ``n_jobs=None`` its component
+#: figures are drawn by a forked child while the report's other sections are built
 FORK_DRAWING = False
 
 #: the longest wait (s) for the forked child's figures before it is killed

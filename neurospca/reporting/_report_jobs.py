@@ -1,5 +1,6 @@
-"""The command's side of the report worker (:mod:`._worker`): send a job, wait for
-the answer, stop the worker; every failure falls back to drawing in the command."""
+"""The command's side of the report worker (``neurospca._commands._report_worker``):
+send a job, wait for the answer, stop the worker; every failure falls back to drawing
+in the command."""
 
 import json
 import os

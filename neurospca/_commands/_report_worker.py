@@ -1,28 +1,29 @@
 """A report drawn in a second process: ``neurospca demo``'s report worker.
 
 The command line starts this module as a fresh interpreter
-(``python -m neurospca.reporting._worker``, see ``neurospca.cli``) before it
-imports scikit-learn. On the machine's other core the worker imports the
+(``python -m neurospca._commands._report_worker``, see ``neurospca.cli``) before
+it imports scikit-learn. On the machine's other core the worker imports the
 report's stacks (matplotlib, Pillow, jinja2, nilearn, and scikit-learn, which
-the report's modules import), reads and prepares the default background and
-draws a first small figure (:mod:`._warmup`), then waits on its standard input.
-The command fits meanwhile, saves the model (``model.npz``, no pickle) into its
-temporary output folder and sends one job, a JSON line naming that file and
-the report to write; the worker loads the model, draws the report (the same
-page as :func:`~neurospca.reporting.make_report` of the fitted model: the saved
-model holds everything the report reads), writes it whole or not at all
+the report's and the model file's modules import), reads and prepares the
+default background, makes the volume canvas and compiles the templates
+(:func:`neurospca.reporting.prepare_report_worker`), then waits on its standard
+input. The command fits meanwhile, saves the model (``model.npz``, no pickle)
+into its temporary output folder and sends one job, a JSON line naming that
+file and the report to write (:func:`neurospca.reporting.report_job`); the
+worker loads the model, draws the report (the same page as
+:func:`~neurospca.reporting.make_report` of the fitted model: the saved model
+holds everything the report reads), writes it whole or not at all
 (:func:`~neurospca.reporting.save_report`) and answers with one JSON line.
 
-Its component figures are drawn by a forked child while the worker builds the
-other sections (:data:`._render.FORK_DRAWING`): the worker is a fresh
-single-threaded interpreter that never ran an OpenMP kernel, so forking it is
-safe.
+Its component figures are drawn by a forked child while it builds the other
+sections: the worker is a fresh single-threaded interpreter that never ran an
+OpenMP kernel, so forking it is safe.
 
 Failures never hang the command and never lose the report: a worker that
-failed to start, died, answered an error or did not answer within
-:data:`REPORT_TIMEOUT` is stopped and the command draws the report itself, as
-it did without a worker (raising the report's own error, if any). The worker
-exits when its standard input closes (the command ended, whatever the way).
+failed to start, died, answered an error or did not answer in time is
+stopped and the command draws the report itself, as it did without a worker
+(raising the report's own error, if any). The worker exits when its standard
+input closes (the command ended, whatever the way).
 """
 
 import json
@@ -36,7 +37,7 @@ __all__ = ["worker_main"]
 def _draw(job):
     """Load the model, draw its report and write it (the worker's side of a job)."""
     from .. import persistence
-    from .report import make_report, save_report
+    from ..reporting import make_report, save_report
 
     saved = persistence.load_model(job["model"])
     html = make_report(
@@ -55,15 +56,10 @@ def _draw(job):
 
 def _prepare():
     """Everything a report imports and reads before its first figure (in this worker)."""
-    from . import _render
-    from ._warmup import _warm_up
+    from .. import persistence  # noqa: F401 - the model file's modules, before the job
+    from ..reporting import prepare_report_worker
 
-    _render.FORK_DRAWING = True
-    _warm_up(volume=True, surface=False)
-    from .. import persistence  # noqa: F401 - scikit-learn, before the job arrives
-    from . import report
-
-    report.jinja_templates()
+    prepare_report_worker()
 
 
 def worker_main():
