@@ -484,8 +484,9 @@ def _early_report_worker(argv):
     the template on the second core while this process imports scikit-learn and
     fits; it then draws the report from the saved model. Only for ``demo`` (known
     from the first argument, before the parser, whose defaults import
-    scikit-learn); not with ``-h`` or ``NEUROSPCA_NO_WARM_UP``. Any failure to
-    start leaves the report to this process.
+    scikit-learn); not with ``-h`` or ``NEUROSPCA_NO_WARM_UP``, and only on POSIX
+    systems (select on pipes, process groups, fork). Any failure to start leaves
+    the report to this process.
 
     Returns
     -------
@@ -493,7 +494,7 @@ def _early_report_worker(argv):
     """
     if argv[:1] != ["demo"] or {"-h", "--help"} & set(argv):
         return None
-    if os.environ.get("NEUROSPCA_NO_WARM_UP"):
+    if os.environ.get("NEUROSPCA_NO_WARM_UP") or os.name != "posix":  # POSIX: pipes, groups
         return None
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.environ.get("PYTHONPATH")

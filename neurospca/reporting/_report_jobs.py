@@ -172,7 +172,7 @@ class ReportJob:
             try:
                 self.seconds = wait_report(self.worker, timeout)
                 return True
-            except WorkerError as exc:
+            except (WorkerError, OSError) as exc:
                 self.error = exc
         stop_worker(self.worker, kill=True)
         self.note(f"the report worker failed ({self.error}); drawing the report here ...")
