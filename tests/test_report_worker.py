@@ -5,7 +5,6 @@ Real processes throughout (the worker is ``python -m neurospca._commands._report
 checks that depend on what a process imported run in a fresh interpreter.
 """
 
-import json
 import os
 import re
 import subprocess
@@ -17,6 +16,8 @@ import neurospca
 from neurospca import load_model
 from neurospca.cli import main
 
+from .test_report_surface_png import _fresh
+
 pytest.importorskip("matplotlib")
 pytest.importorskip("jinja2")
 pytest.importorskip("nilearn")
@@ -25,21 +26,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(neurospca.__file__)))
 
 #: what importing the command line must not load (the demo's worker starts first)
 HEAVY = ("sklearn", "scipy.stats", "pandas", "matplotlib", "nilearn", "jinja2", "dask")
-
-
-def _fresh(code, env=None):
-    """Run ``code`` in a new interpreter on this checkout; its last stdout line as JSON."""
-    env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
-    res = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def _page(html):
