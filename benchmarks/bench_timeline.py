@@ -212,10 +212,27 @@ def accumulated(module, name):
                 select["cpu"] += e[1] - t[1]
                 select["calls"] += 1
     setattr(module, name, wrapper)
+worker = {}
+def wrap_jobs():  # the report worker's answer (checkouts that have one)
+    try:
+        from neurospca.reporting import _report_jobs
+    except ImportError:
+        return
+    submit, written = _report_jobs.submit_report, _report_jobs.ReportJob.written
+    def submitted(*a, **k):
+        worker["sent_at"] = time.time()
+        return submit(*a, **k)
+    def answered(self, *a, **k):
+        ok = written(self, *a, **k)
+        worker.update(self.answer or {}, written=ok)
+        return ok
+    _report_jobs.submit_report = submitted
+    _report_jobs.ReportJob.written = answered
 build = cli._build_parser
 def build_parser():
     marks.append(("start the report worker", clock()))
     wrap_command()
+    wrap_jobs()
     marks.append(("import the commands (scikit-learn)", clock()))
     return build()
 cli._build_parser = build_parser
@@ -231,7 +248,7 @@ if select["calls"]:  # "select + fit" = the search (auto_path) + the rest ("fit"
     cpu["fit"] -= select["cpu"]
     stages["select (alpha_rel='auto' search)"] = select["wall"]
     cpu["select (alpha_rel='auto' search)"] = select["cpu"]
-print(json.dumps({"stages": stages, "cpu": cpu, "code": code}))
+print(json.dumps({"stages": stages, "cpu": cpu, "code": code, "worker": worker}))
 """
 
 
@@ -242,7 +259,18 @@ def run_demo_stages(repo, out, label):
     stages = {"interpreter": result["wall"] - sum(result["stages"].values())}
     stages.update(result["stages"])
     result["stages"] = stages
+    w = result.get("worker") or {}
     result["extra"] = {}
+    if w.get("written"):
+        main_cpu = sum(v for k, v in result["cpu"].items() if not k.startswith("end"))
+        result["extra"] = {
+            "command's CPU (report worker excluded)": f"{main_cpu:.2f}",
+            "report worker: CPU until ready": f"{w['prepare_cpu']:.2f}",
+            "report worker: ready before the job came (s)": f"{w['sent_at'] - w['ready_at']:.2f}",
+            "report worker: report wall / CPU / figure child CPU": (
+                f"{w['seconds']:.2f} / {w['report_cpu']:.2f} / {w['figure_child_cpu']:.2f}"
+            ),
+        }
     _save_components(folder, os.path.join(out, f"{label}_demo_stages_components.npy"))
     return result
 

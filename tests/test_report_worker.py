@@ -121,7 +121,9 @@ def test_a_job_is_written_by_the_worker(demo_folder, tmp_path):
     notes, worker = [], _worker()
     job = _job(worker, demo_folder / "model.npz", tmp_path / "r.html", notes)
     assert job.written() and notes == []
-    assert job.seconds > 0
+    answer = job.answer
+    assert answer["seconds"] > 0 and answer["prepare_cpu"] > 0
+    assert answer["figure_child_cpu"] > 0  # the component figure was drawn by the child
     assert _page((tmp_path / "r.html").read_text(encoding="utf-8")) == _page(
         (demo_folder / "report.html").read_text(encoding="utf-8")
     )

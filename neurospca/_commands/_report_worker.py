@@ -28,6 +28,7 @@ input closes (the command ended, whatever the way).
 
 import json
 import os
+import resource
 import sys
 import time
 
@@ -62,8 +63,18 @@ def _prepare():
     prepare_report_worker()
 
 
+def _cpu(who):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
 def worker_main():
     """The worker: prepare, then answer one JSON line per job until stdin closes.
+
+    An answer holds ``ok`` and, on success, the job's ``seconds``, its CPU
+    (``report_cpu``, ``figure_child_cpu``: the forked figure child), when the
+    worker was ready (``ready_at``, epoch seconds) and its CPU until then
+    (``prepare_cpu``); on failure the ``error``.
 
     Returns
     -------
@@ -73,11 +84,18 @@ def worker_main():
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything printed goes to stderr, never into the answers
     _prepare()
+    ready = {"ready_at": time.time(), "prepare_cpu": _cpu(resource.RUSAGE_SELF)}
     for line in sys.stdin:
-        t0 = time.perf_counter()
+        t0, c0, k0 = time.perf_counter(), time.process_time(), _cpu(resource.RUSAGE_CHILDREN)
         try:
             _draw(json.loads(line))
-            answer = {"ok": True, "seconds": time.perf_counter() - t0}
+            answer = {
+                "ok": True,
+                "seconds": time.perf_counter() - t0,
+                "report_cpu": time.process_time() - c0,
+                "figure_child_cpu": _cpu(resource.RUSAGE_CHILDREN) - k0,
+                **ready,
+            }
         except Exception as exc:  # noqa: BLE001 - the command draws it and raises there
             answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         replies.write(json.dumps(answer) + "\n")

@@ -70,8 +70,9 @@ def wait_report(worker, timeout=None):
 
     Returns
     -------
-    float
-        The worker's seconds for the report.
+    dict
+        The worker's answer (``seconds``, ``report_cpu``, ``figure_child_cpu``,
+        ``ready_at``, ``prepare_cpu``: see ``neurospca._commands._report_worker``).
 
     Raises
     ------
@@ -96,7 +97,7 @@ def wait_report(worker, timeout=None):
         raise WorkerError(f"unreadable answer {line[:200]!r}") from None
     if not answer.get("ok"):
         raise WorkerError(str(answer.get("error", "unknown error")))
-    return float(answer.get("seconds", float("nan")))
+    return answer
 
 
 def stop_worker(worker, kill=False):
@@ -150,7 +151,7 @@ class ReportJob:
     """
 
     def __init__(self, worker, model_path, report_path, *, engine, bg_img, note):
-        self.worker, self.note, self.error, self.seconds = worker, note, None, None
+        self.worker, self.note, self.error, self.answer = worker, note, None, None
         try:
             submit_report(worker, model_path, report_path, engine=engine, bg_img=bg_img)
         except WorkerError as exc:
@@ -170,7 +171,7 @@ class ReportJob:
         """
         if self.error is None:
             try:
-                self.seconds = wait_report(self.worker, timeout)
+                self.answer = wait_report(self.worker, timeout)
                 return True
             except (WorkerError, OSError) as exc:
                 self.error = exc
