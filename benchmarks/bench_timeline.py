@@ -224,7 +224,7 @@ def wrap_jobs():  # the report worker's answer (checkouts that have one)
         return submit(*a, **k)
     def answered(self, *a, **k):
         ok = written(self, *a, **k)
-        worker.update(self.answer or {}, written=ok)
+        worker.update(getattr(self, "answer", None) or {}, written=ok)
         return ok
     _report_jobs.submit_report = submitted
     _report_jobs.ReportJob.written = answered
@@ -261,7 +261,7 @@ def run_demo_stages(repo, out, label):
     result["stages"] = stages
     w = result.get("worker") or {}
     result["extra"] = {}
-    if w.get("written"):
+    if w.get("written") and "prepare_cpu" in w:
         main_cpu = sum(v for k, v in result["cpu"].items() if not k.startswith("end"))
         result["extra"] = {
             "command's CPU (report worker excluded)": f"{main_cpu:.2f}",
