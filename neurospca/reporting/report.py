@@ -66,12 +66,17 @@ logger = logging.getLogger("neurospca")
 __all__ = ["HTMLReport", "make_report", "save_report", "component_scores", "library_versions"]
 
 
-@functools.lru_cache(maxsize=1)
 def _jinja_env():
     try:
         import jinja2
     except ImportError:
         raise ImportError(f"the HTML report needs jinja2: {plotting.INSTALL_HINT}.") from None
+    return _environment(jinja2)
+
+
+@functools.lru_cache(maxsize=1)
+def _environment(jinja2):
+    """The report's jinja2 environment, made once (its compiled templates are kept)."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("neurospca.reporting", "templates"),
         autoescape=True,
