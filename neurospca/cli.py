@@ -25,23 +25,17 @@ leave the output folder as it was.
 """
 
 import argparse
+import math
+import os
+import subprocess
 import sys
 
-import numpy as np
-
-from ._commands import (
-    UserError,
-    check_before_work,
-    check_report_dependencies,
-    run_demo,
-    run_fit,
-    run_report,
-)
-from ._commands import format_rel as _format_rel
-from ._commands.penalties import spcatv_defaults
 from ._utils.io import remove_temp_folders
 from ._utils.signals import Terminated, sigterm_raises
-from .image import ESTIMATOR_NAMES
+
+# The commands (scikit-learn, scipy.stats, pandas: ~2 s CPU) are imported when the
+# parser is built, after ``neurospca demo`` has started its report worker (see
+# :func:`_early_report_worker`): nothing heavy is imported with this module.
 
 __all__ = ["main"]
 
@@ -84,7 +78,7 @@ def _positive_float(text):
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not np.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
     return value
 
@@ -254,6 +248,8 @@ def _add_demo_command(sub):
         epilog="example: neurospca demo --output /tmp/demo",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from ._commands import run_demo
+
     _add_common(demo, "./neurospca_demo")
     demo.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     demo.set_defaults(func=run_demo)
@@ -269,6 +265,9 @@ def _add_fit_command(sub):
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from ._commands import run_fit
+    from .image import ESTIMATOR_NAMES
+
     _add_common(fit, "./neurospca_output")
     fit.add_argument(
         "--estimator",
@@ -290,6 +289,9 @@ def _add_fit_command(sub):
 
 
 def _add_penalties(fit):
+    from ._commands import format_rel as _format_rel
+    from ._commands.penalties import spcatv_defaults
+
     defaults = spcatv_defaults()
     pen = fit.add_argument_group(
         "penalties of SPCA-TV (alpha = l1 + l2 + tv; l1 = alpha l1_ratio, tv = alpha tv_ratio)"
@@ -419,6 +421,8 @@ def _add_pipelines(fit):
 
 
 def _add_report_command(sub):
+    from ._commands import run_report
+
     rep = sub.add_parser(
         "report",
         help="write the HTML report of a saved model",
@@ -472,6 +476,41 @@ def _add_report_command(sub):
     rep.set_defaults(func=run_report)
 
 
+def _early_report_worker(argv):
+    """Start ``neurospca demo``'s report worker before anything heavy is imported.
+
+    The worker (``neurospca._commands._report_worker``, a fresh interpreter: no fork of
+    a process that may have used OpenMP) imports the report's stacks and prepares
+    the template on the second core while this process imports scikit-learn and
+    fits; it then draws the report from the saved model. Only for ``demo`` (known
+    from the first argument, before the parser, whose defaults import
+    scikit-learn); not with ``-h`` or ``NEUROSPCA_NO_WARM_UP``, and only on POSIX
+    systems (select on pipes, process groups, fork). Any failure to start leaves
+    the report to this process.
+
+    Returns
+    -------
+    subprocess.Popen or None
+    """
+    if argv[:1] != ["demo"] or {"-h", "--help"} & set(argv):
+        return None
+    if os.environ.get("NEUROSPCA_NO_WARM_UP") or os.name != "posix":  # POSIX: pipes, groups
+        return None
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=root if not path else os.pathsep.join([root, path]))
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "neurospca._commands._report_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,  # its own group: stopped with its figure child
+        )
+    except OSError:
+        return None
+
+
 def main(argv=None):
     """Entry point of the ``neurospca`` command.
 
@@ -486,10 +525,26 @@ def main(argv=None):
         Exit code: 0 success, 2 user error, 130 interrupted (SIGINT), 143
         terminated (SIGTERM).
     """
-    parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
-    args.argv = argv
+    worker, code = _early_report_worker(argv), None
+    try:
+        parser = _build_parser()
+        args = parser.parse_args(argv)
+        args.argv = argv
+        args.report_worker = worker
+        code = _run(args)
+        return code
+    finally:
+        if worker is not None:
+            from .reporting import stop_worker
+
+            stop_worker(worker, kill=code != 0)
+
+
+def _run(args):
+    """Run the parsed command; exceptions to exit codes."""
+    from ._commands import UserError, check_before_work, check_report_dependencies
+
     with sigterm_raises():
         try:
             check_report_dependencies()

@@ -176,6 +176,7 @@ def write(*args, **kwargs):
     state["main"] = sorted(set(sys.modules) - state["start"])
 reporting.start_warm_up = start
 demo.write_all = write
+cli._early_report_worker = lambda argv: None  # the thread (no report worker: `fit`'s path)
 cli.main(["demo", "-q", "-o", sys.argv[1]])
 print(json.dumps(state["main"]))
 """

@@ -94,11 +94,33 @@ def write_all(
     str
         The output folder.
     """
-    from ..reporting import images, report
+    from ..reporting import images, report, report_job
 
     with AtomicFolder(args.output, owned=OUTPUT_FILE, name="--output") as folder:
         tmp = folder.tmp
         say(args, "writing loadings, scores and model ...")
+        first = "sample"
+        if study is not None:
+            sample_labels, first = [str(i) for i in study["participant_ids"]], "participant_id"
+        metadata = dict(metadata, sample_labels=list(sample_labels))
+        persistence.save_model(
+            estimator,
+            os.path.join(tmp, "model.npz"),
+            space=space,
+            meshes=meshes,
+            metadata=metadata,
+            study=study,
+        )
+        job = report_job(  # the demo's report worker draws while the files are written
+            getattr(args, "report_worker", None),
+            os.path.join(tmp, "model.npz"),
+            os.path.join(tmp, "report.html"),
+            engine=getattr(args, "engine", "auto"),
+            bg_img=bg_img,
+            scores=scores,
+            atlas=atlas,
+            note=lambda line: say(args, line),
+        )
         names = [
             os.path.basename(p)
             for p in images.save_loadings(
@@ -108,9 +130,6 @@ def write_all(
                 surface_format=getattr(args, "surface_format", "gii"),
             )
         ]
-        first = "sample"
-        if study is not None:
-            sample_labels, first = [str(i) for i in study["participant_ids"]], "participant_id"
         _write_scores(
             os.path.join(tmp, "scores.csv"),
             report.component_scores(estimator) if scores is None else scores,
@@ -123,31 +142,23 @@ def write_all(
 
             write_associations(os.path.join(tmp, "associations.tsv"), associations)
             extra.append("associations.tsv")
-        metadata = dict(metadata, sample_labels=list(sample_labels))
-        persistence.save_model(
-            estimator,
-            os.path.join(tmp, "model.npz"),
-            space=space,
-            meshes=meshes,
-            metadata=metadata,
-            study=study,
-        )
         say(args, "drawing the report ...")
         t0 = time.perf_counter()
-        html = report.make_report(
-            estimator,
-            space,
-            meshes=meshes,
-            title=metadata["title"],
-            data_description=metadata.get("data"),
-            bg_img=bg_img,
-            engine=getattr(args, "engine", "auto"),
-            metadata=metadata,
-            study=study,
-            scores=scores,
-            **({} if atlas is None else {"atlas": atlas}),
-        )
-        report.save_report(html, os.path.join(tmp, "report.html"))
+        if job is None or not job.written():
+            html = report.make_report(
+                estimator,
+                space,
+                meshes=meshes,
+                title=metadata["title"],
+                data_description=metadata.get("data"),
+                bg_img=bg_img,
+                engine=getattr(args, "engine", "auto"),
+                metadata=metadata,
+                study=study,
+                scores=scores,
+                **({} if atlas is None else {"atlas": atlas}),
+            )
+            report.save_report(html, os.path.join(tmp, "report.html"))
         say(args, f"report drawn in {time.perf_counter() - t0:.1f} s")
         written = names + ["scores.csv"] + extra + ["model.npz", "report.html"]
         out = folder.commit(written)

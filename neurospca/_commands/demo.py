@@ -43,7 +43,8 @@ def run_demo(args):
         f"{DEMO_VOXEL_SIZE} mm (seed {args.seed})",
     )
     t0 = time.perf_counter()
-    start_warm_up(volume=True)  # the report's imports and template, while this runs
+    if getattr(args, "report_worker", None) is None:  # else the worker prepares the report
+        start_warm_up(volume=True)  # the report's imports and template, while this runs
     X, patterns, mask = make_fmri_like(random_state=args.seed, voxel_size=DEMO_VOXEL_SIZE)
     affine = mni152_brain_mask(DEMO_VOXEL_SIZE)[1]  # nilearn's 3 mm mask (package data), sampled
     mask_img = nib.Nifti1Image(mask.astype(np.uint8), affine)

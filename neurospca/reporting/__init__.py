@@ -5,7 +5,8 @@ report is made (``pip install "neurospca[report]"``).
 """
 
 from ._png import FigureCache
-from ._warmup import start_warm_up, wait_warm_up
+from ._report_jobs import report_job, stop_worker
+from ._warmup import prepare_report_worker, start_warm_up, wait_warm_up
 from .anatomy import cluster_table, load_atlas, peak_coordinates
 from .export import FIGURE_FORMATS, plot_component, save_figures
 from .images import loadings_to_nifti, loadings_to_surface, save_loadings
@@ -38,11 +39,14 @@ __all__ = [
     "plot_scores",
     "plot_surface_component",
     "plot_volume_component",
+    "prepare_report_worker",
+    "report_job",
     "pyvista_available",
     "save_figures",
     "save_loadings",
     "save_report",
     "start_warm_up",
+    "stop_worker",
     "surface_background",
     "wait_warm_up",
 ]

@@ -20,6 +20,14 @@ __all__ = ["component_figure", "component_images", "PARALLEL_MIN_FIGURES"]
 #: this many figures on (starting a worker imports matplotlib and nilearn: ~2 s)
 PARALLEL_MIN_FIGURES = 8
 
+#: set in the report worker (:func:`._warmup.prepare_report_worker`), a fresh
+#: interpreter that never ran an OpenMP kernel: with ``n_jobs=None`` its component
+#: figures are drawn by a forked child while the report's other sections are built
+FORK_DRAWING = False
+
+#: the longest wait (s) for the forked child's figures before it is killed
+FORK_TIMEOUT = 900.0
+
 
 def component_figure(comp, k, space, meshes, surface_maps, bg_maps, bg_img, engine, canvases):
     """Data URI of component ``k``'s figure (None for surfaces without meshes)."""
@@ -125,6 +133,7 @@ def component_images(
     cache=None,
     n_jobs=None,
     labels=None,
+    deferred=False,
 ):
     """Data URIs of every component's figure (None where nothing is drawn).
 
@@ -142,23 +151,94 @@ def component_images(
     labels : dict, optional
         ``cbar_label`` and ``support_label`` of the figures (see
         :class:`~neurospca.reporting._canvases.ReportCanvases`).
+    deferred : bool, default=False
+        Return a function that returns the list; in the report worker
+        (:data:`FORK_DRAWING`, ``n_jobs=None``) a forked child draws the figures
+        until it is called.
 
     Returns
     -------
-    list of str or None
+    list of str or None, or a function returning it (``deferred``)
     """
     canvases = ReportCanvases(space, meshes, bg_img, engine, dpi, cache, labels=labels)
     keys = [canvases.key("component", comp) for comp in comps]
     images = [None if key is None else cache.get(key) for key in keys]
     todo = [k for k, image in enumerate(images) if image is None]
     args = (space, meshes, surface_maps, bg_maps, bg_img, engine, dpi, labels)
-    blocks, drawn = _draw_blocks(todo, comps, args, n_jobs)
-    for block, uris in zip(blocks, drawn, strict=True):
-        for k, uri in zip(block, uris, strict=True):
-            images[k] = uri
-            if keys[k] is not None and uri is not None:
-                cache.put(keys[k], uri)
-    return images
+    if deferred and FORK_DRAWING and n_jobs is None and todo:
+        collect = _forked_drawing(todo, comps, args)
+    else:
+        drawn = _draw_blocks(todo, comps, args, n_jobs)
+        collect = lambda: drawn  # noqa: E731
+
+    def finish():
+        for block, uris in zip(*collect(), strict=True):
+            for k, uri in zip(block, uris, strict=True):
+                images[k] = uri
+                if keys[k] is not None and uri is not None:
+                    cache.put(keys[k], uri)
+        return images
+
+    return finish if deferred else finish()
+
+
+def _forked_drawing(todo, comps, args):
+    """Draw components ``todo`` in a forked child; a function returning (blocks, URIs).
+
+    Only in the report worker (see :data:`FORK_DRAWING`). The child sends the
+    data URIs as JSON through a pipe and leaves with ``os._exit``; if it fails or
+    does not finish within ``FORK_TIMEOUT`` seconds, it is killed and the figures
+    are drawn in this process (raising their own error, if any).
+    """
+    import json
+    import signal
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 1
+        try:
+            os.close(read_fd)
+            data = json.dumps(_draw_chunk(todo, comps[todo], *args)).encode()
+            with os.fdopen(write_fd, "wb") as fh:
+                fh.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+
+    def collect():
+        data, complete = _read_all(read_fd, FORK_TIMEOUT)
+        if not complete:
+            os.kill(pid, signal.SIGKILL)
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        try:
+            uris = json.loads(data) if complete and code == 0 else None
+        except ValueError:
+            uris = None
+        if not isinstance(uris, list) or len(uris) != len(todo):
+            logger.warning("report: the figure child failed (exit %s); drawing here", code)
+            uris = _draw_chunk(todo, comps[todo], *args)
+        return [todo], [uris]
+
+    return collect
+
+
+def _read_all(fd, timeout):
+    """Bytes of ``fd`` up to its end, and whether the end came before ``timeout`` s."""
+    import select
+    import time
+
+    deadline, chunks = time.monotonic() + timeout, []
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fh], [], [], left)[0]:
+                return b"".join(chunks), False
+            chunk = fh.read(1 << 20)
+            if not chunk:
+                return b"".join(chunks), True
+            chunks.append(chunk)
 
 
 def _draw_blocks(todo, comps, args, n_jobs):

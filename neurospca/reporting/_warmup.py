@@ -1,8 +1,9 @@
 """The report's fixed costs, paid ahead in a background thread while a command fits.
 
 A report's first figure pays for importing matplotlib (0.5-0.9 s CPU), jinja2
-and the report's own modules, and for reading and preparing the default
-background (nilearn's 1 mm MNI152 template: 7 M voxels). ``neurospca demo`` and
+and the report's own modules, for reading and preparing the default
+background (nilearn's 1 mm MNI152 template: 7 M voxels) and for making its
+volume canvas (:func:`~neurospca.reporting._canvases.prepare_volume_canvas`). ``neurospca demo`` and
 ``neurospca fit`` know before fitting that a report follows, so
 :func:`start_warm_up` does that work in a daemon thread while the fit runs (the
 fit's kernels release the GIL; its data passes run on worker threads), and
@@ -23,7 +24,7 @@ import importlib
 import os
 import threading
 
-__all__ = ["start_warm_up", "wait_warm_up", "WARM_UP_MODULES"]
+__all__ = ["start_warm_up", "wait_warm_up", "prepare_report_worker", "WARM_UP_MODULES"]
 
 #: what a volume report imports (in this order); surfaces add pyvista
 WARM_UP_MODULES = (
@@ -51,12 +52,15 @@ def _warm_up(volume, surface):
             importlib.import_module(name)
         if surface and _pyvista_installed():
             importlib.import_module("pyvista")  # importing is safe; rendering is probed
+        _first_draw()
         if volume:
+            from ._canvases import prepare_volume_canvas
             from ._slices import _background, cold_hot
+            from .plotting import CMAP
 
             cold_hot()
             _background(None)  # the template read, its brain, bounding box and shading
-        _first_draw()
+            prepare_volume_canvas(CMAP)  # the first component's canvas, drawn once
     except Exception:  # noqa: BLE001 - the report raises its own error later
         return
 
@@ -125,3 +129,24 @@ def wait_warm_up():
     thread = _THREAD.pop()
     thread.join()
     return True
+
+
+def prepare_report_worker():
+    """Make this process a report worker: the warm-up's work done here and now, every
+    template compiled, and its component figures drawn by a forked child.
+
+    Only for a fresh interpreter started to draw reports (``neurospca demo``'s
+    worker, ``neurospca._commands._report_worker``): it is single-threaded and
+    never ran an OpenMP kernel, so forking it is safe
+    (:data:`neurospca.reporting._render.FORK_DRAWING`).
+
+    Returns
+    -------
+    None
+    """
+    from . import _render
+    from .report import jinja_templates
+
+    _render.FORK_DRAWING = True
+    _warm_up(volume=True, surface=False)
+    jinja_templates()

@@ -27,7 +27,9 @@ order.
 """
 
 import datetime
+import functools
 import logging
+import os
 import platform
 import time
 
@@ -69,11 +71,32 @@ def _jinja_env():
         import jinja2
     except ImportError:
         raise ImportError(f"the HTML report needs jinja2: {plotting.INSTALL_HINT}.") from None
+    return _environment(jinja2)
+
+
+@functools.lru_cache(maxsize=1)
+def _environment(jinja2):
+    """The report's jinja2 environment, made once (its compiled templates are kept)."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("neurospca.reporting", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
+
+
+def jinja_templates():
+    """The report's jinja2 environment with every template compiled (a worker's warm-up).
+
+    Returns
+    -------
+    jinja2.Environment
+    """
+    env = _jinja_env()
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".html"):
+            env.get_template(name)
+    return env
 
 
 def library_versions():
@@ -291,16 +314,14 @@ def make_report(
     wait_warm_up()  # a command's warm-up thread: done before the report imports its stacks
     env = _jinja_env()
     r = report_inputs(estimator, space, comps, args, library_versions())
-    images = _component_figures(r)
+    images = _component_figures(r)  # drawn by a forked child in the report worker
     facts = [component_facts(r, k) for k in range(r.n_components)]
     context = {
         "components": components_section(r, facts),
-        "loadings": loadings_section(r, facts, images),
         "viewer": viewer_section(r),
         "scores": scores_section(r),
         "variance": variance_section(r),
         "convergence": convergence_section(r, facts),
-        "timings": timings_section(r, t_start),
         "methods": methods_section(r),
         "data": data_section(r),
         "parameters": parameters_section(r),
@@ -309,6 +330,8 @@ def make_report(
         "ncomp": n_components_evidence_section(r),
         "versions": versions_section(r),
     }
+    context["loadings"] = loadings_section(r, facts, images())
+    context["timings"] = timings_section(r, t_start)
     return env.get_template("report.html").render(
         title=title,
         estimator_name=type(estimator).__name__,
@@ -319,7 +342,8 @@ def make_report(
 
 
 def _component_figures(r):
-    """Data URIs of the component figures (None where nothing is drawn)."""
+    """A function returning the data URIs of the component figures (None where nothing
+    is drawn): they are drawn now, or by a forked child in the report worker."""
     surface_maps, bg_maps = None, {}
     if isinstance(r.space, Hemispheres) and r.meshes is not None:
         surface_maps = r.space.inverse_transform(r.shown)
@@ -337,6 +361,7 @@ def _component_figures(r):
         cache=r.figure_cache,
         n_jobs=r.n_jobs,
         labels=figure_labels(r),
+        deferred=True,
     )
 
 
