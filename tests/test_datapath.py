@@ -282,6 +282,15 @@ def test_passes_over_a_memmap_for_three_components(tmp_path, monkeypatch, method
         assert abs((read - before) / X.nbytes - passes) < 0.5
 
 
+#: The joint row of ``datapath_before.npz`` was stored when the certified-support
+#: finishing stopped at 1 % of the peak; since issue 20 round 7 the joint fit's
+#: support is certified by a Jacobi step finished to 0.3 % of the peak, which moves
+#: this instance's loadings by 5.5e-6 (inside their certified radii, 2.4e-3 to
+#: 6.7e-3 of the norm). The data path itself is still compared to 1e-6 (the other
+#: rows, and the tall start against the QR start).
+JOINT_FINISHING_MOVE = 1e-5
+
+
 def test_components_as_before_the_change(tmp_path):
     """The components of the code before issue 22 (``datapath_before.npz``,
     same instance, same settings): float64 in memory (N x N Gram start) and
@@ -309,6 +318,8 @@ def test_components_as_before_the_change(tmp_path):
         # float32 from a memmap: X^T z is now computed in float64 arithmetic;
         # the old float32 products were 1.0e-6 away from the float64 fit
         limit = 1e-6 if name != "f32_memmap_deflation" else 1.5e-6
+        if name == "f32_memory_joint":  # see JOINT_FINISHING_MOVE
+            limit = JOINT_FINISHING_MOVE
         assert diff <= limit, (name, diff)
     # and the float32 fit is now within 1e-6 of the float64 one
     assert (
@@ -332,4 +343,4 @@ def test_tall_block_start_gives_the_components_of_the_qr_start(monkeypatch, meth
     np.testing.assert_allclose(tall.explained_variance_ratio_, ref.explained_variance_ratio_, 1e-6)
     if method == "joint":
         before = np.load(DATA / "datapath_before.npz", allow_pickle=False)["f32_memory_joint"]
-        assert np.abs(tall.components_ - before).max() <= 1e-6
+        assert np.abs(tall.components_ - before).max() <= JOINT_FINISHING_MOVE
