@@ -49,9 +49,11 @@ from ._stability import (
     overlap_corrected,
     overlapping_subsamples,
     split_halves,
+    subsample_stability,
 )
 from ._support import SUPPORT_RESOLUTION
 from ._tree import prox_tree
+from ._warm import start_from
 from ._weights import ratios_from_weights, weights_from_ratios
 
 __all__ = [
@@ -93,4 +95,6 @@ __all__ = [
     "fixed_split",
     "matched_abs_corr",
     "split_halves",
+    "start_from",
+    "subsample_stability",
 ]

@@ -30,6 +30,7 @@ from ._joint import _joint_spca_tv
 from ._spcatv_function import spca_tv
 from ._stability import scores_of, set_stability
 from ._support import certify_fit
+from ._warm import start_state
 from ._weights import _weights, weights_from_ratios
 
 __all__ = ["SPCATV", "spca_tv"]
@@ -470,7 +471,10 @@ class SPCATV(ComponentsEstimator):
                 if self.alpha is not None
                 else float(self.alpha_rel) * self.l1_max_
             )
-            U, V, info, caught, weights = self._run(op, n_components, alpha, u0, w0, settings)
+            u0, from_scores = start_state(self, op, u0)  # start_from's components, if any
+            U, V, info, caught, weights = self._run(
+                op, n_components, alpha, u0, w0, settings, from_scores=from_scores
+            )
         else:
             point, halves, (U, V, info, caught, weights) = auto_fit(
                 path,
