@@ -1,13 +1,19 @@
-"""Issue 20 round 7: ``stability_`` of default fits, before and after.
+"""Issue 20 round 7: ``stability_`` of default fits and the starts of its subsample fits.
 
 Per instance (``bench_trust_defaults.load`` sets, or the 12 x 12 ``noise``
 and ``planted`` instances of tests/test_joint.py), the default fit
 ``SPCATV(k, operator=op, random_state=0)`` and per component: its matched
-|cos| to a planted pattern, its non-zero fraction, ``stability_`` (this
-build: each subsample fitted as the default fit fits its chosen point,
-``replicate=True``) and the round-6 measure (cold subsample fits at the
-chosen point, ``replicate=False``) on the same subsamples. ``--permuted``
-also fits the data with every column's rows permuted (noise only).
+|cos| to a planted pattern, its non-zero fraction, ``stability_`` (cold
+subsample fits at the chosen point, round 6) and, on the same two subsamples
+(0.9 N sharing 0.8 N, overlap-corrected), the subsample fits started
+
+- ``full``: from the full fit's components (``start_from``, the fit's other
+  starts competing on the objective);
+- ``replica``: as the default fit fits its point: the subsample's rows in the
+  first split half walk the chosen split's path to the point (the halves'
+  settings), and the subsample is fitted from that half fit.
+
+``--permuted`` also fits the data with every column's rows permuted.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_stability20f.py --sets paper-0.7 \\
         --seeds 3121 3122 [--permuted]
@@ -24,9 +30,54 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_stability20e import fmt, matched_cos  # noqa: E402
 from bench_trust_defaults import load  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.utils import check_random_state  # noqa: E402
 
 from neurospca import SPCATV, tv_from_mask  # noqa: E402
-from neurospca.decomposition import subsample_stability  # noqa: E402
+from neurospca.decomposition import (  # noqa: E402
+    AUTO_SPLITS,
+    component_stability,
+    overlap_corrected,
+    overlapping_subsamples,
+    start_from,
+)
+
+HALF = dict(warm_start=True, max_sweeps=15, stability=False, certify_support=False, verbose=0)
+KEEP = dict(stability=False, warm_start=False, verbose=0, certify_support=False)
+
+
+def walked(params):
+    """The chosen split's path of alpha_rel="auto" up to the chosen point."""
+    split = (params["l1_ratio"], params["tv_ratio"])
+    path = next((p for s, p in AUTO_SPLITS if np.allclose(s, split)), ())
+    return [a for a in path if a < params["alpha_rel"] * (1 - 1e-9)] + [params["alpha_rel"]]
+
+
+def replica(m, Xs, half_rows, params):
+    half = clone(m).set_params(**HALF, **params)
+    half._half_fit = True
+    for a in walked(params):
+        half.set_params(alpha_rel=a).fit(Xs[half_rows])
+    return start_from(clone(m).set_params(**KEEP, **params), half.components_).fit(Xs)
+
+
+def variants(m, X, params):
+    """Per start design: the overlap-corrected stability of each component."""
+    rows = overlapping_subsamples(X.shape[0], 0)
+    subs, shared = (X[rows[0]], X[rows[1]]), rows[2]
+    first = check_random_state(0).permutation(X.shape[0])[: X.shape[0] // 2]
+    halves = [np.flatnonzero(np.isin(r, first)) for r in rows[:2]]
+    out = {}
+    for name, fit in (
+        ("full", lambda i: start_from(clone(m).set_params(**KEEP, **params), m.components_)),
+        ("replica", None),
+    ):
+        if fit is None:
+            comps = [replica(m, subs[i], halves[i], params).components_ for i in range(2)]
+        else:
+            comps = [fit(i).fit(subs[i]).components_ for i in range(2)]
+        out[name] = overlap_corrected(component_stability(m.components_, *comps), shared)
+    return out
 
 
 def small(name, seed):
@@ -60,15 +111,15 @@ def row(name, seed, permuted):
             alpha=None, alpha_rel=m.alpha_rel_, l1_ratio=m.l1_ratio_, tv_ratio=m.tv_ratio_
         )
         t0 = time.perf_counter()
-        before = subsample_stability(m, X, params, replicate=False)
-        t_before = time.perf_counter() - t0
+        other = variants(m, X, params)
+        t_other = time.perf_counter() - t0
     cos = matched_cos(m, P) if P is not None else np.full(k, np.nan)
     nz = np.mean(m.components_ != 0, axis=1)
     label = "permuted" if permuted else "data"
     print(
         f"| {name} | {seed} | {label} | {m.alpha_rel_:g} ({m.l1_ratio_:g}, {m.tv_ratio_:g}) | "
-        f"{fmt(cos)} | {fmt(nz)} | {fmt(m.stability_)} | {fmt(before)} | {t:.1f} | "
-        f"{t_before:.1f} |",
+        f"{fmt(cos)} | {fmt(nz)} | {fmt(m.stability_)} | {fmt(other['full'])} | "
+        f"{fmt(other['replica'])} | {t:.1f} | {t_other:.1f} |",
         flush=True,
     )
 
@@ -80,10 +131,10 @@ def main():
     p.add_argument("--permuted", action="store_true", help="also the noise-only copies")
     args = p.parse_args()
     print(
-        "| set | seed | data | chosen | abs cos | non-zero | stability_ (new) | "
-        "round 6 (cold) | default fit s | cold measure s |"
+        "| set | seed | data | chosen | abs cos | non-zero | stability_ (cold) | "
+        "from full fit | replica | default fit s | variants s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.sets:
         for seed in args.seeds:
             row(name, seed, False)

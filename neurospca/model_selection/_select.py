@@ -439,10 +439,12 @@ def select_penalty(
                 r["n_empty"],
             )
         best = _choose(results, rule, len(fold_comps[0]))
-        chosen_fits, default, start = fold_comps[best], None, None
+        chosen_fits, default, start, default_model = fold_comps[best], None, None, None
     best_params = dict(results[best]["params"])
     best_estimator = (
-        refit_from(estimator, kind, X, confounds, best_params, start) if refit else None
+        refit_from(estimator, kind, X, confounds, best_params, start, default_model)
+        if refit
+        else None
     )
     stability = _component_stability(best_estimator, rule, chosen_fits)
     logger.info("select_penalty (%s): %s", rule, best_params)
