@@ -13,7 +13,11 @@ subsample fits at the chosen point, round 6) and, on the same two subsamples
   first split half walk the chosen split's path to the point (the halves'
   settings), and the subsample is fitted from that half fit.
 
-``--permuted`` also fits the data with every column's rows permuted.
+``before`` is the round-6 ``stability_`` (cold subsample fits at the chosen
+point), ``now`` the same with 0 where ``below_noise`` (the component is not
+above the fit of the column-permuted data), as ``stability_`` now is; the
+start designs with ``--variants``. ``--permuted`` also fits the data with
+every column's rows permuted.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_stability20f.py --sets paper-0.7 \\
         --seeds 3121 3122 [--permuted]
@@ -36,10 +40,12 @@ from sklearn.utils import check_random_state  # noqa: E402
 from neurospca import SPCATV, tv_from_mask  # noqa: E402
 from neurospca.decomposition import (  # noqa: E402
     AUTO_SPLITS,
+    below_noise,
     component_stability,
     overlap_corrected,
     overlapping_subsamples,
     start_from,
+    subsample_stability,
 )
 
 HALF = dict(warm_start=True, max_sweeps=15, stability=False, certify_support=False, verbose=0)
@@ -100,26 +106,34 @@ def instance(name, seed, permuted):
     return X, op, P, 2 if name in ("noise", "planted") else 3
 
 
-def row(name, seed, permuted):
+def row(name, seed, permuted, with_variants):
+    """One instance: the default fit, stability_ before (cold subsamples) and
+    now (zero where not above the permuted-data fit), the variants' values."""
     X, op, P, k = instance(name, seed, permuted)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = SPCATV(k, operator=op, random_state=0).fit(X)
+        m = SPCATV(k, operator=op, random_state=0, stability=False).fit(X)
         t = time.perf_counter() - t0
         params = dict(
             alpha=None, alpha_rel=m.alpha_rel_, l1_ratio=m.l1_ratio_, tv_ratio=m.tv_ratio_
         )
         t0 = time.perf_counter()
-        other = variants(m, X, params)
-        t_other = time.perf_counter() - t0
+        before = subsample_stability(m, X, params)
+        t_before = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        noise = below_noise(m, X, params)
+        t_null = time.perf_counter() - t0
+        other = variants(m, X, params) if with_variants else None
+    now = np.where(noise, 0.0, before)
     cos = matched_cos(m, P) if P is not None else np.full(k, np.nan)
     nz = np.mean(m.components_ != 0, axis=1)
-    label = "permuted" if permuted else "data"
+    extra = f" {fmt(other['full'])} | {fmt(other['replica'])} |" if other else ""
     print(
-        f"| {name} | {seed} | {label} | {m.alpha_rel_:g} ({m.l1_ratio_:g}, {m.tv_ratio_:g}) | "
-        f"{fmt(cos)} | {fmt(nz)} | {fmt(m.stability_)} | {fmt(other['full'])} | "
-        f"{fmt(other['replica'])} | {t:.1f} | {t_other:.1f} |",
+        f"| {name} | {seed} | {'permuted' if permuted else 'data'} | {m.alpha_rel_:g} "
+        f"({m.l1_ratio_:g}, {m.tv_ratio_:g}) | {fmt(cos)} | {fmt(nz)} | {fmt(before)} | "
+        f"{fmt(now)} | {'/'.join(f'{x:.3g}' for x in m.singular_values_)} |{extra} "
+        f"{t:.1f} | {t_before:.1f} | {t_null:.1f} |",
         flush=True,
     )
 
@@ -129,17 +143,18 @@ def main():
     p.add_argument("--sets", nargs="+", default=["paper-0.7"])
     p.add_argument("--seeds", nargs="+", type=int, default=[3121])
     p.add_argument("--permuted", action="store_true", help="also the noise-only copies")
+    p.add_argument("--variants", action="store_true", help="also the start designs")
     args = p.parse_args()
-    print(
-        "| set | seed | data | chosen | abs cos | non-zero | stability_ (cold) | "
-        "from full fit | replica | default fit s | variants s |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    head = "| set | seed | data | chosen | abs cos | non-zero | before | now | singular values |"
+    if args.variants:
+        head += " from full fit | replica |"
+    print(head + " fit s | subsamples s | null s |")
+    print("|---" * (head.count("|") + 2) + "|")
     for name in args.sets:
         for seed in args.seeds:
-            row(name, seed, False)
+            row(name, seed, False, args.variants)
             if args.permuted:
-                row(name, seed, True)
+                row(name, seed, True, args.variants)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from ._spcatv import SPCATV, spca_tv
 from ._sspca import SSPCA, sspca
 from ._stability import (
     STABILITY_THRESHOLD,
+    below_noise,
     component_stability,
     fit_halves,
     matched_abs_corr,
@@ -97,4 +98,5 @@ __all__ = [
     "split_halves",
     "start_from",
     "subsample_stability",
+    "below_noise",
 ]

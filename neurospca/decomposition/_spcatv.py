@@ -128,8 +128,8 @@ class SPCATV(ComponentsEstimator):
     stability : "auto" or bool, default="auto"
         Compute ``stability_``, the reproducibility of each component: "auto"
         when ``alpha_rel="auto"``, True always, False never (each costs two
-        more fits on 90 % of the samples; out of core, on halves). Components
-        below 0.5 raise a warning.
+        more fits on 90 % of the samples and one of permuted data; out of core,
+        on halves). Components below 0.5 raise a warning.
     method : {"joint", "deflation"}, default="joint"
         "deflation" is the paper's Algorithm 3: component ``k`` is fitted on
         the data minus the components before it, so when regions co-vary
@@ -181,9 +181,9 @@ class SPCATV(ComponentsEstimator):
         an estimate of the correlation of fits on two independent samples of
         90 %. Out of core
         (memmap, dask) and below 20 samples: the absolute correlation of the
-        two split-half components matched to it. 0 for an empty component;
-        NaN when not computed (see ``stability``). Below 0.5 the component
-        does not reproduce.
+        two split-half components matched to it. 0 for an empty component and
+        (in memory) for one whose singular value is not above that of a fit of
+        the column-permuted data; NaN when not computed. Below 0.5: not reproduced.
     l1_max_ : float
         ``max_j ||Xc_j||_2 / N`` of the centred training data.
     mean_ : ndarray of shape (n_features,)
