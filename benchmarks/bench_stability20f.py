@@ -128,7 +128,13 @@ def row(name, seed, permuted, with_variants):
     now = np.where(noise, 0.0, before)
     cos = matched_cos(m, P) if P is not None else np.full(k, np.nan)
     nz = np.mean(m.components_ != 0, axis=1)
-    extra = f" {fmt(other['full'])} | {fmt(other['replica'])} |" if other else ""
+    extra = ""
+    if other:  # each start design, then the same with the noise floor
+        floor = {k: np.where(noise, 0.0, v) for k, v in other.items()}
+        extra = (
+            f" {fmt(other['full'])} -> {fmt(floor['full'])} | "
+            f"{fmt(other['replica'])} -> {fmt(floor['replica'])} |"
+        )
     print(
         f"| {name} | {seed} | {'permuted' if permuted else 'data'} | {m.alpha_rel_:g} "
         f"({m.l1_ratio_:g}, {m.tv_ratio_:g}) | {fmt(cos)} | {fmt(nz)} | {fmt(before)} | "
@@ -147,7 +153,7 @@ def main():
     args = p.parse_args()
     head = "| set | seed | data | chosen | abs cos | non-zero | before | now | singular values |"
     if args.variants:
-        head += " from full fit | replica |"
+        head += " from full fit -> with floor | replica -> with floor |"
     print(head + " fit s | subsamples s | null s |")
     print("|---" * (head.count("|") + 2) + "|")
     for name in args.sets:
