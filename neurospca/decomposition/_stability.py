@@ -382,19 +382,25 @@ def set_stability(estimator, X, halves):
         )
 
 
-def below_noise(estimator, X, params):
-    """The components whose singular value is not above the largest one of a
-    fit of the same settings to ``X`` with each column's rows permuted (issue 20
-    round 7).
+#: Column permutations of the data behind the noise floor of ``stability_``
+#: (:func:`below_noise`): the floor is the largest of their rank-one fits.
+NOISE_PERMUTATIONS = 3
 
-    Permuting every column independently keeps each feature's values and
-    removes all co-variation: what a fit at this penalty finds there is noise
-    (Horn's parallel analysis, applied to the penalised fit). A component no
-    stronger than that is not a pattern, whatever its subsamples say: two
-    subsamples that share 80 % of the rows select the same few noisiest
-    features (measured: one-pixel components of noise-only data scored
-    0.87-1.00 before this check). The permutation is seeded by
-    ``random_state`` (None: 0).
+
+def below_noise(estimator, X, params):
+    """The components whose singular value is not above what noise supports at
+    the same penalty (issue 20 round 7).
+
+    Permuting every column of ``X`` independently keeps each feature's values
+    and removes all co-variation: what a fit at this penalty finds there is
+    noise (Horn's parallel analysis, applied to the penalised fit). The floor
+    is the largest singular value of one rank-one fit (deflation's first
+    component: the strongest single component) on each of
+    :data:`NOISE_PERMUTATIONS` permuted copies, seeded by ``random_state``
+    (None: 0). A component no stronger than that is not a pattern, whatever
+    its subsamples say: two subsamples that share 80 % of the rows select the
+    same few noisiest features (measured: one-pixel components of noise-only
+    data scored 0.87-1.00 before this check).
 
     Parameters
     ----------
@@ -414,14 +420,16 @@ def below_noise(estimator, X, params):
 
     seed = 0 if estimator.random_state is None else estimator.random_state
     rng = check_random_state(seed)
-    noise = np.empty_like(X)
-    for j in range(X.shape[1]):
-        noise[:, j] = X[rng.permutation(X.shape[0]), j]
     keep = dict(stability=False, warm_start=False, verbose=0, certify_support=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        null = clone(estimator).set_params(**keep, **params).fit(noise)
-    floor = float(np.max(null.singular_values_, initial=0.0))
+    one = clone(estimator).set_params(n_components=1, method="deflation", **keep, **params)
+    noise = np.empty_like(X)
+    floor = 0.0
+    for _ in range(NOISE_PERMUTATIONS):
+        for j in range(X.shape[1]):
+            noise[:, j] = X[rng.permutation(X.shape[0]), j]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            floor = max(floor, float(one.fit(noise).singular_values_[0]))
     return np.asarray(estimator.singular_values_) <= floor
 
 
