@@ -14,9 +14,10 @@ subsample fits at the chosen point, round 6) and, on the same two subsamples
   settings), and the subsample is fitted from that half fit.
 
 ``before`` is the round-6 ``stability_`` (cold subsample fits at the chosen
-point), ``now`` the same with 0 where ``below_noise`` (the component is not
-above the fit of the column-permuted data), as ``stability_`` now is; the
-start designs with ``--variants``. ``--permuted`` also fits the data with
+point), ``cold + floor`` the same with 0 where ``below_noise`` (the
+component is not above the rank-one fits of column-permuted data), ``now``
+``stability_`` as it now is (subsample fits started from the full fit, and
+the floor); the other start designs with ``--variants``. ``--permuted`` also fits the data with
 every column's rows permuted.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_stability20f.py --sets paper-0.7 \\
@@ -120,12 +121,13 @@ def row(name, seed, permuted, with_variants):
         )
         t0 = time.perf_counter()
         before = subsample_stability(m, X, params)
+        warm = subsample_stability(m, X, params, start=m.components_)
         t_before = time.perf_counter() - t0
         t0 = time.perf_counter()
         noise = below_noise(m, X, params)
         t_null = time.perf_counter() - t0
         other = variants(m, X, params) if with_variants else None
-    now = np.where(noise, 0.0, before)
+    floor, now = np.where(noise, 0.0, before), np.where(noise, 0.0, warm)
     cos = matched_cos(m, P) if P is not None else np.full(k, np.nan)
     nz = np.mean(m.components_ != 0, axis=1)
     extra = ""
@@ -138,7 +140,7 @@ def row(name, seed, permuted, with_variants):
     print(
         f"| {name} | {seed} | {'permuted' if permuted else 'data'} | {m.alpha_rel_:g} "
         f"({m.l1_ratio_:g}, {m.tv_ratio_:g}) | {fmt(cos)} | {fmt(nz)} | {fmt(before)} | "
-        f"{fmt(now)} | {'/'.join(f'{x:.3g}' for x in m.singular_values_)} |{extra} "
+        f"{fmt(floor)} | {fmt(now)} | {'/'.join(f'{x:.3g}' for x in m.singular_values_)} |{extra} "
         f"{t:.1f} | {t_before:.1f} | {t_null:.1f} |",
         flush=True,
     )
@@ -151,7 +153,10 @@ def main():
     p.add_argument("--permuted", action="store_true", help="also the noise-only copies")
     p.add_argument("--variants", action="store_true", help="also the start designs")
     args = p.parse_args()
-    head = "| set | seed | data | chosen | abs cos | non-zero | before | now | singular values |"
+    head = (
+        "| set | seed | data | chosen | abs cos | non-zero | before | cold + floor | now |"
+        " singular values |"
+    )
     if args.variants:
         head += " from full fit -> with floor | replica -> with floor |"
     print(head + " fit s | subsamples s | null s |")
