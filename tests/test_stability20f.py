@@ -26,6 +26,8 @@ def test_default_fit_of_noise_only_data_is_flagged():
     assert np.all(np.any(m.components_ != 0, axis=1))
     params = dict(alpha=None, alpha_rel=m.alpha_rel_, l1_ratio=m.l1_ratio_, tv_ratio=m.tv_ratio_)
     assert np.max(subsample_stability(m, X, params)) > 0.9  # the subsamples alone are fooled
+    warm = subsample_stability(m, X, params, start=m.components_)  # as stability_ starts them
+    assert np.max(warm) > 0.9
     assert np.all(below_noise(m, X, params))
     assert np.all(m.stability_ == 0.0), m.stability_
 

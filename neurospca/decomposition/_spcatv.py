@@ -173,9 +173,9 @@ class SPCATV(ComponentsEstimator):
         ``nonzero_fraction`` per component of both halves); else empty.
     stability_ : ndarray of shape (n_components,)
         Reproducibility of each component in [0, 1] (docs/trust.rst): two
-        subsamples of 90 % of the samples that share 80 % (whole blocks of 10 %
-        of the rows, seeded by ``random_state``) are fitted at the chosen
-        penalty; the absolute correlation ``r`` of the two subsample components
+        subsamples of 90 % of the samples that share 80 % (blocks of 10 % of the
+        rows, seeded by ``random_state``) are fitted at the chosen penalty (from
+        the full fit under "auto"); the absolute correlation ``r`` of the two subsample components
         matched to component ``k`` is corrected for the shared rows,
         ``(r - c) / (1 - c)`` with ``c = 8 / 9`` the overlap, clipped to [0, 1]:
         an estimate of the correlation of fits on two independent samples of
