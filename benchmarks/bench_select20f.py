@@ -29,14 +29,8 @@ from sklearn.base import clone
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask  # noqa: E402
+from neurospca import model_selection as ms  # noqa: E402
 from neurospca.decomposition import start_from  # noqa: E402
-from neurospca.model_selection import (  # noqa: E402
-    choose_reproducible,
-    default_path_starts,
-    dice_to_truth,
-    mse_to_truth,
-    select_penalty,
-)
 from neurospca.model_selection._default import default_row, prefer_default  # noqa: E402
 
 METHODS = {
@@ -57,7 +51,7 @@ def point(r):
 
 
 def cell(m, P):
-    return f"{mse_to_truth(m, P):.3f} / {dice_to_truth(m, P):.3f}"
+    return f"{ms.mse_to_truth(m, P):.3f} / {ms.dice_to_truth(m, P):.3f}"
 
 
 def run(seed, key, corr):
@@ -68,10 +62,10 @@ def run(seed, key, corr):
     d = quiet(clone(est).set_params(stability=False).fit, X)
     t_def = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sel = quiet(select_penalty, est, X, random_state=seed, keep_default=False, refit=False)
+    sel = quiet(ms.select_penalty, est, X, random_state=seed, keep_default=False, refit=False)
     t_sel = time.perf_counter() - t0
     res = sel.results_
-    old = choose_reproducible(res, None, default_path_starts(est))
+    old = ms.choose_reproducible(res, None, ms.default_path_starts(est))
     params = res[old]["params"]
     cold = quiet(clone(est).set_params(**params).fit, X)
     warm = quiet(start_from(clone(est).set_params(**params), sel.fold_components_[0][0]).fit, X)
