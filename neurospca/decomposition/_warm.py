@@ -36,7 +36,7 @@ def start_from(estimator, components):
     estimator
     """
     if components is None:
-        estimator._start_components = None
+        estimator.__dict__.pop("_start_components", None)
         return estimator
     C = np.asarray(components, dtype=np.float64)
     if C.ndim != 2 or not np.all(np.isfinite(C)):
@@ -50,8 +50,7 @@ def start_state(estimator, op, u0):
     components given to :func:`start_from` (removed from the estimator: one
     fit), else ``(u0, False)``. Cold when the components do not fit the data
     (shape) or one of them has no score on it (empty)."""
-    C = getattr(estimator, "_start_components", None)
-    estimator._start_components = None
+    C = estimator.__dict__.pop("_start_components", None)
     k = estimator.n_components
     if C is None or C.shape[1] != op.shape[1] or (k is not None and C.shape[0] != k):
         return u0, False

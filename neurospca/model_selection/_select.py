@@ -277,6 +277,8 @@ def select_penalty(
 ):
     """Choose SPCA-TV's penalties, scale AND split, by the reproducibility of the components.
 
+    Length: the two rules' searches, the default point and the refit, in order.
+
     For each split of the penalty ``(l1_ratio, tv_ratio)`` in ``splits``, the
     grid of relative penalties ``alpha_rel`` is fitted weakest first, each fit
     warm-started from the previous one. With the default rule,
