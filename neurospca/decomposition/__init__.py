@@ -43,15 +43,18 @@ from ._spcatv import SPCATV, spca_tv
 from ._sspca import SSPCA, sspca
 from ._stability import (
     STABILITY_THRESHOLD,
+    below_noise,
     component_stability,
     fit_halves,
     matched_abs_corr,
     overlap_corrected,
     overlapping_subsamples,
     split_halves,
+    subsample_stability,
 )
 from ._support import SUPPORT_RESOLUTION
 from ._tree import prox_tree
+from ._warm import start_from
 from ._weights import ratios_from_weights, weights_from_ratios
 
 __all__ = [
@@ -93,4 +96,7 @@ __all__ = [
     "fixed_split",
     "matched_abs_corr",
     "split_halves",
+    "start_from",
+    "subsample_stability",
+    "below_noise",
 ]

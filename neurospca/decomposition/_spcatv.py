@@ -30,6 +30,7 @@ from ._joint import _joint_spca_tv
 from ._spcatv_function import spca_tv
 from ._stability import scores_of, set_stability
 from ._support import certify_fit
+from ._warm import start_state
 from ._weights import _weights, weights_from_ratios
 
 __all__ = ["SPCATV", "spca_tv"]
@@ -127,8 +128,8 @@ class SPCATV(ComponentsEstimator):
     stability : "auto" or bool, default="auto"
         Compute ``stability_``, the reproducibility of each component: "auto"
         when ``alpha_rel="auto"``, True always, False never (each costs two
-        more fits on 90 % of the samples; out of core, on halves). Components
-        below 0.5 raise a warning.
+        more fits on 90 % of the samples and one of permuted data; out of core,
+        on halves). Components below 0.5 raise a warning.
     method : {"joint", "deflation"}, default="joint"
         "deflation" is the paper's Algorithm 3: component ``k`` is fitted on
         the data minus the components before it, so when regions co-vary
@@ -172,17 +173,17 @@ class SPCATV(ComponentsEstimator):
         ``nonzero_fraction`` per component of both halves); else empty.
     stability_ : ndarray of shape (n_components,)
         Reproducibility of each component in [0, 1] (docs/trust.rst): two
-        subsamples of 90 % of the samples that share 80 % (whole blocks of 10 %
-        of the rows, seeded by ``random_state``) are fitted at the chosen
-        penalty; the absolute correlation ``r`` of the two subsample components
+        subsamples of 90 % of the samples that share 80 % (blocks of 10 % of the
+        rows, seeded by ``random_state``) are fitted at the chosen penalty (from
+        the full fit under "auto"); the absolute correlation ``r`` of the two subsample components
         matched to component ``k`` is corrected for the shared rows,
         ``(r - c) / (1 - c)`` with ``c = 8 / 9`` the overlap, clipped to [0, 1]:
         an estimate of the correlation of fits on two independent samples of
         90 %. Out of core
         (memmap, dask) and below 20 samples: the absolute correlation of the
-        two split-half components matched to it. 0 for an empty component;
-        NaN when not computed (see ``stability``). Below 0.5 the component
-        does not reproduce.
+        two split-half components matched to it. 0 for an empty component and
+        (in memory) for one whose singular value is not above that of a fit of
+        the column-permuted data; NaN when not computed. Below 0.5: not reproduced.
     l1_max_ : float
         ``max_j ||Xc_j||_2 / N`` of the centred training data.
     mean_ : ndarray of shape (n_features,)
@@ -474,7 +475,10 @@ class SPCATV(ComponentsEstimator):
                 if self.alpha is not None
                 else float(self.alpha_rel) * self.l1_max_
             )
-            U, V, info, caught, weights = self._run(op, n_components, alpha, u0, w0, settings)
+            u0, from_scores = start_state(self, op, u0)  # start_from's components, if any
+            U, V, info, caught, weights = self._run(
+                op, n_components, alpha, u0, w0, settings, from_scores=from_scores
+            )
         else:
             point, halves, (U, V, info, caught, weights) = auto_fit(
                 path,

@@ -289,13 +289,15 @@ def overlap_corrected(corr, shared):
     return np.clip((np.asarray(corr, float) - shared) / (1.0 - shared), 0.0, 1.0)
 
 
-def subsample_stability(estimator, X, params):
+def subsample_stability(estimator, X, params, start=None):
     """``stability_`` of a full fit from two overlapping subsamples (0.9 N each).
 
     Both subsamples (:func:`overlapping_subsamples`, seeded by the
     estimator's ``random_state``, None meaning 0) are fitted at ``params``
-    with the estimator's other settings (cold starts, no certified support,
-    no stability), on two threads when :func:`half_jobs` allows; the full
+    with the estimator's other settings (no certified support, no
+    stability), cold or, with ``start``, started from those components
+    (:func:`._warm.start_from`: the fit's other starts compete on the
+    objective), on two threads when :func:`half_jobs` allows; the full
     fit's components are matched to them (:func:`component_stability`) and
     the matched absolute correlation is corrected for the overlap
     (:func:`overlap_corrected`).
@@ -308,6 +310,9 @@ def subsample_stability(estimator, X, params):
         In memory (a subsample is a copy of 0.9 N rows).
     params : dict
         The chosen penalty: ``alpha`` or ``alpha_rel``, ``l1_ratio``, ``tv_ratio``.
+    start : ndarray of shape (n_components, n_features), optional
+        The components both subsample fits start from (the full fit's, when
+        ``alpha_rel="auto"`` started it warm: issue 20 round 7).
 
     Returns
     -------
@@ -315,11 +320,13 @@ def subsample_stability(estimator, X, params):
     """
     from sklearn.base import clone
 
+    from ._warm import start_from
+
     seed = 0 if estimator.random_state is None else estimator.random_state
     X = np.asarray(X)
     rows_a, rows_b, shared = overlapping_subsamples(X.shape[0], seed)
     keep = dict(stability=False, warm_start=False, verbose=0, certify_support=False)
-    models = [clone(estimator).set_params(**keep) for _ in range(2)]
+    models = [start_from(clone(estimator).set_params(**keep), start) for _ in range(2)]
     point = _fit_point(models, (X[rows_a], X[rows_b]), params, half_jobs(estimator, X))
     return overlap_corrected(
         component_stability(estimator.components_, *point["components"]), shared
@@ -338,13 +345,17 @@ def _chosen_params(estimator):
 
 
 def set_stability(estimator, X, halves):
-    """Set ``stability_`` (issue 20 round 6: overlapping subsamples, corrected).
+    """Set ``stability_`` (issue 20 rounds 6-7: overlapping subsamples, corrected).
 
     Computed with ``stability=True``, and with "auto" when ``alpha_rel="auto"``
     chose the penalty (``halves`` not None). In memory (at least
     ``2 * SUBSAMPLE_BLOCKS`` samples):
     :func:`subsample_stability` (two fits on overlapping subsamples of 0.9 N
-    at the chosen penalty, their agreement corrected for the overlap). Out of
+    at the chosen penalty, their agreement corrected for the overlap; started
+    from the full fit's components when "auto" chose the penalty, as the full
+    fit was started warm, cold at a fixed penalty), and 0 for a component
+    :func:`below_noise` (round 7: the start is kept by a noise component of
+    a few pixels, which the noise floor catches). Out of
     core (a memmap or dask array, where a subsample would be a copy) or with
     fewer samples: the
     split-half reproducibility of :func:`component_stability` (the halves of
@@ -369,7 +380,10 @@ def set_stability(estimator, X, halves):
             halves = halves[0]["components"]
         estimator.stability_ = component_stability(C, *halves)
     else:
-        estimator.stability_ = subsample_stability(estimator, X, _chosen_params(estimator))
+        params = _chosen_params(estimator)  # started as the full fit was: warm under "auto"
+        start = C if halves is not None else None
+        estimator.stability_ = subsample_stability(estimator, X, params, start)
+        estimator.stability_[below_noise(estimator, X, params)] = 0.0
     low = np.flatnonzero(np.any(C != 0, axis=1) & (estimator.stability_ < STABILITY_THRESHOLD))
     if low.size:
         warnings.warn(
@@ -379,6 +393,60 @@ def set_stability(estimator, X, halves):
             UserWarning,
             stacklevel=2,
         )
+
+
+#: Column permutations of the data behind the noise floor of ``stability_``
+#: (:func:`below_noise`): the floor is the largest of their rank-one fits, so
+#: a noise component as strong as theirs passes it with probability
+#: ``1 / (NOISE_PERMUTATIONS + 1)`` (Horn's parallel analysis). Measured with
+#: 3 (round 7): 1 of 10 noise-only data sets kept a component at 0.99.
+NOISE_PERMUTATIONS = 9
+
+
+def below_noise(estimator, X, params):
+    """The components whose singular value is not above what noise supports at
+    the same penalty (issue 20 round 7).
+
+    Permuting every column of ``X`` independently keeps each feature's values
+    and removes all co-variation: what a fit at this penalty finds there is
+    noise (Horn's parallel analysis, applied to the penalised fit). The floor
+    is the largest singular value of one rank-one fit (deflation's first
+    component: the strongest single component) on each of
+    :data:`NOISE_PERMUTATIONS` permuted copies, seeded by ``random_state``
+    (None: 0). A component no stronger than that is not a pattern, whatever
+    its subsamples say: two subsamples that share 80 % of the rows select the
+    same few noisiest features (measured: one-pixel components of noise-only
+    data scored 0.87-1.00 before this check).
+
+    Parameters
+    ----------
+    estimator : SPCATV
+        Fitted (``singular_values_``).
+    X : ndarray of shape (n_samples, n_features)
+    params : dict
+        The penalty of the fit.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_components,)
+    """
+    import warnings
+
+    from sklearn.base import clone
+
+    seed = 0 if estimator.random_state is None else estimator.random_state
+    rng = check_random_state(seed)
+    keep = dict(stability=False, warm_start=False, verbose=0, certify_support=False)
+    one = clone(estimator).set_params(n_components=1, method="deflation", **keep, **params)
+    noise = np.empty_like(X)
+    floor = 0.0
+    for _ in range(NOISE_PERMUTATIONS):
+        for j in range(X.shape[1]):
+            noise[:, j] = X[rng.permutation(X.shape[0]), j]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            floor = max(floor, float(one.fit(noise).singular_values_[0]))
+    return np.asarray(estimator.singular_values_) <= floor
 
 
 def scores_of(op, components):

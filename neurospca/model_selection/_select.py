@@ -19,6 +19,7 @@ from sklearn.utils import check_random_state
 
 from .._utils.validation import check_int, check_matrix
 from ..decomposition import AUTO_SPLITS, fixed_split, weights_from_ratios
+from ._default import default_row, fit_default, prefer_default, refit_from, refit_start
 from ._folds import FOLD_RULES, STABLE_TOLERANCE, _choose, _paired_se, fold_search, fold_stability
 from ._halves import (
     _say,
@@ -75,6 +76,10 @@ class PenaltySelection:
         The chosen parameters: ``alpha`` (None), ``alpha_rel``, ``l1_ratio``,
         ``tv_ratio``.
     best_index_ : int
+    default_index_ : int or None
+        Rule ``"reproducibility"`` with ``keep_default``: the row of the
+        estimator's own default fit's point (None if not on the grid or not
+        fitted); the table marks it ``d`` when it is not the chosen row.
     results_ : list of dict
         One per grid point (per split, weakest penalty first): ``params``,
         ``alpha_rel``, ``l1_ratio``, ``tv_ratio``, ``mean_score`` /
@@ -144,7 +149,8 @@ class PenaltySelection:
                 f"{float_format.format(r[k]):>10s}" if isinstance(r[k], float) else f"{r[k]!s:>10s}"
                 for k in keys
             ]
-            lines.append(("*" if i == self.best_index_ else " ") + " " + "  ".join(cells))
+            mark = "*" if i == self.best_index_ else "d" if i == self.default_index_ else " "
+            lines.append(mark + " " + "  ".join(cells))
         return "\n".join(lines)
 
 
@@ -249,14 +255,6 @@ def _seeds(random_state, n_splits):
     return [int(s) for s in rng.randint(np.iinfo(np.int32).max, size=n_splits)]
 
 
-def _refit(estimator, kind, X, confounds, params):
-    """The estimator given, refitted on all the data with ``params``."""
-    best = clone(estimator).set_params(**params)
-    if kind == "image":
-        return best.fit(X, confounds=confounds)
-    return best.fit(X)
-
-
 def select_penalty(
     estimator,
     X,
@@ -275,8 +273,11 @@ def select_penalty(
     verbose=0,
     min_zero_fraction=0.5,
     sparse_indices=(1, 2),
+    keep_default=True,
 ):
     """Choose SPCA-TV's penalties, scale AND split, by the reproducibility of the components.
+
+    Length: the two rules' searches, the default point and the refit, in order.
 
     For each split of the penalty ``(l1_ratio, tv_ratio)`` in ``splits``, the
     grid of relative penalties ``alpha_rel`` is fitted weakest first, each fit
@@ -356,6 +357,14 @@ def select_penalty(
     min_zero_fraction : float, default=0.5
     sparse_indices : sequence of int, default=(1, 2)
         For ``rule="sparsity"``.
+    keep_default : bool, default=True
+        Rule ``"reproducibility"`` with ``tolerance=None``: also fit the estimator's own default
+        (``alpha_rel="auto"``) and keep its point unless the chosen point is
+        more reproducible by more than the standard error of the difference
+        (so the search never trades the default for a point it cannot tell
+        apart from it; ``default_index_``). The refit starts from the default
+        fit's components when its point is kept, else from the chosen point's
+        first half fit, as the default fit starts (issue 20 round 7).
 
     Returns
     -------
@@ -392,8 +401,13 @@ def select_penalty(
         results, halves = reproducibility_search(
             inner, data, splits, grid_values, seeds, truth, verbose
         )
-        best = choose_reproducible(results, _check_tolerance(tolerance), default_path_starts(inner))
+        tolerance = _check_tolerance(tolerance)
+        best = choose_reproducible(results, tolerance, default_path_starts(inner))
+        default_model = fit_default(inner, data) if keep_default and tolerance is None else None
+        default = None if default_model is None else default_row(results, default_model)
+        best = prefer_default(results, best, default)
         chosen_fits = halves[best]
+        start = refit_start(default_model, best, default, chosen_fits)
     else:
         grid = [
             {"alpha": None, "alpha_rel": float(a), "l1_ratio": s[0], "tv_ratio": s[1]}
@@ -427,14 +441,19 @@ def select_penalty(
                 r["n_empty"],
             )
         best = _choose(results, rule, len(fold_comps[0]))
-        chosen_fits = fold_comps[best]
+        chosen_fits, default, start, default_model = fold_comps[best], None, None, None
     best_params = dict(results[best]["params"])
-    best_estimator = _refit(estimator, kind, X, confounds, best_params) if refit else None
+    best_estimator = (
+        refit_from(estimator, kind, X, confounds, best_params, start, default_model)
+        if refit
+        else None
+    )
     stability = _component_stability(best_estimator, rule, chosen_fits)
     logger.info("select_penalty (%s): %s", rule, best_params)
     selection = PenaltySelection(
         best_params_=best_params,
         best_index_=best,
+        default_index_=default,
         results_=results,
         rule=rule,
         component_stability_=stability,
