@@ -128,8 +128,8 @@ class SPCATV(ComponentsEstimator):
     stability : "auto" or bool, default="auto"
         Compute ``stability_``, the reproducibility of each component: "auto"
         when ``alpha_rel="auto"``, True always, False never (each costs two
-        more fits on 90 % of the samples and one of permuted data; out of core,
-        on halves). Components below 0.5 raise a warning.
+        more fits on 90 % of the samples and 9 one-component fits of permuted
+        data; out of core, on halves). Components below 0.5 raise a warning.
     method : {"joint", "deflation"}, default="joint"
         "deflation" is the paper's Algorithm 3: component ``k`` is fitted on
         the data minus the components before it, so when regions co-vary
@@ -173,13 +173,11 @@ class SPCATV(ComponentsEstimator):
         ``nonzero_fraction`` per component of both halves); else empty.
     stability_ : ndarray of shape (n_components,)
         Reproducibility of each component in [0, 1] (docs/trust.rst): two
-        subsamples of 90 % of the samples that share 80 % (blocks of 10 % of the
-        rows, seeded by ``random_state``) are fitted at the chosen penalty (from
-        the full fit under "auto"); the absolute correlation ``r`` of the two subsample components
-        matched to component ``k`` is corrected for the shared rows,
-        ``(r - c) / (1 - c)`` with ``c = 8 / 9`` the overlap, clipped to [0, 1]:
-        an estimate of the correlation of fits on two independent samples of
-        90 %. Out of core
+        subsamples of 90 % of the samples sharing 80 % (blocks of 10 % of the
+        rows, seeded by ``random_state``) fitted at the chosen penalty (from the
+        full fit under "auto"); the absolute correlation ``r`` of the subsample
+        components matched to component ``k``, corrected for the shared rows,
+        ``(r - c) / (1 - c)`` with ``c = 8 / 9``, clipped to [0, 1]. Out of core
         (memmap, dask) and below 20 samples: the absolute correlation of the
         two split-half components matched to it. 0 for an empty component and
         (in memory) for one whose singular value is not above that of a fit of
@@ -206,9 +204,8 @@ class SPCATV(ComponentsEstimator):
         at most :data:`~neurospca.decomposition.SUPPORT_RESOLUTION` (1 %)
         of the component's peak loading, or until five times the component's
         own solver iterations (at least 200, at most ``max_inner_iter``) are
-        spent (dual solver only; joint fits: on ``support_others_``, its own
-        gap, to 0.3 %). Reports, cluster tables and
-        ``neurospca fit`` count, draw and cluster these loadings only.
+        spent (dual solver only; joint fits: on ``support_others_``, its own gap,
+        to 0.3 %). Reports, cluster tables and the CLI use these loadings only.
     certified_zeros_ : ndarray of bool, shape (n_components, n_features)
         Loadings certified zero in the exact solution (a gap-safe test); they
         are exactly 0 in ``components_``. No other loading is altered.
