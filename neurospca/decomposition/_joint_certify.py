@@ -203,16 +203,16 @@ CERTIFY_PASSES = 3
 
 
 def certifies_jointly(kw):
-    """Whether :func:`recheck_support` certifies at the returned scores
+    """Whether :func:`recheck_support` certifies by a Jacobi step from a snapshot
     (:func:`certify_joint`): v-steps of l1 plus one group norm, the dual solver."""
     problem = ProxProblem(np.zeros(1), kw["pieces"])
     return JOINT_SUPPORT and problem.fast_form() is not None and kw["solver"].name == "dual"
 
 
 def recheck_support(estimator, op, U, V, info, kw, tol):
-    """The certified support of a joint fit: the loadings minimising ``J`` at the
-    returned scores (:class:`JointAtScores`, :func:`certify_joint`) when every
-    v-step is l1 plus one group norm solved by the dual solver, else each pair
+    """The certified support of a joint fit: one Jacobi step from a snapshot of
+    the fit (:func:`certify_joint`) when every v-step is l1 plus one group norm
+    solved by the dual solver, else each pair
     certified again against the returned others (:func:`_recheck_pairs`).
     Updates ``V``, ``info`` and the ``certified_*`` attributes in place."""
     if certifies_jointly(kw):
