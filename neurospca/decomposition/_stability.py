@@ -435,18 +435,27 @@ def below_noise(estimator, X, params):
     from sklearn.base import clone
 
     seed = 0 if estimator.random_state is None else estimator.random_state
-    rng = check_random_state(seed)
+    gen = np.random.default_rng(check_random_state(seed).randint(2**31 - 1))
     keep = dict(stability=False, warm_start=False, verbose=0, certify_support=False)
     one = clone(estimator).set_params(n_components=1, method="deflation", **keep, **params)
     noise = np.empty_like(X)
     floor = 0.0
     for _ in range(NOISE_PERMUTATIONS):
-        for j in range(X.shape[1]):
-            noise[:, j] = X[rng.permutation(X.shape[0]), j]
+        _permute_columns(X, gen, out=noise)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             floor = max(floor, float(one.fit(noise).singular_values_[0]))
     return np.asarray(estimator.singular_values_) <= floor
+
+
+def _permute_columns(X, gen, out, width=4096):
+    """``out[:, j]`` = column ``j`` of ``X`` with its rows in an independent
+    uniformly random order (``Generator.permuted``, ``width`` columns at a time;
+    a column loop of ``rng.permutation`` cost 1.2 s of the demo's 1 s fit)."""
+    for s in range(0, X.shape[1], width):
+        cols = slice(s, min(s + width, X.shape[1]))
+        out[:, cols] = gen.permuted(np.asarray(X[:, cols]), axis=0)
+    return out
 
 
 def scores_of(op, components):
