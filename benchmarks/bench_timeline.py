@@ -250,7 +250,8 @@ if select["calls"]:  # "select + fit" = the search (auto_path) + the rest ("fit"
     cpu["select (alpha_rel='auto' search)"] = select["cpu"]
 print(json.dumps({"stages": stages, "cpu": cpu, "code": code, "worker": worker,
                   "printed_at": time.time()}), flush=True)
-leave = getattr(cli, "_leave_now", None)  # the console script's exit, where it has one
+import neurospca._commands as commands
+leave = getattr(commands, "leave_now", None)  # the console script's exit, where it has one
 if leave is not None:
     leave(code)
 """

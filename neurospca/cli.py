@@ -25,12 +25,10 @@ leave the output folder as it was.
 """
 
 import argparse
-import atexit
 import math
 import os
 import subprocess
 import sys
-import threading
 
 from ._utils.io import remove_temp_folders
 from ._utils.signals import Terminated, sigterm_raises
@@ -542,42 +540,10 @@ def main(argv=None):
 
             stop_worker(worker, kill=code != 0)
     if own:
-        _leave_now(code)
+        from ._commands import leave_now
+
+        leave_now(code)  # returns only when the normal exit must run
     return code
-
-
-def _leave_now(code):
-    """End this process with exit status ``code`` without the interpreter's teardown.
-
-    Only for the process's own command (:func:`main` without ``argv``), after the
-    command returned: its files are closed and its output folder committed. With
-    scikit-learn, scipy and pandas loaded, the teardown (clearing every module,
-    freeing every object) took 0.5-3.6 s wall at load 10-15 after ``neurospca
-    demo`` and did nothing the command needs. The standard streams are flushed and
-    the ``atexit`` handlers run as at a normal exit; if a stream cannot be flushed
-    (e.g. a closed pipe) or a non-daemon thread is still running, this returns and
-    the normal exit follows (reporting the error, waiting for the thread).
-
-    Parameters
-    ----------
-    code : int
-    """
-    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
-    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
-    if run_exit_functions is None or any(not t.daemon for t in others):
-        return
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        return
-    run_exit_functions()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        code = code or 120  # what the interpreter returns when it cannot flush at exit
-    os._exit(code)
 
 
 def _run(args):

@@ -12,6 +12,7 @@ too.
 import importlib
 
 from ._checks import UserError, check_before_work, check_report_dependencies, format_rel
+from ._exit import leave_now
 
 #: names resolved when first used (``__getattr__``): the commands import scikit-learn,
 #: and ``python -m neurospca._commands._report_worker`` imports this package first
@@ -28,6 +29,7 @@ __all__ = [
     "check_report_dependencies",
     "estimator_from_args",
     "format_rel",
+    "leave_now",
     "run_demo",
     "run_fit",
     "run_report",
