@@ -196,19 +196,19 @@ class Teardown:
 kept = Teardown()  # freed (and printed) only by the interpreter's teardown
 atexit.register(print, "atexit handler ran", flush=True)
 case, model = sys.argv[1:3]
-if case == "thread":  # a non-daemon thread still running: the normal exit
+if case in ("thread", "daemon"):  # another thread still alive: the normal exit
     done = threading.Event()
-    threading.Thread(target=done.wait, args=(600.0,)).start()
+    threading.Thread(target=done.wait, args=(600.0,), daemon=case == "daemon").start()
 sys.argv = ["neurospca", "report", model]
 code = main()
 print("main returned", code, flush=True)
-if case == "thread":
+if case in ("thread", "daemon"):
     done.set()
 sys.exit(code)
 """
 
 
-@pytest.mark.parametrize("case", ["plain", "thread"])
+@pytest.mark.parametrize("case", ["plain", "thread", "daemon"])
 def test_the_command_lines_own_process_leaves_without_teardown(tmp_path, case):
     missing = str(tmp_path / "absent" / "model.npz")
     res = subprocess.run(

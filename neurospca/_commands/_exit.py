@@ -17,17 +17,17 @@ def leave_now(code):
     (clearing every module, freeing every object) took 0.5-3.6 s wall at load
     10-15 after ``neurospca demo`` and did nothing the command needs. The standard
     streams are flushed and the ``atexit`` handlers run as at a normal exit; if a
-    stream cannot be flushed (e.g. a closed pipe) or a non-daemon thread is still
-    running, this returns and the normal exit follows (reporting the error,
-    waiting for the thread).
+    stream cannot be flushed (e.g. a closed pipe) or any other thread is still
+    alive (a daemon thread too: the hooks that ``threading`` runs at exit, such as
+    those of thread and process pools, are not run here), this returns and the
+    normal exit follows (reporting the error, stopping the threads).
 
     Parameters
     ----------
     code : int
     """
     run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
-    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
-    if run_exit_functions is None or any(not t.daemon for t in others):
+    if run_exit_functions is None or threading.active_count() > 1:
         return
     try:
         sys.stdout.flush()
