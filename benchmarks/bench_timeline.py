@@ -224,7 +224,7 @@ def wrap_jobs():  # the report worker's answer (checkouts that have one)
         return submit(*a, **k)
     def answered(self, *a, **k):
         ok = written(self, *a, **k)
-        worker.update(getattr(self, "answer", None) or {}, written=ok)
+        worker.update(getattr(self, "answer", None) or {}, written=ok, answered_at=time.time())
         return ok
     _report_jobs.submit_report = submitted
     _report_jobs.ReportJob.written = answered
@@ -248,7 +248,12 @@ if select["calls"]:  # "select + fit" = the search (auto_path) + the rest ("fit"
     cpu["fit"] -= select["cpu"]
     stages["select (alpha_rel='auto' search)"] = select["wall"]
     cpu["select (alpha_rel='auto' search)"] = select["cpu"]
-print(json.dumps({"stages": stages, "cpu": cpu, "code": code, "worker": worker}))
+print(json.dumps({"stages": stages, "cpu": cpu, "code": code, "worker": worker,
+                  "printed_at": time.time()}), flush=True)
+import neurospca._commands as commands
+leave = getattr(commands, "leave_now", None)  # the console script's exit, where it has one
+if leave is not None:
+    leave(code)
 """
 
 
@@ -256,14 +261,22 @@ def run_demo_stages(repo, out, label):
     """``neurospca demo`` in one interpreter, each step timed (wall and CPU)."""
     folder = os.path.join(out, f"{label}_demo_stages")
     result = _run_timed(repo, out, [_DEMO_DRIVER, folder], "demo stages")
-    stages = {"interpreter": result["wall"] - sum(result["stages"].values())}
+    end = result["started_at"] + result["wall"]
+    exit_ = end - result["printed_at"]  # after the command: the process's exit
+    stages = {"interpreter": result["wall"] - sum(result["stages"].values()) - exit_}
     stages.update(result["stages"])
+    stages["exit (after the command)"] = exit_
     result["stages"] = stages
     w = result.get("worker") or {}
     result["extra"] = {}
+    if w.get("written") and "ready_at" in w:  # when, from the command's start (s)
+        t0 = result["started_at"]
+        result["extra"]["report worker: ready / job sent / answer, s after the start"] = (
+            f"{w['ready_at'] - t0:.2f} / {w['sent_at'] - t0:.2f} / {w['answered_at'] - t0:.2f}"
+        )
     if w.get("written") and "prepare_cpu" in w:
         main_cpu = sum(v for k, v in result["cpu"].items() if not k.startswith("end"))
-        result["extra"] = {
+        result["extra"] |= {
             "command's CPU (report worker excluded)": f"{main_cpu:.2f}",
             "report worker: CPU until ready": f"{w['prepare_cpu']:.2f}",
             "report worker: ready before the job came (s)": f"{w['sent_at'] - w['ready_at']:.2f}",
@@ -300,7 +313,7 @@ def run_driver(repo, scenario, out, label):
 def _run_timed(repo, out, args, what):
     """Run ``python -c *args`` on ``repo``; its last stdout line (JSON) with ``wall`` and
     ``cpu_total`` (seconds, the child's) added."""
-    t0, c0 = time.perf_counter(), _children_cpu()
+    t0, c0, epoch = time.perf_counter(), _children_cpu(), time.time()
     res = subprocess.run(
         [sys.executable, "-c", *args],
         env=_env(repo),
@@ -313,7 +326,7 @@ def _run_timed(repo, out, args, what):
     if res.returncode:
         raise RuntimeError(f"{what} on {repo} failed:\n{res.stderr[-3000:]}")
     result = json.loads(res.stdout.strip().splitlines()[-1])
-    result["wall"], result["cpu_total"] = wall, cpu
+    result["wall"], result["cpu_total"], result["started_at"] = wall, cpu, epoch
     return result
 
 
@@ -379,6 +392,7 @@ TIMELINE = (
     "select (alpha_rel='auto' search)",
     "fit",
     "end (report worker reaped)",
+    "exit (after the command)",
     "command start",
     "generate",
     "build the 4-D image",
@@ -410,14 +424,15 @@ USER_TIMELINE = {
     "select": ("select (alpha_rel='auto' search)",),
     "fit": ("fit", "select + fit"),
     "report": ("print the table", "write + report", "end (report worker reaped)"),
+    "exit": ("exit (after the command)",),
 }
 
 
 def print_user_timeline(res):
     """import / load / mask / select / fit / report of a ``demo_stages`` run (wall; CPU
     of this process, the report worker's CPU counted in "report" when it is reaped)."""
-    print("| import | load | mask | select | fit | report | total (wall) | CPU |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| import | load | mask | select | fit | report | exit | total (wall) | CPU |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     cells = [sum(res["stages"].get(k, 0.0) for k in keys) for keys in USER_TIMELINE.values()]
     print(
         "| "

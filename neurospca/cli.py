@@ -525,6 +525,7 @@ def main(argv=None):
         Exit code: 0 success, 2 user error, 130 interrupted (SIGINT), 143
         terminated (SIGTERM).
     """
+    own = argv is None  # this process's own command line (the console script)
     argv = list(sys.argv[1:] if argv is None else argv)
     worker, code = _early_report_worker(argv), None
     try:
@@ -533,12 +534,16 @@ def main(argv=None):
         args.argv = argv
         args.report_worker = worker
         code = _run(args)
-        return code
     finally:
         if worker is not None:
             from .reporting import stop_worker
 
             stop_worker(worker, kill=code != 0)
+    if own:
+        from ._commands import leave_now
+
+        leave_now(code)  # returns only when the normal exit must run
+    return code
 
 
 def _run(args):

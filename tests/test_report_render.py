@@ -70,6 +70,19 @@ def test_encode_png_of_a_blank_figure_is_the_whole_canvas():
     assert rgb.shape == (50, 100, 3) and np.all(rgb == 255)
 
 
+@pytest.mark.parametrize("pad", [0, 7])
+def test_crop_of_an_agg_buffer_is_the_crop_of_its_colours(pad):
+    # RGBA (one 32-bit word per pixel) and RGB crop the same box; alpha is not ink
+    rng = np.random.default_rng(3181)
+    rgba = np.full((60, 90, 4), 255, dtype=np.uint8)
+    rgba[20:30, 30:41, :3] = rng.integers(0, 200, (10, 11, 3))
+    rgba[5, 3, 3] = 0  # only the alpha differs: not ink
+    rgba[50, 70] = (255, 255, 254, 255)  # one colour channel differs: ink
+    box = _png._crop(rgba, pad)
+    assert np.array_equal(box[..., :3], _png._crop(np.ascontiguousarray(rgba[..., :3]), pad))
+    assert box.shape[:2] == (50 - 20 + 1 + 2 * pad, 70 - 30 + 1 + 2 * pad)
+
+
 # --------------------------------------------------------------------------
 # reused canvases
 # --------------------------------------------------------------------------

@@ -59,9 +59,9 @@ def test_the_worker_starts_before_scikit_learn_only_for_the_demo():
         "before = [m for m in sys.modules if m.split('.')[0] in ('sklearn', 'matplotlib')]\n"
         "others = [cli._early_report_worker(a) is None for a in\n"
         "          (['fit'], ['report', 'm.npz'], ['demo', '--help'], ['demo', '-h'], [])]\n"
-        "from neurospca.reporting import stop_worker\n"
         "alive = w.poll() is None\n"
-        "stop_worker(w)\n"
+        "w.stdin.close()\n"  # it exits once prepared (slow on a loaded machine)
+        "w.wait(timeout=600)\n"
         "print(json.dumps([before, others, alive, w.returncode]))\n"
     )
     assert out == [[], [True] * 5, True, 0]  # an idle worker exits when its input closes
@@ -180,3 +180,54 @@ def test_forked_figures_are_the_figures_drawn_here(demo_folder):
         "                  all(u.startswith('data:image/png') for u in here)]))\n"
     )
     assert out == [True, True, 1, True]
+
+
+#: a command line run as the console script runs it, then what became of its process
+_OWN_PROCESS = """
+import atexit, sys, threading
+from neurospca.cli import main
+
+
+class Teardown:
+    def __del__(self):
+        print("teardown", flush=True)
+
+
+kept = Teardown()  # freed (and printed) only by the interpreter's teardown
+atexit.register(print, "atexit handler ran", flush=True)
+case, model = sys.argv[1:3]
+if case in ("thread", "daemon"):  # another thread still alive: the normal exit
+    done = threading.Event()
+    threading.Thread(target=done.wait, args=(600.0,), daemon=case == "daemon").start()
+sys.argv = ["neurospca", "report", model]
+code = main()
+print("main returned", code, flush=True)
+if case in ("thread", "daemon"):
+    done.set()
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("case", ["plain", "thread", "daemon"])
+def test_the_command_lines_own_process_leaves_without_teardown(tmp_path, case):
+    missing = str(tmp_path / "absent" / "model.npz")
+    res = subprocess.run(
+        [sys.executable, "-c", _OWN_PROCESS, case, missing],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        timeout=600,
+        check=False,
+    )
+    assert res.returncode == 2, res.stderr[-2000:]  # the command's exit status
+    assert "neurospca: error:" in res.stderr and "model" in res.stderr  # flushed
+    lines = res.stdout.splitlines()
+    assert "atexit handler ran" in lines  # the atexit handlers run, as at a normal exit
+    if case == "plain":  # left from inside main(): no teardown
+        assert "main returned 2" not in lines and "teardown" not in lines
+    else:  # a thread is still running: main returns and the interpreter exits as always
+        assert lines[0] == "main returned 2" and "teardown" in lines
+
+
+def test_main_with_arguments_returns(tmp_path):
+    assert main(["report", str(tmp_path / "absent.npz")]) == 2  # callers in Python go on

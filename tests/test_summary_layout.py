@@ -66,3 +66,16 @@ def test_convergence_labels_inside_the_figure():
     fig = plot_convergence(hist, tol=1e-3)
     _check_inside(fig)
     assert fig.axes[0].get_yscale() == "log"
+
+
+def test_convergence_log_axis_one_plain_label_per_decade_no_minor_ticks():
+    hist = [[(i, 10.0 ** (-i / 2)) for i in range(1, 18)]]
+    fig = plot_convergence(hist, tol=1e-3)
+    fig.canvas.draw()
+    axis = fig.axes[0].yaxis
+    labels = [t.get_text() for t in _drawn_tick_labels(axis)]
+    assert labels and all("$" not in t for t in labels)  # plain text, no mathtext
+    values = [float(t) for t in labels]
+    steps = np.diff(np.log10(values))
+    assert np.allclose(steps, steps[0]) and steps[0] >= 1  # whole decades
+    assert len(axis.get_minorticklocs()) == 0

@@ -9,11 +9,19 @@ penalty defaults and the reference example penalties that the benchmarks use
 too.
 """
 
+import importlib
+
 from ._checks import UserError, check_before_work, check_report_dependencies, format_rel
-from ._fitting import estimator_from_args
-from .demo import run_demo
-from .fit import run_fit
-from .report import run_report
+from ._exit import leave_now
+
+#: names resolved when first used (``__getattr__``): the commands import scikit-learn,
+#: and ``python -m neurospca._commands._report_worker`` imports this package first
+_LAZY = {
+    "estimator_from_args": "._fitting",
+    "run_demo": ".demo",
+    "run_fit": ".fit",
+    "run_report": ".report",
+}
 
 __all__ = [
     "UserError",
@@ -21,7 +29,20 @@ __all__ = [
     "check_report_dependencies",
     "estimator_from_args",
     "format_rel",
+    "leave_now",
     "run_demo",
     "run_fit",
     "run_report",
 ]
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -54,8 +54,8 @@ def encode_png(fig, dpi=80, close=True):
         fig.set_dpi(dpi)
         canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
         canvas.draw()
-        rgb = np.asarray(canvas.buffer_rgba())[..., :3]
-        rgb = _crop(rgb, int(round(_PAD_INCHES * dpi)))
+        rgba = np.asarray(canvas.buffer_rgba())
+        rgb = _crop(rgba, int(round(_PAD_INCHES * dpi)))[..., :3]
         buf = io.BytesIO()
         Image.fromarray(np.ascontiguousarray(rgb)).save(
             buf, format="png", compress_level=COMPRESS_LEVEL
@@ -69,9 +69,17 @@ def encode_png(fig, dpi=80, close=True):
 
 
 def _crop(rgb, pad):
-    """The pixels inside the bounding box of everything that is not the background."""
-    background = rgb[0, 0]
-    ink = np.any(rgb != background, axis=-1)
+    """The pixels inside the bounding box of everything that is not the background.
+
+    ``rgb``: (height, width, 3) or (height, width, 4) uint8; with 4 channels (an Agg
+    buffer) only the colour is compared, one 32-bit word per pixel (a third of the
+    time of comparing three channels and reducing them).
+    """
+    if rgb.ndim == 3 and rgb.shape[2] == 4 and rgb.dtype == np.uint8 and rgb.flags.c_contiguous:
+        colour = rgb.view("<u4")[..., 0] & np.uint32(0x00FFFFFF)  # R, G, B bytes; alpha out
+        ink = colour != colour[0, 0]
+    else:
+        ink = np.any(rgb != rgb[0, 0], axis=-1)
     rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
     if rows.size == 0:
         return rgb
