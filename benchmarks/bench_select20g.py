@@ -58,6 +58,8 @@ def truth_best(est, X, P, seed, default):
     )
     grid = []
     for r, h in zip(results, halves, strict=True):
+        if not np.any(r["nonzero_fraction"]):
+            continue  # every half component empty: not fitted (the full fit is empty too)
         m = quiet(start_from(clone(est).set_params(**r["params"], stability=False), h[0][0]).fit, X)
         grid.append(point(r["params"]) + [ms.mse_to_truth(m, P), ms.dice_to_truth(m, P)])
     return {"splits": [list(s) for s in splits], "grid": grid, "default": default}
@@ -104,6 +106,7 @@ def main():
     default = point({"alpha_rel": d.alpha_rel_, "l1_ratio": d.l1_ratio_, "tv_ratio": d.tv_ratio_})
     row = {
         "tag": args.tag,
+        "tree": __import__("neurospca").__file__,
         "seed": seed,
         "corr": args.corr,
         "method": args.method,
