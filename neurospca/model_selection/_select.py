@@ -5,8 +5,9 @@ split of the penalty ``(l1_ratio, tv_ratio)``, warm-started along
 ``alpha_rel`` within each split, on an array or, through an ``ImageSPCATV``,
 on the images it takes. The default rule, ``"reproducibility"``, is the
 criterion of ``SPCATV(alpha_rel="auto")`` (split-half matched absolute
-correlation, ``_halves``); the K-fold rules of issue 12 (``_folds``) are kept
-by name. It returns a :class:`PenaltySelection`; :func:`one_se_refit` is the
+correlation, ``_halves``), applied since issue 20 round 8 to the model each
+grid point would return (``criterion="returned"``, ``_returned``); the K-fold
+rules of issue 12 (``_folds``) are kept by name. It returns a :class:`PenaltySelection`; :func:`one_se_refit` is the
 one-standard-error rule as a ``refit`` callable for scikit-learn's
 ``GridSearchCV``.
 """
