@@ -8,9 +8,12 @@ images; ``--corr 0.7``: scores correlated r = 0.7):
   has it (run this file once with main's tree, once with this branch's), its
   chosen point and returned model's MSE / Dice, its CPU seconds;
 - with ``--truth-best`` (this branch only): the truth-best yardstick, every
-  grid point of the same search fitted on all samples as the returned model
-  is fitted there (started from the point's first half fit), and the default
-  fit at its own point (the returned model there when the default is kept);
+  grid point of the same search (its rows and halves kept as the search
+  returns them) fitted on all samples as the returned model is fitted there
+  (started from the point's first half fit; the points select_penalty judged
+  are that very fit, with ``truth=``, which changes nothing in the choice),
+  and the default fit at its own point (the returned model there when the
+  default is kept);
   the MSE-best and Dice-best points and the steps (alpha_rel / split, splits
   in the search's order) from the chosen point to them.
 
@@ -45,24 +48,46 @@ def point(params):
     return [float(params["l1_ratio"]), float(params["tv_ratio"]), float(params["alpha_rel"])]
 
 
-def truth_best(est, X, P, seed, default):
-    """Every grid point of the search fitted on all samples from its first half
-    fit; the default fit stands at its own point when it is better."""
-    from neurospca.decomposition import start_from
-    from neurospca.model_selection._halves import reproducibility_search
-    from neurospca.model_selection._select import DEFAULT_ALPHA_REL_GRID, _check_splits, _seeds
+def capture_search():
+    """Keep what ``select_penalty``'s search returns (rows and every row's
+    halves), to fit the truth-best yardstick from the same halves: wraps the
+    name ``reproducibility_search`` in ``_select``'s namespace (observation
+    only, the search is called as before). None on a tree without it."""
+    try:
+        from neurospca.model_selection import _select
+    except ImportError:
+        return None
+    if not hasattr(_select, "reproducibility_search"):
+        return None
+    inner, kept = _select.reproducibility_search, {}
 
-    splits = _check_splits(None, est, "reproducibility")
-    results, halves = quiet(
-        reproducibility_search, est, X, splits, np.array(DEFAULT_ALPHA_REL_GRID), _seeds(seed, 2)
-    )
-    grid = []
-    for r, h in zip(results, halves, strict=True):
+    def search(*args, **kw):
+        kept["results"], kept["halves"] = out = inner(*args, **kw)
+        return out
+
+    _select.reproducibility_search = search
+    return kept
+
+
+def truth_best(est, X, P, kept):
+    """Every grid point of the search fitted on all samples from its first half
+    fit (the rows ``select_penalty`` judged: that very fit, ``returned_mse`` /
+    ``returned_dice``); rows whose halves are all empty are not fitted."""
+    from neurospca.decomposition import start_from
+
+    grid, splits = [], []
+    for r, h in zip(kept["results"], kept["halves"], strict=True):
+        split = [float(r["l1_ratio"]), float(r["tv_ratio"])]
+        if split not in splits:
+            splits.append(split)
+        if "returned_mse" in r:
+            grid.append(point(r["params"]) + [r["returned_mse"], r["returned_dice"]])
+            continue
         if not np.any(r["nonzero_fraction"]):
             continue  # every half component empty: not fitted (the full fit is empty too)
         m = quiet(start_from(clone(est).set_params(**r["params"], stability=False), h[0][0]).fit, X)
         grid.append(point(r["params"]) + [ms.mse_to_truth(m, P), ms.dice_to_truth(m, P)])
-    return {"splits": [list(s) for s in splits], "grid": grid, "default": default}
+    return {"splits": splits, "grid": grid}
 
 
 def steps(splits, a, b):
@@ -99,8 +124,9 @@ def main():
     )
     cpu_one = time.process_time() - t0
     del one
+    kept = capture_search() if args.truth_best else None
     t0 = time.process_time()
-    sel = quiet(ms.select_penalty, est, X, random_state=seed)
+    sel = quiet(ms.select_penalty, est, X, random_state=seed, truth=P if kept else None)
     cpu_select = time.process_time() - t0
     b = sel.best_estimator_
     default = point({"alpha_rel": d.alpha_rel_, "l1_ratio": d.l1_ratio_, "tv_ratio": d.tv_ratio_})
@@ -118,7 +144,7 @@ def main():
         "cpu_select": cpu_select,
     }
     if args.truth_best:
-        tb = truth_best(est, X, P, seed, row["default"])
+        tb = truth_best(est, X, P, kept)
         grid = tb["grid"] + [row["default"]]
         mse_best = min(grid, key=lambda g: g[3])
         dice_best = max(grid, key=lambda g: g[4])
