@@ -96,7 +96,7 @@ def main():
                 b["cpu_select"] if b else float("nan"),
                 a["cpu_select"],
             ]
-            cells.append(" / ".join(f"{x:.0f}" for x in cpu))
+            cells.append(" / ".join(f"{x:.1f}" if x < 10 else f"{x:.0f}" for x in cpu))
             print("| " + " | ".join(cells) + " |")
 
 
