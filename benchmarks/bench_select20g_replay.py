@@ -89,10 +89,12 @@ def report(data, keys):
     drow = default_row(rows, d)
     mb = min(range(len(rows)), key=lambda i: rows[i]["mse"])
     db = max(range(len(rows)), key=lambda i: rows[i]["dice"])
-    out = [f"{data['seed']} {data['method']} r={data['corr']:g}: default {pt(d)} "
-           f"{d['mse']:.3f}/{d['dice']:.3f}; MSE-best {pt(rows[mb])} {rows[mb]['mse']:.3f}/"
-           f"{rows[mb]['dice']:.3f}; Dice-best {pt(rows[db])} {rows[db]['mse']:.3f}/"
-           f"{rows[db]['dice']:.3f}"]
+    out = [
+        f"{data['seed']} {data['method']} r={data['corr']:g}: default {pt(d)} "
+        f"{d['mse']:.3f}/{d['dice']:.3f}; MSE-best {pt(rows[mb])} {rows[mb]['mse']:.3f}/"
+        f"{rows[mb]['dice']:.3f}; Dice-best {pt(rows[db])} {rows[db]['mse']:.3f}/"
+        f"{rows[db]['dice']:.3f}"
+    ]
     choices = {"round7": prefer_halves(rows, data["round7_choice"], drow, d)}
     for key in keys:
         choices[key] = prefer(rows, rule(rows, d, key), drow, d, key)
@@ -105,9 +107,11 @@ def report(data, keys):
         sm, sd = steps(rows, c, mb), steps(rows, c, db)
         ok = max(sm) <= 1 and max(sd) <= 1
         worse = ret["mse"] > d["mse"] + 0.01 or ret["dice"] < d["dice"] - 0.01
-        out.append(f"   {name:12s} {pt(rows[c])}{' (d)' if c == drow else ''}: "
-                   f"{ret['mse']:.3f}/{ret['dice']:.3f} steps {sm[0]}/{sm[1]}, {sd[0]}/{sd[1]}"
-                   f" {'ok' if ok else 'FAR'}{' WORSE' if worse else ''}")
+        out.append(
+            f"   {name:12s} {pt(rows[c])}{' (d)' if c == drow else ''}: "
+            f"{ret['mse']:.3f}/{ret['dice']:.3f} steps {sm[0]}/{sm[1]}, {sd[0]}/{sd[1]}"
+            f" {'ok' if ok else 'FAR'}{' WORSE' if worse else ''}"
+        )
     return "\n".join(out)
 
 

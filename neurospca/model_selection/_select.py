@@ -7,9 +7,9 @@ on the images it takes. The default rule, ``"reproducibility"``, is the
 criterion of ``SPCATV(alpha_rel="auto")`` (split-half matched absolute
 correlation, ``_halves``), applied since issue 20 round 8 to the model each
 grid point would return (``criterion="returned"``, ``_returned``); the K-fold
-rules of issue 12 (``_folds``) are kept by name. It returns a :class:`PenaltySelection`; :func:`one_se_refit` is the
-one-standard-error rule as a ``refit`` callable for scikit-learn's
-``GridSearchCV``.
+rules of issue 12 (``_folds``) are kept by name. It returns a
+:class:`PenaltySelection`; :func:`one_se_refit` is the one-standard-error
+rule as a ``refit`` callable for scikit-learn's ``GridSearchCV``.
 """
 
 import logging
