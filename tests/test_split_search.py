@@ -275,7 +275,7 @@ def test_select_penalty_searches_the_splits_of_the_default_fit():
     assert all(isinstance(r["params"]["l1_ratio"], float) for r in sel.results_)
     rows = sel.table().splitlines()
     assert rows[0].split()[:3] == ["alpha_rel", "l1_ratio", "tv_ratio"]
-    cells = [line.lstrip("* ").split()[:3] for line in rows[1:]]
+    cells = [line.lstrip("*d ").split()[:3] for line in rows[1:]]  # chosen, default marks
     assert ["0.5", "0.3", "0.3"] in cells and ["1", "0.05", "0.1"] in cells, rows
     fixed = select_penalty(
         SPCATV(2, operator=op, tol=1e-2, l1_ratio=0.3, tv_ratio=0.3),

@@ -23,8 +23,9 @@
   reproducibility, or by held-out fit and stability across folds.
 
 Modules: ``_metrics`` (comparing loadings), ``_search`` (the grid),
-``_select`` (penalty selection), with its split-half rule in ``_halves`` and its
-K-fold rules in ``_folds``.
+``_select`` (penalty selection), with its split-half rule in ``_halves``, the
+judging of the model it returns in ``_returned``, the default fit as a candidate
+in ``_default`` and its K-fold rules in ``_folds``.
 """
 
 from ._metrics import (

@@ -82,7 +82,7 @@ def refit_start(default_model, kept, default, chosen_fits):
     return chosen_fits[0][0]
 
 
-def refit_from(estimator, kind, X, confounds, params, start, default_model=None):
+def refit_from(estimator, kind, X, confounds, params, start, default_model=None, fitted=None):
     """The estimator given, refitted on all the data with ``params``, its
     SPCATV started from ``start`` (:func:`neurospca.decomposition.start_from`;
     through an ImageSPCATV, on the estimator it makes for the masked data).
@@ -90,10 +90,14 @@ def refit_from(estimator, kind, X, confounds, params, start, default_model=None)
     With an SPCATV, when ``start`` is the default fit's components
     (``default_model``'s: its row was kept), the default fit itself is
     returned, its parameters set to ``params`` and the given ``stability``:
-    the same model, not a refit that could settle elsewhere."""
+    the same model, not a refit that could settle elsewhere; likewise
+    ``fitted``, the chosen point's model already fitted on the data from
+    ``start`` (criterion ``"returned"``)."""
+    stability = estimator.get_params()["stability"]
     if default_model is not None and kind != "image" and start is default_model.components_:
-        stability = estimator.get_params()["stability"]
         return default_model.set_params(**params, stability=stability)
+    if fitted is not None and kind != "image":
+        return fitted.set_params(**params, stability=stability)
     best = clone(estimator).set_params(**params)
     if kind != "image":
         return start_from(best, start).fit(X)

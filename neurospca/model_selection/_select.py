@@ -5,10 +5,11 @@ split of the penalty ``(l1_ratio, tv_ratio)``, warm-started along
 ``alpha_rel`` within each split, on an array or, through an ``ImageSPCATV``,
 on the images it takes. The default rule, ``"reproducibility"``, is the
 criterion of ``SPCATV(alpha_rel="auto")`` (split-half matched absolute
-correlation, ``_halves``); the K-fold rules of issue 12 (``_folds``) are kept
-by name. It returns a :class:`PenaltySelection`; :func:`one_se_refit` is the
-one-standard-error rule as a ``refit`` callable for scikit-learn's
-``GridSearchCV``.
+correlation, ``_halves``), applied since issue 20 round 8 to the model each
+grid point would return (``criterion="returned"``, ``_returned``); the K-fold
+rules of issue 12 (``_folds``) are kept by name. It returns a
+:class:`PenaltySelection`; :func:`one_se_refit` is the one-standard-error
+rule as a ``refit`` callable for scikit-learn's ``GridSearchCV``.
 """
 
 import logging
@@ -29,6 +30,7 @@ from ._halves import (
     reproducibility_search,
 )
 from ._metrics import check_sparsity_rule
+from ._returned import returned_choice
 
 logger = logging.getLogger("neurospca")
 
@@ -89,7 +91,11 @@ class PenaltySelection:
         ``reproducibility`` (mean split-half matched absolute correlation),
         ``reproducibility_min`` (of the worst component),
         ``reproducibility_per_component``, ``nonzero_fraction``,
-        ``admissible``. K-fold rules: ``fold_scores``, ``stability`` and
+        ``admissible``; criterion ``"returned"``, on the rows whose returned
+        model was fitted: ``returned_stability`` (mean),
+        ``returned_per_component``, ``returned_admissible``, and with
+        ``truth`` ``returned_mse`` / ``returned_dice`` (of that model).
+        K-fold rules: ``fold_scores``, ``stability`` and
         ``stability_corrected`` (Dice across folds),
         ``zero_fraction_per_component``, ``passes_sparsity``,
         ``within_one_se``.
@@ -131,8 +137,10 @@ class PenaltySelection:
             One line per grid point under a header: ``alpha_rel``,
             ``l1_ratio``, ``tv_ratio``, the rule's stability (``repro`` and
             ``repro_min``, or ``stability`` and ``corrected``), ``support``,
-            ``empty``, held-out ``score``, and ``mse`` / ``dice_truth`` with a
-            truth.
+            ``empty``, held-out ``score``, ``mse`` / ``dice_truth`` with a
+            truth; criterion ``"returned"``: ``returned`` (the returned
+            model's reproducibility, ``nan`` where it was not fitted) and,
+            with a truth, its ``ret_mse`` / ``ret_dice``.
         """
         if self.rule == "reproducibility":
             keys = ["reproducibility", "reproducibility_min"]
@@ -143,11 +151,17 @@ class PenaltySelection:
         names = ["alpha_rel", "l1_ratio", "tv_ratio"] + names + ["support", "empty", "score"]
         if "mse" in self.results_[0]:
             keys, names = keys + ["mse", "dice_truth"], names + ["mse", "dice_truth"]
+        if any("returned_stability" in r for r in self.results_):
+            keys, names = keys + ["returned_stability"], names + ["returned"]
+            if "mse" in self.results_[0]:
+                keys += ["returned_mse", "returned_dice"]
+                names += ["ret_mse", "ret_dice"]
         lines = ["  " + "  ".join(f"{c:>10s}" for c in names)]
         for i, r in enumerate(self.results_):
+            values = [r.get(k, float("nan")) for k in keys]
             cells = [
-                f"{float_format.format(r[k]):>10s}" if isinstance(r[k], float) else f"{r[k]!s:>10s}"
-                for k in keys
+                f"{float_format.format(v):>10s}" if isinstance(v, float) else f"{v!s:>10s}"
+                for v in values
             ]
             mark = "*" if i == self.best_index_ else "d" if i == self.default_index_ else " "
             lines.append(mark + " " + "  ".join(cells))
@@ -248,6 +262,17 @@ def _check_tolerance(tolerance):
     return float(tolerance)
 
 
+#: How ``rule="reproducibility"`` (``tolerance=None``) judges a grid point: the
+#: model it would return (the default, issue 20 round 8), or its halves.
+CRITERIA = ("returned", "halves")
+
+
+def _check_criterion(criterion):
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
+    return criterion
+
+
 def _seeds(random_state, n_splits):
     """One integer seed per random split of the samples."""
     n_splits = check_int(n_splits, "n_splits", minimum=1)
@@ -274,6 +299,7 @@ def select_penalty(
     min_zero_fraction=0.5,
     sparse_indices=(1, 2),
     keep_default=True,
+    criterion="returned",
 ):
     """Choose SPCA-TV's penalties, scale AND split, by the reproducibility of the components.
 
@@ -365,6 +391,16 @@ def select_penalty(
         apart from it; ``default_index_``). The refit starts from the default
         fit's components when its point is kept, else from the chosen point's
         first half fit, as the default fit starts (issue 20 round 7).
+    criterion : {"returned", "halves"}, default="returned"
+        Rule ``"reproducibility"`` with ``tolerance=None``: how a grid point
+        is judged. ``"returned"`` (issue 20 round 8): by the model that would
+        be returned there, the full-sample fit started from the point's first
+        half fit, and its ``stability_`` measure (two overlapping subsamples
+        started from its components; ``returned_stability`` in
+        ``results_``), with the same rule and the same ``keep_default``
+        comparison (the default fit scored the same way); the halves, which
+        lose a weak pattern the full fit keeps, only walk the grid.
+        ``"halves"``: by the halves' reproducibility (rounds 6-7).
 
     Returns
     -------
@@ -397,6 +433,7 @@ def select_penalty(
     logger.info(
         "select_penalty (%s): %d splits x %d alpha_rel", rule, len(splits), len(grid_values)
     )
+    fitted = returned = None
     if rule == "reproducibility":
         results, halves = reproducibility_search(
             inner, data, splits, grid_values, seeds, truth, verbose
@@ -405,9 +442,23 @@ def select_penalty(
         best = choose_reproducible(results, tolerance, default_path_starts(inner))
         default_model = fit_default(inner, data) if keep_default and tolerance is None else None
         default = None if default_model is None else default_row(results, default_model)
-        best = prefer_default(results, best, default)
+        if _check_criterion(criterion) == "returned" and tolerance is None:
+            best, fitted, returned, use_default = returned_choice(
+                inner,
+                data,
+                (results, halves),
+                default_path_starts(inner),
+                best,
+                None if default_model is None else (default_model, default),
+                seeds[0],
+                truth,
+            )
+            start = default_model.components_ if use_default else halves[best][0][0]
+            default_model = default_model if use_default else None
+        else:
+            best = prefer_default(results, best, default)
+            start = refit_start(default_model, best, default, halves[best])
         chosen_fits = halves[best]
-        start = refit_start(default_model, best, default, chosen_fits)
     else:
         grid = [
             {"alpha": None, "alpha_rel": float(a), "l1_ratio": s[0], "tv_ratio": s[1]}
@@ -444,11 +495,11 @@ def select_penalty(
         chosen_fits, default, start, default_model = fold_comps[best], None, None, None
     best_params = dict(results[best]["params"])
     best_estimator = (
-        refit_from(estimator, kind, X, confounds, best_params, start, default_model)
+        refit_from(estimator, kind, X, confounds, best_params, start, default_model, fitted)
         if refit
         else None
     )
-    stability = _component_stability(best_estimator, rule, chosen_fits)
+    stability = _component_stability(best_estimator, rule, chosen_fits, returned)
     logger.info("select_penalty (%s): %s", rule, best_params)
     selection = PenaltySelection(
         best_params_=best_params,
@@ -465,15 +516,17 @@ def select_penalty(
     return selection
 
 
-def _component_stability(best_estimator, rule, chosen_fits):
-    """Per component of the refit (else of the first fit): reproducibility
-    across halves, or Dice across folds; sets the refit's ``stability_``."""
+def _component_stability(best_estimator, rule, chosen_fits, returned=None):
+    """Per component of the refit (else of the first fit): ``returned`` (the
+    returned model's subsample stability, criterion ``"returned"``), else
+    reproducibility across halves, or Dice across folds; sets the refit's
+    ``stability_``."""
     inner = getattr(best_estimator, "estimator_", best_estimator)
     if rule != "reproducibility":
         reference = chosen_fits[0] if inner is None else inner.components_
         return fold_stability(reference, chosen_fits)
     reference = chosen_fits[0][0] if inner is None else inner.components_
-    stability = chosen_stability(reference, chosen_fits)
+    stability = chosen_stability(reference, chosen_fits) if returned is None else returned
     if inner is not None:
         inner.stability_ = stability
     return stability
