@@ -1,0 +1,184 @@
+"""Where a default fit's time goes, with ``stability_`` in its parts (issue 20 round 8).
+
+``bench_cost20f.py``'s record per instance (path points, full fits, one fit at
+the chosen point: the median of three, same process), plus the CPU seconds of
+``stability_``'s noise floor (``below_noise``) apart from its resampled fits,
+``stability_`` itself and, for comparison, the split-half measure of the
+walk's halves at the chosen point (``component_stability`` of the full fit's
+components and the chosen point's two half fits: no extra fit). Runs on any
+tree with ``set_stability`` and ``below_noise`` in ``decomposition._stability``.
+
+    OMP_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_cost20g.py \\
+        --sets paper-0.7 --seeds 3181 3182 --out /tmp/after
+    python benchmarks/bench_cost20g.py --summary /tmp/before /tmp/after
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _trust import certified_dice, recovery  # noqa: E402
+from bench_auto_cost import timed as _timed  # noqa: E402
+from bench_cost20f import _cpu_wrapped, chosen, meets  # noqa: E402
+from bench_trust_defaults import fmt, load  # noqa: E402
+
+import neurospca  # noqa: E402,F401  (first: the tree on PYTHONPATH, not the repo root)
+from neurospca import SPCATV  # noqa: E402
+from neurospca.decomposition import _auto, _spcatv, _stability  # noqa: E402
+
+LOG = {"points": [], "full": [], "stability": 0.0, "noise": 0.0, "halves": None}
+
+
+def _instrument():
+    """Time each path point, each full fit, ``stability_`` and its noise floor."""
+
+    def point(args, out, cpu):
+        LOG["points"].append(
+            {
+                "split": [out.get("l1_ratio"), out.get("tv_ratio")],
+                "alpha_rel": out["alpha_rel"],
+                "reproducibility": np.asarray(out["reproducibility"]).tolist(),
+                "cpu": cpu,
+            }
+        )
+
+    _auto._fit_point = _cpu_wrapped(_auto._fit_point, point)
+    inner_fit = _auto.auto_fit
+
+    def auto_fit(path, run, start):
+        def full(args, out, cpu):
+            p = args[0]
+            LOG["full"].append({"alpha_rel": p["alpha_rel"], "cpu": cpu})
+
+        out = inner_fit(path, _cpu_wrapped(run, full), start)
+        LOG["halves"] = [np.array(h) for h in out[1]]
+        return out
+
+    _spcatv.auto_fit = auto_fit
+
+    def stab(args, out, cpu):
+        LOG["stability"] += cpu
+
+    def noise(args, out, cpu):
+        LOG["noise"] += cpu
+
+    _spcatv.set_stability = _cpu_wrapped(_spcatv.set_stability, stab)
+    _stability.below_noise = _cpu_wrapped(_stability.below_noise, noise)
+
+
+def run_one(name, seed, out):
+    X, op, P = load(name, seed)
+    LOG.update(points=[], full=[], stability=0.0, noise=0.0, halves=None)
+    m, t, c = _timed(lambda: SPCATV(3, operator=op, random_state=0).fit(X))
+    walk = _stability.component_stability(m.components_, *LOG["halves"])
+    rec = {"set": name, "seed": seed, **{k: LOG[k] for k in ("points", "full")}}
+    rec.update(stability=LOG["stability"], noise=LOG["noise"], walk_halves=walk.tolist())
+    point = {"alpha_rel": m.alpha_rel_, "l1_ratio": m.l1_ratio_, "tv_ratio": m.tv_ratio_}
+    ones = [_timed(lambda: SPCATV(3, operator=op, **point).fit(X)) for _ in range(3)]
+    t1, c1 = np.median([o[1:] for o in ones], axis=0)
+    cos, dice = recovery(m.components_, P)
+    rec.update(
+        point=point,
+        cos=cos.tolist(),
+        dice=dice.tolist(),
+        cert=certified_dice(m, P).tolist(),
+        stability_=np.asarray(m.stability_).tolist(),
+        wall=t,
+        cpu=c,
+        one_wall=float(t1),
+        one_cpu=float(c1),
+    )
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / f"{name}_{seed}.json").write_text(json.dumps(rec))
+        np.save(Path(out) / f"{name}_{seed}.npy", m.components_)
+    print(table_row(rec), flush=True)
+
+
+def _parts(rec):
+    one = rec["one_cpu"]
+    half = sum(p["cpu"] for p in rec["points"]) / one
+    full = sum(f["cpu"] for f in rec["full"]) / one
+    noise = rec["noise"] / one
+    stab = rec["stability"] / one - noise
+    return half, full, stab, noise, rec["cpu"] / one - half - full - stab - noise
+
+
+def table_row(rec):
+    half, full, stab, noise, rest = _parts(rec)
+    return (
+        f"| {rec['set']} | {rec['seed']} | {chosen(rec)} | {fmt(rec['cos'])} | "
+        f"{fmt(rec['cert'])} | {'yes' if meets(rec) else 'no'} | {fmt(rec['stability_'])} | "
+        f"{fmt(rec['walk_halves'])} | {len(rec['points'])} | {half:.1f} / {full:.1f} / "
+        f"{stab:.1f} / {noise:.1f} / {rest:.1f} | {rec['cpu']:.1f} | {rec['one_cpu']:.2f} | "
+        f"{rec['cpu'] / rec['one_cpu']:.2f}x |"
+    )
+
+
+HEAD = (
+    "| set | seed | chosen | abs cos | certified Dice | meets | stability_ | walk halves "
+    "| path points | one-fit units: halves / full / resampled / noise floor / rest "
+    "| default CPU s | one fit CPU s | CPU ratio |\n" + "|---" * 13 + "|"
+)
+
+
+def _records(d):
+    return {p.stem: json.loads(p.read_text()) for p in sorted(Path(d).glob("*.json"))}
+
+
+def _medians(recs):
+    rows = {}
+    for r in recs:
+        rows.setdefault(r["set"], []).append(r)
+    rows["all"] = list(recs)
+    for name, rs in rows.items():
+        parts = np.median([_parts(r) for r in rs], axis=0)
+        ratio = np.median([r["cpu"] / r["one_cpu"] for r in rs])
+        cells = " | ".join(f"{x:.2f}x" for x in parts)
+        print(f"| {name} | {len(rs)} | {cells} | {ratio:.2f}x |")
+
+
+def summary(dirs):
+    """The saved runs: rows, then per set the medians of the parts (one-fit units)."""
+    runs = [_records(d) for d in dirs]
+    both = [k for k in runs[0] if all(k in r for r in runs)]
+    for d, recs in zip(dirs, runs, strict=True):
+        print(f"\n{d}\n\n{HEAD}")
+        for k in both:
+            print(table_row(recs[k]))
+        print("\n| set | n | halves | full fits | resampled | noise floor | rest | total |")
+        print("|---" * 8 + "|")
+        _medians([recs[k] for k in both])
+        n_meet = sum(meets(recs[k]) for k in both)
+        print(f"\nmeets {n_meet}/{len(both)}")
+    if len(runs) == 2:
+        same = sum(
+            np.array_equal(np.load(Path(dirs[0]) / f"{k}.npy"), np.load(Path(dirs[1]) / f"{k}.npy"))
+            for k in both
+        )
+        print(f"components bit for bit the same: {same}/{len(both)}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--sets", nargs="+", default=["fs5-0.8", "paper-0.7"])
+    p.add_argument("--seeds", nargs="+", type=int, default=[3181])
+    p.add_argument("--out", default=None)
+    p.add_argument("--summary", nargs="+", default=None)
+    args = p.parse_args()
+    if args.summary:
+        summary(args.summary)
+        return
+    _instrument()
+    print(HEAD, flush=True)
+    for name in args.sets:
+        for seed in args.seeds:
+            run_one(name, seed, args.out)
+
+
+if __name__ == "__main__":
+    main()
