@@ -154,7 +154,14 @@ def summary(dirs):
         print("|---" * 8 + "|")
         _medians([recs[k] for k in both])
         n_meet = sum(meets(recs[k]) for k in both)
-        print(f"\nmeets {n_meet}/{len(both)}")
+        # K = 3 components for 3 patterns: where every pattern is recovered
+        # (|cos| >= .90, distinct components), every component is a recovered one
+        found = [recs[k] for k in both if min(recs[k]["cos"]) >= 0.90]
+        low = sum(int(np.sum(np.asarray(r["stability_"]) < 0.5)) for r in found)
+        print(
+            f"\nmeets {n_meet}/{len(both)}; recovered components flagged (stability_ < 0.5): "
+            f"{low} of {3 * len(found)}"
+        )
     if len(runs) == 2:
         same = sum(
             np.array_equal(np.load(Path(dirs[0]) / f"{k}.npy"), np.load(Path(dirs[1]) / f"{k}.npy"))
