@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_cost20f  # noqa: E402
 from _trust import certified_dice, recovery  # noqa: E402
 from bench_auto_cost import timed as _timed  # noqa: E402
 from bench_cost20f import _cpu_wrapped, chosen, meets  # noqa: E402
@@ -28,55 +29,37 @@ from bench_trust_defaults import fmt, load  # noqa: E402
 
 import neurospca  # noqa: E402,F401  (first: the tree on PYTHONPATH, not the repo root)
 from neurospca import SPCATV  # noqa: E402
-from neurospca.decomposition import _auto, _spcatv, _stability  # noqa: E402
+from neurospca.decomposition import _spcatv, _stability  # noqa: E402
 
-LOG = {"points": [], "full": [], "stability": 0.0, "noise": 0.0, "halves": None}
+LOG = bench_cost20f.LOG  # points, full fits and stability_, timed by bench_cost20f
+EXTRA = {"noise": 0.0, "halves": None}
 
 
 def _instrument():
-    """Time each path point, each full fit, ``stability_`` and its noise floor."""
-
-    def point(args, out, cpu):
-        LOG["points"].append(
-            {
-                "split": [out.get("l1_ratio"), out.get("tv_ratio")],
-                "alpha_rel": out["alpha_rel"],
-                "reproducibility": np.asarray(out["reproducibility"]).tolist(),
-                "cpu": cpu,
-            }
-        )
-
-    _auto._fit_point = _cpu_wrapped(_auto._fit_point, point)
-    inner_fit = _auto.auto_fit
+    """bench_cost20f's timers, plus the noise floor's CPU and the chosen halves."""
+    bench_cost20f._instrument()
+    inner_fit = _spcatv.auto_fit
 
     def auto_fit(path, run, start):
-        def full(args, out, cpu):
-            p = args[0]
-            LOG["full"].append({"alpha_rel": p["alpha_rel"], "cpu": cpu})
-
-        out = inner_fit(path, _cpu_wrapped(run, full), start)
-        LOG["halves"] = [np.array(h) for h in out[1]]
+        out = inner_fit(path, run, start)
+        EXTRA["halves"] = [np.array(h) for h in out[1]]
         return out
 
-    _spcatv.auto_fit = auto_fit
-
-    def stab(args, out, cpu):
-        LOG["stability"] += cpu
-
     def noise(args, out, cpu):
-        LOG["noise"] += cpu
+        EXTRA["noise"] += cpu
 
-    _spcatv.set_stability = _cpu_wrapped(_spcatv.set_stability, stab)
+    _spcatv.auto_fit = auto_fit
     _stability.below_noise = _cpu_wrapped(_stability.below_noise, noise)
 
 
 def run_one(name, seed, out):
     X, op, P = load(name, seed)
-    LOG.update(points=[], full=[], stability=0.0, noise=0.0, halves=None)
+    LOG.update(points=[], full=[], stability=0.0)
+    EXTRA.update(noise=0.0, halves=None)
     m, t, c = _timed(lambda: SPCATV(3, operator=op, random_state=0).fit(X))
-    walk = _stability.component_stability(m.components_, *LOG["halves"])
+    walk = _stability.component_stability(m.components_, *EXTRA["halves"])
     rec = {"set": name, "seed": seed, **{k: LOG[k] for k in ("points", "full")}}
-    rec.update(stability=LOG["stability"], noise=LOG["noise"], walk_halves=walk.tolist())
+    rec.update(stability=LOG["stability"], noise=EXTRA["noise"], walk_halves=walk.tolist())
     point = {"alpha_rel": m.alpha_rel_, "l1_ratio": m.l1_ratio_, "tv_ratio": m.tv_ratio_}
     ones = [_timed(lambda: SPCATV(3, operator=op, **point).fit(X)) for _ in range(3)]
     t1, c1 = np.median([o[1:] for o in ones], axis=0)
