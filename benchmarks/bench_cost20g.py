@@ -125,6 +125,32 @@ def _medians(recs):
         print(f"| {name} | {len(rs)} | {cells} | {ratio:.2f}x |")
 
 
+def _compare(runs, keys):
+    """Before -> after per instance: the choice, recovery, stability_ and CPU ratio."""
+    print(
+        "\n| set | seed | chosen (before = after?) | abs cos | certified Dice | meets | "
+        "stability_ before -> after | walk halves | CPU ratio before -> after |\n"
+        + "|---" * 9
+        + "|"
+    )
+    for k in keys:
+        a, b = runs[0][k], runs[1][k]
+        same = "same" if chosen(a) == chosen(b) else f"-> {chosen(b)}"
+        print(
+            f"| {a['set']} | {a['seed']} | {chosen(a)} ({same}) | {fmt(b['cos'])} | "
+            f"{fmt(b['cert'])} | {'yes' if meets(a) else 'no'} / {'yes' if meets(b) else 'no'} | "
+            f"{fmt(a['stability_'])} -> {fmt(b['stability_'])} | {fmt(b['walk_halves'])} | "
+            f"{a['cpu'] / a['one_cpu']:.2f}x -> {b['cpu'] / b['one_cpu']:.2f}x |"
+        )
+    for i, tag in enumerate(("before", "after")):
+        r = [runs[i][k]["cpu"] / runs[i][k]["one_cpu"] for k in keys]
+        n = sum(x <= 5 for x in r)
+        print(
+            f"\n{tag}: median CPU ratio {np.median(r):.2f}x ({min(r):.2f}-{max(r):.2f}); "
+            f"at most 5x on {n} of {len(r)}"
+        )
+
+
 def summary(dirs):
     """The saved runs: rows, then per set the medians of the parts (one-fit units)."""
     runs = [_records(d) for d in dirs]
@@ -146,6 +172,7 @@ def summary(dirs):
             f"{low} of {3 * len(found)}"
         )
     if len(runs) == 2:
+        _compare(runs, both)
         same = sum(
             np.array_equal(np.load(Path(dirs[0]) / f"{k}.npy"), np.load(Path(dirs[1]) / f"{k}.npy"))
             for k in both
