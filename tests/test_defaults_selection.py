@@ -72,14 +72,14 @@ def test_default_is_sparse_on_real_brainspace_rsfmri():
         warnings.simplefilter("always")
         model = SPCATV(3, operator=op, random_state=0).fit(X)
     _check_sparse_regions(model, op)
-    # no empty component, no chain warning, no unsettled fit; the subsample
+    # no empty component, no chain warning, no unsettled fit; the split-half
     # stability is reported, and the components that do not reproduce are named
     low = np.flatnonzero(model.stability_ < 0.5)
     assert [str(w.message) for w in caught] == (
         []
         if not low.size
         else [
-            f"components {low.tolist()} do not reproduce across subsamples "
+            f"components {low.tolist()} do not reproduce across split halves "
             f"(stability_ {np.round(model.stability_[low], 2).tolist()}"
             " < 0.5): do not interpret them without replication."
         ]

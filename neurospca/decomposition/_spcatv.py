@@ -127,9 +127,9 @@ class SPCATV(ComponentsEstimator):
         default, else all the cores this process may use.
     stability : "auto" or bool, default="auto"
         Compute ``stability_``, the reproducibility of each component: "auto"
-        when ``alpha_rel="auto"``, True always, False never (each costs two
-        more fits on 90 % of the samples and 9 one-component fits of permuted
-        data; out of core, on halves). Components below 0.5 raise a warning.
+        when ``alpha_rel="auto"``, True always, False never (under "auto": the
+        chosen point's halves, refitted for a low component; else two fits on
+        90 % of the samples; and 3-9 rank-one fits of permuted data).
     method : {"joint", "deflation"}, default="joint"
         "deflation" is the paper's Algorithm 3: component ``k`` is fitted on
         the data minus the components before it, so when regions co-vary
@@ -172,16 +172,16 @@ class SPCATV(ComponentsEstimator):
         ``reproducibility`` per matched pair of half components,
         ``nonzero_fraction`` per component of both halves); else empty.
     stability_ : ndarray of shape (n_components,)
-        Reproducibility of each component in [0, 1] (docs/trust.rst): two
-        subsamples of 90 % of the samples sharing 80 % (blocks of 10 % of the
-        rows, seeded by ``random_state``) fitted at the chosen penalty (from the
-        full fit under "auto"); the absolute correlation ``r`` of the subsample
-        components matched to component ``k``, corrected for the shared rows,
-        ``(r - c) / (1 - c)`` with ``c = 8 / 9``, clipped to [0, 1]. Out of core
-        (memmap, dask) and below 20 samples: the absolute correlation of the
-        two split-half components matched to it. 0 for an empty component and
-        (in memory) for one whose singular value is not above that of a fit of
-        the column-permuted data; NaN when not computed. Below 0.5: not reproduced.
+        Reproducibility of each component in [0, 1] (docs/trust.rst). Under
+        "auto": the absolute correlation of the two split-half components of
+        the chosen point matched to component ``k`` (the halves refitted from
+        the full fit before it is flagged). At a fixed penalty: two cold fits on
+        90 % of the samples sharing 80 % (blocks of 10 % of the rows), their
+        matched correlation ``r`` corrected for the shared rows,
+        ``(r - c) / (1 - c)``, ``c = 8 / 9``; out of core and below 20 samples,
+        two half fits. 0 for an empty component and (in memory) for one whose
+        singular value is not above that of a fit of the column-permuted data;
+        NaN when not computed. Below 0.5: not reproduced.
     l1_max_ : float
         ``max_j ||Xc_j||_2 / N`` of the centred training data.
     mean_ : ndarray of shape (n_features,)
