@@ -96,3 +96,56 @@ def test_transposed_products_keep_every_block_row_and_column():
         _blocks._add_tproduct(acc, tile, Y[: tile.shape[0]])
         sub = tile.astype(np.float64).T @ Y[: tile.shape[0]].astype(np.float64)
         np.testing.assert_allclose(acc - 1.0, sub, rtol=0, atol=1e-4 * np.abs(ref).max())
+
+
+def _four_rows(T, f):
+    """``f`` of four rows at a time then of the remaining rows one by one, in
+    float64 elementwise NumPy (each operation one IEEE operation per column):
+    the compiled kernels' order of operations."""
+    n = T.shape[0]
+    R = T.astype(np.float64)
+    acc = np.zeros(T.shape[1])
+    i = 0
+    while i + 4 <= n:
+        acc = acc + f(i, R[i], R[i + 1], R[i + 2], R[i + 3])
+        i += 4
+    while i < n:
+        acc = acc + f(i, R[i])
+        i += 1
+    return acc
+
+
+@pytest.mark.skipif(not compiled_available("products"), reason="kernels not built")
+@pytest.mark.parametrize("n", [1, 6, 11, 40])
+def test_compiled_loops_do_each_operation_as_written(n):
+    """The compiled loops (AVX2 or baseline, chosen at load) give the bits of
+    their operations done one by one in float64: no fused multiply-add and no
+    reassociation (so both versions agree, and agree with the C source)."""
+    rng = np.random.default_rng(n)
+    B = (rng.standard_normal((n, 263)) * 10).astype(np.float32)
+    z = rng.standard_normal(n)
+    mod = load("products")
+
+    def prod(i, *rows):
+        if len(rows) == 4:
+            a, b, c, d = rows
+            return (z[i] * a + z[i + 1] * b) + (z[i + 2] * c + z[i + 3] * d)
+        return z[i] * rows[0]
+
+    out = np.zeros(263)
+    mod.rmatvec_exact(B, z, out)
+    np.testing.assert_array_equal(out, _four_rows(B, prod))
+    got = [np.empty(263) for _ in range(5)]
+    mod.column_moments(B, *got)
+    np.testing.assert_array_equal(
+        got[0], _four_rows(B, lambda i, *r: (r[0] + r[1]) + (r[2] + r[3]) if len(r) == 4 else r[0])
+    )
+    m = got[3]
+
+    def sq(i, *r):
+        d = [x - m for x in r]
+        return (
+            (d[0] * d[0] + d[1] * d[1]) + (d[2] * d[2] + d[3] * d[3]) if len(r) == 4 else d[0] ** 2
+        )
+
+    np.testing.assert_array_equal(got[4], _four_rows(B, sq))
