@@ -139,8 +139,8 @@ def main_fits(args, trees):
             if len(trees) == 2:
                 a, b = (np.load(os.path.join(tmp, f"{t}_{s}.npy")) for t in trees)
                 diffs[s].append(float(np.abs(a - b).max()))
-        floors.append(run(ROOT, "floor", "", args.data, ""))
-        pcas.append(run(ROOT, "pca", "", args.data, ""))
+        floors.append(run(ROOT, "fit", "floor", args.data, ""))
+        pcas.append(run(ROOT, "fit", "pca", args.data, ""))
         print(f"round {r} floor {floors[-1]}  pca {pcas[-1]}", flush=True)
     fw, fc = _median([f["wall"] for f in floors]), _median([f["cpu"] for f in floors])
     pw, pc = _median([p["wall"] for p in pcas]), _median([p["cpu"] for p in pcas])
