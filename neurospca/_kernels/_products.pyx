@@ -16,8 +16,9 @@ the scan's two reads of a tile (sums, minima, maxima; centred sums of
 squares), float64 accumulators per column.
 
 The inner loops are C (below), compiled twice where GCC supports function
-multi-versioning on x86-64 Linux: for AVX2 (four doubles per instruction,
-chosen at load time on CPUs that have it) and for the baseline. AVX2 without
+multi-versioning (x86-64 with glibc's ifunc resolver): for AVX2 (four doubles
+per instruction, chosen at load time on CPUs that have it) and for the
+baseline. AVX2 without
 FMA: every product and sum is the same IEEE operation in both, so the two
 give the same bits (the loops run over independent columns; nothing is
 reassociated).
@@ -30,7 +31,7 @@ from libc.math cimport INFINITY
 cdef extern from *:
     """
     #include <math.h>
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
     #define NSP_CLONES __attribute__((target_clones("avx2", "default")))
     #else
     #define NSP_CLONES
