@@ -24,3 +24,11 @@ def column_m2(T, mean, m2):
     """Centred column sums of squares of ``T`` (float64) into ``m2``."""
     D = np.subtract(T, mean, dtype=np.float64)
     m2[...] = np.einsum("ij,ij->j", D, D)
+
+
+def column_moments(T, s, lo, hi, mean, m2):
+    """:func:`column_stats`, ``mean = s / n`` and :func:`column_m2` (float64)."""
+    column_stats(T, s, lo, hi)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        mean[...] = s / np.asarray(T).shape[0]
+        column_m2(T, mean, m2)
