@@ -98,6 +98,17 @@ def steps(splits, a, b):
     return int(round(da)), ds
 
 
+def default_fit(seed, corr, method):
+    """The paper simulation of ``seed`` (scores correlated ``corr``), the
+    estimator of ``method`` and its default fit (no ``stability_``), with the
+    fit's CPU seconds: ``(X, P, est, default, cpu)``."""
+    X, P, mask = make_paper_simulation(250, random_state=seed, correlation=corr)
+    est = SPCATV(3, operator=tv_from_mask(mask), random_state=0, **METHODS[method])
+    t0 = time.process_time()
+    d = quiet(clone(est).set_params(stability=False).fit, X)
+    return X, P, est, d, time.process_time() - t0
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seed", type=int, required=True)
@@ -108,11 +119,7 @@ def main():
     p.add_argument("--out", required=True)
     args = p.parse_args()
     seed = args.seed
-    X, P, mask = make_paper_simulation(250, random_state=seed, correlation=args.corr)
-    est = SPCATV(3, operator=tv_from_mask(mask), random_state=0, **METHODS[args.method])
-    t0 = time.process_time()
-    d = quiet(clone(est).set_params(stability=False).fit, X)
-    cpu_default = time.process_time() - t0
+    X, P, est, d, cpu_default = default_fit(seed, args.corr, args.method)
     t0 = time.process_time()
     one = quiet(
         clone(est)

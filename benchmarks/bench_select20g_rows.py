@@ -20,27 +20,20 @@ import argparse
 import json
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 from sklearn.base import clone
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from neurospca import SPCATV, make_paper_simulation, tv_from_mask  # noqa: E402
+from bench_select20g import METHODS, default_fit, quiet  # noqa: E402
+
 from neurospca import model_selection as ms  # noqa: E402
 from neurospca.decomposition import matched_abs_corr, split_halves, start_from, subsample_stability  # noqa: E402
 from neurospca.model_selection._halves import reproducibility_search  # noqa: E402
 from neurospca.model_selection._select import DEFAULT_ALPHA_REL_GRID, _check_splits, _seeds  # noqa: E402
-
-METHODS = {"spcatv": {}, "elasticnet": {"tv_ratio": 0.0}}
-
-
-def quiet(fn, *args, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kw)
 
 
 def half_repro(est, X, params, start, seed):
@@ -79,11 +72,7 @@ def main():
     p.add_argument("--out", required=True)
     args = p.parse_args()
     seed = args.seed
-    X, P, mask = make_paper_simulation(250, random_state=seed, correlation=args.corr)
-    est = SPCATV(3, operator=tv_from_mask(mask), random_state=0, **METHODS[args.method])
-    t0 = time.process_time()
-    d = quiet(clone(est).set_params(stability=False).fit, X)
-    cpu_default = time.process_time() - t0
+    X, P, est, d, cpu_default = default_fit(seed, args.corr, args.method)
     t0 = time.process_time()
     splits = _check_splits(None, est, "reproducibility")
     results, halves = quiet(
