@@ -14,7 +14,7 @@ point -> loadings).
 import numpy as np
 
 from neurospca.decomposition import DEFAULT_SPLIT, choose_point
-from neurospca.decomposition._auto import AGREE, COLLAPSED, _agreement, _collapsed, auto_fit
+from neurospca.decomposition._auto_check import AGREE, COLLAPSED, _agreement, _collapsed, auto_fit
 
 from ._helpers import path_record
 

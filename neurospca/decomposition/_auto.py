@@ -13,7 +13,15 @@ The halves themselves, and the ``stability_`` they give, are in
 
 import numpy as np
 
-from ._stability import _fit_point, _half_models, half_jobs, matched_abs_corr, split_halves
+from ._stability import (
+    STABILITY_THRESHOLD,
+    _fit_point,
+    _half_models,
+    component_stability,
+    half_jobs,
+    refit_halves,
+    split_halves,
+)
 
 
 def choose_alpha_rel(path):
@@ -329,32 +337,103 @@ def auto_path(estimator, X):
         The records of every split (``auto_path_`` once :func:`auto_fit`
         has removed their components), split by split, weakest first.
     """
-    from ._alternation import _say
-
     splits = searched_splits(estimator)
     if not splits:
         return None, []
     seed = 0 if estimator.random_state is None else estimator.random_state
     halves = split_halves(X, seed)
-    path = []
-    for split, alpha_rels in splits:
-        if path and _unbeatable(path):
-            break  # the first split's components reproduce: the other splits are a fallback
-        walk = SplitWalk(
-            _half_models(estimator), halves, split, alpha_rels, half_jobs(estimator, X)
-        )
-        path += [dict(p, _walk=walk) for p in walk.walk()]
-    if estimator.verbose:
-        for p in path:
-            _say(
-                "l1_ratio=%g tv_ratio=%g alpha_rel=%g: split-half reproducibility %s, non-zero %s",
-                p["l1_ratio"],
-                p["tv_ratio"],
-                p["alpha_rel"],
-                np.array2string(p["reproducibility"], precision=2),
-                np.array2string(p["nonzero_fraction"], precision=3),
-            )
+    n_jobs = half_jobs(estimator, X)
+
+    def walk_split(split, alpha_rels):
+        walk = SplitWalk(_half_models(estimator), halves, split, alpha_rels, n_jobs)
+        points = [dict(p, _walk=walk) for p in walk.walk()]
+        _say_points(estimator, points)
+        return points
+
+    path = walk_split(*splits[0])
+    others = splits[1:] if not _unbeatable(path) else []
+    if others and _loses_a_pattern(path):
+        # the full fit at the first split's choice decides first (auto_fit)
+        path[0]["_others"] = Others(estimator, halves, n_jobs, others, walk_split)
+    else:
+        for split, alpha_rels in others:
+            path += walk_split(split, alpha_rels)
     return path[choose_point(path)]["components"], path
+
+
+def _say_points(estimator, points):
+    from ._alternation import _say
+
+    for p in points if estimator.verbose else []:
+        _say(
+            "l1_ratio=%g tv_ratio=%g alpha_rel=%g: split-half reproducibility %s, non-zero %s",
+            p["l1_ratio"],
+            p["tv_ratio"],
+            p["alpha_rel"],
+            np.array2string(p["reproducibility"], precision=2),
+            np.array2string(p["nonzero_fraction"], precision=3),
+        )
+
+
+def _loses_a_pattern(path):
+    """True when a pair of half components at the first split's choice
+    (:func:`choose_least_shrunk`) reproduces below :data:`STABILITY_THRESHOLD`:
+    the halves lost a pattern there, which the full fit, started from them, may
+    find (issue 20 rounds 7-9)."""
+    return bool(np.min(path[choose_least_shrunk(path)]["reproducibility"]) < STABILITY_THRESHOLD)
+
+
+class Others:
+    """The splits after the first, not yet searched (issue 20 round 9).
+
+    When the halves lost a pattern at the first split's choice
+    (:func:`_loses_a_pattern`) the other splits were searched because of it
+    (the first split's best reproduced below :data:`OTHER_SPLITS_BELOW`),
+    and every measured instance then kept the first split (benchmarks/
+    RESULTS.md, issue 20 round 8: the 6-point walks, 5.0-10.4x one fit).
+    :func:`auto_fit` fits the full data at the first split's choice first;
+    :meth:`reproduce` measures its components on the halves as ``stability_``
+    does (:func:`._stability.halves_stability`: the walk's halves, refitted
+    from the full fit for a component below :data:`STABILITY_THRESHOLD`),
+    and the other splits are searched (:meth:`search`) only when that mean
+    is below :data:`OTHER_SPLITS_BELOW`.
+
+    Parameters
+    ----------
+    estimator : SPCATV
+    halves : tuple of two arrays
+        The data's halves.
+    n_jobs : int
+    splits : list of ((float, float), sequence of float)
+        The splits not searched yet and their paths.
+    walk_split : callable
+        ``walk_split(split, alpha_rels)``: a split's records.
+    """
+
+    def __init__(self, estimator, halves, n_jobs, splits, walk_split):
+        self.estimator, self.halves, self.n_jobs = estimator, halves, n_jobs
+        self.splits, self.walk_split = splits, walk_split
+
+    def reproduce(self, point, V):
+        """``(stability, refit)`` of the full fit's loadings ``V`` (features x
+        components) at the record ``point``: the walk's halves' value per
+        component, refitted (``refit``: the two halves' components, else None)
+        for one below :data:`STABILITY_THRESHOLD`."""
+        norms = np.linalg.norm(V, axis=0)
+        C = (V / np.where(norms > 0, norms, 1.0)).T
+        stab = component_stability(C, *point["components"])
+        low = np.any(C != 0, axis=1) & (stab < STABILITY_THRESHOLD)
+        if not low.any():
+            return stab, None
+        params = {"alpha": None, **{k: point[k] for k in ("alpha_rel", "l1_ratio", "tv_ratio")}}
+        refit = refit_halves(self.estimator, self.halves, params, C, self.n_jobs)
+        stab[low] = component_stability(C, *refit)[low]
+        return stab, refit
+
+    def search(self, path):
+        """Append the other splits' records to ``path``."""
+        for split, alpha_rels in self.splits:
+            path += self.walk_split(split, alpha_rels)
 
 
 def fixed_split(l1_ratio, tv_ratio):
@@ -382,161 +461,9 @@ def searched_splits(estimator):
     return [(split, AUTO_ALPHA_REL_PATH)]
 
 
-#: Two full fits *agree* when every component of one matches a component of the
-#: other at least this (matched |corr|): the same patterns, shrunk more or less
-#: (:func:`auto_fit`). Measured (benchmarks/RESULTS.md, issue 20 round 6, the
-#: full fits of every admissible point on fsaverage5 r = 0.8 seeds 2905, 3013
-#: and the paper's r = 0.7 seeds 2902, 2933, 3013): a fit that merged a pair
-#: agreed with a separating one at 0.67-0.79, fits of the same patterns at two
-#: penalties or splits at 0.85-0.99.
-AGREE = 0.8
-#: A full-fit component with fewer non-zero loadings than this fraction of the
-#: largest component's has *collapsed*: the penalty killed a pattern that a
-#: weaker point keeps (:func:`auto_fit`; measured on the paper set, seed 3013:
-#: 0.2 % against 9 % non-zero at alpha_rel 1, every pattern at 0.5).
-COLLAPSED = 0.05
-
-
-def _too_dense(V):
-    return bool(np.any(np.mean(V != 0, axis=0) > MAX_NONZERO))
-
-
-def _collapsed(V):
-    """True when a component of ``V`` (features x components) has fewer than
-    :data:`COLLAPSED` times the largest component's non-zero loadings."""
-    count = np.count_nonzero(V, axis=0)
-    return bool(np.any(count < COLLAPSED * np.max(count)))
-
-
-def _agreement(V, W):
-    """The least matched |corr| between the components of two full fits."""
-    _, corr = matched_abs_corr(np.asarray(V).T, np.asarray(W).T)
-    return float(np.min(np.nan_to_num(corr)))
-
-
-def _fallback(path, i):
-    """The least shrunk admissible point of the first (documented) split: the
-    path's first point only when it is the only admissible one; None if the
-    split has no admissible point, ``i`` is it, or it is not weaker than ``i``
-    on the same split (the check only moves toward less shrunk fits)."""
-    first = [j for j, p in enumerate(path) if _split_of(p) == _split_of(path[0]) and _admissible(p)]
-    later = [j for j in first if j > 0]
-    j = min(later or first, key=lambda j: path[j]["alpha_rel"], default=None)
-    same = j is not None and _split_of(path[j]) == _split_of(path[i])
-    return None if j is None or (same and path[j]["alpha_rel"] >= path[i]["alpha_rel"]) else j
-
-
-def _stronger(path, i):
-    """Indices of the admissible points of ``path[i]``'s split after it."""
-    return [
-        j
-        for j in range(i + 1, len(path))
-        if _admissible(path[j]) and _split_of(path[j]) == _split_of(path[i])
-    ]
-
-
-def _extend(path, i):
-    """Fit the next point of ``path[i]``'s split (its :class:`SplitWalk`, kept
-    in the records as ``"_walk"``) and insert it after the split's last
-    record; False when the walk has ended or the records have none."""
-    walk = path[i].get("_walk")
-    if walk is None or not walk.step():
-        return False
-    last = max(j for j, p in enumerate(path) if p.get("_walk") is walk)
-    path.insert(last + 1, dict(walk.points[-1], _walk=walk))
-    return True
-
-
-def _fit_dense_checked(path, i, run, start):
-    """The full fit at ``path[i]``; when a component is more than
-    :data:`MAX_NONZERO` non-zero, the next admissible stronger point of the same
-    split (the most reproducible one) instead, if there is one; the split's
-    walk goes on (:func:`_extend`) until it has one or ends."""
-    while True:
-        result = run(path[i], start(path[i]["components"]))
-        if not _too_dense(result[1]):
-            return i, result
-        while not _stronger(path, i) and _extend(path, i):
-            pass
-        stronger = _stronger(path, i)
-        if not stronger:
-            return i, result
-        i = stronger[choose_alpha_rel([path[j] for j in stronger])]
-
-
-def _uncollapse(path, i, result, run, start):
-    """When a component of the full fit at ``path[i]`` collapsed
-    (:func:`_collapsed`), the weaker points of the same split, strongest first,
-    whose halves have no empty component: the first whose full fit neither
-    collapsed nor is too dense replaces it."""
-    weaker = [
-        j
-        for j in range(i - 1, -1, -1)
-        if _split_of(path[j]) == _split_of(path[i]) and not _has_empty(path[j])
-    ]
-    for j in weaker if _collapsed(result[1]) else []:
-        other = run(path[j], start(path[j]["components"]))
-        if not (_collapsed(other[1]) or _too_dense(other[1])):
-            return j, other
-    return i, result
-
-
 def auto_fit(path, run, start):
-    """The full fit of ``alpha_rel="auto"`` at the chosen point of ``path``.
+    """The full fit of ``alpha_rel="auto"`` at the chosen point of ``path``:
+    :func:`._auto_check.auto_fit` (the full fits' check of the choice)."""
+    from ._auto_check import auto_fit as check
 
-    The halves choose the point (:func:`choose_point`); the full fits check it
-    (issue 20 round 6, benchmarks/RESULTS.md):
-
-    1. The fit at the chosen point starts from its half fit (``start(halves)``:
-       scores, or None). The admissibility of :func:`choose_alpha_rel` is
-       checked on the halves; the full sample passes more features, so when a
-       returned component is more than :data:`MAX_NONZERO` non-zero the next
-       admissible point of the same split toward stronger penalties (the most
-       reproducible one) is fitted instead, if there is one.
-    2. When the chosen point is not the least shrunk admissible point of the
-       documented split (:func:`_fallback`: the halves reproduced less there),
-       the full data are fitted there too, and that fit is kept when it
-       *agrees* with the chosen one (:func:`_agreement` at least
-       :data:`AGREE`), neither collapsed nor too dense: the same patterns, less
-       shrunk. The halves have half the samples and reproduce the weakest
-       pattern only at a penalty that shrinks it in the full fit; the full fits
-       do not have that handicap.
-    3. When a component of the kept fit collapsed (:func:`_collapsed`: the
-       penalty killed a pattern), the weaker points of its split are fitted,
-       strongest first, until one keeps every component (:func:`_uncollapse`).
-
-    Parameters
-    ----------
-    path : list of dict
-        :func:`auto_path`'s records; their ``"components"`` are removed here.
-    run : callable
-        ``run(point, u0)`` fits the full data at a record's ``alpha_rel``,
-        ``l1_ratio``, ``tv_ratio``; returns ``(U, V, ...)``.
-    start : callable
-        ``start((half_a, half_b))``: the start scores ``u0`` of the full fit.
-
-    Returns
-    -------
-    point : dict
-        The record fitted (``alpha_rel``, ``l1_ratio``, ``tv_ratio``).
-    halves : (ndarray, ndarray)
-        The two halves' components at the point fitted.
-    result : tuple
-        What ``run`` returned.
-    """
-    i, result = _fit_dense_checked(path, choose_point(path), run, start)
-    j = _fallback(path, i)
-    if j is not None:
-        other = run(path[j], start(path[j]["components"]))
-        if (
-            not (_collapsed(other[1]) or _too_dense(other[1]))
-            and _agreement(result[1], other[1]) >= AGREE
-        ):
-            i, result = j, other
-    i, result = _uncollapse(path, i, result, run, start)
-    point = {k: path[i][k] for k in ("alpha_rel", "l1_ratio", "tv_ratio")}
-    halves = path[i]["components"]
-    for p in path:  # keep the summary, not every half's maps (nor the walks)
-        del p["components"]
-        p.pop("_walk", None)
-    return point, halves, result
+    return check(path, run, start)

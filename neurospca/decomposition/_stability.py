@@ -371,23 +371,61 @@ def halves_stability(estimator, X, params, halves):
     params : dict
         The chosen penalty.
     halves : tuple of two ndarrays
-        The walk's half components at the chosen point.
+        The walk's half components at the chosen point; a :class:`HalfFits`
+        whose ``refit`` is set (``alpha_rel="auto"`` refitted the halves
+        already, to decide whether to search the other splits: issue 20
+        round 9) gives that refit instead of a new one.
 
     Returns
     -------
     ndarray of shape (n_components,), in [0, 1]
     """
-    from ._warm import start_from
-
     C = estimator.components_
     stab = component_stability(C, *halves)
     low = np.any(C != 0, axis=1) & (stab < STABILITY_THRESHOLD)
     if low.any():
-        seed = 0 if estimator.random_state is None else estimator.random_state
-        models = [start_from(m, C) for m in _half_models(estimator)]
-        point = _fit_point(models, split_halves(X, seed), params, half_jobs(estimator, X))
-        stab[low] = component_stability(C, *point["components"])[low]
+        refit = getattr(halves, "refit", None)
+        if refit is None:
+            seed = 0 if estimator.random_state is None else estimator.random_state
+            data = split_halves(X, seed)
+            refit = refit_halves(estimator, data, params, C, half_jobs(estimator, X))
+        stab[low] = component_stability(C, *refit)[low]
     return stab
+
+
+class HalfFits(tuple):
+    """The walk's two half components at the chosen point (a tuple), with
+    ``refit``: the two halves fitted again there from the full fit's
+    components (:func:`refit_halves`), or None."""
+
+    refit = None
+
+
+def refit_halves(estimator, halves, params, components, n_jobs=1):
+    """Both halves fitted at ``params`` from ``components`` (a full fit's):
+    :func:`._warm.start_from` on fresh :func:`_half_models`, whose other
+    starts compete on each half's own objective.
+
+    Parameters
+    ----------
+    estimator : SPCATV
+    halves : tuple of two arrays
+        The data's halves (:func:`split_halves`).
+    params : dict
+        The penalty.
+    components : ndarray of shape (n_components, n_features)
+    n_jobs : int
+        :func:`half_jobs`.
+
+    Returns
+    -------
+    tuple of two ndarrays
+        The halves' ``components_``.
+    """
+    from ._warm import start_from
+
+    models = [start_from(m, components) for m in _half_models(estimator)]
+    return _fit_point(models, halves, params, n_jobs)["components"]
 
 
 def set_stability(estimator, X, halves):

@@ -1,0 +1,217 @@
+"""The full fits' check of the point ``alpha_rel="auto"`` chose (issue 20).
+
+:func:`auto_fit` fits the full data at the halves' choice (:mod:`._auto`)
+and checks it: a component too dense, a less shrunk point of the documented
+split that agrees, a collapsed component; with the other splits pending
+(:class:`._auto.Others`), whether the first split's components reproduce
+before those are searched (issue 20 round 9).
+"""
+
+import numpy as np
+
+from ._auto import (
+    MAX_NONZERO,
+    OTHER_SPLITS_BELOW,
+    _admissible,
+    _has_empty,
+    _split_of,
+    choose_alpha_rel,
+    choose_point,
+)
+from ._stability import HalfFits, matched_abs_corr
+
+#: Two full fits *agree* when every component of one matches a component of the
+#: other at least this (matched |corr|): the same patterns, shrunk more or less
+#: (:func:`auto_fit`). Measured (benchmarks/RESULTS.md, issue 20 round 6, the
+#: full fits of every admissible point on fsaverage5 r = 0.8 seeds 2905, 3013
+#: and the paper's r = 0.7 seeds 2902, 2933, 3013): a fit that merged a pair
+#: agreed with a separating one at 0.67-0.79, fits of the same patterns at two
+#: penalties or splits at 0.85-0.99.
+AGREE = 0.8
+#: A full-fit component with fewer non-zero loadings than this fraction of the
+#: largest component's has *collapsed*: the penalty killed a pattern that a
+#: weaker point keeps (:func:`auto_fit`; measured on the paper set, seed 3013:
+#: 0.2 % against 9 % non-zero at alpha_rel 1, every pattern at 0.5).
+COLLAPSED = 0.05
+
+
+def _too_dense(V):
+    return bool(np.any(np.mean(V != 0, axis=0) > MAX_NONZERO))
+
+
+def _collapsed(V):
+    """True when a component of ``V`` (features x components) has fewer than
+    :data:`COLLAPSED` times the largest component's non-zero loadings."""
+    count = np.count_nonzero(V, axis=0)
+    return bool(np.any(count < COLLAPSED * np.max(count)))
+
+
+def _agreement(V, W):
+    """The least matched |corr| between the components of two full fits."""
+    _, corr = matched_abs_corr(np.asarray(V).T, np.asarray(W).T)
+    return float(np.min(np.nan_to_num(corr)))
+
+
+def _fallback(path, i):
+    """The least shrunk admissible point of the first (documented) split: the
+    path's first point only when it is the only admissible one; None if the
+    split has no admissible point, ``i`` is it, or it is not weaker than ``i``
+    on the same split (the check only moves toward less shrunk fits)."""
+    first = [j for j, p in enumerate(path) if _split_of(p) == _split_of(path[0]) and _admissible(p)]
+    later = [j for j in first if j > 0]
+    j = min(later or first, key=lambda j: path[j]["alpha_rel"], default=None)
+    same = j is not None and _split_of(path[j]) == _split_of(path[i])
+    return None if j is None or (same and path[j]["alpha_rel"] >= path[i]["alpha_rel"]) else j
+
+
+def _stronger(path, i):
+    """Indices of the admissible points of ``path[i]``'s split after it."""
+    return [
+        j
+        for j in range(i + 1, len(path))
+        if _admissible(path[j]) and _split_of(path[j]) == _split_of(path[i])
+    ]
+
+
+def _extend(path, i):
+    """Fit the next point of ``path[i]``'s split (its :class:`SplitWalk`, kept
+    in the records as ``"_walk"``) and insert it after the split's last
+    record; False when the walk has ended or the records have none."""
+    walk = path[i].get("_walk")
+    if walk is None or not walk.step():
+        return False
+    last = max(j for j, p in enumerate(path) if p.get("_walk") is walk)
+    path.insert(last + 1, dict(walk.points[-1], _walk=walk))
+    return True
+
+
+def _fit_dense_checked(path, i, run, start):
+    """The full fit at ``path[i]``; when a component is more than
+    :data:`MAX_NONZERO` non-zero, the next admissible stronger point of the same
+    split (the most reproducible one) instead, if there is one; the split's
+    walk goes on (:func:`_extend`) until it has one or ends."""
+    while True:
+        result = run(path[i], start(path[i]["components"]))
+        if not _too_dense(result[1]):
+            return i, result
+        while not _stronger(path, i) and _extend(path, i):
+            pass
+        stronger = _stronger(path, i)
+        if not stronger:
+            return i, result
+        i = stronger[choose_alpha_rel([path[j] for j in stronger])]
+
+
+def _uncollapse(path, i, result, run, start):
+    """When a component of the full fit at ``path[i]`` collapsed
+    (:func:`_collapsed`), the weaker points of the same split, strongest first,
+    whose halves have no empty component: the first whose full fit neither
+    collapsed nor is too dense replaces it."""
+    weaker = [
+        j
+        for j in range(i - 1, -1, -1)
+        if _split_of(path[j]) == _split_of(path[i]) and not _has_empty(path[j])
+    ]
+    for j in weaker if _collapsed(result[1]) else []:
+        other = run(path[j], start(path[j]["components"]))
+        if not (_collapsed(other[1]) or _too_dense(other[1])):
+            return j, other
+    return i, result
+
+
+def auto_fit(path, run, start):
+    """The full fit of ``alpha_rel="auto"`` at the chosen point of ``path``.
+
+    The halves choose the point (:func:`choose_point`); the full fits check it
+    (issue 20 round 6, benchmarks/RESULTS.md):
+
+    1. The fit at the chosen point starts from its half fit (``start(halves)``:
+       scores, or None). The admissibility of :func:`choose_alpha_rel` is
+       checked on the halves; the full sample passes more features, so when a
+       returned component is more than :data:`MAX_NONZERO` non-zero the next
+       admissible point of the same split toward stronger penalties (the most
+       reproducible one) is fitted instead, if there is one.
+    2. When the chosen point is not the least shrunk admissible point of the
+       documented split (:func:`_fallback`: the halves reproduced less there),
+       the full data are fitted there too, and that fit is kept when it
+       *agrees* with the chosen one (:func:`_agreement` at least
+       :data:`AGREE`), neither collapsed nor too dense: the same patterns, less
+       shrunk. The halves have half the samples and reproduce the weakest
+       pattern only at a penalty that shrinks it in the full fit; the full fits
+       do not have that handicap.
+    3. When a component of the kept fit collapsed (:func:`_collapsed`: the
+       penalty killed a pattern), the weaker points of its split are fitted,
+       strongest first, until one keeps every component (:func:`_uncollapse`).
+
+    Parameters
+    ----------
+    path : list of dict
+        :func:`auto_path`'s records; their ``"components"`` are removed here.
+    run : callable
+        ``run(point, u0)`` fits the full data at a record's ``alpha_rel``,
+        ``l1_ratio``, ``tv_ratio``; returns ``(U, V, ...)``.
+    start : callable
+        ``start((half_a, half_b))``: the start scores ``u0`` of the full fit.
+
+    Returns
+    -------
+    point : dict
+        The record fitted (``alpha_rel``, ``l1_ratio``, ``tv_ratio``).
+    halves : (ndarray, ndarray)
+        The two halves' components at the point fitted.
+    result : tuple
+        What ``run`` returned.
+    """
+    i, result, refit = _first_fit(path, run, start)
+    j = _fallback(path, i)
+    if j is not None:
+        other = run(path[j], start(path[j]["components"]))
+        if (
+            not (_collapsed(other[1]) or _too_dense(other[1]))
+            and _agreement(result[1], other[1]) >= AGREE
+        ):
+            i, result = j, other
+    i, result = _uncollapse(path, i, result, run, start)
+    point = {key: path[i][key] for key in ("alpha_rel", "l1_ratio", "tv_ratio")}
+    halves = HalfFits(path[i]["components"])
+    if refit is not None and refit[0] is path[i]:
+        halves.refit = refit[1]
+    for p in path:  # keep the summary, not every half's maps (nor the walks)
+        del p["components"]
+        p.pop("_walk", None)
+    return point, halves, result
+
+
+def _index(path, record):
+    return next(j for j, p in enumerate(path) if p is record)
+
+
+def _first_fit(path, run, start):
+    """The full fit at the chosen point (:func:`_fit_dense_checked`); with the
+    other splits pending (``"_others"``, :class:`Others`), at the first
+    split's choice first, and the other splits searched only when its
+    components do not reproduce (:meth:`Others.reproduce`); then at the
+    choice over every split if that is another point.
+
+    Returns
+    -------
+    i : int
+    result : tuple
+    refit : (dict, tuple of two arrays) or None
+        The record whose halves were refitted, and their components.
+    """
+    others = path[0].pop("_others", None)
+    chosen = path[choose_point(path)]
+    i, result = _fit_dense_checked(path, _index(path, chosen), run, start)
+    if others is None:
+        return i, result, None
+    stab, refit = others.reproduce(path[i], result[1])
+    refit = None if refit is None else (path[i], refit)
+    if np.mean(stab) >= OTHER_SPLITS_BELOW:
+        return i, result, refit
+    others.search(path)
+    new = path[choose_point(path)]
+    if new is chosen:
+        return i, result, refit
+    i, result = _fit_dense_checked(path, _index(path, new), run, start)
+    return i, result, None

@@ -1,0 +1,142 @@
+"""Issue 20 round 9: the other splits are searched after the full fit when the
+halves lost a pattern at the first split's choice.
+
+When a pair of half components at the first split's choice reproduces below
+``STABILITY_THRESHOLD`` (a pattern the halves lost), the full data are fitted
+there first and measured on the halves as ``stability_`` measures them (the
+walk's halves, refitted from the full fit for the lost component); the other
+splits are searched only when that mean is below ``OTHER_SPLITS_BELOW``. The
+refit is the one ``stability_`` uses (no second one).
+"""
+
+import warnings
+
+import numpy as np
+
+from neurospca import SPCATV, tv_from_mask
+from neurospca.decomposition import DEFAULT_SPLIT, component_stability, split_halves
+from neurospca.decomposition._auto import Others, _loses_a_pattern
+from neurospca.decomposition._stability import (
+    STABILITY_THRESHOLD,
+    HalfFits,
+    _chosen_params,
+    half_jobs,
+    halves_stability,
+    refit_halves,
+)
+
+from ._helpers import path_record
+
+
+def _records(scores):
+    return [
+        path_record(DEFAULT_SPLIT, a, r, (0.1,) * 6)
+        for a, r in zip((0.5, 1.0, 2.0), scores, strict=False)
+    ]
+
+
+def test_loses_a_pattern_at_the_first_splits_choice():
+    # the choice is 1 (past the cold first point); its third pair is lost
+    lost = _records([(0.5, 0.6, 0.7), (0.98, 0.97, 0.01), (0.97, 0.96, 0.0)])
+    assert _loses_a_pattern(lost)
+    kept = _records([(0.5, 0.6, 0.0), (0.98, 0.97, STABILITY_THRESHOLD)])
+    assert not _loses_a_pattern(kept)  # the first point's lost pair is not the choice
+
+
+def _planted(seed, strength=2.0):
+    rng = np.random.default_rng(seed)
+    pattern = np.zeros((12, 12))
+    pattern[2:6, 2:6] = 1.0
+    noise = rng.standard_normal((120, 144))
+    return strength * rng.standard_normal((120, 1)) * pattern.ravel() + noise, pattern.ravel()
+
+
+def _fit(X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        op = tv_from_mask(np.ones((12, 12), dtype=bool))
+        return SPCATV(2, operator=op, random_state=0, stability=False).fit(X)
+
+
+def _others(m, X):
+    halves = split_halves(X, 0)
+    return Others(m, halves, half_jobs(m, X), [], None), halves
+
+
+def _point(m, components):
+    params = _chosen_params(m)
+    return dict(params, components=components)
+
+
+def test_reproduced_components_are_not_refitted():
+    X, _ = _planted(3183)
+    m = _fit(X)
+    others, _ = _others(m, X)
+    rng = np.random.default_rng(3183)
+    halves = tuple(
+        m.components_ + 0.05 * rng.standard_normal(m.components_.shape) for _ in range(2)
+    )
+    stab, refit = others.reproduce(_point(m, halves), m.components_.T * 3.0)
+    assert refit is None  # the loadings' scale does not matter
+    np.testing.assert_allclose(stab, component_stability(m.components_, *halves))
+
+
+def test_a_lost_pattern_is_refitted_and_the_refit_is_stabilitys():
+    """Half B lost the planted pattern: the halves refitted from the full fit
+    find it (> 0.9); ``stability_`` given that refit (``HalfFits.refit``) is the
+    value of a refit of its own, with no second fit."""
+    X, pattern = _planted(3184)
+    m = _fit(X)
+    k = int(np.argmax(np.abs(m.components_ @ pattern)))
+    missed = np.random.default_rng(3184).standard_normal(m.components_.shape)
+    others, data = _others(m, X)
+    stab, refit = others.reproduce(_point(m, (m.components_, missed)), m.components_.T)
+    assert refit is not None and stab[k] > 0.9, stab
+    params = _chosen_params(m)
+    expected = refit_halves(m, data, params, m.components_, half_jobs(m, X))
+    for a, b in zip(refit, expected, strict=True):  # the start renormalised: not bit for bit
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    given = HalfFits((m.components_, missed))
+    given.refit = refit
+    reused = halves_stability(m, X, params, given)
+    np.testing.assert_allclose(reused, halves_stability(m, X, params, given[:]), atol=1e-6)
+    assert reused[k] == stab[k]
+
+
+def _default_fit(X, op):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SPCATV(3, operator=op, random_state=0).fit(X)
+
+
+def _summary(model):
+    return [
+        (p["l1_ratio"], p["tv_ratio"], p["alpha_rel"], p["reproducibility"].tolist())
+        for p in model.auto_path_
+    ]
+
+
+def test_searched_after_the_full_fit_the_model_is_the_same(monkeypatch):
+    """Low signal, weights correlated 0.8: the halves lose a pattern at the
+    default split's choice and the full fit's components do not reproduce
+    either, so the sparse split is searched after the full fit: the same
+    records, choice and components, bit for bit, as searched before it (the
+    full fit at the default split's choice reused); ``stability_`` within
+    0.05 (the refit starts from the full fit before its certified support)."""
+    from neurospca import make_paper_simulation
+    from neurospca.decomposition import _auto
+
+    X, _, mask = make_paper_simulation(
+        80, random_state=3103, shape=(30, 30), snr=0.25, correlation=0.8
+    )
+    op = tv_from_mask(mask)
+    after = _default_fit(X, op)
+    first = [p for p in after.auto_path_ if (p["l1_ratio"], p["tv_ratio"]) == DEFAULT_SPLIT]
+    assert _loses_a_pattern([dict(p) for p in first])
+    assert len(first) < len(after.auto_path_)  # the sparse split was searched
+    monkeypatch.setattr(_auto, "_loses_a_pattern", lambda path: False)  # round 8's order
+    before = _default_fit(X, op)
+    assert _summary(after) == _summary(before)
+    assert (after.alpha_rel_, after.l1_ratio_) == (before.alpha_rel_, before.l1_ratio_)
+    np.testing.assert_array_equal(after.components_, before.components_)
+    np.testing.assert_allclose(after.stability_, before.stability_, atol=0.05)
