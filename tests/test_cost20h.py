@@ -140,3 +140,26 @@ def test_searched_after_the_full_fit_the_model_is_the_same(monkeypatch):
     assert (after.alpha_rel_, after.l1_ratio_) == (before.alpha_rel_, before.l1_ratio_)
     np.testing.assert_array_equal(after.components_, before.components_)
     np.testing.assert_allclose(after.stability_, before.stability_, atol=0.05)
+
+
+def test_the_other_splits_are_not_searched_when_the_full_fit_reproduces(monkeypatch):
+    """The paper's set-up, weights correlated 0.7 (benchmarks/RESULTS.md, issue
+    20 round 9, seed 3186): the halves lose the third pattern at the default
+    split's choice (0.00), the full fit there finds it and its halves, refitted
+    from it, reproduce every component (stability_ >= 0.9): the sparse split is
+    not searched, and the model is the one round 8 returned after searching it."""
+    from neurospca import make_paper_simulation
+    from neurospca.decomposition import _auto
+
+    X, _, mask = make_paper_simulation(250, random_state=3186, correlation=0.7)
+    op = tv_from_mask(mask)
+    after = _default_fit(X, op)
+    assert {(p["l1_ratio"], p["tv_ratio"]) for p in after.auto_path_} == {DEFAULT_SPLIT}
+    assert _loses_a_pattern([dict(p) for p in after.auto_path_])
+    assert np.all(after.stability_ >= 0.9), after.stability_
+    monkeypatch.setattr(_auto, "_loses_a_pattern", lambda path: False)  # round 8's order
+    before = _default_fit(X, op)
+    assert len(before.auto_path_) > len(after.auto_path_)  # it searched the sparse split
+    assert (after.alpha_rel_, after.l1_ratio_) == (before.alpha_rel_, before.l1_ratio_)
+    np.testing.assert_array_equal(after.components_, before.components_)
+    np.testing.assert_allclose(after.stability_, before.stability_, atol=0.05)
