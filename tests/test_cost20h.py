@@ -26,6 +26,7 @@ from neurospca.decomposition._stability import (
 )
 
 from ._helpers import path_record
+from .test_stability20g import _planted
 
 
 def _records(scores):
@@ -41,14 +42,6 @@ def test_loses_a_pattern_at_the_first_splits_choice():
     assert _loses_a_pattern(lost)
     kept = _records([(0.5, 0.6, 0.0), (0.98, 0.97, STABILITY_THRESHOLD)])
     assert not _loses_a_pattern(kept)  # the first point's lost pair is not the choice
-
-
-def _planted(seed, strength=2.0):
-    rng = np.random.default_rng(seed)
-    pattern = np.zeros((12, 12))
-    pattern[2:6, 2:6] = 1.0
-    noise = rng.standard_normal((120, 144))
-    return strength * rng.standard_normal((120, 1)) * pattern.ravel() + noise, pattern.ravel()
 
 
 def _fit(X):
