@@ -156,3 +156,25 @@ def test_the_other_splits_are_not_searched_when_the_full_fit_reproduces(monkeypa
     assert (after.alpha_rel_, after.l1_ratio_) == (before.alpha_rel_, before.l1_ratio_)
     np.testing.assert_array_equal(after.components_, before.components_)
     np.testing.assert_allclose(after.stability_, before.stability_, atol=0.05)
+
+
+def test_each_record_is_fitted_once():
+    """The full fit at the first split's choice, fitted first while the other
+    splits were pending, is the fit the fallback returns to: ``run`` is
+    called once per record (a fit is deterministic: the same arithmetic)."""
+    from neurospca.decomposition._auto_check import _once
+
+    calls = []
+
+    def run(point, u0):
+        calls.append(point["alpha_rel"])
+        return (None, np.full(3, point["alpha_rel"]))
+
+    once = _once(run)
+    a, b = path_record(DEFAULT_SPLIT, 1.0, (0.9,)), path_record((0.3, 0.3), 0.25, (0.9,))
+    first = once(a, None)
+    assert once(a, None) is first and calls == [1.0]
+    assert once(b, None)[1][0] == 0.25 and calls == [1.0, 0.25]
+    twin = dict(a)  # an equal record that is another point of the path
+    once(twin, None)
+    assert calls == [1.0, 0.25, 1.0]
