@@ -178,3 +178,24 @@ def test_each_record_is_fitted_once():
     twin = dict(a)  # an equal record that is another point of the path
     once(twin, None)
     assert calls == [1.0, 0.25, 1.0]
+
+
+def test_the_noise_floor_does_not_stop_on_a_floor_of_zero(monkeypatch):
+    """Noise only, at alpha_rel 2 (the default fit's choice on this seed, its
+    components' singular values 11.9 and 11.5): the first four permuted
+    rank-one fits are empty (floor 0), later ones are not (10.9-11.7). Round
+    8's stop after three, on a floor of 0, flagged nothing; the stop now
+    waits for a positive floor and flags what all nine permutations flag."""
+    from neurospca.decomposition import _stability, below_noise
+
+    X, _ = _planted(3233, strength=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        op = tv_from_mask(np.ones((12, 12), dtype=bool))
+        m = SPCATV(2, operator=op, random_state=0, stability=False, alpha_rel=2.0).fit(X)
+    m.singular_values_ = np.array([11.88, 11.46])  # the default fit's, at the same penalty
+    params = _chosen_params(m)
+    early = below_noise(m, X, params)
+    monkeypatch.setattr(_stability, "NOISE_FIRST", _stability.NOISE_PERMUTATIONS)
+    np.testing.assert_array_equal(early, below_noise(m, X, params))
+    assert early[1], early  # 11.46 is not above what noise gives at this penalty
