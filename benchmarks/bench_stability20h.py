@@ -10,7 +10,7 @@ two trees can be compared (``--compare DIR_A DIR_B``).
 
     OMP_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_stability20h.py \\
         --sets noise planted --seeds 3231 3232 --out /tmp/after
-    python benchmarks/bench_stability20h.py --compare /tmp/before /tmp/after
+    PYTHONPATH=. python benchmarks/bench_stability20h.py --compare /tmp/before /tmp/after
 """
 
 import argparse
