@@ -13,6 +13,7 @@ The halves themselves, and the ``stability_`` they give, are in
 
 import numpy as np
 
+from ._split_groups import groups_of
 from ._stability import _fit_point, _half_models, half_jobs, matched_abs_corr, split_halves
 
 
@@ -335,7 +336,7 @@ def auto_path(estimator, X):
     if not splits:
         return None, []
     seed = 0 if estimator.random_state is None else estimator.random_state
-    halves = split_halves(X, seed)
+    halves = split_halves(X, seed, groups_of(estimator))
     path = []
     for split, alpha_rels in splits:
         if path and _unbeatable(path):
