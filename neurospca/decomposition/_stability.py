@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.utils import check_random_state
 
-from ._split_groups import group_blocks, group_halves, groups_of
+from ._split_groups import group_blocks, group_halves, groups_of, permute_groups
 
 #: Components whose split-half reproducibility is below this are flagged
 #: (a warning, the report) as not reproducible.
@@ -517,7 +517,10 @@ def below_noise(estimator, X, params):
     for i in range(NOISE_PERMUTATIONS):
         if i >= NOISE_FIRST and np.all((sv <= floor) | (sv > NOISE_MARGIN * floor)):
             break  # no component near the floor: the other permutations decide nothing
-        _permute_columns(X, gen, out=noise)
+        if groups_of(estimator) is None:
+            _permute_columns(X, gen, out=noise)
+        else:  # whole groups moved (split_groups: issue 20 round 9)
+            permute_groups(X, groups_of(estimator), gen, out=noise)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             floor = max(floor, float(one.fit(noise).singular_values_[0]))
