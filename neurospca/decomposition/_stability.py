@@ -7,7 +7,8 @@ correlation of the loadings (Hungarian matching, as in Groves et al. and the
 split-half reproducibility of nilearn's decomposition examples).
 
 - :func:`split_halves` draws the halves (random rows for arrays; even and odd
-  rows for memmaps and dask arrays, which stay views, never copies);
+  rows for memmaps and dask arrays, which stay views, never copies; whole
+  groups of rows with ``fit``'s ``split_groups``, :mod:`._split_groups`);
 - :func:`matched_abs_corr` pairs the components of two fits;
 - :func:`component_stability` gives each component of a full fit the split-half
   reproducibility of the pair of half components it matches;
@@ -418,7 +419,9 @@ def set_stability(estimator, X, halves):
     for a component :func:`below_noise` (round 7: a noise component of a few
     pixels is selected alike by two fits that share rows or a start). NaN
     when not computed; a UserWarning names the non-empty components below
-    :data:`STABILITY_THRESHOLD`.
+    :data:`STABILITY_THRESHOLD`. With ``split_groups`` (:mod:`._split_groups`)
+    every half, subsample and permutation keeps the groups whole; at a fixed
+    penalty, with fewer than :data:`SUBSAMPLE_BLOCKS` groups, two half fits.
     """
     import warnings
 
