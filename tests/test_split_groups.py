@@ -256,3 +256,12 @@ def test_command_line_split_blocks():
     with pytest.raises(UserError, match="--split-blocks"):
         split_groups_from_args(argparse.Namespace(split_blocks=1), ImageSPCATV(), None)
     assert split_groups_from_args(argparse.Namespace(), ImageSPCATV(), None) is None
+
+
+def test_methods_paragraph_says_how_the_samples_were_resampled():
+    from neurospca.reporting._methods import _stability_sentence
+
+    stab = np.array([0.9, 0.3])
+    text = _stability_sentence(stab, "10 contiguous blocks of rows")
+    assert "resampled as 10 contiguous blocks of rows" in text and "component(s) 2" in text
+    assert "resampled as" not in _stability_sentence(stab, "random rows")
