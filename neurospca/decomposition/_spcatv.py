@@ -190,7 +190,8 @@ class SPCATV(SplitGroupsMixin, ComponentsEstimator):
         split_groups=...)`` keeps groups of rows (a time series' blocks, a
         subject's sessions) in one half or subsample.
     split_groups_ : str
-        How the halves were drawn: "random rows" or "<n> groups of rows kept whole".
+        How the halves were drawn: "random rows", "<n> contiguous blocks of rows"
+        or "<n> groups of rows kept whole".
     l1_max_ : float
         ``max_j ||Xc_j||_2 / N`` of the centred training data.
     mean_ : ndarray of shape (n_features,)
