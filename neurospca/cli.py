@@ -327,6 +327,15 @@ def _add_penalties(fit):
         "with --l1-ratio, else 0.1); l1_ratio + tv_ratio < 1",
     )
     pen.add_argument(
+        "--split-blocks",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="the maps are one time series: split halves (alpha_rel auto, stability) keep "
+        "N contiguous blocks (default: 10 blocks for one 4-D NIfTI whose header has a TR, "
+        "else independent maps)",
+    )
+    pen.add_argument(
         "--max-iter",
         type=_positive_int,
         default=None,

@@ -11,6 +11,7 @@ __all__ = [
     "estimator_from_args",
     "load_maps",
     "fit_with_progress",
+    "split_groups_from_args",
     "stability_summary",
     "support_summary",
 ]
@@ -163,7 +164,23 @@ def load_maps(args, model, imgs, option):
     return X
 
 
-def fit_with_progress(args, model, X):
+def split_groups_from_args(args, model, imgs, study=False):
+    """``split_groups`` of the fit: ``--split-blocks N``, else contiguous blocks for
+    a single 4-D NIfTI time series (``neurospca.image.image_split_groups``; none
+    with ``--participants``)."""
+    from ..image import image_split_groups
+
+    blocks = getattr(args, "split_blocks", None)
+    if blocks is not None and blocks < 2:
+        raise UserError(f"--split-blocks: give at least 2 blocks, got {blocks}.")
+    try:
+        groups = "auto" if blocks is None else blocks
+        return image_split_groups(model, imgs, groups, participants=True if study else None)
+    except ValueError as exc:
+        raise UserError(f"--split-blocks: {exc}") from None
+
+
+def fit_with_progress(args, model, X, split_groups=None):
     """Fit the estimator of ``model`` on its masked data (SPCA-TV with per-component
     progress lines); warnings become one-line notes.
 
@@ -175,6 +192,8 @@ def fit_with_progress(args, model, X):
         Unfitted.
     X : ndarray
         From :func:`load_maps`.
+    split_groups : optional
+        From :func:`split_groups_from_args`.
 
     Returns
     -------
@@ -186,9 +205,9 @@ def fit_with_progress(args, model, X):
         say(args, model.n_components_evidence_["rule"])
     t0 = time.perf_counter()
     if model.estimator is None:
-        _fit_spcatv(args, model, X, k)
+        _fit_spcatv(args, model, X, k, split_groups)
     else:
-        model._fit_matrix(X, k)
+        model._fit_matrix(X, k, split_groups)
     elapsed = time.perf_counter() - t0
     say(args, f"fitted {model.n_components_} component(s) in {elapsed:.2f} s{_penalty(model)}")
     for line in support_summary(model.estimator_) + stability_summary(model.estimator_):
@@ -196,14 +215,14 @@ def fit_with_progress(args, model, X):
     return model
 
 
-def _fit_spcatv(args, model, X, k):
+def _fit_spcatv(args, model, X, k, split_groups=None):
     """The default SPCA-TV fit, with one progress line per component."""
     quiet = getattr(args, "quiet", False)
     with progress_lines(k, getattr(args, "verbose", 0), quiet):
         if not quiet:
             model.set_params(verbose=1)
         try:
-            model._fit_matrix(X, k)
+            model._fit_matrix(X, k, split_groups)
         finally:
             model.set_params(verbose=0)
             if hasattr(model, "estimator_"):

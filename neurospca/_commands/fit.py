@@ -6,7 +6,7 @@ import numpy as np
 
 from .._utils.docs import fill_doc
 from ._checks import UserError, existing, expand, say
-from ._fitting import estimator_from_args, fit_with_progress, load_maps
+from ._fitting import estimator_from_args, fit_with_progress, load_maps, split_groups_from_args
 from ._outputs import run_metadata, write_all
 from .study import atlas_from_args, finish_study, prepare_study, study_options_given
 
@@ -39,9 +39,11 @@ def _fit_volume(args):
     X = load_maps(args, model, images, "--images/--mask")
     say(args, f"data: {X.shape[0]} maps x {X.shape[1]:,} voxels")
     atlas = atlas_from_args(args, model.space_)
-    if study_options_given(args):
+    study = study_options_given(args)
+    groups = split_groups_from_args(args, model, images, study)
+    if study:
         X = prepare_study(args, model, X, images, "--images")
-    model = fit_with_progress(args, model, X)
+    model = fit_with_progress(args, model, X, groups)
     base = [os.path.basename(p) for p in images]
     data = {"images": _file_list(base), "mask": os.path.abspath(args.mask)}
     metadata = _with_evidence(model, run_metadata(args, args.title, data))
@@ -152,10 +154,11 @@ def _fit_surface(args):
     say(args, f"data: {X.shape[0]} maps x {X.shape[1]:,} vertices (both hemispheres)")
     meshes = _plot_meshes(args, hemis, meshes_fit)
     atlas = atlas_from_args(args, hemis)
+    groups = split_groups_from_args(args, model, None)  # --split-blocks only: no guess
     if study_options_given(args):
         _same_subjects(data)
         X = prepare_study(args, model, X, data["left"], "--left-data")
-    model = fit_with_progress(args, model, X)
+    model = fit_with_progress(args, model, X, groups)
     base = [
         os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p)
         if len({os.path.basename(q) for q in data["left"]}) < len(data["left"])

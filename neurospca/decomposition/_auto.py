@@ -13,6 +13,7 @@ The halves themselves, and the ``stability_`` they give, are in
 
 import numpy as np
 
+from ._split_groups import groups_of
 from ._stability import (
     STABILITY_THRESHOLD,
     _fit_point,
@@ -341,7 +342,7 @@ def auto_path(estimator, X):
     if not splits:
         return None, []
     seed = 0 if estimator.random_state is None else estimator.random_state
-    halves = split_halves(X, seed)
+    halves = split_halves(X, seed, groups_of(estimator))
     n_jobs = half_jobs(estimator, X)
 
     def walk_split(split, alpha_rels):

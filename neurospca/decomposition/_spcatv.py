@@ -6,7 +6,11 @@ l1_ratio, tv_ratio)`` parametrisation) and, in ``_spcatv_function``,
 inputs once and call the private worker
 :func:`~neurospca.decomposition._alternation._spca_tv`. Most of this module
 is the estimator's docstring (25 parameters and fitted attributes); the fit
-is a sequence of short steps, its workers live elsewhere.
+is a sequence of short steps, its workers live elsewhere (``fit`` and its
+``split_groups`` in ``_split_groups``).
+
+Size: 600+ lines, the estimator's docstring (one attribute, ``split_groups_``,
+over the 600 of round 8); the code is split by job already.
 """
 
 import time
@@ -28,6 +32,7 @@ from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, re
 from ._data import validated_data_operator
 from ._joint import _joint_spca_tv
 from ._spcatv_function import spca_tv
+from ._split_groups import SplitGroupsMixin
 from ._stability import scores_of, set_stability
 from ._support import certify_fit
 from ._warm import start_state
@@ -40,7 +45,7 @@ __all__ = ["SPCATV", "spca_tv"]
 CHAIN_WARNING_FEATURES = 500
 
 
-class SPCATV(ComponentsEstimator):
+class SPCATV(SplitGroupsMixin, ComponentsEstimator):
     """Sparse and structured PCA with the TV-elastic-net penalty (SPCA-TV).
 
     Each component solves (de Pierrefeu et al., eq. 3), on the deflated data,
@@ -181,7 +186,12 @@ class SPCATV(ComponentsEstimator):
         ``(r - c) / (1 - c)``, ``c = 8 / 9``; out of core and below 20 samples,
         two half fits. 0 for an empty component and (in memory) for one whose
         singular value is not above that of a fit of the column-permuted data;
-        NaN when not computed. Below 0.5: not reproduced.
+        NaN when not computed. Below 0.5: not reproduced. ``fit(X,
+        split_groups=...)`` keeps groups of rows (a time series' blocks, a
+        subject's sessions) in one half or subsample.
+    split_groups_ : str
+        How the halves were drawn: "random rows", "<n> contiguous blocks of rows"
+        or "<n> groups of rows kept whole".
     l1_max_ : float
         ``max_j ||Xc_j||_2 / N`` of the centred training data.
     mean_ : ndarray of shape (n_features,)

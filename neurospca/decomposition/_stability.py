@@ -7,7 +7,8 @@ correlation of the loadings (Hungarian matching, as in Groves et al. and the
 split-half reproducibility of nilearn's decomposition examples).
 
 - :func:`split_halves` draws the halves (random rows for arrays; even and odd
-  rows for memmaps and dask arrays, which stay views, never copies);
+  rows for memmaps and dask arrays, which stay views, never copies; whole
+  groups of rows with ``fit``'s ``split_groups``, :mod:`._split_groups`);
 - :func:`matched_abs_corr` pairs the components of two fits;
 - :func:`component_stability` gives each component of a full fit the split-half
   reproducibility of the pair of half components it matches;
@@ -22,28 +23,36 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.utils import check_random_state
 
+from ._split_groups import group_blocks, group_halves, groups_of, permute_groups
+
 #: Components whose split-half reproducibility is below this are flagged
 #: (a warning, the report) as not reproducible.
 STABILITY_THRESHOLD = 0.5
 
 
-def split_halves(X, random_state=None):
+def split_halves(X, random_state=None, groups=None):
     """Two disjoint halves of the rows of ``X``.
 
     Parameters
     ----------
     X : ndarray, numpy.memmap or dask.array of shape (n_samples, n_features)
     random_state : int, RandomState or None
-        Seed of the random halves of an in-memory array.
+        Seed of the random halves of an in-memory array (or of the groups).
+    groups : ndarray of int of shape (n_samples,), optional
+        Row groups (``fit``'s ``split_groups``, validated): each kept in one
+        half (:func:`._split_groups.group_halves`).
 
     Returns
     -------
     XA, XB : array-like
         Random halves (``floor(N / 2)`` rows each) of an ndarray; the even and
-        the odd rows of a memmap or a dask array (strided views, no copy).
+        the odd rows of a memmap or a dask array (strided views, no copy);
+        with ``groups``, halves of whole groups.
     """
     from ._data import is_out_of_core
 
+    if groups is not None:
+        return group_halves(X, groups, random_state)
     if is_out_of_core(X):
         return X[0::2], X[1::2]
     X = np.asarray(X)
@@ -189,7 +198,7 @@ def fit_halves(estimator, X, settings, random_state=None):
         of both halves).
     """
     # None: a fixed seed, so that a default fit gives the same model every time
-    halves = split_halves(X, 0 if random_state is None else random_state)
+    halves = split_halves(X, 0 if random_state is None else random_state, groups_of(estimator))
     models = _half_models(estimator)
     n_jobs = half_jobs(estimator, X)
     path = []
@@ -226,7 +235,7 @@ SUBSAMPLE_SHARED, SUBSAMPLE_OWN = 0.8, 0.1
 SUBSAMPLE_BLOCKS = 10
 
 
-def overlapping_subsamples(n_samples, random_state=None):
+def overlapping_subsamples(n_samples, random_state=None, groups=None):
     """The rows of two subsamples that share :data:`SUBSAMPLE_SHARED` of them.
 
     The rows are cut, in order, into :data:`SUBSAMPLE_BLOCKS` contiguous
@@ -240,6 +249,9 @@ def overlapping_subsamples(n_samples, random_state=None):
     n_samples : int
         At least :data:`SUBSAMPLE_BLOCKS`.
     random_state : int, RandomState or None
+    groups : ndarray of int of shape (n_samples,), optional
+        Row groups: the blocks are made of whole groups
+        (:func:`._split_groups.group_blocks`; at least :data:`SUBSAMPLE_BLOCKS`).
 
     Returns
     -------
@@ -249,6 +261,8 @@ def overlapping_subsamples(n_samples, random_state=None):
         The overlap ``|A & B| / sqrt(|A| |B|)``.
     """
     blocks = np.array_split(np.arange(n_samples), SUBSAMPLE_BLOCKS)
+    if groups is not None:
+        blocks = group_blocks(groups, SUBSAMPLE_BLOCKS)
     order = check_random_state(random_state).permutation(SUBSAMPLE_BLOCKS)
     n_shared = int(round(SUBSAMPLE_SHARED * SUBSAMPLE_BLOCKS))
     n_own = int(round(SUBSAMPLE_OWN * SUBSAMPLE_BLOCKS))
@@ -324,7 +338,7 @@ def subsample_stability(estimator, X, params, start=None):
 
     seed = 0 if estimator.random_state is None else estimator.random_state
     X = np.asarray(X)
-    rows_a, rows_b, shared = overlapping_subsamples(X.shape[0], seed)
+    rows_a, rows_b, shared = overlapping_subsamples(X.shape[0], seed, groups_of(estimator))
     keep = dict(stability=False, warm_start=False, verbose=0, certify_support=False)
     models = [start_from(clone(estimator).set_params(**keep), start) for _ in range(2)]
     point = _fit_point(models, (X[rows_a], X[rows_b]), params, half_jobs(estimator, X))
@@ -387,7 +401,7 @@ def halves_stability(estimator, X, params, halves):
         refit = getattr(halves, "refit", None)
         if refit is None:
             seed = 0 if estimator.random_state is None else estimator.random_state
-            data = split_halves(X, seed)
+            data = split_halves(X, seed, groups_of(estimator))
             refit = refit_halves(estimator, data, params, C, half_jobs(estimator, X))
         stab[low] = component_stability(C, *refit)[low]
     return stab
@@ -442,7 +456,9 @@ def set_stability(estimator, X, halves):
     for a component :func:`below_noise` (round 7: a noise component of a few
     pixels is selected alike by two fits that share rows or a start). NaN
     when not computed; a UserWarning names the non-empty components below
-    :data:`STABILITY_THRESHOLD`.
+    :data:`STABILITY_THRESHOLD`. With ``split_groups`` (:mod:`._split_groups`)
+    every half, subsample and permutation keeps the groups whole; at a fixed
+    penalty, with fewer than :data:`SUBSAMPLE_BLOCKS` groups, two half fits.
     """
     import warnings
 
@@ -455,10 +471,11 @@ def set_stability(estimator, X, halves):
     if not is_out_of_core(X):
         X = np.asarray(X)  # array-likes (no np.shape on every array-like)
     params = _chosen_params(estimator)
-    where = "split halves" if halves is not None or is_out_of_core(X) else "subsamples"
+    few = is_out_of_core(X) or X.shape[0] < 2 * SUBSAMPLE_BLOCKS or few_groups(estimator)
+    where = "split halves" if halves is not None or few else "subsamples"
     if halves is not None:
         estimator.stability_ = halves_stability(estimator, X, params, halves)
-    elif is_out_of_core(X) or X.shape[0] < 2 * SUBSAMPLE_BLOCKS:
+    elif few:
         halves = fit_halves(estimator, X, [params], estimator.random_state)[0]["components"]
         estimator.stability_ = component_stability(C, *halves)
     else:
@@ -474,6 +491,13 @@ def set_stability(estimator, X, halves):
             UserWarning,
             stacklevel=2,
         )
+
+
+def few_groups(estimator):
+    """True when ``split_groups`` cannot make :data:`SUBSAMPLE_BLOCKS` blocks of
+    whole groups: ``stability_`` at a fixed penalty then fits two halves."""
+    groups = groups_of(estimator)
+    return groups is not None and group_blocks(groups, SUBSAMPLE_BLOCKS) is None
 
 
 #: Column permutations of the data behind the noise floor of ``stability_``
@@ -537,7 +561,10 @@ def below_noise(estimator, X, params):
     for i in range(NOISE_PERMUTATIONS):
         if i >= NOISE_FIRST and floor > 0 and np.all((sv <= floor) | (sv > NOISE_MARGIN * floor)):
             break  # no component near the floor: the other permutations decide nothing
-        _permute_columns(X, gen, out=noise)
+        if groups_of(estimator) is None:
+            _permute_columns(X, gen, out=noise)
+        else:  # whole groups moved (split_groups: issue 20 round 9)
+            permute_groups(X, groups_of(estimator), gen, out=noise)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             floor = max(floor, float(one.fit(noise).singular_values_[0]))

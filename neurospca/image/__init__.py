@@ -14,9 +14,11 @@ the one-call :func:`fit_images` and :func:`fit_surfaces` (``_fit``).
 from ._estimators import ESTIMATOR_NAMES, ESTIMATORS, SPCATV_DEFAULTS
 from ._fit import fit_images, fit_surfaces
 from ._spcatv import ImageSPCATV
+from ._time_series import image_split_groups
 
 __all__ = [
     "ImageSPCATV",
+    "image_split_groups",
     "fit_images",
     "fit_surfaces",
     "ESTIMATORS",

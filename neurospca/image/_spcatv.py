@@ -28,6 +28,9 @@ The masking is in ``_masking`` (its input checks in ``_inputs``), the
 estimator to fit and its structure in ``_estimators``, the report in
 ``_report``, the participants side in ``_study``.
 
+Size: 600+ lines: ``fit``'s docstring (one argument, ``split_groups``, over the
+600 lines of round 8); its logic is in ``_time_series``.
+
 nilearn is imported only when an image model is fitted (``pip install
 "neurospca[report]"``).
 """
@@ -57,6 +60,7 @@ from ._study import (
     study_state,
     transform_study,
 )
+from ._time_series import image_split_groups
 
 logger = logging.getLogger("neurospca")
 
@@ -240,6 +244,7 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
         subject_ids=None,
         id_column="participant_id",
         n_permutations=9999,
+        split_groups="auto",
     ):
         """Mask the images, build the TV operator of the mask and fit SPCA-TV (or
         ``estimator``, given the structure it needs).
@@ -274,6 +279,12 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
             The table's ID column.
         n_permutations : int, default=9999
             Permutations of the association tests.
+        split_groups : "auto", None, "blocks", int or array-like, default="auto"
+            Images that belong together, kept in one split half by SPCA-TV's
+            ``alpha_rel="auto"`` and ``stability_`` (see ``SPCATV.fit``). "auto":
+            contiguous blocks for a single 4-D NIfTI time series (time unit and
+            TR in the header; said in one line), else independent images
+            (``_time_series``).
 
         Returns
         -------
@@ -298,7 +309,8 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
                     "and confound column names need participants= (the "
                     "participants table)."
                 )
-            return self._fit_matrix(self._prepare(imgs, confounds))
+            groups = image_split_groups(self, imgs, split_groups)
+            return self._fit_matrix(self._prepare(imgs, confounds), split_groups=groups)
         if confounds is not None and not _names(confounds):
             raise TypeError(
                 "confounds: with participants=, give column names (e.g. "
@@ -309,7 +321,7 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
         X = self._study_prepare(
             X, ids, participants, confounds, harmonize, groups, covariates, id_column
         )
-        self._fit_matrix(X)
+        self._fit_matrix(X, split_groups=image_split_groups(self, imgs, split_groups, participants))
         self._train_scores = self.estimator_.transform(X)
         self._study_findings(n_permutations)
         return self
@@ -363,7 +375,7 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
             self.fit(imgs, confounds=confounds, **study)
             return self._train_scores
         X = self._prepare(imgs, confounds)
-        self._fit_matrix(X)
+        self._fit_matrix(X, split_groups=image_split_groups(self, imgs))
         return self.estimator_.transform(X)
 
     def prepare(self, imgs, confounds=None):
@@ -441,10 +453,11 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
             self.n_components_ = self.n_components
         return self.n_components_
 
-    def _fit_matrix(self, X, n_components=None):
+    def _fit_matrix(self, X, n_components=None, split_groups=None):
         if n_components is None:
             self._choose_n_components(X)
-        self.estimator_ = self._make_estimator(self.operator_).fit(X)
+        extra = {} if split_groups is None else {"split_groups": split_groups}
+        self.estimator_ = self._make_estimator(self.operator_).fit(X, **extra)
         self.components_ = self.estimator_.components_
         if self.estimator is not None:
             self.n_components_ = int(self.components_.shape[0])

@@ -318,7 +318,8 @@ def methods_text(
     parts.append(_selection_sentence(selection))
     stab = getattr(estimator, "stability_", None)
     if selection is None and stab is not None and np.any(np.isfinite(stab)):
-        parts.append(_stability_sentence(np.asarray(stab, dtype=np.float64)))
+        groups = getattr(estimator, "split_groups_", None)  # issue 20 round 9
+        parts.append(_stability_sentence(np.asarray(stab, dtype=np.float64), groups))
     if atlas_desc:
         parts.append(f"Peaks and clusters were labelled with {atlas_desc}.")
     parts.append(_software_sentence(versions))
@@ -427,9 +428,10 @@ def _method_text(estimator):
     return text + "."
 
 
-def _stability_sentence(stab):
-    """The reproducibility of the components across resampled fits, and which do not
-    reproduce."""
+def _stability_sentence(stab, groups=None):
+    """The reproducibility of the components across resampled fits (drawn as
+    ``groups``, the model's ``split_groups_``, when not random rows), and which do
+    not reproduce."""
     text = (
         "Reproducibility of the components (absolute correlation of the matched "
         "components of fits on two subsamples of 90 % of the samples sharing 80 %, "
@@ -437,6 +439,8 @@ def _stability_sentence(stab):
         "halves of the samples): "
         + ", ".join("-" if not np.isfinite(s) else f"{s:.2f}" for s in stab)
     )
+    if groups and groups != "random rows":
+        text += f" (samples resampled as {groups})"
     low = [str(k + 1) for k, s in enumerate(stab) if np.isfinite(s) and s < 0.5]
     if low:
         text += (
