@@ -30,7 +30,7 @@ from ._halves import (
     reproducibility_search,
 )
 from ._metrics import check_sparsity_rule
-from ._returned import returned_choice
+from ._returned import returned_choice, returned_search
 
 logger = logging.getLogger("neurospca")
 
@@ -273,6 +273,42 @@ def _check_criterion(criterion):
     return criterion
 
 
+def _n_splits(n_splits, rule, criterion, tolerance):
+    """``n_splits``, None meaning 1 under ``criterion="returned"`` (the halves
+    only walk the grid and start the returned models, from the first split
+    of the samples) and 2 otherwise."""
+    if n_splits is not None:
+        return n_splits
+    returned = rule == "reproducibility" and criterion == "returned" and tolerance is None
+    return 1 if returned else 2
+
+
+def _returned(inner, data, splits, grid, seeds, truth, verbose, keep_default):
+    """``criterion="returned"``: the default fit, :func:`returned_search` and
+    :func:`returned_choice`. Returns the row kept, the rows and halves, the
+    returned model at that row (None: refit), its stability, the default fit's
+    row and the default fit when it is kept (else None)."""
+    default_model = fit_default(inner, data) if keep_default else None
+    split = None
+    if default_model is not None:
+        split = (float(default_model.l1_ratio_), float(default_model.tv_ratio_))
+    results, halves, models = returned_search(
+        inner, data, splits, grid, seeds, split, truth, verbose
+    )
+    fallback = choose_reproducible(results, None, default_path_starts(inner))
+    default = None if default_model is None else default_row(results, default_model)
+    best, fitted, stability, use_default = returned_choice(
+        data,
+        results,
+        models,
+        fallback,
+        None if default_model is None else (default_model, default),
+        seeds[0],
+    )
+    kept = default_model if use_default else None
+    return best, results, halves, fitted, stability, default, kept
+
+
 def _seeds(random_state, n_splits):
     """One integer seed per random split of the samples."""
     n_splits = check_int(n_splits, "n_splits", minimum=1)
@@ -287,7 +323,7 @@ def select_penalty(
     alpha_rel=DEFAULT_ALPHA_REL_GRID,
     splits=None,
     rule="reproducibility",
-    n_splits=2,
+    n_splits=None,
     tolerance=None,
     confounds=None,
     cv=5,
@@ -426,7 +462,7 @@ def select_penalty(
     grid_values = _check_grid(alpha_rel)
     kind = _check_estimator(estimator)
     splits = _check_splits(splits, estimator, rule)
-    seeds = _seeds(random_state, n_splits)
+    seeds = _seeds(random_state, _n_splits(n_splits, rule, criterion, tolerance))
     data, inner = _data(estimator, kind, X, confounds)
     if truth is not None:
         truth = check_matrix(truth, "truth", data.shape[1])
@@ -435,27 +471,19 @@ def select_penalty(
     )
     fitted = returned = None
     if rule == "reproducibility":
-        results, halves = reproducibility_search(
-            inner, data, splits, grid_values, seeds, truth, verbose
-        )
         tolerance = _check_tolerance(tolerance)
-        best = choose_reproducible(results, tolerance, default_path_starts(inner))
-        default_model = fit_default(inner, data) if keep_default and tolerance is None else None
-        default = None if default_model is None else default_row(results, default_model)
         if _check_criterion(criterion) == "returned" and tolerance is None:
-            best, fitted, returned, use_default = returned_choice(
-                inner,
-                data,
-                (results, halves),
-                default_path_starts(inner),
-                best,
-                None if default_model is None else (default_model, default),
-                seeds[0],
-                truth,
+            best, results, halves, fitted, returned, default, default_model = _returned(
+                inner, data, splits, grid_values, seeds, truth, verbose, keep_default
             )
-            start = default_model.components_ if use_default else halves[best][0][0]
-            default_model = default_model if use_default else None
+            start = default_model.components_ if default_model is not None else halves[best][0][0]
         else:
+            results, halves = reproducibility_search(
+                inner, data, splits, grid_values, seeds, truth, verbose
+            )
+            best = choose_reproducible(results, tolerance, default_path_starts(inner))
+            default_model = fit_default(inner, data) if keep_default and tolerance is None else None
+            default = None if default_model is None else default_row(results, default_model)
             best = prefer_default(results, best, default)
             start = refit_start(default_model, best, default, halves[best])
         chosen_fits = halves[best]
