@@ -18,6 +18,14 @@ grid (warm starts, admissibility); :func:`choose_returned` applies the default
 fit's rule (:func:`neurospca.decomposition.choose_point`) to these scores, and
 keeps the estimator's own default fit unless the chosen point's model is more
 reproducible by more than the standard error of the difference.
+
+Round 9: the comparisons are paired by rank (:func:`paired_gain`,
+:func:`beats`; the unpaired error of round 8 let the default of ElasticNet PCA
+stand against points better at every rank), the search walks and judges split
+by split (:func:`returned_search`: the other splits only when the own split
+does not reproduce; a split stops past its best; rows of one ElasticNet model
+judged once, :func:`same_model`) and :func:`choose_returned` is the default
+fit's rule on these comparisons.
 """
 
 import warnings
@@ -393,3 +401,42 @@ def returned_choice(X, results, models, fallback, default_fit, seed):
     if beats(results[best]["returned_per_component"], stab, SWITCH_GAIN):
         return best, model, results[best]["returned_per_component"], False
     return default, model_default, stab, True
+
+
+def default_n_splits(n_splits, rule, criterion, tolerance):
+    """``n_splits``, None meaning 1 under ``criterion="returned"`` (the halves
+    only walk the grid and start the returned models, from the first split
+    of the samples) and 2 otherwise."""
+    if n_splits is not None:
+        return n_splits
+    returned = rule == "reproducibility" and criterion == "returned" and tolerance is None
+    return 1 if returned else 2
+
+
+def run_returned(inner, data, splits, grid, seeds, truth, verbose, keep_default):
+    """``criterion="returned"``: the default fit, :func:`returned_search` and
+    :func:`returned_choice`. Returns the row kept, the rows and halves, the
+    returned model at that row (None: refit), its stability, the default fit's
+    row and the default fit when it is kept (else None)."""
+    from ._default import default_row, fit_default
+    from ._halves import choose_reproducible, default_path_starts
+
+    default_model = fit_default(inner, data) if keep_default else None
+    split = None
+    if default_model is not None:
+        split = (float(default_model.l1_ratio_), float(default_model.tv_ratio_))
+    results, halves, models = returned_search(
+        inner, data, splits, grid, seeds, split, truth, verbose
+    )
+    fallback = choose_reproducible(results, None, default_path_starts(inner))
+    default = None if default_model is None else default_row(results, default_model)
+    best, fitted, stability, use_default = returned_choice(
+        data,
+        results,
+        models,
+        fallback,
+        None if default_model is None else (default_model, default),
+        seeds[0],
+    )
+    kept = default_model if use_default else None
+    return best, results, halves, fitted, stability, default, kept

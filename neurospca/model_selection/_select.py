@@ -30,7 +30,7 @@ from ._halves import (
     reproducibility_search,
 )
 from ._metrics import check_sparsity_rule
-from ._returned import returned_choice, returned_search
+from ._returned import default_n_splits, run_returned
 
 logger = logging.getLogger("neurospca")
 
@@ -273,42 +273,6 @@ def _check_criterion(criterion):
     return criterion
 
 
-def _n_splits(n_splits, rule, criterion, tolerance):
-    """``n_splits``, None meaning 1 under ``criterion="returned"`` (the halves
-    only walk the grid and start the returned models, from the first split
-    of the samples) and 2 otherwise."""
-    if n_splits is not None:
-        return n_splits
-    returned = rule == "reproducibility" and criterion == "returned" and tolerance is None
-    return 1 if returned else 2
-
-
-def _returned(inner, data, splits, grid, seeds, truth, verbose, keep_default):
-    """``criterion="returned"``: the default fit, :func:`returned_search` and
-    :func:`returned_choice`. Returns the row kept, the rows and halves, the
-    returned model at that row (None: refit), its stability, the default fit's
-    row and the default fit when it is kept (else None)."""
-    default_model = fit_default(inner, data) if keep_default else None
-    split = None
-    if default_model is not None:
-        split = (float(default_model.l1_ratio_), float(default_model.tv_ratio_))
-    results, halves, models = returned_search(
-        inner, data, splits, grid, seeds, split, truth, verbose
-    )
-    fallback = choose_reproducible(results, None, default_path_starts(inner))
-    default = None if default_model is None else default_row(results, default_model)
-    best, fitted, stability, use_default = returned_choice(
-        data,
-        results,
-        models,
-        fallback,
-        None if default_model is None else (default_model, default),
-        seeds[0],
-    )
-    kept = default_model if use_default else None
-    return best, results, halves, fitted, stability, default, kept
-
-
 def _seeds(random_state, n_splits):
     """One integer seed per random split of the samples."""
     n_splits = check_int(n_splits, "n_splits", minimum=1)
@@ -389,9 +353,11 @@ def select_penalty(
         only (with "auto", the documented default (0.05, 0.1)).
     rule : str, default="reproducibility"
         One of :data:`SELECTION_RULES`.
-    n_splits : int, default=2
+    n_splits : int, optional
         Random splits of the samples into halves (``"reproducibility"``);
-        each costs two fits per grid point.
+        each costs two fits per grid point. None: 1 under
+        ``criterion="returned"`` (the halves walk the grid and start the
+        returned models, from the first split), else 2.
     tolerance : float or None, default=None
         ``"reproducibility"``: None is the default fit's rule (above). A
         number is the rule before issue 20 round 6: among the admissible
@@ -435,7 +401,11 @@ def select_penalty(
         started from its components; ``returned_stability`` in
         ``results_``), with the same rule and the same ``keep_default``
         comparison (the default fit scored the same way); the halves, which
-        lose a weak pattern the full fit keeps, only walk the grid.
+        lose a weak pattern the full fit keeps, only walk the grid. Models
+        are compared paired by rank of their components' scores (issue 20
+        round 9, ``_returned.beats``); the search goes split by split, the
+        other splits only when the own split's best model reproduces below
+        0.95 (docs/model_selection.rst).
         ``"halves"``: by the halves' reproducibility (rounds 6-7).
 
     Returns
@@ -462,7 +432,7 @@ def select_penalty(
     grid_values = _check_grid(alpha_rel)
     kind = _check_estimator(estimator)
     splits = _check_splits(splits, estimator, rule)
-    seeds = _seeds(random_state, _n_splits(n_splits, rule, criterion, tolerance))
+    seeds = _seeds(random_state, default_n_splits(n_splits, rule, criterion, tolerance))
     data, inner = _data(estimator, kind, X, confounds)
     if truth is not None:
         truth = check_matrix(truth, "truth", data.shape[1])
@@ -473,7 +443,7 @@ def select_penalty(
     if rule == "reproducibility":
         tolerance = _check_tolerance(tolerance)
         if _check_criterion(criterion) == "returned" and tolerance is None:
-            best, results, halves, fitted, returned, default, default_model = _returned(
+            best, results, halves, fitted, returned, default, default_model = run_returned(
                 inner, data, splits, grid_values, seeds, truth, verbose, keep_default
             )
             start = default_model.components_ if default_model is not None else halves[best][0][0]
