@@ -197,10 +197,15 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
             model = models[i] = models[j]
         else:
             model = fit_returned(estimator, X, r["params"], halves[i][0][0])
-            stab = returned_stability(model, X, r["params"], seed)
+            r["returned_admissible"] = full_admissible(model.components_)
+            # an inadmissible model is never chosen nor compared: not scored
+            stab = (
+                returned_stability(model, X, r["params"], seed)
+                if r["returned_admissible"]
+                else np.full(len(model.components_), np.nan)
+            )
             r["returned_per_component"] = stab
             r["returned_stability"] = float(stab.mean())
-            r["returned_admissible"] = full_admissible(model.components_)
             if truth is not None:
                 r["returned_mse"] = mse_to_truth(model.components_, truth)
                 r["returned_dice"] = dice_to_truth(model.components_, truth)
@@ -251,10 +256,21 @@ def choose_returned(results, models):
         key=lambda c: -float(np.mean(_score(results, c[1]))),
     )
     if own is None:
-        return ranked[0][0]
+        return least_l2(results, ranked[0][0])
     if ranked and beats(_score(results, ranked[0][1]), _score(results, own[1]), SWITCH_GAIN):
-        return ranked[0][0]
-    return own[0]
+        return least_l2(results, ranked[0][0])
+    return least_l2(results, own[0])
+
+
+def least_l2(results, i):
+    """Among the rows whose model is row ``i``'s (``same_as``, ElasticNet PCA:
+    the same l1 weight), the one with the least l2 weight
+    ``(1 - l1_ratio) * alpha_rel``: the same support, its loadings the least
+    shrunk (the "least shrunk" of the rule, where the grid has one model at
+    several points)."""
+    root = results[i].get("same_as", i)
+    same = [j for j, r in enumerate(results) if j == root or r.get("same_as") == root]
+    return min(same, key=lambda j: ((1 - results[j]["l1_ratio"]) * results[j]["alpha_rel"], j))
 
 
 def paired_gain(chosen, other):
