@@ -37,6 +37,20 @@ from neurospca.model_selection._halves import reproducibility_search  # noqa: E4
 from neurospca.model_selection._select import DEFAULT_ALPHA_REL_GRID, _check_splits, _seeds  # noqa: E402
 
 
+def _commit():
+    import subprocess
+
+    tree = Path(__import__("neurospca").__file__).resolve().parents[1]
+    out = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True
+    )
+    return out.stdout.decode().strip()
+
+
+#: The tree's commit when this run started (the rule it measures).
+COMMIT = _commit()
+
+
 def truth_best(est, X, P, seed):
     """Every grid point of every split fitted on all samples from its first
     half fit (the search's first sample split)."""
@@ -90,6 +104,7 @@ def main():
     row = {
         "tag": args.tag,
         "tree": __import__("neurospca").__file__,
+        "commit": COMMIT,
         "seed": seed,
         "corr": args.corr,
         "method": args.method,

@@ -173,3 +173,23 @@ def test_select_penalty_judges_one_elasticnet_model_once(elasticnet_selection):
             (1 - r["l1_ratio"]) * r["alpha_rel"] for r in same
         )
     assert "*" in sel.table()
+
+
+class _Model:
+    def __init__(self, counts, p=1000):
+        self.components_ = np.zeros((len(counts), p))
+        for k, c in enumerate(counts):
+            self.components_[k, :c] = 1.0
+
+
+def test_a_model_shrunk_to_a_few_pixels_against_its_split_is_not_admissible():
+    from neurospca.model_selection._returned import COLLAPSED, _shrunk_away
+
+    split = (0.5, 0.0)
+    rows = [_row(0.25, split, [0.8, 0.6, 0.3]), _row(0.5, split, [0.7, 0.5, 0.2])]
+    models = {0: _Model([200, 150, 100])}
+    one_pixel = _Model([1, 1, 1])  # admissible on its own: nothing empty, nothing collapsed
+    assert _shrunk_away(rows, models, 1, one_pixel)
+    assert not _shrunk_away(rows, models, 1, _Model([int(COLLAPSED * 200) + 1, 5, 5]))
+    rows[0]["returned_admissible"] = False  # no admissible model before it
+    assert not _shrunk_away(rows, models, 1, one_pixel)
