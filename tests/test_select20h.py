@@ -193,3 +193,13 @@ def test_a_model_shrunk_to_a_few_pixels_against_its_split_is_not_admissible():
     assert not _shrunk_away(rows, models, 1, _Model([int(COLLAPSED * 200) + 1, 5, 5]))
     rows[0]["returned_admissible"] = False  # no admissible model before it
     assert not _shrunk_away(rows, models, 1, one_pixel)
+
+
+def test_beats_needs_no_rank_worse_than_the_min_gain():
+    from neurospca.model_selection._returned import MIN_GAIN, beats
+
+    other = [0.73, 0.62, 0.05]
+    assert beats([0.83, 0.72, 0.05], other)
+    # better on average, but its weakest component lost 0.04
+    assert not beats([0.95, 0.80, 0.01], other)
+    assert beats([0.95, 0.80, 0.05 - MIN_GAIN / 2], other)
