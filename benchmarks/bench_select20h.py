@@ -21,7 +21,6 @@ search judged (``judged``) and its splits searched.
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +28,7 @@ from sklearn.base import clone
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_select20g import METHODS, default_fit, point, quiet, steps  # noqa: E402
+from bench_select20g import METHODS, add_truth_best, default_fit, point, quiet, select_row  # noqa: E402
 
 from neurospca import model_selection as ms  # noqa: E402
 from neurospca.decomposition import start_from  # noqa: E402
@@ -86,50 +85,15 @@ def main():
     if args.yardstick_only:
         write(args.out, yardstick_row(args, X, P, est, d, cpu_default))
         return
-    t0 = time.process_time()
-    quiet(
-        clone(est)
-        .set_params(
-            alpha_rel=d.alpha_rel_, l1_ratio=d.l1_ratio_, tv_ratio=d.tv_ratio_, stability=False
-        )
-        .fit,
-        X,
+    row, sel = select_row(args, X, P, est, d, cpu_default)
+    row.update(
+        commit=COMMIT,
+        searched=[point(r["params"]) for r in sel.results_],
+        judged=[point(r["params"]) for r in sel.results_ if "returned_stability" in r],
     )
-    cpu_one = time.process_time() - t0
-    t0 = time.process_time()
-    sel = quiet(ms.select_penalty, est, X, random_state=seed)
-    cpu_select = time.process_time() - t0
-    b = sel.best_estimator_
-    default = point({"alpha_rel": d.alpha_rel_, "l1_ratio": d.l1_ratio_, "tv_ratio": d.tv_ratio_})
-    row = {
-        "tag": args.tag,
-        "tree": __import__("neurospca").__file__,
-        "commit": COMMIT,
-        "seed": seed,
-        "corr": args.corr,
-        "method": args.method,
-        "default": default + [ms.mse_to_truth(d, P), ms.dice_to_truth(d, P)],
-        "chosen": point(sel.best_params_) + [ms.mse_to_truth(b, P), ms.dice_to_truth(b, P)],
-        "kept_default": sel.best_index_ == getattr(sel, "default_index_", None),
-        "cpu_default": cpu_default,
-        "cpu_one_fit": cpu_one,
-        "cpu_select": cpu_select,
-        "searched": [point(r["params"]) for r in sel.results_],
-        "judged": [point(r["params"]) for r in sel.results_ if "returned_stability" in r],
-    }
     if args.truth_best:
-        tb = truth_best(est, X, P, seed)
-        grid = tb["grid"] + [row["default"]]
-        mse_best = min(grid, key=lambda g: g[3])
-        dice_best = max(grid, key=lambda g: g[4])
-        row.update(
-            truth_grid=tb["grid"],
-            mse_best=mse_best,
-            dice_best=dice_best,
-            steps_mse=steps(tb["splits"], row["chosen"], mse_best),
-            steps_dice=steps(tb["splits"], row["chosen"], dice_best),
-            l1_weight=[g[0] * g[2] for g in (row["chosen"], mse_best, dice_best)],
-        )
+        add_truth_best(row, truth_best(est, X, P, seed))
+        row["l1_weight"] = [g[0] * g[2] for g in (row["chosen"], row["mse_best"], row["dice_best"])]
     write(args.out, row)
 
 
