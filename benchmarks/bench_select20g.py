@@ -109,19 +109,11 @@ def default_fit(seed, corr, method):
     return X, P, est, d, time.process_time() - t0
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--corr", type=float, default=0.0)
-    p.add_argument("--method", default="spcatv", choices=METHODS)
-    p.add_argument("--truth-best", action="store_true")
-    p.add_argument("--tag", default="")
-    p.add_argument("--out", required=True)
-    args = p.parse_args()
-    seed = args.seed
-    X, P, est, d, cpu_default = default_fit(seed, args.corr, args.method)
+def select_row(args, X, P, est, d, cpu_default, truth=None):
+    """One fit at the default's point and ``select_penalty`` (CPU seconds of
+    each), and the JSON row: ``(row, selection)``."""
     t0 = time.process_time()
-    one = quiet(
+    quiet(
         clone(est)
         .set_params(
             alpha_rel=d.alpha_rel_, l1_ratio=d.l1_ratio_, tv_ratio=d.tv_ratio_, stability=False
@@ -130,17 +122,15 @@ def main():
         X,
     )
     cpu_one = time.process_time() - t0
-    del one
-    kept = capture_search() if args.truth_best else None
     t0 = time.process_time()
-    sel = quiet(ms.select_penalty, est, X, random_state=seed, truth=P if kept else None)
+    sel = quiet(ms.select_penalty, est, X, random_state=args.seed, truth=truth)
     cpu_select = time.process_time() - t0
     b = sel.best_estimator_
     default = point({"alpha_rel": d.alpha_rel_, "l1_ratio": d.l1_ratio_, "tv_ratio": d.tv_ratio_})
     row = {
         "tag": args.tag,
         "tree": __import__("neurospca").__file__,
-        "seed": seed,
+        "seed": args.seed,
         "corr": args.corr,
         "method": args.method,
         "default": default + [ms.mse_to_truth(d, P), ms.dice_to_truth(d, P)],
@@ -150,18 +140,39 @@ def main():
         "cpu_one_fit": cpu_one,
         "cpu_select": cpu_select,
     }
+    return row, sel
+
+
+def add_truth_best(row, tb):
+    """The truth-best points of ``tb`` (``splits``, ``grid``) and the default
+    fit, and the steps from the chosen point to them."""
+    grid = tb["grid"] + [row["default"]]
+    mse_best = min(grid, key=lambda g: g[3])
+    dice_best = max(grid, key=lambda g: g[4])
+    row.update(
+        truth_grid=tb["grid"],
+        mse_best=mse_best,
+        dice_best=dice_best,
+        steps_mse=steps(tb["splits"], row["chosen"], mse_best),
+        steps_dice=steps(tb["splits"], row["chosen"], dice_best),
+    )
+    return row
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--corr", type=float, default=0.0)
+    p.add_argument("--method", default="spcatv", choices=METHODS)
+    p.add_argument("--truth-best", action="store_true")
+    p.add_argument("--tag", default="")
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    X, P, est, d, cpu_default = default_fit(args.seed, args.corr, args.method)
+    kept = capture_search() if args.truth_best else None
+    row, _ = select_row(args, X, P, est, d, cpu_default, truth=P if kept else None)
     if args.truth_best:
-        tb = truth_best(est, X, P, kept)
-        grid = tb["grid"] + [row["default"]]
-        mse_best = min(grid, key=lambda g: g[3])
-        dice_best = max(grid, key=lambda g: g[4])
-        row.update(
-            truth_grid=tb["grid"],
-            mse_best=mse_best,
-            dice_best=dice_best,
-            steps_mse=steps(tb["splits"], row["chosen"], mse_best),
-            steps_dice=steps(tb["splits"], row["chosen"], dice_best),
-        )
+        add_truth_best(row, truth_best(est, X, P, kept))
     with open(args.out, "a") as f:
         f.write(json.dumps(row) + "\n")
     print(json.dumps(row)[:400], flush=True)

@@ -41,6 +41,11 @@ def main():
     p.add_argument("--tie", type=float, default=0.01)
     args = p.parse_args()
     rows = [json.loads(line) for f in args.files for line in Path(f).read_text().splitlines()]
+    print_tables(rows, args.tie)
+
+
+def print_tables(rows, tie=0.01):
+    """The tables of the rows (JSON objects of ``bench_select20g.py``)."""
     keys = sorted({(r["method"], r["corr"]) for r in rows})
     for method, corr in keys:
         sel = [r for r in rows if r["method"] == method and r["corr"] == corr]
@@ -80,8 +85,8 @@ def main():
                         continue
                     c = r["chosen"]
                     sm, sd = steps(order, c, mb), steps(order, c, db)
-                    tm = nearest(order, c, grid, 3, mb[3], args.tie)
-                    td = nearest(order, c, grid, 4, db[4], args.tie)
+                    tm = nearest(order, c, grid, 3, mb[3], tie)
+                    td = nearest(order, c, grid, 4, db[4], tie)
                     mark = "ok" if within(sm) and within(sd) else "**far**"
                     mark_t = "ok" if within(tm) and within(td) else "**far**"
                     cells.append(

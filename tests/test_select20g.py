@@ -116,10 +116,18 @@ def test_another_split_wins_only_beyond_the_margin_and_the_error():
     assert choose_returned(rows, models) == 2
 
 
-def test_beats_needs_more_than_the_standard_error_of_the_difference():
+def test_beats_needs_more_than_the_standard_error_of_the_paired_difference():
     default = [0.70, 0.80, 0.90]
-    assert not beats([0.80, 0.85, 0.90], default)
-    assert beats([0.97, 0.98, 0.99], default)
+    # better at every rank by 0.1: paired gain 0.1, error 0 (round 8's unpaired
+    # error, about 0.08, let the default stand)
+    assert beats([0.80, 0.90, 1.00], default)
+    # the same mean gain, but on one rank only: gain 0.067, error 0.067
+    assert not beats([0.70, 0.80, 1.10], default)
+    # paired by rank, not by position
+    assert beats([1.00, 0.80, 0.90], default)
+    # a gain within the margin is not a gain
+    assert not beats([0.71, 0.81, 0.91], default)
+    assert beats([0.71, 0.81, 0.91], default, margin=0.005)
 
 
 def test_candidate_rows_respect_the_path_start_and_density():

@@ -30,7 +30,7 @@ from ._halves import (
     reproducibility_search,
 )
 from ._metrics import check_sparsity_rule
-from ._returned import returned_choice
+from ._returned import default_n_splits, run_returned
 
 logger = logging.getLogger("neurospca")
 
@@ -287,7 +287,7 @@ def select_penalty(
     alpha_rel=DEFAULT_ALPHA_REL_GRID,
     splits=None,
     rule="reproducibility",
-    n_splits=2,
+    n_splits=None,
     tolerance=None,
     confounds=None,
     cv=5,
@@ -353,9 +353,11 @@ def select_penalty(
         only (with "auto", the documented default (0.05, 0.1)).
     rule : str, default="reproducibility"
         One of :data:`SELECTION_RULES`.
-    n_splits : int, default=2
+    n_splits : int, optional
         Random splits of the samples into halves (``"reproducibility"``);
-        each costs two fits per grid point.
+        each costs two fits per grid point. None: 1 under
+        ``criterion="returned"`` (the halves walk the grid and start the
+        returned models, from the first split), else 2.
     tolerance : float or None, default=None
         ``"reproducibility"``: None is the default fit's rule (above). A
         number is the rule before issue 20 round 6: among the admissible
@@ -399,7 +401,11 @@ def select_penalty(
         started from its components; ``returned_stability`` in
         ``results_``), with the same rule and the same ``keep_default``
         comparison (the default fit scored the same way); the halves, which
-        lose a weak pattern the full fit keeps, only walk the grid.
+        lose a weak pattern the full fit keeps, only walk the grid. Models
+        are compared paired by rank of their components' scores (issue 20
+        round 9, ``_returned.beats``); the search goes split by split, the
+        other splits only when the own split's best model reproduces below
+        0.95 (docs/model_selection.rst).
         ``"halves"``: by the halves' reproducibility (rounds 6-7).
 
     Returns
@@ -426,7 +432,7 @@ def select_penalty(
     grid_values = _check_grid(alpha_rel)
     kind = _check_estimator(estimator)
     splits = _check_splits(splits, estimator, rule)
-    seeds = _seeds(random_state, n_splits)
+    seeds = _seeds(random_state, default_n_splits(n_splits, rule, criterion, tolerance))
     data, inner = _data(estimator, kind, X, confounds)
     if truth is not None:
         truth = check_matrix(truth, "truth", data.shape[1])
@@ -435,27 +441,19 @@ def select_penalty(
     )
     fitted = returned = None
     if rule == "reproducibility":
-        results, halves = reproducibility_search(
-            inner, data, splits, grid_values, seeds, truth, verbose
-        )
         tolerance = _check_tolerance(tolerance)
-        best = choose_reproducible(results, tolerance, default_path_starts(inner))
-        default_model = fit_default(inner, data) if keep_default and tolerance is None else None
-        default = None if default_model is None else default_row(results, default_model)
         if _check_criterion(criterion) == "returned" and tolerance is None:
-            best, fitted, returned, use_default = returned_choice(
-                inner,
-                data,
-                (results, halves),
-                default_path_starts(inner),
-                best,
-                None if default_model is None else (default_model, default),
-                seeds[0],
-                truth,
+            best, results, halves, fitted, returned, default, default_model = run_returned(
+                inner, data, splits, grid_values, seeds, truth, verbose, keep_default
             )
-            start = default_model.components_ if use_default else halves[best][0][0]
-            default_model = default_model if use_default else None
+            start = default_model.components_ if default_model is not None else halves[best][0][0]
         else:
+            results, halves = reproducibility_search(
+                inner, data, splits, grid_values, seeds, truth, verbose
+            )
+            best = choose_reproducible(results, tolerance, default_path_starts(inner))
+            default_model = fit_default(inner, data) if keep_default and tolerance is None else None
+            default = None if default_model is None else default_row(results, default_model)
             best = prefer_default(results, best, default)
             start = refit_start(default_model, best, default, halves[best])
         chosen_fits = halves[best]
