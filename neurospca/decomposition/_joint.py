@@ -47,7 +47,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._alternation import _alternate, _say, _vstep_blas
 from ._data import uses_gram
+from ._deflated import _Deflated
 from ._joint_certify import ProductCache, _certify_all, _others, know_products
+from ._joint_checks import restart_starts
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
 from ._start import centred_gram, gram_direction, signed_start, start_u
@@ -83,17 +85,17 @@ def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
     return u[:, 0], v[:, 0], info, caught
 
 
-def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None):
+def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None, u0=None):
     """Fit component ``k`` from a fresh start (``init``: the top singular
     direction of the residual of the others) on that residual (full
     alternation); put it in place and return True if it is not empty.
 
     ``same``: with ``init="svd"``, no fit when that start's scores are within
     this |cosine| of ``u_k`` (the alternation would start where ``k`` is);
-    returns False then."""
+    returns False then. ``u0``: that start, already checked
+    (:func:`~neurospca.decomposition._joint_checks.restart_starts`)."""
     defl = _others(op, sqnorm, U, V, d, Z, k)
-    u0 = None
-    if same is not None and kw["init"] == "svd":
+    if u0 is None and same is not None and kw["init"] == "svd":
         if uses_gram(op):  # the check needs the direction only: X_k^T u after it
             u0 = gram_direction(defl)
             if abs(float(u0 @ U[:, k])) >= same:
@@ -258,17 +260,33 @@ def _restarts(op, sqnorm, U, V, d, Z, info, kw, loop, value):
     base = op.sqnorm() / (2.0 * op.shape[0])
     strength = d * np.linalg.norm(V, axis=0)
     replaced = 0
-    for k in np.argsort(strength, kind="stable"):
+    order = [int(k) for k in np.argsort(strength, kind="stable")]
+    checks = None  # the batched checks of the state in place
+    for i, k in enumerate(order):
+        if checks is None:
+            checks = _checks(op, sqnorm, U, V, d, Z, order[i:], kw)
+        if checks.get(k) is False:
+            continue
         snap = _snapshot(U, V, d, Z, info), len(loop.changes)
-        if not _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=RESTART_SAME):
+        if not _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=RESTART_SAME, u0=checks.get(k)):
             continue
         settled, _, new = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
         if settled and new < value - RESTART_GAIN * abs(base - value):
-            value, replaced = new, replaced + 1
-        else:
+            value, replaced, checks = new, replaced + 1, None
+        else:  # the same state again: the checks made on it hold
             _restore(snap[0], U, V, d, Z, info)
             del loop.changes[snap[1] :]
     return replaced, value
+
+
+def _checks(op, sqnorm, U, V, d, Z, ks, kw):
+    """The restart checks of components ``ks`` side by side, one pass per
+    Davidson step for all (:data:`BATCH_CHECKS`; data not on the Gram path,
+    ``init="svd"``, products kept: :data:`RESTART_CHECK_KNOWN`): ``{k: u0 or
+    False}``; a component not in it is checked by :func:`_revive`."""
+    if not (BATCH_CHECKS and RESTART_CHECK_KNOWN) or uses_gram(op) or kw["init"] != "svd":
+        return {}
+    return restart_starts(op, sqnorm, U, V, d, Z, ks, kw.get("products"), RESTART_SAME)
 
 
 def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
@@ -285,12 +303,27 @@ def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
     return settled, caught, value
 
 
-def _deflation_start(op, n_components, u0, w0, tol, kw):
+def _deflation_start(op, n_components, u0, w0, tol, kw, cache=None):
     """Deflation's fit (paper Algorithm 3; warm-started from ``u0``, ``w0`` when
-    given) as the state ``(U, V, d, Z, info)`` of the sweeps."""
-    U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, **kw)
+    given) as the state ``(U, V, d, Z, info)`` of the sweeps.
+
+    ``Z = Xc V`` and each ``Xc^T u_k`` (into ``cache``, the sweeps'
+    :class:`ProductCache`) come from the alternation's own last passes, kept
+    undeflated by its :class:`_Deflated` (:data:`DEFLATION_PRODUCTS`), when it
+    kept them for every component; else ``Z`` is one pass."""
+    defl = _Deflated(op)
+    U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, defl=defl, **kw)
     info = {key: list(val) for key, val in info.items()}
-    return U, V, np.asarray(info["d"], dtype=np.float64), op.matmat(V), info
+    d = np.asarray(info["d"], dtype=np.float64)
+    live = int(np.count_nonzero(np.any(V != 0, axis=0)))
+    if not (DEFLATION_PRODUCTS and defl.known() and len(defl.XV) == live):
+        return U, V, d, op.matmat(V), info
+    Z = np.zeros((op.shape[0], n_components))
+    for k in range(live):
+        Z[:, k] = defl.XV[k]
+        if cache is not None:
+            cache._put(cache.xtu, U[:, k], defl.XtU[k])
+    return U, V, d, Z, info
 
 
 def _run_from(op, sqnorm, state, refit_kw, loop):
@@ -370,7 +403,7 @@ def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, 
     """
     found = [first]
     if defl is None and DEFLATION_START:
-        defl = _deflation_start(op, n_components, None, None, tol, kw)
+        defl = _deflation_start(op, n_components, None, None, tol, kw, refit_kw.get("products"))
         start = _snapshot(*defl)
         found.append(_run_from(op, sqnorm, defl, refit_kw, loop))
         defl = start
@@ -422,6 +455,14 @@ RESTART_WINNER_ONLY = False
 #: kept products (``Z`` and the sweeps' :class:`ProductCache`), with no pass,
 #: instead of a pass for the Ritz vector of the undeflated subspace (issue 22).
 RESTART_CHECK_KNOWN = True
+
+#: The restart checks of a settled state run side by side (:func:`_checks`):
+#: one pass per Davidson step for all components instead of one each (issue 22).
+BATCH_CHECKS = True
+
+#: Deflation's start takes ``Xc V`` and ``Xc^T u_k`` from the products its
+#: alternation kept (:func:`_deflation_start`) instead of two passes (issue 22).
+DEFLATION_PRODUCTS = True
 
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2
@@ -479,7 +520,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     if from_u0:
         state, defl = _start_from_scores(op, sqnorm, u0, w0, refit_kw), None
     else:
-        state = _deflation_start(op, n_components, u0, w0, tol, kw)
+        state = _deflation_start(op, n_components, u0, w0, tol, kw, refit_kw.get("products"))
         defl = _snapshot(*state)
     loop = _Loop(rotate, restart and search, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
     settled, caught, changes = True, [], []  # one component: nothing to rotate or restart

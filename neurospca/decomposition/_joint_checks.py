@@ -1,0 +1,96 @@
+"""The restart checks of a joint fit, side by side (issue 22).
+
+Before a component ``k`` of a settled joint fit is restarted
+(:func:`~neurospca.decomposition._joint._restarts`), the start it would take,
+the top singular direction of the data minus the other components, is
+compared with its own scores: no restart when they are within
+``RESTART_SAME`` (|cosine|). That start is the one of
+:func:`~neurospca.decomposition._start.start_u` (Rayleigh-Ritz on the data's
+top singular subspace and the removed components, then Davidson steps of one
+pass each). Here the starts of several components are computed in lockstep
+on the same state: each Davidson step of all of them in ONE pass over the
+data (:func:`~neurospca.decomposition._deflated.gram_blocks`), the same
+iterations as one at a time (the products' float rounding aside: a block
+product with more columns).
+"""
+
+import numpy as np
+
+from ._deflated import gram_blocks
+from ._joint_certify import _others, know_products
+from ._start import START_MAX_ITER, START_TOL
+from ._subspace import cached_subspace
+
+
+def _ritz(start):
+    """One Rayleigh-Ritz step of :func:`~neurospca.decomposition._start._init_svd`
+    on ``start = (Q, X_k Q, X_k^T X_k Q)``: ``(done, (u, X_k^T u), Rv)`` with
+    ``Rv`` the residual direction to add to the span (one pass) when not done."""
+    Q, XQ, AQ = start
+    H = Q.T @ AQ
+    theta, Wr = np.linalg.eigh(0.5 * (H + H.T))
+    Wr = Wr[:, ::-1][:, :1]
+    v, z, g = Q @ Wr[:, 0], XQ @ Wr[:, 0], AQ @ Wr[:, 0]
+    nz, ng = np.linalg.norm(z), np.linalg.norm(g)
+    if nz == 0.0 or ng == 0.0:
+        return True, (z, g), None
+    j = int(np.argmax(np.abs(v)))  # sign: largest-magnitude entry of v positive
+    s = -1.0 if v[j] < 0 else 1.0
+    found = (s * z / nz, s * g / nz)
+    if np.linalg.norm(g / ng - v) < START_TOL:
+        return True, found, None
+    Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][: Wr.shape[1]]
+    for _ in range(2):
+        Rv -= Q @ (Q.T @ Rv)
+    Rv, T = np.linalg.qr(Rv)
+    Rv = Rv[:, np.abs(np.diag(T)) > 1e-12 * max(np.abs(T).max(), 1e-300)]
+    return Rv.shape[1] == 0, found, Rv
+
+
+def svd_starts(defls, basis):
+    """``start_u(defl, "svd", ...)`` of every deflation in ``defls`` (data not
+    on the Gram path, each one's removed products known: a start with no
+    pass), the Davidson steps of all of them in one pass each. Returns the
+    list of ``(u, X_k^T u)``."""
+    starts = [defl.deflated_basis(basis) for defl in defls]
+    found = [None] * len(defls)
+    active = list(range(len(defls)))
+    for _ in range(START_MAX_ITER):
+        more = []
+        for i in active:
+            done, found[i], Rv = _ritz(starts[i])
+            if not done:
+                more.append((i, Rv))
+        if not more:
+            break
+        blocks = gram_blocks([defls[i] for i, _ in more], [Rv for _, Rv in more])
+        for (i, Rv), (ZR, GR) in zip(more, blocks, strict=True):
+            starts[i] = tuple(
+                np.column_stack([M, x]) for M, x in zip(starts[i], (Rv, ZR, GR), strict=True)
+            )
+        active = [i for i, _ in more]
+    return found
+
+
+def restart_starts(op, sqnorm, U, V, d, Z, ks, cache, same):
+    """The restart checks of the components ``ks`` on the current state, side
+    by side (:func:`svd_starts`; data not on the Gram path, ``init="svd"``).
+
+    Returns ``{k: u0}`` for each ``k`` whose removed components' products are
+    all kept (``Z`` and ``cache``, :func:`know_products`): ``u0`` the start of
+    its restart (a column), or False when that start's scores are within
+    ``same`` (|cosine|) of ``u_k`` (no restart). The others are left to the
+    one-at-a-time check.
+    """
+    batch = []
+    for k in ks:
+        defl = _others(op, sqnorm, U, V, d, Z, k)
+        if know_products(defl, Z, cache):
+            batch.append((k, defl))
+    if not batch:
+        return {}
+    starts = svd_starts([defl for _, defl in batch], cached_subspace(op, 1)[1:])
+    return {
+        k: False if abs(float(u @ U[:, k])) >= same else u[:, None]
+        for (k, _), (u, _) in zip(batch, starts, strict=True)
+    }
