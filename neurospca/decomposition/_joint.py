@@ -49,10 +49,10 @@ from ._alternation import _alternate, _say, _vstep_blas
 from ._data import uses_gram
 from ._deflated import _Deflated
 from ._joint_certify import ProductCache, _certify_all, _others, know_products
-from ._joint_checks import restart_starts
+from ._joint_starts import _pca_products, _pca_scores, restart_starts
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
-from ._start import centred_gram, gram_direction, signed_start, start_u
+from ._start import gram_direction, signed_start, start_u
 from ._subspace import cached_subspace
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
@@ -104,7 +104,7 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None, u0=None):
         else:
             if RESTART_CHECK_KNOWN:
                 know_products(defl, Z, kw.get("products"))
-            u0 = start_u(defl, "svd", kw["rng"], _basis(op))[0][:, None]
+            u0 = start_u(defl, "svd", kw["rng"], cached_subspace(op, 1)[1:])[0][:, None]
             if abs(float(u0[:, 0] @ U[:, k])) >= same:
                 return False
     with warnings.catch_warnings():
@@ -126,11 +126,6 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None, u0=None):
         _merge_info(info, k, new)
         return True
     return False
-
-
-def _basis(op):
-    """The data's top singular subspace for the starts (None on the Gram path)."""
-    return None if uses_gram(op) else cached_subspace(op, 1)[1:]
 
 
 def _xv(op, v, kw):
@@ -346,31 +341,6 @@ class _Candidate:
     caught: list
     changes: list
     value: float
-
-
-def _pca_scores(op, n_components):
-    """The data's top ``n_components`` left singular vectors (unnormalised
-    scores ``Xc r_k``): every component started together, as scikit-learn's
-    SparsePCA starts from the SVD."""
-    if uses_gram(op):
-        return np.linalg.eigh(centred_gram(op))[1][:, ::-1][:, :n_components].copy()
-    return cached_subspace(op, n_components)[2][:, :n_components].copy()
-
-
-def _pca_products(op, u0, cache):
-    """Put ``Xc^T u_k`` of the PCA start's unit scores in the sweeps' cache
-    (data not on the Gram path): ``u0 = Xc R`` and ``Xc^T Xc R`` are the
-    subspace's kept images, so the start's first products need no pass. The
-    keys are the unit scores exactly as :func:`_start_from_scores` and the
-    alternation's start normalise them."""
-    if cache is None or uses_gram(op):
-        return
-    K = u0.shape[1]
-    AR = cached_subspace(op, K)[3]
-    units = u0 / np.linalg.norm(u0, axis=0)
-    for k in range(K):
-        n1, n2 = float(np.linalg.norm(u0[:, k])), float(np.linalg.norm(units[:, k]))
-        cache._put(cache.xtu, units[:, k] / n2, AR[:, k] / (n1 * n2))
 
 
 def _restart_winner(op, sqnorm, best, refit_kw, loop):

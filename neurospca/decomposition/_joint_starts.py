@@ -1,4 +1,9 @@
-"""The restart checks of a joint fit, side by side (issue 22).
+"""Starts of a joint fit: the top singular subspace's, and the restart
+checks side by side (issue 22).
+
+:func:`_pca_scores` starts every component together from the data's top
+singular subspace, with the first products from its kept images
+(:func:`_pca_products`).
 
 Before a component ``k`` of a settled joint fit is restarted
 (:func:`~neurospca.decomposition._joint._restarts`), the start it would take,
@@ -16,9 +21,10 @@ product with more columns).
 
 import numpy as np
 
+from ._data import uses_gram
 from ._deflated import gram_blocks
 from ._joint_certify import _others, know_products
-from ._start import START_MAX_ITER, START_TOL
+from ._start import START_MAX_ITER, START_TOL, centred_gram
 from ._subspace import cached_subspace
 
 
@@ -94,3 +100,28 @@ def restart_starts(op, sqnorm, U, V, d, Z, ks, cache, same):
         k: False if abs(float(u @ U[:, k])) >= same else u[:, None]
         for (k, _), (u, _) in zip(batch, starts, strict=True)
     }
+
+
+def _pca_scores(op, n_components):
+    """The data's top ``n_components`` left singular vectors (unnormalised
+    scores ``Xc r_k``): every component started together, as scikit-learn's
+    SparsePCA starts from the SVD."""
+    if uses_gram(op):
+        return np.linalg.eigh(centred_gram(op))[1][:, ::-1][:, :n_components].copy()
+    return cached_subspace(op, n_components)[2][:, :n_components].copy()
+
+
+def _pca_products(op, u0, cache):
+    """Put ``Xc^T u_k`` of the PCA start's unit scores in the sweeps' cache
+    (data not on the Gram path): ``u0 = Xc R`` and ``Xc^T Xc R`` are the
+    subspace's kept images, so the start's first products need no pass. The
+    keys are the unit scores exactly as :func:`_start_from_scores` and the
+    alternation's start normalise them."""
+    if cache is None or uses_gram(op):
+        return
+    K = u0.shape[1]
+    AR = cached_subspace(op, K)[3]
+    units = u0 / np.linalg.norm(u0, axis=0)
+    for k in range(K):
+        n1, n2 = float(np.linalg.norm(u0[:, k])), float(np.linalg.norm(units[:, k]))
+        cache._put(cache.xtu, units[:, k] / n2, AR[:, k] / (n1 * n2))
