@@ -421,6 +421,12 @@ class DataOperator:
         self._kept_rmatvecs = ((bool(exact), self._resid is None), us, [g.copy() for g in G])
         return list(G)
 
+    def keep_rmatvecs(self, us, values, exact=False):
+        """Serve the next :meth:`rmatvecs` ``(us, exact)`` with ``values``
+        (products an earlier pass gave, to the same accuracy), with no pass."""
+        us = [np.ascontiguousarray(u, dtype=np.float64) for u in us]
+        self._kept_rmatvecs = ((bool(exact), self._resid is None), us, [g.copy() for g in values])
+
     def fused(self, v, c=None):
         """``z = Xc v - c`` and ``Xc^T z`` in one pass over ``X``.
 

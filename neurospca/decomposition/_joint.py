@@ -40,7 +40,7 @@ refit of a component instead of three (:data:`REUSE_PRODUCTS`).
 import copy
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -48,7 +48,14 @@ from sklearn.exceptions import ConvergenceWarning
 from ._alternation import _alternate, _say, _vstep_blas
 from ._data import uses_gram
 from ._deflated import _Deflated
-from ._joint_certify import ProductCache, _certify_all, _others, know_products
+from ._joint_certify import (
+    ProductCache,
+    _certify_all,
+    _ordered,
+    _others,
+    kept_rmatvecs,
+    know_products,
+)
 from ._joint_starts import _pca_products, _pca_scores, restart_starts
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
@@ -328,19 +335,22 @@ def _run_from(op, sqnorm, state, refit_kw, loop):
     settled, caught, value = _settle(op, sqnorm, *state, refit_kw, own)
     if loop.verbose:
         _say("joint fit settled=%s, objective %.10g", settled, value)
-    return _Candidate(state, settled, caught, own.changes, value)
+    kept = kept_rmatvecs(state[0], state[1], refit_kw.get("products"))
+    return _Candidate(state, settled, caught, own.changes, value, kept)
 
 
 @dataclass
 class _Candidate:
     """A joint fit from one start: its state ``(U, V, d, Z, info)``, whether the
-    sweeps settled, the last sweep's warnings, the sweeps' changes and ``J``."""
+    sweeps settled, the last sweep's warnings, the sweeps' changes, ``J`` and
+    the kept ``Xc^T u_k`` of its scores (:func:`kept_rmatvecs`)."""
 
     state: tuple
     settled: bool
     caught: list
     changes: list
     value: float
+    kept: dict = field(default_factory=dict)
 
 
 def _restart_winner(op, sqnorm, best, refit_kw, loop):
@@ -354,7 +364,8 @@ def _restart_winner(op, sqnorm, best, refit_kw, loop):
             _say("joint restarts: %d components replaced, objective %.10g", replaced, value)
         if not replaced:
             break
-    return _Candidate(best.state, best.settled, best.caught, own.changes, value)
+    kept = kept_rmatvecs(best.state[0], best.state[1], refit_kw.get("products"))
+    return _Candidate(best.state, best.settled, best.caught, own.changes, value, kept)
 
 
 def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, restart=False):
@@ -426,13 +437,12 @@ RESTART_WINNER_ONLY = False
 #: instead of a pass for the Ritz vector of the undeflated subspace (issue 22).
 RESTART_CHECK_KNOWN = True
 
-#: The restart checks of a settled state run side by side (:func:`_checks`):
-#: one pass per Davidson step for all components instead of one each (issue 22).
-BATCH_CHECKS = True
-
-#: Deflation's start takes ``Xc V`` and ``Xc^T u_k`` from the products its
-#: alternation kept (:func:`_deflation_start`) instead of two passes (issue 22).
-DEFLATION_PRODUCTS = True
+#: Passes saved (issue 22): the restart checks of a settled state side by side
+#: (:func:`_checks`, one pass per Davidson step for all components); the
+#: certification's ``Xc^T u_k`` from the fit's last passes (:func:`kept_rmatvecs`);
+#: deflation's start's ``Xc V`` and ``Xc^T u_k`` from its alternation's kept
+#: products (:func:`_deflation_start`).
+BATCH_CHECKS = CERTIFY_KEPT = DEFLATION_PRODUCTS = True
 
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2
@@ -494,9 +504,10 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
         defl = _snapshot(*state)
     loop = _Loop(rotate, restart and search, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
     settled, caught, changes = True, [], []  # one component: nothing to rotate or restart
+    kept = kept_rmatvecs(state[0], state[1], refit_kw.get("products"))
     if n_components > 1 and not search:  # a continuation: the sweeps from its start only
         first = _run_from(op, sqnorm, state, refit_kw, loop)
-        settled, caught, changes = first.settled, first.caught, first.changes
+        settled, caught, changes, kept = first.settled, first.caught, first.changes, first.kept
     elif n_components > 1:
         if RESTART_WINNER_ONLY:  # the starts settle without restarts; the winner's below
             loop = _Loop(rotate, False, max_sweeps, loop.settle, verbose, [])
@@ -512,7 +523,9 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
             loop,
             restart=restart,
         )
-        state, settled, caught, changes = best.state, best.settled, best.caught, best.changes
+        state, settled, caught, changes, kept = (
+            best.state, best.settled, best.caught, best.changes, best.kept
+        )  # fmt: skip
     U, V, d, Z, info = state
     if not settled:
         warnings.warn(
@@ -526,7 +539,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
         )
     for w in caught:  # the last sweep's v-steps that stopped short of tol
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled)
+    _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled, kept if CERTIFY_KEPT else None)
     if verbose:
         for k in range(n_components):
             _say(
@@ -541,21 +554,6 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     info["n_sweeps"] = len(changes)
     info["sweep_change"] = changes
     return _ordered(U, V, info)
-
-
-def _ordered(U, V, info):
-    """Components by decreasing singular value ``d_k ||v_k||`` (empty ones last)."""
-    s = np.asarray(info["d"]) * np.linalg.norm(V, axis=0)
-    order = np.argsort(-s, kind="stable")
-    out = {}
-    for key, val in info.items():
-        if key in ("n_sweeps", "sweep_change"):
-            out[key] = val
-        elif key in ("gap_history", "rel_gap_history", "mu_history", "w", "y"):
-            out[key] = [val[k] for k in order]
-        else:
-            out[key] = np.asarray(val)[order]
-    return U[:, order], V[:, order], out
 
 
 def _joint_spca_tv(
