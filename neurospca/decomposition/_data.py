@@ -34,6 +34,7 @@ from .._utils.validation import check_real
 from ._blocks import (
     _add,
     _blk_fused,
+    _blk_fused_groups,
     _blk_matvec,
     _blk_rmatvec,
     _blk_rmatvec64,
@@ -43,6 +44,7 @@ from ._blocks import (
     _exact_kernel,
     _first,
     _none,
+    _Parts,
     _products,
     _second,
     _single_threaded_blas,
@@ -465,6 +467,31 @@ class DataOperator:
         if self._resid is not None:
             G -= np.outer(self._resid, Z.sum(axis=0))
         return Z, G
+
+    def gram_groups(self, Ws, Cs):
+        """``[self.gram(W, C) for W, C in zip(Ws, Cs)]`` in ONE pass over ``X``
+        (a dask array: one pass each), each equal bit for bit to its own
+        :meth:`gram` (the same arithmetic per row block, part by part)."""
+        if self.kind == "dask":
+            return [self.gram(W, C) for W, C in zip(Ws, Cs, strict=True)]
+        Ws = [np.asarray(W, dtype=np.float64) for W in Ws]
+        shifts = [np.array(C, dtype=np.float64) for C in Cs]
+        if self._resid is not None:
+            for W, shift in zip(Ws, shifts, strict=True):
+                shift += self._resid @ W
+        n, p = self.shape
+        Zs = [np.empty((n, W.shape[1])) for W in Ws]
+        _, acc = self._map(
+            _blk_fused_groups,
+            (self.dtype, [self._cast(W) for W in Ws], shifts, Zs),
+            make_acc=lambda: _Parts([(p, W.shape[1]) for W in Ws]),
+        )
+        out = []
+        for Z, G in zip(Zs, acc.parts, strict=True):
+            if self._resid is not None:
+                G -= np.outer(self._resid, Z.sum(axis=0))
+            out.append((Z, G))
+        return out
 
     def matmat(self, W):
         """``Xc W`` for ``W`` of shape (n_features, k) (float64)."""

@@ -212,17 +212,8 @@ class _Deflated:
 
 def gram_blocks(defls, Ws):
     """``[defl.gram_block(W) for defl, W in zip(defls, Ws)]`` in ONE pass over
-    the data: the blocks of several deflations of the same operator side by
-    side (each deflation's rank-one shift ``D W`` is per column, so
-    :meth:`DataOperator.gram` applies them in the same pass)."""
-    if len(defls) == 1:
-        return [defls[0].gram_block(Ws[0])]
-    W = np.column_stack(Ws)
-    C = np.column_stack([defl._block_shift(w) for defl, w in zip(defls, Ws, strict=True)])
-    Z, G = defls[0].op.gram(W, C)
-    out, lo = [], 0
-    for defl, w in zip(defls, Ws, strict=True):
-        hi = lo + w.shape[1]
-        out.append((Z[:, lo:hi], defl._block_unshift(Z[:, lo:hi], G[:, lo:hi])))
-        lo = hi
-    return out
+    the data (deflations of the same operator), each equal bit for bit to its
+    own ``gram_block`` (:meth:`DataOperator.gram_groups`)."""
+    shifts = [defl._block_shift(W) for defl, W in zip(defls, Ws, strict=True)]
+    got = defls[0].op.gram_groups(Ws, shifts)
+    return [(Z, defl._block_unshift(Z, G)) for defl, (Z, G) in zip(defls, got, strict=True)]

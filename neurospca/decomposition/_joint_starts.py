@@ -15,8 +15,7 @@ top singular subspace and the removed components, then Davidson steps of one
 pass each). Here the starts of several components are computed in lockstep
 on the same state: each Davidson step of all of them in ONE pass over the
 data (:func:`~neurospca.decomposition._deflated.gram_blocks`), the same
-iterations as one at a time (the products' float rounding aside: a block
-product with more columns).
+iterations and the same numbers as one at a time (bit for bit).
 """
 
 import numpy as np
@@ -24,7 +23,7 @@ import numpy as np
 from ._data import uses_gram
 from ._deflated import gram_blocks
 from ._joint_certify import _others, know_products
-from ._start import START_MAX_ITER, START_TOL, centred_gram
+from ._start import START_BLOCK, START_MAX_ITER, START_TOL, centred_gram
 from ._subspace import cached_subspace
 
 
@@ -35,7 +34,7 @@ def _ritz(start):
     Q, XQ, AQ = start
     H = Q.T @ AQ
     theta, Wr = np.linalg.eigh(0.5 * (H + H.T))
-    Wr = Wr[:, ::-1][:, :1]
+    Wr = Wr[:, ::-1][:, :START_BLOCK]
     v, z, g = Q @ Wr[:, 0], XQ @ Wr[:, 0], AQ @ Wr[:, 0]
     nz, ng = np.linalg.norm(z), np.linalg.norm(g)
     if nz == 0.0 or ng == 0.0:
