@@ -223,3 +223,26 @@ def test_fewer_passes_same_joint_fit(tmp_path, monkeypatch):
     live = np.any(fits[True].components_ != 0, axis=1)
     assert np.all(fits[True].rel_gaps_[live] <= 1e-3)
     assert passes[True] <= passes[False] - 8, passes
+
+
+def test_unsettled_warning_says_why():
+    """The ConvergenceWarning of sweeps that did not settle names the scores'
+    collinearity, and, when deflation's fit is returned because the sweeps
+    went to a higher joint objective, says so with both objectives."""
+    from neurospca.decomposition._joint_starts import unsettled_message
+
+    U = np.linalg.qr(np.random.default_rng(0).standard_normal((20, 3)))[0]
+    U[:, 2] = 0.6 * U[:, 0] + 0.8 * U[:, 1]  # |u_0 . u_2| = 0.6, |u_1 . u_2| = 0.8
+    msg = unsettled_message(50, 0.09, 0.01, U, None)
+    assert "max_sweeps=50" in msg and "9.000e-02 > 0.01" in msg and "0.80" in msg
+    msg = unsettled_message(50, 0.09, 0.01, np.eye(20, 3), (U, 203985.77, 199749.72))
+    assert "0.80" in msg and "203986" in msg and "199750" in msg and "deflation's fit" in msg
+
+
+def test_a_fit_stopped_by_max_sweeps_warns_with_its_collinearity():
+    X, _, mask = make_paper_simulation(100, random_state=3254, shape=(16, 16), correlation=0.8)
+    est = SPCATV(3, operator=tv_from_mask(mask), alpha_rel=1.0, random_state=0, max_sweeps=1)
+    with pytest.warns(Warning) as caught:
+        est.fit(X)
+    msgs = [str(w.message) for w in caught if "did not settle" in str(w.message)]
+    assert msgs and "largest |u_j . u_k|" in msgs[0], [str(w.message) for w in caught]

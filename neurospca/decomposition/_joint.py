@@ -56,7 +56,7 @@ from ._joint_certify import (
     kept_rmatvecs,
     know_products,
 )
-from ._joint_starts import _pca_products, _pca_scores, restart_starts
+from ._joint_starts import _pca_products, _pca_scores, restart_starts, unsettled_message
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
 from ._start import gram_direction, signed_start, start_u
@@ -351,6 +351,7 @@ class _Candidate:
     changes: list
     value: float
     kept: dict = field(default_factory=dict)
+    swept: tuple = None
 
 
 def _restart_winner(op, sqnorm, best, refit_kw, loop):
@@ -397,8 +398,9 @@ def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, 
     if RESTART_WINNER_ONLY and restart and best.settled:
         best = _restart_winner(op, sqnorm, best, refit_kw, loop)
     value = np.inf if defl is None else _objective(op, defl[0], defl[1], defl[3], refit_kw)
-    if value < best.value:
-        best = _Candidate(defl, best.settled, [], best.changes, value)
+    if value < best.value:  # the unsettled sweeps' scores, for the warning
+        swept = None if best.settled else (best.state[0], best.value)
+        best = _Candidate(defl, best.settled, [], best.changes, value, swept=swept)
     if loop.verbose:
         _say("joint fit: objectives %s; deflation's %.10g", [c.value for c in found], value)
     return best
@@ -504,7 +506,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
         defl = _snapshot(*state)
     loop = _Loop(rotate, restart and search, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
     settled, caught, changes = True, [], []  # one component: nothing to rotate or restart
-    kept = kept_rmatvecs(state[0], state[1], refit_kw.get("products"))
+    kept, swept = kept_rmatvecs(state[0], state[1], refit_kw.get("products")), None
     if n_components > 1 and not search:  # a continuation: the sweeps from its start only
         first = _run_from(op, sqnorm, state, refit_kw, loop)
         settled, caught, changes, kept = first.settled, first.caught, first.changes, first.kept
@@ -526,17 +528,11 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
         state, settled, caught, changes, kept = (
             best.state, best.settled, best.caught, best.changes, best.kept
         )  # fmt: skip
+        swept = None if best.swept is None else best.swept + (best.value,)
     U, V, d, Z, info = state
     if not settled:
-        warnings.warn(
-            f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
-            f"change of the loadings {changes[-1]:.3e} > {max(tol, SWEEP_TOL):g}): the "
-            "components may still be rotating among themselves (each one's certified gap "
-            "holds for the returned model). Increase max_sweeps, or use "
-            "method='deflation'.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+        msg = unsettled_message(max_sweeps, changes[-1], max(tol, SWEEP_TOL), U, swept)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
     for w in caught:  # the last sweep's v-steps that stopped short of tol
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled, kept if CERTIFY_KEPT else None)

@@ -124,3 +124,43 @@ def _pca_products(op, u0, cache):
     for k in range(K):
         n1, n2 = float(np.linalg.norm(u0[:, k])), float(np.linalg.norm(units[:, k]))
         cache._put(cache.xtu, units[:, k] / n2, AR[:, k] / (n1 * n2))
+
+
+def _collinearity(U):
+    """The largest ``|u_j . u_k|`` (j != k) of unit scores (0 for one)."""
+    C = np.abs(U.T @ U)
+    np.fill_diagonal(C, 0.0)
+    return float(C.max()) if C.size else 0.0
+
+
+def unsettled_message(max_sweeps, change, settle, U, swept):
+    """The ConvergenceWarning of a joint fit whose sweeps did not settle.
+
+    ``U``: the returned scores; ``swept``: None when the returned model is
+    where the sweeps went, else ``(scores, J)`` of where they went and
+    deflation's ``J`` (the returned model: the start with the lowest joint
+    objective). Scores near collinear are what keeps the sweeps moving:
+    components that fit the same pattern (or noise) trade loadings sweep after
+    sweep, and no answer of the joint fit is settled there."""
+    head = (
+        f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
+        f"change of the loadings {change:.3e} > {settle:g})"
+    )
+    tail = (
+        "Each component's certified gap holds for the returned model. Fewer "
+        "components, a stronger penalty or method='deflation' avoid this."
+    )
+    if swept is None:
+        return (
+            f"{head}: the components are still trading loadings among themselves "
+            f"(largest |u_j . u_k| of their scores {_collinearity(U):.2f}: near 1, two "
+            f"components fit nearly the same scores). {tail}"
+        )
+    scores, value, returned = swept
+    return (
+        f"{head} from any start, and where they went the components' scores are "
+        f"nearly collinear (largest |u_j . u_k| {_collinearity(scores):.2f}) and the "
+        f"joint objective is higher ({value:.6g}) than deflation's ({returned:.6g}): the "
+        "data do not hold this many distinct patterns at this penalty, so the returned "
+        f"model is deflation's fit, the lowest joint objective. {tail}"
+    )
