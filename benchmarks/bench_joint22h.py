@@ -15,6 +15,12 @@ Usage::
 
     python benchmarks/bench_joint22h.py --before /tmp/joint22h-old --passes
     python benchmarks/bench_joint22h.py --before /tmp/joint22h-old --instances 3251,3252
+    python benchmarks/bench_joint22h.py --before /tmp/joint22h-old --cube 86 --rounds 2
+
+``--cube n``: the joint fit (``SPCATV(3, alpha_rel=1.0)``, tol 1e-3) of
+``bench_datapath.cube_data(n)`` (N = 100, P = n^3 float64), trees
+alternating in fresh subprocesses: wall and CPU seconds (every thread of the
+process), passes, and the largest difference of the components.
 """
 
 import argparse
@@ -116,6 +122,33 @@ def _instances(seeds, out):
     np.savez(out, **res)
 
 
+def _cube(n, out):
+    """The child: the joint fit of the cube data, wall and CPU seconds, passes."""
+    import time
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from bench_datapath import cube_data
+
+    from neurospca import SPCATV, tv_from_mask
+    from neurospca.decomposition._data import DataOperator
+
+    count = [0]
+    inner = DataOperator._map
+
+    def counted(self, *args, **kw):
+        count[0] += 1
+        return inner(self, *args, **kw)
+
+    DataOperator._map = counted
+    X, op = cube_data(n), tv_from_mask(np.ones((n,) * 3, bool))
+    w, c = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = SPCATV(3, operator=op, tol=1e-3, alpha_rel=1.0, random_state=0).fit(X)
+    res = [time.perf_counter() - w, time.process_time() - c, count[0]]
+    np.savez(out, comps=m.components_, res=np.array(res))
+
+
 def _run(tree, args):
     env = dict(os.environ, PYTHONPATH=tree)
     subprocess.run([sys.executable, os.path.abspath(__file__), *args], check=True, env=env)
@@ -126,12 +159,16 @@ def main():
     ap.add_argument("--before", required=False)
     ap.add_argument("--passes", action="store_true")
     ap.add_argument("--instances", default="")
+    ap.add_argument("--cube", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--child", nargs=2, default=None)
     args = ap.parse_args()
     if args.child:
         what, out = args.child
         if what == "passes":
             _count_passes(out)
+        elif what.startswith("cube"):
+            _cube(int(what[4:]), out)
         else:
             _instances([int(s) for s in what.split(",")], out)
         return
@@ -149,6 +186,21 @@ def main():
             if len(trees) == 2:
                 a, b = (np.load(os.path.join(tmp, n + ".npy")) for n in trees)
                 print(f"max abs diff of the components: {np.abs(a - b).max():.2e}")
+        if args.cube:
+            comps = {}
+            for r in range(args.rounds):
+                for name, tree in trees.items():
+                    out = os.path.join(tmp, f"{name}{r}.npz")
+                    _run(tree, ["--child", f"cube{args.cube}", out])
+                    got = np.load(out)
+                    comps[name] = got["comps"]
+                    wall, cpu, passes = got["res"]
+                    print(
+                        f"round {r} {name}: wall {wall:.1f} s, CPU {cpu:.1f} s, {passes:.0f} passes"
+                    )
+            if len(comps) == 2:
+                diff = np.abs(comps["before"] - comps["after"]).max()
+                print(f"max abs diff of the components: {diff:.2e}")
         if args.instances:
             for name, tree in trees.items():
                 _run(tree, ["--child", args.instances, os.path.join(tmp, name + ".npz")])
