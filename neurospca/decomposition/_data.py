@@ -20,6 +20,10 @@ rows, are processed by column tiles of at most :data:`TILE_BYTES`, and add
 what they contribute to a P-long result in place into one accumulator per
 worker thread (:mod:`._blocks`); block ``i`` goes to thread ``i % n_threads``,
 so the sums do not depend on timing. ``n_passes`` counts the passes.
+
+Size: :class:`DataOperator` is the one reader of ``X``: every kind of pass a
+fit makes is one of its methods, so they share its blocks, threads and
+centring; the block kernels themselves live in :mod:`._blocks`.
 """
 
 import mmap
