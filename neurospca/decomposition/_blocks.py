@@ -213,12 +213,33 @@ def _blk_fused(B, sl, acc, rows, cols, dtype, v, shift, kernel=None):
         _add_tproduct(acc[c], _typed(B[:, c], dtype), zt, ztt)
 
 
+class _Parts:
+    """Accumulators of several products of one pass (one array each), added
+    up part by part."""
+
+    def __init__(self, shapes):
+        self.parts = [np.zeros(shape) for shape in shapes]
+
+    def merged(self, other):
+        for a, b in zip(self.parts, other.parts, strict=True):
+            a += b
+        return self
+
+
+def _blk_fused_groups(B, sl, acc, rows, cols, dtype, Ws, shifts, Zs):
+    """:func:`_blk_fused` of each block ``Ws[i]`` in turn on the same row block
+    (one read of it): the arithmetic of one pass per block, part by part
+    (rows into ``Zs[i]``, sums into ``acc.parts[i]``)."""
+    for W, shift, Z, part in zip(Ws, shifts, Zs, acc.parts, strict=True):
+        _blk_fused(B, sl, part, Z[sl], cols, dtype, W, shift)
+
+
 def _add(a, b):
     if a is None:
         return b
     if b is None:
         return a
-    if isinstance(a, _Stats):
+    if isinstance(a, (_Stats, _Parts)):
         return a.merged(b)
     a += b
     return a

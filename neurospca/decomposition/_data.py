@@ -20,6 +20,10 @@ rows, are processed by column tiles of at most :data:`TILE_BYTES`, and add
 what they contribute to a P-long result in place into one accumulator per
 worker thread (:mod:`._blocks`); block ``i`` goes to thread ``i % n_threads``,
 so the sums do not depend on timing. ``n_passes`` counts the passes.
+
+Size: :class:`DataOperator` is the one reader of ``X``: every kind of pass a
+fit makes is one of its methods, so they share its blocks, threads and
+centring; the block kernels themselves live in :mod:`._blocks`.
 """
 
 import mmap
@@ -34,6 +38,7 @@ from .._utils.validation import check_real
 from ._blocks import (
     _add,
     _blk_fused,
+    _blk_fused_groups,
     _blk_matvec,
     _blk_rmatvec,
     _blk_rmatvec64,
@@ -43,6 +48,7 @@ from ._blocks import (
     _exact_kernel,
     _first,
     _none,
+    _Parts,
     _products,
     _second,
     _single_threaded_blas,
@@ -194,6 +200,9 @@ class DataOperator:
         self.stats = None
         self.sketch = None
         self.n_passes = 0
+        # the last rmatvecs() call (vectors and products): an equal call is
+        # served from it (a joint fit's certification and support, issue 22)
+        self._kept_rmatvecs = None
         if n_threads is None:
             n_threads = (
                 len(os.sched_getaffinity(0))
@@ -368,6 +377,7 @@ class DataOperator:
         mean = np.asarray(mean, dtype=np.float64)
         self.mean = mean
         self._resid = mean if np.any(mean) else None
+        self._kept_rmatvecs = None
         self._subspace = None
         return self
 
@@ -401,13 +411,27 @@ class DataOperator:
         us = [np.ascontiguousarray(u, dtype=np.float64) for u in us]
         if not us:
             return []
+        kept = self._kept_rmatvecs
+        if (
+            kept is not None
+            and kept[0] == (bool(exact), self._resid is None)
+            and _same(kept[1], us)
+        ):
+            return [g.copy() for g in kept[2]]
         kernel = _exact_kernel() if exact and self.dtype == np.float32 else None
         p, k = self.shape[1], len(us)
         _, G = self._map(_blk_rmatvecs, (self.dtype, kernel, us), make_acc=lambda: np.zeros((k, p)))
         if self._resid is not None:
             for g, u in zip(G, us, strict=True):
                 g -= self._resid * float(u.sum())
+        self._kept_rmatvecs = ((bool(exact), self._resid is None), us, [g.copy() for g in G])
         return list(G)
+
+    def keep_rmatvecs(self, us, values, exact=False):
+        """Serve the next :meth:`rmatvecs` ``(us, exact)`` with ``values``
+        (products an earlier pass gave, to the same accuracy), with no pass."""
+        us = [np.ascontiguousarray(u, dtype=np.float64) for u in us]
+        self._kept_rmatvecs = ((bool(exact), self._resid is None), us, [g.copy() for g in values])
 
     def fused(self, v, c=None):
         """``z = Xc v - c`` and ``Xc^T z`` in one pass over ``X``.
@@ -448,6 +472,31 @@ class DataOperator:
             G -= np.outer(self._resid, Z.sum(axis=0))
         return Z, G
 
+    def gram_groups(self, Ws, Cs):
+        """``[self.gram(W, C) for W, C in zip(Ws, Cs)]`` in ONE pass over ``X``
+        (a dask array: one pass each), each equal bit for bit to its own
+        :meth:`gram` (the same arithmetic per row block, part by part)."""
+        if self.kind == "dask":
+            return [self.gram(W, C) for W, C in zip(Ws, Cs, strict=True)]
+        Ws = [np.asarray(W, dtype=np.float64) for W in Ws]
+        shifts = [np.array(C, dtype=np.float64) for C in Cs]
+        if self._resid is not None:
+            for W, shift in zip(Ws, shifts, strict=True):
+                shift += self._resid @ W
+        n, p = self.shape
+        Zs = [np.empty((n, W.shape[1])) for W in Ws]
+        _, acc = self._map(
+            _blk_fused_groups,
+            (self.dtype, [self._cast(W) for W in Ws], shifts, Zs),
+            make_acc=lambda: _Parts([(p, W.shape[1]) for W in Ws]),
+        )
+        out = []
+        for Z, G in zip(Zs, acc.parts, strict=True):
+            if self._resid is not None:
+                G -= np.outer(self._resid, Z.sum(axis=0))
+            out.append((Z, G))
+        return out
+
     def matmat(self, W):
         """``Xc W`` for ``W`` of shape (n_features, k) (float64)."""
         W = np.asarray(W, dtype=np.float64)
@@ -463,6 +512,11 @@ class DataOperator:
         if self._resid is not None:
             G -= np.outer(self._resid, Z.sum(axis=0))
         return G
+
+
+def _same(a, b):
+    """Whether two lists of vectors are equal element for element."""
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def as_data_operator(X, name="X", min_samples=2, n_threads=None):

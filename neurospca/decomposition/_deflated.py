@@ -105,13 +105,21 @@ class _Deflated:
     def gram_block(self, W):
         """``Z = X_k W`` and ``X_k^T Z`` for a block ``W`` (n_features, b) in one
         pass over the data (products in the data's type)."""
+        Z, G = self.op.gram(W, self._block_shift(W))
+        return Z, self._block_unshift(Z, G)
+
+    def _block_shift(self, W):
+        """``D W`` (``D = sum_j d_j u_j v_j^T``): ``X_k W = Xc W - D W``."""
         C = np.zeros((self.op.shape[0], W.shape[1]))
         for u_j, v_j, d_j in zip(self.U, self.V, self.d, strict=True):
             C += np.outer(u_j, d_j * (v_j @ W))
-        Z, G = self.op.gram(W, C)
+        return C
+
+    def _block_unshift(self, Z, G):
+        """``X_k^T Z`` from ``G = Xc^T Z`` (in place)."""
         for u_j, v_j, d_j in zip(self.U, self.V, self.d, strict=True):
             G -= np.outer(v_j, d_j * (u_j @ Z))
-        return Z, G
+        return G
 
     def known(self):
         """True when ``Xc v_j`` and ``Xc^T u_j`` are kept for every component removed."""
@@ -200,3 +208,12 @@ class _Deflated:
         for u_j, v_j, d_j in zip(self.U, self.V, self.d, strict=True):
             AkQ -= np.outer(v_j, d_j * (u_j @ XkQ))
         return Q, XkQ, AkQ
+
+
+def gram_blocks(defls, Ws):
+    """``[defl.gram_block(W) for defl, W in zip(defls, Ws)]`` in ONE pass over
+    the data (deflations of the same operator), each equal bit for bit to its
+    own ``gram_block`` (:meth:`DataOperator.gram_groups`)."""
+    shifts = [defl._block_shift(W) for defl, W in zip(defls, Ws, strict=True)]
+    got = defls[0].op.gram_groups(Ws, shifts)
+    return [(Z, defl._block_unshift(Z, G)) for defl, (Z, G) in zip(defls, got, strict=True)]

@@ -40,17 +40,26 @@ refit of a component instead of three (:data:`REUSE_PRODUCTS`).
 import copy
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._alternation import _alternate, _say, _vstep_blas
 from ._data import uses_gram
-from ._joint_certify import ProductCache, _certify_all, _others, know_products
+from ._deflated import _Deflated
+from ._joint_certify import (
+    ProductCache,
+    _certify_all,
+    _ordered,
+    _others,
+    kept_rmatvecs,
+    know_products,
+)
+from ._joint_starts import _pca_products, _pca_scores, restart_starts, unsettled_message
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
-from ._start import centred_gram, gram_direction, signed_start, start_u
+from ._start import gram_direction, signed_start, start_u
 from ._subspace import cached_subspace
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
@@ -83,17 +92,17 @@ def _refit(op, sqnorm, U, V, d, Z, k, w, kw):
     return u[:, 0], v[:, 0], info, caught
 
 
-def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None):
+def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None, u0=None):
     """Fit component ``k`` from a fresh start (``init``: the top singular
     direction of the residual of the others) on that residual (full
     alternation); put it in place and return True if it is not empty.
 
     ``same``: with ``init="svd"``, no fit when that start's scores are within
     this |cosine| of ``u_k`` (the alternation would start where ``k`` is);
-    returns False then."""
+    returns False then. ``u0``: that start, already checked
+    (:func:`~neurospca.decomposition._joint_checks.restart_starts`)."""
     defl = _others(op, sqnorm, U, V, d, Z, k)
-    u0 = None
-    if same is not None and kw["init"] == "svd":
+    if u0 is None and same is not None and kw["init"] == "svd":
         if uses_gram(op):  # the check needs the direction only: X_k^T u after it
             u0 = gram_direction(defl)
             if abs(float(u0 @ U[:, k])) >= same:
@@ -102,7 +111,7 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None):
         else:
             if RESTART_CHECK_KNOWN:
                 know_products(defl, Z, kw.get("products"))
-            u0 = start_u(defl, "svd", kw["rng"], _basis(op))[0][:, None]
+            u0 = start_u(defl, "svd", kw["rng"], cached_subspace(op, 1)[1:])[0][:, None]
             if abs(float(u0[:, 0] @ U[:, k])) >= same:
                 return False
     with warnings.catch_warnings():
@@ -124,11 +133,6 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None):
         _merge_info(info, k, new)
         return True
     return False
-
-
-def _basis(op):
-    """The data's top singular subspace for the starts (None on the Gram path)."""
-    return None if uses_gram(op) else cached_subspace(op, 1)[1:]
 
 
 def _xv(op, v, kw):
@@ -258,17 +262,33 @@ def _restarts(op, sqnorm, U, V, d, Z, info, kw, loop, value):
     base = op.sqnorm() / (2.0 * op.shape[0])
     strength = d * np.linalg.norm(V, axis=0)
     replaced = 0
-    for k in np.argsort(strength, kind="stable"):
+    order = [int(k) for k in np.argsort(strength, kind="stable")]
+    checks = None  # the batched checks of the state in place
+    for i, k in enumerate(order):
+        if checks is None:
+            checks = _checks(op, sqnorm, U, V, d, Z, order[i:], kw)
+        if checks.get(k) is False:
+            continue
         snap = _snapshot(U, V, d, Z, info), len(loop.changes)
-        if not _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=RESTART_SAME):
+        if not _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=RESTART_SAME, u0=checks.get(k)):
             continue
         settled, _, new = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
         if settled and new < value - RESTART_GAIN * abs(base - value):
-            value, replaced = new, replaced + 1
-        else:
+            value, replaced, checks = new, replaced + 1, None
+        else:  # the same state again: the checks made on it hold
             _restore(snap[0], U, V, d, Z, info)
             del loop.changes[snap[1] :]
     return replaced, value
+
+
+def _checks(op, sqnorm, U, V, d, Z, ks, kw):
+    """The restart checks of components ``ks`` side by side, one pass per
+    Davidson step for all (:data:`BATCH_CHECKS`; data not on the Gram path,
+    ``init="svd"``, products kept: :data:`RESTART_CHECK_KNOWN`): ``{k: u0 or
+    False}``; a component not in it is checked by :func:`_revive`."""
+    if not (BATCH_CHECKS and RESTART_CHECK_KNOWN) or uses_gram(op) or kw["init"] != "svd":
+        return {}
+    return restart_starts(op, sqnorm, U, V, d, Z, ks, kw.get("products"), RESTART_SAME)
 
 
 def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
@@ -285,12 +305,27 @@ def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
     return settled, caught, value
 
 
-def _deflation_start(op, n_components, u0, w0, tol, kw):
+def _deflation_start(op, n_components, u0, w0, tol, kw, cache=None):
     """Deflation's fit (paper Algorithm 3; warm-started from ``u0``, ``w0`` when
-    given) as the state ``(U, V, d, Z, info)`` of the sweeps."""
-    U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, **kw)
+    given) as the state ``(U, V, d, Z, info)`` of the sweeps.
+
+    ``Z = Xc V`` and each ``Xc^T u_k`` (into ``cache``, the sweeps'
+    :class:`ProductCache`) come from the alternation's own last passes, kept
+    undeflated by its :class:`_Deflated` (:data:`DEFLATION_PRODUCTS`), when it
+    kept them for every component; else ``Z`` is one pass."""
+    defl = _Deflated(op)
+    U, V, info = _alternate(op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, defl=defl, **kw)
     info = {key: list(val) for key, val in info.items()}
-    return U, V, np.asarray(info["d"], dtype=np.float64), op.matmat(V), info
+    d = np.asarray(info["d"], dtype=np.float64)
+    live = int(np.count_nonzero(np.any(V != 0, axis=0)))
+    if not (DEFLATION_PRODUCTS and defl.known() and len(defl.XV) == live):
+        return U, V, d, op.matmat(V), info
+    Z = np.zeros((op.shape[0], n_components))
+    for k in range(live):
+        Z[:, k] = defl.XV[k]
+        if cache is not None:
+            cache._put(cache.xtu, U[:, k], defl.XtU[k])
+    return U, V, d, Z, info
 
 
 def _run_from(op, sqnorm, state, refit_kw, loop):
@@ -300,44 +335,23 @@ def _run_from(op, sqnorm, state, refit_kw, loop):
     settled, caught, value = _settle(op, sqnorm, *state, refit_kw, own)
     if loop.verbose:
         _say("joint fit settled=%s, objective %.10g", settled, value)
-    return _Candidate(state, settled, caught, own.changes, value)
+    kept = kept_rmatvecs(state[0], state[1], refit_kw.get("products"))
+    return _Candidate(state, settled, caught, own.changes, value, kept)
 
 
 @dataclass
 class _Candidate:
     """A joint fit from one start: its state ``(U, V, d, Z, info)``, whether the
-    sweeps settled, the last sweep's warnings, the sweeps' changes and ``J``."""
+    sweeps settled, the last sweep's warnings, the sweeps' changes, ``J`` and
+    the kept ``Xc^T u_k`` of its scores (:func:`kept_rmatvecs`)."""
 
     state: tuple
     settled: bool
     caught: list
     changes: list
     value: float
-
-
-def _pca_scores(op, n_components):
-    """The data's top ``n_components`` left singular vectors (unnormalised
-    scores ``Xc r_k``): every component started together, as scikit-learn's
-    SparsePCA starts from the SVD."""
-    if uses_gram(op):
-        return np.linalg.eigh(centred_gram(op))[1][:, ::-1][:, :n_components].copy()
-    return cached_subspace(op, n_components)[2][:, :n_components].copy()
-
-
-def _pca_products(op, u0, cache):
-    """Put ``Xc^T u_k`` of the PCA start's unit scores in the sweeps' cache
-    (data not on the Gram path): ``u0 = Xc R`` and ``Xc^T Xc R`` are the
-    subspace's kept images, so the start's first products need no pass. The
-    keys are the unit scores exactly as :func:`_start_from_scores` and the
-    alternation's start normalise them."""
-    if cache is None or uses_gram(op):
-        return
-    K = u0.shape[1]
-    AR = cached_subspace(op, K)[3]
-    units = u0 / np.linalg.norm(u0, axis=0)
-    for k in range(K):
-        n1, n2 = float(np.linalg.norm(u0[:, k])), float(np.linalg.norm(units[:, k]))
-        cache._put(cache.xtu, units[:, k] / n2, AR[:, k] / (n1 * n2))
+    kept: dict = field(default_factory=dict)
+    swept: tuple = None
 
 
 def _restart_winner(op, sqnorm, best, refit_kw, loop):
@@ -351,7 +365,8 @@ def _restart_winner(op, sqnorm, best, refit_kw, loop):
             _say("joint restarts: %d components replaced, objective %.10g", replaced, value)
         if not replaced:
             break
-    return _Candidate(best.state, best.settled, best.caught, own.changes, value)
+    kept = kept_rmatvecs(best.state[0], best.state[1], refit_kw.get("products"))
+    return _Candidate(best.state, best.settled, best.caught, own.changes, value, kept)
 
 
 def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, restart=False):
@@ -370,7 +385,7 @@ def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, 
     """
     found = [first]
     if defl is None and DEFLATION_START:
-        defl = _deflation_start(op, n_components, None, None, tol, kw)
+        defl = _deflation_start(op, n_components, None, None, tol, kw, refit_kw.get("products"))
         start = _snapshot(*defl)
         found.append(_run_from(op, sqnorm, defl, refit_kw, loop))
         defl = start
@@ -383,8 +398,9 @@ def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, 
     if RESTART_WINNER_ONLY and restart and best.settled:
         best = _restart_winner(op, sqnorm, best, refit_kw, loop)
     value = np.inf if defl is None else _objective(op, defl[0], defl[1], defl[3], refit_kw)
-    if value < best.value:
-        best = _Candidate(defl, best.settled, [], best.changes, value)
+    if value < best.value:  # the unsettled sweeps' scores, for the warning
+        swept = None if best.settled else (best.state[0], best.value)
+        best = _Candidate(defl, best.settled, [], best.changes, value, swept=swept)
     if loop.verbose:
         _say("joint fit: objectives %s; deflation's %.10g", [c.value for c in found], value)
     return best
@@ -422,6 +438,13 @@ RESTART_WINNER_ONLY = False
 #: kept products (``Z`` and the sweeps' :class:`ProductCache`), with no pass,
 #: instead of a pass for the Ritz vector of the undeflated subspace (issue 22).
 RESTART_CHECK_KNOWN = True
+
+#: Passes saved (issue 22): the restart checks of a settled state side by side
+#: (:func:`_checks`, one pass per Davidson step for all components); the
+#: certification's ``Xc^T u_k`` from the fit's last passes (:func:`kept_rmatvecs`);
+#: deflation's start's ``Xc V`` and ``Xc^T u_k`` from its alternation's kept
+#: products (:func:`_deflation_start`).
+BATCH_CHECKS = CERTIFY_KEPT = DEFLATION_PRODUCTS = True
 
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2
@@ -479,13 +502,14 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     if from_u0:
         state, defl = _start_from_scores(op, sqnorm, u0, w0, refit_kw), None
     else:
-        state = _deflation_start(op, n_components, u0, w0, tol, kw)
+        state = _deflation_start(op, n_components, u0, w0, tol, kw, refit_kw.get("products"))
         defl = _snapshot(*state)
     loop = _Loop(rotate, restart and search, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
     settled, caught, changes = True, [], []  # one component: nothing to rotate or restart
+    kept, swept = kept_rmatvecs(state[0], state[1], refit_kw.get("products")), None
     if n_components > 1 and not search:  # a continuation: the sweeps from its start only
         first = _run_from(op, sqnorm, state, refit_kw, loop)
-        settled, caught, changes = first.settled, first.caught, first.changes
+        settled, caught, changes, kept = first.settled, first.caught, first.changes, first.kept
     elif n_components > 1:
         if RESTART_WINNER_ONLY:  # the starts settle without restarts; the winner's below
             loop = _Loop(rotate, False, max_sweeps, loop.settle, verbose, [])
@@ -501,21 +525,17 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
             loop,
             restart=restart,
         )
-        state, settled, caught, changes = best.state, best.settled, best.caught, best.changes
+        state, settled, caught, changes, kept = (
+            best.state, best.settled, best.caught, best.changes, best.kept
+        )  # fmt: skip
+        swept = None if best.swept is None else best.swept + (best.value,)
     U, V, d, Z, info = state
     if not settled:
-        warnings.warn(
-            f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
-            f"change of the loadings {changes[-1]:.3e} > {max(tol, SWEEP_TOL):g}): the "
-            "components may still be rotating among themselves (each one's certified gap "
-            "holds for the returned model). Increase max_sweeps, or use "
-            "method='deflation'.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+        msg = unsettled_message(max_sweeps, changes[-1], max(tol, SWEEP_TOL), U, swept)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
     for w in caught:  # the last sweep's v-steps that stopped short of tol
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled)
+    _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled, kept if CERTIFY_KEPT else None)
     if verbose:
         for k in range(n_components):
             _say(
@@ -530,21 +550,6 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     info["n_sweeps"] = len(changes)
     info["sweep_change"] = changes
     return _ordered(U, V, info)
-
-
-def _ordered(U, V, info):
-    """Components by decreasing singular value ``d_k ||v_k||`` (empty ones last)."""
-    s = np.asarray(info["d"]) * np.linalg.norm(V, axis=0)
-    order = np.argsort(-s, kind="stable")
-    out = {}
-    for key, val in info.items():
-        if key in ("n_sweeps", "sweep_change"):
-            out[key] = val
-        elif key in ("gap_history", "rel_gap_history", "mu_history", "w", "y"):
-            out[key] = [val[k] for k in order]
-        else:
-            out[key] = np.asarray(val)[order]
-    return U[:, order], V[:, order], out
 
 
 def _joint_spca_tv(

@@ -113,6 +113,17 @@ def _others(op, sqnorm, U, V, d, Z, k, cache=None):
     return defl
 
 
+def kept_rmatvecs(U, V, cache):
+    """``{k: Xc^T u_k}`` of the live pairs whose product ``cache`` holds
+    (:class:`ProductCache`; empty without one)."""
+    out = {}
+    for k in range(U.shape[1]):
+        xtu = None if cache is None or not np.any(V[:, k]) else cache.rmatvec_unit(U[:, k])
+        if xtu is not None:
+            out[k] = xtu
+    return out
+
+
 def know_products(defl, Z, cache):
     """Give ``defl`` (from :func:`_others`) the products of its removed
     components, ``Xc v_j`` (the fit's ``Z``) and ``Xc^T u_j`` (the sweeps'
@@ -129,18 +140,25 @@ def know_products(defl, Z, cache):
     return True
 
 
-def _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled):
+def _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled, kept=None):
     """Certify each returned ``v_k`` for its returned ``u_k`` against the
     residual of the returned other components (the sweeps certified each one
     against the others as they were then). A pair above ``tol * P(0)`` is
     re-solved there (warm start) and the pass repeated (at most
     :data:`CERTIFY_PASSES` times), until a pass changes nothing: the gaps are
     then those of the model as returned. ``converged[k]``: the sweeps settled
-    and the gap is at most ``tol * P(0)``."""
+    and the gap is at most ``tol * P(0)``.
+
+    ``kept``: ``{k: Xc^T u_k}`` that the fit's last passes computed
+    (:func:`kept_rmatvecs`); when it holds every live pair, no pass here, and
+    the operator serves the same products to the support's snapshot."""
     # Xc^T u_k of every pair in one pass (U does not change here; each equal
     # bit for bit to its own pass, issue 22)
     live = [k for k in range(U.shape[1]) if np.any(V[:, k])]
-    xtu = dict(zip(live, op.rmatvecs([U[:, k] for k in live], exact=True), strict=True))
+    us = [U[:, k] for k in live]
+    if kept is not None and all(k in kept for k in live):
+        op.keep_rmatvecs(us, [kept[k] for k in live], exact=True)
+    xtu = dict(zip(live, op.rmatvecs(us, exact=True), strict=True))
     for _ in range(CERTIFY_PASSES):
         moved = False
         for k in range(U.shape[1]):
@@ -154,6 +172,21 @@ def _certify_all(op, sqnorm, U, V, d, Z, info, kw, tol, settled):
                 _certify_one(op, sqnorm, U, V, d, Z, info, dict(kw, solver=None), tol, k, xtu)
     for k in range(U.shape[1]):
         info["converged"][k] = bool(settled and np.any(V[:, k]) and info["rel_gaps"][k] <= tol)
+
+
+def _ordered(U, V, info):
+    """Components by decreasing singular value ``d_k ||v_k||`` (empty ones last)."""
+    s = np.asarray(info["d"]) * np.linalg.norm(V, axis=0)
+    order = np.argsort(-s, kind="stable")
+    out = {}
+    for key, val in info.items():
+        if key in ("n_sweeps", "sweep_change"):
+            out[key] = val
+        elif key in ("gap_history", "rel_gap_history", "mu_history", "w", "y"):
+            out[key] = [val[k] for k in order]
+        else:
+            out[key] = np.asarray(val)[order]
+    return U[:, order], V[:, order], out
 
 
 def _certify_one(op, sqnorm, U, V, d, Z, info, kw, tol, k, xtu):

@@ -1,0 +1,166 @@
+"""Starts of a joint fit: the top singular subspace's, and the restart
+checks side by side (issue 22).
+
+:func:`_pca_scores` starts every component together from the data's top
+singular subspace, with the first products from its kept images
+(:func:`_pca_products`).
+
+Before a component ``k`` of a settled joint fit is restarted
+(:func:`~neurospca.decomposition._joint._restarts`), the start it would take,
+the top singular direction of the data minus the other components, is
+compared with its own scores: no restart when they are within
+``RESTART_SAME`` (|cosine|). That start is the one of
+:func:`~neurospca.decomposition._start.start_u` (Rayleigh-Ritz on the data's
+top singular subspace and the removed components, then Davidson steps of one
+pass each). Here the starts of several components are computed in lockstep
+on the same state: each Davidson step of all of them in ONE pass over the
+data (:func:`~neurospca.decomposition._deflated.gram_blocks`), the same
+iterations and the same numbers as one at a time (bit for bit).
+"""
+
+import numpy as np
+
+from ._data import uses_gram
+from ._deflated import gram_blocks
+from ._joint_certify import _others, know_products
+from ._start import START_BLOCK, START_MAX_ITER, START_TOL, centred_gram
+from ._subspace import cached_subspace
+
+
+def _ritz(start):
+    """One Rayleigh-Ritz step of :func:`~neurospca.decomposition._start._init_svd`
+    on ``start = (Q, X_k Q, X_k^T X_k Q)``: ``(done, (u, X_k^T u), Rv)`` with
+    ``Rv`` the residual direction to add to the span (one pass) when not done."""
+    Q, XQ, AQ = start
+    H = Q.T @ AQ
+    theta, Wr = np.linalg.eigh(0.5 * (H + H.T))
+    Wr = Wr[:, ::-1][:, :START_BLOCK]
+    v, z, g = Q @ Wr[:, 0], XQ @ Wr[:, 0], AQ @ Wr[:, 0]
+    nz, ng = np.linalg.norm(z), np.linalg.norm(g)
+    if nz == 0.0 or ng == 0.0:
+        return True, (z, g), None
+    j = int(np.argmax(np.abs(v)))  # sign: largest-magnitude entry of v positive
+    s = -1.0 if v[j] < 0 else 1.0
+    found = (s * z / nz, s * g / nz)
+    if np.linalg.norm(g / ng - v) < START_TOL:
+        return True, found, None
+    Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][: Wr.shape[1]]
+    for _ in range(2):
+        Rv -= Q @ (Q.T @ Rv)
+    Rv, T = np.linalg.qr(Rv)
+    Rv = Rv[:, np.abs(np.diag(T)) > 1e-12 * max(np.abs(T).max(), 1e-300)]
+    return Rv.shape[1] == 0, found, Rv
+
+
+def svd_starts(defls, basis):
+    """``start_u(defl, "svd", ...)`` of every deflation in ``defls`` (data not
+    on the Gram path, each one's removed products known: a start with no
+    pass), the Davidson steps of all of them in one pass each. Returns the
+    list of ``(u, X_k^T u)``."""
+    starts = [defl.deflated_basis(basis) for defl in defls]
+    found = [None] * len(defls)
+    active = list(range(len(defls)))
+    for _ in range(START_MAX_ITER):
+        more = []
+        for i in active:
+            done, found[i], Rv = _ritz(starts[i])
+            if not done:
+                more.append((i, Rv))
+        if not more:
+            break
+        blocks = gram_blocks([defls[i] for i, _ in more], [Rv for _, Rv in more])
+        for (i, Rv), (ZR, GR) in zip(more, blocks, strict=True):
+            starts[i] = tuple(
+                np.column_stack([M, x]) for M, x in zip(starts[i], (Rv, ZR, GR), strict=True)
+            )
+        active = [i for i, _ in more]
+    return found
+
+
+def restart_starts(op, sqnorm, U, V, d, Z, ks, cache, same):
+    """The restart checks of the components ``ks`` on the current state, side
+    by side (:func:`svd_starts`; data not on the Gram path, ``init="svd"``).
+
+    Returns ``{k: u0}`` for each ``k`` whose removed components' products are
+    all kept (``Z`` and ``cache``, :func:`know_products`): ``u0`` the start of
+    its restart (a column), or False when that start's scores are within
+    ``same`` (|cosine|) of ``u_k`` (no restart). The others are left to the
+    one-at-a-time check.
+    """
+    batch = []
+    for k in ks:
+        defl = _others(op, sqnorm, U, V, d, Z, k)
+        if know_products(defl, Z, cache):
+            batch.append((k, defl))
+    if not batch:
+        return {}
+    starts = svd_starts([defl for _, defl in batch], cached_subspace(op, 1)[1:])
+    return {
+        k: False if abs(float(u @ U[:, k])) >= same else u[:, None]
+        for (k, _), (u, _) in zip(batch, starts, strict=True)
+    }
+
+
+def _pca_scores(op, n_components):
+    """The data's top ``n_components`` left singular vectors (unnormalised
+    scores ``Xc r_k``): every component started together, as scikit-learn's
+    SparsePCA starts from the SVD."""
+    if uses_gram(op):
+        return np.linalg.eigh(centred_gram(op))[1][:, ::-1][:, :n_components].copy()
+    return cached_subspace(op, n_components)[2][:, :n_components].copy()
+
+
+def _pca_products(op, u0, cache):
+    """Put ``Xc^T u_k`` of the PCA start's unit scores in the sweeps' cache
+    (data not on the Gram path): ``u0 = Xc R`` and ``Xc^T Xc R`` are the
+    subspace's kept images, so the start's first products need no pass. The
+    keys are the unit scores exactly as :func:`_start_from_scores` and the
+    alternation's start normalise them."""
+    if cache is None or uses_gram(op):
+        return
+    K = u0.shape[1]
+    AR = cached_subspace(op, K)[3]
+    units = u0 / np.linalg.norm(u0, axis=0)
+    for k in range(K):
+        n1, n2 = float(np.linalg.norm(u0[:, k])), float(np.linalg.norm(units[:, k]))
+        cache._put(cache.xtu, units[:, k] / n2, AR[:, k] / (n1 * n2))
+
+
+def _collinearity(U):
+    """The largest ``|u_j . u_k|`` (j != k) of unit scores (0 for one)."""
+    C = np.abs(U.T @ U)
+    np.fill_diagonal(C, 0.0)
+    return float(C.max()) if C.size else 0.0
+
+
+def unsettled_message(max_sweeps, change, settle, U, swept):
+    """The ConvergenceWarning of a joint fit whose sweeps did not settle.
+
+    ``U``: the returned scores; ``swept``: None when the returned model is
+    where the sweeps went, else ``(scores, J)`` of where they went and
+    deflation's ``J`` (the returned model: the start with the lowest joint
+    objective). Scores near collinear are what keeps the sweeps moving:
+    components that fit the same pattern (or noise) trade loadings sweep after
+    sweep, and no answer of the joint fit is settled there."""
+    head = (
+        f"the joint fit did not settle in max_sweeps={max_sweeps} sweeps (last relative "
+        f"change of the loadings {change:.3e} > {settle:g})"
+    )
+    tail = (
+        "Each component's certified gap holds for the returned model. Fewer "
+        "components, a stronger penalty or method='deflation' avoid this."
+    )
+    if swept is None:
+        return (
+            f"{head}: the components are still trading loadings among themselves "
+            f"(largest |u_j . u_k| of their scores {_collinearity(U):.2f}: near 1, two "
+            f"components fit nearly the same scores). {tail}"
+        )
+    scores, value, returned = swept
+    return (
+        f"{head} from any start, and where they went the components' scores are "
+        f"nearly collinear (largest |u_j . u_k| {_collinearity(scores):.2f}) and the "
+        f"joint objective is higher ({value:.6g}) than deflation's ({returned:.6g}): the "
+        "data do not hold this many distinct patterns at this penalty, so the returned "
+        f"model is deflation's fit, the lowest joint objective. {tail}"
+    )
