@@ -23,33 +23,8 @@ import numpy as np
 from ._data import uses_gram
 from ._deflated import gram_blocks
 from ._joint_certify import _others, know_products
-from ._start import START_BLOCK, START_MAX_ITER, START_TOL, centred_gram
+from ._start import START_MAX_ITER, centred_gram, ritz_step
 from ._subspace import cached_subspace
-
-
-def _ritz(start):
-    """One Rayleigh-Ritz step of :func:`~neurospca.decomposition._start._init_svd`
-    on ``start = (Q, X_k Q, X_k^T X_k Q)``: ``(done, (u, X_k^T u), Rv)`` with
-    ``Rv`` the residual direction to add to the span (one pass) when not done."""
-    Q, XQ, AQ = start
-    H = Q.T @ AQ
-    theta, Wr = np.linalg.eigh(0.5 * (H + H.T))
-    Wr = Wr[:, ::-1][:, :START_BLOCK]
-    v, z, g = Q @ Wr[:, 0], XQ @ Wr[:, 0], AQ @ Wr[:, 0]
-    nz, ng = np.linalg.norm(z), np.linalg.norm(g)
-    if nz == 0.0 or ng == 0.0:
-        return True, (z, g), None
-    j = int(np.argmax(np.abs(v)))  # sign: largest-magnitude entry of v positive
-    s = -1.0 if v[j] < 0 else 1.0
-    found = (s * z / nz, s * g / nz)
-    if np.linalg.norm(g / ng - v) < START_TOL:
-        return True, found, None
-    Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][: Wr.shape[1]]
-    for _ in range(2):
-        Rv -= Q @ (Q.T @ Rv)
-    Rv, T = np.linalg.qr(Rv)
-    Rv = Rv[:, np.abs(np.diag(T)) > 1e-12 * max(np.abs(T).max(), 1e-300)]
-    return Rv.shape[1] == 0, found, Rv
 
 
 def svd_starts(defls, basis):
@@ -63,7 +38,7 @@ def svd_starts(defls, basis):
     for _ in range(START_MAX_ITER):
         more = []
         for i in active:
-            done, found[i], Rv = _ritz(starts[i])
+            done, found[i], Rv = ritz_step(starts[i])
             if not done:
                 more.append((i, Rv))
         if not more:

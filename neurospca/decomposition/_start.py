@@ -98,28 +98,13 @@ def _init_svd(defl, basis):
         start = (v[:, None], z[:, None], g[:, None])
     Q, XQ, AQ = start
     for _ in range(START_MAX_ITER):
-        H = Q.T @ AQ
-        theta, Wr = np.linalg.eigh(0.5 * (H + H.T))
-        Wr = Wr[:, ::-1][:, :START_BLOCK]
-        v, z, g = Q @ Wr[:, 0], XQ @ Wr[:, 0], AQ @ Wr[:, 0]
-        nz, ng = np.linalg.norm(z), np.linalg.norm(g)
-        if nz == 0.0 or ng == 0.0:
-            return z, g
-        if np.linalg.norm(g / ng - v) < START_TOL:
+        done, found, Rv = ritz_step((Q, XQ, AQ))
+        if done:
             break
         # the residuals of the best Ritz pairs, orthogonal to the span: one pass
-        Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][: Wr.shape[1]]
-        for _ in range(2):
-            Rv -= Q @ (Q.T @ Rv)
-        Rv, T = np.linalg.qr(Rv)
-        Rv = Rv[:, np.abs(np.diag(T)) > 1e-12 * max(np.abs(T).max(), 1e-300)]
-        if Rv.shape[1] == 0:
-            break
         ZR, GR = defl.gram_block(Rv)
         Q, XQ, AQ = (np.column_stack([M, x]) for M, x in ((Q, Rv), (XQ, ZR), (AQ, GR)))
-    j = int(np.argmax(np.abs(v)))  # sign: largest-magnitude entry of v positive
-    s = -1.0 if v[j] < 0 else 1.0
-    return s * z / nz, s * g / nz
+    return found
 
 
 #: The start's power iterations stop when ``v`` moves by less than this.
@@ -138,3 +123,30 @@ def start_u(defl, init, rng, basis):
         u = u / nrm if nrm > 0 else u
         return u, defl.rmatvec(u)
     return _init_svd(defl, basis)
+
+
+def ritz_step(start):
+    """One Rayleigh-Ritz step of :func:`_init_svd` on ``start = (Q, X_k Q, X_k^T X_k Q)``.
+
+    Returns ``(done, (u, X_k^T u), Rv)``: ``Rv`` the residual directions to add
+    to the span (one pass) when not done, orthogonal to ``Q``.
+    """
+    Q, XQ, AQ = start
+    H = Q.T @ AQ
+    theta, Wr = np.linalg.eigh(0.5 * (H + H.T))
+    Wr = Wr[:, ::-1][:, :START_BLOCK]
+    v, z, g = Q @ Wr[:, 0], XQ @ Wr[:, 0], AQ @ Wr[:, 0]
+    nz, ng = np.linalg.norm(z), np.linalg.norm(g)
+    if nz == 0.0 or ng == 0.0:
+        return True, (z, g), None
+    j = int(np.argmax(np.abs(v)))  # sign: largest-magnitude entry of v positive
+    s = -1.0 if v[j] < 0 else 1.0
+    found = (s * z / nz, s * g / nz)
+    if np.linalg.norm(g / ng - v) < START_TOL:
+        return True, found, None
+    Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][: Wr.shape[1]]
+    for _ in range(2):
+        Rv -= Q @ (Q.T @ Rv)
+    Rv, T = np.linalg.qr(Rv)
+    Rv = Rv[:, np.abs(np.diag(T)) > 1e-12 * max(np.abs(T).max(), 1e-300)]
+    return Rv.shape[1] == 0, found, Rv
