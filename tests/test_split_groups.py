@@ -241,6 +241,10 @@ def test_other_estimators_refuse_split_groups():
     with pytest.raises(ValueError, match="split_groups: SSPCA draws no split halves"):
         image_split_groups(model, _run(40), "blocks")
     assert image_split_groups(model, _run(40)) is None  # "auto": no guess for it
+    X = np.random.default_rng(0).standard_normal((20, 12))
+    with pytest.raises(ValueError, match="split_groups: SSPCA draws no split halves"):
+        SSPCA(2).fit(X, split_groups="blocks")
+    assert not hasattr(SSPCA(2, alpha=1e-7).fit(X), "split_groups_")
 
 
 def test_command_line_split_blocks():

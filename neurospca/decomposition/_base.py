@@ -18,6 +18,7 @@ from sklearn.utils.validation import (
 )
 
 from .._utils.validation import check_components, check_data, check_matrix, check_real
+from ._split_groups import row_groups
 
 # scikit-learn's declarative parameter validation (``_parameter_constraints``
 # checked by ``_fit_context``) is imported here only, the one place that
@@ -337,8 +338,12 @@ class ComponentsEstimator(
         "verbose": ["verbose"],
     }
 
+    #: Whether ``fit`` takes ``split_groups``: the estimator resamples rows
+    #: (:class:`~neurospca.SPCATV`'s ``stability_`` and ``alpha_rel="auto"``).
+    _resamples_rows = False
+
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, split_groups=None):
         """Fit the model on ``X``.
 
         Parameters
@@ -350,18 +355,33 @@ class ComponentsEstimator(
             docstring.
         y : None
             Ignored; present for scikit-learn's API (pipelines, grid searches).
+        split_groups : None, "blocks", int or array-like of shape (n_samples,), default=None
+            Rows that belong together, kept in the same half by every split the
+            fit draws (the halves of ``alpha_rel="auto"``, of ``stability_`` and
+            its refit, the subsamples at a fixed penalty). None: the rows are
+            independent (maps of different participants; random halves).
+            ``"blocks"``: one time series, cut in order into 10 contiguous blocks
+            (neighbouring time points are near-copies; random halves would
+            overstate ``stability_``). An int: that many contiguous blocks. One
+            label per row: e.g. the subject of each of several sessions, or the
+            run of each volume. Each group must hold at most half the rows. A
+            fit argument, not a parameter: the labels belong to these rows (as
+            scikit-learn's ``groups`` of ``cross_validate``). Only estimators
+            that resample rows (:class:`~neurospca.SPCATV`) take anything but None.
 
         Returns
         -------
         self
-            The fitted estimator.
+            The fitted estimator; with ``split_groups``, ``split_groups_`` says
+            how the halves were drawn.
 
         Raises
         ------
         ValueError, TypeError
-            Bad data or parameters; the message names the argument.
+            Bad data, parameters or ``split_groups``; the message names the argument.
         """
-        self._fit(X)
+        with row_groups(self, X, split_groups):
+            self._fit(X)
         self.n_components_ = int(self.components_.shape[0])
         return self
 

@@ -32,7 +32,6 @@ from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, re
 from ._data import validated_data_operator
 from ._joint import _joint_spca_tv
 from ._spcatv_function import spca_tv
-from ._split_groups import SplitGroupsMixin
 from ._stability import scores_of, set_stability
 from ._support import certify_fit
 from ._warm import start_state
@@ -45,7 +44,7 @@ __all__ = ["SPCATV", "spca_tv"]
 CHAIN_WARNING_FEATURES = 500
 
 
-class SPCATV(SplitGroupsMixin, ComponentsEstimator):
+class SPCATV(ComponentsEstimator):
     """Sparse and structured PCA with the TV-elastic-net penalty (SPCA-TV).
 
     Each component solves (de Pierrefeu et al., eq. 3), on the deflated data,
@@ -304,6 +303,8 @@ class SPCATV(SplitGroupsMixin, ComponentsEstimator):
         self.max_sweeps = max_sweeps
         self.stability = stability
         self.certify_support = certify_support
+
+    _resamples_rows = True  # fit(X, split_groups=...): its halves keep row groups whole
 
     _parameter_constraints = {
         **ComponentsEstimator._parameter_constraints,

@@ -26,6 +26,7 @@ hands a start to the next fit); :func:`groups_of` reads them where halves are
 drawn.
 """
 
+import contextlib
 import numbers
 
 import numpy as np
@@ -228,49 +229,29 @@ def describe(groups):
     return f"{np.bincount(groups).size} groups of rows kept whole"
 
 
-class SplitGroupsMixin:
-    """``fit(X, y=None, *, split_groups=None)`` for :class:`~neurospca.SPCATV`."""
+@contextlib.contextmanager
+def row_groups(estimator, X, split_groups):
+    """The validated ``split_groups`` on ``estimator`` for the fit under way.
 
-    def fit(self, X, y=None, *, split_groups=None):
-        """Fit the model on ``X``.
-
-        Parameters
-        ----------
-        X : array-like, numpy.memmap or dask.array of shape (n_samples, n_features)
-            The training data (see the class docstring).
-        y : None
-            Ignored; present for scikit-learn's API (pipelines, grid searches).
-        split_groups : None, "blocks", int or array-like of shape (n_samples,), default=None
-            Rows that belong together, kept in the same half by every split the
-            fit draws (the halves of ``alpha_rel="auto"``, of ``stability_`` and
-            its refit, the subsamples at a fixed penalty). None: the rows are
-            independent (maps of different participants; random halves).
-            ``"blocks"``: one time series, cut in order into 10 contiguous blocks
-            (neighbouring time points are near-copies; random halves would
-            overstate ``stability_``). An int: that many contiguous blocks. One
-            label per row: e.g. the subject of each of several sessions, or the
-            run of each volume. Each group must hold at most half the rows. A
-            fit argument, not a parameter: the labels belong to these rows
-            (as scikit-learn's ``groups`` of ``cross_validate``).
-
-        Returns
-        -------
-        self
-            The fitted estimator; ``split_groups_`` says how the halves were drawn.
-
-        Raises
-        ------
-        ValueError, TypeError
-            Bad data, parameters or ``split_groups``; the message names the argument.
-        """
-        n = X.shape[0] if hasattr(X, "shape") else len(X)
-        self._split_groups = check_split_groups(split_groups, n)
-        try:
-            super().fit(X, y)
-            self.split_groups_ = describe(self._split_groups)
-        finally:
-            self.__dict__.pop("_split_groups", None)
-        return self
+    Sets ``_split_groups`` (read by :func:`groups_of`) for the duration of the
+    fit and ``split_groups_`` when it succeeds. An estimator that does not
+    resample rows (``_resamples_rows`` False) takes only None.
+    """
+    if not estimator._resamples_rows:
+        if split_groups is not None:
+            raise ValueError(
+                f"split_groups: {type(estimator).__name__} draws no split halves; "
+                "pass None (SPCATV takes row groups)."
+            )
+        yield
+        return
+    n = None if split_groups is None else (X.shape[0] if hasattr(X, "shape") else len(X))
+    estimator._split_groups = check_split_groups(split_groups, n)
+    try:
+        yield
+        estimator.split_groups_ = describe(estimator._split_groups)
+    finally:
+        estimator.__dict__.pop("_split_groups", None)
 
 
 def permute_groups(X, groups, gen, out, width=4096):
