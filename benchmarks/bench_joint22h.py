@@ -87,9 +87,8 @@ def _count_passes(out):
         json.dump(dict(collections.Counter(tags)), fh)
 
 
-def _instances(seeds, out):
-    """The child: the paper simulation's joint fits (float64 / float32, memory / memmap)."""
-    from neurospca import SPCATV, make_paper_simulation, tv_from_mask
+def _pass_counter():
+    """Count every pass over X (``DataOperator._map``) from now on: a one-item list."""
     from neurospca.decomposition._data import DataOperator
 
     count = [0]
@@ -100,6 +99,14 @@ def _instances(seeds, out):
         return inner(self, *args, **kw)
 
     DataOperator._map = counted
+    return count
+
+
+def _instances(seeds, out):
+    """The child: the paper simulation's joint fits (float64 / float32, memory / memmap)."""
+    from neurospca import SPCATV, make_paper_simulation, tv_from_mask
+
+    count = _pass_counter()
     res = {}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in seeds:
@@ -130,16 +137,8 @@ def _cube(n, out):
     from bench_datapath import cube_data
 
     from neurospca import SPCATV, tv_from_mask
-    from neurospca.decomposition._data import DataOperator
 
-    count = [0]
-    inner = DataOperator._map
-
-    def counted(self, *args, **kw):
-        count[0] += 1
-        return inner(self, *args, **kw)
-
-    DataOperator._map = counted
+    count = _pass_counter()
     X, op = cube_data(n), tv_from_mask(np.ones((n,) * 3, bool))
     w, c = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():

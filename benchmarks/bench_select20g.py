@@ -159,7 +159,8 @@ def add_truth_best(row, tb):
     return row
 
 
-def main():
+def base_parser():
+    """The options every select bench takes (this one and ``bench_select20h.py``)."""
     p = argparse.ArgumentParser()
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--corr", type=float, default=0.0)
@@ -167,7 +168,11 @@ def main():
     p.add_argument("--truth-best", action="store_true")
     p.add_argument("--tag", default="")
     p.add_argument("--out", required=True)
-    args = p.parse_args()
+    return p
+
+
+def main():
+    args = base_parser().parse_args()
     X, P, est, d, cpu_default = default_fit(args.seed, args.corr, args.method)
     kept = capture_search() if args.truth_best else None
     row, _ = select_row(args, X, P, est, d, cpu_default, truth=P if kept else None)

@@ -18,7 +18,6 @@ search judged (``judged``) and its splits searched.
         --corr 0.7 [--method spcatv|elasticnet] [--truth-best] --tag after --out rows.jsonl
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ from sklearn.base import clone
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_select20g import METHODS, add_truth_best, default_fit, point, quiet, select_row  # noqa: E402
+from bench_select20g import add_truth_best, base_parser, default_fit, point, quiet, select_row  # noqa: E402
 
 from neurospca import model_selection as ms  # noqa: E402
 from neurospca.decomposition import start_from  # noqa: E402
@@ -67,18 +66,12 @@ def truth_best(est, X, P, seed):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--corr", type=float, default=0.0)
-    p.add_argument("--method", default="spcatv", choices=METHODS)
-    p.add_argument("--truth-best", action="store_true")
+    p = base_parser()
     p.add_argument(
         "--yardstick-only",
         action="store_true",
         help="no select_penalty: the default fit and the truth-best grid (tag yardstick)",
     )
-    p.add_argument("--tag", default="")
-    p.add_argument("--out", required=True)
     args = p.parse_args()
     seed = args.seed
     X, P, est, d, cpu_default = default_fit(seed, args.corr, args.method)

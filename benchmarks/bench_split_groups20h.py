@@ -33,15 +33,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_stability20g_rsfmri import fmt, half_rows  # noqa: E402
 from bench_trust import halves  # noqa: E402
 
 import neurospca  # noqa: E402,F401  (first: the tree on PYTHONPATH)
 from neurospca import SPCATV  # noqa: E402
-from neurospca.decomposition import matched_abs_corr  # noqa: E402
-
-
-def fmt(a):
-    return "/".join(f"{x:.2f}" for x in a)
 
 
 def _fit(X, op, split_groups, k=5):
@@ -73,15 +69,7 @@ def rsfmri():
                 singular_values=m.singular_values_,
                 stability=m.stability_,
             )
-        for i, (m, other) in enumerate([(models[0], models[1]), (models[1], models[0])]):
-            _, corr = matched_abs_corr(m.components_, other.components_)
-            print(
-                f"| {m.split_groups_} | {'AB'[i]} | ({m.l1_ratio_:g}, {m.tv_ratio_:g}) "
-                f"{m.alpha_rel_:g} | {fmt(m.stability_)} ({np.mean(m.stability_):.2f}) | "
-                f"{fmt(corr)} ({np.mean(corr):.2f}) | "
-                f"{fmt(100 * np.mean(m.components_ != 0, axis=1))} | {m.cpu:.0f} |",
-                flush=True,
-            )
+        half_rows(models, lead=f"{models[0].split_groups_} | ")
 
 
 #: Session noise in units of the data's noise sd (within-subject variation

@@ -31,6 +31,20 @@ def fmt(a):
     return "/".join(f"{x:.2f}" for x in a)
 
 
+def half_rows(models, lead=""):
+    """One table row per half: its choice, ``stability_`` and the actual
+    matched abs corr with the other half's fit (``lead``: leading cells)."""
+    for i, (m, other) in enumerate([(models[0], models[1]), (models[1], models[0])]):
+        _, corr = matched_abs_corr(m.components_, other.components_)
+        print(
+            f"| {lead}{'AB'[i]} | ({m.l1_ratio_:g}, {m.tv_ratio_:g}) {m.alpha_rel_:g} | "
+            f"{fmt(m.stability_)} ({np.mean(m.stability_):.2f}) | {fmt(corr)} "
+            f"({np.mean(corr):.2f}) | {fmt(100 * np.mean(m.components_ != 0, axis=1))} | "
+            f"{m.cpu:.0f} |",
+            flush=True,
+        )
+
+
 def main():
     X, op, _ = brainspace_rsfmri()
     X = (X - X.mean(0)) / X.std(0)
@@ -46,15 +60,7 @@ def main():
         "| half | chosen | stability_ (mean) | actual: matched abs corr with the other half (mean) "
         "| non-zero % | CPU s |\n|---|---|---|---|---|---|"
     )
-    for i, (m, other) in enumerate([(models[0], models[1]), (models[1], models[0])]):
-        _, corr = matched_abs_corr(m.components_, other.components_)
-        print(
-            f"| {'AB'[i]} | ({m.l1_ratio_:g}, {m.tv_ratio_:g}) {m.alpha_rel_:g} | "
-            f"{fmt(m.stability_)} ({np.mean(m.stability_):.2f}) | {fmt(corr)} "
-            f"({np.mean(corr):.2f}) | {fmt(100 * np.mean(m.components_ != 0, axis=1))} | "
-            f"{m.cpu:.0f} |",
-            flush=True,
-        )
+    half_rows(models)
 
 
 if __name__ == "__main__":

@@ -35,13 +35,18 @@ def within(s):
     return max(s) <= 1
 
 
-def main():
+def read_args():
+    """The JSON-lines files named on the command line, read: ``(rows, tie)``."""
     p = argparse.ArgumentParser()
     p.add_argument("files", nargs="+")
     p.add_argument("--tie", type=float, default=0.01)
     args = p.parse_args()
     rows = [json.loads(line) for f in args.files for line in Path(f).read_text().splitlines()]
-    print_tables(rows, args.tie)
+    return rows, args.tie
+
+
+def main():
+    print_tables(*read_args())
 
 
 def print_tables(rows, tie=0.01):

@@ -10,14 +10,12 @@ MSE-best and Dice-best points and the rows the search judged.
     python benchmarks/summarise_select20h.py before.jsonl after.jsonl yardstick.jsonl
 """
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from summarise_select20g import print_tables, pt  # noqa: E402
+from summarise_select20g import print_tables, pt, read_args  # noqa: E402
 
 
 def merge(rows):
@@ -38,13 +36,9 @@ def merge(rows):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("files", nargs="+")
-    p.add_argument("--tie", type=float, default=0.01)
-    args = p.parse_args()
-    rows = [json.loads(line) for f in args.files for line in Path(f).read_text().splitlines()]
+    rows, tie = read_args()
     rows = merge(rows)
-    print_tables(rows, args.tie)
+    print_tables(rows, tie)
     print("\nl1 weights (l1_ratio * alpha_rel): chosen / MSE-best / Dice-best; rows judged\n")
     for r in sorted(rows, key=lambda r: (r["method"], r["corr"], r["seed"], r["tag"])):
         if "mse_best" not in r:
