@@ -13,14 +13,15 @@ starts, as the default fit does, from a fit of the point (:func:`refit_start`).
 import numpy as np
 from sklearn.base import clone
 
-from ..decomposition import start_from
+from ..decomposition import groups_of, start_from
 
 
 def fit_default(estimator, X):
     """The estimator's own default fit on ``X``: ``alpha_rel="auto"`` with its
-    ratios and other settings (no ``stability_``: the search gives it)."""
+    ratios and other settings (no ``stability_``: the search gives it), its
+    halves keeping ``estimator``'s row groups (``groups_of``)."""
     model = clone(estimator).set_params(alpha=None, alpha_rel="auto", stability=False)
-    return model.fit(X)
+    return model.fit(X, split_groups=groups_of(estimator))
 
 
 def default_row(results, model):
