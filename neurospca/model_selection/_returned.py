@@ -246,9 +246,7 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
             # an inadmissible model is never chosen nor compared: not scored
             stab, heldout = np.full(len(model.components_), np.nan), None
             if r["returned_admissible"]:
-                stab, heldout = returned_evidence(
-                    model, X, r["params"], seed, groups_of(estimator)
-                )
+                stab, heldout = returned_evidence(model, X, r["params"], seed, groups_of(estimator))
             r["returned_per_component"] = stab
             r["returned_heldout"] = heldout
             r["returned_stability"] = float(stab.mean())
@@ -485,7 +483,9 @@ def returned_choice(X, results, models, fallback, default_fit, seed, groups=None
     model = None if "same_as" in results[best] else models[best]
     if model_default is None or default is None:
         return best, model, results[best]["returned_per_component"], False
-    stab, heldout = returned_evidence(model_default, X, _default_params(model_default), seed, groups)
+    stab, heldout = returned_evidence(
+        model_default, X, _default_params(model_default), seed, groups
+    )
     for r in results:
         r["default_heldout"] = heldout
     if beats(results[best]["returned_per_component"], stab, SWITCH_GAIN) and not explains_less(
