@@ -17,8 +17,10 @@ when the held-out half's columns are independent (:func:`independent_floor`:
 the expectation under a permutation of each column's rows). A model whose
 held-out variance is below another's by more than that floor has lost
 variance a model of its size explains beyond chance, whatever the stability
-says (:func:`explains_less`); measured on the development seeds 3223 and
-3225-3229 (benchmarks/RESULTS.md, issue 20 round 10).
+says (:func:`explains_less`), and the method's own default fit is left only
+for a model that explains more than it by more than that floor
+(:func:`explains_more`); measured on the development seeds 3223 and 3225-3229
+(benchmarks/RESULTS.md, issue 20 round 10).
 """
 
 import numpy as np
@@ -98,6 +100,18 @@ def pair_heldout(pair, halves):
     ab = heldout_variance(pair[0], halves[0], halves[1])
     ba = heldout_variance(pair[1], halves[1], halves[0])
     return np.mean([ab, ba], axis=0)
+
+
+def explains_more(chosen, other):
+    """True when the held-out variance of ``chosen`` is above ``other``'s by
+    more than ``other``'s floor (both ``(explained, floor)``; True when
+    ``other`` is missing, False when ``chosen`` is): the evidence needed to
+    leave the method's own default fit (``_returned.returned_choice``)."""
+    if other is None:
+        return True
+    if chosen is None:
+        return False
+    return bool(chosen[0] > other[0] + other[1])
 
 
 def explains_less(chosen, other):

@@ -42,7 +42,7 @@ from ..decomposition import (
     start_from,
     subsample_stability,
 )
-from ._heldout import explains_less, pair_heldout
+from ._heldout import explains_less, explains_more, pair_heldout
 
 #: A returned model whose component has fewer non-zero loadings than this
 #: fraction of its largest component's has lost a pattern (as the default
@@ -466,9 +466,11 @@ def returned_choice(X, results, models, fallback, default_fit, seed, groups=None
     stability : ndarray or None
         Its per-component returned stability.
     use_default : bool
-        True when the default fit is kept (the chosen model does not
-        :func:`beat <beats>` it by :data:`SWITCH_GAIN`, or explains less
-        held-out variance, :func:`~._heldout.explains_less`).
+        True when the default fit is kept: the chosen model does not
+        :func:`beat <beats>` it by :data:`SWITCH_GAIN`, or does not explain
+        more held-out variance than it by more than its floor
+        (:func:`~._heldout.explains_more`, issue 20 round 10: leaving the
+        default needs evidence in both).
     """
     from ._default import prefer_default
 
@@ -488,8 +490,8 @@ def returned_choice(X, results, models, fallback, default_fit, seed, groups=None
     )
     for r in results:
         r["default_heldout"] = heldout
-    if beats(results[best]["returned_per_component"], stab, SWITCH_GAIN) and not explains_less(
-        results[best]["returned_heldout"], heldout
+    if beats(results[best]["returned_per_component"], stab, SWITCH_GAIN) and explains_more(
+        results[best].get("returned_heldout"), heldout
     ):
         return best, model, results[best]["returned_per_component"], False
     return default, model_default, stab, True
