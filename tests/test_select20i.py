@@ -156,3 +156,33 @@ def test_select_penalty_split_groups_errors(paired_rows):
         select_penalty(est, X, rule="one_se", split_groups=groups)
     with pytest.raises(TypeError, match="split_groups"):
         select_penalty(est, X, split_groups=2.5)
+
+
+def _time_series(n=24, seed=0):
+    """A 4-D NIfTI run (time unit and a TR of 2 s in its header): two blobs."""
+    import nibabel as nib
+
+    rng = np.random.default_rng(seed)
+    shape = (7, 8, 5)
+    grid = np.indices(shape).transpose(1, 2, 3, 0).astype(float)
+    blobs = [np.exp(-((grid - c) ** 2).sum(-1) / 2.0) for c in ([2, 2, 2], [5, 5, 2])]
+    data = sum(3 * rng.standard_normal((n, 1, 1, 1)) * b for b in blobs)
+    data = data + 0.2 * rng.standard_normal((n,) + shape)
+    img = nib.Nifti1Image(np.moveaxis(data, 0, -1).astype(np.float32), np.eye(4))
+    img.header.set_xyzt_units("mm", "sec")
+    img.header.set_zooms((1.0, 1.0, 1.0, 2.0))
+    return img, nib.Nifti1Image(np.ones(shape, np.uint8), np.eye(4))
+
+
+def test_select_penalty_split_groups_auto_follows_imagespcatv_fit():
+    pytest.importorskip("nilearn")
+    from neurospca import ImageSPCATV
+
+    img, mask = _time_series()
+    est = ImageSPCATV(2, mask=mask, random_state=0)
+    assert est.split_groups_for(img) == "blocks"
+    kw = dict(alpha_rel=(0.5, 1.0), splits=[(0.05, 0.1)], random_state=0)
+    sel = select_penalty(est, img, **kw)  # "auto": a run gets contiguous blocks
+    assert sel.best_estimator_.estimator_.split_groups_ == "10 contiguous blocks of rows"
+    sel = select_penalty(est, img, split_groups=None, **kw)
+    assert sel.best_estimator_.estimator_.split_groups_ == "random rows"

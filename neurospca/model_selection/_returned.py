@@ -26,6 +26,15 @@ by split (:func:`returned_search`: the other splits only when the own split
 does not reproduce; a split stops past its best; rows of one ElasticNet model
 judged once, :func:`same_model`) and :func:`choose_returned` is the default
 fit's rule on these comparisons.
+
+Round 10: the stability cannot see a pattern that no model reproduces
+(ElasticNet PCA's third on the paper simulation), so each judged model also
+gets the held-out variance its two half fits explain on each other's half
+(:mod:`._heldout`, from the fits :func:`returned_evidence` makes anyway): a
+model is not preferred to one that explains more held-out variance than it by
+more than the floor (:func:`prefers`), and the default fit is left only for a
+model that explains more than it by more than its floor; the cold-row exception
+of :func:`least_shrunk_near` is the path's first row only.
 """
 
 import warnings
@@ -208,6 +217,7 @@ _COPIED = (
     "returned_mse",
     "returned_dice",
     "returned_heldout",
+    "returned_explained",
 )
 
 
@@ -249,6 +259,7 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
                 stab, heldout = returned_evidence(model, X, r["params"], seed, groups_of(estimator))
             r["returned_per_component"] = stab
             r["returned_heldout"] = heldout
+            r["returned_explained"] = np.nan if heldout is None else float(heldout[0])
             r["returned_stability"] = float(stab.mean())
             if truth is not None:
                 r["returned_mse"] = mse_to_truth(model.components_, truth)

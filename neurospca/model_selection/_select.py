@@ -99,7 +99,9 @@ class PenaltySelection:
         ``reproducibility_per_component``, ``nonzero_fraction``,
         ``admissible``; criterion ``"returned"``, on the rows whose returned
         model was fitted: ``returned_stability`` (mean),
-        ``returned_per_component``, ``returned_admissible``, and with
+        ``returned_per_component``, ``returned_admissible``,
+        ``returned_heldout`` (held-out variance explained and its floor,
+        ``_heldout``) and ``returned_explained`` (the first), and with
         ``truth`` ``returned_mse`` / ``returned_dice`` (of that model).
         K-fold rules: ``fold_scores``, ``stability`` and
         ``stability_corrected`` (Dice across folds),
@@ -145,8 +147,9 @@ class PenaltySelection:
             ``repro_min``, or ``stability`` and ``corrected``), ``support``,
             ``empty``, held-out ``score``, ``mse`` / ``dice_truth`` with a
             truth; criterion ``"returned"``: ``returned`` (the returned
-            model's reproducibility, ``nan`` where it was not fitted) and,
-            with a truth, its ``ret_mse`` / ``ret_dice``.
+            model's reproducibility, ``nan`` where it was not fitted),
+            ``heldout`` (the held-out variance its halves explain, issue 20
+            round 10) and, with a truth, its ``ret_mse`` / ``ret_dice``.
         """
         if self.rule == "reproducibility":
             keys = ["reproducibility", "reproducibility_min"]
@@ -158,7 +161,8 @@ class PenaltySelection:
         if "mse" in self.results_[0]:
             keys, names = keys + ["mse", "dice_truth"], names + ["mse", "dice_truth"]
         if any("returned_stability" in r for r in self.results_):
-            keys, names = keys + ["returned_stability"], names + ["returned"]
+            keys += ["returned_stability", "returned_explained"]
+            names += ["returned", "heldout"]
             if "mse" in self.results_[0]:
                 keys += ["returned_mse", "returned_dice"]
                 names += ["ret_mse", "ret_dice"]
