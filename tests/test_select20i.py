@@ -186,3 +186,26 @@ def test_select_penalty_split_groups_auto_follows_imagespcatv_fit():
     assert sel.best_estimator_.estimator_.split_groups_ == "10 contiguous blocks of rows"
     sel = select_penalty(est, img, split_groups=None, **kw)
     assert sel.best_estimator_.estimator_.split_groups_ == "random rows"
+
+
+class _Fit:
+    def __init__(self, components):
+        self.components_ = np.asarray(components, float)
+
+
+def test_the_default_fit_reuses_the_evidence_of_its_identical_twin_only():
+    from neurospca.model_selection._returned import _twin_evidence
+
+    rows = [_row(1.0, (0.05, 0.0), [0.6, 0.4, 0.1], (5.0e-3, 0.3e-3))]
+    comps = np.arange(6.0).reshape(3, 2)
+    twin = _twin_evidence(rows, {0: _Fit(comps)}, 0, _Fit(comps.copy()))
+    np.testing.assert_array_equal(twin[0], rows[0]["returned_per_component"])
+    assert twin[1] == rows[0]["returned_heldout"]
+    # a different model, a copy of another point's model, an unscored row: refitted
+    assert _twin_evidence(rows, {0: _Fit(comps)}, 0, _Fit(comps + 1e-12)) is None
+    assert _twin_evidence(rows, {}, 0, _Fit(comps)) is None
+    rows[0]["same_as"] = 3
+    assert _twin_evidence(rows, {0: _Fit(comps)}, 0, _Fit(comps)) is None
+    del rows[0]["same_as"]
+    rows[0]["returned_admissible"] = False
+    assert _twin_evidence(rows, {0: _Fit(comps)}, 0, _Fit(comps)) is None
