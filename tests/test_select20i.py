@@ -64,16 +64,11 @@ def test_explains_less_by_more_than_the_floor():
 
 
 def _row(alpha_rel, split, returned, heldout=None):
-    returned = np.asarray(returned, float)
-    return {
-        "alpha_rel": alpha_rel,
-        "l1_ratio": split[0],
-        "tv_ratio": split[1],
-        "returned_per_component": returned,
-        "returned_stability": float(returned.mean()),
-        "returned_admissible": True,
-        "returned_heldout": heldout,
-    }
+    """A judged row of the search (the fields the rule reads)."""
+    row = dict(zip(("alpha_rel", "l1_ratio", "tv_ratio"), (alpha_rel, *split), strict=True))
+    row.update(returned_per_component=np.asarray(returned, float), returned_heldout=heldout)
+    row.update(returned_admissible=True, returned_stability=float(np.mean(returned)))
+    return row
 
 
 def test_a_model_that_explains_less_heldout_variance_is_not_preferred():
