@@ -24,7 +24,7 @@ def merge(rows):
     out = [r for r in rows if r["tag"] != "yardstick"]
     for r in out:
         y = sticks.get((r["seed"], r["corr"], r["method"]))
-        if r["tag"] != "after" or "truth_grid" in r or y is None:
+        if r["tag"] == "before" or "truth_grid" in r or y is None:
             continue
         grid = y["truth_grid"] + [r["default"]]
         r.update(

@@ -40,6 +40,7 @@ from ._dictionary import HierarchicalDictionaryLearning, tree_sparse_coding
 from ._ktrace import KTraceNormPCA, ktrace_pca
 from ._nspca import NonnegativeSparsePCA, nspca
 from ._spcatv import SPCATV, spca_tv
+from ._split_groups import check_split_groups, groups_of, row_groups
 from ._sspca import SSPCA, sspca
 from ._stability import (
     STABILITY_THRESHOLD,
@@ -58,6 +59,9 @@ from ._warm import start_from
 from ._weights import ratios_from_weights, weights_from_ratios
 
 __all__ = [
+    "check_split_groups",
+    "groups_of",
+    "row_groups",
     "ComponentsEstimator",
     "SPCATV",
     "spca_tv",

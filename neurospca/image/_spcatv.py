@@ -401,6 +401,25 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
         X = self._prepare(imgs, confounds)
         return X, self._make_estimator(self.operator_)
 
+    def split_groups_for(self, imgs, split_groups="auto"):
+        """The ``split_groups`` :meth:`fit` gives its estimator for ``imgs``.
+
+        For :func:`neurospca.model_selection.select_penalty`, whose halves
+        then keep the rows together as the fit's do.
+
+        Parameters
+        ----------
+        imgs : images as in :meth:`fit`
+        split_groups : "auto", None, "blocks", int or array-like, default="auto"
+            As in :meth:`fit` ("auto": ``"blocks"`` for a single 4-D NIfTI
+            time series, else None).
+
+        Returns
+        -------
+        None, "blocks", int or array-like
+        """
+        return image_split_groups(self, imgs, split_groups)
+
     def _make_estimator(self, operator):
         """The unfitted estimator of the masked data: the default SPCATV with
         ``operator``, or a clone of ``estimator`` with the images' structure."""

@@ -13,14 +13,15 @@ starts, as the default fit does, from a fit of the point (:func:`refit_start`).
 import numpy as np
 from sklearn.base import clone
 
-from ..decomposition import start_from
+from ..decomposition import groups_of, start_from
 
 
 def fit_default(estimator, X):
     """The estimator's own default fit on ``X``: ``alpha_rel="auto"`` with its
-    ratios and other settings (no ``stability_``: the search gives it)."""
+    ratios and other settings (no ``stability_``: the search gives it), its
+    halves keeping ``estimator``'s row groups (``groups_of``)."""
     model = clone(estimator).set_params(alpha=None, alpha_rel="auto", stability=False)
-    return model.fit(X)
+    return model.fit(X, split_groups=groups_of(estimator))
 
 
 def default_row(results, model):
@@ -82,7 +83,9 @@ def refit_start(default_model, kept, default, chosen_fits):
     return chosen_fits[0][0]
 
 
-def refit_from(estimator, kind, X, confounds, params, start, default_model=None, fitted=None):
+def refit_from(
+    estimator, kind, X, confounds, params, start, default_model=None, fitted=None, groups=None
+):
     """The estimator given, refitted on all the data with ``params``, its
     SPCATV started from ``start`` (:func:`neurospca.decomposition.start_from`;
     through an ImageSPCATV, on the estimator it makes for the masked data).
@@ -92,7 +95,8 @@ def refit_from(estimator, kind, X, confounds, params, start, default_model=None,
     returned, its parameters set to ``params`` and the given ``stability``:
     the same model, not a refit that could settle elsewhere; likewise
     ``fitted``, the chosen point's model already fitted on the data from
-    ``start`` (criterion ``"returned"``)."""
+    ``start`` (criterion ``"returned"``). ``groups``: the search's row groups
+    (``split_groups``), given to the refit's ``fit``."""
     stability = estimator.get_params()["stability"]
     if default_model is not None and kind != "image" and start is default_model.components_:
         return default_model.set_params(**params, stability=stability)
@@ -100,10 +104,10 @@ def refit_from(estimator, kind, X, confounds, params, start, default_model=None,
         return fitted.set_params(**params, stability=stability)
     best = clone(estimator).set_params(**params)
     if kind != "image":
-        return start_from(best, start).fit(X)
+        return start_from(best, start).fit(X, split_groups=groups)
     make = best._make_estimator
     best._make_estimator = lambda operator: start_from(make(operator), start)
     try:
-        return best.fit(X, confounds=confounds)
+        return best.fit(X, confounds=confounds, split_groups=groups)
     finally:
         del best._make_estimator

@@ -27,6 +27,7 @@ from ..decomposition import (
     component_stability,
     fit_halves,
     fixed_split,
+    groups_of,
     reconstruction_error,
     split_halves,
 )
@@ -62,7 +63,7 @@ def _split_path(estimator, X, split, grid, seed, truth):
     t0 = time.perf_counter()
     path = fit_halves(estimator, X, settings, random_state=seed)
     elapsed = (time.perf_counter() - t0) / max(len(path), 1)
-    halves = split_halves(X, seed)
+    halves = split_halves(X, seed, groups_of(estimator))
     for point in path:
         comps = point["components"]
         point["score"] = 0.5 * (

@@ -26,6 +26,15 @@ by split (:func:`returned_search`: the other splits only when the own split
 does not reproduce; a split stops past its best; rows of one ElasticNet model
 judged once, :func:`same_model`) and :func:`choose_returned` is the default
 fit's rule on these comparisons.
+
+Round 10: the stability cannot see a pattern that no model reproduces
+(ElasticNet PCA's third on the paper simulation), so each judged model also
+gets the held-out variance its two half fits explain on each other's half
+(:mod:`._heldout`, from the fits :func:`returned_evidence` makes anyway): a
+model is not preferred to one that explains more held-out variance than it by
+more than the floor (:func:`prefers`), and the default fit is left only for a
+model that explains more than it by more than its floor; the cold-row exception
+of :func:`least_shrunk_near` is the path's first row only.
 """
 
 import warnings
@@ -36,10 +45,13 @@ from sklearn.base import clone
 from ..decomposition import (
     MAX_NONZERO,
     component_stability,
+    groups_of,
+    row_groups,
     split_halves,
     start_from,
     subsample_stability,
 )
+from ._heldout import explains_less, explains_more, pair_heldout
 
 #: A returned model whose component has fewer non-zero loadings than this
 #: fraction of its largest component's has lost a pattern (as the default
@@ -47,22 +59,27 @@ from ..decomposition import (
 COLLAPSED = 0.05
 
 
-def _quiet_fit(model, X):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return model.fit(X)
-
-
 def fit_returned(estimator, X, params, start):
     """The full-sample fit at ``params`` started from ``start`` (a half fit's
-    components), without ``stability_``: the model the refit returns."""
-    model = clone(estimator).set_params(**params, stability=False)
-    return _quiet_fit(start_from(model, start), X)
+    components), without ``stability_``: the model the refit returns (with
+    ``estimator``'s row groups, ``groups_of``)."""
+    model = start_from(clone(estimator).set_params(**params, stability=False), start)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(X, split_groups=groups_of(estimator))
 
 
-def returned_stability(model, X, params, seed):
+def returned_stability(model, X, params, seed, groups=None):
     """Per component of a fitted model: the lower of two reproducibilities,
-    both from fits started from its components at ``params``.
+    both from fits started from its components at ``params``
+    (:func:`returned_evidence`'s first value)."""
+    return returned_evidence(model, X, params, seed, groups)[0]
+
+
+def returned_evidence(model, X, params, seed, groups=None):
+    """Per component of a fitted model: the lower of two reproducibilities,
+    both from fits started from its components at ``params``; and the held-out
+    variance of the halves' fits (issue 20 round 10).
 
     ``sub``: ``stability_``'s subsample measure (two subsamples of 0.9 N
     sharing 0.8 N, corrected for the overlap, no noise floor), where a merged
@@ -73,17 +90,30 @@ def returned_stability(model, X, params, seed):
     a few pixels that only the full sample's penalty keeps empty (measured:
     ElasticNet PCA at a strong penalty, one pixel per component, ``sub`` 1.0
     and ``half`` 0). A pattern the full fit found is not lost by halves that
-    start from it (the same seed's default fit: 0.98 / 0.97 / 0.96)."""
+    start from it (the same seed's default fit: 0.98 / 0.97 / 0.96).
+
+    The same two half fits give the held-out variance
+    (:func:`~._heldout.pair_heldout`: each half's components on the other
+    half, and its noise floor), the evidence about a pattern that no model
+    reproduces (:mod:`._heldout`). ``groups`` (``split_groups``, validated):
+    the halves and subsamples keep them whole.
+
+    Returns
+    -------
+    stability : ndarray of shape (n_components,)
+    heldout : ndarray of shape (2,)
+        Held-out variance explained and its floor.
+    """
     start = model.components_
     keep = dict(params, stability=False, certify_support=False)
-    with warnings.catch_warnings():
+    halves = split_halves(X, seed, groups)
+    with warnings.catch_warnings(), row_groups(model, X, groups):
         warnings.simplefilter("ignore")
         sub = np.asarray(subsample_stability(model, X, params, start=start))
-        pair = [
-            start_from(clone(model).set_params(**keep), start).fit(h) for h in split_halves(X, seed)
-        ]
-    half = component_stability(start, *(m.components_ for m in pair))
-    return np.minimum(sub, half)
+        pair = [start_from(clone(model).set_params(**keep), start).fit(h) for h in halves]
+    comps = [m.components_ for m in pair]
+    half = component_stability(start, *comps)
+    return np.minimum(sub, half), pair_heldout(comps, halves)
 
 
 def full_admissible(components):
@@ -159,7 +189,7 @@ def _past_best(results, judged, i):
         and results[j]["returned_admissible"]
         and results[j]["returned_stability"] >= STOP_REPRODUCIBILITY
     ]
-    return any(beats(_score(results, j), _score(results, i)) for j in earlier)
+    return any(prefers(results, j, i) for j in earlier)
 
 
 def _shrunk_away(results, models, i, model):
@@ -186,6 +216,8 @@ _COPIED = (
     "returned_admissible",
     "returned_mse",
     "returned_dice",
+    "returned_heldout",
+    "returned_explained",
 )
 
 
@@ -222,12 +254,12 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
                 results, models, i, model
             )
             # an inadmissible model is never chosen nor compared: not scored
-            stab = (
-                returned_stability(model, X, r["params"], seed)
-                if r["returned_admissible"]
-                else np.full(len(model.components_), np.nan)
-            )
+            stab, heldout = np.full(len(model.components_), np.nan), None
+            if r["returned_admissible"]:
+                stab, heldout = returned_evidence(model, X, r["params"], seed, groups_of(estimator))
             r["returned_per_component"] = stab
+            r["returned_heldout"] = heldout
+            r["returned_explained"] = np.nan if heldout is None else float(heldout[0])
             r["returned_stability"] = float(stab.mean())
             if truth is not None:
                 r["returned_mse"] = mse_to_truth(model.components_, truth)
@@ -243,14 +275,32 @@ def _score(results, i):
     return results[i]["returned_per_component"]
 
 
+def prefers(results, i, j, margin=None):
+    """True when row ``i``'s returned model :func:`beats` row ``j``'s
+    (``margin``: :data:`MIN_GAIN` by default) and does not explain less
+    held-out variance than it (:func:`~._heldout.explains_less`, issue 20
+    round 10: a model that sharpens its reproducible components by losing a
+    pattern that none reproduces loses held-out variance)."""
+    margin = MIN_GAIN if margin is None else margin
+    if not beats(_score(results, i), _score(results, j), margin):
+        return False
+    return not explains_less(results[i].get("returned_heldout"), results[j].get("returned_heldout"))
+
+
 def least_shrunk_near(results, idx):
     """Within one split's judged rows ``idx`` (weakest first): the least
-    shrunk row that the most reproducible one does not :func:`beat <beats>`
-    (the first row excepted while another is near: its halves were started
-    cold), and that most reproducible row."""
+    shrunk row that the most reproducible one is not :func:`preferred
+    <prefers>` to (the split's cold first point of the path excepted while
+    another is near), and that most reproducible row.
+
+    Round 10: only the path's first row is excepted (its halves were started
+    cold); round 9 excepted the first *judged* row, which on ElasticNet PCA
+    (fresh seed 3225) was l1 weight 0.1 at ``alpha_rel`` 2, the best model,
+    and chose l1 weight 0.2, which lost a pattern."""
     ref = max(idx, key=lambda i: (float(np.mean(_score(results, i))), results[i]["alpha_rel"]))
-    near = [i for i in idx if i == ref or not beats(_score(results, ref), _score(results, i))]
-    later = [i for i in near if i != idx[0]]
+    near = [i for i in idx if i == ref or not prefers(results, ref, i)]
+    cold = min(j for j, r in enumerate(results) if _split(r) == _split(results[idx[0]]))
+    later = [i for i in near if i != cold]
     return min(later or near, key=lambda i: results[i]["alpha_rel"]), ref
 
 
@@ -279,7 +329,7 @@ def choose_returned(results, models):
     )
     if own is None:
         return least_l2(results, ranked[0][0])
-    if ranked and beats(_score(results, ranked[0][1]), _score(results, own[1]), SWITCH_GAIN):
+    if ranked and prefers(results, ranked[0][1], own[1], SWITCH_GAIN):
         return least_l2(results, ranked[0][0])
     return least_l2(results, own[0])
 
@@ -396,7 +446,7 @@ def returned_search(estimator, X, splits, grid, seeds, default_split=None, truth
     return results, halves, models
 
 
-def returned_choice(X, results, models, fallback, default_fit, seed):
+def returned_choice(X, results, models, fallback, default_fit, seed, groups=None):
     """The row ``select_penalty`` keeps under ``criterion="returned"``.
 
     Parameters
@@ -414,6 +464,8 @@ def returned_choice(X, results, models, fallback, default_fit, seed):
         The estimator's own default fit and its row (``keep_default``).
     seed : int
         The search's first split of the samples (:func:`returned_stability`).
+    groups : ndarray of int, optional
+        Row groups the halves keep whole (``split_groups``).
 
     Returns
     -------
@@ -425,8 +477,11 @@ def returned_choice(X, results, models, fallback, default_fit, seed):
     stability : ndarray or None
         Its per-component returned stability.
     use_default : bool
-        True when the default fit is kept (the chosen model does not
-        :func:`beat <beats>` it by :data:`SWITCH_GAIN`).
+        True when the default fit is kept: the chosen model does not
+        :func:`beat <beats>` it by :data:`SWITCH_GAIN`, or does not explain
+        more held-out variance than it by more than its floor
+        (:func:`~._heldout.explains_more`, issue 20 round 10: leaving the
+        default needs evidence in both).
     """
     from ._default import prefer_default
 
@@ -441,10 +496,33 @@ def returned_choice(X, results, models, fallback, default_fit, seed):
     model = None if "same_as" in results[best] else models[best]
     if model_default is None or default is None:
         return best, model, results[best]["returned_per_component"], False
-    stab = returned_stability(model_default, X, _default_params(model_default), seed)
-    if beats(results[best]["returned_per_component"], stab, SWITCH_GAIN):
+    twin = _twin_evidence(results, models, default, model_default)
+    if twin is None:
+        params = _default_params(model_default)
+        twin = returned_evidence(model_default, X, params, seed, groups)
+    stab, heldout = twin
+    for r in results:
+        r["default_heldout"] = heldout
+    if beats(results[best]["returned_per_component"], stab, SWITCH_GAIN) and explains_more(
+        results[best].get("returned_heldout"), heldout
+    ):
         return best, model, results[best]["returned_per_component"], False
     return default, model_default, stab, True
+
+
+def _twin_evidence(results, models, default, model_default):
+    """The evidence of the default fit's row when its judged model is the
+    default fit bit for bit (the same components at the same point, not a
+    copy of another point's model): :func:`returned_evidence` would repeat
+    the same fits (measured, issue 20 round 10: the default fit and the
+    search's model at its point were identical on 2 of 3 development seeds,
+    the evidence about a sixth of the search's CPU). Else None."""
+    model, row = models.get(default), results[default]
+    if model is None or "same_as" in row or not row.get("returned_admissible"):
+        return None
+    if not np.array_equal(model.components_, model_default.components_):
+        return None
+    return row["returned_per_component"], row["returned_heldout"]
 
 
 def default_n_splits(n_splits, rule, criterion, tolerance):
@@ -481,6 +559,7 @@ def run_returned(inner, data, splits, grid, seeds, truth, verbose, keep_default)
         fallback,
         None if default_model is None else (default_model, default),
         seeds[0],
+        groups_of(inner),
     )
     kept = default_model if use_default else None
     return best, results, halves, fitted, stability, default, kept

@@ -10,6 +10,11 @@ grid point would return (``criterion="returned"``, ``_returned``); the K-fold
 rules of issue 12 (``_folds``) are kept by name. It returns a
 :class:`PenaltySelection`; :func:`one_se_refit` is the one-standard-error
 rule as a ``refit`` callable for scikit-learn's ``GridSearchCV``.
+
+Size: 600+ lines: :func:`select_penalty`'s docstring (one argument per way to
+give the data and the search: ``split_groups`` since issue 20 round 10) and
+:class:`PenaltySelection`'s table; the searches live in ``_halves``,
+``_returned`` and ``_folds``.
 """
 
 import logging
@@ -19,9 +24,10 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 
 from .._utils.validation import check_int, check_matrix
-from ..decomposition import AUTO_SPLITS, fixed_split, weights_from_ratios
+from ..decomposition import AUTO_SPLITS, fixed_split, row_groups, weights_from_ratios
 from ._default import default_row, fit_default, prefer_default, refit_from, refit_start
 from ._folds import FOLD_RULES, STABLE_TOLERANCE, _choose, _paired_se, fold_search, fold_stability
+from ._groups import search_groups
 from ._halves import (
     _say,
     choose_reproducible,
@@ -93,7 +99,9 @@ class PenaltySelection:
         ``reproducibility_per_component``, ``nonzero_fraction``,
         ``admissible``; criterion ``"returned"``, on the rows whose returned
         model was fitted: ``returned_stability`` (mean),
-        ``returned_per_component``, ``returned_admissible``, and with
+        ``returned_per_component``, ``returned_admissible``,
+        ``returned_heldout`` (held-out variance explained and its floor,
+        ``_heldout``) and ``returned_explained`` (the first), and with
         ``truth`` ``returned_mse`` / ``returned_dice`` (of that model).
         K-fold rules: ``fold_scores``, ``stability`` and
         ``stability_corrected`` (Dice across folds),
@@ -139,8 +147,9 @@ class PenaltySelection:
             ``repro_min``, or ``stability`` and ``corrected``), ``support``,
             ``empty``, held-out ``score``, ``mse`` / ``dice_truth`` with a
             truth; criterion ``"returned"``: ``returned`` (the returned
-            model's reproducibility, ``nan`` where it was not fitted) and,
-            with a truth, its ``ret_mse`` / ``ret_dice``.
+            model's reproducibility, ``nan`` where it was not fitted),
+            ``heldout`` (the held-out variance its halves explain, issue 20
+            round 10) and, with a truth, its ``ret_mse`` / ``ret_dice``.
         """
         if self.rule == "reproducibility":
             keys = ["reproducibility", "reproducibility_min"]
@@ -152,7 +161,8 @@ class PenaltySelection:
         if "mse" in self.results_[0]:
             keys, names = keys + ["mse", "dice_truth"], names + ["mse", "dice_truth"]
         if any("returned_stability" in r for r in self.results_):
-            keys, names = keys + ["returned_stability"], names + ["returned"]
+            keys += ["returned_stability", "returned_explained"]
+            names += ["returned", "heldout"]
             if "mse" in self.results_[0]:
                 keys += ["returned_mse", "returned_dice"]
                 names += ["ret_mse", "ret_dice"]
@@ -300,6 +310,7 @@ def select_penalty(
     sparse_indices=(1, 2),
     keep_default=True,
     criterion="returned",
+    split_groups="auto",
 ):
     """Choose SPCA-TV's penalties, scale AND split, by the reproducibility of the components.
 
@@ -407,6 +418,15 @@ def select_penalty(
         other splits only when the own split's best model reproduces below
         0.95 (docs/model_selection.rst).
         ``"halves"``: by the halves' reproducibility (rounds 6-7).
+    split_groups : "auto", None, "blocks", int or array-like, default="auto"
+        Rows that belong together, kept in one half by every split the search
+        draws (its walk, the returned models' stability and held-out
+        variance, the default fit) and by the refit, as
+        ``SPCATV.fit(X, split_groups=...)`` keeps them (docs/trust.rst).
+        "auto": what :meth:`ImageSPCATV.fit` would use for these images
+        (contiguous blocks for a single 4-D NIfTI time series), None for an
+        array. Rule ``"reproducibility"`` only (the K-fold rules take a
+        group-aware ``cv``).
 
     Returns
     -------
@@ -417,7 +437,8 @@ def select_penalty(
     ------
     ValueError
         Unknown rule, empty or non-positive grid, a bad split, ``n_splits``
-        < 1, fewer than 2 folds, ``confounds`` without an ImageSPCATV.
+        < 1, fewer than 2 folds, ``confounds`` without an ImageSPCATV, bad
+        ``split_groups`` or ``split_groups`` with a K-fold rule.
     TypeError
         An estimator without ``alpha_rel``, ``l1_ratio``, ``tv_ratio``;
         images with an SPCATV.
@@ -434,6 +455,8 @@ def select_penalty(
     splits = _check_splits(splits, estimator, rule)
     seeds = _seeds(random_state, default_n_splits(n_splits, rule, criterion, tolerance))
     data, inner = _data(estimator, kind, X, confounds)
+    groups = search_groups(estimator, kind, X, split_groups, data.shape[0], rule)
+    inner = clone(inner)  # carries the groups during the search (row_groups)
     if truth is not None:
         truth = check_matrix(truth, "truth", data.shape[1])
     logger.info(
@@ -442,20 +465,20 @@ def select_penalty(
     fitted = returned = None
     if rule == "reproducibility":
         tolerance = _check_tolerance(tolerance)
-        if _check_criterion(criterion) == "returned" and tolerance is None:
-            best, results, halves, fitted, returned, default, default_model = run_returned(
-                inner, data, splits, grid_values, seeds, truth, verbose, keep_default
+        criterion = _check_criterion(criterion)
+        with row_groups(inner, data, groups):
+            best, results, halves, fitted, returned, default, default_model, start = _reproduce(
+                inner,
+                data,
+                splits,
+                grid_values,
+                seeds,
+                truth,
+                verbose,
+                keep_default,
+                criterion,
+                tolerance,
             )
-            start = default_model.components_ if default_model is not None else halves[best][0][0]
-        else:
-            results, halves = reproducibility_search(
-                inner, data, splits, grid_values, seeds, truth, verbose
-            )
-            best = choose_reproducible(results, tolerance, default_path_starts(inner))
-            default_model = fit_default(inner, data) if keep_default and tolerance is None else None
-            default = None if default_model is None else default_row(results, default_model)
-            best = prefer_default(results, best, default)
-            start = refit_start(default_model, best, default, halves[best])
         chosen_fits = halves[best]
     else:
         grid = [
@@ -493,7 +516,7 @@ def select_penalty(
         chosen_fits, default, start, default_model = fold_comps[best], None, None, None
     best_params = dict(results[best]["params"])
     best_estimator = (
-        refit_from(estimator, kind, X, confounds, best_params, start, default_model, fitted)
+        refit_from(estimator, kind, X, confounds, best_params, start, default_model, fitted, groups)
         if refit
         else None
     )
@@ -512,6 +535,28 @@ def select_penalty(
     if verbose and not logger.handlers:
         print(selection.table(), flush=True)
     return selection
+
+
+def _reproduce(
+    inner, data, splits, grid, seeds, truth, verbose, keep_default, criterion, tolerance
+):
+    """Rule ``"reproducibility"``: the search, the choice and the refit's start.
+    Returns the row kept, the rows, their halves, the returned model at that
+    row (None: refit), its stability (criterion ``"returned"``), the default
+    fit's row, the default fit when kept (else None) and the refit's start."""
+    if criterion == "returned" and tolerance is None:
+        best, results, halves, fitted, returned, default, default_model = run_returned(
+            inner, data, splits, grid, seeds, truth, verbose, keep_default
+        )
+        start = default_model.components_ if default_model is not None else halves[best][0][0]
+        return best, results, halves, fitted, returned, default, default_model, start
+    results, halves = reproducibility_search(inner, data, splits, grid, seeds, truth, verbose)
+    best = choose_reproducible(results, tolerance, default_path_starts(inner))
+    default_model = fit_default(inner, data) if keep_default and tolerance is None else None
+    default = None if default_model is None else default_row(results, default_model)
+    best = prefer_default(results, best, default)
+    start = refit_start(default_model, best, default, halves[best])
+    return best, results, halves, None, None, default, default_model, start
 
 
 def _component_stability(best_estimator, rule, chosen_fits, returned=None):
