@@ -16,10 +16,13 @@ import numpy as np
 from ._split_groups import groups_of
 from ._stability import (
     STABILITY_THRESHOLD,
+    NoiseFloor,
     _fit_point,
     _half_models,
+    below_noise,
     component_stability,
     half_jobs,
+    has_noise_floor,
     refit_halves,
     split_halves,
 )
@@ -328,7 +331,9 @@ def auto_path(estimator, X):
     The halves are drawn once (``random_state``) and shared by every split;
     each split is searched by :func:`split_search` along its own path
     (:func:`searched_splits`). The other splits are not searched when the
-    first split's best point already reproduces (:func:`_unbeatable`).
+    first split's best point already reproduces (:func:`_unbeatable`);
+    otherwise they wait for the full fit at the first split's choice
+    (:class:`Others`, ``"_others"`` in the first record: :func:`auto_fit`).
 
     Returns
     -------
@@ -353,12 +358,8 @@ def auto_path(estimator, X):
 
     path = walk_split(*splits[0])
     others = splits[1:] if not _unbeatable(path) else []
-    if others and _loses_a_pattern(path):
-        # the full fit at the first split's choice decides first (auto_fit)
-        path[0]["_others"] = Others(estimator, halves, n_jobs, others, walk_split)
-    else:
-        for split, alpha_rels in others:
-            path += walk_split(split, alpha_rels)
+    if others:  # the full fit at the first split's choice decides first (auto_fit)
+        path[0]["_others"] = Others(estimator, X, halves, n_jobs, others, walk_split)
     return path[choose_point(path)]["components"], path
 
 
@@ -376,32 +377,30 @@ def _say_points(estimator, points):
         )
 
 
-def _loses_a_pattern(path):
-    """True when a pair of half components at the first split's choice
-    (:func:`choose_least_shrunk`) reproduces below :data:`STABILITY_THRESHOLD`:
-    the halves lost a pattern there, which the full fit, started from them, may
-    find (issue 20 rounds 7-9)."""
-    return bool(np.min(path[choose_least_shrunk(path)]["reproducibility"]) < STABILITY_THRESHOLD)
-
-
 class Others:
-    """The splits after the first, not yet searched (issue 20 round 9).
+    """The splits after the first, not yet searched (issue 20 rounds 9-10).
 
-    When the halves lost a pattern at the first split's choice
-    (:func:`_loses_a_pattern`) the other splits were searched because of it
-    (the first split's best reproduced below :data:`OTHER_SPLITS_BELOW`),
-    and every measured instance then kept the first split (benchmarks/
-    RESULTS.md, issue 20 round 8: the 6-point walks, 5.0-10.4x one fit).
-    :func:`auto_fit` fits the full data at the first split's choice first;
-    :meth:`reproduce` measures its components on the halves as ``stability_``
-    does (:func:`._stability.halves_stability`: the walk's halves, refitted
-    from the full fit for a component below :data:`STABILITY_THRESHOLD`),
-    and the other splits are searched (:meth:`search`) only when that mean
-    is below :data:`OTHER_SPLITS_BELOW`.
+    The other splits are the fallback for a default split whose components
+    do not reproduce. When the first split's best point reproduces below
+    :data:`OTHER_SPLITS_BELOW` on the halves, :func:`auto_fit` fits the full
+    data at the first split's choice first; :meth:`reproduce` measures its
+    components on the halves as ``stability_`` does
+    (:func:`._stability.halves_stability`: the walk's halves, refitted from
+    the full fit for a component below :data:`STABILITY_THRESHOLD`), and the
+    other splits are searched (:meth:`search`) only when a component is below
+    :data:`STABILITY_THRESHOLD` there (``stability_`` would flag it:
+    :func:`._auto_check._flagged`). Round 9 did this only when the halves
+    had lost a pattern at the choice, and searched when the mean was below
+    :data:`OTHER_SPLITS_BELOW`: on fsaverage5 r = 0.8 both splits were then
+    walked (7-10x one fit) for components that reproduced at 0.57-0.99 and
+    the first split was kept every time (benchmarks/RESULTS.md, issue 20
+    rounds 8-10).
 
     Parameters
     ----------
     estimator : SPCATV
+    X : array-like
+        The training data (the noise floor's permutations).
     halves : tuple of two arrays
         The data's halves.
     n_jobs : int
@@ -411,24 +410,33 @@ class Others:
         ``walk_split(split, alpha_rels)``: a split's records.
     """
 
-    def __init__(self, estimator, halves, n_jobs, splits, walk_split):
-        self.estimator, self.halves, self.n_jobs = estimator, halves, n_jobs
+    def __init__(self, estimator, X, halves, n_jobs, splits, walk_split):
+        self.estimator, self.X, self.halves, self.n_jobs = estimator, X, halves, n_jobs
         self.splits, self.walk_split = splits, walk_split
+        self.noise = None
 
-    def reproduce(self, point, V):
+    def reproduce(self, point, V, d=None):
         """``(stability, refit)`` of the full fit's loadings ``V`` (features x
         components) at the record ``point``: the walk's halves' value per
         component, refitted (``refit``: the two halves' components, else None)
-        for one below :data:`STABILITY_THRESHOLD`."""
+        for one below :data:`STABILITY_THRESHOLD`; 0 for a component below the
+        noise floor (:func:`._stability.below_noise`, as ``stability_``: its
+        singular value ``d_k ||V_k||``; the floor's fits kept in ``noise``
+        for ``stability_``; not with ``d`` None)."""
         norms = np.linalg.norm(V, axis=0)
         C = (V / np.where(norms > 0, norms, 1.0)).T
         stab = component_stability(C, *point["components"])
         low = np.any(C != 0, axis=1) & (stab < STABILITY_THRESHOLD)
-        if not low.any():
-            return stab, None
         params = {"alpha": None, **{k: point[k] for k in ("alpha_rel", "l1_ratio", "tv_ratio")}}
-        refit = refit_halves(self.estimator, self.halves, params, C, self.n_jobs)
-        stab[low] = component_stability(C, *refit)[low]
+        refit = None
+        if low.any():
+            refit = refit_halves(self.estimator, self.halves, params, C, self.n_jobs)
+            stab[low] = component_stability(C, *refit)[low]
+        if d is not None and has_noise_floor(self.X):
+            X = np.asarray(self.X)
+            self.noise = NoiseFloor(self.estimator, X, params)
+            sv = np.asarray(d, dtype=float) * norms
+            stab[below_noise(self.estimator, X, params, self.noise, sv)] = 0.0
         return stab, refit
 
     def search(self, path):
