@@ -83,8 +83,10 @@ STOP_REPRODUCIBILITY = 0.9
 #: point is more reproducible by more than this (mean matched |corr|).
 SPLIT_MARGIN = 0.02
 #: The other splits are searched only when the first split's best point
-#: reproduces below this (mean matched |corr|): they are the fallback for a
-#: default split whose components do not reproduce. Measured (benchmarks/
+#: reproduces below this (mean matched |corr|), and then (issue 20 round 10)
+#: only when the full fit at its choice has a component ``stability_`` would
+#: flag (:class:`Others`): they are the fallback for a default split whose
+#: components do not reproduce. Measured (benchmarks/
 #: RESULTS.md, issue 20 round 4): the sparse split won only where the default
 #: split's best was 0.64-0.82; where it was 0.96-0.97 (four instances) the
 #: sparse split reached at most 0.97 and its walk was 30-70 % of the fit's
