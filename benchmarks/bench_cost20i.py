@@ -7,10 +7,15 @@ noise floor, not with the rest. Runs on any tree ``bench_cost20h.py`` runs on.
     OMP_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_cost20i.py \\
         --sets c69-0.6 fs5-0.5 fs5-0.8 paper-0.7 --seeds 3271 3272 --out /tmp/after
     python benchmarks/bench_cost20i.py --summary /tmp/before /tmp/after
+
+``--summary`` adds, per set, the median and largest CPU ratio and how many
+instances are at most 5x one fit, per tree.
 """
 
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_cost20f  # noqa: E402
@@ -38,6 +43,24 @@ def _instrument():
     return instrument
 
 
+def per_set(dirs):
+    """Per set and tree: median, largest, and count at most 5x of the CPU ratio."""
+    runs = [bench_cost20g._records(d) for d in dirs]
+    both = [k for k in runs[0] if all(k in r for r in runs)]
+    print("\n| set | n | " + " | ".join(f"{d}: median / max / <= 5x" for d in dirs) + " |")
+    print("|---" * (2 + len(dirs)) + "|")
+    names = sorted({runs[0][k]["set"] for k in both}) + ["all"]
+    for name in names:
+        keys = [k for k in both if name in ("all", runs[0][k]["set"])]
+        cells = []
+        for recs in runs:
+            r = np.array([recs[k]["cpu"] / recs[k]["one_cpu"] for k in keys])
+            cells.append(f"{np.median(r):.2f}x / {r.max():.2f}x / {np.sum(r <= 5)} of {r.size}")
+        print(f"| {name} | {len(keys)} | " + " | ".join(cells) + " |")
+
+
 if __name__ == "__main__":
     bench_cost20g._instrument = _instrument()
     bench_cost20g.main()
+    if "--summary" in sys.argv:
+        per_set(sys.argv[sys.argv.index("--summary") + 1 :])
