@@ -61,7 +61,7 @@ def _fit(X):
 
 def _others(m, X):
     halves = split_halves(X, 0)
-    return Others(m, X, halves, half_jobs(m, X), [], None), halves
+    return Others(m, halves, half_jobs(m, X), [], None), halves
 
 
 def _point(m, components):

@@ -16,13 +16,10 @@ import numpy as np
 from ._split_groups import groups_of
 from ._stability import (
     STABILITY_THRESHOLD,
-    NoiseFloor,
     _fit_point,
     _half_models,
-    below_noise,
     component_stability,
     half_jobs,
-    has_noise_floor,
     refit_halves,
     split_halves,
 )
@@ -361,7 +358,7 @@ def auto_path(estimator, X):
     path = walk_split(*splits[0])
     others = splits[1:] if not _unbeatable(path) else []
     if others:  # the full fit at the first split's choice decides first (auto_fit)
-        path[0]["_others"] = Others(estimator, X, halves, n_jobs, others, walk_split)
+        path[0]["_others"] = Others(estimator, halves, n_jobs, others, walk_split)
     return path[choose_point(path)]["components"], path
 
 
@@ -390,8 +387,8 @@ class Others:
     (:func:`._stability.halves_stability`: the walk's halves, refitted from
     the full fit for a component below :data:`STABILITY_THRESHOLD`), and the
     other splits are searched (:meth:`search`) only when a component is below
-    :data:`STABILITY_THRESHOLD` there (``stability_`` would flag it:
-    :func:`._auto_check._flagged`). Round 9 did this only when the halves
+    :data:`STABILITY_THRESHOLD` there (``stability_`` would flag it, before
+    its noise floor: :func:`._auto_check._flagged`). Round 9 did this only when the halves
     had lost a pattern at the choice, and searched when the mean was below
     :data:`OTHER_SPLITS_BELOW`: on fsaverage5 r = 0.8 both splits were then
     walked (7-10x one fit) for components that reproduced at 0.57-0.99 and
@@ -401,8 +398,6 @@ class Others:
     Parameters
     ----------
     estimator : SPCATV
-    X : array-like
-        The training data (the noise floor's permutations).
     halves : tuple of two arrays
         The data's halves.
     n_jobs : int
@@ -412,33 +407,24 @@ class Others:
         ``walk_split(split, alpha_rels)``: a split's records.
     """
 
-    def __init__(self, estimator, X, halves, n_jobs, splits, walk_split):
-        self.estimator, self.X, self.halves, self.n_jobs = estimator, X, halves, n_jobs
+    def __init__(self, estimator, halves, n_jobs, splits, walk_split):
+        self.estimator, self.halves, self.n_jobs = estimator, halves, n_jobs
         self.splits, self.walk_split = splits, walk_split
-        self.noise = None
 
-    def reproduce(self, point, V, d=None):
+    def reproduce(self, point, V):
         """``(stability, refit)`` of the full fit's loadings ``V`` (features x
         components) at the record ``point``: the walk's halves' value per
         component, refitted (``refit``: the two halves' components, else None)
-        for one below :data:`STABILITY_THRESHOLD`; 0 for a component below the
-        noise floor (:func:`._stability.below_noise`, as ``stability_``: its
-        singular value ``d_k ||V_k||``; the floor's fits kept in ``noise``
-        for ``stability_``; not with ``d`` None)."""
+        for one below :data:`STABILITY_THRESHOLD`."""
         norms = np.linalg.norm(V, axis=0)
         C = (V / np.where(norms > 0, norms, 1.0)).T
         stab = component_stability(C, *point["components"])
         low = np.any(C != 0, axis=1) & (stab < STABILITY_THRESHOLD)
+        if not low.any():
+            return stab, None
         params = {"alpha": None, **{k: point[k] for k in ("alpha_rel", "l1_ratio", "tv_ratio")}}
-        refit = None
-        if low.any():
-            refit = refit_halves(self.estimator, self.halves, params, C, self.n_jobs)
-            stab[low] = component_stability(C, *refit)[low]
-        if d is not None and has_noise_floor(self.X):
-            X = np.asarray(self.X)
-            self.noise = NoiseFloor(self.estimator, X, params)
-            sv = np.asarray(d, dtype=float) * norms
-            stab[below_noise(self.estimator, X, params, self.noise, sv)] = 0.0
+        refit = refit_halves(self.estimator, self.halves, params, C, self.n_jobs)
+        stab[low] = component_stability(C, *refit)[low]
         return stab, refit
 
     def search(self, path):

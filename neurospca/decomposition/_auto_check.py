@@ -167,8 +167,8 @@ def auto_fit(path, run, start):
     i, result = _uncollapse(path, i, result, run, start)
     point = {key: path[i][key] for key in ("alpha_rel", "l1_ratio", "tv_ratio")}
     halves = HalfFits(path[i]["components"])
-    if refit is not None and refit[0] is path[i]:  # the first split's choice, measured
-        halves.refit, halves.noise = refit[1], refit[2]
+    if refit is not None and refit[0] is path[i]:
+        halves.refit = refit[1]
     for p in path:  # keep the summary, not every half's maps (nor the walks)
         del p["components"]
         p.pop("_walk", None)
@@ -192,9 +192,10 @@ def _once(run):
 
 def _flagged(stability):
     """True when a component of the full fit at the first split's choice does
-    not reproduce (below :data:`STABILITY_THRESHOLD`, the flag of
-    ``stability_``; an empty one scores 0): only then are the other splits
-    searched (issue 20 round 10; before, when the mean was below
+    not reproduce on the halves (:meth:`._auto.Others.reproduce`: below
+    :data:`STABILITY_THRESHOLD`, the flag of ``stability_``, whose noise floor
+    is not computed here; an empty one scores 0): only then are the other
+    splits searched (issue 20 round 10; before, when the mean was below
     ``OTHER_SPLITS_BELOW``, 0.95: the fsaverage5 r = 0.8 instances whose
     correct components reproduced at 0.57-0.99 walked both splits, 7-10x one
     fit, and kept the first split every time, benchmarks/RESULTS.md)."""
@@ -216,17 +217,16 @@ def _first_fit(path, run, start):
     -------
     i : int
     result : tuple
-    refit : (dict, tuple of two arrays or None, NoiseFloor or None) or None
-        The record measured on the halves (:meth:`Others.reproduce`), its
-        halves' refit and its noise floor.
+    refit : (dict, tuple of two arrays) or None
+        The record whose halves were refitted, and their components.
     """
     others = path[0].pop("_others", None)
     chosen = path[choose_point(path)]
     i, result = _fit_dense_checked(path, _index(path, chosen), run, start)
     if others is None:
         return i, result, None
-    stab, refit = others.reproduce(path[i], result[1], result[2]["d"])
-    refit = (path[i], refit, others.noise)
+    stab, refit = others.reproduce(path[i], result[1])
+    refit = None if refit is None else (path[i], refit)
     if not _flagged(stab):
         return i, result, refit
     others.search(path)

@@ -410,11 +410,9 @@ def halves_stability(estimator, X, params, halves):
 class HalfFits(tuple):
     """The walk's two half components at the chosen point (a tuple), with
     ``refit``: the two halves fitted again there from the full fit's
-    components (:func:`refit_halves`), or None; ``noise``: the
-    :class:`NoiseFloor` made there (issue 20 round 10), or None."""
+    components (:func:`refit_halves`), or None."""
 
     refit = None
-    noise = None
 
 
 def refit_halves(estimator, halves, params, components, n_jobs=1):
@@ -482,9 +480,8 @@ def set_stability(estimator, X, halves):
         estimator.stability_ = component_stability(C, *halves)
     else:
         estimator.stability_ = subsample_stability(estimator, X, params)
-    if has_noise_floor(X):
-        floor = getattr(halves, "noise", None)  # alpha_rel="auto"'s, at the chosen point
-        estimator.stability_[below_noise(estimator, X, params, floor)] = 0.0
+    if not is_out_of_core(X) and X.shape[0] >= 2 * SUBSAMPLE_BLOCKS:
+        estimator.stability_[below_noise(estimator, X, params)] = 0.0
     low = np.flatnonzero(np.any(C != 0, axis=1) & (estimator.stability_ < STABILITY_THRESHOLD))
     if low.size:
         warnings.warn(
@@ -494,14 +491,6 @@ def set_stability(estimator, X, halves):
             UserWarning,
             stacklevel=2,
         )
-
-
-def has_noise_floor(X):
-    """True when ``stability_`` applies :func:`below_noise`: ``X`` in memory
-    with at least ``2 * SUBSAMPLE_BLOCKS`` samples."""
-    from ._data import is_out_of_core
-
-    return not is_out_of_core(X) and np.shape(X)[0] >= 2 * SUBSAMPLE_BLOCKS
 
 
 def few_groups(estimator):
@@ -529,7 +518,7 @@ NOISE_PERMUTATIONS = 9
 NOISE_FIRST, NOISE_MARGIN = 3, 1.25
 
 
-def below_noise(estimator, X, params, floor=None, singular_values=None):
+def below_noise(estimator, X, params):
     """The components whose singular value is not above what noise supports at
     the same penalty (issue 20 round 7).
 
@@ -554,70 +543,32 @@ def below_noise(estimator, X, params, floor=None, singular_values=None):
     X : ndarray of shape (n_samples, n_features)
     params : dict
         The penalty of the fit.
-    floor : NoiseFloor or None
-        The permuted fits made at ``params`` before (``alpha_rel="auto"``
-        measured the first split's choice with them: issue 20 round 10):
-        continued, not repeated (the same permutations in the same order).
-    singular_values : ndarray or None
-        The components' singular values; None: ``singular_values_``.
 
     Returns
     -------
     ndarray of bool, shape (n_components,)
     """
-    if floor is None or floor.params != params:
-        floor = NoiseFloor(estimator, X, params)
-    sv = np.asarray(
-        estimator.singular_values_ if singular_values is None else singular_values, dtype=float
-    )
-    top = 0.0
+    import warnings
+
+    from sklearn.base import clone
+
+    seed = 0 if estimator.random_state is None else estimator.random_state
+    gen = np.random.default_rng(check_random_state(seed).randint(2**31 - 1))
+    keep = dict(stability=False, warm_start=False, verbose=0, certify_support=False)
+    one = clone(estimator).set_params(n_components=1, method="deflation", **keep, **params)
+    noise = np.empty_like(X)
+    floor, sv = 0.0, np.asarray(estimator.singular_values_)
     for i in range(NOISE_PERMUTATIONS):
-        if i >= NOISE_FIRST and top > 0 and np.all((sv <= top) | (sv > NOISE_MARGIN * top)):
+        if i >= NOISE_FIRST and floor > 0 and np.all((sv <= floor) | (sv > NOISE_MARGIN * floor)):
             break  # no component near the floor: the other permutations decide nothing
-        top = max(top, floor.value(i))
-    return sv <= top
-
-
-class NoiseFloor:
-    """The permuted rank-one fits of :func:`below_noise` at one penalty, made
-    on demand and kept (issue 20 round 10): a second :func:`below_noise` at the
-    same penalty continues from them, so the two calls cost what one does and
-    give what one gives, bit for bit (the same generator, the same order).
-
-    Parameters
-    ----------
-    estimator : SPCATV
-    X : ndarray of shape (n_samples, n_features)
-    params : dict
-        The penalty.
-    """
-
-    def __init__(self, estimator, X, params):
-        from sklearn.base import clone
-
-        seed = 0 if estimator.random_state is None else estimator.random_state
-        self.gen = np.random.default_rng(check_random_state(seed).randint(2**31 - 1))
-        keep = dict(stability=False, warm_start=False, verbose=0, certify_support=False)
-        self.one = clone(estimator).set_params(n_components=1, method="deflation", **keep, **params)
-        self.params, self.X, self.groups = dict(params), X, groups_of(estimator)
-        self.values, self.n_fits, self.noise = [], 0, None
-
-    def value(self, i):
-        """The largest singular value of the rank-one fit on permuted copy ``i``."""
-        import warnings
-
-        while len(self.values) <= i:
-            if self.noise is None:
-                self.noise = np.empty_like(self.X)
-            if self.groups is None:
-                _permute_columns(self.X, self.gen, out=self.noise)
-            else:  # whole groups moved (split_groups: issue 20 round 9)
-                permute_groups(self.X, self.groups, self.gen, out=self.noise)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self.values.append(float(self.one.fit(self.noise).singular_values_[0]))
-            self.n_fits += 1
-        return self.values[i]
+        if groups_of(estimator) is None:
+            _permute_columns(X, gen, out=noise)
+        else:  # whole groups moved (split_groups: issue 20 round 9)
+            permute_groups(X, groups_of(estimator), gen, out=noise)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            floor = max(floor, float(one.fit(noise).singular_values_[0]))
+    return sv <= floor
 
 
 def _permute_columns(X, gen, out, width=4096):
