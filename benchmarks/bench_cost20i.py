@@ -1,7 +1,6 @@
-"""Where a default fit's time goes (issue 20 round 10): ``bench_cost20h.py``
-with the noise floor that ``alpha_rel="auto"`` computes at the first split's
-choice (``_auto.below_noise``, round 10: it decides whether the other splits
-are searched, and ``stability_`` continues from its fits) counted with the
+"""Where a default fit's time goes (issue 20 round 10): ``bench_cost20h.py``,
+plus a noise floor computed by ``alpha_rel="auto"`` itself (``_auto.below_noise``,
+where a tree has one: this branch's first version, 65152d3) counted with the
 noise floor, not with the rest. Runs on any tree ``bench_cost20h.py`` runs on.
 
     OMP_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_cost20i.py \\

@@ -4,10 +4,10 @@ would flag.
 When the first split's best point reproduces below ``OTHER_SPLITS_BELOW`` on
 the halves, the full data are fitted at the first split's choice first and
 its components measured as ``stability_`` measures them (the walk's halves,
-refitted from the full fit for a component below ``STABILITY_THRESHOLD``, and
-the noise floor); the other splits are searched only when a component is
-flagged there (below ``STABILITY_THRESHOLD``). The noise floor's permuted
-fits are made once: ``stability_`` continues from them.
+refitted from the full fit for a component below ``STABILITY_THRESHOLD``);
+the other splits are searched only when a component is flagged there (below
+``STABILITY_THRESHOLD``), not when the mean is below ``OTHER_SPLITS_BELOW``
+(round 9).
 """
 
 import warnings
@@ -15,17 +15,12 @@ import warnings
 import numpy as np
 
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
-from neurospca.decomposition import DEFAULT_SPLIT, _auto_check, _stability
+from neurospca.decomposition import DEFAULT_SPLIT, _auto_check
 from neurospca.decomposition._auto import OTHER_SPLITS_BELOW
 from neurospca.decomposition._auto_check import _flagged
-from neurospca.decomposition._stability import (
-    STABILITY_THRESHOLD,
-    NoiseFloor,
-    _chosen_params,
-    below_noise,
-)
+from neurospca.decomposition._stability import STABILITY_THRESHOLD
 
-from .test_stability20g import _planted
+from ._helpers import path_record
 
 
 def test_flagged_is_stability_s_flag():
@@ -38,35 +33,34 @@ def test_flagged_is_stability_s_flag():
     assert not _flagged(np.array([STABILITY_THRESHOLD, 1.0]))
 
 
-def _noise_fit():
-    X, _ = _planted(3233, strength=0.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        op = tv_from_mask(np.ones((12, 12), dtype=bool))
-        m = SPCATV(2, operator=op, random_state=0, stability=False, alpha_rel=2.0).fit(X)
-    return m, X
+class _Pending:
+    """The other splits pending (``Others``), with a given measure of the full fit."""
+
+    def __init__(self, stability):
+        self.stability, self.searched = np.array(stability), 0
+
+    def reproduce(self, point, V):
+        return self.stability, None
+
+    def search(self, path):
+        self.searched += 1
 
 
-def test_the_noise_floor_continues_from_its_fits():
-    """A first call that stopped early (components far above the floor) and a
-    second that needs every permutation: the second continues from the first's
-    permuted fits, gives what one call gives, bit for bit, and the two together
-    fit as many permuted copies as that one call."""
-    m, X = _noise_fit()
-    params = _chosen_params(m)
-    sv = np.array([11.88, 11.46])  # the default fit's, near the floor (10.9-11.7)
-    floor = NoiseFloor(m, X, params)
-    far = below_noise(m, X, params, floor, singular_values=100.0 * sv)
-    assert not far.any() and floor.n_fits < _stability.NOISE_PERMUTATIONS
-    first = floor.n_fits
-    got = below_noise(m, X, params, floor, singular_values=sv)
-    fresh = NoiseFloor(m, X, params)
-    np.testing.assert_array_equal(got, below_noise(m, X, params, fresh, singular_values=sv))
-    assert got[1]  # 11.46 is not above the floor
-    assert floor.values == fresh.values and floor.n_fits == fresh.n_fits > first
-    other = dict(params, alpha_rel=1.0)  # another penalty: its own fits
-    assert below_noise(m, X, other, floor, singular_values=sv).shape == (2,)
-    assert floor.n_fits == fresh.n_fits
+def _first_fit(stability):
+    path = [
+        dict(path_record(DEFAULT_SPLIT, a, r, (0.1,) * 6), components=(None, None))
+        for a, r in ((0.5, (0.6, 0.5, 0.7)), (1.0, (0.9, 0.7, 0.6)), (2.0, (0.8, 0.5, 0.4)))
+    ]
+    pending = path[0]["_others"] = _Pending(stability)
+    V = np.zeros((10, 3))
+    V[:3, 0], V[3:6, 1], V[6:9, 2] = 1.0, 1.0, 1.0
+    i, _, _ = _auto_check._first_fit(path, lambda point, u0: (None, V), lambda h: None)
+    return path[i]["alpha_rel"], pending.searched
+
+
+def test_the_other_splits_are_searched_only_for_a_flagged_component():
+    assert _first_fit([0.57, 0.73, 0.99]) == (1.0, 0)  # round 9 searched (mean 0.76)
+    assert _first_fit([0.99, 0.49, 0.99]) == (1.0, 1)
 
 
 def _default_fit(X, op):
@@ -93,8 +87,7 @@ def test_the_other_splits_wait_for_a_flagged_component(monkeypatch):
     ``OTHER_SPLITS_BELOW``, the full fit at its choice reproduces every
     component (0.86-0.96, none flagged): the sparse split is not walked (no
     half fit of it), and searching it (round 9's rule: the mean below
-    ``OTHER_SPLITS_BELOW``) gives the same model, bit for bit. The noise
-    floor's permuted copies are fitted once in the default fit."""
+    ``OTHER_SPLITS_BELOW``) gives the same model, bit for bit."""
     from neurospca.decomposition import _auto
 
     X, _, mask = make_paper_simulation(
@@ -102,14 +95,11 @@ def test_the_other_splits_wait_for_a_flagged_component(monkeypatch):
     )
     op = tv_from_mask(mask)
     points = _counting(monkeypatch, _auto, "_fit_point")
-    copies = _counting(monkeypatch, _stability, "_permute_columns")
     after = _default_fit(X, op)
     assert {(p["l1_ratio"], p["tv_ratio"]) for p in after.auto_path_} == {DEFAULT_SPLIT}
     assert len(points) == len(after.auto_path_)
     assert max(np.mean(p["reproducibility"]) for p in after.auto_path_) < OTHER_SPLITS_BELOW
     assert np.all(after.stability_ >= STABILITY_THRESHOLD), after.stability_
-    n_copies = len(copies)
-    assert 0 < n_copies <= _stability.NOISE_PERMUTATIONS  # one floor, not two
     monkeypatch.setattr(_auto_check, "_flagged", lambda s: bool(np.mean(s) < OTHER_SPLITS_BELOW))
     points.clear()
     before = _default_fit(X, op)
@@ -117,22 +107,3 @@ def test_the_other_splits_wait_for_a_flagged_component(monkeypatch):
     assert (after.alpha_rel_, after.l1_ratio_) == (before.alpha_rel_, before.l1_ratio_)
     np.testing.assert_array_equal(after.components_, before.components_)
     np.testing.assert_array_equal(after.stability_, before.stability_)
-
-
-def test_a_component_under_the_noise_floor_searches_the_other_splits(monkeypatch):
-    """Seed 3102 of the same set-up: the full fit at the default split's choice
-    has a one-pixel component that the halves 'reproduce' (0.98) but the noise
-    floor flags: the sparse split is searched, as round 9 did; without the
-    noise floor nothing would be flagged and it would not be."""
-    from neurospca.decomposition import _auto
-
-    X, _, mask = make_paper_simulation(
-        80, random_state=3102, shape=(30, 30), snr=0.25, correlation=0.8
-    )
-    op = tv_from_mask(mask)
-    m = _default_fit(X, op)
-    splits = [(p["l1_ratio"], p["tv_ratio"]) for p in m.auto_path_]
-    assert splits[0] == DEFAULT_SPLIT and len(set(splits)) == 2
-    monkeypatch.setattr(_auto, "has_noise_floor", lambda X: False)
-    m = _default_fit(X, op)
-    assert {(p["l1_ratio"], p["tv_ratio"]) for p in m.auto_path_} == {DEFAULT_SPLIT}
