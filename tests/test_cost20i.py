@@ -46,9 +46,9 @@ class _Pending:
         self.searched += 1
 
 
-def _first_fit(stability):
+def _first_fit(stability, nonzero=0.1):
     path = [
-        dict(path_record(DEFAULT_SPLIT, a, r, (0.1,) * 6), components=(None, None))
+        dict(path_record(DEFAULT_SPLIT, a, r, (nonzero,) * 6), components=(None, None))
         for a, r in ((0.5, (0.6, 0.5, 0.7)), (1.0, (0.9, 0.7, 0.6)), (2.0, (0.8, 0.5, 0.4)))
     ]
     pending = path[0]["_others"] = _Pending(stability)
@@ -61,6 +61,8 @@ def _first_fit(stability):
 def test_the_other_splits_are_searched_only_for_a_flagged_component():
     assert _first_fit([0.57, 0.73, 0.99]) == (1.0, 0)  # round 9 searched (mean 0.76)
     assert _first_fit([0.99, 0.49, 0.99]) == (1.0, 1)
+    # no admissible point of the first split (every half component > MAX_NONZERO)
+    assert _first_fit([0.57, 0.73, 0.99], nonzero=0.6)[1] == 1
 
 
 def _default_fit(X, op):

@@ -210,8 +210,9 @@ def _first_fit(path, run, start):
     """The full fit at the chosen point (:func:`_fit_dense_checked`); with the
     other splits pending (``"_others"``, :class:`Others`), at the first
     split's choice first, and the other splits searched only when one of its
-    components does not reproduce (:meth:`Others.reproduce`, :func:`_flagged`);
-    then at the choice over every split if that is another point.
+    components does not reproduce (:meth:`Others.reproduce`, :func:`_flagged`)
+    or the first split has no admissible point; then at the choice over every
+    split if that is another point.
 
     Returns
     -------
@@ -227,8 +228,8 @@ def _first_fit(path, run, start):
         return i, result, None
     stab, refit = others.reproduce(path[i], result[1])
     refit = None if refit is None else (path[i], refit)
-    if not _flagged(stab):
-        return i, result, refit
+    if not _flagged(stab) and any(_admissible(p) for p in path):
+        return i, result, refit  # (no admissible point: the other splits may have one)
     others.search(path)
     new = path[choose_point(path)]
     if new is chosen:
