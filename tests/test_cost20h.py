@@ -6,7 +6,9 @@ When a pair of half components at the first split's choice reproduces below
 there first and measured on the halves as ``stability_`` measures them (the
 walk's halves, refitted from the full fit for the lost component); the other
 splits are searched only when that mean is below ``OTHER_SPLITS_BELOW``. The
-refit is the one ``stability_`` uses (no second one).
+refit is the one ``stability_`` uses (no second one). Since round 10
+(``tests/test_cost20i.py``) the full fit comes first whenever the other splits
+are pending, and they are searched only when a component is flagged.
 """
 
 import warnings
@@ -15,7 +17,7 @@ import numpy as np
 
 from neurospca import SPCATV, tv_from_mask
 from neurospca.decomposition import DEFAULT_SPLIT, component_stability, split_halves
-from neurospca.decomposition._auto import Others, _loses_a_pattern
+from neurospca.decomposition._auto import Others, choose_least_shrunk
 from neurospca.decomposition._stability import (
     STABILITY_THRESHOLD,
     HalfFits,
@@ -34,6 +36,12 @@ def _records(scores):
         path_record(DEFAULT_SPLIT, a, r, (0.1,) * 6)
         for a, r in zip((0.5, 1.0, 2.0), scores, strict=False)
     ]
+
+
+def _loses_a_pattern(path):
+    """A pair of half components at the first split's choice below
+    ``STABILITY_THRESHOLD`` (round 9's condition for the full fit first)."""
+    return bool(np.min(path[choose_least_shrunk(path)]["reproducibility"]) < STABILITY_THRESHOLD)
 
 
 def test_loses_a_pattern_at_the_first_splits_choice():
@@ -117,7 +125,7 @@ def test_searched_after_the_full_fit_the_model_is_the_same(monkeypatch):
     full fit at the default split's choice reused); ``stability_`` within
     0.05 (the refit starts from the full fit before its certified support)."""
     from neurospca import make_paper_simulation
-    from neurospca.decomposition import _auto
+    from neurospca.decomposition import _auto_check
 
     X, _, mask = make_paper_simulation(
         80, random_state=3103, shape=(30, 30), snr=0.25, correlation=0.8
@@ -127,7 +135,8 @@ def test_searched_after_the_full_fit_the_model_is_the_same(monkeypatch):
     first = [p for p in after.auto_path_ if (p["l1_ratio"], p["tv_ratio"]) == DEFAULT_SPLIT]
     assert _loses_a_pattern([dict(p) for p in first])
     assert len(first) < len(after.auto_path_)  # the sparse split was searched
-    monkeypatch.setattr(_auto, "_loses_a_pattern", lambda path: False)  # round 8's order
+    # round 9's condition (the mean below OTHER_SPLITS_BELOW): searched too, the same model
+    monkeypatch.setattr(_auto_check, "_flagged", lambda s: bool(np.mean(s) < 0.95))
     before = _default_fit(X, op)
     assert _summary(after) == _summary(before)
     assert (after.alpha_rel_, after.l1_ratio_) == (before.alpha_rel_, before.l1_ratio_)
@@ -142,7 +151,7 @@ def test_the_other_splits_are_not_searched_when_the_full_fit_reproduces(monkeypa
     from it, reproduce every component (stability_ >= 0.9): the sparse split is
     not searched, and the model is the one round 8 returned after searching it."""
     from neurospca import make_paper_simulation
-    from neurospca.decomposition import _auto
+    from neurospca.decomposition import _auto_check
 
     X, _, mask = make_paper_simulation(250, random_state=3186, correlation=0.7)
     op = tv_from_mask(mask)
@@ -150,7 +159,7 @@ def test_the_other_splits_are_not_searched_when_the_full_fit_reproduces(monkeypa
     assert {(p["l1_ratio"], p["tv_ratio"]) for p in after.auto_path_} == {DEFAULT_SPLIT}
     assert _loses_a_pattern([dict(p) for p in after.auto_path_])
     assert np.all(after.stability_ >= 0.9), after.stability_
-    monkeypatch.setattr(_auto, "_loses_a_pattern", lambda path: False)  # round 8's order
+    monkeypatch.setattr(_auto_check, "_flagged", lambda s: True)  # searched, as round 8 did
     before = _default_fit(X, op)
     assert len(before.auto_path_) > len(after.auto_path_)  # it searched the sparse split
     assert (after.alpha_rel_, after.l1_ratio_) == (before.alpha_rel_, before.l1_ratio_)

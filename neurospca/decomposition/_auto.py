@@ -80,8 +80,10 @@ STOP_REPRODUCIBILITY = 0.9
 #: point is more reproducible by more than this (mean matched |corr|).
 SPLIT_MARGIN = 0.02
 #: The other splits are searched only when the first split's best point
-#: reproduces below this (mean matched |corr|): they are the fallback for a
-#: default split whose components do not reproduce. Measured (benchmarks/
+#: reproduces below this (mean matched |corr|), and then (issue 20 round 10)
+#: only when the full fit at its choice has a component ``stability_`` would
+#: flag (:class:`Others`): they are the fallback for a default split whose
+#: components do not reproduce. Measured (benchmarks/
 #: RESULTS.md, issue 20 round 4): the sparse split won only where the default
 #: split's best was 0.64-0.82; where it was 0.96-0.97 (four instances) the
 #: sparse split reached at most 0.97 and its walk was 30-70 % of the fit's
@@ -328,7 +330,9 @@ def auto_path(estimator, X):
     The halves are drawn once (``random_state``) and shared by every split;
     each split is searched by :func:`split_search` along its own path
     (:func:`searched_splits`). The other splits are not searched when the
-    first split's best point already reproduces (:func:`_unbeatable`).
+    first split's best point already reproduces (:func:`_unbeatable`);
+    otherwise they wait for the full fit at the first split's choice
+    (:class:`Others`, ``"_others"`` in the first record: :func:`auto_fit`).
 
     Returns
     -------
@@ -353,12 +357,8 @@ def auto_path(estimator, X):
 
     path = walk_split(*splits[0])
     others = splits[1:] if not _unbeatable(path) else []
-    if others and _loses_a_pattern(path):
-        # the full fit at the first split's choice decides first (auto_fit)
+    if others:  # the full fit at the first split's choice decides first (auto_fit)
         path[0]["_others"] = Others(estimator, halves, n_jobs, others, walk_split)
-    else:
-        for split, alpha_rels in others:
-            path += walk_split(split, alpha_rels)
     return path[choose_point(path)]["components"], path
 
 
@@ -376,28 +376,24 @@ def _say_points(estimator, points):
         )
 
 
-def _loses_a_pattern(path):
-    """True when a pair of half components at the first split's choice
-    (:func:`choose_least_shrunk`) reproduces below :data:`STABILITY_THRESHOLD`:
-    the halves lost a pattern there, which the full fit, started from them, may
-    find (issue 20 rounds 7-9)."""
-    return bool(np.min(path[choose_least_shrunk(path)]["reproducibility"]) < STABILITY_THRESHOLD)
-
-
 class Others:
-    """The splits after the first, not yet searched (issue 20 round 9).
+    """The splits after the first, not yet searched (issue 20 rounds 9-10).
 
-    When the halves lost a pattern at the first split's choice
-    (:func:`_loses_a_pattern`) the other splits were searched because of it
-    (the first split's best reproduced below :data:`OTHER_SPLITS_BELOW`),
-    and every measured instance then kept the first split (benchmarks/
-    RESULTS.md, issue 20 round 8: the 6-point walks, 5.0-10.4x one fit).
-    :func:`auto_fit` fits the full data at the first split's choice first;
-    :meth:`reproduce` measures its components on the halves as ``stability_``
-    does (:func:`._stability.halves_stability`: the walk's halves, refitted
-    from the full fit for a component below :data:`STABILITY_THRESHOLD`),
-    and the other splits are searched (:meth:`search`) only when that mean
-    is below :data:`OTHER_SPLITS_BELOW`.
+    The other splits are the fallback for a default split whose components
+    do not reproduce. When the first split's best point reproduces below
+    :data:`OTHER_SPLITS_BELOW` on the halves, :func:`auto_fit` fits the full
+    data at the first split's choice first; :meth:`reproduce` measures its
+    components on the halves as ``stability_`` does
+    (:func:`._stability.halves_stability`: the walk's halves, refitted from
+    the full fit for a component below :data:`STABILITY_THRESHOLD`), and the
+    other splits are searched (:meth:`search`) only when a component is below
+    :data:`STABILITY_THRESHOLD` there (``stability_`` would flag it, before
+    its noise floor: :func:`._auto_check._flagged`). Round 9 did this only when the halves
+    had lost a pattern at the choice, and searched when the mean was below
+    :data:`OTHER_SPLITS_BELOW`: on fsaverage5 r = 0.8 both splits were then
+    walked (7-10x one fit) for components that reproduced at 0.57-0.99 and
+    the first split was kept every time (benchmarks/RESULTS.md, issue 20
+    rounds 8-10).
 
     Parameters
     ----------
