@@ -179,9 +179,7 @@ def test_joint_fit_from_scores_side_by_side(monkeypatch):
         settings = est._settings(data.shape[1])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            U, V, info, _, _ = est._run(
-                data, 3, est.l1_max_, u0, None, settings, from_scores=True
-            )
+            U, V, info, _, _ = est._run(data, 3, est.l1_max_, u0, None, settings, from_scores=True)
         got[on] = (U, V, info["n_sweeps"], data.n_passes)
     assert np.array_equal(got[True][0], got[False][0])
     assert np.array_equal(got[True][1], got[False][1])

@@ -28,8 +28,9 @@ once the sweeps settle, each component is restarted from the top singular
 direction of the residual of the others and kept if the re-settled ``J`` is
 lower (:func:`_restarts`); the fit is also run from deflation's start (when it
 started from given scores) and from the data's top singular subspace, and the
-lowest ``J`` is kept, deflation's own included (:func:`_search`). A
-warm-started fit (a continuation along a path) runs none of this.
+lowest ``J`` is kept, deflation's own included (:func:`_search`; the starts
+side by side, sharing each pass over ``X``). A warm-started fit (a
+continuation along a path) runs none of this.
 
 The sweeps serve a product with ``X`` that an earlier pass already gave
 (the next refit's ``X_k^T u_k``, the fit's ``Z = X V``) from a
@@ -57,12 +58,18 @@ from ._joint_certify import (
     kept_rmatvecs,
     know_products,
 )
-from ._joint_starts import _pca_products, _pca_scores, restart_starts, unsettled_message
+from ._joint_starts import (
+    _pca_products,
+    _pca_scores,
+    restart_starts,
+    subspace_first,
+    unsettled_message,
+)
 from ._lockstep import run_side_by_side
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
 from ._start import gram_direction, signed_start, start_u
-from ._subspace import SKETCH_WIDTH, cached_subspace
+from ._subspace import cached_subspace
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
 #: (relative, Frobenius norm) in one sweep. Near-equal components can keep
@@ -356,55 +363,39 @@ class _Candidate:
     swept: tuple = None
 
 
-def _restart_winner(op, sqnorm, best, refit_kw, loop):
-    """The restarts (:func:`_restarts`, at most :data:`RESTART_PASSES` passes)
-    of the settled start of lowest ``J`` only; returns its new candidate."""
-    own = _Loop(loop.rotate, True, loop.max_sweeps, loop.settle, loop.verbose, list(best.changes))
-    value = best.value
-    for _ in range(RESTART_PASSES):
-        replaced, value = _restarts(op, sqnorm, *best.state, refit_kw, own, value)
-        if loop.verbose:
-            _say("joint restarts: %d components replaced, objective %.10g", replaced, value)
-        if not replaced:
-            break
-    kept = kept_rmatvecs(best.state[0], best.state[1], refit_kw.get("products"))
-    return _Candidate(best.state, best.settled, best.caught, own.changes, value, kept)
-
-
-def _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop, restart=False):
+def _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop):
     """The joint fit of lowest joint objective among its starts.
 
-    ``first = (job, kind)``: ``job(refit_kw)`` is the fit from the given start
-    (deflation's, ``kind`` "svd" from ``init="svd"`` or "warm" from given
-    scores; or ``kind`` "scores": the scores of ``alpha_rel="auto"``'s chosen
-    half fit), ``(candidate, deflation's state or None)``. When it did not
-    start from deflation, deflation's fit at the
-    same penalty is a start too (a half fit that lost a pattern must not make
-    the full fit worse than deflation). Also fitted: the start from the data's
-    top singular subspace (:func:`_pca_scores`; all components at once, where
-    deflation's first component is the merged leading direction of co-varying
-    regions, fsaverage5 with weights correlated 0.8, issue 20 round 4). The
-    starts run side by side, sharing their passes over ``X``
-    (:func:`~neurospca.decomposition._lockstep.run_side_by_side`; each with its
-    own :class:`ProductCache`). Settled fits are compared (the sweeps are not a
-    descent of ``J``), and deflation's own state is kept when its ``J`` is
-    lower still.
+    ``first = (job, kind)``: ``job(refit_kw)``, the fit from the given start,
+    gives ``(candidate, deflation's state or None)``; ``kind`` "svd" or "warm"
+    (deflation's, from ``init="svd"`` or from given scores) or "scores"
+    (``alpha_rel="auto"``'s chosen half fit: then deflation's fit is a start
+    too, a half fit that lost a pattern must not do worse). Also fitted: the
+    start from the data's top singular subspace (:func:`_pca_scores`; all
+    components at once, where deflation's first component merges co-varying
+    regions, issue 20 round 4). The starts run side by side, sharing each
+    pass over ``X`` (:func:`~neurospca.decomposition._lockstep.run_side_by_side`,
+    each with its own :class:`ProductCache`: the numbers of one after the
+    other). Settled fits are compared (the sweeps are not a descent of ``J``),
+    and deflation's own state is kept when its ``J`` is lower still.
     """
     jobs = [first[0]]
     if first[1] == "scores" and DEFLATION_START:
         jobs.append(partial(_deflation_job, op, n_components, sqnorm, None, None, tol, kw, loop))
     if PCA_START:
-        jobs.append(partial(_pca_job, op, n_components, sqnorm, loop))
-    kws = [dict(refit_kw, products=ProductCache(4 * n_components)) for _ in jobs]
-    if refit_kw.get("products") is None:
-        kws = [refit_kw] * len(jobs)
-    side = kw["init"] == "svd" and _subspace_first(op, n_components, first[1] == "svd")
-    got = (run_side_by_side if side else _one_by_one)(op, [partial(*j) for j in zip(jobs, kws)])
+        jobs.append(partial(_scores_job, op, n_components, sqnorm, None, None, loop))
+    own = refit_kw.get("products") is not None  # a cache of its own for each start
+    jobs = [
+        partial(job, dict(refit_kw, products=ProductCache(4 * n_components)) if own else refit_kw)
+        for job in jobs
+    ]
+    if kw["init"] == "svd" and subspace_first(op, n_components, first[1] == "svd"):
+        got = run_side_by_side(op, jobs)
+    else:  # the same numbers, one after the other
+        got = [job() for job in jobs]
     found = [c for c, _ in got if c is not None]
     defl = next((d for _, d in got if d is not None), None)
     best = min(found, key=lambda c: (not c.settled, c.value))
-    if RESTART_WINNER_ONLY and restart and best.settled:
-        best = _restart_winner(op, sqnorm, best, kws[found.index(best)], loop)
     value = np.inf if defl is None else _objective(op, defl[0], defl[1], defl[3], refit_kw)
     if value < best.value:  # the unsettled sweeps' scores, for the warning
         swept = None if best.settled else (best.state[0], best.value)
@@ -414,46 +405,21 @@ def _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop, restart=Fa
     return best
 
 
-def _one_by_one(op, jobs):
-    """The starts one after the other (the numbers of :func:`run_side_by_side`)."""
-    return [job() for job in jobs]
-
-
-def _subspace_first(op, n_components, svd_first):
-    """Whether the starts may share their passes: the data's top singular
-    subspace they use is computed here first (its numbers those of the
-    subspace the starts would compute one after the other: the first start is
-    deflation's from ``init="svd"``, whose first component asks for it, or
-    every start asks for the same one). On the Gram path no subspace is used."""
-    if not uses_gram(op):
-        n, p = op.shape
-        same = n_components + 10 <= SKETCH_WIDTH < min(n, p)
-        if not (same or svd_first):
-            return False
-        cached_subspace(op, n_components)
-    return True
-
-
 def _deflation_job(op, n_components, sqnorm, u0, w0, tol, kw, loop, refit_kw):
-    """The start from deflation's fit (warm-started from ``u0``, ``w0``):
-    ``(candidate, deflation's state)``."""
+    """The start from deflation's fit (from ``u0``, ``w0``): ``(candidate, its state)``."""
     state = _deflation_start(op, n_components, u0, w0, tol, kw, refit_kw.get("products"))
     defl = _snapshot(*state)
     return _run_from(op, sqnorm, state, refit_kw, loop), defl
 
 
-def _pca_job(op, n_components, sqnorm, loop, refit_kw):
-    """The start from the data's top singular subspace: ``(candidate or None, None)``."""
-    u0 = _pca_scores(op, n_components)
-    if not np.all(np.any(u0 != 0, axis=0)):
-        return None, None
-    _pca_products(op, u0, refit_kw.get("products"))
-    pca = _start_from_scores(op, sqnorm, u0, None, refit_kw)
-    return _run_from(op, sqnorm, pca, refit_kw, loop), None
-
-
-def _scores_job(op, sqnorm, u0, w0, loop, refit_kw):
-    """The start from the given scores ``u0``: ``(candidate, None)``."""
+def _scores_job(op, n_components, sqnorm, u0, w0, loop, refit_kw):
+    """The start from the scores ``u0`` (None: the data's top singular
+    subspace's, its first products kept): ``(candidate or None, None)``."""
+    if u0 is None:
+        u0 = _pca_scores(op, n_components)
+        if not np.all(np.any(u0 != 0, axis=0)):
+            return None, None
+        _pca_products(op, u0, refit_kw.get("products"))
     state = _start_from_scores(op, sqnorm, u0, w0, refit_kw)
     return _run_from(op, sqnorm, state, refit_kw, loop), None
 
@@ -480,10 +446,6 @@ PCA_START = True
 #: the same vector from them (:class:`ProductCache`): two of the three passes
 #: over ``X`` of a component's refit in a sweep (issue 22).
 REUSE_PRODUCTS = True
-
-#: The restarts (:func:`_restarts`) run on the settled start of lowest ``J``
-#: only, not on every start of :func:`_search`.
-RESTART_WINNER_ONLY = False
 
 #: The restart check of data not on the Gram path (:func:`_revive`) starts
 #: from the data's top singular subspace deflated by the other components'
@@ -553,14 +515,12 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     from_u0 = from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0))
     loop = _Loop(rotate, restart and search, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
     if n_components > 1 and search:
-        if RESTART_WINNER_ONLY:  # the starts settle without restarts; the winner's below
-            loop = _Loop(rotate, False, max_sweeps, loop.settle, verbose, [])
         if from_u0:
-            first = partial(_scores_job, op, sqnorm, u0, w0, loop), "scores"
+            first = partial(_scores_job, op, n_components, sqnorm, u0, w0, loop), "scores"
         else:
             job = partial(_deflation_job, op, n_components, sqnorm, u0, w0, tol, kw, loop)
             first = job, "svd" if u0 is None else "warm"
-        best = _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop, restart)
+        best = _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop)
         state, settled, caught, changes, kept = (
             best.state, best.settled, best.caught, best.changes, best.kept
         )  # fmt: skip
