@@ -8,27 +8,45 @@ pass serve all the refits of a sweep (3 -> 1). Before building that, this
 measures what the change of algorithm does to the fits: ``_joint._sweep`` is
 replaced by a Jacobi sweep (the refits computed one after the other from the
 frozen state: the numbers a batched sweep would give) and the paper
-simulation is fitted both ways (float64 in memory, ``SPCATV(3,
-alpha_rel=1.0)``): recovery |cos| of the matched patterns, Dice of the
-certified support against the true support, the joint objective, sweeps,
-whether they settled, and the largest relative gap.
+simulation (weights correlated 0 and 0.7) and the fsaverage5 atrophy set
+(0.5) are fitted both ways at the point the default fit chose on every trust
+set of round 9 (l1_ratio 0.05, tv_ratio 0.1, alpha_rel 1): recovery |cos|
+of the matched patterns, Dice of the certified support against the true
+support, the joint objective, sweeps, whether they settled, and the largest
+relative gap.
+
+``--cost ...``: ``bench_cost20h.py``'s trust bench of the default fit
+(recovery, certified Dice, CPU; its arguments follow) with the Jacobi sweeps,
+to set beside the same bench's rows of the unchanged tree.
 
 Usage::
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_joint22i.py --seeds 3297 3298 --corr 0 0.7
+    OMP_NUM_THREADS=1 python benchmarks/bench_joint22i.py --seeds 3297 3298 --sets paper-0.7
+    OMP_NUM_THREADS=1 python benchmarks/bench_joint22i.py --cost --sets paper-0.7 \\
+        --seeds 3300 --out /tmp/jacobi
 """
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-import neurospca.decomposition._joint as joint
-from neurospca import SPCATV, make_paper_simulation, match_components, tv_from_mask
+import neurospca.decomposition._joint as joint  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _trust import certified_dice, recovery  # noqa: E402
+from bench_trust_defaults import load  # noqa: E402
+
+from neurospca import SPCATV  # noqa: E402
 from neurospca.decomposition._data import validated_data_operator
-from neurospca.decomposition._objective import joint_objective
-from neurospca.solvers.penalties import eq3_pieces
+from neurospca.decomposition._objective import joint_objective  # noqa: E402
+from neurospca.solvers.penalties import eq3_pieces  # noqa: E402
+
+#: The point the default fit chose on every trust set of round 9 (RESULTS.md).
+POINT = dict(l1_ratio=0.05, tv_ratio=0.1, alpha_rel=1.0)
 
 GAUSS_SEIDEL = joint._sweep
 
@@ -61,53 +79,58 @@ def _objective(est, X, op):
     return joint_objective(data, est.scores_, est.loadings_, w["l2"], pieces)
 
 
-def _dice(a, b):
-    return 2.0 * np.sum(a & b) / max(1, np.sum(a) + np.sum(b))
-
-
-def _row(seed, corr, sweep):
-    X, patterns, mask = make_paper_simulation(
-        150, random_state=seed, shape=(30, 30), correlation=corr
-    )
-    op = tv_from_mask(mask)
+def _row(name, seed, sweep):
+    """The fit of set ``name`` at the default's usual point (l1_ratio 0.05,
+    tv_ratio 0.1, alpha_rel 1) with ``sweep`` as the joint fit's sweep."""
+    X, op, patterns = load(name, seed)
     joint._sweep = sweep
     t = time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        est = SPCATV(3, operator=op, alpha_rel=1.0, random_state=0).fit(X)
+        est = SPCATV(3, operator=op, random_state=0, **POINT).fit(X)
     cpu = time.process_time() - t
     joint._sweep = GAUSS_SEIDEL
-    order, _, cos = match_components(patterns, est)
-    truth = np.asarray(patterns) != 0
-    dice = [_dice(truth[i], est.certified_support_[j]) for i, j in enumerate(order)]
-    settled = not any("did not settle" in str(w.message) for w in caught)
     return dict(
-        cos=cos,
-        dice=np.array(dice),
+        cos=recovery(est.components_, patterns)[0],
+        dice=certified_dice(est, patterns),
         J=_objective(est, X, op),
         sweeps=est.n_sweeps_,
-        settled=settled,
+        settled=not any("did not settle" in str(w.message) for w in caught),
         gap=float(np.nanmax(est.rel_gaps_)),
         cpu=cpu,
     )
 
 
+def cost():
+    """``bench_cost20h.py`` (its arguments after ``--cost``) with Jacobi sweeps."""
+    sys.argv.remove("--cost")
+    import bench_cost20g
+    import bench_cost20h
+
+    joint._sweep = jacobi_sweep
+    bench_cost20g._instrument = bench_cost20h._instrument()
+    bench_cost20g.main()
+
+
 def main():
+    if "--cost" in sys.argv:
+        cost()
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, nargs="+", required=True)
-    ap.add_argument("--corr", type=float, nargs="+", default=[0.0, 0.7])
+    ap.add_argument("--sets", nargs="+", default=["paper-0.0", "paper-0.7", "fs5-0.5"])
     args = ap.parse_args()
     print(
-        "| r | seed | sweeps | |cos| GS / Jacobi | certified Dice GS / Jacobi "
+        "| set | seed | |cos| GS ; Jacobi | certified Dice GS ; Jacobi "
         "| J GS / Jacobi (rel. diff) | sweeps GS / Jacobi | settled | max rel gap | CPU s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for corr in args.corr:
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in args.sets:
         for seed in args.seeds:
-            a, b = _row(seed, corr, GAUSS_SEIDEL), _row(seed, corr, jacobi_sweep)
+            a, b = _row(name, seed, GAUSS_SEIDEL), _row(name, seed, jacobi_sweep)
             fmt = "/".join
             print(
-                f"| {corr} | {seed} | | {fmt(f'{c:.3f}' for c in a['cos'])} ; "
+                f"| {name} | {seed} | {fmt(f'{c:.3f}' for c in a['cos'])} ; "
                 f"{fmt(f'{c:.3f}' for c in b['cos'])} | {fmt(f'{c:.2f}' for c in a['dice'])} ; "
                 f"{fmt(f'{c:.2f}' for c in b['dice'])} | {a['J']:.6g} / {b['J']:.6g} "
                 f"({(b['J'] - a['J']) / abs(a['J']):+.1e}) | {a['sweeps']} / {b['sweeps']} "
