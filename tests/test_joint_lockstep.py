@@ -132,16 +132,18 @@ def _joint_fit(X, op, **kw):
         return SPCATV(3, operator=op, alpha_rel=1.0, random_state=0, **kw).fit(X)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "dtype, memmap", [(np.float32, True), (np.float64, True), (np.float64, False)]
+)
 def test_joint_fit_side_by_side_is_the_one_by_one_fit_with_fewer_passes(
-    tmp_path, monkeypatch, dtype
+    tmp_path, monkeypatch, dtype, memmap
 ):
     """The joint fit's starts (deflation's and the top singular subspace's,
     with their sweeps, restart checks and restart fits) side by side or one
-    after the other, from a memmap: the same model bit for bit, and the passes
-    of the longest start only."""
+    after the other, from a memmap or in memory (float64: the Gram path): the
+    same model bit for bit, and the passes of the longest start only."""
     X, _, mask = make_paper_simulation(150, random_state=3294, shape=(30, 30), correlation=0.7)
-    Xm = _memmap(tmp_path, X.astype(dtype))
+    Xm = _memmap(tmp_path, X.astype(dtype)) if memmap else X
     op = tv_from_mask(mask)
     counted = []
     inner = DataOperator._map
