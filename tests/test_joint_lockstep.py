@@ -13,7 +13,9 @@ import pytest
 
 import neurospca.decomposition._lockstep as lockstep
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
-from neurospca.decomposition._data import DataOperator, as_data_operator, validated_data_operator
+from neurospca.decomposition._data import as_data_operator, validated_data_operator
+
+from ._helpers import count_passes
 
 
 def _op(X, n_threads=1, offsets=None):
@@ -145,14 +147,7 @@ def test_joint_fit_side_by_side_is_the_one_by_one_fit_with_fewer_passes(
     X, _, mask = make_paper_simulation(150, random_state=3294, shape=(30, 30), correlation=0.7)
     Xm = _memmap(tmp_path, X.astype(dtype)) if memmap else X
     op = tv_from_mask(mask)
-    counted = []
-    inner = DataOperator._map
-
-    def counting(self, *args, **kw):
-        counted.append(1)
-        return inner(self, *args, **kw)
-
-    monkeypatch.setattr(DataOperator, "_map", counting)
+    counted = count_passes(monkeypatch)
     fits, passes = {}, {}
     for on in (False, True):
         monkeypatch.setattr(lockstep, "SIDE_BY_SIDE", on)
