@@ -19,11 +19,19 @@ relative gap.
 (recovery, certified Dice, CPU; its arguments follow) with the Jacobi sweeps,
 to set beside the same bench's rows of the unchanged tree.
 
+``--fit NAME --data PATH --before DIR``: the joint fit (``SPCATV(3,
+alpha_rel=1.0)``, tol 1e-3) of ``bench_datapath``'s set ``cohort`` or ``ooc``
+(the .npy at PATH), in each tree in turn (fresh subprocesses, ``--rounds``
+times): CPU seconds (every thread of the process), wall seconds, passes and
+the largest difference of the components.
+
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_joint22i.py --seeds 3297 3298 --sets paper-0.7
     OMP_NUM_THREADS=1 python benchmarks/bench_joint22i.py --cost --sets paper-0.7 \\
         --seeds 3300 --out /tmp/jacobi
+    OMP_NUM_THREADS=1 python benchmarks/bench_joint22i.py --fit ooc --data ooc.npy \\
+        --before /tmp/old --rounds 2
 """
 
 import argparse
@@ -112,14 +120,61 @@ def cost():
     bench_cost20g.main()
 
 
+def _fit_child(name, path, out):
+    """The child of ``--fit``: one joint fit, its seconds, passes, components."""
+    import bench_datapath
+    from bench_joint22h import _pass_counter
+
+    X, operator = bench_datapath._load(name, path)
+    count = _pass_counter()
+    w, c = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = SPCATV(3, operator=operator, tol=1e-3, alpha_rel=1.0, random_state=0).fit(X)
+    res = [time.perf_counter() - w, time.process_time() - c, count[0]]
+    np.savez(out, comps=m.components_, res=np.array(res))
+
+
+def fits(args):
+    """``--fit``: the trees in turn, ``--rounds`` times."""
+    import subprocess
+    import tempfile
+
+    root = str(Path(__file__).resolve().parents[1])
+    trees = {"before": args.before, "after": root}
+    comps = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for name, tree in trees.items():
+                out = str(Path(tmp) / f"{name}{r}.npz")
+                child = ["--child", args.fit, args.data, out]
+                env = dict(__import__("os").environ, PYTHONPATH=tree)
+                subprocess.run([sys.executable, __file__, *child], check=True, env=env)
+                got = np.load(out)
+                comps[name] = got["comps"]
+                wall, cpu, passes = got["res"]
+                print(f"round {r} {name}: CPU {cpu:.1f} s, wall {wall:.1f} s, {passes:.0f} passes")
+    print(f"max abs diff of the components: {np.abs(comps['before'] - comps['after']).max():.2e}")
+
+
 def main():
     if "--cost" in sys.argv:
         cost()
         return
+    if "--child" in sys.argv:
+        _fit_child(*sys.argv[sys.argv.index("--child") + 1 :])
+        return
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, nargs="+", required=True)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[])
     ap.add_argument("--sets", nargs="+", default=["paper-0.0", "paper-0.7", "fs5-0.5"])
+    ap.add_argument("--fit", choices=["cohort", "ooc"], default=None)
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--before", default=None)
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
+    if args.fit:
+        fits(args)
+        return
     print(
         "| set | seed | |cos| GS ; Jacobi | certified Dice GS ; Jacobi "
         "| J GS / Jacobi (rel. diff) | sweeps GS / Jacobi | settled | max rel gap | CPU s |"
