@@ -1,10 +1,12 @@
-"""Issue 22 round 9: the joint fit's passes over ``X``, by caller, before / after.
+"""Issue 22 rounds 9-10: the joint fit's passes over ``X``, by caller, before / after.
 
 ``--passes``: the joint fit of ``tests/test_datapath.py``'s memmap instance
 (3,000 x 1,728 float32, 3 components, tol 1e-3, ``alpha_rel=1.0``) in each
 tree (a fresh subprocess), every pass over ``X`` (``DataOperator._map``)
-tagged by the functions on the stack; prints the counts by tag and the
-largest difference of the components between the trees.
+tagged by the functions on the stack (since round 10 a pass shared by the
+starts side by side is one pass, and each start's request it served is listed
+under its caller, indented); prints the counts by tag and the largest
+difference of the components between the trees.
 
 ``--instances``: the joint fit of the paper simulation (150 x 900, weights
 correlated 0.7, seeds given) as float64 / float32, in memory and from a
@@ -39,6 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: (tag, test on the stack of function names, innermost last)
 TAGS = (
+    ("starts side by side: shared passes", lambda s: "_pass" in s and "run_side_by_side" in s),
     ("scan", lambda s: s[-1] == "scan"),
     ("Krylov (start subspace)", lambda s: "krylov_subspace" in s),
     ("diagnostics", lambda s: "_adjusted_variance" in s),
@@ -54,6 +57,10 @@ TAGS = (
     ("sweeps: first X_k^T u", lambda s: "_sweep" in s and s[-1] == "rmatvec"),
     ("sweeps", lambda s: "_sweep" in s),
 )
+
+
+#: The prefix of a start's request served by a shared pass (not a pass of its own).
+REQUEST = "  (in a shared pass) "
 
 
 def _tag(stack):
@@ -75,12 +82,28 @@ def _count_passes(out):
         tags.append(_tag([f.name for f in stack if "neurospca" in f.filename]))
         return inner(self, *args, **kw)
 
+    def requests():  # round 10: the starts' requests, each served by a shared pass
+        try:
+            from neurospca.decomposition._lockstep import _Lockstep
+        except ImportError:
+            return
+        request = _Lockstep._map
+
+        def requested(self, *args, **kw):
+            if getattr(self.local, "start", None) is not None:
+                stack = traceback.extract_stack()[:-1]
+                tags.append(REQUEST + _tag([f.name for f in stack if "neurospca" in f.filename]))
+            return request(self, *args, **kw)
+
+        _Lockstep._map = requested
+
     X = _instance(n=3000).astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp:
         np.save(os.path.join(tmp, "x.npy"), X)
         Xm = np.load(os.path.join(tmp, "x.npy"), mmap_mode="r")
         _fit(Xm, alpha_rel=1.0)  # warm
         DataOperator._map = tagged
+        requests()
         m = _fit(Xm, alpha_rel=1.0)
     np.save(out + ".npy", m.components_)
     with open(out + ".json", "w") as fh:
@@ -181,7 +204,8 @@ def main():
                     got[name] = json.load(fh)
             for tag in sorted({t for c in got.values() for t in c}):
                 print(f"| {tag} | " + " | ".join(str(c.get(tag, 0)) for c in got.values()) + " |")
-            print("| total | " + " | ".join(str(sum(c.values())) for c in got.values()) + " |")
+            total = [sum(n for t, n in c.items() if t[0] != " ") for c in got.values()]
+            print("| total | " + " | ".join(str(n) for n in total) + " |")
             if len(trees) == 2:
                 a, b = (np.load(os.path.join(tmp, n + ".npy")) for n in trees)
                 print(f"max abs diff of the components: {np.abs(a - b).max():.2e}")

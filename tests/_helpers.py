@@ -90,3 +90,19 @@ def path_record(split, alpha_rel, corr, nonzero=(0.1, 0.1)):
         "reproducibility": np.array(corr, dtype=float),
         "nonzero_fraction": np.array(nonzero, dtype=float),
     }
+
+
+def count_passes(monkeypatch):
+    """Count every pass over ``X`` (``DataOperator._map``) from now on: a list
+    that gets one item per pass (clear it to start again)."""
+    from neurospca.decomposition._data import DataOperator
+
+    counted = []
+    inner = DataOperator._map
+
+    def counting(self, *args, **kw):
+        counted.append(1)
+        return inner(self, *args, **kw)
+
+    monkeypatch.setattr(DataOperator, "_map", counting)
+    return counted

@@ -13,12 +13,14 @@ import pytest
 
 import neurospca.decomposition._joint as joint
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
-from neurospca.decomposition._data import DataOperator, as_data_operator
+from neurospca.decomposition._data import as_data_operator
 from neurospca.decomposition._deflated import _Deflated, gram_blocks
 from neurospca.decomposition._joint_certify import _others, know_products
 from neurospca.decomposition._joint_starts import restart_starts, svd_starts
 from neurospca.decomposition._start import start_u
 from neurospca.decomposition._subspace import cached_subspace
+
+from ._helpers import count_passes
 
 FLAGS = ("BATCH_CHECKS", "CERTIFY_KEPT", "DEFLATION_PRODUCTS")
 
@@ -203,14 +205,7 @@ def test_fewer_passes_same_joint_fit(tmp_path, monkeypatch):
     X, _, mask = make_paper_simulation(150, random_state=3253, shape=(30, 30), correlation=0.7)
     Xm = _memmap(tmp_path, X.astype(np.float32))
     op = tv_from_mask(mask)
-    counted = []
-    inner = DataOperator._map
-
-    def counting(self, *args, **kw):
-        counted.append(1)
-        return inner(self, *args, **kw)
-
-    monkeypatch.setattr(DataOperator, "_map", counting)
+    counted = count_passes(monkeypatch)
     fits, passes = {}, {}
     for on in (False, True):
         for flag in FLAGS:

@@ -28,8 +28,9 @@ once the sweeps settle, each component is restarted from the top singular
 direction of the residual of the others and kept if the re-settled ``J`` is
 lower (:func:`_restarts`); the fit is also run from deflation's start (when it
 started from given scores) and from the data's top singular subspace, and the
-lowest ``J`` is kept, deflation's own included (:func:`_best_start`). A
-warm-started fit (a continuation along a path) runs none of this.
+lowest ``J`` is kept, deflation's own included (:func:`_search`; the starts
+side by side, sharing each pass over ``X``). A warm-started fit (a
+continuation along a path) runs none of this.
 
 The sweeps serve a product with ``X`` that an earlier pass already gave
 (the next refit's ``X_k^T u_k``, the fit's ``Z = X V``) from a
@@ -41,6 +42,7 @@ import copy
 import time
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -56,7 +58,14 @@ from ._joint_certify import (
     kept_rmatvecs,
     know_products,
 )
-from ._joint_starts import _pca_products, _pca_scores, restart_starts, unsettled_message
+from ._joint_starts import (
+    _pca_products,
+    _pca_scores,
+    restart_starts,
+    subspace_first,
+    unsettled_message,
+)
+from ._lockstep import run_side_by_side
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
 from ._start import gram_direction, signed_start, start_u
@@ -354,49 +363,39 @@ class _Candidate:
     swept: tuple = None
 
 
-def _restart_winner(op, sqnorm, best, refit_kw, loop):
-    """The restarts (:func:`_restarts`, at most :data:`RESTART_PASSES` passes)
-    of the settled start of lowest ``J`` only; returns its new candidate."""
-    own = _Loop(loop.rotate, True, loop.max_sweeps, loop.settle, loop.verbose, list(best.changes))
-    value = best.value
-    for _ in range(RESTART_PASSES):
-        replaced, value = _restarts(op, sqnorm, *best.state, refit_kw, own, value)
-        if loop.verbose:
-            _say("joint restarts: %d components replaced, objective %.10g", replaced, value)
-        if not replaced:
-            break
-    kept = kept_rmatvecs(best.state[0], best.state[1], refit_kw.get("products"))
-    return _Candidate(best.state, best.settled, best.caught, own.changes, value, kept)
-
-
-def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, restart=False):
+def _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop):
     """The joint fit of lowest joint objective among its starts.
 
-    ``first`` is the fit from the given start (deflation, or the scores of
-    ``alpha_rel="auto"``'s chosen half fit); ``defl`` deflation's state at the
-    same penalty, or None when ``first`` did not start from it (it is then
-    fitted: a half fit that lost a pattern must not make the full fit worse
-    than deflation). Also fitted: the start from the data's top singular
-    subspace (:func:`_pca_scores`; all components at once, where deflation's
-    first component is the merged leading direction of co-varying regions,
-    fsaverage5 with weights correlated 0.8, issue 20 round 4). Settled fits
-    are compared (the sweeps are not a descent of ``J``), and deflation's own
-    state is kept when its ``J`` is lower still.
+    ``first = (job, kind)``: ``job(refit_kw)``, the fit from the given start,
+    gives ``(candidate, deflation's state or None)``; ``kind`` "svd" or "warm"
+    (deflation's, from ``init="svd"`` or from given scores) or "scores"
+    (``alpha_rel="auto"``'s chosen half fit: then deflation's fit is a start
+    too, a half fit that lost a pattern must not do worse). Also fitted: the
+    start from the data's top singular subspace (:func:`_pca_scores`; all
+    components at once, where deflation's first component merges co-varying
+    regions, issue 20 round 4). The starts run side by side, sharing each
+    pass over ``X`` (:func:`~neurospca.decomposition._lockstep.run_side_by_side`,
+    each with its own :class:`ProductCache`: the numbers of one after the
+    other). Settled fits are compared (the sweeps are not a descent of ``J``),
+    and deflation's own state is kept when its ``J`` is lower still.
     """
-    found = [first]
-    if defl is None and DEFLATION_START:
-        defl = _deflation_start(op, n_components, None, None, tol, kw, refit_kw.get("products"))
-        start = _snapshot(*defl)
-        found.append(_run_from(op, sqnorm, defl, refit_kw, loop))
-        defl = start
-    u0 = _pca_scores(op, n_components) if PCA_START else None
-    if u0 is not None and np.all(np.any(u0 != 0, axis=0)):
-        _pca_products(op, u0, refit_kw.get("products"))
-        pca = _start_from_scores(op, sqnorm, u0, None, refit_kw)
-        found.append(_run_from(op, sqnorm, pca, refit_kw, loop))
+    jobs = [first[0]]
+    if first[1] == "scores" and DEFLATION_START:
+        jobs.append(partial(_deflation_job, op, n_components, sqnorm, None, None, tol, kw, loop))
+    if PCA_START:
+        jobs.append(partial(_scores_job, op, n_components, sqnorm, None, None, loop))
+    own = refit_kw.get("products") is not None  # a cache of its own for each start
+    jobs = [
+        partial(job, dict(refit_kw, products=ProductCache(4 * n_components)) if own else refit_kw)
+        for job in jobs
+    ]
+    if kw["init"] == "svd" and subspace_first(op, n_components, first[1] == "svd"):
+        got = run_side_by_side(op, jobs)
+    else:  # the same numbers, one after the other
+        got = [job() for job in jobs]
+    found = [c for c, _ in got if c is not None]
+    defl = next((d for _, d in got if d is not None), None)
     best = min(found, key=lambda c: (not c.settled, c.value))
-    if RESTART_WINNER_ONLY and restart and best.settled:
-        best = _restart_winner(op, sqnorm, best, refit_kw, loop)
     value = np.inf if defl is None else _objective(op, defl[0], defl[1], defl[3], refit_kw)
     if value < best.value:  # the unsettled sweeps' scores, for the warning
         swept = None if best.settled else (best.state[0], best.value)
@@ -404,6 +403,25 @@ def _best_start(op, n_components, sqnorm, first, defl, tol, kw, refit_kw, loop, 
     if loop.verbose:
         _say("joint fit: objectives %s; deflation's %.10g", [c.value for c in found], value)
     return best
+
+
+def _deflation_job(op, n_components, sqnorm, u0, w0, tol, kw, loop, refit_kw):
+    """The start from deflation's fit (from ``u0``, ``w0``): ``(candidate, its state)``."""
+    state = _deflation_start(op, n_components, u0, w0, tol, kw, refit_kw.get("products"))
+    defl = _snapshot(*state)
+    return _run_from(op, sqnorm, state, refit_kw, loop), defl
+
+
+def _scores_job(op, n_components, sqnorm, u0, w0, loop, refit_kw):
+    """The start from the scores ``u0`` (None: the data's top singular
+    subspace's, its first products kept): ``(candidate or None, None)``."""
+    if u0 is None:
+        u0 = _pca_scores(op, n_components)
+        if not np.all(np.any(u0 != 0, axis=0)):
+            return None, None
+        _pca_products(op, u0, refit_kw.get("products"))
+    state = _start_from_scores(op, sqnorm, u0, w0, refit_kw)
+    return _run_from(op, sqnorm, state, refit_kw, loop), None
 
 
 #: A restarted component is kept when the joint objective falls by more than
@@ -416,11 +434,11 @@ RESTART_GAIN = 1e-6
 RESTART_SAME = 1.0 - SWEEP_TOL
 
 #: A joint fit started from given scores also runs from deflation's start
-#: (:func:`_best_start`) and keeps the lower joint objective.
+#: (:func:`_search`) and keeps the lower joint objective.
 DEFLATION_START = True
 
 #: The joint fit also runs from the data's top singular subspace
-#: (:func:`_best_start`) and keeps the lower joint objective.
+#: (:func:`_search`) and keeps the lower joint objective.
 PCA_START = True
 
 #: The sweeps keep the products with ``X`` they computed (``Xc v`` of each
@@ -428,10 +446,6 @@ PCA_START = True
 #: the same vector from them (:class:`ProductCache`): two of the three passes
 #: over ``X`` of a component's refit in a sweep (issue 22).
 REUSE_PRODUCTS = True
-
-#: The restarts (:func:`_restarts`) run on the settled start of lowest ``J``
-#: only, not on every start of :func:`_best_start`.
-RESTART_WINNER_ONLY = False
 
 #: The restart check of data not on the Gram path (:func:`_revive`) starts
 #: from the data's top singular subspace deflated by the other components'
@@ -499,36 +513,28 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
         refit_kw["products"] = ProductCache(4 * n_components)
     sqnorm = op.sqnorm()
     from_u0 = from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0))
-    if from_u0:
-        state, defl = _start_from_scores(op, sqnorm, u0, w0, refit_kw), None
-    else:
-        state = _deflation_start(op, n_components, u0, w0, tol, kw, refit_kw.get("products"))
-        defl = _snapshot(*state)
     loop = _Loop(rotate, restart and search, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
-    settled, caught, changes = True, [], []  # one component: nothing to rotate or restart
-    kept, swept = kept_rmatvecs(state[0], state[1], refit_kw.get("products")), None
-    if n_components > 1 and not search:  # a continuation: the sweeps from its start only
-        first = _run_from(op, sqnorm, state, refit_kw, loop)
-        settled, caught, changes, kept = first.settled, first.caught, first.changes, first.kept
-    elif n_components > 1:
-        if RESTART_WINNER_ONLY:  # the starts settle without restarts; the winner's below
-            loop = _Loop(rotate, False, max_sweeps, loop.settle, verbose, [])
-        best = _best_start(
-            op,
-            n_components,
-            sqnorm,
-            _run_from(op, sqnorm, state, refit_kw, loop),
-            defl,
-            tol,
-            kw,
-            refit_kw,
-            loop,
-            restart=restart,
-        )
+    if n_components > 1 and search:
+        if from_u0:
+            first = partial(_scores_job, op, n_components, sqnorm, u0, w0, loop), "scores"
+        else:
+            job = partial(_deflation_job, op, n_components, sqnorm, u0, w0, tol, kw, loop)
+            first = job, "svd" if u0 is None else "warm"
+        best = _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop)
         state, settled, caught, changes, kept = (
             best.state, best.settled, best.caught, best.changes, best.kept
         )  # fmt: skip
         swept = None if best.swept is None else best.swept + (best.value,)
+    else:
+        if from_u0:
+            state = _start_from_scores(op, sqnorm, u0, w0, refit_kw)
+        else:
+            state = _deflation_start(op, n_components, u0, w0, tol, kw, refit_kw.get("products"))
+        settled, caught, changes = True, [], []  # one component: nothing to rotate or restart
+        kept, swept = kept_rmatvecs(state[0], state[1], refit_kw.get("products")), None
+        if n_components > 1:  # a continuation: the sweeps from its start only
+            first = _run_from(op, sqnorm, state, refit_kw, loop)
+            settled, caught, changes, kept = first.settled, first.caught, first.changes, first.kept
     U, V, d, Z, info = state
     if not settled:
         msg = unsettled_message(max_sweeps, changes[-1], max(tol, SWEEP_TOL), U, swept)
@@ -573,7 +579,7 @@ def _joint_spca_tv(
     deflation's warm start. ``rotate``: each sweep starts with
     :func:`~neurospca.decomposition._rotation.rotate_pairs` (an l1 penalty is
     what makes one rotation of a pair better than another). ``search``: the
-    restarts and the other starts of :func:`_best_start`; off for a
+    restarts and the other starts of :func:`_search`; off for a
     continuation (a warm-started fit along a path, e.g. the split halves of
     ``alpha_rel="auto"``, which follow their previous point: measured, issue 20
     round 4, the halves of ``select_penalty``'s paper simulation reproduced at

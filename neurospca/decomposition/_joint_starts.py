@@ -24,7 +24,7 @@ from ._data import uses_gram
 from ._deflated import gram_blocks
 from ._joint_certify import _others, know_products
 from ._start import START_MAX_ITER, centred_gram, ritz_step
-from ._subspace import cached_subspace
+from ._subspace import SKETCH_WIDTH, cached_subspace
 
 
 def svd_starts(defls, basis):
@@ -99,6 +99,21 @@ def _pca_products(op, u0, cache):
     for k in range(K):
         n1, n2 = float(np.linalg.norm(u0[:, k])), float(np.linalg.norm(units[:, k]))
         cache._put(cache.xtu, units[:, k] / n2, AR[:, k] / (n1 * n2))
+
+
+def subspace_first(op, n_components, svd_first):
+    """Whether the starts may share their passes: the data's top singular
+    subspace they use is computed here first (its numbers those of the
+    subspace the starts would compute one after the other: the first start is
+    deflation's from ``init="svd"``, whose first component asks for it, or
+    every start asks for the same one). On the Gram path no subspace is used."""
+    if not uses_gram(op):
+        n, p = op.shape
+        same = n_components + 10 <= SKETCH_WIDTH < min(n, p)
+        if not (same or svd_first):
+            return False
+        cached_subspace(op, n_components)
+    return True
 
 
 def _collinearity(U):

@@ -1,0 +1,166 @@
+"""Several fits on the same data side by side, sharing each pass over it (issue 22).
+
+The joint fit settles several starts (:mod:`~neurospca.decomposition._joint`):
+deflation's, the data's top singular subspace's, and a given start's. They do
+not depend on each other, and each one's passes over ``X`` come one after the
+other (every product needs the vectors of the last). :func:`run_side_by_side`
+runs them in lockstep: each start in a thread of its own, ONE thread running at
+a time; when every live start waits for a pass, the products they asked for
+are computed in one read of every row block (:func:`_blk_many`: each request's
+own block function with its own accumulator, added up in the same order), and
+each start continues with its own. Each start's numbers are those of running
+it alone, bit for bit; the passes over ``X`` are those of the longest start
+instead of the sum.
+
+The starts' threads take turns, so a start's ``warnings`` state (the filters
+and handlers of its ``catch_warnings`` blocks) is saved when it stops for a
+pass and put back when it resumes, as if it ran alone.
+"""
+
+import threading
+import warnings
+
+import numpy as np
+
+from ._blocks import _add
+
+#: The starts of a joint fit share their passes (:func:`run_side_by_side`);
+#: False: one start after the other (the same numbers, more passes).
+SIDE_BY_SIDE = True
+
+
+class _Stopped(Exception):
+    """Raised in a start's thread to stop it when another start failed."""
+
+
+class _Many:
+    """The accumulators of several products of one pass, merged product by
+    product as each one's own pass merges them."""
+
+    def __init__(self, makes):
+        self.parts = [None if make is None else make() for make in makes]
+
+    def __iadd__(self, other):
+        self.parts = [_add(a, b) for a, b in zip(self.parts, other.parts, strict=True)]
+        return self
+
+
+def _blk_many(B, sl, acc, rows, cols, items):
+    """Each request's block function on the same row block (one read):
+    ``items`` holds ``(fn, args, rows out or None)``, ``acc.parts`` their sums."""
+    for (fn, args, out), part in zip(items, acc.parts, strict=True):
+        fn(B, sl, part, None if out is None else out[sl], cols, *args)
+
+
+def _warnings_state():
+    return warnings.filters, warnings.showwarning, warnings._showwarnmsg_impl
+
+
+def _set_warnings_state(state):
+    warnings.filters, warnings.showwarning, warnings._showwarnmsg_impl = state
+    warnings._filters_mutated()
+
+
+class _Start:
+    """One start's thread: its job, its turn, its pending request and its end."""
+
+    def __init__(self, job):
+        self.job, self.turn = job, threading.Semaphore(0)
+        self.request = self.reply = self.result = self.error = None
+        self.done = False
+
+
+class _Lockstep:
+    """The turns of the starts and their shared passes over ``op``'s data."""
+
+    def __init__(self, op):
+        self.op, self.back, self.local = op, threading.Semaphore(0), threading.local()
+        self.stopped = False
+
+    def _map(self, fn, args, make_acc=None, rows_tail=None):
+        """``op._map`` while the starts run: a start's pass waits for the others'."""
+        start = getattr(self.local, "start", None)
+        if start is None:
+            return type(self.op)._map(self.op, fn, args, make_acc, rows_tail)
+        start.request = (fn, args, make_acc, rows_tail)
+        state = _warnings_state()
+        self.back.release()
+        start.turn.acquire()
+        _set_warnings_state(state)
+        if self.stopped:
+            raise _Stopped
+        return start.reply
+
+    def _thread(self, start):
+        self.local.start = start
+        start.turn.acquire()
+        try:
+            if not self.stopped:
+                start.result = start.job()
+        except BaseException as exc:  # noqa: BLE001  re-raised by the main thread
+            start.error = exc
+        finally:
+            start.done = True
+            self.back.release()
+
+    def _turn(self, start):
+        """Let ``start`` run until it asks for a pass or ends."""
+        state = _warnings_state()
+        start.turn.release()
+        self.back.acquire()
+        _set_warnings_state(state)
+
+    def _pass(self, starts):
+        """The requests of ``starts`` in one pass over the data."""
+        op, requests = self.op, [s.request for s in starts]
+        if len(requests) == 1:
+            starts[0].reply = type(op)._map(op, *requests[0])
+            return
+        n = op.shape[0]
+        outs = [None if tail is None else np.empty((n,) + tail) for *_, tail in requests]
+        items = [(fn, args, out) for (fn, args, _, _), out in zip(requests, outs, strict=True)]
+        makes = [make for _, _, make, _ in requests]
+        _, acc = type(op)._map(op, _blk_many, (items,), make_acc=lambda: _Many(makes))
+        for start, out, part in zip(starts, outs, acc.parts, strict=True):
+            start.reply = (out, part)
+
+    def run(self, jobs):
+        """``[job() for job in jobs]`` in lockstep; the first error of a job
+        (or of a shared pass) stops the others and is raised here."""
+        starts = [_Start(job) for job in jobs]
+        threads = [threading.Thread(target=self._thread, args=(s,), daemon=True) for s in starts]
+        for th in threads:
+            th.start()
+        self.op._map = self._map  # every pass of the starts' threads comes here
+        live = starts
+        try:
+            while live:
+                for start in live:
+                    self._turn(start)
+                live = [s for s in live if not s.done]
+                failed = next((s.error for s in starts if s.error is not None), None)
+                if failed is not None:
+                    raise failed
+                if live:
+                    self._pass(live)
+        finally:
+            del self.op._map
+            self.stopped = True
+            for start in live:
+                if not start.done:
+                    self._turn(start)
+            for th in threads:
+                th.join()
+        return [s.result for s in starts]
+
+
+def run_side_by_side(op, jobs):
+    """``[job() for job in jobs]``, the jobs' passes over ``op``'s data shared
+    (:data:`SIDE_BY_SIDE`; data in memory or a memmap, more than one job).
+
+    Each job must depend on no other job's state and draw no shared random
+    numbers; its numbers are then those of running it alone, bit for bit.
+    """
+    if not SIDE_BY_SIDE or len(jobs) < 2 or op.kind == "dask":
+        return [job() for job in jobs]
+    return _Lockstep(op).run(jobs)
