@@ -230,7 +230,8 @@ def main():
                 continue
             res[mode] = json.loads(r.stdout.strip().splitlines()[-1])
             print(
-                f"{mode}: {res[mode]['time']:.1f} s ({res[mode]['cpu']:.1f} CPU s), peak {res[mode]['peak_ratio']:.2f}x the data "
+                f"{mode}: {res[mode]['time']:.1f} s ({res[mode]['cpu']:.1f} CPU s), "
+                f"peak {res[mode]['peak_ratio']:.2f}x the data "
                 f"(max RSS {res[mode]['maxrss_mb']:.0f} MB), passes {res[mode].get('passes')}, "
                 f"read from disk {res[mode].get('read_gb', 0):.1f} GB",
                 flush=True,

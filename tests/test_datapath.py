@@ -119,7 +119,6 @@ def test_tiles_and_threads_give_the_products_of_the_whole_matrix(monkeypatch, n_
     np.testing.assert_array_equal(op.fused(v)[1], g)  # deterministic
 
 
-
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_a_memmap_pass_uses_a_few_buffers_again(tmp_path, monkeypatch, n_threads):
     """The row blocks read from a memmap go into at most ``3 n_threads + 1``
