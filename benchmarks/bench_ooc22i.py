@@ -57,6 +57,7 @@ def _instrument(data):
             kern["read"] += time.thread_time() - c0
             if item is None:
                 return
+            kern["bytes"] += item[2].nbytes
             yield item
 
     def mapped(self, fn, *a, **k):
@@ -99,8 +100,10 @@ def main():
     m = SPCATV(3, operator=op, tol=1e-3, random_state=0, **SETTINGS[setting]).fit(X)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     np.save(out, m.components_)
-    n = sum(cnt.values())
-    res = dict(setting=setting, wall=round(wall, 2), cpu=round(cpu, 2), passes=n)
+    # passes in units of the whole X (a split half's pass counts half)
+    n = kern["bytes"] / X.nbytes
+    res = dict(setting=setting, wall=round(wall, 2), cpu=round(cpu, 2), passes=round(n, 1))
+    res["map_calls"] = sum(cnt.values())
     res.update(floor_wall=round(floor_wall, 4), floor_cpu=round(floor_cpu, 4))
     res.update(share_wall=round(n * floor_wall / wall, 4), share_cpu=round(n * floor_cpu / cpu, 4))
     res.update(gbs_wall=round(n * X.nbytes / 1e9 / wall, 2), floor_gbs=X.nbytes / 1e9 / floor_wall)
