@@ -119,6 +119,92 @@ def test_tiles_and_threads_give_the_products_of_the_whole_matrix(monkeypatch, n_
     np.testing.assert_array_equal(op.fused(v)[1], g)  # deterministic
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_a_memmap_pass_uses_a_few_buffers_again(tmp_path, monkeypatch, n_threads):
+    """The row blocks read from a memmap go into at most ``3 n_threads + 1``
+    buffers per pass, used again (not one new buffer per block), and every
+    product equals the in-memory one bit for bit (the same blocks)."""
+    monkeypatch.setattr(_data, "BLOCK_BYTES", 3 * 40 * 4)
+    monkeypatch.setattr(_data, "MEMMAP_BLOCK_BYTES", 3 * 40 * 4)
+    monkeypatch.setattr(_data, "MIN_BLOCK_ROWS", 1)
+    made = []
+
+    class Counted(_data._Buffers):
+        def __init__(self):
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(_data, "_Buffers", Counted)
+    rng = np.random.default_rng(3301)
+    X = (rng.standard_normal((90, 40)) + 2.0).astype(np.float32)
+    np.save(tmp_path / "x.npy", X)
+    Xm = np.load(tmp_path / "x.npy", mmap_mode="r")
+    ops = [DataOperator(A, n_threads=n_threads).scan(sketch=3) for A in (X, Xm)]
+    for op in ops:
+        op.centre(op.stats["mean"])
+    assert len(ops[1]._offsets) - 1 == 30  # 30 blocks of 3 rows
+    v, W = rng.standard_normal(40), rng.standard_normal((40, 4))
+    (z0, g0), (z1, g1) = (op.fused(v) for op in ops)
+    np.testing.assert_array_equal(z1, z0)
+    np.testing.assert_array_equal(g1, g0)
+    (Z0, G0), (Z1, G1) = (op.gram(W) for op in ops)
+    np.testing.assert_array_equal(Z1, Z0)
+    np.testing.assert_array_equal(G1, G0)
+    np.testing.assert_array_equal(ops[1].sketch["XtXW"], ops[0].sketch["XtXW"])
+    assert len(made) == 3  # one pool per memmap pass (scan, fused, gram)
+    for pool in made:
+        assert 1 <= len(pool._mine) <= 3 * n_threads + 1
+        assert len(pool._free) == len(pool._mine)  # every buffer given back
+
+
+def test_buffers_hand_out_views_and_take_back_only_their_own():
+    pool = _data._Buffers()
+    off = np.array([0, 4, 8, 10])
+    a = pool.take(4, off, 5, np.float32)
+    b = pool.take(2, off, 5, np.float32)
+    assert a.shape == (4, 5) and b.shape == (2, 5) and a.flags.c_contiguous
+    assert a.base is not b.base
+    pool.give(b)
+    pool.give(np.empty((4, 5), np.float32))  # not the pool's: ignored
+    c = pool.take(4, off, 5, np.float32)
+    assert c.base is b.base and len(pool._mine) == 2
+
+
+def test_dask_tasks_take_runs_of_chunks_into_one_accumulator(monkeypatch):
+    """A dask array of many small row chunks: consecutive chunks go to one
+    task (``DASK_TASK_BYTES`` of rows), whose products are those of the whole
+    matrix, rows in order."""
+    da = pytest.importorskip("dask.array")
+    from neurospca.decomposition._blocks import _chunk_groups
+
+    assert _chunk_groups([5, 5, 5, 5, 5], 8, 80) == [[0, 1], [2, 3], [4]]
+    assert _chunk_groups([5, 5], 8, 1) == [[0], [1]]
+    assert _chunk_groups([3, 2], 8, 10**9) == [[0, 1]]
+    rng = np.random.default_rng(3302)
+    X = rng.standard_normal((61, 30)) + 3.0
+    Xc = X - X.mean(axis=0)
+    monkeypatch.setattr(_data, "DASK_TASK_BYTES", 3 * 4 * 30 * 8)  # 3 chunks of 4 rows
+    seen = []
+    original = _data._dask_group
+
+    def counted(fn, Bs, bounds, *args):
+        seen.append(len(Bs))
+        return original(fn, Bs, bounds, *args)
+
+    monkeypatch.setattr(_data, "_dask_group", counted)
+    op = DataOperator(da.from_array(X, chunks=(4, 30))).scan(sketch=2)
+    assert seen[:6] == [3, 3, 3, 3, 3, 1]  # 16 chunks, 6 tasks
+    op.centre(op.stats["mean"])
+    np.testing.assert_allclose(op.stats["m2"], (Xc**2).sum(axis=0), rtol=1e-12)
+    v, W = rng.standard_normal(30), rng.standard_normal((30, 3))
+    z, g = op.fused(v)
+    np.testing.assert_allclose(z, Xc @ v, rtol=1e-12, atol=1e-12 * np.abs(z).max())
+    np.testing.assert_allclose(g, Xc.T @ (Xc @ v), rtol=1e-11, atol=1e-11 * np.abs(g).max())
+    Z, G = op.gram(W)
+    np.testing.assert_allclose(Z, Xc @ W, rtol=1e-12, atol=1e-12 * np.abs(Z).max())
+    np.testing.assert_allclose(G, Xc.T @ Z, rtol=1e-11, atol=1e-11 * np.abs(G).max())
+
+
 def test_the_scan_finds_bad_values_in_any_tile(monkeypatch):
     monkeypatch.setattr(_data, "MIN_BLOCK_ROWS", 1)
     monkeypatch.setattr(_data, "TILE_BYTES", 8 * 8 * 3)

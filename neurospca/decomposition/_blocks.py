@@ -6,7 +6,7 @@ columns; what is summed over blocks is added IN PLACE into the accumulator
 ``acc`` (``acc[tile] += ...``: no P-long partial per block is allocated or
 summed), the block's rows part is written into ``rows`` (its rows of the
 output). They run on the driver's worker threads, or as dask tasks on
-workers (:func:`_dask_block`).
+workers (:func:`_dask_group`).
 """
 
 import numpy as np
@@ -245,15 +245,33 @@ def _add(a, b):
     return a
 
 
-def _dask_block(fn, B, lo, hi, make_acc, rows_tail, cols, *args):
-    """One dask chunk: its own accumulator and rows (one BLAS thread per task:
+def _dask_group(fn, Bs, bounds, make_acc, rows_tail, cols, *args):
+    """One dask task: consecutive row chunks ``Bs`` (rows ``bounds``) into ONE
+    accumulator, in place, as the driver's threads do; so a pass makes one
+    P-long partial result per task, not per chunk (one BLAS thread per task:
     the workers' threads are the parallelism)."""
-    B = np.asarray(B)
     acc = make_acc()
-    rows = None if rows_tail is None else np.empty((hi - lo,) + rows_tail)
+    lo0 = bounds[0][0]
+    rows = None if rows_tail is None else np.empty((bounds[-1][1] - lo0,) + rows_tail)
     with _single_threaded_blas():
-        fn(B, slice(lo, hi), acc, rows, cols, *args)
+        for B, (lo, hi) in zip(Bs, bounds, strict=True):
+            part = None if rows is None else rows[lo - lo0 : hi - lo0]
+            fn(np.asarray(B), slice(lo, hi), acc, part, cols, *args)
     return rows, acc
+
+
+def _chunk_groups(chunk_rows, row_bytes, group_bytes):
+    """Runs of consecutive chunk indices holding about ``group_bytes`` of rows each."""
+    groups, run, size = [], [], 0
+    for i, r in enumerate(chunk_rows):
+        run.append(i)
+        size += int(r) * row_bytes
+        if size >= group_bytes:
+            groups.append(run)
+            run, size = [], 0
+    if run:
+        groups.append(run)
+    return groups
 
 
 def _first(t):

@@ -44,7 +44,8 @@ from ._blocks import (
     _blk_rmatvec64,
     _blk_rmatvecs,
     _blk_stats,
-    _dask_block,
+    _chunk_groups,
+    _dask_group,
     _exact_kernel,
     _first,
     _none,
@@ -71,6 +72,12 @@ MIN_BLOCK_ROWS = 32
 #: Bytes of one column tile of a row block: the unit of the BLAS products, so
 #: that a tile's partial results stay in cache while they are added in place.
 TILE_BYTES = 4 * 2**20
+#: Bytes of rows one dask task processes: consecutive row chunks of a dask
+#: array go to one task and one accumulator, so that the P-long partial result
+#: each task returns (and the tree that adds them up) stays small beside the
+#: data (a 32 MB chunk of a P = 327,684 array would add a 42 MB partial in a
+#: 16-column pass). A task holds its chunks in memory at once.
+DASK_TASK_BYTES = 256 * 2**20
 #: Fewest columns of a tile.
 MIN_TILE_COLUMNS = 256
 
@@ -174,6 +181,45 @@ def _memmap_file_position(X):
     return start + (X.ctypes.data - base)
 
 
+class _Buffers:
+    """Row-block buffers of one pass over a memmap, used again once a block's
+    products are done (a fresh buffer per block costs the kernel's zeroing of
+    its pages: as much CPU as the read itself). Never waits: a block taken
+    while every buffer is in use gets a new one (at most ``3 n_threads + 1``
+    are in use, :func:`_run_workers`)."""
+
+    def __init__(self):
+        self._free = []
+        self._mine = {}  # id -> buffer (kept alive: an id is never reused within a pass)
+        self._lock = threading.Lock()
+
+    def take(self, rows, offsets, p, dtype):
+        with self._lock:
+            buf = self._free.pop() if self._free else None
+        if buf is None:
+            buf = np.empty((int(np.diff(offsets).max()), p), dtype=dtype)
+            with self._lock:
+                self._mine[id(buf)] = buf
+        return buf[:rows]
+
+    def give(self, B):
+        base = B.base
+        if base is not None and self._mine.get(id(base)) is base:
+            with self._lock:
+                self._free.append(base)
+
+
+def _read_into(fh, B, pos, name, filename):
+    """Fill the C-contiguous array ``B`` with the file's bytes from ``pos``."""
+    buf = memoryview(B).cast("B")
+    got, want = 0, B.nbytes
+    while got < want:
+        k = os.preadv(fh.fileno(), [buf[got:]], pos + got)
+        if k <= 0:
+            raise OSError(f"{name}: short read from {filename}")
+        got += k
+
+
 class DataOperator:
     """``X`` (optionally centred, ``X - 1 mean^T``) as products by row blocks.
 
@@ -229,7 +275,7 @@ class DataOperator:
         # column tiles: a tile of a row block is at most TILE_BYTES
         itemsize = max(np.dtype(X.dtype).itemsize, self.dtype.itemsize)
         self._cols = int(max(MIN_TILE_COLUMNS, TILE_BYTES // max(1, rows * itemsize)))
-        self._pos = self._identity = None
+        self._pos = self._identity = self._buffers = None
         if self.kind == "memmap":
             self._pos = _memmap_file_position(X)
             if getattr(X, "filename", None) is not None and getattr(X, "_mmap", None) is not None:
@@ -243,17 +289,12 @@ class DataOperator:
             pos = self._pos
             if pos is not None:
                 row_bytes = self.shape[1] * X.dtype.itemsize
+                buffers = self._buffers or _Buffers()
                 with open(X.filename, "rb", buffering=0) as fh:
                     check_unchanged(self.name, X, fh, self._identity)
                     for lo, hi in zip(off[:-1], off[1:], strict=True):
-                        B = np.empty((hi - lo, self.shape[1]), dtype=X.dtype)
-                        buf = memoryview(B).cast("B")
-                        got, want = 0, B.nbytes
-                        while got < want:
-                            k = os.preadv(fh.fileno(), [buf[got:]], pos + lo * row_bytes + got)
-                            if k <= 0:
-                                raise OSError(f"{self.name}: short read from {X.filename}")
-                            got += k
+                        B = buffers.take(hi - lo, off, self.shape[1], X.dtype)
+                        _read_into(fh, B, pos + lo * row_bytes, self.name, X.filename)
                         yield lo, hi, B
                 return
             for lo, hi in zip(off[:-1], off[1:], strict=True):
@@ -278,15 +319,22 @@ class DataOperator:
         n_workers = max(1, min(self.n_threads, len(self._offsets) - 1))
         accs = [make_acc() if make_acc is not None else None for _ in range(n_workers)]
 
+        buffers = self._buffers = _Buffers() if self.kind == "memmap" else None
+
         def run(t, lo, hi, B):
             fn(B, slice(lo, hi), accs[t], None if rows is None else rows[lo:hi], self._cols, *args)
+            if buffers is not None:
+                buffers.give(B)
 
-        with _single_threaded_blas():
-            if n_workers == 1:
-                for lo, hi, B in self._blocks():
-                    run(0, lo, hi, B)
-            else:
-                _run_workers(run, self._blocks(), n_workers)
+        try:
+            with _single_threaded_blas():
+                if n_workers == 1:
+                    for lo, hi, B in self._blocks():
+                        run(0, lo, hi, B)
+                else:
+                    _run_workers(run, self._blocks(), n_workers)
+        finally:
+            self._buffers = None
         acc = accs[0]
         for other in accs[1:]:
             acc = _add(acc, other)
@@ -299,9 +347,19 @@ class DataOperator:
         dargs = [delayed(a) if isinstance(a, np.ndarray) and a.size > 64 else a for a in args]
         blocks = self.X.to_delayed()[:, 0]
         make = make_acc if make_acc is not None else _none
+        off = self._offsets
+        row_bytes = self.shape[1] * self.X.dtype.itemsize
         tasks = [
-            delayed(_dask_block)(fn, b, int(lo), int(hi), make, rows_tail, self._cols, *dargs)
-            for b, lo, hi in zip(blocks, self._offsets[:-1], self._offsets[1:], strict=True)
+            delayed(_dask_group)(
+                fn,
+                [blocks[i] for i in g],
+                [(int(off[i]), int(off[i + 1])) for i in g],
+                make,
+                rows_tail,
+                self._cols,
+                *dargs,
+            )
+            for g in _chunk_groups(np.diff(off), row_bytes, DASK_TASK_BYTES)
         ]
         rows = [delayed(_first)(t) for t in tasks]
         total = _tree([delayed(_second)(t) for t in tasks], _add, delayed)
