@@ -26,6 +26,12 @@ def _op(X, n_threads=1, offsets=None):
     return op
 
 
+@pytest.fixture
+def everywhere(monkeypatch):
+    """The side-by-side passes in memory too (by default only from a file)."""
+    monkeypatch.setattr(lockstep, "SIDE_BY_SIDE", True)
+
+
 def _memmap(tmp_path, X):
     np.save(tmp_path / "x.npy", X)
     return np.load(tmp_path / "x.npy", mmap_mode="r")
@@ -58,6 +64,7 @@ def _chain(op, seed, steps):
 
 @pytest.mark.parametrize("kind", ["array32", "array64", "memmap32"])
 @pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.usefixtures("everywhere")
 def test_side_by_side_products_are_each_chain_alone_bit_for_bit(tmp_path, kind, n_threads):
     rng = np.random.default_rng(3291)
     X = rng.standard_normal((230, 61)) + 0.3
@@ -82,6 +89,7 @@ def test_side_by_side_products_are_each_chain_alone_bit_for_bit(tmp_path, kind, 
             assert np.array_equal(x, y)
 
 
+@pytest.mark.usefixtures("everywhere")
 def test_an_error_of_one_start_is_raised_and_stops_the_others():
     op = _op(np.random.default_rng(3292).standard_normal((40, 9)))
     ran = []
@@ -102,6 +110,7 @@ def test_an_error_of_one_start_is_raised_and_stops_the_others():
     assert lockstep.run_side_by_side(op, [long, long]) == ["done", "done"]
 
 
+@pytest.mark.usefixtures("everywhere")
 def test_each_start_records_its_own_warnings():
     """A start's ``catch_warnings`` blocks span passes while the other start
     runs its own: each records only its warnings, and the caller's state is
@@ -182,3 +191,25 @@ def test_joint_fit_from_scores_side_by_side(monkeypatch):
     assert np.array_equal(got[True][1], got[False][1])
     assert got[True][2] == got[False][2]
     assert got[True][3] < got[False][3]
+
+
+def test_by_default_the_starts_share_passes_only_from_a_file(tmp_path, monkeypatch):
+    """The default (``"memmap"``) shares the starts' passes when the data are
+    read from a file, as ``True`` does, and runs them one after the other in
+    memory, as ``False`` does (same model either way)."""
+    assert lockstep.SIDE_BY_SIDE == "memmap"
+    X, _, mask = make_paper_simulation(150, random_state=3294, shape=(30, 30), correlation=0.7)
+    op = tv_from_mask(mask)
+    counted = count_passes(monkeypatch)
+    passes, models = {}, {}
+    for data in ("array", "memmap"):
+        Xd = _memmap(tmp_path, X) if data == "memmap" else X
+        for on in (False, True, "memmap"):
+            monkeypatch.setattr(lockstep, "SIDE_BY_SIDE", on)
+            counted.clear()
+            models[data, on] = _joint_fit(Xd, op).components_
+            passes[data, on] = len(counted)
+    assert passes["array", "memmap"] == passes["array", False] > passes["array", True]
+    assert passes["memmap", "memmap"] == passes["memmap", True] < passes["memmap", False]
+    for data, on in models:  # (row blocks differ in memory and from a file)
+        assert np.array_equal(models[data, on], models[data, False]), (data, on)

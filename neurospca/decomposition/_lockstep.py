@@ -24,9 +24,14 @@ import numpy as np
 
 from ._blocks import _add
 
-#: The starts of a joint fit share their passes (:func:`run_side_by_side`);
-#: False: one start after the other (the same numbers, more passes).
-SIDE_BY_SIDE = True
+#: Where the starts of a joint fit share their passes (:func:`run_side_by_side`):
+#: ``"memmap"``, only when a pass reads the data from a file; True, also in
+#: memory; False, nowhere (one start after the other: the same numbers, more
+#: passes). In memory a pass costs no read and the start threads' allocations
+#: cost more than the shared passes save (N = 100, P = 636,056 float64: +1 to
+#: +19 % wall in three alternating pairs; benchmarks/RESULTS.md, issue 22
+#: round 10), so the default shares them only out of core.
+SIDE_BY_SIDE = "memmap"
 
 
 class _Stopped(Exception):
@@ -156,11 +161,12 @@ class _Lockstep:
 
 def run_side_by_side(op, jobs):
     """``[job() for job in jobs]``, the jobs' passes over ``op``'s data shared
-    (:data:`SIDE_BY_SIDE`; data in memory or a memmap, more than one job).
+    (:data:`SIDE_BY_SIDE`: by default a memmap only; never dask; more than one job).
 
     Each job must depend on no other job's state and draw no shared random
     numbers; its numbers are then those of running it alone, bit for bit.
     """
-    if not SIDE_BY_SIDE or len(jobs) < 2 or op.kind == "dask":
+    shared = op.kind == "memmap" if SIDE_BY_SIDE == "memmap" else bool(SIDE_BY_SIDE)
+    if not shared or len(jobs) < 2 or op.kind == "dask":
         return [job() for job in jobs]
     return _Lockstep(op).run(jobs)
