@@ -154,15 +154,23 @@ def _instances(seeds, out):
 
 def _cube(n, out):
     """The child: the joint fit of the cube data, wall and CPU seconds, passes."""
-    import time
-
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     from bench_datapath import cube_data
 
-    from neurospca import SPCATV, tv_from_mask
+    from neurospca import tv_from_mask
 
     count = _pass_counter()
     X, op = cube_data(n), tv_from_mask(np.ones((n,) * 3, bool))
+    timed_joint_fit(X, op, count, out)
+
+
+def timed_joint_fit(X, op, count, out):
+    """The joint fit at ``alpha_rel=1``, tol 1e-3, saved to ``out``: components and
+    ``[wall s, CPU s, passes]`` (``count``: :func:`_pass_counter`'s, set before the data)."""
+    import time
+
+    from neurospca import SPCATV
+
     w, c = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

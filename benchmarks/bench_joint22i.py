@@ -49,9 +49,7 @@ from _trust import certified_dice, recovery  # noqa: E402
 from bench_trust_defaults import load  # noqa: E402
 
 from neurospca import SPCATV  # noqa: E402
-from neurospca.decomposition._data import validated_data_operator
-from neurospca.decomposition._objective import joint_objective  # noqa: E402
-from neurospca.solvers.penalties import eq3_pieces  # noqa: E402
+from neurospca.decomposition._objective import fitted_objective  # noqa: E402
 
 #: The point the default fit chose on every trust set of round 9 (RESULTS.md).
 POINT = dict(l1_ratio=0.05, tv_ratio=0.1, alpha_rel=1.0)
@@ -79,14 +77,6 @@ def jacobi_sweep(op, sqnorm, U, V, d, Z, info, kw):
     return caught
 
 
-def _objective(est, X, op):
-    data = validated_data_operator(est, X, reset=True, min_samples=2, n_threads=1)
-    data.centre(est.mean_)
-    w = est.penalty_weights_
-    pieces = eq3_pieces(w["l1"], w["tv"], op, w["l2"])
-    return joint_objective(data, est.scores_, est.loadings_, w["l2"], pieces)
-
-
 def _row(name, seed, sweep):
     """The fit of set ``name`` at the default's usual point (l1_ratio 0.05,
     tv_ratio 0.1, alpha_rel 1) with ``sweep`` as the joint fit's sweep."""
@@ -101,7 +91,7 @@ def _row(name, seed, sweep):
     return dict(
         cos=recovery(est.components_, patterns)[0],
         dice=certified_dice(est, patterns),
-        J=_objective(est, X, op),
+        J=fitted_objective(est, X, op),
         sweeps=est.n_sweeps_,
         settled=not any("did not settle" in str(w.message) for w in caught),
         gap=float(np.nanmax(est.rel_gaps_)),
@@ -123,16 +113,10 @@ def cost():
 def _fit_child(name, path, out):
     """The child of ``--fit``: one joint fit, its seconds, passes, components."""
     import bench_datapath
-    from bench_joint22h import _pass_counter
+    from bench_joint22h import _pass_counter, timed_joint_fit
 
     X, operator = bench_datapath._load(name, path)
-    count = _pass_counter()
-    w, c = time.perf_counter(), time.process_time()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        m = SPCATV(3, operator=operator, tol=1e-3, alpha_rel=1.0, random_state=0).fit(X)
-    res = [time.perf_counter() - w, time.process_time() - c, count[0]]
-    np.savez(out, comps=m.components_, res=np.array(res))
+    timed_joint_fit(X, operator, _pass_counter(), out)
 
 
 def fits(args):

@@ -15,7 +15,7 @@ import pytest
 import neurospca.decomposition._joint as joint_module
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
 from neurospca.decomposition._data import validated_data_operator
-from neurospca.decomposition._objective import best_scales, joint_objective
+from neurospca.decomposition._objective import best_scales, fitted_objective, joint_objective
 from neurospca.model_selection import match_components
 from neurospca.solvers.penalties import eq3_pieces
 
@@ -70,19 +70,10 @@ def _fit(X, op, u0, alpha_rel=1.0):
     return U, (V / np.where(norms > 0, norms, 1.0)).T, value
 
 
-def _model_objective(est, X, op):
-    """The joint objective of a fitted SPCATV at its own penalty."""
-    data = validated_data_operator(est, X, reset=True, min_samples=2, n_threads=1)
-    data.centre(est.mean_)
-    w = est.penalty_weights_
-    pieces = eq3_pieces(w["l1"], w["tv"], op, w["l2"])
-    return joint_objective(data, est.scores_, est.loadings_, w["l2"], pieces)
-
-
 def _deflation_objective(X, op, alpha_rel):
     """The joint objective of the paper's deflation at ``alpha_rel``, and its fit."""
     est = SPCATV(3, operator=op, alpha_rel=alpha_rel, method="deflation").fit(X)
-    return _model_objective(est, X, op), est
+    return fitted_objective(est, X, op), est
 
 
 def _cos(patterns, components):
@@ -134,4 +125,4 @@ def test_joint_fit_from_the_top_singular_subspace_separates_what_deflation_merge
     after = SPCATV(3, operator=op, alpha_rel=1.0).fit(X)
     assert match_components(patterns, before)[2].min() < 0.5
     assert np.all(match_components(patterns, after)[2] >= 0.95)
-    assert _model_objective(after, X, op) < _model_objective(before, X, op)
+    assert fitted_objective(after, X, op) < fitted_objective(before, X, op)

@@ -118,3 +118,29 @@ def joint_objective(op, U, V, l2, pieces, Z=None):
     terms = np.array([_penalty_terms(pieces, l2, E[:, j]) for j in range(keep.size)])
     _, value = best_scales(a, G, terms[:, 0], terms[:, 1], l2, n)
     return base + value
+
+
+def fitted_objective(estimator, X, operator):
+    """The joint objective ``J`` of a fitted SPCA-TV model at its own penalty.
+
+    Parameters
+    ----------
+    estimator : SPCATV
+        Fitted (``scores_``, ``loadings_``, ``mean_``, ``penalty_weights_``).
+    X : array-like of shape (n_samples, n_features)
+        The data it was fitted on.
+    operator : LinearOperator
+        Its TV operator.
+
+    Returns
+    -------
+    float
+    """
+    from ..solvers.penalties import eq3_pieces
+    from ._data import validated_data_operator
+
+    data = validated_data_operator(estimator, X, reset=True, min_samples=2, n_threads=1)
+    data.centre(estimator.mean_)
+    w = estimator.penalty_weights_
+    pieces = eq3_pieces(w["l1"], w["tv"], operator, w["l2"])
+    return joint_objective(data, estimator.scores_, estimator.loadings_, w["l2"], pieces)
