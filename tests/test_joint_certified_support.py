@@ -19,12 +19,12 @@ import pytest
 
 import neurospca.decomposition._joint_certify as certify_module
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
+from neurospca.decomposition._objective import fitted_objective
 from neurospca.solvers import prox_dual, prox_objective
 from neurospca.solvers.support import ROUNDING
 
 from ._certificates import reference
 from ._helpers import cvxpy_prox
-from .test_joint_objective import _model_objective
 
 
 def _amplitude_maps(seed, n=24, shape=(14, 14)):
@@ -129,7 +129,7 @@ def test_certification_does_not_make_the_joint_objective_worse(name, seed):
     _, _, plain = _fit(name, seed, certify_support=False)
     assert plain.support_others_ is None and plain.certified_support_ is None
     assert np.array_equal(m.scores_, plain.scores_)
-    assert _model_objective(m, X, op) <= _model_objective(plain, X, op) * (1 + 1e-9)
+    assert fitted_objective(m, X, op) <= fitted_objective(plain, X, op) * (1 + 1e-9)
 
 
 def test_the_jacobi_step_certifies_where_re_checking_the_pairs_did_not(monkeypatch):
