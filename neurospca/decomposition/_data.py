@@ -62,7 +62,7 @@ __all__ = ["DataOperator", "as_data_operator", "is_dask_array", "is_out_of_core"
 
 #: Bytes of one row block of an in-memory array (a view; a few MB: cache friendly).
 BLOCK_BYTES = 8 * 2**20
-#: Bytes of one row block read from a memmap (a buffer per worker thread).
+#: Bytes of one row block of a memmap (a view of the mapped file).
 MEMMAP_BLOCK_BYTES = 32 * 2**20
 #: Fewest rows of a row block (unless the data have fewer): what a block adds
 #: into the P-long accumulators costs O(P) per block, so blocks of a few rows
@@ -181,43 +181,27 @@ def _memmap_file_position(X):
     return start + (X.ctypes.data - base)
 
 
-class _Buffers:
-    """Row-block buffers of one pass over a memmap, used again once a block's
-    products are done (a fresh buffer per block costs the kernel's zeroing of
-    its pages: as much CPU as the read itself). Never waits: a block taken
-    while every buffer is in use gets a new one (at most ``3 n_threads + 1``
-    are in use, :func:`_run_workers`)."""
+class _Pages:
+    """The pages of a memmap's row blocks, given back once a block's products
+    are done (``madvise(MADV_DONTNEED)``: the process's resident memory stays
+    a few blocks, as with reads into buffers; the page cache keeps them).
 
-    def __init__(self):
-        self._free = []
-        self._mine = {}  # id -> buffer (kept alive: an id is never reused within a pass)
-        self._lock = threading.Lock()
+    The blocks are views of the mapped file (no copy: a copy out of the page
+    cache cost 2-4x the products of a pass). Only shared read mappings are
+    viewed (:func:`_memmap_file_position`), so giving pages back never drops
+    data of the process's own.
+    """
 
-    def take(self, rows, offsets, p, dtype):
-        with self._lock:
-            buf = self._free.pop() if self._free else None
-        if buf is None:
-            buf = np.empty((int(np.diff(offsets).max()), p), dtype=dtype)
-            with self._lock:
-                self._mine[id(buf)] = buf
-        return buf[:rows]
+    def __init__(self, X):
+        self._mm = X._mmap
+        self._base = np.frombuffer(self._mm, dtype=np.uint8).ctypes.data
 
     def give(self, B):
-        base = B.base
-        if base is not None and self._mine.get(id(base)) is base:
-            with self._lock:
-                self._free.append(base)
-
-
-def _read_into(fh, B, pos, name, filename):
-    """Fill the C-contiguous array ``B`` with the file's bytes from ``pos``."""
-    buf = memoryview(B).cast("B")
-    got, want = 0, B.nbytes
-    while got < want:
-        k = os.preadv(fh.fileno(), [buf[got:]], pos + got)
-        if k <= 0:
-            raise OSError(f"{name}: short read from {filename}")
-        got += k
+        start = B.ctypes.data - self._base
+        end = start + B.nbytes
+        start -= start % mmap.PAGESIZE
+        if end > start and hasattr(self._mm, "madvise"):
+            self._mm.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
 class DataOperator:
@@ -275,7 +259,7 @@ class DataOperator:
         # column tiles: a tile of a row block is at most TILE_BYTES
         itemsize = max(np.dtype(X.dtype).itemsize, self.dtype.itemsize)
         self._cols = int(max(MIN_TILE_COLUMNS, TILE_BYTES // max(1, rows * itemsize)))
-        self._pos = self._identity = self._buffers = None
+        self._pos = self._identity = None
         if self.kind == "memmap":
             self._pos = _memmap_file_position(X)
             if getattr(X, "filename", None) is not None and getattr(X, "_mmap", None) is not None:
@@ -286,22 +270,27 @@ class DataOperator:
     def _blocks(self):
         X, off = self.X, self._offsets
         if self.kind == "memmap":
-            pos = self._pos
-            if pos is not None:
-                row_bytes = self.shape[1] * X.dtype.itemsize
-                buffers = self._buffers or _Buffers()
-                with open(X.filename, "rb", buffering=0) as fh:
-                    check_unchanged(self.name, X, fh, self._identity)
-                    for lo, hi in zip(off[:-1], off[1:], strict=True):
-                        B = buffers.take(hi - lo, off, self.shape[1], X.dtype)
-                        _read_into(fh, B, pos + lo * row_bytes, self.name, X.filename)
-                        yield lo, hi, B
+            if self._pos is not None:
+                yield from self._mapped_blocks()
                 return
             for lo, hi in zip(off[:-1], off[1:], strict=True):
                 yield lo, hi, np.array(X[lo:hi])
             return
         for lo, hi in zip(off[:-1], off[1:], strict=True):
             yield lo, hi, X[lo:hi]
+
+    def _mapped_blocks(self):
+        """Row blocks of a memmap as views of its mapped file. Before each block
+        is touched, the file is checked to be the one mapped, of the same size
+        (a view past the end of a truncated file would kill the process with
+        SIGBUS): a file changed between blocks gives the ValueError of
+        :func:`check_unchanged`."""
+        X, off = self.X, self._offsets
+        A = X.view(np.ndarray)
+        with open(X.filename, "rb", buffering=0) as fh:
+            for lo, hi in zip(off[:-1], off[1:], strict=True):
+                check_unchanged(self.name, X, fh, self._identity)
+                yield lo, hi, A[lo:hi]
 
     def _map(self, fn, args, make_acc=None, rows_tail=None):
         """One pass over ``X``: ``fn`` on every row block.
@@ -319,22 +308,19 @@ class DataOperator:
         n_workers = max(1, min(self.n_threads, len(self._offsets) - 1))
         accs = [make_acc() if make_acc is not None else None for _ in range(n_workers)]
 
-        buffers = self._buffers = _Buffers() if self.kind == "memmap" else None
+        pages = _Pages(self.X) if self.kind == "memmap" and self._pos is not None else None
 
         def run(t, lo, hi, B):
             fn(B, slice(lo, hi), accs[t], None if rows is None else rows[lo:hi], self._cols, *args)
-            if buffers is not None:
-                buffers.give(B)
+            if pages is not None:
+                pages.give(B)
 
-        try:
-            with _single_threaded_blas():
-                if n_workers == 1:
-                    for lo, hi, B in self._blocks():
-                        run(0, lo, hi, B)
-                else:
-                    _run_workers(run, self._blocks(), n_workers)
-        finally:
-            self._buffers = None
+        with _single_threaded_blas():
+            if n_workers == 1:
+                for lo, hi, B in self._blocks():
+                    run(0, lo, hi, B)
+            else:
+                _run_workers(run, self._blocks(), n_workers)
         acc = accs[0]
         for other in accs[1:]:
             acc = _add(acc, other)
