@@ -70,3 +70,28 @@ def test_the_kept_default_fit_is_the_reference_of_the_ties():
     lines = table.table().splitlines()
     assert lines[0].split()[-1] == "tied"
     assert [line.split()[-1] for line in lines[1:]] == ["-", "yes", "no", "yes", "no"]
+
+
+def test_the_default_fits_twin_is_the_same_model_to_the_last_digits():
+    from neurospca.model_selection._twin import TWIN_COS, same_components, twin_evidence
+
+    rng = np.random.default_rng(3)
+    comps = rng.normal(size=(3, 40))
+    comps[2, 10:] = 0.0
+    rows = [_row(1.0, (0.05, 0.1), [0.98, 0.97, 0.96], (9.8e-3, 0.3e-3))]
+    # measured, development seed 3290: the largest loading difference 3e-4 on unit components
+    near = comps + 3e-4 * np.linalg.norm(comps, axis=1, keepdims=True) * rng.normal(size=(3, 40))
+    near[2, 10:] = 0.0
+    assert same_components(comps, near)
+    twin = twin_evidence(rows, {0: _Fit(comps)}, 0, _Fit(near))
+    assert twin is not None and twin[1] == rows[0]["returned_heldout"]
+    # another model: a component turned by more than arccos(TWIN_COS), or emptied
+    turned = comps.copy()
+    turned[1] += 2 * np.sqrt(1 - TWIN_COS) * np.linalg.norm(comps[1]) * np.eye(40)[5]
+    assert not same_components(comps, turned)
+    assert twin_evidence(rows, {0: _Fit(comps)}, 0, _Fit(turned)) is None
+    emptied = comps.copy()
+    emptied[2] = 0.0
+    assert not same_components(comps, emptied)
+    assert same_components(emptied, emptied.copy())
+    assert not same_components(comps, comps[:2])

@@ -52,6 +52,7 @@ from ..decomposition import (
     subsample_stability,
 )
 from ._heldout import explains_less, explains_more, pair_heldout
+from ._twin import twin_evidence
 
 #: A returned model whose component has fewer non-zero loadings than this
 #: fraction of its largest component's has lost a pattern (as the default
@@ -499,7 +500,7 @@ def returned_choice(X, results, models, fallback, default_fit, seed, groups=None
             results, results[best]["returned_per_component"], results[best]["returned_heldout"]
         )
         return best, model, results[best]["returned_per_component"], False
-    twin = _twin_evidence(results, models, default, model_default)
+    twin = twin_evidence(results, models, default, model_default)
     if twin is None:
         params = _default_params(model_default)
         twin = returned_evidence(model_default, X, params, seed, groups)
@@ -545,21 +546,6 @@ def mark_ties(results, stability, heldout):
             or explains_less(heldout, other)
         )
         r["tied"] = bool(r["returned_admissible"] and not separated)
-
-
-def _twin_evidence(results, models, default, model_default):
-    """The evidence of the default fit's row when its judged model is the
-    default fit bit for bit (the same components at the same point, not a
-    copy of another point's model): :func:`returned_evidence` would repeat
-    the same fits (measured, issue 20 round 10: the default fit and the
-    search's model at its point were identical on 2 of 3 development seeds,
-    the evidence about a sixth of the search's CPU). Else None."""
-    model, row = models.get(default), results[default]
-    if model is None or "same_as" in row or not row.get("returned_admissible"):
-        return None
-    if not np.array_equal(model.components_, model_default.components_):
-        return None
-    return row["returned_per_component"], row["returned_heldout"]
 
 
 def default_n_splits(n_splits, rule, criterion, tolerance):
