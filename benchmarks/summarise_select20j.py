@@ -34,8 +34,26 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from summarise_select20g import pt, read_args, steps  # noqa: E402
-from summarise_select20h import merge  # noqa: E402
 from summarise_select20i import never_worse  # noqa: E402
+
+
+def merge(rows):
+    """The ``before`` and ``after`` rows with the truth-best of their ``yardstick`` row (as
+    ``summarise_select20h.merge``, which leaves ``before`` rows out)."""
+    sticks = {(r["seed"], r["corr"], r["method"]): r for r in rows if r["tag"] == "yardstick"}
+    out = []
+    for r in rows:
+        y = sticks.get((r["seed"], r["corr"], r["method"]))
+        if r["tag"] == "yardstick" or y is None:
+            continue
+        grid = y["truth_grid"] + [r["default"]]
+        r.update(
+            truth_grid=y["truth_grid"],
+            mse_best=min(grid, key=lambda g: g[3]),
+            dice_best=max(grid, key=lambda g: g[4]),
+        )
+        out.append(r)
+    return out
 
 
 def names(grid, p):
@@ -97,7 +115,7 @@ def row_cells(r, tie):
         f"{pt(mb)}: {mb[3]:.3f} / {mb[4]:.3f}",
         f"{pt(db)}: {db[3]:.3f} / {db[4]:.3f}",
         *counts,
-        "; ".join(in_ties) if "tied" in r else "-",
+        "; ".join(in_ties) if r["tag"] != "before" else "-",
         f"{'yes' if strict else 'no'} / {'yes' if loose else 'no'} "
         f"({c[3] - d[3]:+.3f} / {c[4] - d[4]:+.3f})",
         f"{r['cpu_one_fit']:.1f} / {r['cpu_default']:.1f} / {r['cpu_select']:.0f} ({ratio:.0f}x)",
@@ -114,7 +132,7 @@ HEADER = (
 
 def main():
     rows, tie = read_args()
-    rows = [r for r in merge(rows) if r["tag"] != "yardstick" and "mse_best" in r]
+    rows = merge(rows)
     for method, corr in sorted({(r["method"], r["corr"]) for r in rows}):
         print(f"\n{method}, r = {corr:g}\n\n{HEADER}\n" + "|---" * 13 + "|")
         for r in sorted(rows, key=lambda r: (r["seed"], r["tag"])):
