@@ -34,26 +34,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from summarise_select20g import pt, read_args, steps  # noqa: E402
+from summarise_select20h import merge  # noqa: E402
 from summarise_select20i import never_worse  # noqa: E402
-
-
-def merge(rows):
-    """The ``before`` and ``after`` rows with the truth-best of their ``yardstick`` row (as
-    ``summarise_select20h.merge``, which leaves ``before`` rows out)."""
-    sticks = {(r["seed"], r["corr"], r["method"]): r for r in rows if r["tag"] == "yardstick"}
-    out = []
-    for r in rows:
-        y = sticks.get((r["seed"], r["corr"], r["method"]))
-        if r["tag"] == "yardstick" or y is None:
-            continue
-        grid = y["truth_grid"] + [r["default"]]
-        r.update(
-            truth_grid=y["truth_grid"],
-            mse_best=min(grid, key=lambda g: g[3]),
-            dice_best=max(grid, key=lambda g: g[4]),
-        )
-        out.append(r)
-    return out
 
 
 def names(grid, p):
@@ -132,7 +114,7 @@ HEADER = (
 
 def main():
     rows, tie = read_args()
-    rows = merge(rows)
+    rows = [r for r in merge(rows, skip=()) if "mse_best" in r]
     for method, corr in sorted({(r["method"], r["corr"]) for r in rows}):
         print(f"\n{method}, r = {corr:g}\n\n{HEADER}\n" + "|---" * 13 + "|")
         for r in sorted(rows, key=lambda r: (r["seed"], r["tag"])):
