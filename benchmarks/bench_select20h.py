@@ -83,6 +83,7 @@ def main():
         commit=COMMIT,
         searched=[point(r["params"]) for r in sel.results_],
         judged=[point(r["params"]) for r in sel.results_ if "returned_stability" in r],
+        tied=[point(r["params"]) for r in sel.results_ if r.get("tied")],
     )
     if args.truth_best:
         add_truth_best(row, truth_best(est, X, P, seed))

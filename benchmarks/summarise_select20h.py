@@ -18,13 +18,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from summarise_select20g import print_tables, pt, read_args  # noqa: E402
 
 
-def merge(rows):
-    """The after rows with the truth-best of their yardstick row."""
+def merge(rows, skip=("before",)):
+    """The after rows with the truth-best of their yardstick row (rows tagged
+    ``skip`` left as they are)."""
     sticks = {(r["seed"], r["corr"], r["method"]): r for r in rows if r["tag"] == "yardstick"}
     out = [r for r in rows if r["tag"] != "yardstick"]
     for r in out:
         y = sticks.get((r["seed"], r["corr"], r["method"]))
-        if r["tag"] == "before" or "truth_grid" in r or y is None:
+        if r["tag"] in skip or "truth_grid" in r or y is None:
             continue
         grid = y["truth_grid"] + [r["default"]]
         r.update(

@@ -102,7 +102,10 @@ class PenaltySelection:
         ``returned_per_component``, ``returned_admissible``,
         ``returned_heldout`` (held-out variance explained and its floor,
         ``_heldout``) and ``returned_explained`` (the first), and with
-        ``truth`` ``returned_mse`` / ``returned_dice`` (of that model).
+        ``truth`` ``returned_mse`` / ``returned_dice`` (of that model), and
+        ``tied`` (issue 20 round 11: True where that model's stability and
+        held-out variance do not separate from the kept model's, so the data
+        do not choose between the two; ``_returned.mark_ties``).
         K-fold rules: ``fold_scores``, ``stability`` and
         ``stability_corrected`` (Dice across folds),
         ``zero_fraction_per_component``, ``passes_sparsity``,
@@ -149,7 +152,10 @@ class PenaltySelection:
             truth; criterion ``"returned"``: ``returned`` (the returned
             model's reproducibility, ``nan`` where it was not fitted),
             ``heldout`` (the held-out variance its halves explain, issue 20
-            round 10) and, with a truth, its ``ret_mse`` / ``ret_dice``.
+            round 10) and, with a truth, its ``ret_mse`` / ``ret_dice``;
+            ``tied`` (issue 20 round 11): ``yes`` where the returned model's
+            evidence does not separate from the kept model's (``-``: not
+            judged).
         """
         if self.rule == "reproducibility":
             keys = ["reproducibility", "reproducibility_min"]
@@ -166,9 +172,13 @@ class PenaltySelection:
             if "mse" in self.results_[0]:
                 keys += ["returned_mse", "returned_dice"]
                 names += ["ret_mse", "ret_dice"]
+        if any("tied" in r for r in self.results_):
+            keys, names = keys + ["tied"], names + ["tied"]
         lines = ["  " + "  ".join(f"{c:>10s}" for c in names)]
         for i, r in enumerate(self.results_):
             values = [r.get(k, float("nan")) for k in keys]
+            if "tied" in keys:
+                values[-1] = {True: "yes", False: "no"}.get(r.get("tied"), "-")
             cells = [
                 f"{float_format.format(v):>10s}" if isinstance(v, float) else f"{v!s:>10s}"
                 for v in values
