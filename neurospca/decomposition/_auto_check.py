@@ -155,24 +155,33 @@ def auto_fit(path, run, start):
         What ``run`` returned.
     """
     run = _once(run)
+    check = path[0].pop("_check", None)
     i, result, refit = _first_fit(path, run, start)
     j = _fallback(path, i)
     if j is not None:
         other = run(path[j], start(path[j]["components"]))
-        if (
-            not (_collapsed(other[1]) or _too_dense(other[1]))
-            and _agreement(result[1], other[1]) >= AGREE
+        if not (_collapsed(other[1]) or _too_dense(other[1])) and (
+            _agreement(result[1], other[1]) >= AGREE or _reproduces(check, path[j], other[1])
         ):
             i, result = j, other
     i, result = _uncollapse(path, i, result, run, start)
     point = {key: path[i][key] for key in ("alpha_rel", "l1_ratio", "tv_ratio")}
     halves = HalfFits(path[i]["components"])
-    if refit is not None and refit[0] is path[i]:
+    if check is not None:  # the halves refitted for the fit kept, if any
+        halves.refit = check.refit_of(path[i], result[1])
+    elif refit is not None and refit[0] is path[i]:
         halves.refit = refit[1]
     for p in path:  # keep the summary, not every half's maps (nor the walks)
         del p["components"]
         p.pop("_walk", None)
     return point, halves, result
+
+
+def _reproduces(check, point, V):
+    """True when no component of the full fit ``V`` at ``point`` is flagged on
+    the halves (:meth:`._auto.Others.reproduce`, :func:`_flagged`); False when
+    that is unknown (``check`` None)."""
+    return check is not None and not _flagged(check.reproduce(point, V)[0])
 
 
 def _once(run):
