@@ -333,6 +333,8 @@ def auto_path(estimator, X):
     first split's best point already reproduces (:func:`_unbeatable`);
     otherwise they wait for the full fit at the first split's choice
     (:class:`Others`, ``"_others"`` in the first record: :func:`auto_fit`).
+    The same :class:`Others` is ``"_check"`` in the first record whatever the
+    splits: :func:`auto_fit` measures full fits on the halves with it.
 
     Returns
     -------

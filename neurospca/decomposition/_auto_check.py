@@ -2,8 +2,8 @@
 
 :func:`auto_fit` fits the full data at the halves' choice (:mod:`._auto`)
 and checks it: a component too dense, a less shrunk point of the documented
-split that agrees, a collapsed component; with the other splits pending
-(:class:`._auto.Others`), whether the first split's components reproduce
+split that agrees or whose components reproduce, a collapsed component; with
+the other splits pending (:class:`._auto.Others`), whether the first split's components reproduce
 before those are searched (issue 20 rounds 9-10, :func:`_flagged`).
 """
 
@@ -130,7 +130,14 @@ def auto_fit(path, run, start):
        :data:`AGREE`), neither collapsed nor too dense: the same patterns, less
        shrunk. The halves have half the samples and reproduce the weakest
        pattern only at a penalty that shrinks it in the full fit; the full fits
-       do not have that handicap.
+       do not have that handicap. Since issue 20 round 11 it is also kept
+       when it disagrees but none of its components is flagged on the halves
+       (:func:`_reproduces`): the least shrunk point whose components
+       reproduce. On fsaverage5 r = 0.8 (seed 3316) the halves chose
+       ``alpha_rel`` 2, where two co-varying patterns merged and the merged
+       component reproduced (0.97-0.98); the fit at 1 separated them (abs cos
+       0.99) and reproduced at 0.72-0.97 (benchmarks/RESULTS.md, issue 20
+       round 11).
     3. When a component of the kept fit collapsed (:func:`_collapsed`: the
        penalty killed a pattern), the weaker points of its split are fitted,
        strongest first, until one keeps every component (:func:`_uncollapse`).
