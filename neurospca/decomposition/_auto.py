@@ -333,6 +333,8 @@ def auto_path(estimator, X):
     first split's best point already reproduces (:func:`_unbeatable`);
     otherwise they wait for the full fit at the first split's choice
     (:class:`Others`, ``"_others"`` in the first record: :func:`auto_fit`).
+    The same :class:`Others` is ``"_check"`` in the first record whatever the
+    splits: :func:`auto_fit` measures full fits on the halves with it.
 
     Returns
     -------
@@ -357,8 +359,9 @@ def auto_path(estimator, X):
 
     path = walk_split(*splits[0])
     others = splits[1:] if not _unbeatable(path) else []
+    check = path[0]["_check"] = Others(estimator, halves, n_jobs, others, walk_split)
     if others:  # the full fit at the first split's choice decides first (auto_fit)
-        path[0]["_others"] = Others(estimator, halves, n_jobs, others, walk_split)
+        path[0]["_others"] = check
     return path[choose_point(path)]["components"], path
 
 
@@ -410,12 +413,25 @@ class Others:
     def __init__(self, estimator, halves, n_jobs, splits, walk_split):
         self.estimator, self.halves, self.n_jobs = estimator, halves, n_jobs
         self.splits, self.walk_split = splits, walk_split
+        self.done = {}
 
     def reproduce(self, point, V):
         """``(stability, refit)`` of the full fit's loadings ``V`` (features x
         components) at the record ``point``: the walk's halves' value per
         component, refitted (``refit``: the two halves' components, else None)
-        for one below :data:`STABILITY_THRESHOLD`."""
+        for one below :data:`STABILITY_THRESHOLD`. Each ``(point, V)`` is
+        measured once (the last one per record is kept)."""
+        old = self.done.get(id(point))
+        if old is None or old[1] is not V:
+            old = self.done[id(point)] = (point, V, *self._reproduce(point, V))
+        return old[2].copy(), old[3]
+
+    def refit_of(self, point, V):
+        """The halves refitted when ``V`` was measured at ``point``, or None."""
+        old = self.done.get(id(point))
+        return old[3] if old is not None and old[1] is V else None
+
+    def _reproduce(self, point, V):
         norms = np.linalg.norm(V, axis=0)
         C = (V / np.where(norms > 0, norms, 1.0)).T
         stab = component_stability(C, *point["components"])

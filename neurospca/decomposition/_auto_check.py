@@ -2,8 +2,8 @@
 
 :func:`auto_fit` fits the full data at the halves' choice (:mod:`._auto`)
 and checks it: a component too dense, a less shrunk point of the documented
-split that agrees, a collapsed component; with the other splits pending
-(:class:`._auto.Others`), whether the first split's components reproduce
+split that agrees or whose components reproduce, a collapsed component; with
+the other splits pending (:class:`._auto.Others`), whether the first split's components reproduce
 before those are searched (issue 20 rounds 9-10, :func:`_flagged`).
 """
 
@@ -130,7 +130,14 @@ def auto_fit(path, run, start):
        :data:`AGREE`), neither collapsed nor too dense: the same patterns, less
        shrunk. The halves have half the samples and reproduce the weakest
        pattern only at a penalty that shrinks it in the full fit; the full fits
-       do not have that handicap.
+       do not have that handicap. Since issue 20 round 11 it is also kept
+       when it disagrees but none of its components is flagged on the halves
+       (:func:`_reproduces`): the least shrunk point whose components
+       reproduce. On fsaverage5 r = 0.8 (seed 3316) the halves chose
+       ``alpha_rel`` 2, where two co-varying patterns merged and the merged
+       component reproduced (0.97-0.98); the fit at 1 separated them (abs cos
+       0.99) and reproduced at 0.72-0.97 (benchmarks/RESULTS.md, issue 20
+       round 11).
     3. When a component of the kept fit collapsed (:func:`_collapsed`: the
        penalty killed a pattern), the weaker points of its split are fitted,
        strongest first, until one keeps every component (:func:`_uncollapse`).
@@ -155,24 +162,33 @@ def auto_fit(path, run, start):
         What ``run`` returned.
     """
     run = _once(run)
+    check = path[0].pop("_check", None)
     i, result, refit = _first_fit(path, run, start)
     j = _fallback(path, i)
     if j is not None:
         other = run(path[j], start(path[j]["components"]))
-        if (
-            not (_collapsed(other[1]) or _too_dense(other[1]))
-            and _agreement(result[1], other[1]) >= AGREE
+        if not (_collapsed(other[1]) or _too_dense(other[1])) and (
+            _agreement(result[1], other[1]) >= AGREE or _reproduces(check, path[j], other[1])
         ):
             i, result = j, other
     i, result = _uncollapse(path, i, result, run, start)
     point = {key: path[i][key] for key in ("alpha_rel", "l1_ratio", "tv_ratio")}
     halves = HalfFits(path[i]["components"])
-    if refit is not None and refit[0] is path[i]:
+    if check is not None:  # the halves refitted for the fit kept, if any
+        halves.refit = check.refit_of(path[i], result[1])
+    elif refit is not None and refit[0] is path[i]:
         halves.refit = refit[1]
     for p in path:  # keep the summary, not every half's maps (nor the walks)
         del p["components"]
         p.pop("_walk", None)
     return point, halves, result
+
+
+def _reproduces(check, point, V):
+    """True when no component of the full fit ``V`` at ``point`` is flagged on
+    the halves (:meth:`._auto.Others.reproduce`, :func:`_flagged`); False when
+    that is unknown (``check`` None)."""
+    return check is not None and not _flagged(check.reproduce(point, V)[0])
 
 
 def _once(run):
