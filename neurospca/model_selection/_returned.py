@@ -536,16 +536,21 @@ def mark_ties(results, stability, heldout):
     MSE-best and the default).
     """
     for r in results:
-        if "returned_admissible" not in r:
-            continue
-        score, other = r["returned_per_component"], r.get("returned_heldout")
-        separated = (
-            beats(score, stability)
-            or beats(stability, score)
-            or explains_less(other, heldout)
-            or explains_less(heldout, other)
-        )
-        r["tied"] = bool(r["returned_admissible"] and not separated)
+        if "returned_admissible" in r:
+            r["tied"] = tied_evidence(r, stability, heldout)
+
+
+def tied_evidence(row, stability, heldout):
+    """True when the judged row ``row`` is admissible and its evidence does not
+    separate from ``stability`` and ``heldout`` (:func:`mark_ties`)."""
+    score, other = row["returned_per_component"], row.get("returned_heldout")
+    separated = (
+        beats(score, stability)
+        or beats(stability, score)
+        or explains_less(other, heldout)
+        or explains_less(heldout, other)
+    )
+    return bool(row["returned_admissible"] and not separated)
 
 
 def default_n_splits(n_splits, rule, criterion, tolerance):
@@ -565,6 +570,7 @@ def run_returned(inner, data, splits, grid, seeds, truth, verbose, keep_default)
     row and the default fit when it is kept (else None)."""
     from ._default import default_row, fit_default
     from ._halves import choose_reproducible, default_path_starts
+    from ._less_shrunk import less_shrunk_from
 
     default_model = fit_default(inner, data) if keep_default else None
     split = None
@@ -584,5 +590,21 @@ def run_returned(inner, data, splits, grid, seeds, truth, verbose, keep_default)
         seeds[0],
         groups_of(inner),
     )
+    moved = less_shrunk_from(
+        inner,
+        data,
+        splits,
+        (results, halves, models, grid, seeds),
+        best,
+        use_default,
+        default_model,
+        stability,
+        truth,
+        verbose,
+    )
+    if moved is not None:
+        best, use_default, stability = moved, False, results[moved]["returned_per_component"]
+        fitted = None if "same_as" in results[moved] else models[moved]
+        mark_ties(results, stability, results[moved]["returned_heldout"])
     kept = default_model if use_default else None
     return best, results, halves, fitted, stability, default, kept
