@@ -11,18 +11,10 @@ from neurospca.model_selection._less_shrunk import (
     weights,
 )
 
+from .test_select20j import _row
+
 OWN, SPARSE = (0.05, 0.1), (0.2, 0.2)
 GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-
-
-def _row(alpha_rel, split, returned, heldout, admissible=True):
-    """A judged row of the search (the fields the rule reads)."""
-    row = dict(zip(("alpha_rel", "l1_ratio", "tv_ratio"), (alpha_rel, *split), strict=True))
-    row.update(returned_per_component=np.asarray(returned, float), returned_heldout=heldout)
-    row.update(returned_admissible=admissible, returned_stability=float(np.mean(returned)))
-    row["params"] = {"alpha": None, "alpha_rel": alpha_rel, "l1_ratio": split[0]}
-    row["params"]["tv_ratio"] = split[1]
-    return row
 
 
 def _seed_3357():
