@@ -35,6 +35,10 @@ model is not preferred to one that explains more held-out variance than it by
 more than the floor (:func:`prefers`), and the default fit is left only for a
 model that explains more than it by more than its floor; the cold-row exception
 of :func:`least_shrunk_near` is the path's first row only.
+
+Size: 600+ lines, the rule's pieces (search, judging, comparisons, choice)
+share the rows' fields and read best together; round 12's step after the
+choice lives in :mod:`._less_shrunk`.
 """
 
 import warnings
