@@ -90,3 +90,20 @@ def test_without_tv_or_without_held_out_evidence_nothing_moves():
     assert less_shrunk(None, None, [OWN], search, _kept(2.0), (evidence[0], None)) is None
     # with TV: the weaker point is taken (no other split to walk: no fit)
     assert less_shrunk(None, None, [OWN], search, _kept(2.0), evidence) == 2
+
+
+def test_the_same_l1_step_can_be_switched_off(monkeypatch):
+    from neurospca.model_selection import _less_shrunk
+
+    rows = [
+        _row(0.5, OWN, [0.971, 0.962, 0.921], (9.74e-3, 0.33e-3)),
+        _row(1.0, OWN, [0.981, 0.973, 0.959], (9.66e-3, 0.33e-3)),
+        _row(0.25, SPARSE, [0.972, 0.961, 0.94], (9.59e-3, 0.33e-3)),
+    ]
+    search = (rows, [None] * len(rows), {}, np.asarray(GRID), [0])
+    evidence = (rows[1]["returned_per_component"], rows[1]["returned_heldout"])
+    splits = [OWN, SPARSE]
+    # the sparse split's point is already judged: no fit, the tied row is taken
+    assert less_shrunk(None, None, splits, search, _kept(1.0), evidence) == 2
+    monkeypatch.setattr(_less_shrunk, "LEAST_L2_TIES", False)
+    assert less_shrunk(None, None, splits, search, _kept(1.0), evidence) is None
