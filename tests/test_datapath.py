@@ -293,7 +293,7 @@ def test_krylov_subspace_finds_the_top_singular_subspace_with_exact_images():
     V = np.linalg.qr(rng.standard_normal((p, 5)))[0]
     X = (U * [300.0, 200.0, 150.0, 100.0, 75.0]) @ V.T + rng.standard_normal((n, p))
     Xc = X - X.mean(axis=0)
-    op = DataOperator(X, n_threads=2).scan(sketch=16)
+    op = DataOperator(X, n_threads=2).scan(sketch=_subspace.SKETCH_WIDTH)
     op.centre(op.stats["mean"])
     s, R, XR, AR = krylov_subspace(op, 3)
     true = np.linalg.svd(Xc, compute_uv=False)[:3]
@@ -319,7 +319,7 @@ def test_deflated_start_basis_needs_no_pass_and_is_exact(monkeypatch, tall):
     rng = np.random.default_rng(5)
     X = rng.standard_normal((80, 200)) + 1.0
     Xc = X - X.mean(axis=0)
-    op = DataOperator(X, n_threads=1).scan(sketch=16)
+    op = DataOperator(X, n_threads=1).scan(sketch=_subspace.SKETCH_WIDTH)
     op.centre(op.stats["mean"])
     basis = krylov_subspace(op, 3)[1:]
     defl, Xk = _Deflated(op), Xc.copy()

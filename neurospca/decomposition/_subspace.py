@@ -27,12 +27,19 @@ __all__ = [
     "is_tall",
 ]
 
-#: Columns of the first Krylov block (the scan's sketch); ``k + 10`` when wider.
-SKETCH_WIDTH = 16
+#: Columns of the first Krylov block (the scan's sketch); ``k +``
+#: :data:`SKETCH_OVERSAMPLE` when wider. Each of the start's three passes
+#: (the scan's sketch and two Gram passes) costs ``4 N P`` flops per column:
+#: compute-bound, 6-12x a plain pass at 16 columns. 8 columns (16 before issue
+#: 22 round 12) cut a 3-component fit's CPU by a quarter out of core
+#: (2,000 x 327,684 float32) with the same passes (the starts of later
+#: components are refined by Davidson steps, :func:`._start._init_svd`) and
+#: components within 1e-7.
+SKETCH_WIDTH = 8
 #: Gram passes over the data after the scan.
 KRYLOV_PASSES = 2
-#: Columns of the first Krylov block beyond ``k`` when wider than :data:`SKETCH_WIDTH`.
-SKETCH_OVERSAMPLE = 10
+#: Columns of the first Krylov block beyond ``k`` (10 before issue 22 round 12).
+SKETCH_OVERSAMPLE = 5
 
 
 def _centred_sketch(op, width, random_state):
@@ -124,8 +131,8 @@ def krylov_subspace(op, k, n_passes=KRYLOV_PASSES, random_state=0):
     top right singular subspace and the basis' images, without forming ``Xc``.
 
     Exact when ``min(n_samples, n_features) <= k + 10``; else block Krylov:
-    the blocks ``W`` (seeded Gaussian, ``max(SKETCH_WIDTH, k + 10)``
-    columns, from the scan when it sketched), then ``n_passes`` blocks
+    the blocks ``W`` (seeded Gaussian, ``max(SKETCH_WIDTH, k +
+    SKETCH_OVERSAMPLE)`` columns, from the scan when it sketched), then ``n_passes`` blocks
     ``A Q`` orthonormalised against the previous ones, each applied to ``A``
     by one pass; the Ritz vectors of ``A`` on their span.
 
