@@ -148,19 +148,8 @@ def _rows_product(B, cols, dtype, W):
     return Z
 
 
-#: ``X W`` of a matrix ``W`` with at most this many columns is computed one
-#: column at a time: OpenBLAS's matrix-vector products took 0.38 ms for 3
-#: columns of a 204 x 10,242 float32 block, its matrix product 1.06 ms (the
-#: diagnostics' pass, ``Xc C^T`` of the components; issue 22 round 12).
-NARROW_COLUMNS = 4
-
-
 def _blk_matvec(B, sl, acc, rows, cols, dtype, W):
     """``X W`` (rows) for a vector or a matrix ``W``."""
-    if W.ndim == 2 and 1 < W.shape[1] <= NARROW_COLUMNS:
-        for j in range(W.shape[1]):
-            rows[:, j] = _rows_product(B, cols, dtype, np.ascontiguousarray(W[:, j]))
-        return
     rows[...] = _rows_product(B, cols, dtype, W)
 
 
