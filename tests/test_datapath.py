@@ -12,7 +12,7 @@ from neurospca import SPCATV, tv_from_mask
 from neurospca._kernels import _numpy_products, compiled_available, load
 from neurospca.decomposition import _data, _subspace
 from neurospca.decomposition._data import DataOperator, _block_rows
-from neurospca.decomposition._deflated import _Deflated
+from neurospca.decomposition._deflated import _Deflated, _extended
 from neurospca.decomposition._subspace import krylov_subspace, orthonormal
 
 DATA = Path(__file__).parent / "data"
@@ -293,7 +293,7 @@ def test_krylov_subspace_finds_the_top_singular_subspace_with_exact_images():
     V = np.linalg.qr(rng.standard_normal((p, 5)))[0]
     X = (U * [300.0, 200.0, 150.0, 100.0, 75.0]) @ V.T + rng.standard_normal((n, p))
     Xc = X - X.mean(axis=0)
-    op = DataOperator(X, n_threads=2).scan(sketch=16)
+    op = DataOperator(X, n_threads=2).scan(sketch=_subspace.SKETCH_WIDTH)
     op.centre(op.stats["mean"])
     s, R, XR, AR = krylov_subspace(op, 3)
     true = np.linalg.svd(Xc, compute_uv=False)[:3]
@@ -319,7 +319,7 @@ def test_deflated_start_basis_needs_no_pass_and_is_exact(monkeypatch, tall):
     rng = np.random.default_rng(5)
     X = rng.standard_normal((80, 200)) + 1.0
     Xc = X - X.mean(axis=0)
-    op = DataOperator(X, n_threads=1).scan(sketch=16)
+    op = DataOperator(X, n_threads=1).scan(sketch=_subspace.SKETCH_WIDTH)
     op.centre(op.stats["mean"])
     basis = krylov_subspace(op, 3)[1:]
     defl, Xk = _Deflated(op), Xc.copy()
@@ -340,6 +340,26 @@ def test_deflated_start_basis_needs_no_pass_and_is_exact(monkeypatch, tall):
     np.testing.assert_allclose(XQc, Xc @ Qc, atol=1e-9 * np.abs(XQc).max())
     np.testing.assert_allclose(AQc, Xc.T @ (Xc @ Qc), atol=1e-9 * np.abs(AQc).max())
     assert op.n_passes == passes
+
+
+def test_extended_span_drops_dependent_vectors_and_keeps_exact_images():
+    """The start's span extended by new vectors (Gram-Schmidt twice, all kept
+    vectors at once): a vector in the span of the basis and one that is a sum
+    of two others add nothing; the two independent ones are added, the result
+    is orthonormal and its images are Xc Q and Xc^T Xc Q."""
+    rng = np.random.default_rng(3401)
+    Xc = rng.standard_normal((60, 3000))
+    R = orthonormal(rng.standard_normal((3000, 5)))[0]
+    basis = (R, Xc @ R, Xc.T @ (Xc @ R))
+    e1, e2 = rng.standard_normal(3000), rng.standard_normal(3000)
+    E = np.array([e1, R @ rng.standard_normal(5), e2, 2.0 * e1 - e2])
+    Q, XQ, AQ = _extended(basis, E, E @ Xc.T, (E @ Xc.T) @ Xc)
+    assert Q.shape[1] == 5 + 2
+    np.testing.assert_array_equal(Q[:, :5], R)
+    np.testing.assert_allclose(Q.T @ Q, np.eye(7), atol=1e-12)
+    np.testing.assert_allclose(XQ, Xc @ Q, atol=1e-10 * np.abs(XQ).max())
+    np.testing.assert_allclose(AQ, Xc.T @ (Xc @ Q), atol=1e-10 * np.abs(AQ).max())
+    assert np.linalg.norm(e2 - Q @ (Q.T @ e2)) < 1e-10 * np.linalg.norm(e2)
 
 
 def test_orthonormal_tall_blocks_cholesky_qr2_and_fallback():

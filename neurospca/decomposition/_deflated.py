@@ -26,37 +26,39 @@ SEEN_MAX = 12
 SPAN_RTOL = 1e-8
 
 
-def _extended(basis, E, XE, AE):
+def _extended(basis, Et, XEt, AEt):
     """``basis = (R, Xc R, A R)`` (``R`` orthonormal) extended by the columns
-    of ``E`` (with ``Xc E`` and ``A E``): block Gram-Schmidt against ``R``
-    (twice; BLAS-3), then Gram-Schmidt among the few new columns, each kept
-    when its norm left is above :data:`SPAN_RTOL` x the largest (1 for ``R``'s
+    of ``E`` (with ``Xc E`` and ``A E``), given as the rows of ``Et``,
+    ``XEt`` and ``AEt`` (contiguous P-long vectors): block Gram-Schmidt
+    against ``R`` (twice; BLAS-3), then Gram-Schmidt among the few new
+    vectors (twice, each against all the kept ones at once), each kept when
+    its norm left is above :data:`SPAN_RTOL` x the largest (1 for ``R``'s
     columns). The images follow the same combinations: no pass over the data
     and no QR of a P-long block (LAPACK's took seconds at P = 327,684)."""
     R, XR, AR = basis
-    C = R.T @ E
-    E = E - R @ C
-    C2 = R.T @ E
-    E -= R @ C2
-    C += C2
-    XE, AE = XE - XR @ C, AE - AR @ C
-    norms = np.linalg.norm(E, axis=0)
+    Ct = Et @ R
+    Et = Et - Ct @ R.T
+    C2t = Et @ R
+    Et -= C2t @ R.T
+    Ct += C2t
+    XEt, AEt = XEt - Ct @ XR.T, AEt - Ct @ AR.T
+    norms = np.linalg.norm(Et, axis=1)
     scale = max(1.0 if R.shape[1] else 0.0, float(norms.max()))
-    kept = []
-    for i in range(E.shape[1]):
-        e, xe, ae = E[:, i].copy(), XE[:, i].copy(), AE[:, i].copy()
-        for _ in range(2):
-            for q, xq, aq in kept:
-                c = float(q @ e)
-                e -= c * q
-                xe -= c * xq
-                ae -= c * aq
+    j = 0  # the kept vectors: rows :j, in place
+    for i in range(Et.shape[0]):
+        e, xe, ae = Et[i].copy(), XEt[i].copy(), AEt[i].copy()
+        for _ in range(2 if j else 0):
+            c = Et[:j] @ e
+            e -= c @ Et[:j]
+            xe -= c @ XEt[:j]
+            ae -= c @ AEt[:j]
         nrm = float(np.linalg.norm(e))
         if nrm > SPAN_RTOL * scale:
-            kept.append((e / nrm, xe / nrm, ae / nrm))
-    if not kept:
+            Et[j], XEt[j], AEt[j] = e / nrm, xe / nrm, ae / nrm
+            j += 1
+    if not j:
         return basis
-    return tuple(np.column_stack([M] + [k[i] for k in kept]) for i, M in enumerate((R, XR, AR)))
+    return tuple(np.hstack([M, N[:j].T]) for M, N in ((R, Et), (XR, XEt), (AR, AEt)))
 
 
 class _Deflated:
@@ -174,9 +176,9 @@ class _Deflated:
         ] + self.seen
         if not extra:
             return basis
+        if is_tall(len(extra[0][0]), len(extra) + basis[0].shape[1]):
+            return _extended(basis, *(np.array([e[i] for e in extra]) for i in range(3)))
         E, XE, AE = (np.column_stack([e[i] for e in extra]) for i in range(3))
-        if is_tall(E.shape[0], E.shape[1] + basis[0].shape[1]):
-            return _extended(basis, E, XE, AE)
         R, XR, AR = basis  # small: Householder QR of the whole block
         B, XB, AB = (np.column_stack([M, N]) for M, N in ((R, E), (XR, XE), (AR, AE)))
         Q, T = np.linalg.qr(B)
@@ -200,13 +202,14 @@ class _Deflated:
         if basis is None or not self.known():
             return None
         Q, XQ, AQ = self.start_basis(basis)
-        XkQ, AkQ = XQ.copy(), AQ.copy()
-        for u_j, v_j, xtu_j, d_j in zip(self.U, self.V, self.XtU, self.d, strict=True):
-            c = d_j * (v_j @ Q)
-            XkQ -= np.outer(u_j, c)
-            AkQ -= np.outer(xtu_j, c)
-        for u_j, v_j, d_j in zip(self.U, self.V, self.d, strict=True):
-            AkQ -= np.outer(v_j, d_j * (u_j @ XkQ))
+        if not self.U:
+            return Q, XQ.copy(), AQ.copy()
+        # the rank-k corrections as two BLAS-3 products (k = components removed)
+        d = np.asarray(self.d)[:, None]
+        C = d * (np.array(self.V) @ Q)  # row j: d_j v_j^T Q
+        XkQ = XQ - np.array(self.U).T @ C
+        D = d * (np.array(self.U) @ XkQ)  # row j: d_j u_j^T X_k Q
+        AkQ = AQ - np.array(self.XtU + self.V).T @ np.vstack([C, D])
         return Q, XkQ, AkQ
 
 

@@ -24,7 +24,7 @@ from ._data import uses_gram
 from ._deflated import gram_blocks
 from ._joint_certify import _others, know_products
 from ._start import START_MAX_ITER, centred_gram, ritz_step
-from ._subspace import SKETCH_WIDTH, cached_subspace
+from ._subspace import SKETCH_OVERSAMPLE, SKETCH_WIDTH, cached_subspace
 
 
 def svd_starts(defls, basis):
@@ -109,7 +109,7 @@ def subspace_first(op, n_components, svd_first):
     every start asks for the same one). On the Gram path no subspace is used."""
     if not uses_gram(op):
         n, p = op.shape
-        same = n_components + 10 <= SKETCH_WIDTH < min(n, p)
+        same = n_components + SKETCH_OVERSAMPLE <= SKETCH_WIDTH < min(n, p)
         if not (same or svd_first):
             return False
         cached_subspace(op, n_components)

@@ -27,10 +27,20 @@ __all__ = [
     "is_tall",
 ]
 
-#: Columns of the first Krylov block (the scan's sketch); ``k + 10`` when wider.
-SKETCH_WIDTH = 16
+#: Columns of the first Krylov block (the scan's sketch); ``k +``
+#: :data:`SKETCH_OVERSAMPLE` when wider. Each of the start's three passes
+#: (the scan's sketch and two Gram passes) costs ``4 N P`` flops per column:
+#: compute-bound, 6-12x a plain pass at 16 columns. 8 columns (16 before issue
+#: 22 round 12), with the blocks kept side by side, cut a 3-component fit's CPU
+#: by 16-18 % out of core (2,000 x 327,684 float32) and 11-29 % in memory
+#: (10,000 x 10,242) with the same passes (the starts of later components are
+#: refined by Davidson steps, :func:`._start._init_svd`); the components moved
+#: by 1.4e-8 there, 1.6e-7 on the tests' instance.
+SKETCH_WIDTH = 8
 #: Gram passes over the data after the scan.
 KRYLOV_PASSES = 2
+#: Columns of the first Krylov block beyond ``k`` (10 before issue 22 round 12).
+SKETCH_OVERSAMPLE = 5
 
 
 def _centred_sketch(op, width, random_state):
@@ -49,14 +59,16 @@ def _centred_sketch(op, width, random_state):
     # Xc^T Xc W = X^T X W - N xbar (m.W) - m (1^T X W) + N m (m.W)
     n, xbar, mW = op.shape[0], op.stats["mean"], m @ W
     XcW = XW - mW
-    AW = G - n * np.outer(xbar - m, mW) - np.outer(m, XW.sum(axis=0))
+    AW = G - np.column_stack([xbar - m, m]) @ np.vstack([n * mW, XW.sum(axis=0)])
     return W, XcW, AW
 
 
 def right_solve(M, T):
-    """``M T^-1`` for an upper-triangular ``T`` (a triangular solve: BLAS-3;
-    ``np.linalg.solve`` with P right-hand sides took seconds at P = 327,684)."""
-    return solve_triangular(T, M.T, trans="T", lower=False).T
+    """``M T^-1`` for an upper-triangular ``T``: the small inverse by a
+    triangular solve, then one matrix product (BLAS-3; ``np.linalg.solve``
+    with P right-hand sides took seconds at P = 327,684, and a triangular
+    solve with them 2.5x the product)."""
+    return M @ solve_triangular(T, np.eye(T.shape[0]), lower=False)
 
 
 #: Blocks with at least this many rows per column are "tall": orthonormalised
@@ -97,12 +109,11 @@ def orthonormal(B):
     return Q, T
 
 
-def _orthonormal_block(K, basis):
-    """``K`` orthogonalised against the columns of ``basis`` (twice), then
-    orthonormalised (:func:`orthonormal`)."""
+def _orthonormal_block(K, Q):
+    """``K`` orthogonalised against the orthonormal columns of ``Q`` (twice),
+    then orthonormalised (:func:`orthonormal`)."""
     for _ in range(2):
-        for Q in basis:
-            K = K - Q @ (Q.T @ K)
+        K = K - Q @ (Q.T @ K)
     return orthonormal(K)[0]
 
 
@@ -121,8 +132,8 @@ def krylov_subspace(op, k, n_passes=KRYLOV_PASSES, random_state=0):
     top right singular subspace and the basis' images, without forming ``Xc``.
 
     Exact when ``min(n_samples, n_features) <= k + 10``; else block Krylov:
-    the blocks ``W`` (seeded Gaussian, ``max(SKETCH_WIDTH, k + 10)``
-    columns, from the scan when it sketched), then ``n_passes`` blocks
+    the blocks ``W`` (seeded Gaussian, ``max(SKETCH_WIDTH, k +
+    SKETCH_OVERSAMPLE)`` columns, from the scan when it sketched), then ``n_passes`` blocks
     ``A Q`` orthonormalised against the previous ones, each applied to ``A``
     by one pass; the Ritz vectors of ``A`` on their span.
 
@@ -140,30 +151,27 @@ def krylov_subspace(op, k, n_passes=KRYLOV_PASSES, random_state=0):
     n, p = op.shape
     if min(n, p) <= k + 10:
         return _exact(op, k)
-    W, XW, AW = _centred_sketch(op, max(SKETCH_WIDTH, k + 10), random_state)
-    Q, T = orthonormal(W)
+    W, XW, AW = _centred_sketch(op, max(SKETCH_WIDTH, k + SKETCH_OVERSAMPLE), random_state)
+    b = W.shape[1]
+    # the Krylov blocks side by side (Q, Xc Q, A Q): BLAS-3 products of the
+    # whole span, no stacking (P-long float64 blocks: memory-bound)
+    Q, XQ, AQ = (np.empty((m, b * (n_passes + 1))) for m in (p, n, p))
+    Q[:, :b], T = orthonormal(W)
     # Xc Q = Xc W T^-1 (T upper triangular, well conditioned for Gaussian W)
     if is_tall(*W.shape):
-        XQ, AQ = right_solve(XW, T), right_solve(AW, T)
+        XQ[:, :b], AQ[:, :b] = right_solve(XW, T), right_solve(AW, T)
     else:
-        XQ, AQ = np.linalg.solve(T.T, XW.T).T, np.linalg.solve(T.T, AW.T).T
-    Qs, XQs, AQs = [Q], [XQ], [AQ]
-    for _ in range(n_passes):
-        K = _orthonormal_block(AQs[-1], Qs)
-        XK, AK = op.gram(K)
-        Qs.append(K)
-        XQs.append(XK)
-        AQs.append(AK)
-    H = np.block([[Qi.T @ AQj for AQj in AQs] for Qi in Qs])
+        XQ[:, :b], AQ[:, :b] = np.linalg.solve(T.T, XW.T).T, np.linalg.solve(T.T, AW.T).T
+    for i in range(1, n_passes + 1):
+        lo, hi = i * b, (i + 1) * b
+        K = _orthonormal_block(AQ[:, lo - b : lo], Q[:, :lo])
+        Q[:, lo:hi] = K
+        XQ[:, lo:hi], AQ[:, lo:hi] = op.gram(K)
+    H = Q.T @ AQ
     theta, V = np.linalg.eigh(0.5 * (H + H.T))
-    keep = np.argsort(theta)[::-1][: Q.shape[1]]  # the best Ritz pairs, one block's worth
+    keep = np.argsort(theta)[::-1][:b]  # the best Ritz pairs, one block's worth
     theta, V = theta[keep], V[:, keep]
-    ends = np.cumsum([0] + [Qi.shape[1] for Qi in Qs])
-    R, XR, AR = (
-        sum(M @ V[a:b] for M, a, b in zip(blocks, ends[:-1], ends[1:], strict=True))
-        for blocks in (Qs, XQs, AQs)
-    )
-    return np.sqrt(np.clip(theta[:k], 0.0, None)), R, XR, AR
+    return np.sqrt(np.clip(theta[:k], 0.0, None)), Q @ V, XQ @ V, AQ @ V
 
 
 def cached_subspace(op, k):
