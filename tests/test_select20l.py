@@ -92,7 +92,7 @@ def test_without_tv_or_without_held_out_evidence_nothing_moves():
     assert less_shrunk(None, None, [OWN], search, _kept(2.0), evidence) == 2
 
 
-def test_the_same_l1_step_can_be_switched_off(monkeypatch):
+def test_the_same_l1_step_is_off_by_default_and_can_be_switched_on(monkeypatch):
     from neurospca.model_selection import _less_shrunk
 
     rows = [
@@ -103,7 +103,7 @@ def test_the_same_l1_step_can_be_switched_off(monkeypatch):
     search = (rows, [None] * len(rows), {}, np.asarray(GRID), [0])
     evidence = (rows[1]["returned_per_component"], rows[1]["returned_heldout"])
     splits = [OWN, SPARSE]
+    assert less_shrunk(None, None, splits, search, _kept(1.0), evidence) is None
+    monkeypatch.setattr(_less_shrunk, "LEAST_L2_TIES", True)
     # the sparse split's point is already judged: no fit, the tied row is taken
     assert less_shrunk(None, None, splits, search, _kept(1.0), evidence) == 2
-    monkeypatch.setattr(_less_shrunk, "LEAST_L2_TIES", False)
-    assert less_shrunk(None, None, splits, search, _kept(1.0), evidence) is None

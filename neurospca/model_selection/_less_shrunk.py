@@ -2,7 +2,8 @@
 
 After :func:`~._returned.returned_choice` has kept a model (the default fit or
 a chosen row), two steps move to a less shrunk model of SPCA-TV (``tv_ratio >
-0``) that the evidence supports at least as well. Both apply the default
+0``) that the evidence supports at least as well (the second only when
+:data:`LEAST_L2_TIES`, off by default). Both apply the default
 fit's own preference (``alpha_rel="auto"`` keeps the least shrunk point whose
 components reproduce, ``decomposition._auto_check``) to the returned models'
 evidence. Without TV the rule of rounds 9-11 is unchanged (the points of one
@@ -42,8 +43,9 @@ from ._returned import _default_params, candidate_rows, judge_rows, paired_gain,
 #: round 12) it moved 8 of 10 SPCA-TV choices, within one step of the
 #: truth-best 7 of 10 against 5, never worse than the default 6 of 10
 #: strictly against 10 (by at most MSE +0.0024, Dice -0.0051), at 21 % more
-#: CPU; False restores round 11's choice wherever step (1) does not move.
-LEAST_L2_TIES = True
+#: CPU. Off (the lead's choice, round 12): the project's "never worse than
+#: the default" is kept strictly; True takes step (2).
+LEAST_L2_TIES = False
 
 
 def weights(params):
