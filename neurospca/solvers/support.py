@@ -398,14 +398,13 @@ def _zero_test(problem, y, v, r, nonzero, state):
         return np.zeros(P, bool), 0
     test = _RegionTest(operator, y, v, r, a, b, _feasible_dual(operator, b, v, state), slack)
     R = ~nonzero
+    if b * test.cols.smallest >= a:  # a failure spreads through its whole region
+        return _zero_regions(test, R), 1
     ok = test.passes(R)
     for rounds in range(1, MAX_ROUNDS + 1):
         failed = R & ~ok
         if not failed.any():
             return R, rounds
-        if b * test.cols.smallest >= a:  # a failure spreads through its whole region
-            # the regions left share no group with the removed ones: they pass as they did
-            return R & ~_regions_of(test.cols, R, failed), rounds
         R = R & ~failed
         # only the features sharing a group with a removed one can change
         near = test.neighbours(failed) & R
@@ -413,28 +412,44 @@ def _zero_test(problem, y, v, r, nonzero, state):
     return np.zeros(P, bool), MAX_ROUNDS
 
 
-def _regions_of(cols, R, failed):
-    """The features of ``R`` connected (through shared groups, within ``R``) to ``failed``.
+def _zero_regions(test, R):
+    """``R`` without its connected regions (through shared groups, within ``R``)
+    that hold a feature failing the test for ``R``.
 
-    When ``b ||A_g e_j|| >= a`` for every entry, removing a feature from
-    ``R`` makes each feature of ``R`` that shares a group with it fail the
-    next round (that group straddles ``R`` and a loading below the radius,
-    so it is not pinned): the failure spreads through its whole connected
-    region, which is therefore removed at once.
+    When ``b ||A_g e_j|| >= a`` for every entry, removing a feature from ``R``
+    makes each feature of ``R`` that shares a group with it fail the next
+    round (that group straddles ``R`` and a loading below the radius, so it is
+    not pinned): the failure spreads through its whole region, which is
+    therefore removed at once; the regions left share no group with the
+    removed ones, so they pass as they did. A region is removed as soon as one
+    of its features fails: the features with ``0 < |v_j| <= r`` are tested
+    first (they fail where their groups keep the solver's dual point, ``|q_j| =
+    a``), then every feature of the regions none of them failed.
     """
+    labels, idx = _region_labels(test.cols, R)
+    bad = np.zeros(labels.max(initial=-1) + 1, bool)
+    first = np.flatnonzero(test.v[idx] != 0.0)
+    for pos in (first, None):
+        pos = np.flatnonzero(~bad[labels]) if pos is None else pos
+        if pos.size:
+            fails = ~test.passes_local(R, idx[pos])
+            bad[labels[pos[fails]]] = True
+    out = np.zeros(R.size, bool)
+    out[idx[~bad[labels]]] = True
+    return out
+
+
+def _region_labels(cols, R):
+    """``(labels, idx)``: the connected region of each feature ``idx = flatnonzero(R)``
+    (through shared groups, within ``R``)."""
     from scipy.sparse.csgraph import connected_components
 
-    n_groups, P = cols.M.shape
-    MR = cols.M[:, R]
+    n_groups = cols.M.shape[0]
     idx = np.flatnonzero(R)
-    MR = MR.tocoo()
+    MR = cols.M[:, R].tocoo()
     n = n_groups + idx.size  # bipartite graph: groups, then the features of R
     graph = sp.coo_matrix((np.ones(MR.nnz), (MR.row, n_groups + MR.col)), shape=(n, n))
-    labels = connected_components(graph, directed=False)[1][n_groups:]
-    bad = np.isin(labels, np.unique(labels[failed[idx]]))
-    out = np.zeros(P, bool)
-    out[idx[bad]] = True
-    return out
+    return connected_components(graph, directed=False)[1][n_groups:], idx
 
 
 def _feasible_dual(operator, b, v, state):
