@@ -14,9 +14,17 @@ import warnings
 import numpy as np
 import pytest
 
+from neurospca import chain_operator
 from neurospca.solvers import ProxProblem, certify_support, prox_dual
 from neurospca.solvers.penalties import L1, GroupNorm
-from neurospca.solvers.support import ROUNDING, pair_radius
+from neurospca.solvers.support import (
+    ROUNDING,
+    _feasible_dual,
+    _region_labels,
+    _RegionTest,
+    _zero_regions,
+    pair_radius,
+)
 
 from ._certificates import make_case
 from .test_certified_support import CASES, _instance, _reference
@@ -104,8 +112,6 @@ def test_pair_radius_against_cvxpy():
 
 def test_pair_radius_does_not_apply_without_a_dual_point():
     y = np.linspace(-2, 2, 20)
-    from neurospca import chain_operator
-
     op = chain_operator(20)
     assert pair_radius(ProxProblem(y, [L1(0.1), GroupNorm(op, 0.2)]), y, None) == np.inf
     assert pair_radius(ProxProblem(y, [L1(0.1)]), y, np.zeros(19)) == np.inf
@@ -118,13 +124,6 @@ def test_zero_regions_is_the_first_round_of_the_whole_test(kind):
     """Where a failure spreads through its region (``b ||A_g e_j|| >= a``), the
     regions tested from the features with ``0 < |v_j| <= r`` first are exactly
     ``R`` minus the regions of the features that fail the whole test for ``R``."""
-    from neurospca.solvers.support import (
-        _feasible_dual,
-        _region_labels,
-        _RegionTest,
-        _zero_regions,
-    )
-
     y, op, _, _ = _instance(kind, "l1", 3413)
     a, b = 0.5, 0.7
     removed = kept = 0
