@@ -6,7 +6,8 @@ TREE``, alternating, and prints per run: the fit's CPU seconds, the finishing's
 CPU seconds (``support_time_`` is wall; the CPU is timed around
 ``_support._finish`` and ``certify_support``), finishing iterations, certified
 non-zero / zero / uncertain counts, radius / peak, and the largest difference
-of the components between the trees.
+of the components between the trees; with ``--pca`` also the CPU seconds of
+``PCA(3, svd_solver="randomized")`` on the same data (the issue's denominator).
 
 Usage::
 
@@ -65,9 +66,23 @@ print(json.dumps(dict(src=neurospca.__file__, fit=fit, finish=cpu["finish"],
 """
 
 
+PCA_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, {here!r})
+from bench_datapath import _load
+from sklearn.decomposition import PCA
+X, _ = _load({data!r}, None)
+t0 = time.process_time()
+PCA(3, svd_solver="randomized", random_state=0).fit(X)
+print(json.dumps(dict(pca=time.process_time() - t0)))
+"""
+
+
 def run(tree, data, setting, out):
     """One fit on ``tree`` in a fresh process; its JSON line."""
-    code = CHILD.format(here=HERE, data=data, setting=setting, out=out)
+    code = (PCA_CHILD if setting == "pca" else CHILD).format(
+        here=HERE, data=data, setting=setting, out=out
+    )
     env = dict(os.environ, PYTHONPATH=tree)
     res = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True, check=True
@@ -81,6 +96,7 @@ def main():
     ap.add_argument("setting", choices=["fixed", "joint"])
     ap.add_argument("--before", required=True, help="the tree before the change")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--pca", action="store_true", help="also time a randomized PCA")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp()
     for rep in range(args.repeats):
@@ -95,6 +111,8 @@ def main():
         b, a = comps["before"], comps["after"]
         signs = np.sign(np.sum(a * b, axis=1))[:, None]
         print(f"  components max |after - before| {np.abs(a - signs * b).max():.2e}", flush=True)
+        if args.pca:  # randomized PCA of the same data, CPU seconds (the ratio's denominator)
+            print(f"  {json.dumps(run(ROOT, args.data, 'pca', ''))}", flush=True)
 
 
 if __name__ == "__main__":
