@@ -69,15 +69,19 @@ def _finish(problem, solver, v, gap, state, target, max_iter, n_threads):
 
     ``gap`` is any certified gap of ``v``; ``target`` is a gap of a dual
     solver's pair (:func:`_target`). Nothing is done when the radius of ``(v,
-    gap, state)`` already meets the target's. The rounds compare the gaps of
+    gap, state)`` already meets the target's (the pair's radius is looked at
+    only when ``gap`` is within 4x the target). The rounds compare the gaps of
     the pairs ``(v, state)`` (:func:`~neurospca.solvers.support.pair_radius`).
     Returns ``(v, gap, state, iterations, gap history)``.
     """
     p0 = 0.5 * float(problem.y @ problem.y)
-    radius = min(np.sqrt(2.0 * (gap + ROUNDING * p0)), pair_radius(problem, v, state))
-    if radius <= np.sqrt(max(target, 0.0) + ROUNDING * p0):
+    goal = np.sqrt(max(target, 0.0) + ROUNDING * p0)
+    radius = np.sqrt(2.0 * (gap + ROUNDING * p0))
+    if goal < radius and gap <= 4.0 * target:  # else the pair's radius is not worth a look
+        radius = min(radius, pair_radius(problem, v, state))
+    if radius <= goal:
         return v, gap, state, 0, []
-    pair = gap if state is None else float(problem.gap(v, state)[0])
+    pair = gap  # >= the gap of the pair (v, state): a round must beat it
     n_iter, history = 0, []
     if pair > target:
         v, pair, state, n_iter, history, cost = _finish_working(
