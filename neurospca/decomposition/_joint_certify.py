@@ -338,7 +338,7 @@ def _finish_block(problem, v, state, kw, budget, resolution):
 
     gap = problem.certificate(v, state)[0]
     target = _target(problem, v, resolution)
-    if kw["solver"].name != "dual" or gap <= target:
+    if kw["solver"].name != "dual":  # _finish returns at once when the radius is met
         return v, gap, state, 0
     v, gap, state, n_iter, _ = _finish(
         problem, kw["solver"], v, gap, state, target, budget, kw["n_threads"]

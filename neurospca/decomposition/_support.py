@@ -25,7 +25,7 @@ import numpy as np
 from ..solvers import ProxProblem, certify_support
 from ..solvers.penalties import eq3_pieces
 from ..solvers.prox import solve_dual
-from ..solvers.support import ROUNDING, restricted_problem, working_set
+from ..solvers.support import ROUNDING, pair_radius, restricted_problem, working_set
 from ._alternation import _say
 
 __all__ = ["SUPPORT_RESOLUTION", "set_certified_support"]
@@ -67,21 +67,34 @@ WORKING_TOL = 0.7
 def _finish(problem, solver, v, gap, state, target, max_iter, n_threads):
     """Finish a v-step (:func:`_finish_working` first, then :func:`_finish_full`).
 
+    ``gap`` is any certified gap of ``v``; ``target`` is a gap of a dual
+    solver's pair (:func:`_target`). Nothing is done when the radius of ``(v,
+    gap, state)`` already meets the target's (the pair's radius is looked at
+    only when ``gap`` is within 4x the target). The rounds compare the gaps of
+    the pairs ``(v, state)`` (:func:`~neurospca.solvers.support.pair_radius`).
     Returns ``(v, gap, state, iterations, gap history)``.
     """
+    p0 = 0.5 * float(problem.y @ problem.y)
+    goal = np.sqrt(max(target, 0.0) + ROUNDING * p0)
+    radius = np.sqrt(2.0 * (gap + ROUNDING * p0))
+    if goal < radius and gap <= 4.0 * target:  # else the pair's radius is not worth a look
+        radius = min(radius, pair_radius(problem, v, state))
+    if radius <= goal:
+        return v, gap, state, 0, []
+    pair = gap  # >= the gap of the pair (v, state): a round must beat it
     n_iter, history = 0, []
-    if gap > target:
-        v, gap, state, n_iter, history, cost = _finish_working(
-            problem, v, gap, state, target, max_iter, n_threads
+    if pair > target:
+        v, pair, state, n_iter, history, cost = _finish_working(
+            problem, v, pair, state, target, max_iter, n_threads
         )
         max_iter -= int(np.ceil(cost))
-    if gap > target and max_iter > 0:
-        v, gap, state, more, extra = _finish_full(
-            problem, solver, v, gap, state, target, max_iter, n_threads
+    if pair > target and max_iter > 0:
+        v, pair, state, more, extra = _finish_full(
+            problem, solver, v, pair, state, target, max_iter, n_threads
         )
         history += [(n_iter + i, g) for i, g in extra]
         n_iter += more
-    return v, gap, state, n_iter, history
+    return v, (min(gap, pair) if n_iter == 0 else pair), state, n_iter, history
 
 
 def _finish_working(problem, v, gap, state, target, max_iter, n_threads):
@@ -117,7 +130,7 @@ def _finish_working(problem, v, gap, state, target, max_iter, n_threads):
         cost += res.n_iter * rows.size / n_rows
         v_new, w_new = v.copy(), np.array(state, dtype=np.float64)
         v_new[cols], w_new[rows] = res.v, res.state
-        new_gap = float(problem.certificate(v_new, w_new)[0])
+        new_gap = float(problem.gap(v_new, w_new)[0])  # the pair's gap (pair_radius)
         if not new_gap < gap:
             break
         v, gap, state = v_new, new_gap, w_new
@@ -142,6 +155,8 @@ def _finish_full(problem, solver, v, gap, state, target, max_iter, n_threads):
         keep = ~certify_support(problem, v, gap, state).zero
         # stages while the screening helps; straight to target once it certifies nothing
         stage = max(target, 1e-2 * gap) if screened else target
+        if keep.mean() < RESTRICT_BELOW:  # a restricted pair's radius is sqrt(2 gap)
+            stage = min(stage, 0.5 * target)
         screened = not keep.all()
         sub, rows = (
             restricted_problem(problem, keep) if keep.mean() < RESTRICT_BELOW else (None, None)
@@ -193,10 +208,11 @@ def _returned_gap(problem, v, state, zero):
 
 
 def _target(problem, v, resolution):
-    """The prox gap at which the radius is ``0.9 * resolution`` times the peak (0.9: the
-    peak may move), net of the rounding allowance."""
+    """The gap of a dual solver's pair at which its radius (``sqrt(G + ROUNDING *
+    P(0))``, :func:`~neurospca.solvers.support.pair_radius`) is ``0.9 * resolution``
+    times the peak (0.9: the peak may move)."""
     p0 = 0.5 * float(problem.y @ problem.y)
-    return 0.5 * (0.9 * resolution * float(np.max(np.abs(v)))) ** 2 - ROUNDING * p0
+    return (0.9 * resolution * float(np.max(np.abs(v)))) ** 2 - ROUNDING * p0
 
 
 def _record_final(info, k, gap, rel_gap):

@@ -246,7 +246,8 @@ def _support_sentence(estimator):
     text = (
         "Supports, clusters and figures show only the loadings certified non-zero: each "
         "loading update is 1-strongly convex in its proximal form, so its certified gap G "
-        "bounds the distance to the exact update by sqrt(2 G), and a loading larger than "
+        "bounds the distance to the exact update by sqrt(2 G) (by sqrt(G) for a dual "
+        "solver's primal-dual pair), and a loading larger than "
         "that bound is non-zero, with its sign, at the optimum; loadings certified zero "
         "(a gap-safe test) are set exactly to zero and the others are uncertain. Before "
         "this test each update was re-solved until the bound was at most "

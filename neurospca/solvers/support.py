@@ -46,6 +46,25 @@ which is 1-strongly convex, so a certified gap ``G >= P(v) - P(v*)`` gives
   so it also fires where the group term dominates, as long as the solution
   is accurate enough (small ``r``) near the edges of the support.
 
+**A smaller radius from a dual point** (:func:`pair_radius`). For a feasible
+dual point ``w`` (``||w_g|| <= b``) let ``v_w = soft(y - A^T w, a)``, the
+minimiser of the Lagrangian ``L(v, w) = ||v - y||^2 / 2 + a ||v||_1 + <w, A v>``,
+which is 1-strongly convex in ``v`` with ``D(w) = L(v_w, w)``. Then
+
+.. math::
+
+    P^* \\ge L(v^*, w) \\ge D(w) + \\tfrac12 \\|v^* - v_w\\|^2
+    \\quad\\text{and}\\quad
+    P(v_w) \\ge P^* + \\tfrac12 \\|v_w - v^*\\|^2
+
+(the first because ``<w_g, A_g v*> <= b ||A_g v*||``, the second by strong
+convexity of ``P``). Adding them, ``||v_w - v*||^2 <= P(v_w) - D(w)``: the gap
+of the pair ``(v_w, w)`` bounds the *squared* distance, not half of it, so the
+radius of a dual solver's pair is ``sqrt(G)`` instead of ``sqrt(2 G)``. For
+any other ``v``, ``||v - v*|| <= ||v - v_w|| + sqrt(P(v_w) - D(w))``.
+:func:`pair_radius` computes ``v_w`` in float64 and adds explicit bounds of
+its rounding; :func:`certify_support` uses the smaller of the two radii.
+
 Everything else is **uncertain**. :func:`certify_support` returns the labels
 and the radius; certified zeros are set exactly to zero in the returned ``v``.
 """
@@ -58,9 +77,17 @@ import scipy.sparse as sp
 
 from ..operators import GroupOperator
 from ._problem import ProxProblem
+from .gap import prox_gap
 from .penalties import L1, GroupNorm
 
-__all__ = ["SupportCertificate", "certify_support", "restricted_problem", "working_set", "ROUNDING"]
+__all__ = [
+    "SupportCertificate",
+    "certify_support",
+    "pair_radius",
+    "restricted_problem",
+    "working_set",
+    "ROUNDING",
+]
 
 #: Allowance for rounding in the certified gap, relative to ``P(0) = ||y||^2 / 2``:
 #: the radius is ``sqrt(2 (G + ROUNDING * P(0)))``. A gap is the difference of
@@ -87,7 +114,8 @@ class SupportCertificate:
     zero : ndarray of bool, shape (n_features,)
         ``v*_j = 0`` (the gap-safe test).
     radius : float
-        ``sqrt(2 (gap + ROUNDING * P(0)))``, a bound of ``||v - v*||_2``.
+        A bound of ``||v - v*||_2``: the smaller of ``sqrt(2 (gap + ROUNDING *
+        P(0)))`` and :func:`pair_radius` of ``(v, state)``.
     rounds : int
         Rounds of the zero test.
     """
@@ -146,11 +174,66 @@ def certify_support(problem, v, gap, state=None):
     if not (np.isfinite(gap) and gap >= 0.0):
         raise ValueError(f"gap must be a finite number >= 0, got {gap!r}.")
     radius = float(np.sqrt(2.0 * (gap + ROUNDING * 0.5 * float(y @ y))))
+    radius = min(radius, pair_radius(problem, v, state))
     nonzero = np.abs(v) > radius
     zero, rounds = _zero_test(problem, y, v, radius, nonzero, state)
     return SupportCertificate(
         v=np.where(zero, 0.0, v), nonzero=nonzero, zero=zero, radius=radius, rounds=rounds
     )
+
+
+def pair_radius(problem, v, state):
+    """A bound of ``||v - v*||_2`` from a dual point (module docstring).
+
+    With ``w`` the projection of ``state`` onto the balls ``||w_g|| <= b`` and
+    ``v_w = soft(y - A^T w, a)`` evaluated in float64, the bound is
+
+    .. math::
+
+        \\|v - v_w\\| + \\|\\delta\\| + \\sqrt{G + \\mathrm{ROUNDING}\\, P(0) + E},
+
+    where ``G`` is the computed gap ``P(v_w) - D(w)``, ``delta_j = 2 (m_j + 3)
+    eps (|y_j| + b c_j + a)`` bounds the rounding of ``v_w`` (``m_j`` entries
+    and absolute column sum ``c_j`` of column ``j`` of ``A``, ``eps`` the float64
+    unit roundoff; ``|(A^T w)_j| <= b c_j``), and ``E = (||v_w - y|| + ||v_w|| +
+    2 ||delta||) ||delta|| + a ||delta||_1 + b c . delta`` bounds what that
+    rounding changes in ``P(v_w)`` and ``D(w) = ||y||^2/2 - ||v_w||^2/2`` (``sum_g
+    ||A_g delta|| <= c . |delta|``). For a dual solver's pair (``v = v_w``) it
+    is about ``sqrt(G)``, ``1/sqrt(2)`` of the radius of the gap alone.
+
+    Parameters
+    ----------
+    problem : ProxProblem
+        l1 plus one group norm (any other form: ``inf``).
+    v : ndarray of shape (n_features,)
+        Any point.
+    state : ndarray of shape (problem.n_dual,) or None
+        A dual point (None: ``inf``).
+
+    Returns
+    -------
+    float
+        The bound (``inf`` when it does not apply or is not finite).
+    """
+    form = _screenable(problem)
+    if form is None or form[1] is None or form[2] == 0.0 or state is None:
+        return np.inf
+    a, op, b = form
+    if op.n_rows == 0:
+        return np.inf
+    y = np.asarray(problem.y, dtype=np.float64)
+    w = _feasible_dual(op, b, v, state)
+    t = y - op.matrix_t @ w
+    vw = np.sign(t) * np.maximum(np.abs(t) - a, 0.0)
+    gap = float(prox_gap(vw, y, op, a, b, w)[0])
+    cols = _columns(op)
+    delta = 2.0 * (cols.nnz + 3.0) * np.finfo(np.float64).eps * (np.abs(y) + b * cols.abs_sum + a)
+    dn = float(np.linalg.norm(delta))
+    rounding = (float(np.linalg.norm(vw - y)) + float(np.linalg.norm(vw)) + 2.0 * dn) * dn
+    rounding += a * float(delta.sum()) + b * float(cols.abs_sum @ delta)
+    bound = gap + ROUNDING * 0.5 * float(y @ y) + rounding
+    r = float(np.linalg.norm(np.asarray(v, dtype=np.float64) - vw)) + dn + np.sqrt(bound)
+    return r if np.isfinite(r) else np.inf
 
 
 def restricted_problem(problem, keep):
@@ -283,10 +366,14 @@ def _columns(operator):
 
 
 class _Columns:
-    """``M[g, j] = ||A_g e_j||_2`` and ``||A_g||_F`` of an operator."""
+    """``M[g, j] = ||A_g e_j||_2``, ``||A_g||_F``, and the entries (``nnz``) and
+    absolute sums (``abs_sum``) of the columns of an operator."""
 
     def __init__(self, operator):
         A = operator.matrix.tocoo()
+        P = A.shape[1]
+        self.nnz = np.bincount(A.col, minlength=P).astype(np.float64)
+        self.abs_sum = np.bincount(A.col, weights=np.abs(A.data), minlength=P)
         rg = operator.row_group[A.row]
         M = sp.csr_matrix((A.data**2, (rg, A.col)), shape=(operator.n_groups, A.shape[1]))
         M.sum_duplicates()
@@ -311,14 +398,13 @@ def _zero_test(problem, y, v, r, nonzero, state):
         return np.zeros(P, bool), 0
     test = _RegionTest(operator, y, v, r, a, b, _feasible_dual(operator, b, v, state), slack)
     R = ~nonzero
+    if b * test.cols.smallest >= a:  # a failure spreads through its whole region
+        return _zero_regions(test, R), 1
     ok = test.passes(R)
     for rounds in range(1, MAX_ROUNDS + 1):
         failed = R & ~ok
         if not failed.any():
             return R, rounds
-        if b * test.cols.smallest >= a:  # a failure spreads through its whole region
-            # the regions left share no group with the removed ones: they pass as they did
-            return R & ~_regions_of(test.cols, R, failed), rounds
         R = R & ~failed
         # only the features sharing a group with a removed one can change
         near = test.neighbours(failed) & R
@@ -326,28 +412,44 @@ def _zero_test(problem, y, v, r, nonzero, state):
     return np.zeros(P, bool), MAX_ROUNDS
 
 
-def _regions_of(cols, R, failed):
-    """The features of ``R`` connected (through shared groups, within ``R``) to ``failed``.
+def _zero_regions(test, R):
+    """``R`` without its connected regions (through shared groups, within ``R``)
+    that hold a feature failing the test for ``R``.
 
-    When ``b ||A_g e_j|| >= a`` for every entry, removing a feature from
-    ``R`` makes each feature of ``R`` that shares a group with it fail the
-    next round (that group straddles ``R`` and a loading below the radius,
-    so it is not pinned): the failure spreads through its whole connected
-    region, which is therefore removed at once.
+    When ``b ||A_g e_j|| >= a`` for every entry, removing a feature from ``R``
+    makes each feature of ``R`` that shares a group with it fail the next
+    round (that group straddles ``R`` and a loading below the radius, so it is
+    not pinned): the failure spreads through its whole region, which is
+    therefore removed at once; the regions left share no group with the
+    removed ones, so they pass as they did. A region is removed as soon as one
+    of its features fails: the features with ``0 < |v_j| <= r`` are tested
+    first (they fail where their groups keep the solver's dual point, ``|q_j| =
+    a``), then every feature of the regions none of them failed.
     """
+    labels, idx = _region_labels(test.cols, R)
+    bad = np.zeros(labels.max(initial=-1) + 1, bool)
+    first = np.flatnonzero(test.v[idx] != 0.0)
+    for pos in (first, None):
+        pos = np.flatnonzero(~bad[labels]) if pos is None else pos
+        if pos.size:
+            fails = ~test.passes_local(R, idx[pos])
+            bad[labels[pos[fails]]] = True
+    out = np.zeros(R.size, bool)
+    out[idx[~bad[labels]]] = True
+    return out
+
+
+def _region_labels(cols, R):
+    """``(labels, idx)``: the connected region of each feature ``idx = flatnonzero(R)``
+    (through shared groups, within ``R``)."""
     from scipy.sparse.csgraph import connected_components
 
-    n_groups, P = cols.M.shape
-    MR = cols.M[:, R]
+    n_groups = cols.M.shape[0]
     idx = np.flatnonzero(R)
-    MR = MR.tocoo()
+    MR = cols.M[:, R].tocoo()
     n = n_groups + idx.size  # bipartite graph: groups, then the features of R
     graph = sp.coo_matrix((np.ones(MR.nnz), (MR.row, n_groups + MR.col)), shape=(n, n))
-    labels = connected_components(graph, directed=False)[1][n_groups:]
-    bad = np.isin(labels, np.unique(labels[failed[idx]]))
-    out = np.zeros(P, bool)
-    out[idx[bad]] = True
-    return out
+    return connected_components(graph, directed=False)[1][n_groups:], idx
 
 
 def _feasible_dual(operator, b, v, state):
