@@ -66,7 +66,7 @@ def _instrument(mode):
         np.fill_diagonal(C, 0.0)
         change = np.linalg.norm(V - V0, axis=0) / np.maximum(np.linalg.norm(V, axis=0), 1e-300)
         J = _joint._objective(op, U, V, Z, kw)
-        LOG.append((J, change, np.mean(V != 0, axis=0), C.max(), CTX["rot"]))
+        LOG.append((J, change, np.mean(V != 0, axis=0), C.max(), CTX["rot"], _max_cos(V.T)))
         return out
 
     _joint._sweep, _joint.rotate_pairs = traced, rotated
@@ -101,10 +101,13 @@ def trace(name, seed, alpha_rel, sweeps, mode):
             f"loadings {_max_cos(model.components_):.3f}, abs cos {np.round(cos, 2)}, "
             f"Dice {np.round(dice, 2)}"
         )
-        for i, (J, change, nz, col, rot) in enumerate(LOG):
+        for w in caught:
+            if "stopped" in str(w.message):
+                print("  " + str(w.message)[:160])
+        for i, (J, change, nz, col, rot, vcos) in enumerate(LOG):
             print(
                 f"  sweep {i + 1:3d} J {J:.9f} change {np.round(change, 3)} "
-                f"non-zero {np.round(nz, 2)} max|u.u| {col:.3f} rotated {rot}"
+                f"non-zero {np.round(nz, 2)} max|u.u| {col:.3f} vcos {vcos:.3f} rotated {rot}"
             )
 
 

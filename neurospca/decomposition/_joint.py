@@ -36,12 +36,21 @@ The sweeps serve a product with ``X`` that an earlier pass already gave
 (the next refit's ``X_k^T u_k``, the fit's ``Z = X V``) from a
 :class:`~neurospca.decomposition._joint_certify.ProductCache`: one pass per
 refit of a component instead of three (:data:`REUSE_PRODUCTS`).
+
+A continuation's sweeps stop before copies of one pattern: ``J`` rewards
+copies (each pays its own ridge), and cold sweeps were seen to drift there for
+tens of sweeps; once the loadings' largest |cos| is above 0.5 and rose in each
+of the last 3 sweeps, the state before that climb is returned
+(:class:`~neurospca.decomposition._joint_starts.CopiesWatch`, issue 20 round 12).
+
+Size: 600+ lines, the sweeps, restarts and starts of one fit; the checks,
+starts' helpers and certification are in modules of their own already.
 """
 
 import copy
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -59,8 +68,10 @@ from ._joint_certify import (
     know_products,
 )
 from ._joint_starts import (
+    CopiesWatch,
     _pca_products,
     _pca_scores,
+    copies_message,
     restart_starts,
     subspace_first,
     unsettled_message,
@@ -189,7 +200,8 @@ def _sweep(op, sqnorm, U, V, d, Z, info, kw):
 @dataclass
 class _Loop:
     """How the sweeps run: rotation step, most sweeps, the change that settles
-    them, progress lines, and the relative change of each sweep (appended)."""
+    them, progress lines, the relative change of each sweep (appended), whether
+    they stop before copies (:class:`CopiesWatch`) and, once they did, its trace."""
 
     rotate: bool
     restart: bool
@@ -197,6 +209,8 @@ class _Loop:
     settle: float
     verbose: int
     changes: list
+    guard: bool = False
+    stopped: list = None
 
 
 def _objective(op, U, V, Z, kw):
@@ -219,7 +233,10 @@ def _restore(snap, U, V, d, Z, info):
 
 def _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop):
     """Back-fitting sweeps (each after a pair rotation) until the loadings move
-    by at most ``loop.settle``, at most ``loop.max_sweeps`` in this call.
+    by at most ``loop.settle``, at most ``loop.max_sweeps`` in this call. With
+    ``loop.guard`` they also stop when :class:`CopiesWatch` sees a steady climb
+    towards copies; its foot's state is put back and its trace left in
+    ``loop.stopped`` (not settled).
 
     Returns
     -------
@@ -230,6 +247,7 @@ def _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop):
         The joint objective of the state reached.
     """
     caught = []
+    watch = CopiesWatch(V, partial(_snapshot, U, V, d, Z, info)) if loop.guard else None
     for _ in range(loop.max_sweeps):
         t0 = time.perf_counter()
         V_old = V.copy()
@@ -247,6 +265,12 @@ def _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop):
             )
         if change <= loop.settle:
             return True, caught, _objective(op, U, V, Z, kw)
+        if watch is not None and watch.climbed(V):  # drifting to copies: the foot of the climb
+            _restore(watch.before, U, V, d, Z, info)
+            loop.stopped = watch.trace
+            if loop.verbose:
+                _say("joint sweeps stopped before copies: loadings' |cos| %s", watch.trace)
+            return False, [], _objective(op, U, V, Z, kw)
     return False, caught, _objective(op, U, V, Z, kw)
 
 
@@ -340,12 +364,12 @@ def _deflation_start(op, n_components, u0, w0, tol, kw, cache=None):
 def _run_from(op, sqnorm, state, refit_kw, loop):
     """The sweeps and restarts (:func:`_settle`) from ``state`` (changed in
     place), with a sweep count of their own; returns a :class:`_Candidate`."""
-    own = _Loop(loop.rotate, loop.restart, loop.max_sweeps, loop.settle, loop.verbose, [])
+    own = replace(loop, changes=[])
     settled, caught, value = _settle(op, sqnorm, *state, refit_kw, own)
     if loop.verbose:
         _say("joint fit settled=%s, objective %.10g", settled, value)
     kept = kept_rmatvecs(state[0], state[1], refit_kw.get("products"))
-    return _Candidate(state, settled, caught, own.changes, value, kept)
+    return _Candidate(state, settled, caught, own.changes, value, kept, stopped=own.stopped)
 
 
 @dataclass
@@ -361,6 +385,7 @@ class _Candidate:
     value: float
     kept: dict = field(default_factory=dict)
     swept: tuple = None
+    stopped: list = None
 
 
 def _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop):
@@ -463,6 +488,10 @@ BATCH_CHECKS = CERTIFY_KEPT = DEFLATION_PRODUCTS = True
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2
 
+#: A continuation's sweeps (``search=False``) stop before copies of one pattern
+#: (:class:`~neurospca.decomposition._joint_starts.CopiesWatch`, issue 20 round 12).
+COPIES_GUARD = True
+
 
 def _start_from_scores(op, sqnorm, u0, w0, kw):
     """A warm start from given scores (e.g. a fit at a stronger penalty): one
@@ -514,6 +543,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     sqnorm = op.sqnorm()
     from_u0 = from_scores and u0 is not None and np.all(np.any(u0 != 0, axis=0))
     loop = _Loop(rotate, restart and search, max_sweeps, max(tol, SWEEP_TOL), verbose, [])
+    loop.guard, stopped = COPIES_GUARD and not search, None
     if n_components > 1 and search:
         if from_u0:
             first = partial(_scores_job, op, n_components, sqnorm, u0, w0, loop), "scores"
@@ -535,8 +565,11 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
         if n_components > 1:  # a continuation: the sweeps from its start only
             first = _run_from(op, sqnorm, state, refit_kw, loop)
             settled, caught, changes, kept = first.settled, first.caught, first.changes, first.kept
+            stopped = first.stopped
     U, V, d, Z, info = state
-    if not settled:
+    if stopped is not None:
+        warnings.warn(copies_message(len(changes), stopped), ConvergenceWarning, stacklevel=2)
+    elif not settled:
         msg = unsettled_message(max_sweeps, changes[-1], max(tol, SWEEP_TOL), U, swept)
         warnings.warn(msg, ConvergenceWarning, stacklevel=2)
     for w in caught:  # the last sweep's v-steps that stopped short of tol
