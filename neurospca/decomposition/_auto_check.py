@@ -2,7 +2,8 @@
 
 :func:`auto_fit` fits the full data at the halves' choice (:mod:`._auto`)
 and checks it: a component too dense, a less shrunk point of the documented
-split that agrees or whose components reproduce, a collapsed component; with
+split that agrees or whose components reproduce, a pattern lost at the point
+(fitted again from a stronger point's fit), a collapsed component; with
 the other splits pending (:class:`._auto.Others`), whether the first split's components reproduce
 before those are searched (issue 20 rounds 9-10, :func:`_flagged`).
 """
@@ -148,9 +149,14 @@ def auto_fit(path, run, start):
        component reproduced (0.97-0.98); the fit at 1 separated them (abs cos
        0.99) and reproduced at 0.72-0.97 (benchmarks/RESULTS.md, issue 20
        round 11).
-    3. When a component of the kept fit collapsed (:func:`_collapsed`: the
-       penalty killed a pattern), the weaker points of its split are fitted,
-       strongest first, until one keeps every component (:func:`_uncollapse`).
+    3. When a component of the kept fit collapsed (:func:`_collapsed`) or is
+       flagged on the halves, it is fitted again from the cold fit of a
+       stronger point that holds a pattern it lacks (:func:`_from_stronger`,
+       issue 20 round 12: the sweeps had missed the weakest pattern's basin,
+       at a higher joint objective than a start from the planted patterns).
+    4. When a component of the kept fit still collapsed (the penalty killed a
+       pattern), the weaker points of its split are fitted, strongest first,
+       until one keeps every component (:func:`_uncollapse`).
 
     Parameters
     ----------
