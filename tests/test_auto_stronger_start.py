@@ -15,12 +15,7 @@ import numpy as np
 from neurospca.decomposition import DEFAULT_SPLIT, _auto_check
 
 from ._helpers import path_record
-
-
-def _separate():
-    V = np.zeros((30, 3))
-    V[:10, 0], V[10:20, 1], V[20:, 2] = 1.0, 1.0, 1.0
-    return V
+from .test_merge20j import _separate  # three patterns on 10 features each
 
 
 def _lost():
