@@ -415,6 +415,11 @@ class Others:
         self.splits, self.walk_split = splits, walk_split
         self.done = {}
 
+    @property
+    def starts_from_scores(self):
+        """True when the full fits start from given scores (``method="joint"``)."""
+        return getattr(self.estimator, "method", None) == "joint"
+
     def reproduce(self, point, V):
         """``(stability, refit)`` of the full fit's loadings ``V`` (features x
         components) at the record ``point``: the walk's halves' value per
