@@ -14,6 +14,7 @@ transform), which streams them by row blocks:
 """
 
 import errno
+import functools
 import os
 
 import nibabel as nib
@@ -422,8 +423,10 @@ def _npy_identity(path):
 
 
 def _read_rows(path, lo, hi, identity):
-    """Rows ``lo:hi`` of the ``.npy`` file ``path`` (one dask task), read with
-    ordinary I/O after checking the file is the one the array was made from."""
+    """Rows ``lo:hi`` of the ``.npy`` file ``path`` (one dask task), after checking
+    the file is the one the array was made from: a read-only view of the rows
+    mapped from the file (no copy; the page cache serves them), or, for a
+    Fortran-ordered file, a copy of them."""
     with open(path, "rb") as fh:
         st = os.fstat(fh.fileno())
         now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
@@ -437,11 +440,11 @@ def _read_rows(path, lo, hi, identity):
         if fortran:
             mm = np.memmap(fh, dtype=dtype, mode="r", shape=shape, order="F", offset=offset)
             return np.array(mm[lo:hi])
-        fh.seek(offset + lo * shape[1] * dtype.itemsize)
-        out = np.fromfile(fh, dtype=dtype, count=(hi - lo) * shape[1])
-    if out.size != (hi - lo) * shape[1]:  # pragma: no cover - guarded by the identity
-        raise ValueError(f"path: {path!r} ended before row {hi}.")
-    return out.reshape(hi - lo, shape[1])
+        if hi == lo or shape[1] == 0:
+            return np.empty((hi - lo, shape[1]), dtype=dtype)
+        start = offset + lo * shape[1] * dtype.itemsize
+        rows = np.memmap(fh, dtype=dtype, mode="r", shape=(hi - lo, shape[1]), offset=start)
+    return rows.view(np.ndarray)
 
 
 def npy_to_dask(path, *, chunk_rows=1000):
@@ -493,4 +496,7 @@ def npy_to_dask(path, *, chunk_rows=1000):
         (min(n, lo + chunk_rows) - lo, (path, lo, min(n, lo + chunk_rows), identity))
         for lo in range(0, n, chunk_rows)
     ]
-    return _delayed_rows(_read_rows, tasks, p, dtype, "npy_to_dask")
+    X = _delayed_rows(_read_rows, tasks, p, dtype, "npy_to_dask")
+    # a fit's tasks read their own rows with this (DataOperator's ROW_READER)
+    X._neurospca_row_reader = functools.partial(_read_rows, path, identity=identity)
+    return X

@@ -46,6 +46,7 @@ from ._blocks import (
     _blk_stats,
     _chunk_groups,
     _dask_group,
+    _dask_read_group,
     _exact_kernel,
     _first,
     _none,
@@ -84,6 +85,12 @@ TILE_BYTES = 4 * 2**20
 #: data (a 32 MB chunk of a P = 327,684 array would add a 42 MB partial in a
 #: 16-column pass). A task holds its chunks in memory at once.
 DASK_TASK_BYTES = 256 * 2**20
+#: The attribute of a dask array (set by :func:`neurospca.npy_to_dask`) holding
+#: ``reader(lo, hi)``, the rows ``lo:hi`` of ``X`` read (viewed) from its file
+#: inside a task, after checking the file: a pass then makes one task per
+#: :data:`DASK_TASK_BYTES` of rows that reads its own rows, whatever the
+#: array's chunks (no task per chunk, rows never sent between tasks).
+ROW_READER = "_neurospca_row_reader"
 #: Fewest columns of a tile.
 MIN_TILE_COLUMNS = 256
 
@@ -247,13 +254,19 @@ class DataOperator:
             )
         self.n_threads = n_threads
         n, p = self.shape
+        self._reader = None
         if is_dask_array(X):
             self.kind = "dask"
             warn_embedded_memmaps(name, X)
+            self._reader = getattr(X, ROW_READER, None)
             if X.numblocks[1] > 1:
                 X = X.rechunk({1: -1})
-            self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
-            rows = max(X.chunks[0]) if X.chunks[0] else 1
+            if self._reader is not None:  # tasks of DASK_TASK_BYTES of rows, read by each task
+                rows = _block_rows(n, p * np.dtype(X.dtype).itemsize, DASK_TASK_BYTES, 1)
+                self._offsets = np.append(np.arange(0, n, rows), n).astype(int) if n else np.zeros(1, int)
+            else:
+                self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
+                rows = max(X.chunks[0]) if X.chunks[0] else 1
         else:
             self.kind = "memmap" if isinstance(X, np.memmap) else "array"
             if self.kind == "array":
@@ -337,22 +350,30 @@ class DataOperator:
 
         delayed = dask.delayed
         dargs = [delayed(a) if isinstance(a, np.ndarray) and a.size > 64 else a for a in args]
-        blocks = self.X.to_delayed()[:, 0]
         make = make_acc if make_acc is not None else _none
         off = self._offsets
-        row_bytes = self.shape[1] * self.X.dtype.itemsize
-        tasks = [
-            delayed(_dask_group)(
-                fn,
-                [blocks[i] for i in g],
-                [(int(off[i]), int(off[i + 1])) for i in g],
-                make,
-                rows_tail,
-                self._cols,
-                *dargs,
-            )
-            for g in _chunk_groups(np.diff(off), row_bytes, DASK_TASK_BYTES)
-        ]
+        if self._reader is not None:  # each task reads (views) its own rows: no chunk tasks
+            tasks = [
+                delayed(_dask_read_group)(
+                    self._reader, fn, (int(lo), int(hi)), make, rows_tail, self._cols, *dargs
+                )
+                for lo, hi in zip(off[:-1], off[1:], strict=True)
+            ]
+        else:
+            blocks = self.X.to_delayed()[:, 0]
+            row_bytes = self.shape[1] * self.X.dtype.itemsize
+            tasks = [
+                delayed(_dask_group)(
+                    fn,
+                    [blocks[i] for i in g],
+                    [(int(off[i]), int(off[i + 1])) for i in g],
+                    make,
+                    rows_tail,
+                    self._cols,
+                    *dargs,
+                )
+                for g in _chunk_groups(np.diff(off), row_bytes, DASK_TASK_BYTES)
+            ]
         rows = [delayed(_first)(t) for t in tasks]
         total = _tree([delayed(_second)(t) for t in tasks], _add, delayed)
         rows, total = compute(self.name, rows, total)
