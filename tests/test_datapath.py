@@ -2,6 +2,8 @@
 Krylov subspace and the pass-free starts, the passes of a fit, and the same
 components as before the change."""
 
+import os
+import time
 import warnings
 from pathlib import Path
 
@@ -226,6 +228,50 @@ def test_dask_tasks_take_runs_of_chunks_into_one_accumulator(monkeypatch):
     Z, G = op.gram(W)
     np.testing.assert_allclose(Z, Xc @ W, rtol=1e-12, atol=1e-12 * np.abs(Z).max())
     np.testing.assert_allclose(G, Xc.T @ Z, rtol=1e-11, atol=1e-11 * np.abs(G).max())
+
+
+def test_a_pass_over_npy_to_dask_reads_its_rows_in_its_tasks(tmp_path, monkeypatch):
+    """A pass over an npy_to_dask array makes one task per DASK_TASK_BYTES of rows
+    that reads (views, read-only) its own rows, whatever ``chunk_rows``: products
+    those of the matrix; a file rewritten between two passes is a ValueError
+    naming the path, not other numbers."""
+    dask = pytest.importorskip("dask")
+    from neurospca import npy_to_dask
+
+    path = tmp_path / "X.npy"
+    rng = np.random.default_rng(3407)
+    X = rng.standard_normal((61, 30)) + 3.0
+    Xc = X - X.mean(axis=0)
+    np.save(path, X)
+    Xd = npy_to_dask(path, chunk_rows=4)
+    monkeypatch.setattr(_data, "DASK_TASK_BYTES", 12 * 30 * 8)  # 12 rows per task
+    monkeypatch.setattr(_data, "MIN_BLOCK_ROWS", 1)
+    seen, reader = [], Xd._neurospca_row_reader
+
+    def counted(lo, hi):
+        B = reader(lo, hi)
+        seen.append((lo, hi, B.flags.writeable))
+        return B
+
+    Xd._neurospca_row_reader = counted
+    with dask.config.set(scheduler="sync"):
+        op = DataOperator(Xd).scan(sketch=2)
+        assert sorted(seen) == [(lo, min(lo + 12, 61), False) for lo in range(0, 61, 12)]
+        op.centre(op.stats["mean"])
+        v, W = rng.standard_normal(30), rng.standard_normal((30, 3))
+        z, g = op.fused(v)
+        np.testing.assert_allclose(z, Xc @ v, rtol=1e-12, atol=1e-12 * np.abs(z).max())
+        np.testing.assert_allclose(g, Xc.T @ (Xc @ v), rtol=1e-11, atol=1e-11 * np.abs(g).max())
+        Z, G = op.gram(W)
+        np.testing.assert_allclose(Z, Xc @ W, rtol=1e-12, atol=1e-12 * np.abs(Z).max())
+        np.testing.assert_allclose(G, Xc.T @ Z, rtol=1e-11, atol=1e-11 * np.abs(G).max())
+        assert len(seen) == 3 * 6
+        with open(path, "r+b") as fh:  # rewritten in place: same inode and size
+            fh.seek(-8, os.SEEK_END)
+            fh.write(np.float64(7.0).tobytes())
+        os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+        with pytest.raises(ValueError, match=r"path: .*X\.npy' changed after npy_to_dask"):
+            op.fused(v)
 
 
 def test_the_scan_finds_bad_values_in_any_tile(monkeypatch):

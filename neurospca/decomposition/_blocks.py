@@ -284,12 +284,10 @@ def _chunk_groups(chunk_rows, row_bytes, group_bytes):
     return groups
 
 
-def _first(t):
-    return t[0]
-
-
-def _second(t):
-    return t[1]
+def _add_parts(a, b):
+    """Two dask tasks' ``(rows, acc)`` results (``a``'s rows first) as one."""
+    rows = None if a[0] is None else np.concatenate([a[0], b[0]], axis=0)
+    return rows, _add(a[1], b[1])
 
 
 def _tree(items, combine, delayed):

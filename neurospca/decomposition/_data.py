@@ -37,6 +37,7 @@ from sklearn.utils.validation import _check_feature_names, _check_n_features, va
 from .._utils.validation import check_real
 from ._blocks import (
     _add,
+    _add_parts,
     _blk_fused,
     _blk_fused_groups,
     _blk_matvec,
@@ -48,11 +49,9 @@ from ._blocks import (
     _dask_group,
     _dask_read_group,
     _exact_kernel,
-    _first,
     _none,
     _Parts,
     _products,
-    _second,
     _single_threaded_blas,
     _Stats,
     _tree,
@@ -374,10 +373,8 @@ class DataOperator:
                 )
                 for g in _chunk_groups(np.diff(off), row_bytes, DASK_TASK_BYTES)
             ]
-        rows = [delayed(_first)(t) for t in tasks]
-        total = _tree([delayed(_second)(t) for t in tasks], _add, delayed)
-        rows, total = compute(self.name, rows, total)
-        rows = None if rows_tail is None else np.concatenate(rows, axis=0)
+        # one tree adds the tasks' accumulators and joins their rows, in row order
+        ((rows, total),) = compute(self.name, _tree(tasks, _add_parts, delayed))
         return rows, total
 
     def _vec_acc(self, width=None):
