@@ -231,10 +231,11 @@ def test_dask_tasks_take_runs_of_chunks_into_one_accumulator(monkeypatch):
 
 
 def test_a_pass_over_npy_to_dask_reads_its_rows_in_its_tasks(tmp_path, monkeypatch):
-    """A pass over an npy_to_dask array makes one task per DASK_TASK_BYTES of rows
-    that reads (views, read-only) its own rows, whatever ``chunk_rows``: products
-    those of the matrix; a file rewritten between two passes is a ValueError
-    naming the path, not other numbers."""
+    """A pass over an npy_to_dask array makes one task per thread of the scheduler,
+    each reading (viewing, read-only) its consecutive blocks of DASK_TASK_BYTES of
+    rows itself, whatever ``chunk_rows``: products those of the matrix; a file
+    rewritten between two passes is a ValueError naming the path, not other
+    numbers."""
     dask = pytest.importorskip("dask")
     from neurospca import npy_to_dask
 
@@ -254,9 +255,17 @@ def test_a_pass_over_npy_to_dask_reads_its_rows_in_its_tasks(tmp_path, monkeypat
         return B
 
     Xd._neurospca_row_reader = counted
-    with dask.config.set(scheduler="sync"):
+    tasks, original = [], _data._dask_read_group
+
+    def task(reader, fn, bounds, *args):
+        tasks.append(bounds)
+        return original(reader, fn, bounds, *args)
+
+    monkeypatch.setattr(_data, "_dask_read_group", task)
+    with dask.config.set(scheduler="sync", num_workers=3):
         op = DataOperator(Xd).scan(sketch=2)
         assert sorted(seen) == [(lo, min(lo + 12, 61), False) for lo in range(0, 61, 12)]
+        assert sorted(tasks) == [[(0, 12), (12, 24)], [(24, 36), (36, 48)], [(48, 60), (60, 61)]]
         op.centre(op.stats["mean"])
         v, W = rng.standard_normal(30), rng.standard_normal((30, 3))
         z, g = op.fused(v)

@@ -262,12 +262,13 @@ def _dask_group(fn, Bs, bounds, make_acc, rows_tail, cols, *args):
 
 def _dask_read_group(reader, fn, bounds, make_acc, rows_tail, cols, *args):
     """One dask task of an array whose tasks read their own rows
-    (:func:`neurospca.npy_to_dask`): rows ``bounds`` of ``X`` from
-    ``reader(lo, hi)`` (a read-only view of the file's rows, the file checked
-    first), then :func:`_dask_group` on them, in the same task: no task per
-    chunk, and nothing is read before the task that uses it."""
-    lo, hi = bounds
-    return _dask_group(fn, [reader(lo, hi)], [(lo, hi)], make_acc, rows_tail, cols, *args)
+    (:func:`neurospca.npy_to_dask`): the row blocks ``bounds`` of ``X``, each
+    from ``reader(lo, hi)`` (a read-only view of the file's rows, the file
+    checked first) just before its products and dropped after them, into ONE
+    accumulator (:func:`_dask_group`): no task per chunk, nothing read
+    before the task that uses it."""
+    blocks = (reader(lo, hi) for lo, hi in bounds)
+    return _dask_group(fn, blocks, bounds, make_acc, rows_tail, cols, *args)
 
 
 def _chunk_groups(chunk_rows, row_bytes, group_bytes):

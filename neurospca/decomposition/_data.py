@@ -56,7 +56,13 @@ from ._blocks import (
     _Stats,
     _tree,
 )
-from ._sources import check_unchanged, compute, file_identity, warn_embedded_memmaps
+from ._sources import (
+    check_unchanged,
+    compute,
+    dask_threads,
+    file_identity,
+    warn_embedded_memmaps,
+)
 
 __all__ = ["DataOperator", "as_data_operator", "is_dask_array", "is_out_of_core"]
 
@@ -87,8 +93,10 @@ DASK_TASK_BYTES = 256 * 2**20
 #: The attribute of a dask array (set by :func:`neurospca.npy_to_dask`) holding
 #: ``reader(lo, hi)``, the rows ``lo:hi`` of ``X`` read (viewed) from its file
 #: inside a task, after checking the file: a pass then makes one task per
-#: :data:`DASK_TASK_BYTES` of rows that reads its own rows, whatever the
-#: array's chunks (no task per chunk, rows never sent between tasks).
+#: thread of the dask cluster (as the memmap path has one accumulator per
+#: thread), each reading its consecutive blocks of :data:`DASK_TASK_BYTES` of
+#: rows one at a time, whatever the array's chunks: no task per chunk, rows
+#: never sent between tasks, one P-long partial result per thread.
 ROW_READER = "_neurospca_row_reader"
 #: Fewest columns of a tile.
 MIN_TILE_COLUMNS = 256
@@ -351,12 +359,13 @@ class DataOperator:
         dargs = [delayed(a) if isinstance(a, np.ndarray) and a.size > 64 else a for a in args]
         make = make_acc if make_acc is not None else _none
         off = self._offsets
-        if self._reader is not None:  # each task reads (views) its own rows: no chunk tasks
+        if self._reader is not None:  # tasks read (view) their own rows: no chunk tasks
+            bounds = [(int(lo), int(hi)) for lo, hi in zip(off[:-1], off[1:], strict=True)]
             tasks = [
                 delayed(_dask_read_group)(
-                    self._reader, fn, (int(lo), int(hi)), make, rows_tail, self._cols, *dargs
+                    self._reader, fn, [bounds[i] for i in g], make, rows_tail, self._cols, *dargs
                 )
-                for lo, hi in zip(off[:-1], off[1:], strict=True)
+                for g in np.array_split(np.arange(len(bounds)), min(len(bounds), dask_threads()))
             ]
         else:
             blocks = self.X.to_delayed()[:, 0]
