@@ -450,10 +450,13 @@ def _read_rows(path, lo, hi, identity):
 def npy_to_dask(path, *, chunk_rows=1000):
     """A dask array over a ``.npy`` file, chunked by rows (subjects).
 
-    Each chunk is read by its own task from the file (ordinary reads inside
-    the task), so the task graph holds only the path: nothing is loaded on the
-    client and the workers of a ``dask.distributed`` cluster read their chunks
-    themselves. ``da.from_array(np.load(path, mmap_mode="r"))`` instead embeds
+    Each chunk is read by its own task from the file (a read-only view of its
+    rows mapped from the file, no copy), so the task graph holds only the
+    path: nothing is loaded on the client and the workers of a
+    ``dask.distributed`` cluster read their chunks themselves. A fit of
+    :class:`neurospca.SPCATV` on the array does not use the chunks: each of
+    its tasks (one per thread of the cluster) views its own rows of the file,
+    block by block, checking the file before each block. ``da.from_array(np.load(path, mmap_mode="r"))`` instead embeds
     the memmap in the graph, which is pickled (the whole array) whenever the
     graph is sent to a scheduler, and a fit then holds the whole array in
     memory (:class:`neurospca.SPCATV` warns about it).

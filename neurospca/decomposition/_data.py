@@ -56,13 +56,7 @@ from ._blocks import (
     _Stats,
     _tree,
 )
-from ._sources import (
-    check_unchanged,
-    compute,
-    dask_threads,
-    file_identity,
-    warn_embedded_memmaps,
-)
+from ._sources import check_unchanged, compute, dask_threads, file_identity, warn_embedded_memmaps
 
 __all__ = ["DataOperator", "as_data_operator", "is_dask_array", "is_out_of_core"]
 
@@ -236,7 +230,8 @@ class DataOperator:
         Used in error messages.
     block_bytes : int, optional
         Size of one row block (in-memory arrays and memmaps; dask arrays use
-        their own row chunks).
+        their own row chunks, those of :func:`neurospca.npy_to_dask` blocks of
+        :data:`DASK_TASK_BYTES` that each task reads itself).
     """
 
     def __init__(self, X, name="X", block_bytes=None, n_threads=None):
@@ -270,7 +265,7 @@ class DataOperator:
                 X = X.rechunk({1: -1})
             if self._reader is not None:  # tasks of DASK_TASK_BYTES of rows, read by each task
                 rows = _block_rows(n, p * np.dtype(X.dtype).itemsize, DASK_TASK_BYTES, 1)
-                self._offsets = np.append(np.arange(0, n, rows), n).astype(int) if n else np.zeros(1, int)
+                self._offsets = np.append(np.arange(0, n, rows), n).astype(int)
             else:
                 self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
                 rows = max(X.chunks[0]) if X.chunks[0] else 1
