@@ -456,8 +456,9 @@ def npy_to_dask(path, *, chunk_rows=1000):
     ``dask.distributed`` cluster read their chunks themselves. A fit of
     :class:`neurospca.SPCATV` on the array does not use the chunks: each of
     its tasks (one per thread of the cluster) views its own rows of the file,
-    block by block, checking the file before each block. ``da.from_array(np.load(path, mmap_mode="r"))`` instead embeds
-    the memmap in the graph, which is pickled (the whole array) whenever the
+    block by block, checking the file before each block.
+    ``da.from_array(np.load(path, mmap_mode="r"))`` instead embeds the memmap
+    in the graph, which is pickled (the whole array) whenever the
     graph is sent to a scheduler, and a fit then holds the whole array in
     memory (:class:`neurospca.SPCATV` warns about it).
 
