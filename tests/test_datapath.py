@@ -219,15 +219,21 @@ def test_dask_tasks_take_runs_of_chunks_into_one_accumulator(monkeypatch):
     monkeypatch.setattr(_data, "_dask_group", counted)
     op = DataOperator(da.from_array(X, chunks=(4, 30))).scan(sketch=2)
     assert seen[:6] == [3, 3, 3, 3, 3, 1]  # 16 chunks, 6 tasks
-    op.centre(op.stats["mean"])
     np.testing.assert_allclose(op.stats["m2"], (Xc**2).sum(axis=0), rtol=1e-12)
-    v, W = rng.standard_normal(30), rng.standard_normal((30, 3))
+    _check_centred_products(op, Xc, rng)
+
+
+def _check_centred_products(op, Xc, rng):
+    """``op`` centred: its fused and Gram products are those of ``Xc``."""
+    op.centre(op.stats["mean"])
+    v, W = rng.standard_normal(Xc.shape[1]), rng.standard_normal((Xc.shape[1], 3))
     z, g = op.fused(v)
     np.testing.assert_allclose(z, Xc @ v, rtol=1e-12, atol=1e-12 * np.abs(z).max())
     np.testing.assert_allclose(g, Xc.T @ (Xc @ v), rtol=1e-11, atol=1e-11 * np.abs(g).max())
     Z, G = op.gram(W)
     np.testing.assert_allclose(Z, Xc @ W, rtol=1e-12, atol=1e-12 * np.abs(Z).max())
     np.testing.assert_allclose(G, Xc.T @ Z, rtol=1e-11, atol=1e-11 * np.abs(G).max())
+    return v
 
 
 def test_a_pass_over_npy_to_dask_reads_its_rows_in_its_tasks(tmp_path, monkeypatch):
@@ -266,14 +272,7 @@ def test_a_pass_over_npy_to_dask_reads_its_rows_in_its_tasks(tmp_path, monkeypat
         op = DataOperator(Xd).scan(sketch=2)
         assert sorted(seen) == [(lo, min(lo + 12, 61), False) for lo in range(0, 61, 12)]
         assert sorted(tasks) == [[(0, 12), (12, 24)], [(24, 36), (36, 48)], [(48, 60), (60, 61)]]
-        op.centre(op.stats["mean"])
-        v, W = rng.standard_normal(30), rng.standard_normal((30, 3))
-        z, g = op.fused(v)
-        np.testing.assert_allclose(z, Xc @ v, rtol=1e-12, atol=1e-12 * np.abs(z).max())
-        np.testing.assert_allclose(g, Xc.T @ (Xc @ v), rtol=1e-11, atol=1e-11 * np.abs(g).max())
-        Z, G = op.gram(W)
-        np.testing.assert_allclose(Z, Xc @ W, rtol=1e-12, atol=1e-12 * np.abs(Z).max())
-        np.testing.assert_allclose(G, Xc.T @ Z, rtol=1e-11, atol=1e-11 * np.abs(G).max())
+        v = _check_centred_products(op, Xc, rng)
         assert len(seen) == 3 * 6
         with open(path, "r+b") as fh:  # rewritten in place: same inode and size
             fh.seek(-8, os.SEEK_END)
