@@ -282,6 +282,27 @@ def test_a_pass_over_npy_to_dask_reads_its_rows_in_its_tasks(tmp_path, monkeypat
             op.fused(v)
 
 
+def test_gram_groups_on_dask_is_one_pass_equal_to_its_grams():
+    """A dask array's ``gram_groups`` makes one pass (the rows of the groups
+    side by side in each task), each group's products bit for bit its own
+    ``gram``."""
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(3408)
+    X = rng.standard_normal((37, 20)) + 1.0
+    op = DataOperator(da.from_array(X, chunks=(8, 20)))
+    op.centre(X.mean(axis=0))
+    Ws = [rng.standard_normal((20, k)) for k in (1, 3, 2)]
+    Cs = [rng.standard_normal((37, k)) for k in (1, 3, 2)]
+    before = op.n_passes
+    out = op.gram_groups(Ws, Cs)
+    assert op.n_passes == before + 1
+    for (Z, G), W, C in zip(out, Ws, Cs, strict=True):
+        Z1, G1 = op.gram(W, C)
+        np.testing.assert_array_equal(Z, Z1)
+        np.testing.assert_array_equal(G, G1)
+        np.testing.assert_allclose(Z, (X - X.mean(axis=0)) @ W - C, rtol=1e-12, atol=1e-12)
+
+
 def test_the_scan_finds_bad_values_in_any_tile(monkeypatch):
     monkeypatch.setattr(_data, "MIN_BLOCK_ROWS", 1)
     monkeypatch.setattr(_data, "TILE_BYTES", 8 * 8 * 3)

@@ -234,6 +234,16 @@ def _blk_fused_groups(B, sl, acc, rows, cols, dtype, Ws, shifts, Zs):
         _blk_fused(B, sl, part, Z[sl], cols, dtype, W, shift)
 
 
+def _blk_fused_groups_rows(B, sl, acc, rows, cols, dtype, Ws, shifts):
+    """:func:`_blk_fused_groups` with the rows of every block ``Ws[i]`` side by
+    side in ``rows`` (the rows part of a dask task: its columns ``Ws[0]``'s,
+    then ``Ws[1]``'s...): the same arithmetic, part by part."""
+    lo = 0
+    for W, shift, part in zip(Ws, shifts, acc.parts, strict=True):
+        _blk_fused(B, sl, part, rows[:, lo : lo + W.shape[1]], cols, dtype, W, shift)
+        lo += W.shape[1]
+
+
 def _add(a, b):
     if a is None:
         return b

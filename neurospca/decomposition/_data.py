@@ -40,6 +40,7 @@ from ._blocks import (
     _add_parts,
     _blk_fused,
     _blk_fused_groups,
+    _blk_fused_groups_rows,
     _blk_matvec,
     _blk_rmatvec,
     _blk_rmatvec64,
@@ -546,22 +547,35 @@ class DataOperator:
 
     def gram_groups(self, Ws, Cs):
         """``[self.gram(W, C) for W, C in zip(Ws, Cs)]`` in ONE pass over ``X``
-        (a dask array: one pass each), each equal bit for bit to its own
-        :meth:`gram` (the same arithmetic per row block, part by part)."""
-        if self.kind == "dask":
-            return [self.gram(W, C) for W, C in zip(Ws, Cs, strict=True)]
+        (a dask array too: the rows come back side by side), each equal bit
+        for bit to its own :meth:`gram` (the same arithmetic per row block,
+        part by part)."""
         Ws = [np.asarray(W, dtype=np.float64) for W in Ws]
         shifts = [np.array(C, dtype=np.float64) for C in Cs]
         if self._resid is not None:
             for W, shift in zip(Ws, shifts, strict=True):
                 shift += self._resid @ W
         n, p = self.shape
-        Zs = [np.empty((n, W.shape[1])) for W in Ws]
-        _, acc = self._map(
-            _blk_fused_groups,
-            (self.dtype, [self._cast(W) for W in Ws], shifts, Zs),
-            make_acc=lambda: _Parts([(p, W.shape[1]) for W in Ws]),
-        )
+
+        def make_acc():
+            return _Parts([(p, W.shape[1]) for W in Ws])
+
+        if self.kind == "dask":
+            widths = [W.shape[1] for W in Ws]
+            Z, acc = self._map(
+                _blk_fused_groups_rows,
+                (self.dtype, [self._cast(W) for W in Ws], shifts),
+                make_acc=make_acc,
+                rows_tail=(sum(widths),),
+            )
+            Zs = [np.ascontiguousarray(z) for z in np.split(Z, np.cumsum(widths)[:-1], axis=1)]
+        else:
+            Zs = [np.empty((n, W.shape[1])) for W in Ws]
+            _, acc = self._map(
+                _blk_fused_groups,
+                (self.dtype, [self._cast(W) for W in Ws], shifts, Zs),
+                make_acc=make_acc,
+            )
         out = []
         for Z, G in zip(Zs, acc.parts, strict=True):
             if self._resid is not None:
