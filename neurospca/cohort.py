@@ -14,6 +14,7 @@ transform), which streams them by row blocks:
 """
 
 import errno
+import functools
 import os
 
 import nibabel as nib
@@ -422,8 +423,10 @@ def _npy_identity(path):
 
 
 def _read_rows(path, lo, hi, identity):
-    """Rows ``lo:hi`` of the ``.npy`` file ``path`` (one dask task), read with
-    ordinary I/O after checking the file is the one the array was made from."""
+    """Rows ``lo:hi`` of the ``.npy`` file ``path`` (one dask task), after checking
+    the file is the one the array was made from: a read-only view of the rows
+    mapped from the file (no copy; the page cache serves them), or, for a
+    Fortran-ordered file, a copy of them."""
     with open(path, "rb") as fh:
         st = os.fstat(fh.fileno())
         now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
@@ -437,21 +440,25 @@ def _read_rows(path, lo, hi, identity):
         if fortran:
             mm = np.memmap(fh, dtype=dtype, mode="r", shape=shape, order="F", offset=offset)
             return np.array(mm[lo:hi])
-        fh.seek(offset + lo * shape[1] * dtype.itemsize)
-        out = np.fromfile(fh, dtype=dtype, count=(hi - lo) * shape[1])
-    if out.size != (hi - lo) * shape[1]:  # pragma: no cover - guarded by the identity
-        raise ValueError(f"path: {path!r} ended before row {hi}.")
-    return out.reshape(hi - lo, shape[1])
+        if hi == lo or shape[1] == 0:
+            return np.empty((hi - lo, shape[1]), dtype=dtype)
+        start = offset + lo * shape[1] * dtype.itemsize
+        rows = np.memmap(fh, dtype=dtype, mode="r", shape=(hi - lo, shape[1]), offset=start)
+    return rows.view(np.ndarray)
 
 
 def npy_to_dask(path, *, chunk_rows=1000):
     """A dask array over a ``.npy`` file, chunked by rows (subjects).
 
-    Each chunk is read by its own task from the file (ordinary reads inside
-    the task), so the task graph holds only the path: nothing is loaded on the
-    client and the workers of a ``dask.distributed`` cluster read their chunks
-    themselves. ``da.from_array(np.load(path, mmap_mode="r"))`` instead embeds
-    the memmap in the graph, which is pickled (the whole array) whenever the
+    Each chunk is read by its own task from the file (a read-only view of its
+    rows mapped from the file, no copy), so the task graph holds only the
+    path: nothing is loaded on the client and the workers of a
+    ``dask.distributed`` cluster read their chunks themselves. A fit of
+    :class:`neurospca.SPCATV` on the array does not use the chunks: each of
+    its tasks (one per thread of the cluster) views its own rows of the file,
+    block by block, checking the file before each block.
+    ``da.from_array(np.load(path, mmap_mode="r"))`` instead embeds the memmap
+    in the graph, which is pickled (the whole array) whenever the
     graph is sent to a scheduler, and a fit then holds the whole array in
     memory (:class:`neurospca.SPCATV` warns about it).
 
@@ -493,4 +500,7 @@ def npy_to_dask(path, *, chunk_rows=1000):
         (min(n, lo + chunk_rows) - lo, (path, lo, min(n, lo + chunk_rows), identity))
         for lo in range(0, n, chunk_rows)
     ]
-    return _delayed_rows(_read_rows, tasks, p, dtype, "npy_to_dask")
+    X = _delayed_rows(_read_rows, tasks, p, dtype, "npy_to_dask")
+    # a fit's tasks read their own rows with this (DataOperator's ROW_READER)
+    X._neurospca_row_reader = functools.partial(_read_rows, path, identity=identity)
+    return X

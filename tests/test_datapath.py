@@ -2,6 +2,8 @@
 Krylov subspace and the pass-free starts, the passes of a fit, and the same
 components as before the change."""
 
+import os
+import time
 import warnings
 from pathlib import Path
 
@@ -217,15 +219,88 @@ def test_dask_tasks_take_runs_of_chunks_into_one_accumulator(monkeypatch):
     monkeypatch.setattr(_data, "_dask_group", counted)
     op = DataOperator(da.from_array(X, chunks=(4, 30))).scan(sketch=2)
     assert seen[:6] == [3, 3, 3, 3, 3, 1]  # 16 chunks, 6 tasks
-    op.centre(op.stats["mean"])
     np.testing.assert_allclose(op.stats["m2"], (Xc**2).sum(axis=0), rtol=1e-12)
-    v, W = rng.standard_normal(30), rng.standard_normal((30, 3))
+    _check_centred_products(op, Xc, rng)
+
+
+def _check_centred_products(op, Xc, rng):
+    """``op`` centred: its fused and Gram products are those of ``Xc``."""
+    op.centre(op.stats["mean"])
+    v, W = rng.standard_normal(Xc.shape[1]), rng.standard_normal((Xc.shape[1], 3))
     z, g = op.fused(v)
     np.testing.assert_allclose(z, Xc @ v, rtol=1e-12, atol=1e-12 * np.abs(z).max())
     np.testing.assert_allclose(g, Xc.T @ (Xc @ v), rtol=1e-11, atol=1e-11 * np.abs(g).max())
     Z, G = op.gram(W)
     np.testing.assert_allclose(Z, Xc @ W, rtol=1e-12, atol=1e-12 * np.abs(Z).max())
     np.testing.assert_allclose(G, Xc.T @ Z, rtol=1e-11, atol=1e-11 * np.abs(G).max())
+    return v
+
+
+def test_a_pass_over_npy_to_dask_reads_its_rows_in_its_tasks(tmp_path, monkeypatch):
+    """A pass over an npy_to_dask array makes one task per thread of the scheduler,
+    each reading (viewing, read-only) its consecutive blocks of DASK_TASK_BYTES of
+    rows itself, whatever ``chunk_rows``: products those of the matrix; a file
+    rewritten between two passes is a ValueError naming the path, not other
+    numbers."""
+    dask = pytest.importorskip("dask")
+    from neurospca import npy_to_dask
+
+    path = tmp_path / "X.npy"
+    rng = np.random.default_rng(3407)
+    X = rng.standard_normal((61, 30)) + 3.0
+    Xc = X - X.mean(axis=0)
+    np.save(path, X)
+    Xd = npy_to_dask(path, chunk_rows=4)
+    monkeypatch.setattr(_data, "DASK_TASK_BYTES", 12 * 30 * 8)  # 12 rows per task
+    monkeypatch.setattr(_data, "MIN_BLOCK_ROWS", 1)
+    seen, reader = [], Xd._neurospca_row_reader
+
+    def counted(lo, hi):
+        B = reader(lo, hi)
+        seen.append((lo, hi, B.flags.writeable))
+        return B
+
+    Xd._neurospca_row_reader = counted
+    tasks, original = [], _data._dask_read_group
+
+    def task(reader, fn, bounds, *args):
+        tasks.append(bounds)
+        return original(reader, fn, bounds, *args)
+
+    monkeypatch.setattr(_data, "_dask_read_group", task)
+    with dask.config.set(scheduler="sync", num_workers=3):
+        op = DataOperator(Xd).scan(sketch=2)
+        assert sorted(seen) == [(lo, min(lo + 12, 61), False) for lo in range(0, 61, 12)]
+        assert sorted(tasks) == [[(0, 12), (12, 24)], [(24, 36), (36, 48)], [(48, 60), (60, 61)]]
+        v = _check_centred_products(op, Xc, rng)
+        assert len(seen) == 3 * 6
+        with open(path, "r+b") as fh:  # rewritten in place: same inode and size
+            fh.seek(-8, os.SEEK_END)
+            fh.write(np.float64(7.0).tobytes())
+        os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+        with pytest.raises(ValueError, match=r"path: .*X\.npy' changed after npy_to_dask"):
+            op.fused(v)
+
+
+def test_gram_groups_on_dask_is_one_pass_equal_to_its_grams():
+    """A dask array's ``gram_groups`` makes one pass (the rows of the groups
+    side by side in each task), each group's products bit for bit its own
+    ``gram``."""
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(3408)
+    X = rng.standard_normal((37, 20)) + 1.0
+    op = DataOperator(da.from_array(X, chunks=(8, 20)))
+    op.centre(X.mean(axis=0))
+    Ws = [rng.standard_normal((20, k)) for k in (1, 3, 2)]
+    Cs = [rng.standard_normal((37, k)) for k in (1, 3, 2)]
+    before = op.n_passes
+    out = op.gram_groups(Ws, Cs)
+    assert op.n_passes == before + 1
+    for (Z, G), W, C in zip(out, Ws, Cs, strict=True):
+        Z1, G1 = op.gram(W, C)
+        np.testing.assert_array_equal(Z, Z1)
+        np.testing.assert_array_equal(G, G1)
+        np.testing.assert_allclose(Z, (X - X.mean(axis=0)) @ W - C, rtol=1e-12, atol=1e-12)
 
 
 def test_the_scan_finds_bad_values_in_any_tile(monkeypatch):

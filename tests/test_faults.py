@@ -404,6 +404,26 @@ def test_npy_to_dask_refuses_a_file_that_changed(tmp_path):
         X[10:].compute()
 
 
+def test_npy_to_dask_chunks_are_read_only_views_of_the_file(tmp_path):
+    """A chunk of npy_to_dask is a read-only view of its rows of the file (no
+    copy): its values are the file's, and it cannot write them."""
+    pytest.importorskip("dask")
+    path = tmp_path / "X.npy"
+    X0 = np.random.default_rng(3406).standard_normal((12, 20)).astype(np.float32)
+    np.save(path, X0)
+    X = neurospca.npy_to_dask(path, chunk_rows=5)
+    chunk = X.to_delayed()[1, 0].compute(scheduler="sync")
+    np.testing.assert_array_equal(chunk, X0[5:10])
+    assert not chunk.flags.writeable and not chunk.flags.owndata
+    base = chunk
+    while not isinstance(base, np.memmap):
+        base = base.base
+    assert os.path.samefile(base.filename, path)
+    with pytest.raises(ValueError, match="read-only"):
+        chunk[0, 0] = 1.0
+    np.testing.assert_array_equal(np.load(path), X0)
+
+
 def _npy_bytes(descr, shape, payload=b""):
     import io
 

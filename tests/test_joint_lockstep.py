@@ -62,16 +62,31 @@ def _chain(op, seed, steps):
     return out
 
 
-@pytest.mark.parametrize("kind", ["array32", "array64", "memmap32"])
+@pytest.mark.parametrize("kind", ["array32", "array64", "memmap32", "dask32", "npy_to_dask32"])
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.usefixtures("everywhere")
-def test_side_by_side_products_are_each_chain_alone_bit_for_bit(tmp_path, kind, n_threads):
+def test_side_by_side_products_are_each_chain_alone_bit_for_bit(
+    tmp_path, kind, n_threads, monkeypatch
+):
+    """Each chain's products bit for bit its own, in the longest chain's passes
+    (dask: the requests' rows come back side by side from the tasks)."""
     rng = np.random.default_rng(3291)
     X = rng.standard_normal((230, 61)) + 0.3
     X = X.astype(np.float32) if kind.endswith("32") else X
     X = _memmap(tmp_path, X) if kind.startswith("memmap") else X
     steps = (7, 3, 5)
     offsets = [0, 50, 97, 180, 230]
+    if "dask" in kind:
+        dask = pytest.importorskip("dask")
+        da = pytest.importorskip("dask.array")
+        from neurospca import npy_to_dask
+
+        monkeypatch.setitem(dask.config.config, "scheduler", "sync")
+        if kind == "dask32":
+            X, offsets = da.from_array(X, chunks=((50, 47, 83, 50), (61,))), None
+        else:
+            np.save(tmp_path / "x.npy", X)
+            X, offsets = npy_to_dask(tmp_path / "x.npy", chunk_rows=40), None
     alone, own = [], []
     for seed, s in enumerate(steps):
         op = _op(X, n_threads, offsets)

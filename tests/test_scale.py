@@ -1,6 +1,8 @@
 """Cohort scale (issue 14): float32 end to end, implicit centring, no N x N,
 memmap and dask inputs, loaders writing a memmap one image at a time."""
 
+import os
+import time
 import tracemalloc
 import warnings
 
@@ -262,7 +264,8 @@ def test_spca_tv_on_raw_memmap_uses_data_as_given(tmp_path, small_blocks):
 
 def test_dask_local_cluster_and_npy_to_dask(tmp_path, small_blocks):
     """The products run as tasks on a dask.distributed cluster on 127.0.0.1;
-    npy_to_dask's graph holds the path, each task reads its own rows."""
+    npy_to_dask's graph holds the path, each task reads its own rows, and
+    refuses the file once it changed."""
     distributed = pytest.importorskip("dask.distributed")
     from neurospca import npy_to_dask
 
@@ -285,6 +288,13 @@ def test_dask_local_cluster_and_npy_to_dask(tmp_path, small_blocks):
     ):
         m = SPCATV(**KW).fit(Xd)
         S = ref.transform(Xd)
+        path = tmp_path / "x.npy"  # rewritten in place: the cluster's tasks refuse it
+        with open(path, "r+b") as fh:
+            fh.seek(-4, os.SEEK_END)
+            fh.write(np.float32(7.0).tobytes())
+        os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+        with pytest.raises(ValueError, match=r"path: .*x\.npy' changed after npy_to_dask"):
+            ref.transform(Xd)
     # chunks of 25 rows sum in another order than the in-memory blocks: equal
     # to the fit's tolerance (1e-6; an alternation may stop one step apart)
     assert _rel(m.components_, ref.components_) < 1e-5

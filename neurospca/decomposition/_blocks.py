@@ -234,6 +234,16 @@ def _blk_fused_groups(B, sl, acc, rows, cols, dtype, Ws, shifts, Zs):
         _blk_fused(B, sl, part, Z[sl], cols, dtype, W, shift)
 
 
+def _blk_fused_groups_rows(B, sl, acc, rows, cols, dtype, Ws, shifts):
+    """:func:`_blk_fused_groups` with the rows of every block ``Ws[i]`` side by
+    side in ``rows`` (the rows part of a dask task: its columns ``Ws[0]``'s,
+    then ``Ws[1]``'s...): the same arithmetic, part by part."""
+    lo = 0
+    for W, shift, part in zip(Ws, shifts, acc.parts, strict=True):
+        _blk_fused(B, sl, part, rows[:, lo : lo + W.shape[1]], cols, dtype, W, shift)
+        lo += W.shape[1]
+
+
 def _add(a, b):
     if a is None:
         return b
@@ -260,6 +270,17 @@ def _dask_group(fn, Bs, bounds, make_acc, rows_tail, cols, *args):
     return rows, acc
 
 
+def _dask_read_group(reader, fn, bounds, make_acc, rows_tail, cols, *args):
+    """One dask task of an array whose tasks read their own rows
+    (:func:`neurospca.npy_to_dask`): the row blocks ``bounds`` of ``X``, each
+    from ``reader(lo, hi)`` (a read-only view of the file's rows, the file
+    checked first) just before its products and dropped after them, into ONE
+    accumulator (:func:`_dask_group`): no task per chunk, nothing read
+    before the task that uses it."""
+    blocks = (reader(lo, hi) for lo, hi in bounds)
+    return _dask_group(fn, blocks, bounds, make_acc, rows_tail, cols, *args)
+
+
 def _chunk_groups(chunk_rows, row_bytes, group_bytes):
     """Runs of consecutive chunk indices holding about ``group_bytes`` of rows each."""
     groups, run, size = [], [], 0
@@ -274,12 +295,10 @@ def _chunk_groups(chunk_rows, row_bytes, group_bytes):
     return groups
 
 
-def _first(t):
-    return t[0]
-
-
-def _second(t):
-    return t[1]
+def _add_parts(a, b):
+    """Two dask tasks' ``(rows, acc)`` results (``a``'s rows first) as one."""
+    rows = None if a[0] is None else np.concatenate([a[0], b[0]], axis=0)
+    return rows, _add(a[1], b[1])
 
 
 def _tree(items, combine, delayed):

@@ -37,8 +37,10 @@ from sklearn.utils.validation import _check_feature_names, _check_n_features, va
 from .._utils.validation import check_real
 from ._blocks import (
     _add,
+    _add_parts,
     _blk_fused,
     _blk_fused_groups,
+    _blk_fused_groups_rows,
     _blk_matvec,
     _blk_rmatvec,
     _blk_rmatvec64,
@@ -46,17 +48,16 @@ from ._blocks import (
     _blk_stats,
     _chunk_groups,
     _dask_group,
+    _dask_read_group,
     _exact_kernel,
-    _first,
     _none,
     _Parts,
     _products,
-    _second,
     _single_threaded_blas,
     _Stats,
     _tree,
 )
-from ._sources import check_unchanged, compute, file_identity, warn_embedded_memmaps
+from ._sources import check_unchanged, compute, dask_threads, file_identity, warn_embedded_memmaps
 
 __all__ = ["DataOperator", "as_data_operator", "is_dask_array", "is_out_of_core"]
 
@@ -84,6 +85,14 @@ TILE_BYTES = 4 * 2**20
 #: data (a 32 MB chunk of a P = 327,684 array would add a 42 MB partial in a
 #: 16-column pass). A task holds its chunks in memory at once.
 DASK_TASK_BYTES = 256 * 2**20
+#: The attribute of a dask array (set by :func:`neurospca.npy_to_dask`) holding
+#: ``reader(lo, hi)``, the rows ``lo:hi`` of ``X`` read (viewed) from its file
+#: inside a task, after checking the file: a pass then makes one task per
+#: thread of the dask cluster (as the memmap path has one accumulator per
+#: thread), each reading its consecutive blocks of :data:`DASK_TASK_BYTES` of
+#: rows one at a time, whatever the array's chunks: no task per chunk, rows
+#: never sent between tasks, one P-long partial result per thread.
+ROW_READER = "_neurospca_row_reader"
 #: Fewest columns of a tile.
 MIN_TILE_COLUMNS = 256
 
@@ -222,7 +231,8 @@ class DataOperator:
         Used in error messages.
     block_bytes : int, optional
         Size of one row block (in-memory arrays and memmaps; dask arrays use
-        their own row chunks).
+        their own row chunks, those of :func:`neurospca.npy_to_dask` blocks of
+        :data:`DASK_TASK_BYTES` that each task reads itself).
     """
 
     def __init__(self, X, name="X", block_bytes=None, n_threads=None):
@@ -247,13 +257,19 @@ class DataOperator:
             )
         self.n_threads = n_threads
         n, p = self.shape
+        self._reader = None
         if is_dask_array(X):
             self.kind = "dask"
             warn_embedded_memmaps(name, X)
+            self._reader = getattr(X, ROW_READER, None)
             if X.numblocks[1] > 1:
                 X = X.rechunk({1: -1})
-            self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
-            rows = max(X.chunks[0]) if X.chunks[0] else 1
+            if self._reader is not None:  # tasks of DASK_TASK_BYTES of rows, read by each task
+                rows = _block_rows(n, p * np.dtype(X.dtype).itemsize, DASK_TASK_BYTES, 1)
+                self._offsets = np.append(np.arange(0, n, rows), n).astype(int)
+            else:
+                self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
+                rows = max(X.chunks[0]) if X.chunks[0] else 1
         else:
             self.kind = "memmap" if isinstance(X, np.memmap) else "array"
             if self.kind == "array":
@@ -337,26 +353,33 @@ class DataOperator:
 
         delayed = dask.delayed
         dargs = [delayed(a) if isinstance(a, np.ndarray) and a.size > 64 else a for a in args]
-        blocks = self.X.to_delayed()[:, 0]
         make = make_acc if make_acc is not None else _none
         off = self._offsets
-        row_bytes = self.shape[1] * self.X.dtype.itemsize
-        tasks = [
-            delayed(_dask_group)(
-                fn,
-                [blocks[i] for i in g],
-                [(int(off[i]), int(off[i + 1])) for i in g],
-                make,
-                rows_tail,
-                self._cols,
-                *dargs,
-            )
-            for g in _chunk_groups(np.diff(off), row_bytes, DASK_TASK_BYTES)
-        ]
-        rows = [delayed(_first)(t) for t in tasks]
-        total = _tree([delayed(_second)(t) for t in tasks], _add, delayed)
-        rows, total = compute(self.name, rows, total)
-        rows = None if rows_tail is None else np.concatenate(rows, axis=0)
+        if self._reader is not None:  # tasks read (view) their own rows: no chunk tasks
+            bounds = [(int(lo), int(hi)) for lo, hi in zip(off[:-1], off[1:], strict=True)]
+            tasks = [
+                delayed(_dask_read_group)(
+                    self._reader, fn, [bounds[i] for i in g], make, rows_tail, self._cols, *dargs
+                )
+                for g in np.array_split(np.arange(len(bounds)), min(len(bounds), dask_threads()))
+            ]
+        else:
+            blocks = self.X.to_delayed()[:, 0]
+            row_bytes = self.shape[1] * self.X.dtype.itemsize
+            tasks = [
+                delayed(_dask_group)(
+                    fn,
+                    [blocks[i] for i in g],
+                    [(int(off[i]), int(off[i + 1])) for i in g],
+                    make,
+                    rows_tail,
+                    self._cols,
+                    *dargs,
+                )
+                for g in _chunk_groups(np.diff(off), row_bytes, DASK_TASK_BYTES)
+            ]
+        # one tree adds the tasks' accumulators and joins their rows, in row order
+        ((rows, total),) = compute(self.name, _tree(tasks, _add_parts, delayed))
         return rows, total
 
     def _vec_acc(self, width=None):
@@ -524,22 +547,35 @@ class DataOperator:
 
     def gram_groups(self, Ws, Cs):
         """``[self.gram(W, C) for W, C in zip(Ws, Cs)]`` in ONE pass over ``X``
-        (a dask array: one pass each), each equal bit for bit to its own
-        :meth:`gram` (the same arithmetic per row block, part by part)."""
-        if self.kind == "dask":
-            return [self.gram(W, C) for W, C in zip(Ws, Cs, strict=True)]
+        (a dask array too: the rows come back side by side), each equal bit
+        for bit to its own :meth:`gram` (the same arithmetic per row block,
+        part by part)."""
         Ws = [np.asarray(W, dtype=np.float64) for W in Ws]
         shifts = [np.array(C, dtype=np.float64) for C in Cs]
         if self._resid is not None:
             for W, shift in zip(Ws, shifts, strict=True):
                 shift += self._resid @ W
         n, p = self.shape
-        Zs = [np.empty((n, W.shape[1])) for W in Ws]
-        _, acc = self._map(
-            _blk_fused_groups,
-            (self.dtype, [self._cast(W) for W in Ws], shifts, Zs),
-            make_acc=lambda: _Parts([(p, W.shape[1]) for W in Ws]),
-        )
+
+        def make_acc():
+            return _Parts([(p, W.shape[1]) for W in Ws])
+
+        if self.kind == "dask":
+            widths = [W.shape[1] for W in Ws]
+            Z, acc = self._map(
+                _blk_fused_groups_rows,
+                (self.dtype, [self._cast(W) for W in Ws], shifts),
+                make_acc=make_acc,
+                rows_tail=(sum(widths),),
+            )
+            Zs = [np.ascontiguousarray(z) for z in np.split(Z, np.cumsum(widths)[:-1], axis=1)]
+        else:
+            Zs = [np.empty((n, W.shape[1])) for W in Ws]
+            _, acc = self._map(
+                _blk_fused_groups,
+                (self.dtype, [self._cast(W) for W in Ws], shifts, Zs),
+                make_acc=make_acc,
+            )
         out = []
         for Z, G in zip(Zs, acc.parts, strict=True):
             if self._resid is not None:

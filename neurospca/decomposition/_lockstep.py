@@ -25,7 +25,8 @@ import numpy as np
 from ._blocks import _add
 
 #: Where the starts of a joint fit share their passes (:func:`run_side_by_side`):
-#: ``"memmap"``, only when a pass reads the data from a file; True, also in
+#: ``"memmap"``, only when a pass reads the data from a file (a memmap or a
+#: dask array; on dask the requests' rows come back side by side); True, also in
 #: memory; False, nowhere (one start after the other: the same numbers, more
 #: passes). In memory a pass costs no read and the start threads' allocations
 #: cost more than the shared passes save (N = 100, P = 636,056 float64: +1 to
@@ -55,6 +56,15 @@ def _blk_many(B, sl, acc, rows, cols, items):
     ``items`` holds ``(fn, args, rows out or None)``, ``acc.parts`` their sums."""
     for (fn, args, out), part in zip(items, acc.parts, strict=True):
         fn(B, sl, part, None if out is None else out[sl], cols, *args)
+
+
+def _blk_many_rows(B, sl, acc, rows, cols, items):
+    """:func:`_blk_many` with the requests' rows side by side in ``rows`` (the
+    rows part of a dask task): ``items`` holds ``(fn, args, lo, tail)``, the
+    request's rows in columns ``lo:`` (one for a vector, ``tail == ()``)."""
+    for (fn, args, lo, tail), part in zip(items, acc.parts, strict=True):
+        out = None if tail is None else rows[:, lo] if tail == () else rows[:, lo : lo + tail[0]]
+        fn(B, sl, part, out, cols, *args)
 
 
 def _warnings_state():
@@ -122,12 +132,31 @@ class _Lockstep:
             starts[0].reply = type(op)._map(op, *requests[0])
             return
         n = op.shape[0]
-        outs = [None if tail is None else np.empty((n,) + tail) for *_, tail in requests]
-        items = [(fn, args, out) for (fn, args, _, _), out in zip(requests, outs, strict=True)]
         makes = [make for _, _, make, _ in requests]
-        _, acc = type(op)._map(op, _blk_many, (items,), make_acc=lambda: _Many(makes))
+        if op.kind == "dask":  # the rows come back from the tasks, side by side
+            outs, acc = self._dask_pass(requests, makes)
+        else:
+            outs = [None if tail is None else np.empty((n,) + tail) for *_, tail in requests]
+            items = [(fn, args, out) for (fn, args, _, _), out in zip(requests, outs, strict=True)]
+            _, acc = type(op)._map(op, _blk_many, (items,), make_acc=lambda: _Many(makes))
         for start, out, part in zip(starts, outs, acc.parts, strict=True):
             start.reply = (out, part)
+
+    def _dask_pass(self, requests, makes):
+        """The requests in one pass over a dask array: ``(rows of each, acc)``."""
+        items, lo = [], 0
+        for fn, args, _, tail in requests:
+            items.append((fn, args, lo, tail))
+            lo += 0 if tail is None else 1 if tail == () else tail[0]
+        op = self.op
+        Z, acc = type(op)._map(
+            op, _blk_many_rows, (items,), make_acc=lambda: _Many(makes), rows_tail=(lo,)
+        )
+        outs = []
+        for _, _, c, tail in items:
+            out = None if tail is None else Z[:, c] if tail == () else Z[:, c : c + tail[0]]
+            outs.append(None if out is None else np.ascontiguousarray(out))
+        return outs, acc
 
     def run(self, jobs):
         """``[job() for job in jobs]`` in lockstep; the first error of a job
@@ -161,12 +190,13 @@ class _Lockstep:
 
 def run_side_by_side(op, jobs):
     """``[job() for job in jobs]``, the jobs' passes over ``op``'s data shared
-    (:data:`SIDE_BY_SIDE`: by default a memmap only; never dask; more than one job).
+    (:data:`SIDE_BY_SIDE`: by default out of core only, a memmap or a dask
+    array; more than one job).
 
     Each job must depend on no other job's state and draw no shared random
     numbers; its numbers are then those of running it alone, bit for bit.
     """
-    shared = op.kind == "memmap" if SIDE_BY_SIDE == "memmap" else bool(SIDE_BY_SIDE)
-    if not shared or len(jobs) < 2 or op.kind == "dask":
+    shared = op.kind in ("memmap", "dask") if SIDE_BY_SIDE == "memmap" else bool(SIDE_BY_SIDE)
+    if not shared or len(jobs) < 2:
         return [job() for job in jobs]
     return _Lockstep(op).run(jobs)

@@ -20,6 +20,7 @@ __all__ = [
     "NO_WORKER_TIMEOUT",
     "check_unchanged",
     "compute",
+    "dask_threads",
     "file_identity",
     "warn_embedded_memmaps",
 ]
@@ -140,6 +141,17 @@ def _distributed_client():
         return default_client()
     except ValueError:
         return None
+
+
+def dask_threads():
+    """Threads that run dask tasks: those of the distributed cluster's workers,
+    or the local scheduler's (``num_workers``, else the CPU count); at least 1."""
+    client = _distributed_client()
+    if client is not None:
+        return max(1, sum(client.nthreads().values()))
+    import dask
+
+    return max(1, int(dask.config.get("num_workers", None) or os.cpu_count() or 1))
 
 
 def compute(name, *values):
