@@ -37,10 +37,11 @@ The sweeps serve a product with ``X`` that an earlier pass already gave
 :class:`~neurospca.decomposition._joint_certify.ProductCache`: one pass per
 refit of a component instead of three (:data:`REUSE_PRODUCTS`).
 
-A continuation's sweeps stop before copies of one pattern: ``J`` rewards
-copies (each pays its own ridge), and cold sweeps were seen to drift there for
-tens of sweeps; once the loadings' largest |cos| is above 0.5 and rose in each
-of the last 3 sweeps, the state before that climb is returned
+With :data:`COPIES_GUARD` (off by default) a continuation's sweeps stop before
+copies of one pattern: ``J`` rewards copies (each pays its own ridge), and cold
+sweeps were seen to drift there for tens of sweeps; once the loadings' largest
+|cos| is above 0.5 and rose in each of the last 3 sweeps, the state before that
+climb is returned
 (:class:`~neurospca.decomposition._joint_starts.CopiesWatch`, issue 20 round 12).
 
 Size: 600+ lines, the sweeps, restarts and starts of one fit; the checks,
@@ -492,7 +493,7 @@ RESTART_PASSES = 2
 #: (:class:`~neurospca.decomposition._joint_starts.CopiesWatch`, issue 20 round 12).
 #: Off: measured, it cut the cost's tail (7.4x -> 5.4x on fresh seeds) but the
 #: states it keeps made one recovered component's ``stability_`` a false flag
-#: (0.01) on four more instances; a false "does not reproduce" costs more trust
+#: (0.01) on one of four more instances; a false "does not reproduce" costs more trust
 #: than the seconds it saves (docs/trust.rst).
 COPIES_GUARD = False
 
