@@ -552,15 +552,17 @@ def column_moments(const floating[:, :] T, double[::1] s, double[::1] lo, double
 cdef int _FMA8 = nsp_fma8()
 
 
-def _check8(const float[:, :] B, Py_ssize_t n8, Py_ssize_t p8, str name):
+def _check8(const float[:, :] B, Py_ssize_t n8, Py_ssize_t p8, str name, bint rows8):
     if B.shape[1] and B.shape[0] and B.strides[1] != sizeof(float):
         raise ValueError(f"{name}: the rows of B must be contiguous")
+    if not rows8:
+        raise ValueError(f"{name}: the rows of the 8-column arrays must be contiguous")
     if n8 != B.shape[0] or p8 != B.shape[1]:
         raise ValueError(f"{name}: shapes do not match")
 
 
-def matmat8(const float[:, :] B, const float[:, ::1] W, const float[:, ::1] Wi,
-            double[:, ::1] Y):
+def matmat8(const float[:, :] B, const float[:, :] W, const float[:, ::1] Wi,
+            double[:, :] Y):
     """``Y += B W`` for float32 ``B`` (rows contiguous) and ``W`` of 8
     columns (``Wi``: :func:`pair_rows` ``(W)``): float32 products summed in
     float32 over chunks of columns, each chunk's sums added into the float64
@@ -568,7 +570,8 @@ def matmat8(const float[:, :] B, const float[:, ::1] W, const float[:, ::1] Wi,
     cdef Py_ssize_t n = B.shape[0], p = B.shape[1]
     if W.shape[1] != 8 or Y.shape[1] != 8 or Wi.shape[0] != (p + 1) // 2 or Wi.shape[1] != 16:
         raise ValueError("matmat8: W and Y must have 8 columns, Wi be pair_rows(W)")
-    _check8(B, Y.shape[0], W.shape[0], "matmat8")
+    _check8(B, Y.shape[0], W.shape[0], "matmat8",
+            W.strides[1] == sizeof(float) and Y.strides[1] == sizeof(double))
     if n == 0 or p == 0:
         return
     with nogil:
@@ -577,14 +580,15 @@ def matmat8(const float[:, :] B, const float[:, ::1] W, const float[:, ::1] Wi,
                 Y.strides[0] // sizeof(double), _FMA8)
 
 
-def rmatmat8(const float[:, :] B, const float[:, ::1] Y, double[:, ::1] G):
+def rmatmat8(const float[:, :] B, const float[:, :] Y, double[:, :] G):
     """``G += B^T Y`` for float32 ``B`` (rows contiguous) and ``Y`` of 8
     columns: float32 products summed in float32 over chunks of 256 rows,
     each chunk's sums added into the float64 ``G`` (p x 8)."""
     cdef Py_ssize_t n = B.shape[0], p = B.shape[1]
     if Y.shape[1] != 8 or G.shape[1] != 8:
         raise ValueError("rmatmat8: Y and G must have 8 columns")
-    _check8(B, Y.shape[0], G.shape[0], "rmatmat8")
+    _check8(B, Y.shape[0], G.shape[0], "rmatmat8",
+            Y.strides[1] == sizeof(float) and G.strides[1] == sizeof(double))
     if n == 0 or p == 0:
         return
     with nogil:

@@ -266,9 +266,10 @@ def _blk_fused(B, sl, acc, rows, cols, dtype, v, shift, kernel=None):
 
 def _fused_kernel(dtype):
     """The compiled one-read fused kernel (``fused_exact``) for float32 data, or None."""
-    if dtype != np.float32:
-        return None
-    return getattr(_products(), "fused_exact", None)
+    kernels = _products()
+    if dtype != np.float32 or not kernels.__name__.endswith("._products"):
+        return None  # not compiled: the NumPy twin would convert whole blocks to float64
+    return kernels.fused_exact
 
 
 def _blk_fused_exact(B, sl, acc, rows, cols, v, shift, kernel):
