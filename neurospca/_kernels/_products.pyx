@@ -22,6 +22,16 @@ baseline. AVX2 without
 FMA: every product and sum is the same IEEE operation in both, so the two
 give the same bits (the loops run over independent columns; nothing is
 reassociated).
+
+The fused pass of one vector (``fused_exact``: ``z = B v - shift`` and
+``B^T z``, float64 arithmetic, eight rows read once for both) and the
+start's 8-column products (``matmat8``, ``rmatmat8``: float32 products
+summed in float32 registers per chunk, chunks added in float64) use AVX-512
+intrinsics where the CPU has them (else AVX2 with FMA, else plain loops),
+chosen at load time: their last bits depend on the CPU (issue 22, round 13).
+
+Size: about 630 lines, the data path's C kernels and their wrappers in one
+module (one compiled extension, one NumPy twin).
 """
 
 from cython cimport floating

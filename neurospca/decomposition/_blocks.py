@@ -277,8 +277,8 @@ def _blk_fused_exact(B, sl, acc, rows, cols, v, shift, kernel):
     every product in float64, each row read once for both (``kernel``:
     :func:`_fused_kernel`); a block with strided rows takes :func:`_blk_fused`."""
     if B.shape[0] and B.strides[1] != B.itemsize:
-        _blk_fused(B, sl, acc, rows, cols, np.dtype(np.float32), v.astype(np.float32), shift,
-                   _exact_kernel())
+        v32 = v.astype(np.float32)
+        _blk_fused(B, sl, acc, rows, cols, np.dtype(np.float32), v32, shift, _exact_kernel())
         return
     kernel(B, v, np.ascontiguousarray(shift[sl]), rows, acc)
 
