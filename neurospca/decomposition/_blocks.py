@@ -280,7 +280,13 @@ def _blk_fused_exact(B, sl, acc, rows, cols, v, shift, kernel):
         v32 = v.astype(np.float32)
         _blk_fused(B, sl, acc, rows, cols, np.dtype(np.float32), v32, shift, _exact_kernel())
         return
-    kernel(B, v, np.ascontiguousarray(shift[sl]), rows, acc)
+    z = rows if rows.flags.c_contiguous else np.empty(B.shape[0])
+    g = acc if acc.flags.c_contiguous else np.zeros(acc.shape)
+    kernel(B, v, np.ascontiguousarray(shift[sl]), z, g)
+    if z is not rows:  # a column of rows side by side (:mod:`._lockstep`)
+        rows[...] = z
+    if g is not acc:
+        acc += g
 
 
 class _Parts:
