@@ -27,8 +27,8 @@ The fused pass of one vector (``fused_exact``: ``z = B v - shift`` and
 ``B^T z``, float64 arithmetic, eight rows read once for both) and the
 start's 8-column products (``matmat8``, ``rmatmat8``: float32 products
 summed in float32 registers per chunk, chunks added in float64) use AVX-512
-intrinsics where the CPU has them (else AVX2 with FMA, else plain loops),
-chosen at load time: their last bits depend on the CPU (issue 22, round 13).
+intrinsics where the CPU has them (:data:`FAST`; else plain loops, and the
+data path keeps BLAS), chosen at load time (issue 22, round 13).
 
 Size: about 630 lines, the data path's C kernels and their wrappers in one
 module (one compiled extension, one NumPy twin).
@@ -122,101 +122,15 @@ cdef extern from *:
        and Gram passes, issue 22 round 13): Y += B W and G += B^T Y, float32
        products summed in float32 registers over chunks of NSP_W8_CHUNK
        columns (B W) or rows (B^T Y), each chunk's sum then added into the
-       float64 result. With AVX2 and FMA: one broadcast and one FMA per
-       element of B (8 columns per instruction); else plain loops. */
+       float64 result. With AVX-512 (chosen at load time); else plain loops
+       (AVX2 with FMA ran at OpenBLAS's speed, so the callers then keep BLAS:
+       see FAST). */
     #define NSP_W8_CHUNK 256
     #define NSP_XW_PAIRS 256
     #if defined(__GNUC__) && defined(__x86_64__)
     #include <immintrin.h>
     #include <string.h>
     #define NSP_HAVE_FMA8 1
-    __attribute__((target("avx2,fma")))
-    static void nsp_xw8_fma(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
-                            const float *W, Py_ssize_t lw, double *Y, Py_ssize_t ly)
-    {
-        Py_ssize_t i, j, j0, j1, r, m;
-        for (j0 = 0; j0 < p; j0 += NSP_W8_CHUNK) {
-            j1 = j0 + NSP_W8_CHUNK < p ? j0 + NSP_W8_CHUNK : p;
-            for (i = 0; i < n; i += 8) {
-                __m256 a[8];
-                m = n - i < 8 ? n - i : 8;
-                for (r = 0; r < 8; r++) a[r] = _mm256_setzero_ps();
-                if (m == 8) {
-                    const float *b = B + i * rs;
-                    for (j = j0; j < j1; j++) {
-                        __m256 w = _mm256_loadu_ps(W + lw * j);
-                        a[0] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + j), w, a[0]);
-                        a[1] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + rs + j), w, a[1]);
-                        a[2] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 2 * rs + j), w, a[2]);
-                        a[3] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 3 * rs + j), w, a[3]);
-                        a[4] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 4 * rs + j), w, a[4]);
-                        a[5] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 5 * rs + j), w, a[5]);
-                        a[6] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 6 * rs + j), w, a[6]);
-                        a[7] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 7 * rs + j), w, a[7]);
-                    }
-                } else {
-                    for (r = 0; r < m; r++) {
-                        const float *b = B + (i + r) * rs;
-                        for (j = j0; j < j1; j++)
-                            a[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + j),
-                                                   _mm256_loadu_ps(W + lw * j), a[r]);
-                    }
-                }
-                for (r = 0; r < m; r++) {
-                    double *y = Y + ly * (i + r);
-                    _mm256_storeu_pd(y, _mm256_add_pd(_mm256_loadu_pd(y),
-                                     _mm256_cvtps_pd(_mm256_castps256_ps128(a[r]))));
-                    _mm256_storeu_pd(y + 4, _mm256_add_pd(_mm256_loadu_pd(y + 4),
-                                     _mm256_cvtps_pd(_mm256_extractf128_ps(a[r], 1))));
-                }
-            }
-        }
-    }
-
-    __attribute__((target("avx2,fma")))
-    static void nsp_xty8_fma(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
-                             const float *Yf, Py_ssize_t lyf, double *G, Py_ssize_t lg)
-    {
-        Py_ssize_t i, i0, i1, j, c, m;
-        for (i0 = 0; i0 < n; i0 += NSP_W8_CHUNK) {
-            i1 = i0 + NSP_W8_CHUNK < n ? i0 + NSP_W8_CHUNK : n;
-            for (j = 0; j < p; j += 8) {
-                __m256 a[8];
-                m = p - j < 8 ? p - j : 8;
-                for (c = 0; c < 8; c++) a[c] = _mm256_setzero_ps();
-                if (m == 8) {
-                    for (i = i0; i < i1; i++) {
-                        const float *b = B + i * rs + j;
-                        __m256 y = _mm256_loadu_ps(Yf + lyf * i);
-                        _mm_prefetch((const char *)(b + 64), _MM_HINT_T0);
-                        a[0] = _mm256_fmadd_ps(_mm256_broadcast_ss(b), y, a[0]);
-                        a[1] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 1), y, a[1]);
-                        a[2] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 2), y, a[2]);
-                        a[3] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 3), y, a[3]);
-                        a[4] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 4), y, a[4]);
-                        a[5] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 5), y, a[5]);
-                        a[6] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 6), y, a[6]);
-                        a[7] = _mm256_fmadd_ps(_mm256_broadcast_ss(b + 7), y, a[7]);
-                    }
-                } else {
-                    for (i = i0; i < i1; i++) {
-                        __m256 y = _mm256_loadu_ps(Yf + lyf * i);
-                        for (c = 0; c < m; c++)
-                            a[c] = _mm256_fmadd_ps(_mm256_broadcast_ss(B + i * rs + j + c), y,
-                                                   a[c]);
-                    }
-                }
-                for (c = 0; c < m; c++) {
-                    double *g = G + lg * (j + c);
-                    _mm256_storeu_pd(g, _mm256_add_pd(_mm256_loadu_pd(g),
-                                     _mm256_cvtps_pd(_mm256_castps256_ps128(a[c]))));
-                    _mm256_storeu_pd(g + 4, _mm256_add_pd(_mm256_loadu_pd(g + 4),
-                                     _mm256_cvtps_pd(_mm256_extractf128_ps(a[c], 1))));
-                }
-            }
-        }
-    }
-
     /* AVX-512: 16 products per instruction (B W: 8 rows, 2 columns of B by
        the 8 of W; B^T Y: 32 columns of B by the 8 of Y). */
         static inline double nsp_load_pair(const float *x)
@@ -416,8 +330,7 @@ cdef extern from *:
     {
     #ifdef NSP_HAVE_FMA8
         __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f")) return 2;
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        return __builtin_cpu_supports("avx512f") ? 2 : 0;
     #else
         return 0;
     #endif
@@ -429,7 +342,6 @@ cdef extern from *:
     {
     #ifdef NSP_HAVE_FMA8
         if (fma == 2) { nsp_xw8_512(B, rs, n, p, Wi, Y, ly); return; }
-        if (fma) { nsp_xw8_fma(B, rs, n, p, W, lw, Y, ly); return; }
     #endif
         nsp_xw8_plain(B, rs, n, p, W, lw, Y, ly);
     }
@@ -439,7 +351,6 @@ cdef extern from *:
     {
     #ifdef NSP_HAVE_FMA8
         if (fma == 2) { nsp_xty8_512(B, rs, n, p, Yf, lyf, G, lg); return; }
-        if (fma) { nsp_xty8_fma(B, rs, n, p, Yf, lyf, G, lg); return; }
     #endif
         nsp_xty8_plain(B, rs, n, p, Yf, lyf, G, lg);
     }
@@ -560,6 +471,10 @@ def column_moments(const floating[:, :] T, double[::1] s, double[::1] lo, double
 
 
 cdef int _FMA8 = nsp_fma8()
+#: Whether this CPU runs the AVX-512 kernels (``fused_exact``, ``matmat8``,
+#: ``rmatmat8``); without them the data path keeps BLAS and ``rmatvec_exact``
+#: (the plain loops here are correct but slower).
+FAST = _FMA8 == 2
 
 
 def _check8(const float[:, :] B, Py_ssize_t n8, Py_ssize_t p8, str name, bint rows8):

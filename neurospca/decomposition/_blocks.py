@@ -61,7 +61,8 @@ def _wide8(B, dtype, k, padded=False):
     """The compiled 8-column products (:func:`_products`' ``matmat8`` and
     ``rmatmat8``) for this block and ``k`` columns, or None: float32 blocks
     with contiguous rows and a multiple of 8 columns (``padded``: any ``k >
-    1``, the columns completed by zeros: ``B W`` only), when compiled."""
+    1``, the columns completed by zeros: ``B W`` only), when compiled for a
+    CPU with AVX-512 (``FAST``; else BLAS is as fast)."""
     if not (dtype == np.float32 and B.dtype == np.float32 and k > 1):
         return None
     if k % 8 and not padded:
@@ -69,7 +70,7 @@ def _wide8(B, dtype, k, padded=False):
     if B.shape[0] and B.strides[1] != B.itemsize:
         return None
     kernels = _products()
-    return kernels if hasattr(kernels, "matmat8") else None
+    return kernels if getattr(kernels, "FAST", False) else None
 
 
 def _rows8(kernels, B, W):
@@ -267,8 +268,8 @@ def _blk_fused(B, sl, acc, rows, cols, dtype, v, shift, kernel=None):
 def _fused_kernel(dtype):
     """The compiled one-read fused kernel (``fused_exact``) for float32 data, or None."""
     kernels = _products()
-    if dtype != np.float32 or not kernels.__name__.endswith("._products"):
-        return None  # not compiled: the NumPy twin would convert whole blocks to float64
+    if dtype != np.float32 or not getattr(kernels, "FAST", False):
+        return None  # the NumPy twin would convert whole blocks to float64
     return kernels.fused_exact
 
 
