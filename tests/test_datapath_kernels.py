@@ -149,3 +149,83 @@ def test_compiled_loops_do_each_operation_as_written(n):
         )
 
     np.testing.assert_array_equal(got[4], _four_rows(B, sq))
+
+
+@pytest.mark.parametrize("shape", [(205, 1501), (7, 33), (9, 2), (1, 64)])
+def test_eight_column_products_agree_with_float64_to_float32_accuracy(shape):
+    """``matmat8`` / ``rmatmat8`` (the start's 8-column products; compiled and
+    twin) give ``B W`` and ``B^T Y`` of strided blocks to float32 accuracy,
+    added into slices of wider float64 arrays, whatever the row and column
+    tails (rows not a multiple of 8, an odd number of columns)."""
+    rng = np.random.default_rng(3456)
+    n, p = shape
+    B = rng.standard_normal((n, p + 5)).astype(np.float32)[:, 2 : 2 + p]
+    W = rng.standard_normal((p, 16)).astype(np.float32)
+    Y = rng.standard_normal((n, 8)).astype(np.float32)
+    B64 = B.astype(np.float64)
+    for mod in _modules():
+        Z = np.ones((n, 16))
+        mod.matmat8(B, W[:, 8:].copy(), mod.pair_rows(W[:, 8:]), Z[:, 8:])
+        want = B64 @ W[:, 8:].astype(np.float64)
+        np.testing.assert_array_equal(Z[:, :8], 1.0)
+        np.testing.assert_allclose(Z[:, 8:] - 1.0, want, rtol=0, atol=1e-5 * np.sqrt(p))
+        G = np.ones((p, 16))
+        mod.rmatmat8(B, Y, G[:, :8])
+        np.testing.assert_array_equal(G[:, 8:], 1.0)
+        want = B64.T @ Y.astype(np.float64)
+        np.testing.assert_allclose(G[:, :8] - 1.0, want, rtol=0, atol=1e-5 * np.sqrt(n))
+
+
+@pytest.mark.parametrize("shape", [(205, 1501), (7, 33), (16, 9), (3, 1)])
+def test_the_one_read_fused_kernel_is_float64_arithmetic(shape):
+    """``fused_exact`` gives ``z = B v - shift`` and adds ``B^T z`` in float64
+    arithmetic (to 1e-13) on strided float32 blocks, for groups of 8 rows
+    and the rows left."""
+    rng = np.random.default_rng(3457)
+    n, p = shape
+    B = (rng.standard_normal((n, p + 3)) + 2.0).astype(np.float32)[:, 1 : 1 + p]
+    v, shift = rng.standard_normal(p), rng.standard_normal(n)
+    B64 = B.astype(np.float64)
+    z_want = B64 @ v - shift
+    for mod in _modules():
+        z, acc = np.empty(n), np.full(p, 0.5)
+        mod.fused_exact(B, v, shift, z, acc)
+        np.testing.assert_allclose(z, z_want, rtol=1e-13, atol=1e-13 * np.abs(z_want).max())
+        g = B64.T @ z_want
+        np.testing.assert_allclose(acc - 0.5, g, rtol=1e-12, atol=1e-13 * np.abs(g).max())
+
+
+def test_float32_passes_take_the_compiled_kernels_and_keep_float64_accuracy(monkeypatch):
+    """A float32 operator's fused pass (one read per row block) and Gram pass
+    (8-column kernels) give the products of the float64 data: ``X^T z`` in
+    float64 arithmetic for the pass's ``z``, Gram products to float32 accuracy."""
+    if not (compiled_available("products") and load("products").FAST):
+        pytest.skip("kernels not built, or no AVX-512 (the data path keeps BLAS)")
+    calls = []
+    kernels = load("products")
+    monkeypatch.setattr(_blocks, "_products", lambda: _Counting(kernels, calls))
+    rng = np.random.default_rng(3458)
+    X = (rng.standard_normal((203, 700)) + 3.0).astype(np.float32)
+    op = DataOperator(X, block_bytes=40 * 700 * 4, n_threads=2).scan(sketch=8)
+    op.centre(op.stats["mean"])
+    Xc = X.astype(np.float64) - X.astype(np.float64).mean(axis=0)
+    v, W = rng.standard_normal(700), rng.standard_normal((700, 8))
+    z, g = op.fused(v)
+    np.testing.assert_allclose(z, Xc @ v, rtol=1e-9, atol=1e-12 * np.abs(z).max())
+    np.testing.assert_allclose(g, Xc.T @ z, rtol=1e-11, atol=1e-12 * np.abs(g).max())
+    Z, G = op.gram(W)
+    np.testing.assert_allclose(Z, Xc @ W, rtol=0, atol=1e-5 * np.abs(Z).max())
+    np.testing.assert_allclose(G, Xc.T @ Z, rtol=0, atol=1e-5 * np.abs(G).max())
+    np.testing.assert_allclose(op.matmat(W[:, :3]), Xc @ W[:, :3], atol=1e-5 * np.abs(Z).max())
+    assert {"fused_exact", "matmat8", "rmatmat8"} <= set(calls)
+
+
+class _Counting:
+    """A kernel module that records the names of the kernels used."""
+
+    def __init__(self, mod, calls):
+        self._mod, self._calls, self.__name__ = mod, calls, mod.__name__
+
+    def __getattr__(self, name):
+        self._calls.append(name)
+        return getattr(self._mod, name)

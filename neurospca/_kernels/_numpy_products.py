@@ -32,3 +32,29 @@ def column_moments(T, s, lo, hi, mean, m2):
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         mean[...] = s / np.asarray(T).shape[0]
         column_m2(T, mean, m2)
+
+
+def pair_rows(W):
+    """``W`` (p x 8) with its rows in pairs, interleaved (as the compiled ``matmat8`` takes it)."""
+    W = np.asarray(W, dtype=np.float32)
+    p = W.shape[0]
+    Wp = np.zeros((p + p % 2, 8), np.float32)
+    Wp[:p] = W
+    return np.ascontiguousarray(Wp.reshape(-1, 2, 8).transpose(0, 2, 1).reshape(-1, 16))
+
+
+def matmat8(B, W, Wi, Y):
+    """``Y += B W`` (float32 products, float64 ``Y``; ``Wi`` unused here)."""
+    Y += np.asarray(B) @ np.asarray(W, dtype=np.float32)
+
+
+def rmatmat8(B, Y, G):
+    """``G += B^T Y`` (float32 products, float64 ``G``)."""
+    G += np.asarray(B).T @ np.asarray(Y, dtype=np.float32)
+
+
+def fused_exact(B, v, shift, z, acc):
+    """``z = B v - shift`` and ``acc += B^T z``, in float64."""
+    B64 = np.asarray(B, dtype=np.float64)
+    z[...] = B64 @ v - shift
+    acc += z @ B64

@@ -22,6 +22,16 @@ baseline. AVX2 without
 FMA: every product and sum is the same IEEE operation in both, so the two
 give the same bits (the loops run over independent columns; nothing is
 reassociated).
+
+The fused pass of one vector (``fused_exact``: ``z = B v - shift`` and
+``B^T z``, float64 arithmetic, eight rows read once for both) and the
+start's 8-column products (``matmat8``, ``rmatmat8``: float32 products
+summed in float32 registers per chunk, chunks added in float64) use AVX-512
+intrinsics where the CPU has them (:data:`FAST`; else plain loops, and the
+data path keeps BLAS), chosen at load time (issue 22, round 13).
+
+Size: about 630 lines, the data path's C kernels and their wrappers in one
+module (one compiled extension, one NumPy twin).
 """
 
 from cython cimport floating
@@ -108,6 +118,243 @@ cdef extern from *:
         }                                                                               \
     }
 
+    /* Products of float32 rows with 8 float32 columns (the start's sketch
+       and Gram passes, issue 22 round 13): Y += B W and G += B^T Y, float32
+       products summed in float32 registers over chunks of NSP_W8_CHUNK
+       columns (B W) or rows (B^T Y), each chunk's sum then added into the
+       float64 result. With AVX-512 (chosen at load time); else plain loops
+       (AVX2 with FMA ran at OpenBLAS's speed, so the callers then keep BLAS:
+       see FAST). */
+    #define NSP_W8_CHUNK 256
+    #define NSP_XW_PAIRS 256
+    #if defined(__GNUC__) && defined(__x86_64__)
+    #include <immintrin.h>
+    #include <string.h>
+    #define NSP_HAVE_FMA8 1
+    /* AVX-512: 16 products per instruction (B W: 8 rows, 2 columns of B by
+       the 8 of W; B^T Y: 32 columns of B by the 8 of Y). */
+        static inline double nsp_load_pair(const float *x)
+    {
+        double d;
+        memcpy(&d, x, sizeof d);
+        return d;
+    }
+    #define NSP_PAIR(x) _mm512_castpd_ps(_mm512_set1_pd(nsp_load_pair(x)))
+    __attribute__((target("avx512f")))
+    static void nsp_xw8_512(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
+                            const float *Wi, double *Y, Py_ssize_t ly)
+    {
+        /* Wi: W's rows in pairs, interleaved: Wi[16 h + 2 k + e] = W[2 h + e, k]
+           (p rounded up to even, zero-padded); a pair of B's columns is one
+           64-bit broadcast, so each FMA takes 2 columns x 8 products. */
+        Py_ssize_t i, h, h0, h1, r, k, m, q = p / 2;
+        float t[16];
+        for (i = 0; i < n; i += 8) {
+            m = n - i < 8 ? n - i : 8;
+            for (h0 = 0; h0 < q; h0 += NSP_XW_PAIRS) {
+                __m512 a[8];
+                h1 = h0 + NSP_XW_PAIRS < q ? h0 + NSP_XW_PAIRS : q;
+                for (r = 0; r < 8; r++) a[r] = _mm512_setzero_ps();
+                if (m == 8) {
+                    const float *b0 = B + i * rs, *b1 = b0 + rs, *b2 = b1 + rs, *b3 = b2 + rs;
+                    const float *b4 = b3 + rs, *b5 = b4 + rs, *b6 = b5 + rs, *b7 = b6 + rs;
+                    __m512 a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+                    __m512 a4 = a[4], a5 = a[5], a6 = a[6], a7 = a[7];
+                    for (h = h0; h < h1; h++) {
+                        __m512 w = _mm512_loadu_ps(Wi + 16 * h);
+                        a0 = _mm512_fmadd_ps(NSP_PAIR(b0 + 2 * h), w, a0);
+                        a1 = _mm512_fmadd_ps(NSP_PAIR(b1 + 2 * h), w, a1);
+                        a2 = _mm512_fmadd_ps(NSP_PAIR(b2 + 2 * h), w, a2);
+                        a3 = _mm512_fmadd_ps(NSP_PAIR(b3 + 2 * h), w, a3);
+                        a4 = _mm512_fmadd_ps(NSP_PAIR(b4 + 2 * h), w, a4);
+                        a5 = _mm512_fmadd_ps(NSP_PAIR(b5 + 2 * h), w, a5);
+                        a6 = _mm512_fmadd_ps(NSP_PAIR(b6 + 2 * h), w, a6);
+                        a7 = _mm512_fmadd_ps(NSP_PAIR(b7 + 2 * h), w, a7);
+                    }
+                    a[0] = a0; a[1] = a1; a[2] = a2; a[3] = a3;
+                    a[4] = a4; a[5] = a5; a[6] = a6; a[7] = a7;
+                } else {
+                    for (r = 0; r < m; r++) {
+                        const float *b = B + (i + r) * rs;
+                        for (h = h0; h < h1; h++)
+                            a[r] = _mm512_fmadd_ps(NSP_PAIR(b + 2 * h),
+                                                   _mm512_loadu_ps(Wi + 16 * h), a[r]);
+                    }
+                }
+                for (r = 0; r < m; r++) {
+                    double *y = Y + (i + r) * ly;
+                    _mm512_storeu_ps(t, a[r]);
+                    for (k = 0; k < 8; k++) y[k] += (double)(t[2 * k] + t[2 * k + 1]);
+                }
+            }
+            if (p % 2)  /* the last, unpaired column */
+                for (r = 0; r < m; r++) {
+                    float x = B[(i + r) * rs + p - 1];
+                    for (k = 0; k < 8; k++)
+                        Y[(i + r) * ly + k] += (double)(x * Wi[16 * q + 2 * k]);
+                }
+        }
+    }
+
+    __attribute__((target("avx512f")))
+    static void nsp_xty8_512(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
+                             const float *Yf, Py_ssize_t lyf, double *G, Py_ssize_t lg)
+    {
+        Py_ssize_t i, i0, i1, j, c, k, m;
+        float t[8][32];
+        for (i0 = 0; i0 < n; i0 += NSP_W8_CHUNK) {
+            i1 = i0 + NSP_W8_CHUNK < n ? i0 + NSP_W8_CHUNK : n;
+            for (j = 0; j < p; j += 32) {
+                __m512 a[2][8];
+                m = p - j < 32 ? p - j : 32;
+                __mmask16 m0 = m >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m) - 1u);
+                __mmask16 m1 = m >= 32 ? (__mmask16)0xFFFF
+                               : (m > 16 ? (__mmask16)((1u << (m - 16)) - 1u) : (__mmask16)0);
+                for (k = 0; k < 8; k++) { a[0][k] = _mm512_setzero_ps(); a[1][k] = a[0][k]; }
+                for (i = i0; i < i1; i++) {
+                    const float *b = B + i * rs + j;
+                    const float *y = Yf + i * lyf;
+                    __m512 x0 = _mm512_maskz_loadu_ps(m0, b);
+                    __m512 x1 = _mm512_maskz_loadu_ps(m1, b + 16);
+                    _mm_prefetch((const char *)(b + 128), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(b + 144), _MM_HINT_T0);
+                    for (k = 0; k < 8; k++) {
+                        __m512 yk = _mm512_set1_ps(y[k]);
+                        a[0][k] = _mm512_fmadd_ps(x0, yk, a[0][k]);
+                        a[1][k] = _mm512_fmadd_ps(x1, yk, a[1][k]);
+                    }
+                }
+                for (k = 0; k < 8; k++) {
+                    _mm512_storeu_ps(&t[k][0], a[0][k]);
+                    _mm512_storeu_ps(&t[k][16], a[1][k]);
+                }
+                for (c = 0; c < m; c++) {
+                    double *g = G + (j + c) * lg;
+                    for (k = 0; k < 8; k++) g[k] += (double)t[k][c];
+                }
+            }
+        }
+    }
+
+    /* The fused pass of one vector, 8 rows at a time: z_r = B_r v - shift_r
+       in float64 (float32 values read once, products and sums in double),
+       then acc += sum_r z_r B_r in float64 while the 8 rows are in cache:
+       each row is read from memory once for both products. */
+    __attribute__((target("avx512f")))
+    static void nsp_fused8_512(const float *b, Py_ssize_t rs, Py_ssize_t p, const double *v,
+                               const double *shift, double *z, double *acc)
+    {
+        Py_ssize_t j, r;
+        __m512d s[8][2];
+        double t[8];
+        for (r = 0; r < 8; r++) { s[r][0] = _mm512_setzero_pd(); s[r][1] = s[r][0]; }
+        for (j = 0; j + 16 <= p; j += 16) {
+            __m512d v0 = _mm512_loadu_pd(v + j), v1 = _mm512_loadu_pd(v + j + 8);
+            for (r = 0; r < 8; r++) {
+                const float *x = b + r * rs + j;
+                s[r][0] = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x)), v0, s[r][0]);
+                s[r][1] = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + 8)), v1,
+                                          s[r][1]);
+            }
+        }
+        for (r = 0; r < 8; r++) {
+            double d = _mm512_reduce_add_pd(_mm512_add_pd(s[r][0], s[r][1]));
+            Py_ssize_t k;
+            for (k = j; k < p; k++) d += (double)b[r * rs + k] * v[k];
+            z[r] = t[r] = d - shift[r];
+        }
+        __m512d zr[8];
+        for (r = 0; r < 8; r++) zr[r] = _mm512_set1_pd(t[r]);
+        for (j = 0; j + 8 <= p; j += 8) {
+            __m512d a = _mm512_loadu_pd(acc + j);
+            for (r = 0; r < 8; r++)
+                a = _mm512_fmadd_pd(zr[r], _mm512_cvtps_pd(_mm256_loadu_ps(b + r * rs + j)), a);
+            _mm512_storeu_pd(acc + j, a);
+        }
+        for (; j < p; j++)
+            for (r = 0; r < 8; r++) acc[j] += t[r] * (double)b[r * rs + j];
+    }
+    #endif
+
+    static void nsp_xw8_plain(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
+                              const float *W, Py_ssize_t lw, double *Y, Py_ssize_t ly)
+    {
+        Py_ssize_t i, j, j0, j1, k;
+        float a[8];
+        for (i = 0; i < n; i++)
+            for (j0 = 0; j0 < p; j0 += NSP_W8_CHUNK) {
+                j1 = j0 + NSP_W8_CHUNK < p ? j0 + NSP_W8_CHUNK : p;
+                for (k = 0; k < 8; k++) a[k] = 0.0f;
+                for (j = j0; j < j1; j++)
+                    for (k = 0; k < 8; k++) a[k] += B[i * rs + j] * W[lw * j + k];
+                for (k = 0; k < 8; k++) Y[ly * i + k] += (double)a[k];
+            }
+    }
+
+    static void nsp_xty8_plain(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
+                               const float *Yf, Py_ssize_t lyf, double *G, Py_ssize_t lg)
+    {
+        Py_ssize_t i, i0, i1, j, k;
+        float a[8];
+        for (i0 = 0; i0 < n; i0 += NSP_W8_CHUNK) {
+            i1 = i0 + NSP_W8_CHUNK < n ? i0 + NSP_W8_CHUNK : n;
+            for (j = 0; j < p; j++) {
+                for (k = 0; k < 8; k++) a[k] = 0.0f;
+                for (i = i0; i < i1; i++)
+                    for (k = 0; k < 8; k++) a[k] += B[i * rs + j] * Yf[lyf * i + k];
+                for (k = 0; k < 8; k++) G[lg * j + k] += (double)a[k];
+            }
+        }
+    }
+
+    static void nsp_fused_rows(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
+                               const double *v, const double *shift, double *z, double *acc,
+                               int fma)
+    {
+        Py_ssize_t i = 0, j;
+    #ifdef NSP_HAVE_FMA8
+        if (fma == 2)
+            for (; i + 8 <= n; i += 8)
+                nsp_fused8_512(B + i * rs, rs, p, v, shift + i, z + i, acc);
+    #endif
+        for (; i < n; i++) {  /* one row at a time: the rows left, or no AVX-512 */
+            const float *x = B + i * rs;
+            double d = 0.0, zi;
+            for (j = 0; j < p; j++) d += (double)x[j] * v[j];
+            z[i] = zi = d - shift[i];
+            for (j = 0; j < p; j++) acc[j] += zi * (double)x[j];
+        }
+    }
+
+    static int nsp_fma8(void)
+    {
+    #ifdef NSP_HAVE_FMA8
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") ? 2 : 0;
+    #else
+        return 0;
+    #endif
+    }
+
+    static void nsp_xw8(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
+                        const float *W, Py_ssize_t lw, const float *Wi, double *Y,
+                        Py_ssize_t ly, int fma)
+    {
+    #ifdef NSP_HAVE_FMA8
+        if (fma == 2) { nsp_xw8_512(B, rs, n, p, Wi, Y, ly); return; }
+    #endif
+        nsp_xw8_plain(B, rs, n, p, W, lw, Y, ly);
+    }
+
+    static void nsp_xty8(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
+                         const float *Yf, Py_ssize_t lyf, double *G, Py_ssize_t lg, int fma)
+    {
+    #ifdef NSP_HAVE_FMA8
+        if (fma == 2) { nsp_xty8_512(B, rs, n, p, Yf, lyf, G, lg); return; }
+    #endif
+        nsp_xty8_plain(B, rs, n, p, Yf, lyf, G, lg);
+    }
+
     NSP_STATS(nsp_stats_f, float)
     NSP_STATS(nsp_stats_d, double)
     NSP_M2(nsp_m2_f, float)
@@ -115,6 +362,15 @@ cdef extern from *:
     """
     void nsp_rmatvec_exact(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
                            const double *z, double *acc) noexcept nogil
+    int nsp_fma8() noexcept nogil
+    void nsp_fused_rows(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
+                        const double *v, const double *shift, double *z, double *acc,
+                        int fma) noexcept nogil
+    void nsp_xw8(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p, const float *W,
+                 Py_ssize_t lw, const float *Wi, double *Y, Py_ssize_t ly,
+                 int fma) noexcept nogil
+    void nsp_xty8(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p, const float *Yf,
+                  Py_ssize_t lyf, double *G, Py_ssize_t lg, int fma) noexcept nogil
     void nsp_stats_f(const float *T0, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t j0,
                      Py_ssize_t j1, double *s, double *lo, double *hi) noexcept nogil
     void nsp_stats_d(const double *T0, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t j0,
@@ -212,3 +468,88 @@ def column_moments(const floating[:, :] T, double[::1] s, double[::1] lo, double
                 mean[j] = s[j] / n
             _m2_cols(T0, rs, n, j0, j1, &mean[0], &m2[0])
             j0 = j1
+
+
+cdef int _FMA8 = nsp_fma8()
+#: Whether this CPU runs the AVX-512 kernels (``fused_exact``, ``matmat8``,
+#: ``rmatmat8``); without them the data path keeps BLAS and ``rmatvec_exact``
+#: (the plain loops here are correct but slower).
+FAST = _FMA8 == 2
+
+
+def _check8(const float[:, :] B, Py_ssize_t n8, Py_ssize_t p8, str name, bint rows8):
+    if B.shape[1] and B.shape[0] and B.strides[1] != sizeof(float):
+        raise ValueError(f"{name}: the rows of B must be contiguous")
+    if not rows8:
+        raise ValueError(f"{name}: the rows of the 8-column arrays must be contiguous")
+    if n8 != B.shape[0] or p8 != B.shape[1]:
+        raise ValueError(f"{name}: shapes do not match")
+
+
+def matmat8(const float[:, :] B, const float[:, :] W, const float[:, ::1] Wi,
+            double[:, :] Y):
+    """``Y += B W`` for float32 ``B`` (rows contiguous) and ``W`` of 8
+    columns (``Wi``: :func:`pair_rows` ``(W)``): float32 products summed in
+    float32 over chunks of columns, each chunk's sums added into the float64
+    ``Y`` (n x 8)."""
+    cdef Py_ssize_t n = B.shape[0], p = B.shape[1]
+    if W.shape[1] != 8 or Y.shape[1] != 8 or Wi.shape[0] != (p + 1) // 2 or Wi.shape[1] != 16:
+        raise ValueError("matmat8: W and Y must have 8 columns, Wi be pair_rows(W)")
+    _check8(B, Y.shape[0], W.shape[0], "matmat8",
+            W.strides[1] == sizeof(float) and Y.strides[1] == sizeof(double))
+    if n == 0 or p == 0:
+        return
+    with nogil:
+        nsp_xw8(&B[0, 0], B.strides[0] // sizeof(float), n, p, &W[0, 0],
+                W.strides[0] // sizeof(float), &Wi[0, 0], &Y[0, 0],
+                Y.strides[0] // sizeof(double), _FMA8)
+
+
+def rmatmat8(const float[:, :] B, const float[:, :] Y, double[:, :] G):
+    """``G += B^T Y`` for float32 ``B`` (rows contiguous) and ``Y`` of 8
+    columns: float32 products summed in float32 over chunks of 256 rows,
+    each chunk's sums added into the float64 ``G`` (p x 8)."""
+    cdef Py_ssize_t n = B.shape[0], p = B.shape[1]
+    if Y.shape[1] != 8 or G.shape[1] != 8:
+        raise ValueError("rmatmat8: Y and G must have 8 columns")
+    _check8(B, Y.shape[0], G.shape[0], "rmatmat8",
+            Y.strides[1] == sizeof(float) and G.strides[1] == sizeof(double))
+    if n == 0 or p == 0:
+        return
+    with nogil:
+        nsp_xty8(&B[0, 0], B.strides[0] // sizeof(float), n, p, &Y[0, 0],
+                 Y.strides[0] // sizeof(float), &G[0, 0], G.strides[0] // sizeof(double), _FMA8)
+
+
+def pair_rows(W):
+    """``W`` (p x 8 float32) with its rows in pairs, interleaved, as
+    :func:`matmat8` takes it: ``Wi[h, 2 k + e] = W[2 h + e, k]`` (p rounded
+    up to even with a zero row)."""
+    import numpy as np
+
+    W = np.asarray(W, dtype=np.float32)
+    p = W.shape[0]
+    Wp = np.zeros((p + p % 2, 8), np.float32)
+    Wp[:p] = W
+    return np.ascontiguousarray(Wp.reshape(-1, 2, 8).transpose(0, 2, 1).reshape(-1, 16))
+
+
+def fused_exact(const float[:, :] B, const double[::1] v, const double[::1] shift,
+                double[::1] z, double[::1] acc):
+    """``z = B v - shift`` and ``acc += B^T z`` for float32 ``B`` (rows
+    contiguous), every product and sum in float64, eight rows at a time so
+    that each row is read from memory once for both products."""
+    cdef Py_ssize_t n = B.shape[0], p = B.shape[1]
+    if v.shape[0] != p or acc.shape[0] != p or shift.shape[0] != n or z.shape[0] != n:
+        raise ValueError("fused_exact: shapes do not match")
+    if n and p and B.strides[1] != sizeof(float):
+        raise ValueError("fused_exact: the rows of B must be contiguous")
+    if n == 0:
+        return
+    if p == 0:
+        for i in range(n):
+            z[i] = -shift[i]
+        return
+    with nogil:
+        nsp_fused_rows(&B[0, 0], B.strides[0] // sizeof(float), n, p, &v[0], &shift[0],
+                       &z[0], &acc[0], _FMA8)

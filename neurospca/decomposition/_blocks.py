@@ -57,6 +57,42 @@ def _add_tproduct(acc, T, Y, Yt=None):
         acc += T.T @ Y
 
 
+def _wide8(B, dtype, k, padded=False):
+    """The compiled 8-column products (:func:`_products`' ``matmat8`` and
+    ``rmatmat8``) for this block and ``k`` columns, or None: float32 blocks
+    with contiguous rows and a multiple of 8 columns (``padded``: any ``k >
+    1``, the columns completed by zeros: ``B W`` only), when compiled for a
+    CPU with AVX-512 (``FAST``; else BLAS is as fast)."""
+    if not (dtype == np.float32 and B.dtype == np.float32 and k > 1):
+        return None
+    if k % 8 and not padded:
+        return None
+    if B.shape[0] and B.strides[1] != B.itemsize:
+        return None
+    kernels = _products()
+    return kernels if getattr(kernels, "FAST", False) else None
+
+
+def _rows8(kernels, B, W):
+    """``B W`` (float64) of a float32 block by the 8-column kernel."""
+    k = W.shape[1]
+    k8 = -(-k // 8) * 8
+    Wp = np.zeros((W.shape[0], k8), np.float32)
+    Wp[:, :k] = W
+    Z = np.zeros((B.shape[0], k8))
+    for c in range(0, k8, 8):
+        Wc = Wp[:, c : c + 8]
+        kernels.matmat8(B, Wc, kernels.pair_rows(Wc), Z[:, c : c + 8])
+    return Z if k == k8 else np.ascontiguousarray(Z[:, :k])
+
+
+def _tproduct8(kernels, acc, B, Y):
+    """``acc += B^T Y`` of a float32 block by the 8-column kernel."""
+    Y = np.ascontiguousarray(Y, dtype=np.float32)
+    for c in range(0, Y.shape[1], 8):
+        kernels.rmatmat8(B, Y[:, c : c + 8], acc[:, c : c + 8])
+
+
 def _tile_slices(p, cols):
     return [slice(c, min(c + cols, p)) for c in range(0, p, cols)]
 
@@ -124,14 +160,19 @@ class _Stats:
 def _blk_stats(B, sl, acc, rows, cols, dtype, W, kernels):
     n_block = B.shape[0]
     tiles = _tile_slices(B.shape[1], cols)
-    Y = None if W is None else np.zeros((n_block, W.shape[1]))
+    wide = None if W is None else _wide8(B, dtype, W.shape[1])
+    Y = None if W is None or wide is not None else np.zeros((n_block, W.shape[1]))
     for c in tiles:
         T = np.asarray(B[:, c])
         acc.add(T, c, n_block, kernels)
-        if W is not None:
+        if Y is not None:
             Y += _typed(T, dtype) @ W[c]
     acc.n += n_block
-    if W is not None:
+    if wide is not None:
+        rows[...] = Y = _rows8(wide, B, W)
+        with np.errstate(invalid="ignore", over="ignore"):
+            _tproduct8(wide, acc.gram, B, Y)
+    elif W is not None:
         rows[...] = Y
         Y = Y.astype(dtype)
         Yt = np.ascontiguousarray(Y.T)
@@ -142,6 +183,9 @@ def _blk_stats(B, sl, acc, rows, cols, dtype, W, kernels):
 
 def _rows_product(B, cols, dtype, W):
     """``B W`` (float64) for a vector or a matrix ``W``, tile by tile."""
+    wide = _wide8(B, dtype, W.shape[1] if W.ndim == 2 else 0, padded=True)
+    if wide is not None:
+        return _rows8(wide, B, W)
     Z = np.zeros((B.shape[0],) + W.shape[1:])
     for c in _tile_slices(B.shape[1], cols):
         Z += _typed(B[:, c], dtype) @ W[c]
@@ -155,6 +199,10 @@ def _blk_matvec(B, sl, acc, rows, cols, dtype, W):
 
 def _blk_rmatvec(B, sl, acc, rows, cols, dtype, Z):
     """``X^T Z`` (summed) for a vector or a matrix ``Z``."""
+    wide = _wide8(B, dtype, Z.shape[1] if Z.ndim == 2 else 0)
+    if wide is not None:
+        _tproduct8(wide, acc, B, Z[sl])
+        return
     Zb = Z[sl].astype(dtype)
     Zt = np.ascontiguousarray(Zb.T) if Zb.ndim == 2 else None
     for c in _tile_slices(B.shape[1], cols):
@@ -207,10 +255,39 @@ def _blk_fused(B, sl, acc, rows, cols, dtype, v, shift, kernel=None):
         for c in tiles:
             kernel(B[:, c], z, acc[c])
         return
+    wide = _wide8(B, dtype, z.shape[1] if z.ndim == 2 else 0)
+    if wide is not None:
+        _tproduct8(wide, acc, B, z)
+        return
     zt = z.astype(dtype)
     ztt = np.ascontiguousarray(zt.T) if zt.ndim == 2 else None
     for c in tiles:
         _add_tproduct(acc[c], _typed(B[:, c], dtype), zt, ztt)
+
+
+def _fused_kernel(dtype):
+    """The compiled one-read fused kernel (``fused_exact``) for float32 data, or None."""
+    kernels = _products()
+    if dtype != np.float32 or not getattr(kernels, "FAST", False):
+        return None  # the NumPy twin would convert whole blocks to float64
+    return kernels.fused_exact
+
+
+def _blk_fused_exact(B, sl, acc, rows, cols, v, shift, kernel):
+    """``z = B v - shift`` (rows) and ``B^T z`` (summed) of a float32 block,
+    every product in float64, each row read once for both (``kernel``:
+    :func:`_fused_kernel`); a block with strided rows takes :func:`_blk_fused`."""
+    if B.shape[0] and B.strides[1] != B.itemsize:
+        v32 = v.astype(np.float32)
+        _blk_fused(B, sl, acc, rows, cols, np.dtype(np.float32), v32, shift, _exact_kernel())
+        return
+    z = rows if rows.flags.c_contiguous else np.empty(B.shape[0])
+    g = acc if acc.flags.c_contiguous else np.zeros(acc.shape)
+    kernel(B, v, np.ascontiguousarray(shift[sl]), z, g)
+    if z is not rows:  # a column of rows side by side (:mod:`._lockstep`)
+        rows[...] = z
+    if g is not acc:
+        acc += g
 
 
 class _Parts:

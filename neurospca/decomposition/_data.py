@@ -39,6 +39,7 @@ from ._blocks import (
     _add,
     _add_parts,
     _blk_fused,
+    _blk_fused_exact,
     _blk_fused_groups,
     _blk_fused_groups_rows,
     _blk_matvec,
@@ -50,6 +51,7 @@ from ._blocks import (
     _dask_group,
     _dask_read_group,
     _exact_kernel,
+    _fused_kernel,
     _none,
     _Parts,
     _products,
@@ -515,13 +517,22 @@ class DataOperator:
         c = np.zeros(self.shape[0]) if c is None else np.asarray(c, dtype=np.float64)
         if self._resid is not None:
             c = c + float(self._resid @ v)
-        kernel = _exact_kernel() if self.dtype == np.float32 else None
-        z, g = self._map(
-            _blk_fused,
-            (self.dtype, self._cast(v), c, kernel),
-            make_acc=self._vec_acc(),
-            rows_tail=(),
-        )
+        one_read = _fused_kernel(self.dtype)
+        if one_read is not None:  # float32: z in float64 too, one read of each row
+            z, g = self._map(
+                _blk_fused_exact,
+                (np.ascontiguousarray(v, dtype=np.float64), c, one_read),
+                make_acc=self._vec_acc(),
+                rows_tail=(),
+            )
+        else:
+            kernel = _exact_kernel() if self.dtype == np.float32 else None
+            z, g = self._map(
+                _blk_fused,
+                (self.dtype, self._cast(v), c, kernel),
+                make_acc=self._vec_acc(),
+                rows_tail=(),
+            )
         if self._resid is not None:
             g -= self._resid * float(z.sum())
         return z, g
