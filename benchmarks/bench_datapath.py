@@ -128,18 +128,18 @@ def child_fit(name, path, setting, out):
     if setting == "pca":
         from sklearn.decomposition import PCA
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         PCA(3, svd_solver="randomized", random_state=0).fit(X)
-        res["time"] = time.perf_counter() - t0
+        res["time"], res["cpu"] = time.perf_counter() - t0, time.process_time() - c0
     elif setting == "floor":
         res["gbs"] = _floor(X)
     else:
         from neurospca import SPCATV
 
         passes = _count_passes(X.nbytes)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         m = SPCATV(3, operator=operator, tol=1e-3, random_state=0, **SETTINGS[setting]).fit(X)
-        res["time"] = time.perf_counter() - t0
+        res["time"], res["cpu"] = time.perf_counter() - t0, time.process_time() - c0
         res["passes"] = passes()
         res["gbs"] = res["passes"] * X.nbytes / res["time"] / 1e9
         res["alpha_rel"] = float(m.alpha_rel_)
@@ -187,7 +187,14 @@ def run(code, name, path, setting, out):
     if r.returncode:
         print(f"{name} {setting} ({code}) FAILED:", r.stderr[-1500:], flush=True)
         return None
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    if CLOCK["cpu"] and "cpu" in res:  # --cpu: the child's CPU seconds in the table
+        res["time"] = res["cpu"]
+    return res
+
+
+#: Whether the table shows CPU seconds (``--cpu``, for a loaded machine) instead of wall.
+CLOCK = {"cpu": False}
 
 
 # ---------------------------------------------------------------- main
@@ -206,7 +213,9 @@ def main():
     ap.add_argument("--setting", default=None)
     ap.add_argument("--out", default=None)
     ap.add_argument("--data-dir", default=None, help="reuse <dir>/cohort.npy, ooc.npy (kept)")
+    ap.add_argument("--cpu", action="store_true", help="CPU seconds instead of wall (loaded)")
     args = ap.parse_args()
+    CLOCK["cpu"] = args.cpu
     if args.child:
         child_fit(args.child, args.path or None, args.setting, args.out)
         return

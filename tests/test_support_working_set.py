@@ -109,3 +109,48 @@ def test_fit_finished_on_working_sets_against_the_reference(monkeypatch):
         assert nz.any()
         assert np.all(np.sign(v[nz]) * v_ref[nz] >= np.abs(v[nz]) - r - r_ref)
         Xk = Xk - m.singular_values_[k] / norms[k] * np.outer(u, v)
+
+
+def test_settled_finishing_from_another_v_steps_dual_point(monkeypatch):
+    """The joint fit's finishing starts from the dual point of ANOTHER v-step (the
+    sweeps' ``y``); with ``settle`` its first working set runs
+    :data:`~neurospca.decomposition._support.WORKING_FIRST` iterations and is
+    built again, smaller. Both ways the returned pair is certified on the full
+    problem: its gap is the pair's own, it meets the target, and the reference
+    lies within the pair's radius (fresh seed 3450)."""
+    from neurospca.solvers import get_solver
+    from neurospca.solvers.support import pair_radius
+
+    y, op = _blobs(20, 3450, noise=0.2)
+    rng = np.random.default_rng(3450)
+    a, b = 0.3, 0.4
+    problem = ProxProblem(y, [L1(a), GroupNorm(op, b)])
+    other = y + 0.05 * rng.standard_normal(y.size)  # the sweeps' v-step
+    start = prox_dual(other, op, a, b, tol=1e-3, max_iter=2000)
+    v_ref, r_ref = _reference(y, op, a, b)
+    target = _support._target(problem, start.v, 1e-3)
+    gap0 = problem.certificate(start.v, start.w)[0]
+    sizes, caps = [], []
+    original = _support.solve_dual
+
+    def recorded(sub, **kw):
+        sizes.append(sub.composite[0].operator.n_rows)
+        caps.append(kw["max_iter"])
+        return original(sub, **kw)
+
+    monkeypatch.setattr(_support, "solve_dual", recorded)
+    for settle in (False, True):
+        sizes.clear(), caps.clear()
+        v, gap, w, n_iter, _ = _support._finish(
+            problem, get_solver("dual"), start.v, gap0, start.w, target, 20_000, 1, settle
+        )
+        assert n_iter > 0 and gap <= target
+        assert problem.gap(v, w)[0] <= gap * (1 + 1e-9) + 1e-15
+        p0 = 0.5 * float(y @ y)
+        radius = min(np.sqrt(2 * (gap + ROUNDING * p0)), pair_radius(problem, v, w))
+        assert np.linalg.norm(v - v_ref) <= radius + r_ref
+        if settle:  # the first set capped, the second one smaller
+            assert caps[0] == _support.WORKING_FIRST and len(sizes) >= 2
+            assert sizes[1] < sizes[0]
+        else:
+            assert caps[0] > _support.WORKING_FIRST

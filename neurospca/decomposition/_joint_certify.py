@@ -340,8 +340,8 @@ def _finish_block(problem, v, state, kw, budget, resolution):
     target = _target(problem, v, resolution)
     if kw["solver"].name != "dual":  # _finish returns at once when the radius is met
         return v, gap, state, 0
-    v, gap, state, n_iter, _ = _finish(
-        problem, kw["solver"], v, gap, state, target, budget, kw["n_threads"]
+    v, gap, state, n_iter, _ = _finish(  # state: the sweeps' last v-step's (settle)
+        problem, kw["solver"], v, gap, state, target, budget, kw["n_threads"], settle=True
     )
     return v, gap, state, n_iter
 

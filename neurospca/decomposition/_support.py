@@ -62,9 +62,16 @@ WORKING_ROUNDS = 3
 #: A working set is solved to this fraction of the target gap (the groups and
 #: features off it keep a small part of the full gap).
 WORKING_TOL = 0.7
+#: With ``settle`` (:func:`_finish`), the first working set is solved for at
+#: most this many iterations, then the set is built again: a dual point from
+#: another v-step (the joint fit's sweeps, for the snapshot's v-step) leaves
+#: zero loadings infeasible all over the background, each adding its groups to
+#: the first set (3x the rows of the support's on the joint fit's cube86
+#: component 2); a few iterations settle most of them.
+WORKING_FIRST = 50
 
 
-def _finish(problem, solver, v, gap, state, target, max_iter, n_threads):
+def _finish(problem, solver, v, gap, state, target, max_iter, n_threads, settle=False):
     """Finish a v-step (:func:`_finish_working` first, then :func:`_finish_full`).
 
     ``gap`` is any certified gap of ``v``; ``target`` is a gap of a dual
@@ -72,7 +79,9 @@ def _finish(problem, solver, v, gap, state, target, max_iter, n_threads):
     gap, state)`` already meets the target's (the pair's radius is looked at
     only when ``gap`` is within 4x the target). The rounds compare the gaps of
     the pairs ``(v, state)`` (:func:`~neurospca.solvers.support.pair_radius`).
-    Returns ``(v, gap, state, iterations, gap history)``.
+    ``settle``: ``state`` comes from another v-step (the joint fit's sweeps),
+    so the first working set is solved for :data:`WORKING_FIRST` iterations
+    only, then built again. Returns ``(v, gap, state, iterations, gap history)``.
     """
     p0 = 0.5 * float(problem.y @ problem.y)
     goal = np.sqrt(max(target, 0.0) + ROUNDING * p0)
@@ -85,7 +94,7 @@ def _finish(problem, solver, v, gap, state, target, max_iter, n_threads):
     n_iter, history = 0, []
     if pair > target:
         v, pair, state, n_iter, history, cost = _finish_working(
-            problem, v, pair, state, target, max_iter, n_threads
+            problem, v, pair, state, target, max_iter, n_threads, settle
         )
         max_iter -= int(np.ceil(cost))
     if pair > target and max_iter > 0:
@@ -97,7 +106,7 @@ def _finish(problem, solver, v, gap, state, target, max_iter, n_threads):
     return v, (min(gap, pair) if n_iter == 0 else pair), state, n_iter, history
 
 
-def _finish_working(problem, v, gap, state, target, max_iter, n_threads):
+def _finish_working(problem, v, gap, state, target, max_iter, n_threads, settle=False):
     """Re-solve the v-step on working sets around the support of ``v`` (the dual
     variables of the other groups fixed, :func:`~neurospca.solvers.support.working_set`)
     until the *full* problem's certified gap is at most ``target``.
@@ -105,11 +114,13 @@ def _finish_working(problem, v, gap, state, target, max_iter, n_threads):
     An iteration on a working set of ``m`` of the ``n`` rows costs ``m / n`` of
     the budget ``max_iter`` (full iterations). A round whose full gap is not
     below the one before ends the finishing here (the pair before is kept).
+    With ``settle``, the first round runs at most :data:`WORKING_FIRST`
+    iterations (one more round is allowed).
     Returns ``(v, gap, state, iterations, gap history, cost in full iterations)``;
     the history holds the full gap after each round.
     """
     n_iter, history, cost = 0, [], 0.0
-    for _ in range(WORKING_ROUNDS):
+    for round_ in range(WORKING_ROUNDS + int(settle)):
         sub, rows, cols = working_set(problem, v, state, WORKING_MARGIN)
         if sub is None:
             break
@@ -118,10 +129,11 @@ def _finish_working(problem, v, gap, state, target, max_iter, n_threads):
         p0 = 0.5 * float(sub.y @ sub.y)  # the solver's tolerance is relative to its own y
         if rows.size >= WORKING_BELOW * n_rows or allowed <= 0 or p0 == 0.0:
             break
+        cap = WORKING_FIRST if settle and round_ == 0 else allowed
         res = solve_dual(
             sub,
             tol=max(WORKING_TOL * target / p0, 1e-15),
-            max_iter=allowed,
+            max_iter=min(allowed, cap),
             w0=np.asarray(state, dtype=np.float64)[rows],
             restart=False,  # about twice fewer iterations than with restarts on these sets
             n_threads=n_threads,
