@@ -107,7 +107,8 @@ def _has_empty(point):
 class SplitWalk:
     """One split's halves along its path, weakest first, resumable.
 
-    Each point is warm-started from the previous one (a start from the
+    Each point is warm-started from the previous one, the first with at
+    most :data:`FIRST_POINT_SWEEPS` sweeps (a start from the
     weaker, denser point keeps co-varying regions apart: started cold in the
     middle of the path, the halves of a severity-correlated cohort settled on
     merged components, benchmarks/RESULTS.md, issue 20 round 3). :meth:`walk`
@@ -132,6 +133,7 @@ class SplitWalk:
     def __init__(self, models, halves, split, alpha_rels, n_jobs=1):
         self.models, self.halves, self.n_jobs = models, halves, n_jobs
         self.base = {"l1_ratio": float(split[0]), "tv_ratio": float(split[1])}
+        self.sweeps = getattr(models[0], "max_sweeps", None)
         self.todo = [float(a) for a in alpha_rels]
         self.points = []
 
@@ -147,14 +149,17 @@ class SplitWalk:
         if self.ended():
             return False
         params = dict(self.base, alpha_rel=self.todo.pop(0))
+        first = not self.points and FIRST_POINT_SWEEPS is not None
+        for m in self.models if self.sweeps is not None else []:  # FIRST_POINT_SWEEPS
+            m.max_sweeps = min(self.sweeps, FIRST_POINT_SWEEPS) if first else self.sweeps
         self.points.append(_fit_point(self.models, self.halves, params, self.n_jobs))
         return True
 
     def walk(self):
-        """Fit points until :meth:`ended`, :func:`_settled` or
-        :func:`_reproduces`; the points."""
+        """Fit points until :meth:`ended`, :func:`_settled`,
+        :func:`_reproduces` or :func:`_second_kept`; the points."""
         p = self.points
-        while not (p and (_settled(p) or _reproduces(p))) and self.step():
+        while not (p and (_settled(p) or _reproduces(p) or _second_kept(p))) and self.step():
             pass
         return p
 
@@ -171,8 +176,9 @@ def split_search(models, halves, split, alpha_rels, n_jobs=1):
     on one cohort), and, since issue 20 round 7, after the first point that
     did not change the split's choice (:func:`_settled`) and after the first
     point past the first whose every pair of half components reproduces at
-    least :data:`STOP_REPRODUCIBILITY` (:func:`_reproduces`). The
-    parameters are :class:`SplitWalk`'s.
+    least :data:`STOP_REPRODUCIBILITY` (:func:`_reproduces`), and, since
+    round 13, after a second point that is the split's choice
+    (:func:`_second_kept`). The parameters are :class:`SplitWalk`'s.
 
     Returns
     -------
@@ -195,6 +201,29 @@ def _reproduces(points):
         and _admissible(last)
         and bool(np.min(last["reproducibility"]) >= STOP_REPRODUCIBILITY)
     )
+
+
+#: Most back-fitting sweeps of the halves at a split's first point (the
+#: weakest, cold-started one; ``method="joint"``). That point is the warm
+#: start of the next one and is not chosen while another point is admissible
+#: (:func:`choose_least_shrunk`); at the halves' cap of 15 sweeps it was
+#: 1.4-2.5 one-fit units of the default fit on fsaverage5 r = 0.8, its halves
+#: unsettled (benchmarks/RESULTS.md, issue 20 round 13: at 3 sweeps 0.8-0.9
+#: units, the same choice and recovery on the development seeds). None: as
+#: every point.
+FIRST_POINT_SWEEPS = 3
+
+
+def _second_kept(points):
+    """True when the walk has two points and the split's choice
+    (:func:`choose_least_shrunk`) is the second, admissible: the least shrunk
+    point past the cold first one. A third, stronger point could move the
+    halves' choice only to a stronger point, and the full fits' check
+    (:func:`._auto_check.auto_fit`) comes back to this one when their fits
+    agree or its components reproduce (issue 20 round 13: on fsaverage5 r =
+    0.8 the third point was 0.6-1.4 one-fit units and the point kept was the
+    second on every measured instance)."""
+    return len(points) == 2 and _admissible(points[1]) and choose_least_shrunk(points) == 1
 
 
 def _settled(points):
