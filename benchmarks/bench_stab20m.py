@@ -91,6 +91,32 @@ def _instrument():
     S.halves_stability, S.below_noise = halves_stability, below_noise
 
 
+def _series_instrument():
+    """Record ``series_stability`` at other seeds of the blocks and with 2 blocks."""
+    inner = S.series_stability
+
+    def series_stability(estimator, X, params):
+        out = inner(estimator, X, params)
+        draws = [out]
+        for seed in (1, 2):
+            estimator.random_state, keep = seed, estimator.random_state
+            draws.append(inner(estimator, X, params))
+            estimator.random_state = keep
+        S.SERIES_BLOCKS, blocks = 2, S.SERIES_BLOCKS
+        contig = inner(estimator, X, params)
+        S.SERIES_BLOCKS = blocks
+        RECORD.update(
+            walk=draws[1].tolist(),
+            warm=draws[2].tolist(),
+            cold=np.mean(draws, 0).tolist(),
+            blocks=np.min(draws, 0).tolist(),
+            contig=contig.tolist(),
+        )
+        return out
+
+    S.series_stability = series_stability
+
+
 def data_pair(name, seed):
     """Two data sets and the operator."""
     if name == "rsfmri":
@@ -150,8 +176,16 @@ def main():
     ap.add_argument("tags", nargs="+", help="name:seed (rsfmri:-1 contiguous halves)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--plain", action="store_true", help="claimed and actual only (no extra fits)")
+    ap.add_argument(
+        "--series",
+        action="store_true",
+        help="a series' blocks at seeds 1 and 2 (columns walk, warm), their mean with "
+        "seed 0 (cold) and min (blocks), 2 blocks (contig)",
+    )
     args = ap.parse_args()
-    if not args.plain:
+    if args.series:
+        _series_instrument()
+    elif not args.plain:
         _instrument()
     print(
         "| data | fit | chosen | claimed | actual | walk | warm | cold | blocks | blocks warm "
