@@ -434,7 +434,8 @@ SERIES_BLOCKS = 10
 #: averages. One draw of ten blocks varied a lot on the run (one component,
 #: reproduced at 0.09 by the other half's fit, scored 0.65, 0.78 and 0.00 on
 #: three draws); the mean of three flagged every non-reproducing component
-#: there (benchmarks/RESULTS.md, issue 20 round 13), for about 3 % more CPU.
+#: there (benchmarks/RESULTS.md, issue 20 round 13), for 15-40 % more CPU of
+#: that default fit (four more cold fits of a quarter of the rows).
 SERIES_DRAWS = 3
 
 
