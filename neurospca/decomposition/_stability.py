@@ -435,7 +435,7 @@ SERIES_BLOCKS = 10
 #: reproduced at 0.09 by the other half's fit, scored 0.65, 0.78 and 0.00 on
 #: three draws); the mean of three flagged every non-reproducing component
 #: there (benchmarks/RESULTS.md, issue 20 round 13), for 15-40 % more CPU of
-#: that default fit (four more cold fits of a quarter of the rows).
+#: that default fit (four more cold fits of half the rows).
 SERIES_DRAWS = 3
 
 
