@@ -17,6 +17,7 @@ from neurospca.decomposition._split_groups import (
     half_rows,
     permute_groups,
 )
+from neurospca.decomposition._stability import SERIES_CORRELATION, serial_correlation
 
 OP = tv_from_mask(np.ones((12, 12), dtype=bool))
 
@@ -107,12 +108,16 @@ def test_default_fit_is_unchanged_by_split_groups_none():
         np.testing.assert_array_equal(p["reproducibility"], q["reproducibility"])
 
 
-def test_sessions_noise_is_flagged_only_with_the_subjects_as_groups():
+def test_sessions_noise_is_flagged_with_the_subjects_as_groups_or_as_a_series():
     """Two near-identical sessions per subject: random halves hold both sessions of
-    most subjects and a noise component reproduces; with the subjects as groups
-    (halves and noise floor) every noise component is flagged."""
+    most subjects and a noise component reproduced (``stability_`` 0.5 and more
+    before issue 20 round 13). With the sessions next to each other (rows 2i,
+    2i + 1) the rows are a series, scored on contiguous blocks (round 13), and
+    with the subjects as groups (halves and noise floor): every noise component
+    is flagged either way."""
     X, subject, _ = _sessions(3, 0.0)
-    assert np.max(_fit(X).stability_) >= 0.5
+    assert serial_correlation(X) > SERIES_CORRELATION
+    assert np.all(_fit(X).stability_ < 0.5)
     grouped = _fit(X, subject)
     assert grouped.split_groups_ == "60 contiguous blocks of rows"
     assert np.all(grouped.stability_ < 0.5)

@@ -179,7 +179,9 @@ class SPCATV(ComponentsEstimator):
         Reproducibility of each component in [0, 1] (docs/trust.rst). Under
         "auto": the absolute correlation of the two split-half components of
         the chosen point matched to component ``k`` (the halves refitted from
-        the full fit before it is flagged). At a fixed penalty: two cold fits on
+        the full fit before it is flagged; for a series, rows in order alike,
+        halves of contiguous blocks fitted cold, the mean of three draws). At
+        a fixed penalty: two cold fits on
         90 % of the samples sharing 80 % (blocks of 10 % of the rows), their
         matched correlation ``r`` corrected for the shared rows,
         ``(r - c) / (1 - c)``, ``c = 8 / 9``; out of core and below 20 samples,

@@ -16,8 +16,16 @@ split-half reproducibility of nilearn's decomposition examples).
   :func:`set_stability` sets a fitted model's ``stability_``.
 
 The penalty ``alpha_rel="auto"`` chooses from these halves lives in
-:mod:`._auto`.
+:mod:`._auto`. A series (rows in order alike, e.g. a run's time points:
+:func:`is_series`) is scored on halves of contiguous blocks instead
+(:func:`series_stability`).
+
+Size: 600+ lines, every resampling behind ``stability_`` (halves, subsamples,
+series, the noise floor) in one place, so that their seeds and splits stay
+consistent.
 """
+
+import numbers
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -395,6 +403,8 @@ def halves_stability(estimator, X, params, halves):
     ndarray of shape (n_components,), in [0, 1]
     """
     C = estimator.components_
+    if is_series(estimator, X):
+        return series_stability(estimator, X, params)
     stab = component_stability(C, *halves)
     low = np.any(C != 0, axis=1) & (stab < STABILITY_THRESHOLD)
     if low.any():
@@ -405,6 +415,123 @@ def halves_stability(estimator, X, params, halves):
             refit = refit_halves(estimator, data, params, C, half_jobs(estimator, X))
         stab[low] = component_stability(C, *refit)[low]
     return stab
+
+
+#: Rows whose neighbours (in order) are more alike than random pairs of rows
+#: by more than this (mean correlation across the features,
+#: :func:`serial_correlation`) are a *series*, e.g. the time points of a run.
+#: Random halves of a series hold near-copies of each other's rows and agree
+#: whatever the data say: on brainspace's resting-state run (consecutive rows
+#: 0.97 alike, random pairs 0.0) the walk's halves of the run's second half
+#: claimed 0.74 and 0.89 for two components that its first half reproduced at
+#: 0.10 and 0.09 (benchmarks/RESULTS.md, issue 20 round 13). The simulated
+#: cohorts: -0.01 to 0.01.
+SERIES_CORRELATION = 0.1
+#: A series' halves for ``stability_``: its rows cut, in order, into this many
+#: contiguous blocks, half of them (at random) in each half (:func:`series_stability`).
+SERIES_BLOCKS = 10
+#: Draws of :func:`series_halves` whose scores :func:`series_stability`
+#: averages. One draw of ten blocks varied a lot on the run (one component,
+#: reproduced at 0.09 by the other half's fit, scored 0.65, 0.78 and 0.00 on
+#: three draws); the mean of three flagged every non-reproducing component
+#: there (benchmarks/RESULTS.md, issue 20 round 13), for 15-40 % more CPU of
+#: that default fit (four more cold fits of half the rows).
+SERIES_DRAWS = 3
+
+
+def serial_correlation(X, random_state=0, chunk=256):
+    """How much more alike consecutive rows of ``X`` are than random pairs.
+
+    The mean correlation (across the features, each row centred on the
+    column means) of rows ``i`` and ``i + 1``, minus that of random pairs of
+    rows (a permutation seeded by ``random_state``); near 0 for exchangeable
+    rows (subjects), near 1 for a smooth time series. ``chunk`` rows at a time
+    (no copy of ``X``).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    random_state : int, RandomState or None
+    chunk : int
+
+    Returns
+    -------
+    float
+    """
+    X = np.asarray(X)
+    n = X.shape[0]
+    if n < 3:
+        return 0.0
+    mean = X.mean(axis=0)
+    perm = check_random_state(random_state).permutation(n)
+
+    def unit(rows):
+        R = X[rows] - mean
+        norms = np.linalg.norm(R, axis=1, keepdims=True)
+        return np.divide(R, norms, out=np.zeros_like(R, dtype=float), where=norms > 0)
+
+    lag = rnd = 0.0
+    for s in range(0, n - 1, chunk):
+        i = np.arange(s, min(s + chunk, n - 1))
+        lag += np.einsum("ij,ij->", unit(i), unit(i + 1))
+        rnd += np.einsum("ij,ij->", unit(perm[i]), unit(perm[i + 1]))
+    return float((lag - rnd) / (n - 1))
+
+
+def is_series(estimator, X):
+    """True when ``stability_`` treats the rows of ``X`` as a series
+    (:data:`SERIES_CORRELATION`): in memory, without ``split_groups`` (whose
+    halves keep the groups whole), at least ``2 * SERIES_BLOCKS`` rows."""
+    from ._data import is_out_of_core
+
+    if is_out_of_core(X) or groups_of(estimator) is not None:
+        return False
+    X = np.asarray(X)
+    if X.shape[0] < 2 * SERIES_BLOCKS:
+        return False
+    seed = 0 if estimator.random_state is None else estimator.random_state
+    return serial_correlation(X, seed) > SERIES_CORRELATION
+
+
+def series_halves(X, random_state=None):
+    """Two halves of a series: :data:`SERIES_BLOCKS` contiguous blocks of
+    rows, half of them (chosen with ``random_state``) in each half."""
+    X = np.asarray(X)
+    blocks = np.array_split(np.arange(X.shape[0]), SERIES_BLOCKS)
+    order = check_random_state(random_state).permutation(SERIES_BLOCKS)
+    h = SERIES_BLOCKS // 2
+    rows = [np.sort(np.concatenate([blocks[i] for i in part])) for part in (order[:h], order[h:])]
+    return X[rows[0]], X[rows[1]]
+
+
+def series_stability(estimator, X, params):
+    """``stability_`` of a fit to a series (:func:`is_series`): the two
+    :func:`series_halves` fitted cold at the chosen point, each component
+    scored by :func:`component_stability`, the mean over :data:`SERIES_DRAWS`
+    draws of the halves (issue 20 round 13: the walk's
+    random halves and a refit from the full fit both stayed near the full
+    fit's components on brainspace's resting-state run).
+
+    Parameters
+    ----------
+    estimator : SPCATV
+        Fitted (``components_``).
+    X : ndarray of shape (n_samples, n_features)
+    params : dict
+        The chosen penalty.
+
+    Returns
+    -------
+    ndarray of shape (n_components,), in [0, 1]
+    """
+    seed = 0 if estimator.random_state is None else estimator.random_state
+    stab = []
+    for i in range(SERIES_DRAWS):
+        # int seeds: seed, seed + 1, ...; a RandomState gives a new draw each time
+        halves = series_halves(X, seed + i if isinstance(seed, numbers.Integral) else seed)
+        comps = _fit_point(_half_models(estimator), halves, params, half_jobs(estimator, X))
+        stab.append(component_stability(estimator.components_, *comps["components"]))
+    return np.mean(stab, axis=0)
 
 
 class HalfFits(tuple):
@@ -473,6 +600,8 @@ def set_stability(estimator, X, halves):
     params = _chosen_params(estimator)
     few = is_out_of_core(X) or X.shape[0] < 2 * SUBSAMPLE_BLOCKS or few_groups(estimator)
     where = "split halves" if halves is not None or few else "subsamples"
+    if halves is not None and is_series(estimator, X):
+        where = "split halves of contiguous blocks"
     if halves is not None:
         estimator.stability_ = halves_stability(estimator, X, params, halves)
     elif few:
