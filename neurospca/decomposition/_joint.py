@@ -593,7 +593,10 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     info["d"] = d
     info["n_sweeps"] = len(changes)
     info["sweep_change"] = changes
-    return _ordered(U, V, info)
+    value = _objective(op, U, V, Z, kw)  # J of the fit returned (no data pass)
+    U, V, info = _ordered(U, V, info)
+    info["objective"] = value
+    return U, V, info
 
 
 def _joint_spca_tv(
