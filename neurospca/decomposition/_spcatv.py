@@ -27,7 +27,7 @@ from ..operators import GroupOperator, chain_operator, check_operator
 from ..solvers import SOLVERS, get_solver, resolve_n_threads
 from ..solvers.penalties import check_penalties, eq3_pieces
 from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_ratio, _spca_tv
-from ._auto import auto_fit, auto_path, fixed_split
+from ._auto import auto_fit, auto_path, fixed_split, warn_empty_components
 from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, reconstruction_error
 from ._data import validated_data_operator
 from ._joint import _joint_spca_tv
@@ -429,6 +429,8 @@ class SPCATV(ComponentsEstimator):
         self._set_components(U, V, info, settings.extra)
         self._set_diagnostics(op, info, n_components)
         set_stability(self, X, halves)
+        if self.auto_path_ and not getattr(self, "_half_fit", False):
+            warn_empty_components(self)
         self.fit_time_ = time.perf_counter() - t0
 
     def _data_operator(self, X, n_threads):
