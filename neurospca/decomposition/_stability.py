@@ -489,6 +489,8 @@ def is_series(estimator, X):
     X = np.asarray(X)
     if X.shape[0] < 2 * SERIES_BLOCKS:
         return False
+    if X.dtype.kind not in "fc":  # e.g. an object array the fit accepted (validated)
+        X = X.astype(np.float64)
     seed = 0 if estimator.random_state is None else estimator.random_state
     return serial_correlation(X, seed) > SERIES_CORRELATION
 
