@@ -3,8 +3,8 @@ components empty.
 
 A three-site cortical-thickness cohort (``make_multisite_cohort``, seed 3460)
 given without its sites: the first component of every penalty is the site
-offset, spread over the whole cortex, so no point of the path is admissible
-and the rule took alpha_rel 8, where all three components are empty, with no
+offset, spread over the whole cortex; the one admissible point of the default
+split was alpha_rel 8 (specks in the halves), where all three components are empty, with no
 warning before round 13. The same cohort with each site's mean removed has no
 such component and no warning.
 """

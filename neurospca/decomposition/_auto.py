@@ -522,13 +522,14 @@ def warn_empty_components(estimator):
     """Warn when the penalty ``alpha_rel="auto"`` chose leaves components of
     ``estimator`` (fitted) empty.
 
-    This happens when no point of the path is admissible (every component
-    non-empty and at most :data:`MAX_NONZERO` non-zero) and the rule then
-    prefers the empty halves' trivial agreement. Measured (benchmarks/RESULTS.md,
-    issue 20 round 13): a simulated three-site cortical-thickness cohort
-    (``make_multisite_cohort``, seed 3460) given without its sites, whose
-    first component is the dense site offset: ``alpha_rel_`` 8 and all three
-    components empty, with no word of it before.
+    Measured (benchmarks/RESULTS.md, issue 20 round 13): a simulated three-site
+    cortical-thickness cohort (``make_multisite_cohort``, seeds 3460 and 3461)
+    given without its sites. Every penalty's first component is the site
+    offset, spread over the whole cortex, so the weaker points are too dense
+    to be admissible; the only admissible point of the default split was
+    alpha_rel 8, whose halves held specks (0.2-2.5 % non-zero, reproducing at
+    0.001-0.006), and the full fit there had all three components empty, with
+    no word of it before.
     """
     empty = np.flatnonzero(~np.any(estimator.loadings_ != 0, axis=0))
     if empty.size == 0:
@@ -536,10 +537,10 @@ def warn_empty_components(estimator):
     warnings.warn(
         f'alpha_rel="auto" chose alpha_rel={estimator.alpha_rel_:.3g} (l1_ratio='
         f"{estimator.l1_ratio_:.3g}, tv_ratio={estimator.tv_ratio_:.3g}), where components "
-        f"{empty.tolist()} of {estimator.loadings_.shape[1]} are empty: no penalty of the "
-        "path kept every component non-empty and sparse. A component spread over the whole "
-        "map (a site or scanner offset, a global signal) is the usual cause: remove it first "
-        "(confounds, site harmonisation with neurospca.study, split_groups), or set alpha_rel.",
+        f"{empty.tolist()} of {estimator.loadings_.shape[1]} are empty. A component spread "
+        "over the whole map (a site or scanner offset, a global signal) makes the weaker "
+        "penalties too dense to be chosen: remove it first (confounds, site harmonisation "
+        "with neurospca.study, split_groups), or set alpha_rel.",
         UserWarning,
         stacklevel=3,
     )
