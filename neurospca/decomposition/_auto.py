@@ -537,10 +537,11 @@ def warn_empty_components(estimator):
     warnings.warn(
         f'alpha_rel="auto" chose alpha_rel={estimator.alpha_rel_:.3g} (l1_ratio='
         f"{estimator.l1_ratio_:.3g}, tv_ratio={estimator.tv_ratio_:.3g}), where components "
-        f"{empty.tolist()} of {estimator.loadings_.shape[1]} are empty. A component spread "
-        "over the whole map (a site or scanner offset, a global signal) makes the weaker "
-        "penalties too dense to be chosen: remove it first (confounds, site harmonisation "
-        "with neurospca.study, split_groups), or set alpha_rel.",
+        f"{empty.tolist()} of {estimator.loadings_.shape[1]} are empty. When a component "
+        "spread over the whole map (a site or scanner offset, a global signal) makes the "
+        "weaker penalties too dense to be chosen, remove it first (confounds, site "
+        "harmonisation with neurospca.study, split_groups); otherwise fewer components or a "
+        "fixed alpha_rel may suit the data.",
         UserWarning,
         stacklevel=3,
     )
