@@ -44,14 +44,15 @@ SHAPE = (40, 40)
 def simulate(phi, seed, n=600, transient=False):
     """A series of ``n`` rows on a 40 x 40 grid: three blobs with AR(1) time
     courses (coefficient ``phi``, amplitudes 1.0 / 0.6 / 0.35 of the noise)
-    plus spatially smooth AR(1) noise; ``transient``: the third blob only in
-    the first quarter of the rows. Returns X, operator, patterns (3, 1600)."""
+    plus spatially smooth AR(1) noise; ``transient``: the third blob (0.8)
+    only in the first quarter of the rows. Returns X, operator, patterns (3, 1600)."""
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[: SHAPE[0], : SHAPE[1]]
     centres, pats = [(10, 10), (28, 14), (16, 30)], []
     for cy, cx in centres:
         pats.append(np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * 4.0**2)).ravel())
-    P = np.array(pats) * (np.array([1.0, 0.6, 0.35])[:, None])
+    amp = [1.0, 0.6, 0.8 if transient else 0.35]
+    P = np.array(pats) * np.array(amp)[:, None]
 
     def ar(shape):
         e = rng.standard_normal(shape)
@@ -113,18 +114,27 @@ def splits():
         out.append((f"b10:{s}", 10, order[:5], 0))
         if s < 4:
             out.append((f"b10g:{s}", 10, order[:5], GAP))
-    out += [(f"b4:{j}", 4, [0, j], 0) for j in (1, 2, 3)] + [("b2", 2, [0], 0)]
-    return out
+    out += [(f"b4:{j}", 4, [0, j], 0) for j in (1, 2, 3)]  # b4:1 = first / second half
+    return out + [(f"sub:{s}", None, s, 0) for s in range(3)]
 
 
-def score_fit(est, X, rec, key):
-    """Every split's pair of cold fits at ``est``'s chosen point, scored."""
+def score_fit(est, X, rec, key, names=None):
+    """Every split's pair of cold fits at ``est``'s chosen point, scored;
+    ``sub:s``: two overlapping subsamples of 9 of 10 contiguous blocks
+    (``overlapping_subsamples``, seed ``s``), corrected for the overlap."""
     params = S._chosen_params(est)
     for name, nb, part, gap in splits():
-        a, b = block_rows(len(X), nb, part, gap)
+        if names is not None and name.split(":")[0] not in names:
+            continue
+        shared = None
+        if nb is None:
+            a, b, shared = S.overlapping_subsamples(len(X), part)
+        else:
+            a, b = block_rows(len(X), nb, part, gap)
         c0 = time.process_time()
         comps = S._fit_point(S._half_models(est), (X[a], X[b]), params)["components"]
-        rec[f"{key}|{name}"] = S.component_stability(est.components_, *comps)
+        stab = S.component_stability(est.components_, *comps)
+        rec[f"{key}|{name}"] = stab if shared is None else S.overlap_corrected(stab, shared)
         rec[f"{key}|cpu|{name}"] = time.process_time() - c0
 
 
@@ -141,6 +151,7 @@ def run(tag, out):
         rec[f"{key}|cpu_fit"] = time.process_time() - c0
         rec[f"{key}|claimed"] = m.stability_
         rec[f"{key}|chosen"] = [m.l1_ratio_, m.tv_ratio_, m.alpha_rel_]
+        rec[f"{key}|C"] = m.components_
         rec[f"{key}|floor"] = floor(m, np.asarray(X), S._chosen_params(m))
         rec[f"{key}|serial"] = S.serial_correlation(X)
         order = S.series_order(X) if hasattr(S, "series_order") else None

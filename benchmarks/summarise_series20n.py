@@ -33,14 +33,15 @@ def rules(d, key):
         "median b10 x8": np.median(b10, 0),
         "mean b10 gap x4": b10g.mean(0),
         "mean b4 x3": b4.mean(0),
-        "b2": d[f"{key}|b2"],
+        "b2": d[f"{key}|b4:1"],
+        "sub x3": np.mean([d[f"{key}|sub:{s}"] for s in range(3)], 0),
         "SB mean b10 x3": sb(b10[:3].mean(0)),
         "SB mean b10 x8": sb(b10.mean(0)),
         "SB median b10 x8": sb(np.median(b10, 0)),
         "SB mean b10 gap x4": sb(b10g.mean(0)),
         "SB mean b4 x3": sb(b4.mean(0)),
-        "SB b2": sb(d[f"{key}|b2"]),
-        "SB mean of b4 x3 and b2": sb((b4.sum(0) + d[f"{key}|b2"]) / 4),
+        "SB b2": sb(d[f"{key}|b4:1"]),
+        "SB mean of b4 x3 and b2": sb((b4.sum(0) + d[f"{key}|b4:1"]) / 4),
         "min(SB mean b10 x8, SB mean b4)": np.minimum(sb(b10.mean(0)), sb(b4.mean(0))),
     }
     floor = d[f"{key}|floor"].astype(bool)
