@@ -138,7 +138,7 @@ def score_fit(est, X, rec, key, names=None):
         rec[f"{key}|cpu|{name}"] = time.process_time() - c0
 
 
-def run(tag, out):
+def run(tag, out, plain=False):
     XA, XB, op, pats = data_pair(tag)
     k = 5
     rec, models = {}, []
@@ -159,7 +159,8 @@ def run(tag, out):
         rec[f"{key}|recovered"] = order is not None
         if pats is not None:
             rec[f"{key}|truth"] = S.matched_abs_corr(m.components_, pats)[1]
-        score_fit(m, Xs, rec, key)
+        if not plain:
+            score_fit(m, Xs, rec, key)
         models.append(m)
     for key, (m, o) in zip("AB", (models, models[::-1])):
         rec[f"{key}|actual"] = S.matched_abs_corr(m.components_, o.components_)[1]
@@ -173,13 +174,14 @@ def main():
     ap.add_argument("tags", nargs="*")
     ap.add_argument("--out", default="/tmp/series20n")
     ap.add_argument("--summary", default=None)
+    ap.add_argument("--plain", action="store_true", help="the default fits only (no splits)")
     args = ap.parse_args()
     if args.summary:
         from summarise_series20n import summarise
 
         summarise(args.summary)
     for tag in args.tags:
-        run(tag, args.out)
+        run(tag, args.out, args.plain)
 
 
 if __name__ == "__main__":
