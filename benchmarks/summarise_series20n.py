@@ -43,6 +43,10 @@ def rules(d, key):
         "SB b2": sb(d[f"{key}|b4:1"]),
         "SB mean of b4 x3 and b2": sb((b4.sum(0) + d[f"{key}|b4:1"]) / 4),
         "min(SB mean b10 x8, SB mean b4)": np.minimum(sb(b10.mean(0)), sb(b4.mean(0))),
+        "SB median b10 x4": sb(np.median(b10[:4], 0)),
+        "SB median b10 x6": sb(np.median(b10[:6], 0)),
+        "SB median b10 x8 + b4 x3": sb(np.median(np.vstack([b10, b4]), 0)),
+        "SB median b10 x8 + gap x4": sb(np.median(np.vstack([b10, b10g]), 0)),
     }
     floor = d[f"{key}|floor"].astype(bool)
     return {k: np.where(floor, 0.0, v) for k, v in out.items()}
@@ -52,13 +56,15 @@ def summarise(folder):
     recs = {p.stem: dict(np.load(p)) for p in sorted(Path(folder).glob("*.npz"))}
     table = {}
     for tag, d in recs.items():
-        group = tag.split("_")[0]
+        group = "rsfmri" if tag.startswith("rs") else "simulated"
         for key in "AB":
             actual = d[f"{key}|actual"]
             print(f"{tag} {key} actual {np.round(actual, 2)} truth "
                   f"{np.round(d.get(f'{key}|truth', []), 2)}")
             for rule, claim in rules(d, key).items():
                 table.setdefault((group, rule), []).append((claim, actual))
+    for (g, rule), pairs in list(table.items()):
+        table.setdefault(("all", rule), []).extend(pairs)
     groups = sorted({g for g, _ in table})
     print("| data | rule | max claimed - actual | over +0.2 | reproducing flagged "
           "| non-reproducing flagged |\n|---|---|---|---|---|---|")
