@@ -11,10 +11,13 @@ from neurospca import SPCATV, tv_from_mask
 from neurospca.decomposition._stability import (
     REDUNDANCY,
     SERIES_CORRELATION,
+    SERIES_DRAWS,
     is_series,
     row_redundancy,
     serial_correlation,
     series_order,
+    series_stability,
+    spearman_brown,
 )
 
 OP = tv_from_mask(np.ones((12, 12), dtype=bool))
@@ -91,3 +94,25 @@ def test_a_pattern_of_a_shuffled_series_keeps_its_stability():
     k = int(np.argmax(np.abs(m.components_ @ pattern)))
     cos = abs(m.components_[k] @ pattern) / np.linalg.norm(m.components_[k]) / 4.0
     assert cos > 0.9 and m.stability_[k] > 0.9, (cos, m.stability_)
+
+
+def test_spearman_brown_carries_half_fits_to_full_fits():
+    np.testing.assert_allclose(spearman_brown([0.0, 0.5, 1.0]), [0.0, 2.0 / 3.0, 1.0])
+    r = np.linspace(0.0, 1.0, 11)
+    assert np.all(spearman_brown(r) >= r) and np.all(np.diff(spearman_brown(r)) > 0)
+
+
+def test_a_series_claim_is_the_corrected_median_of_its_draws(monkeypatch):
+    """One lucky draw of six does not carry a component (the mean of three did)."""
+    from neurospca.decomposition import _stability
+
+    draws = iter(np.array([[0.9, 0.8], [0.0, 0.8], [0.1, 0.7], [0.0, 0.9], [0.1, 0.8], [0.0, 0.6]]))
+    monkeypatch.setattr(_stability, "component_stability", lambda *a: next(draws))
+    X, _ = _series(3487)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = SPCATV(2, operator=OP, random_state=0, stability=False).fit(X)
+    out = series_stability(m, X, {"alpha": None, "alpha_rel": 1.0})
+    assert SERIES_DRAWS == 6
+    np.testing.assert_allclose(out, spearman_brown(np.array([0.05, 0.8])))
+    assert out[0] < 0.5 <= out[1]
