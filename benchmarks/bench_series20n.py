@@ -97,7 +97,7 @@ def block_rows(n, n_blocks, part_a, gap=0):
     around each boundary between the halves dropped."""
     blocks = np.array_split(np.arange(n), n_blocks)
     side = np.isin(np.arange(n_blocks), part_a)
-    label = np.concatenate([np.full(len(b), s) for b, s in zip(blocks, side)])
+    label = np.concatenate([np.full(len(b), s) for b, s in zip(blocks, side, strict=True)])
     keep = np.ones(n, bool)
     for i in range(1, n_blocks):
         if side[i] != side[i - 1]:
@@ -162,7 +162,7 @@ def run(tag, out, plain=False):
         if not plain:
             score_fit(m, Xs, rec, key)
         models.append(m)
-    for key, (m, o) in zip("AB", (models, models[::-1])):
+    for key, (m, o) in zip("AB", (models, models[::-1]), strict=True):
         rec[f"{key}|actual"] = S.matched_abs_corr(m.components_, o.components_)[1]
         print(tag, key, rec[f"{key}|chosen"], np.round(rec[f"{key}|actual"], 2), flush=True)
     Path(out).mkdir(parents=True, exist_ok=True)

@@ -59,15 +59,19 @@ def summarise(folder):
         group = "rsfmri" if tag.startswith("rs") else "simulated"
         for key in "AB":
             actual = d[f"{key}|actual"]
-            print(f"{tag} {key} actual {np.round(actual, 2)} truth "
-                  f"{np.round(d.get(f'{key}|truth', []), 2)}")
+            print(
+                f"{tag} {key} actual {np.round(actual, 2)} truth "
+                f"{np.round(d.get(f'{key}|truth', []), 2)}"
+            )
             for rule, claim in rules(d, key).items():
                 table.setdefault((group, rule), []).append((claim, actual))
-    for (g, rule), pairs in list(table.items()):
+    for (_, rule), pairs in list(table.items()):
         table.setdefault(("all", rule), []).extend(pairs)
     groups = sorted({g for g, _ in table})
-    print("| data | rule | max claimed - actual | over +0.2 | reproducing flagged "
-          "| non-reproducing flagged |\n|---|---|---|---|---|---|")
+    print(
+        "| data | rule | max claimed - actual | over +0.2 | reproducing flagged "
+        "| non-reproducing flagged |\n|---|---|---|---|---|---|"
+    )
     for g in groups:
         for (gg, rule), pairs in table.items():
             if gg != g:
@@ -75,9 +79,11 @@ def summarise(folder):
             c = np.concatenate([p[0] for p in pairs])
             a = np.concatenate([p[1] for p in pairs])
             rep = a >= 0.5
-            print(f"| {g} | {rule} | {np.max(c - a):.2f} | {np.sum(c - a > 0.2)} of {len(c)} | "
-                  f"{np.sum(rep & (c < 0.5))} of {rep.sum()} | "
-                  f"{np.sum(~rep & (c < 0.5))} of {(~rep).sum()} |")
+            print(
+                f"| {g} | {rule} | {np.max(c - a):.2f} | {np.sum(c - a > 0.2)} of {len(c)} | "
+                f"{np.sum(rep & (c < 0.5))} of {rep.sum()} | "
+                f"{np.sum(~rep & (c < 0.5))} of {(~rep).sum()} |"
+            )
 
 
 if __name__ == "__main__":
