@@ -16,13 +16,13 @@ split-half reproducibility of nilearn's decomposition examples).
   :func:`set_stability` sets a fitted model's ``stability_``.
 
 The penalty ``alpha_rel="auto"`` chooses from these halves lives in
-:mod:`._auto`. A series (rows in order alike, e.g. a run's time points:
-:func:`is_series`) is scored on halves of contiguous blocks instead
-(:func:`series_stability`).
+:mod:`._auto`. A series (rows in order alike, e.g. a run's time points, or
+near-copies in any order: :func:`is_series`) is scored on halves of contiguous
+blocks instead (:func:`series_stability`).
 
-Size: 600+ lines, every resampling behind ``stability_`` (halves, subsamples,
-series, the noise floor) in one place, so that their seeds and splits stay
-consistent.
+Size: 800+ lines, every resampling behind ``stability_`` (halves, subsamples,
+series and their detection, the noise floor) in one place, so that their seeds
+and splits stay consistent.
 """
 
 import numbers
