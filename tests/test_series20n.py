@@ -5,9 +5,8 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.ndimage import gaussian_filter1d
 
-from neurospca import SPCATV, tv_from_mask
+from neurospca import SPCATV
 from neurospca.decomposition._stability import (
     REDUNDANCY,
     SERIES_CORRELATION,
@@ -20,19 +19,7 @@ from neurospca.decomposition._stability import (
     spearman_brown,
 )
 
-OP = tv_from_mask(np.ones((12, 12), dtype=bool))
-
-
-def _series(seed, strength=0.0, n=240):
-    """Spatially white noise smoothed in time, plus ``strength`` times a smooth
-    time course on a 4 x 4 pattern (as tests/test_stability20m.py)."""
-    rng = np.random.default_rng(seed)
-    X = gaussian_filter1d(rng.standard_normal((n, 144)), 4.0, axis=0)
-    pattern = np.zeros((12, 12))
-    pattern[2:6, 2:6] = 1.0
-    course = gaussian_filter1d(rng.standard_normal(n), 4.0)
-    X = X / X.std(axis=0) + strength * (course / course.std())[:, None] * pattern.ravel()
-    return X, pattern.ravel()
+from .test_stability20m import OP, _series  # smooth noise in time, a planted pattern
 
 
 def _cohort(seed, n=133):
