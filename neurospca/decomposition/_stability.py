@@ -482,9 +482,10 @@ def serial_correlation(X, random_state=0, chunk=256):
 #: largest correlation with another row) is more alike than the largest of
 #: ``n - 1`` exchangeable pairs would be by more than this
 #: (:func:`row_redundancy`), e.g. a run's time points shuffled. Measured
-#: (benchmarks/RESULTS.md, issue 20 round 14): brainspace's run 0.42-0.45 in
-#: any order, simulated AR(1) series (coefficient 0.9, 0.97) 0.13-0.32, the
-#: simulated cohorts (paper, fsaverage5, conte69) and Gaussian rows -0.04 to -0.01.
+#: (benchmarks/RESULTS.md, issue 20 round 14): halves of brainspace's run 0.30
+#: and 0.45 in any order (every 8th time point -0.08), simulated AR(1) series of
+#: coefficient 0.7-0.97 0.11-0.32 (0.5: -0.09), the simulated cohorts (paper,
+#: fsaverage5, conte69) and Gaussian rows -0.03 to -0.01.
 REDUNDANCY = 0.1
 #: :func:`row_redundancy` and :func:`series_order` look at most this many rows
 #: (an ``n x n`` correlation matrix); larger data are checked in order only.
