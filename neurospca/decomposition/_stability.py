@@ -643,6 +643,8 @@ def series_stability(estimator, X, params):
     """
     seed = _seed(estimator)
     X = np.asarray(X)
+    if X.dtype.kind not in "fc":  # e.g. an object array the fit accepted (validated)
+        X = X.astype(np.float64)
     if serial_correlation(X, seed) <= SERIES_CORRELATION:  # redundant rows, in no order
         X = X[series_order(X, seed)]
     stab = []
