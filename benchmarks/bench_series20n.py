@@ -7,15 +7,18 @@ cold fits at its chosen point on halves of its rows are recorded (``--out``,
 one ``.npz`` per tag), each scored per component with
 ``_stability.component_stability``:
 
-- ``b10:s`` halves of 10 contiguous blocks (``series_halves`` seed ``s``;
-  seeds 0-2 are main's ``stability_``), ``b10g:s`` the same with the rows
+- ``b10:s`` halves of 10 contiguous blocks (``series_halves`` seed ``s``,
+  0-7; the mean of seeds 0-2 is main's ``stability_``, Spearman-Brown of the
+  median of seeds 0-5 this round's), ``b10g:s`` the same with the rows
   within ``GAP / 2`` of a boundary between the two halves dropped;
-- ``b4:j`` the 3 splits of 4 blocks into 2 + 2, ``b2`` first / second half.
+- ``b4:j`` the 3 splits of 4 blocks into 2 + 2 (``b4:1``: first / second half);
+- ``sub:s`` two subsamples of 9 of 10 contiguous blocks sharing 8
+  (``overlapping_subsamples``), corrected for the overlap.
 
 Data: ``rsfmri`` (brainspace's run, z-scored vertices) cut into contiguous
 halves; ``rsshuf:SEED`` its rows in random order (seeded), cut into halves
 (each half's rows are recovered in order by ``series_order`` before the
-blocks are cut); ``ar-PHI:SEED`` / ``nonstat:SEED`` simulated series
+blocks are cut); ``ar-PHI:SEED`` / ``nonstat-PHI:SEED`` simulated series
 (:func:`simulate`). ``--summary DIR`` prints the scoring rules side by side.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_series20n.py \\
