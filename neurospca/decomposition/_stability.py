@@ -16,13 +16,13 @@ split-half reproducibility of nilearn's decomposition examples).
   :func:`set_stability` sets a fitted model's ``stability_``.
 
 The penalty ``alpha_rel="auto"`` chooses from these halves lives in
-:mod:`._auto`. A series (rows in order alike, e.g. a run's time points:
-:func:`is_series`) is scored on halves of contiguous blocks instead
-(:func:`series_stability`).
+:mod:`._auto`. A series (rows in order alike, e.g. a run's time points, or
+near-copies in any order: :func:`is_series`) is scored on halves of contiguous
+blocks instead (:func:`series_stability`).
 
-Size: 600+ lines, every resampling behind ``stability_`` (halves, subsamples,
-series, the noise floor) in one place, so that their seeds and splits stay
-consistent.
+Size: 800+ lines, every resampling behind ``stability_`` (halves, subsamples,
+series and their detection, the noise floor) in one place, so that their seeds
+and splits stay consistent.
 """
 
 import numbers
@@ -430,13 +430,13 @@ SERIES_CORRELATION = 0.1
 #: A series' halves for ``stability_``: its rows cut, in order, into this many
 #: contiguous blocks, half of them (at random) in each half (:func:`series_stability`).
 SERIES_BLOCKS = 10
-#: Draws of :func:`series_halves` whose scores :func:`series_stability`
-#: averages. One draw of ten blocks varied a lot on the run (one component,
-#: reproduced at 0.09 by the other half's fit, scored 0.65, 0.78 and 0.00 on
-#: three draws); the mean of three flagged every non-reproducing component
-#: there (benchmarks/RESULTS.md, issue 20 round 13), for 15-40 % more CPU of
-#: that default fit (four more cold fits of half the rows).
-SERIES_DRAWS = 3
+#: Draws of :func:`series_halves` behind :func:`series_stability`. A draw's
+#: score of a component is nearly all or nothing (on brainspace's run one
+#: component scored 0.65, 0.78 and 0.00 on three draws, reproduced at 0.04
+#: by the other half of the run): the median of six draws, not the mean of
+#: three (round 13), is what keeps one lucky draw from carrying the claim
+#: (issue 20 round 14, benchmarks/RESULTS.md).
+SERIES_DRAWS = 6
 
 
 def serial_correlation(X, random_state=0, chunk=256):
@@ -478,21 +478,114 @@ def serial_correlation(X, random_state=0, chunk=256):
     return float((lag - rnd) / (n - 1))
 
 
+#: Rows in any order are *redundant* when each one's nearest neighbour (the
+#: largest correlation with another row) is more alike than the largest of
+#: ``n - 1`` exchangeable pairs would be by more than this
+#: (:func:`row_redundancy`), e.g. a run's time points shuffled. Measured
+#: (benchmarks/RESULTS.md, issue 20 round 14): halves of brainspace's run 0.30
+#: and 0.45 in any order (every 8th time point -0.08), simulated AR(1) series of
+#: coefficient 0.7-0.97 0.11-0.32 (0.5: -0.09), the simulated cohorts (paper,
+#: fsaverage5, conte69) and Gaussian rows -0.03 to -0.01.
+REDUNDANCY = 0.1
+#: :func:`row_redundancy` and :func:`series_order` look at most this many rows
+#: (an ``n x n`` correlation matrix); larger data are checked in order only.
+REDUNDANCY_MAX_ROWS = 3000
+
+
+def _unit_rows(X, max_features=4096, random_state=0):
+    """Rows of ``X`` centred on the column means and scaled to unit norm, on at
+    most ``max_features`` random columns (seeded)."""
+    cols = np.arange(X.shape[1])
+    if X.shape[1] > max_features:
+        cols = np.sort(check_random_state(random_state).choice(X.shape[1], max_features, False))
+    R = np.asarray(X[:, cols], dtype=np.float64)
+    R = R - R.mean(axis=0)
+    norms = np.linalg.norm(R, axis=1, keepdims=True)
+    return np.divide(R, norms, out=np.zeros_like(R), where=norms > 0)
+
+
+def row_redundancy(X, random_state=0):
+    """How much more alike each row's nearest neighbour is than exchangeable rows allow.
+
+    The mean over rows of the largest correlation with another row, minus the
+    largest of ``n - 1`` draws expected from the pairwise correlations
+    (median + 1.4826 MAD x sqrt(2 ln(n - 1)), robust to the few near-copies):
+    near 0 or below for exchangeable rows (subjects), large when every row has
+    a near-copy (the time points of a run, in any order).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        At most :data:`REDUNDANCY_MAX_ROWS` rows.
+    random_state : int, RandomState or None
+        Seed of the columns used (at most 4096).
+
+    Returns
+    -------
+    float
+    """
+    U = _unit_rows(np.asarray(X), random_state=random_state)
+    n = U.shape[0]
+    if n < 3:
+        return 0.0
+    C = U @ U.T
+    pairs = C[np.triu_indices(n, 1)]
+    med = np.median(pairs)
+    spread = 1.4826 * np.median(np.abs(pairs - med))
+    np.fill_diagonal(C, -np.inf)
+    return float(np.mean(C.max(axis=1)) - (med + spread * np.sqrt(2 * np.log(n - 1))))
+
+
+def series_order(X, random_state=0):
+    """An order of the rows in which near-copies are next to each other: a
+    greedy nearest-neighbour chain from row 0 (each step to the most correlated
+    row not yet visited). A shuffled time series comes back in runs of its time
+    order (brainspace's run: every row's nearest neighbour is within 3 time
+    points of it)."""
+    U = _unit_rows(np.asarray(X), random_state=random_state)
+    C = U @ U.T
+    n = C.shape[0]
+    order = np.empty(n, dtype=int)
+    seen = np.zeros(n, dtype=bool)
+    cur = 0
+    for i in range(n):
+        order[i], seen[cur] = cur, True
+        if i < n - 1:
+            cur = int(np.argmax(np.where(seen, -np.inf, C[cur])))
+    return order
+
+
 def is_series(estimator, X):
-    """True when ``stability_`` treats the rows of ``X`` as a series
-    (:data:`SERIES_CORRELATION`): in memory, without ``split_groups`` (whose
-    halves keep the groups whole), at least ``2 * SERIES_BLOCKS`` rows."""
+    """True when ``stability_`` treats the rows of ``X`` as a series: in
+    memory, without ``split_groups`` (whose halves keep the groups whole), at
+    least ``2 * SERIES_BLOCKS`` rows, and either in order
+    (:data:`SERIES_CORRELATION`) or, with at most :data:`REDUNDANCY_MAX_ROWS`
+    rows, redundant in any order (:data:`REDUNDANCY`)."""
+    X = _series_data(estimator, X)
+    if X is None:
+        return False
+    seed = _seed(estimator)
+    if serial_correlation(X, seed) > SERIES_CORRELATION:
+        return True
+    return X.shape[0] <= REDUNDANCY_MAX_ROWS and row_redundancy(X, seed) > REDUNDANCY
+
+
+def _seed(estimator):
+    return 0 if estimator.random_state is None else estimator.random_state
+
+
+def _series_data(estimator, X):
+    """``X`` as a float array when it may be a series, else None."""
     from ._data import is_out_of_core
 
     if is_out_of_core(X) or groups_of(estimator) is not None:
-        return False
+        return None
     X = np.asarray(X)
     if X.shape[0] < 2 * SERIES_BLOCKS:
-        return False
+        return None
     if X.dtype.kind not in "fc":  # e.g. an object array the fit accepted (validated)
         X = X.astype(np.float64)
-    seed = 0 if estimator.random_state is None else estimator.random_state
-    return serial_correlation(X, seed) > SERIES_CORRELATION
+    return X
 
 
 def series_halves(X, random_state=None):
@@ -506,13 +599,35 @@ def series_halves(X, random_state=None):
     return X[rows[0]], X[rows[1]]
 
 
+def spearman_brown(r):
+    """The split-half correlation ``r`` of fits on half the rows carried to
+    fits on all of them: ``2 r / (1 + r)`` (Spearman-Brown), in [0, 1] for
+    ``r`` in [0, 1].
+
+    Parameters
+    ----------
+    r : float or ndarray
+
+    Returns
+    -------
+    float or ndarray
+    """
+    r = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
+    return 2.0 * r / (1.0 + r)
+
+
 def series_stability(estimator, X, params):
     """``stability_`` of a fit to a series (:func:`is_series`): the two
     :func:`series_halves` fitted cold at the chosen point, each component
-    scored by :func:`component_stability`, the mean over :data:`SERIES_DRAWS`
-    draws of the halves (issue 20 round 13: the walk's
-    random halves and a refit from the full fit both stayed near the full
-    fit's components on brainspace's resting-state run).
+    scored by :func:`component_stability`; the median over
+    :data:`SERIES_DRAWS` draws of the halves, carried from fits of half the
+    rows to fits of all of them (:func:`spearman_brown`: a full fit's
+    reproducibility is that of two fits of its size, its halves' that of two
+    fits of half of it). Rows given in no order (:func:`row_redundancy`) are
+    put in :func:`series_order` first. Issue 20 round 13: the walk's random
+    halves and a refit from the full fit both stayed near the full fit's
+    components on brainspace's resting-state run; round 14: the median and
+    the size correction (benchmarks/RESULTS.md).
 
     Parameters
     ----------
@@ -526,14 +641,19 @@ def series_stability(estimator, X, params):
     -------
     ndarray of shape (n_components,), in [0, 1]
     """
-    seed = 0 if estimator.random_state is None else estimator.random_state
+    seed = _seed(estimator)
+    X = np.asarray(X)
+    if X.dtype.kind not in "fc":  # e.g. an object array the fit accepted (validated)
+        X = X.astype(np.float64)
+    if serial_correlation(X, seed) <= SERIES_CORRELATION:  # redundant rows, in no order
+        X = X[series_order(X, seed)]
     stab = []
     for i in range(SERIES_DRAWS):
         # int seeds: seed, seed + 1, ...; a RandomState gives a new draw each time
         halves = series_halves(X, seed + i if isinstance(seed, numbers.Integral) else seed)
         comps = _fit_point(_half_models(estimator), halves, params, half_jobs(estimator, X))
         stab.append(component_stability(estimator.components_, *comps["components"]))
-    return np.mean(stab, axis=0)
+    return spearman_brown(np.median(stab, axis=0))
 
 
 class HalfFits(tuple):
