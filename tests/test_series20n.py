@@ -89,8 +89,9 @@ def test_spearman_brown_carries_half_fits_to_full_fits():
     assert np.all(spearman_brown(r) >= r) and np.all(np.diff(spearman_brown(r)) > 0)
 
 
-def test_a_series_claim_is_the_corrected_median_of_its_draws(monkeypatch):
-    """One lucky draw of six does not carry a component (the mean of three did)."""
+def test_a_series_claim_is_the_median_of_its_draws(monkeypatch):
+    """One lucky draw of six does not carry a component (the mean of three did);
+    the median is not size-corrected by default (SERIES_SIZE_CORRECTION)."""
     from neurospca.decomposition import _stability
 
     draws = iter(np.array([[0.9, 0.8], [0.0, 0.8], [0.1, 0.7], [0.0, 0.9], [0.1, 0.8], [0.0, 0.6]]))
@@ -101,5 +102,9 @@ def test_a_series_claim_is_the_corrected_median_of_its_draws(monkeypatch):
         m = SPCATV(2, operator=OP, random_state=0, stability=False).fit(X)
     out = series_stability(m, X, {"alpha": None, "alpha_rel": 1.0})
     assert SERIES_DRAWS == 6
-    np.testing.assert_allclose(out, spearman_brown(np.array([0.05, 0.8])))
+    np.testing.assert_allclose(out, [0.05, 0.8])
     assert out[0] < 0.5 <= out[1]
+    draws = iter(np.array([[0.9, 0.8], [0.0, 0.8], [0.1, 0.7], [0.0, 0.9], [0.1, 0.8], [0.0, 0.6]]))
+    monkeypatch.setattr(_stability, "SERIES_SIZE_CORRECTION", True)
+    out = series_stability(m, X, {"alpha": None, "alpha_rel": 1.0})
+    np.testing.assert_allclose(out, spearman_brown(np.array([0.05, 0.8])))
