@@ -212,6 +212,7 @@ cdef extern from *:
        chunk's rows in order as before, added once per chunk into G: the
        same bits. */
     #define NSP_TY_TILE 1024
+    #define NSP_TY_ROWS 8  /* 16 and 32 were slower (issue 22 round 14) */
     __attribute__((target("avx512f")))
     static inline void nsp_ty_strip(const float *b, Py_ssize_t rs, Py_ssize_t g,
                                     const float *y, Py_ssize_t lyf, Py_ssize_t m, float *t)
@@ -252,8 +253,8 @@ cdef extern from *:
             for (j0 = 0; j0 < p; j0 += NSP_TY_TILE) {
                 j1 = j0 + NSP_TY_TILE < p ? j0 + NSP_TY_TILE : p;
                 memset(t, 0, sizeof t);
-                for (i = i0; i < i1; i += 8) {
-                    g = i1 - i < 8 ? i1 - i : 8;
+                for (i = i0; i < i1; i += NSP_TY_ROWS) {
+                    g = i1 - i < NSP_TY_ROWS ? i1 - i : NSP_TY_ROWS;
                     for (j = j0; j < j1; j += 32)
                         nsp_ty_strip(B + i * rs + j, rs, g, Yf + i * lyf, lyf,
                                      j1 - j < 32 ? j1 - j : 32, t + 8 * (j - j0));
@@ -506,6 +507,16 @@ cdef int _FMA8 = nsp_fma8()
 #: ``rmatmat8``); without them the data path keeps BLAS and ``rmatvec_exact``
 #: (the plain loops here are correct but slower).
 FAST = _FMA8 == 2
+
+
+def _use_avx512(bint on):
+    """Tests only: run the AVX-512 kernels (``on``, where the CPU has them) or
+    the plain C loops of a CPU without them; returns whether the AVX-512
+    kernels ran before. :data:`FAST` (what the data path reads) is unchanged."""
+    global _FMA8
+    cdef bint before = _FMA8 == 2
+    _FMA8 = nsp_fma8() if on else 0
+    return before
 
 
 def _check8(const float[:, :] B, Py_ssize_t n8, Py_ssize_t p8, str name, bint rows8):
