@@ -127,6 +127,7 @@ cdef extern from *:
        see FAST). */
     #define NSP_W8_CHUNK 256
     #define NSP_XW_PAIRS 256
+    #define NSP_XW_TILE (8 * NSP_XW_PAIRS)
     #if defined(__GNUC__) && defined(__x86_64__)
     #include <immintrin.h>
     #include <string.h>
@@ -147,13 +148,20 @@ cdef extern from *:
         /* Wi: W's rows in pairs, interleaved: Wi[16 h + 2 k + e] = W[2 h + e, k]
            (p rounded up to even, zero-padded); a pair of B's columns is one
            64-bit broadcast, so each FMA takes 2 columns x 8 products. */
-        Py_ssize_t i, h, h0, h1, r, k, m, q = p / 2;
+        Py_ssize_t i, h, h0, h1, r, k, m, t0, t1, q = p / 2;
         float t[16];
+        /* Column tiles of NSP_XW_TILE pairs (a multiple of the chunk), every
+           row of the block per tile: W's tile stays in the L2 cache (at P =
+           327,684 the whole W is 10 MB, read again per 8 rows without the
+           tiles, issue 22 round 14). Each y[k] receives its chunks' sums in
+           the same order as without tiles: the same bits. */
+        for (t0 = 0; t0 < q; t0 += NSP_XW_TILE)
         for (i = 0; i < n; i += 8) {
             m = n - i < 8 ? n - i : 8;
-            for (h0 = 0; h0 < q; h0 += NSP_XW_PAIRS) {
+            t1 = t0 + NSP_XW_TILE < q ? t0 + NSP_XW_TILE : q;
+            for (h0 = t0; h0 < t1; h0 += NSP_XW_PAIRS) {
                 __m512 a[8];
-                h1 = h0 + NSP_XW_PAIRS < q ? h0 + NSP_XW_PAIRS : q;
+                h1 = h0 + NSP_XW_PAIRS < t1 ? h0 + NSP_XW_PAIRS : t1;
                 for (r = 0; r < 8; r++) a[r] = _mm512_setzero_ps();
                 if (m == 8) {
                     const float *b0 = B + i * rs, *b1 = b0 + rs, *b2 = b1 + rs, *b3 = b2 + rs;
@@ -187,12 +195,50 @@ cdef extern from *:
                     for (k = 0; k < 8; k++) y[k] += (double)(t[2 * k] + t[2 * k + 1]);
                 }
             }
-            if (p % 2)  /* the last, unpaired column */
-                for (r = 0; r < m; r++) {
-                    float x = B[(i + r) * rs + p - 1];
-                    for (k = 0; k < 8; k++)
-                        Y[(i + r) * ly + k] += (double)(x * Wi[16 * q + 2 * k]);
-                }
+        }
+        if (p % 2)  /* the last, unpaired column */
+            for (i = 0; i < n; i++) {
+                float x = B[i * rs + p - 1];
+                for (k = 0; k < 8; k++)
+                    Y[i * ly + k] += (double)(x * Wi[16 * q + 2 * k]);
+            }
+    }
+
+    /* B^T Y by column tiles of NSP_TY_TILE columns and groups of 8 rows: each
+       row is read as a contiguous run per tile (8 streams at a time, not 200
+       rows 128 bytes each per strip of 32 columns: 2-3.5x faster, issue 22
+       round 14). The tile's float32 sums wait in t between groups (stored
+       and loaded exactly), so each sum is the same chain of FMAs over the
+       chunk's rows in order as before, added once per chunk into G: the
+       same bits. */
+    #define NSP_TY_TILE 1024
+    #define NSP_TY_ROWS 8  /* 16 and 32 were slower (issue 22 round 14) */
+    __attribute__((target("avx512f")))
+    static inline void nsp_ty_strip(const float *b, Py_ssize_t rs, Py_ssize_t g,
+                                    const float *y, Py_ssize_t lyf, Py_ssize_t m, float *t)
+    {
+        /* t[k * 32 + c] += sum_r b[r * rs + c] y[r * lyf + k], c < m <= 32 */
+        Py_ssize_t r, k;
+        __m512 a[2][8];
+        __mmask16 m0 = m >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m) - 1u);
+        __mmask16 m1 = m >= 32 ? (__mmask16)0xFFFF
+                       : (m > 16 ? (__mmask16)((1u << (m - 16)) - 1u) : (__mmask16)0);
+        for (k = 0; k < 8; k++) {
+            a[0][k] = _mm512_loadu_ps(t + 32 * k);
+            a[1][k] = _mm512_loadu_ps(t + 32 * k + 16);
+        }
+        for (r = 0; r < g; r++) {
+            __m512 x0 = _mm512_maskz_loadu_ps(m0, b + r * rs);
+            __m512 x1 = _mm512_maskz_loadu_ps(m1, b + r * rs + 16);
+            for (k = 0; k < 8; k++) {
+                __m512 yk = _mm512_set1_ps(y[r * lyf + k]);
+                a[0][k] = _mm512_fmadd_ps(x0, yk, a[0][k]);
+                a[1][k] = _mm512_fmadd_ps(x1, yk, a[1][k]);
+            }
+        }
+        for (k = 0; k < 8; k++) {
+            _mm512_storeu_ps(t + 32 * k, a[0][k]);
+            _mm512_storeu_ps(t + 32 * k + 16, a[1][k]);
         }
     }
 
@@ -200,37 +246,23 @@ cdef extern from *:
     static void nsp_xty8_512(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
                              const float *Yf, Py_ssize_t lyf, double *G, Py_ssize_t lg)
     {
-        Py_ssize_t i, i0, i1, j, c, k, m;
-        float t[8][32];
+        Py_ssize_t i, i0, i1, j, j0, j1, k, g;
+        float t[NSP_TY_TILE * 8];  /* per strip of 32 columns: 8 x 32 sums */
         for (i0 = 0; i0 < n; i0 += NSP_W8_CHUNK) {
             i1 = i0 + NSP_W8_CHUNK < n ? i0 + NSP_W8_CHUNK : n;
-            for (j = 0; j < p; j += 32) {
-                __m512 a[2][8];
-                m = p - j < 32 ? p - j : 32;
-                __mmask16 m0 = m >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m) - 1u);
-                __mmask16 m1 = m >= 32 ? (__mmask16)0xFFFF
-                               : (m > 16 ? (__mmask16)((1u << (m - 16)) - 1u) : (__mmask16)0);
-                for (k = 0; k < 8; k++) { a[0][k] = _mm512_setzero_ps(); a[1][k] = a[0][k]; }
-                for (i = i0; i < i1; i++) {
-                    const float *b = B + i * rs + j;
-                    const float *y = Yf + i * lyf;
-                    __m512 x0 = _mm512_maskz_loadu_ps(m0, b);
-                    __m512 x1 = _mm512_maskz_loadu_ps(m1, b + 16);
-                    _mm_prefetch((const char *)(b + 128), _MM_HINT_T0);
-                    _mm_prefetch((const char *)(b + 144), _MM_HINT_T0);
-                    for (k = 0; k < 8; k++) {
-                        __m512 yk = _mm512_set1_ps(y[k]);
-                        a[0][k] = _mm512_fmadd_ps(x0, yk, a[0][k]);
-                        a[1][k] = _mm512_fmadd_ps(x1, yk, a[1][k]);
-                    }
+            for (j0 = 0; j0 < p; j0 += NSP_TY_TILE) {
+                j1 = j0 + NSP_TY_TILE < p ? j0 + NSP_TY_TILE : p;
+                memset(t, 0, sizeof t);
+                for (i = i0; i < i1; i += NSP_TY_ROWS) {
+                    g = i1 - i < NSP_TY_ROWS ? i1 - i : NSP_TY_ROWS;
+                    for (j = j0; j < j1; j += 32)
+                        nsp_ty_strip(B + i * rs + j, rs, g, Yf + i * lyf, lyf,
+                                     j1 - j < 32 ? j1 - j : 32, t + 8 * (j - j0));
                 }
-                for (k = 0; k < 8; k++) {
-                    _mm512_storeu_ps(&t[k][0], a[0][k]);
-                    _mm512_storeu_ps(&t[k][16], a[1][k]);
-                }
-                for (c = 0; c < m; c++) {
-                    double *g = G + (j + c) * lg;
-                    for (k = 0; k < 8; k++) g[k] += (double)t[k][c];
+                for (j = j0; j < j1; j++) {
+                    double *gj = G + j * lg;
+                    const float *tj = t + 8 * ((j - j0) & ~(Py_ssize_t)31) + ((j - j0) & 31);
+                    for (k = 0; k < 8; k++) gj[k] += (double)tj[32 * k];
                 }
             }
         }
@@ -475,6 +507,16 @@ cdef int _FMA8 = nsp_fma8()
 #: ``rmatmat8``); without them the data path keeps BLAS and ``rmatvec_exact``
 #: (the plain loops here are correct but slower).
 FAST = _FMA8 == 2
+
+
+def _use_avx512(bint on):
+    """Tests only: run the AVX-512 kernels (``on``, where the CPU has them) or
+    the plain C loops of a CPU without them; returns whether the AVX-512
+    kernels ran before. :data:`FAST` (what the data path reads) is unchanged."""
+    global _FMA8
+    cdef bint before = _FMA8 == 2
+    _FMA8 = nsp_fma8() if on else 0
+    return before
 
 
 def _check8(const float[:, :] B, Py_ssize_t n8, Py_ssize_t p8, str name, bint rows8):

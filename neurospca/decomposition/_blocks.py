@@ -73,17 +73,47 @@ def _wide8(B, dtype, k, padded=False):
     return kernels if getattr(kernels, "FAST", False) else None
 
 
+class _Wide:
+    """A float32 ``W`` (p x k, k > 1) as the 8-column kernel takes it, made
+    once per pass (:meth:`DataOperator._cast_wide`), not per row block: its
+    columns zero-padded to a multiple of 8, each run of 8 columns with its
+    ``pair_rows`` (at P = 327,684 making them took 0.8x a streaming pass
+    per pass, issue 22 round 14). ``W``: the array itself (the BLAS path)."""
+
+    def __init__(self, W, kernels):
+        self.W = W
+        k = W.shape[1]
+        k8 = -(-k // 8) * 8
+        Wp = np.zeros((W.shape[0], k8), np.float32)
+        Wp[:, :k] = W
+        self.runs = [
+            (Wp[:, c : c + 8], kernels.pair_rows(Wp[:, c : c + 8])) for c in range(0, k8, 8)
+        ]
+
+    @property
+    def shape(self):
+        return self.W.shape
+
+    @property
+    def ndim(self):
+        return 2
+
+
+def _plain(W):
+    """The array of ``W`` (a :class:`_Wide` or an array)."""
+    return W.W if isinstance(W, _Wide) else W
+
+
 def _rows8(kernels, B, W):
-    """``B W`` (float64) of a float32 block by the 8-column kernel."""
+    """``B W`` (float64) of a float32 block by the 8-column kernel (``W``: an
+    array or its :class:`_Wide`)."""
+    if not isinstance(W, _Wide):
+        W = _Wide(W, kernels)
     k = W.shape[1]
-    k8 = -(-k // 8) * 8
-    Wp = np.zeros((W.shape[0], k8), np.float32)
-    Wp[:, :k] = W
-    Z = np.zeros((B.shape[0], k8))
-    for c in range(0, k8, 8):
-        Wc = Wp[:, c : c + 8]
-        kernels.matmat8(B, Wc, kernels.pair_rows(Wc), Z[:, c : c + 8])
-    return Z if k == k8 else np.ascontiguousarray(Z[:, :k])
+    Z = np.zeros((B.shape[0], 8 * len(W.runs)))
+    for i, (Wc, pairs) in enumerate(W.runs):
+        kernels.matmat8(B, Wc, pairs, Z[:, 8 * i : 8 * i + 8])
+    return Z if k == Z.shape[1] else np.ascontiguousarray(Z[:, :k])
 
 
 def _tproduct8(kernels, acc, B, Y):
@@ -166,7 +196,7 @@ def _blk_stats(B, sl, acc, rows, cols, dtype, W, kernels):
         T = np.asarray(B[:, c])
         acc.add(T, c, n_block, kernels)
         if Y is not None:
-            Y += _typed(T, dtype) @ W[c]
+            Y += _typed(T, dtype) @ _plain(W)[c]
     acc.n += n_block
     if wide is not None:
         rows[...] = Y = _rows8(wide, B, W)
@@ -186,6 +216,7 @@ def _rows_product(B, cols, dtype, W):
     wide = _wide8(B, dtype, W.shape[1] if W.ndim == 2 else 0, padded=True)
     if wide is not None:
         return _rows8(wide, B, W)
+    W = _plain(W)
     Z = np.zeros((B.shape[0],) + W.shape[1:])
     for c in _tile_slices(B.shape[1], cols):
         Z += _typed(B[:, c], dtype) @ W[c]

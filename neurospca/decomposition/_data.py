@@ -58,6 +58,7 @@ from ._blocks import (
     _single_threaded_blas,
     _Stats,
     _tree,
+    _Wide,
 )
 from ._sources import check_unchanged, compute, dask_threads, file_identity, warn_embedded_memmaps
 
@@ -354,7 +355,10 @@ class DataOperator:
         import dask
 
         delayed = dask.delayed
-        dargs = [delayed(a) if isinstance(a, np.ndarray) and a.size > 64 else a for a in args]
+        dargs = [
+            delayed(a) if isinstance(a, _Wide) or (isinstance(a, np.ndarray) and a.size > 64) else a
+            for a in args
+        ]
         make = make_acc if make_acc is not None else _none
         off = self._offsets
         if self._reader is not None:  # tasks read (view) their own rows: no chunk tasks
@@ -410,7 +414,7 @@ class DataOperator:
             W = np.random.RandomState(random_state).standard_normal((p, sketch))
         XW, st = self._map(
             _blk_stats,
-            (self.dtype, None if W is None else self._cast(W), _products()),
+            (self.dtype, None if W is None else self._cast_wide(W), _products()),
             make_acc=lambda: _Stats(p, sketch),
             rows_tail=None if W is None else (sketch,),
         )
@@ -459,6 +463,15 @@ class DataOperator:
     # ------------------------------------------------------------ products
     def _cast(self, w):
         return np.ascontiguousarray(w, dtype=self.dtype)
+
+    def _cast_wide(self, W):
+        """:meth:`_cast` of a matrix, as a :class:`._blocks._Wide` (made once
+        per pass) when its blocks take the 8-column kernels."""
+        W = self._cast(W)
+        if self.dtype != np.float32 or W.shape[1] < 2:
+            return W
+        kernels = _products()
+        return _Wide(W, kernels) if getattr(kernels, "FAST", False) else W
 
     def matvec(self, v):
         """``Xc v`` (float64, length n_samples)."""
@@ -548,7 +561,7 @@ class DataOperator:
             shift += self._resid @ W
         Z, G = self._map(
             _blk_fused,
-            (self.dtype, self._cast(W), shift),
+            (self.dtype, self._cast_wide(W), shift),
             make_acc=self._vec_acc(W.shape[1]),
             rows_tail=(W.shape[1],),
         )
@@ -597,7 +610,7 @@ class DataOperator:
     def matmat(self, W):
         """``Xc W`` for ``W`` of shape (n_features, k) (float64)."""
         W = np.asarray(W, dtype=np.float64)
-        Z, _ = self._map(_blk_matvec, (self.dtype, self._cast(W)), rows_tail=(W.shape[1],))
+        Z, _ = self._map(_blk_matvec, (self.dtype, self._cast_wide(W)), rows_tail=(W.shape[1],))
         if self._resid is not None:
             Z -= self._resid @ W
         return Z
