@@ -457,6 +457,9 @@ def _scores_job(op, n_components, sqnorm, u0, w0, loop, refit_kw):
         if not np.all(np.any(u0 != 0, axis=0)):
             return None, None
         _pca_products(op, u0, refit_kw.get("products"))
+        if PCA_START_SIDE_BY_SIDE:
+            state = _start_side_by_side(op, sqnorm, u0, refit_kw)
+            return _run_from(op, sqnorm, state, refit_kw, loop), None
     state = _start_from_scores(op, sqnorm, u0, w0, refit_kw, START_CERTIFY)
     return _run_from(op, sqnorm, state, refit_kw, loop), None
 
@@ -488,6 +491,12 @@ DEFLATION_SWEEPS = True
 #: each started component (:func:`_alternate`'s certify step, a pass when it
 #: re-solves the v-step); False: not (the sweeps refit and certify each one).
 START_CERTIFY = True
+
+#: The start from the data's top singular subspace fits its components side
+#: by side, each on the whole data (:func:`_start_side_by_side`: one pass for
+#: all) instead of each on the residual of those before it with a certify step
+#: (:func:`_start_from_scores`: two passes each).
+PCA_START_SIDE_BY_SIDE = False
 
 #: The sweeps keep the products with ``X`` they computed (``Xc v`` of each
 #: loading, ``Xc^T u`` of each u-step's scores) and serve a later product with
@@ -527,6 +536,36 @@ def _start_from_scores(op, sqnorm, u0, w0, kw, certify=True):
     first component back to the merged leading direction). ``certify=False``:
     no certify step (its pass), the sweeps that follow refit every component
     (:data:`START_CERTIFY`)."""
+    U, V, d, Z, info = _empty_state(op, u0, w0)
+    for k in range(u0.shape[1]):
+        u, v, new, _ = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw, certify)
+        U[:, k], V[:, k], d[k] = u, v, new["d"][0]
+        Z[:, k] = _xv(op, v, kw) if np.any(v) else 0.0
+        _merge_info(info, k, new)
+    return U, V, d, Z, info
+
+
+def _start_side_by_side(op, sqnorm, u0, kw):
+    """The start from the scores ``u0`` with every component fitted on the
+    whole data (none removed: one u-step and v-step from ``u0[:, k]``, no
+    certify step), the components side by side (:func:`run_side_by_side`:
+    one shared pass for all; :data:`PCA_START_SIDE_BY_SIDE`). For the data's
+    top singular subspace, whose scores are orthogonal, the others' share of
+    each one's residual is small, and the sweeps that follow refit each one on
+    the residual of the others."""
+    U, V, d, Z, info = _empty_state(op, u0, None)
+    empty = U.copy(), V.copy(), d.copy(), Z.copy()  # d = 0: nothing removed
+    jobs = [partial(_refit, op, sqnorm, *empty, k, None, kw, False) for k in range(u0.shape[1])]
+    for k, (u, v, new, _) in enumerate(run_side_by_side(op, jobs)):
+        U[:, k], V[:, k], d[k] = u, v, new["d"][0]
+        Z[:, k] = _xv(op, v, kw) if np.any(v) else 0.0
+        _merge_info(info, k, new)
+    return U, V, d, Z, info
+
+
+def _empty_state(op, u0, w0):
+    """The sweeps' state ``(U, V, d, Z, info)`` of unit scores ``u0`` and no
+    loadings yet (``w0``: the v-steps' solver states, or None)."""
     n_samples, K = u0.shape
     U = u0 / np.linalg.norm(u0, axis=0)
     V = np.zeros((op.shape[1], K))
@@ -547,11 +586,6 @@ def _start_from_scores(op, sqnorm, u0, w0, kw, certify=True):
         info[key] = [[] for _ in range(K)]
     info["w"] = list(w0) if w0 is not None else [None] * K
     info["y"] = [None] * K
-    for k in range(K):
-        u, v, new, _ = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw, certify)
-        U[:, k], V[:, k], d[k] = u, v, new["d"][0]
-        Z[:, k] = _xv(op, v, kw) if np.any(v) else 0.0
-        _merge_info(info, k, new)
     return U, V, d, Z, info
 
 
