@@ -91,7 +91,9 @@ def recovery(sets, seeds, variants):
     from neurospca.decomposition._objective import fitted_objective
 
     saved = {key: getattr(joint, key) for f in FLAGS.values() for key in f}
-    print("| set | seed | variant | abs cos | certified Dice | J (rel. to first) | sweeps | CPU s |")
+    print(
+        "| set | seed | variant | abs cos | certified Dice | J (rel. to first) | sweeps | CPU s |"
+    )
     print("|---|---|---|---|---|---|---:|---:|")
     for name in sets:
         for seed in seeds:
@@ -137,8 +139,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench_sweeps22m_")
-    print("| data | round | variant | CPU s | passes | sweeps | J (rel. to first) | max rel gap "
-          "| max abs diff of components to first |")
+    print(
+        "| data | round | variant | CPU s | passes | sweeps | J (rel. to first) | max rel gap "
+        "| max abs diff of components to first |"
+    )
     print("|---|---|---|---:|---:|---:|---|---:|---:|")
     for name in args.sets:
         path = os.path.join(tmp, "x.npy")
@@ -166,9 +170,10 @@ def main():
                 res = json.loads(got.stdout.strip().splitlines()[-1])
                 comps = np.load(out)
                 first = first or (res, comps)
+                rel = (res["J"] - first[0]["J"]) / abs(first[0]["J"])
                 print(
                     f"| {name} | {r} | {variant} | {res['cpu']:.2f} | {res['passes']:.0f} "
-                    f"| {res['sweeps']} | {res['J']:.9g} ({(res['J'] - first[0]['J']) / abs(first[0]['J']):+.1e}) "
+                    f"| {res['sweeps']} | {res['J']:.9g} ({rel:+.1e}) "
                     f"| {res['gap']:.1e} | {np.abs(comps - first[1]).max():.1e} |",
                     flush=True,
                 )

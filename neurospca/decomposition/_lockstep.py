@@ -156,7 +156,6 @@ class _Lockstep:
         for fn, args, _, tail in requests:
             items.append((fn, args, lo, tail))
             lo += 0 if tail is None else 1 if tail == () else tail[0]
-        op = self.op
         Z, acc = self._base(_blk_many_rows, (items,), lambda: _Many(makes), (lo,))
         outs = []
         for _, _, c, tail in items:
