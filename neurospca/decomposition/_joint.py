@@ -460,7 +460,7 @@ def _scores_job(op, n_components, sqnorm, u0, w0, loop, refit_kw):
         if PCA_START_SIDE_BY_SIDE:
             state = _start_side_by_side(op, sqnorm, u0, refit_kw)
             return _run_from(op, sqnorm, state, refit_kw, loop), None
-    state = _start_from_scores(op, sqnorm, u0, w0, refit_kw, START_CERTIFY)
+    state = _start_from_scores(op, sqnorm, u0, w0, refit_kw)
     return _run_from(op, sqnorm, state, refit_kw, loop), None
 
 
@@ -486,11 +486,6 @@ PCA_START = True
 #: the other starts sweep (issue 22 round 13: a pass count of the subspace
 #: start's instead of deflation's plus its sweeps).
 DEFLATION_SWEEPS = True
-
-#: The starts from scores that the sweeps follow (:func:`_search`'s) certify
-#: each started component (:func:`_alternate`'s certify step, a pass when it
-#: re-solves the v-step); False: not (the sweeps refit and certify each one).
-START_CERTIFY = True
 
 #: The start from the data's top singular subspace fits its components side
 #: by side, each on the whole data (:func:`_start_side_by_side`: one pass for
@@ -529,16 +524,14 @@ RESTART_PASSES = 2
 COPIES_GUARD = False
 
 
-def _start_from_scores(op, sqnorm, u0, w0, kw, certify=True):
+def _start_from_scores(op, sqnorm, u0, w0, kw):
     """A warm start from given scores (e.g. a fit at a stronger penalty): one
     u-step and v-step per component from ``u0[:, k]`` on the residual of the
     components already started, instead of deflation (which would pull the
-    first component back to the merged leading direction). ``certify=False``:
-    no certify step (its pass), the sweeps that follow refit every component
-    (:data:`START_CERTIFY`)."""
+    first component back to the merged leading direction)."""
     U, V, d, Z, info = _empty_state(op, u0, w0)
     for k in range(u0.shape[1]):
-        u, v, new, _ = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw, certify)
+        u, v, new, _ = _refit(op, sqnorm, U, V, d, Z, k, info["w"][k], kw)
         U[:, k], V[:, k], d[k] = u, v, new["d"][0]
         Z[:, k] = _xv(op, v, kw) if np.any(v) else 0.0
         _merge_info(info, k, new)
