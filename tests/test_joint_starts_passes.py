@@ -131,6 +131,7 @@ def test_flipped_joint_fit_support_snapshot_needs_no_pass(tmp_path, monkeypatch)
     the pass-count test's instance): the certified support makes no pass, and
     the signs are the estimator's (largest |loading| positive)."""
     monkeypatch.setattr(joint, "DEFLATION_SWEEPS", False)
+    monkeypatch.setattr(joint, "KEEP_RETURNED", True)
     flipped, inner = [], spcatv._flip_signs
 
     def spy(U, V, info):
