@@ -91,12 +91,20 @@ class _Lockstep:
     def __init__(self, op):
         self.op, self.back, self.local = op, threading.Semaphore(0), threading.local()
         self.stopped = False
+        # inside another lockstep's start: the passes go to that one (shared there too)
+        self.outer = op.__dict__.get("_map")
+
+    def _base(self, *request):
+        """One pass for ``request``: the enclosing lockstep's, else the operator's own."""
+        if self.outer is not None:
+            return self.outer(*request)
+        return type(self.op)._map(self.op, *request)
 
     def _map(self, fn, args, make_acc=None, rows_tail=None):
         """``op._map`` while the starts run: a start's pass waits for the others'."""
         start = getattr(self.local, "start", None)
         if start is None:
-            return type(self.op)._map(self.op, fn, args, make_acc, rows_tail)
+            return self._base(fn, args, make_acc, rows_tail)
         start.request = (fn, args, make_acc, rows_tail)
         state = _warnings_state()
         self.back.release()
@@ -129,7 +137,7 @@ class _Lockstep:
         """The requests of ``starts`` in one pass over the data."""
         op, requests = self.op, [s.request for s in starts]
         if len(requests) == 1:
-            starts[0].reply = type(op)._map(op, *requests[0])
+            starts[0].reply = self._base(*requests[0])
             return
         n = op.shape[0]
         makes = [make for _, _, make, _ in requests]
@@ -138,7 +146,7 @@ class _Lockstep:
         else:
             outs = [None if tail is None else np.empty((n,) + tail) for *_, tail in requests]
             items = [(fn, args, out) for (fn, args, _, _), out in zip(requests, outs, strict=True)]
-            _, acc = type(op)._map(op, _blk_many, (items,), make_acc=lambda: _Many(makes))
+            _, acc = self._base(_blk_many, (items,), lambda: _Many(makes), None)
         for start, out, part in zip(starts, outs, acc.parts, strict=True):
             start.reply = (out, part)
 
@@ -148,10 +156,7 @@ class _Lockstep:
         for fn, args, _, tail in requests:
             items.append((fn, args, lo, tail))
             lo += 0 if tail is None else 1 if tail == () else tail[0]
-        op = self.op
-        Z, acc = type(op)._map(
-            op, _blk_many_rows, (items,), make_acc=lambda: _Many(makes), rows_tail=(lo,)
-        )
+        Z, acc = self._base(_blk_many_rows, (items,), lambda: _Many(makes), (lo,))
         outs = []
         for _, _, c, tail in items:
             out = None if tail is None else Z[:, c] if tail == () else Z[:, c : c + tail[0]]
@@ -178,7 +183,10 @@ class _Lockstep:
                 if live:
                     self._pass(live)
         finally:
-            del self.op._map
+            if self.outer is None:
+                del self.op._map
+            else:
+                self.op._map = self.outer
             self.stopped = True
             for start in live:
                 if not start.done:
