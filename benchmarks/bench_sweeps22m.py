@@ -48,7 +48,27 @@ FLAGS = {
     "branch": {},
     "nodefl": {"DEFLATION_SWEEPS": False},
     "sbs": {"DEFLATION_SWEEPS": False, "PCA_START_SIDE_BY_SIDE": True},
+    # issue 22 round 14 (joint22n): the starts side by side in memory too
+    "share": {"DEFLATION_SWEEPS": False, "_lockstep.SIDE_BY_SIDE": True},
+    "sbsshare": {
+        "DEFLATION_SWEEPS": False,
+        "PCA_START_SIDE_BY_SIDE": True,
+        "_lockstep.SIDE_BY_SIDE": True,
+    },
+    "defl": {"DEFLATION_SWEEPS": True},
+    "deflshare": {"DEFLATION_SWEEPS": True, "_lockstep.SIDE_BY_SIDE": True},
 }
+
+
+def set_flags(flags):
+    """Set ``{"KEY" or "module.KEY": value}`` on ``_joint`` (or that module of
+    ``neurospca.decomposition``)."""
+    import importlib
+
+    for key, val in flags.items():
+        mod, _, name = key.rpartition(".")
+        mod = importlib.import_module("neurospca.decomposition." + (mod or "_joint"))
+        setattr(mod, name, val)
 
 
 def child(name, variant, path, out):
@@ -56,12 +76,10 @@ def child(name, variant, path, out):
 
     import bench_datapath
 
-    import neurospca.decomposition._joint as joint
     from neurospca import SPCATV, tv_from_mask
     from neurospca.decomposition._objective import fitted_objective
 
-    for key, val in FLAGS[variant].items():
-        setattr(joint, key, val)
+    set_flags(FLAGS[variant])
     warnings.simplefilter("ignore")
     if name == "ooc":
         X, operator = bench_datapath._load("ooc", path)
@@ -78,7 +96,17 @@ def child(name, variant, path, out):
     res["J"] = np.nan if big else float(fitted_objective(m, np.asarray(X, np.float64), operator))
     res["gap"] = float(np.nanmax(m.rel_gaps_))
     np.save(out, m.components_)
+    res["radius"] = np.asarray(m.support_radius_, float).tolist()
     print(json.dumps(res))
+
+
+def moved(comps, ref, radius):
+    """Per component: ``||c_k - ref_k||_2`` over the reference's certified
+    ``support_radius_[k]`` (how far the answer moved, in certified radii)."""
+    if radius is None:
+        return "-"
+    diff = np.linalg.norm(np.asarray(comps) - np.asarray(ref), axis=1)
+    return "/".join(f"{d / r:.2g}" for d, r in zip(diff, radius, strict=True))
 
 
 def recovery(sets, seeds, variants):
@@ -90,22 +118,21 @@ def recovery(sets, seeds, variants):
     from bench_joint22i import POINT
     from bench_trust_defaults import load
 
-    import neurospca.decomposition._joint as joint
     from neurospca import SPCATV
     from neurospca.decomposition._objective import fitted_objective
 
-    saved = {key: getattr(joint, key) for f in FLAGS.values() for key in f}
+    saved = {key: _get(key) for f in FLAGS.values() for key in f}
     print(
-        "| set | seed | variant | abs cos | certified Dice | J (rel. to first) | sweeps | CPU s |"
+        "| set | seed | variant | abs cos | certified Dice | J (rel. to first) | sweeps | CPU s "
+        "| L2 diff / first's radius |"
     )
-    print("|---|---|---|---|---|---|---:|---:|")
+    print("|---|---|---|---|---|---|---:|---:|---|")
     for name in sets:
         for seed in seeds:
             X, op, patterns = load(name, seed)
-            first = None
+            first = ref = None
             for variant in variants:
-                for key, val in dict(saved, **FLAGS[variant]).items():
-                    setattr(joint, key, val)
+                set_flags(dict(saved, **FLAGS[variant]))
                 t0 = time.process_time()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -113,15 +140,23 @@ def recovery(sets, seeds, variants):
                 cpu = time.process_time() - t0
                 J = fitted_objective(m, X, op)
                 first = first or J
+                ref = ref or (m.components_, m.support_radius_)
                 cos = "/".join(f"{c:.3f}" for c in matched(m.components_, patterns)[0])
                 dice = "/".join(f"{c:.2f}" for c in certified_dice(m, patterns))
                 print(
                     f"| {name} | {seed} | {variant} | {cos} | {dice} | {J:.9g} "
-                    f"({(J - first) / abs(first):+.1e}) | {m.n_sweeps_} | {cpu:.2f} |",
+                    f"({(J - first) / abs(first):+.1e}) | {m.n_sweeps_} | {cpu:.2f} "
+                    f"| {moved(m.components_, *ref)} |",
                     flush=True,
                 )
-    for key, val in saved.items():
-        setattr(joint, key, val)
+    set_flags(saved)
+
+
+def _get(key):
+    import importlib
+
+    mod, _, name = key.rpartition(".")
+    return getattr(importlib.import_module("neurospca.decomposition." + (mod or "_joint")), name)
 
 
 def main():
@@ -146,9 +181,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="bench_sweeps22m_")
     print(
         "| data | round | variant | CPU s | passes | sweeps | J (rel. to first) | max rel gap "
-        "| max abs diff of components to first |"
+        "| max abs diff of components to first | L2 diff / first's radius |"
     )
-    print("|---|---|---|---:|---:|---:|---|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---|---:|---:|---|")
     for name in args.sets:
         path = args.ooc if name == "ooc" else os.path.join(tmp, "x.npy")
         if name.startswith("memmap"):
@@ -179,7 +214,8 @@ def main():
                 print(
                     f"| {name} | {r} | {variant} | {res['cpu']:.2f} | {res['passes']:.0f} "
                     f"| {res['sweeps']} | {res['J']:.9g} ({rel:+.1e}) "
-                    f"| {res['gap']:.1e} | {np.abs(comps - first[1]).max():.1e} |",
+                    f"| {res['gap']:.1e} | {np.abs(comps - first[1]).max():.1e} "
+                    f"| {moved(comps, first[1], first[0].get('radius'))} |",
                     flush=True,
                 )
         if name != "ooc" and os.path.exists(path):
