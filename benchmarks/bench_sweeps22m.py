@@ -55,6 +55,11 @@ FLAGS = {
         "PCA_START_SIDE_BY_SIDE": True,
         "_lockstep.SIDE_BY_SIDE": True,
     },
+    "sharethr": {
+        "DEFLATION_SWEEPS": False,
+        "_lockstep.SIDE_BY_SIDE": True,
+        "_lockstep.MAIN_THREAD_START": False,
+    },
     "defl": {"DEFLATION_SWEEPS": True},
     "deflshare": {"DEFLATION_SWEEPS": True, "_lockstep.SIDE_BY_SIDE": True},
 }

@@ -34,6 +34,13 @@ from ._blocks import _add
 #: round 10), so the default shares them only out of core.
 SIDE_BY_SIDE = "memmap"
 
+#: The last start runs in the calling thread (the others in threads of their
+#: own, taking turns with it): the same numbers and passes; in memory a
+#: thread's P-long temporaries come from a glibc arena of its own, which hands
+#: freed memory back to the system, so the next allocation faults it in again
+#: (issue 22 rounds 10 and 14); one start fewer in a thread of its own.
+MAIN_THREAD_START = True
+
 
 class _Stopped(Exception):
     """Raised in a start's thread to stop it when another start failed."""
@@ -91,6 +98,7 @@ class _Lockstep:
     def __init__(self, op):
         self.op, self.back, self.local = op, threading.Semaphore(0), threading.local()
         self.stopped = False
+        self.main, self.live = None, []
         # inside another lockstep's start: the passes go to that one (shared there too)
         self.outer = op.__dict__.get("_map")
 
@@ -101,11 +109,15 @@ class _Lockstep:
         return type(self.op)._map(self.op, *request)
 
     def _map(self, fn, args, make_acc=None, rows_tail=None):
-        """``op._map`` while the starts run: a start's pass waits for the others'."""
+        """``op._map`` while the starts run: a start's pass waits for the others'
+        (the calling thread's start runs the others' turns, then the pass)."""
         start = getattr(self.local, "start", None)
         if start is None:
             return self._base(fn, args, make_acc, rows_tail)
         start.request = (fn, args, make_acc, rows_tail)
+        if start is self.main:
+            self._round()
+            return start.reply
         state = _warnings_state()
         self.back.release()
         start.turn.acquire()
@@ -163,32 +175,47 @@ class _Lockstep:
             outs.append(None if out is None else np.ascontiguousarray(out))
         return outs, acc
 
+    def _round(self):
+        """The other live starts' turns, then one pass for every live request."""
+        for start in self.live:
+            self._turn(start)
+        self.live = [s for s in self.live if not s.done]
+        failed = next((s.error for s in self.starts if s.error is not None), None)
+        if failed is not None:
+            raise failed
+        waiting = self.live if self.main.done else [self.main] + self.live
+        if waiting:
+            self._pass(waiting)
+
     def run(self, jobs):
-        """``[job() for job in jobs]`` in lockstep; the first error of a job
-        (or of a shared pass) stops the others and is raised here."""
-        starts = [_Start(job) for job in jobs]
-        threads = [threading.Thread(target=self._thread, args=(s,), daemon=True) for s in starts]
+        """``[job() for job in jobs]`` in lockstep, the last job in the calling
+        thread (:data:`MAIN_THREAD_START`) and the others in threads of their
+        own; the first error of a job (or of a shared pass) stops the others
+        and is raised here."""
+        self.starts = starts = [_Start(job) for job in jobs]
+        self.main = starts[-1] if MAIN_THREAD_START else _Start(None)
+        self.main.done = not MAIN_THREAD_START
+        self.live = [s for s in starts if s is not self.main]
+        threads = [threading.Thread(target=self._thread, args=(s,), daemon=True) for s in self.live]
         for th in threads:
             th.start()
         self.op._map = self._map  # every pass of the starts' threads comes here
-        live = starts
         try:
-            while live:
-                for start in live:
-                    self._turn(start)
-                live = [s for s in live if not s.done]
-                failed = next((s.error for s in starts if s.error is not None), None)
-                if failed is not None:
-                    raise failed
-                if live:
-                    self._pass(live)
+            if MAIN_THREAD_START:
+                self.local.start = self.main
+                try:
+                    self.main.result = self.main.job()
+                finally:
+                    self.main.done, self.local.start = True, None
+            while self.live:
+                self._round()
         finally:
             if self.outer is None:
                 del self.op._map
             else:
                 self.op._map = self.outer
             self.stopped = True
-            for start in live:
+            for start in self.live:
                 if not start.done:
                     self._turn(start)
             for th in threads:
