@@ -60,6 +60,7 @@ FLAGS = {
         "_lockstep.SIDE_BY_SIDE": True,
         "_lockstep.MAIN_THREAD_START": False,
     },
+    "keep": {"DEFLATION_SWEEPS": False, "_lockstep.SIDE_BY_SIDE": True, "KEEP_RETURNED": True},
     "defl": {"DEFLATION_SWEEPS": True},
     "deflshare": {"DEFLATION_SWEEPS": True, "_lockstep.SIDE_BY_SIDE": True},
 }
