@@ -62,6 +62,7 @@ FLAGS = {
     },
     "keep": {"DEFLATION_SWEEPS": False, "_lockstep.SIDE_BY_SIDE": True, "KEEP_RETURNED": True},
     "defl": {"DEFLATION_SWEEPS": True},
+    "noshare": {"_lockstep.SIDE_BY_SIDE": "memmap"},
     "deflshare": {"DEFLATION_SWEEPS": True, "_lockstep.SIDE_BY_SIDE": True},
 }
 

@@ -25,14 +25,15 @@ import numpy as np
 from ._blocks import _add
 
 #: Where the starts of a joint fit share their passes (:func:`run_side_by_side`):
-#: ``"memmap"``, only when a pass reads the data from a file (a memmap or a
-#: dask array; on dask the requests' rows come back side by side); True, also in
-#: memory; False, nowhere (one start after the other: the same numbers, more
-#: passes). In memory a pass costs no read and the start threads' allocations
-#: cost more than the shared passes save (N = 100, P = 636,056 float64: +1 to
-#: +19 % wall in three alternating pairs; benchmarks/RESULTS.md, issue 22
-#: round 10), so the default shares them only out of core.
-SIDE_BY_SIDE = "memmap"
+#: True, everywhere (the default since issue 22 round 14); ``"memmap"``, only
+#: when a pass reads the data from a file (a memmap or a dask array; on dask the
+#: requests' rows come back side by side); False, nowhere (one start after the
+#: other: the same numbers, more passes). In memory the start threads'
+#: allocations once cost more than the shared passes saved (N = 100, P =
+#: 636,056 float64: +1 to +19 % wall, issue 22 round 10); with one start in the
+#: calling thread (:data:`MAIN_THREAD_START`) the CPU is that of one after the
+#: other, in 22-24 passes instead of 31-43 (round 14).
+SIDE_BY_SIDE = True
 
 #: The last start runs in the calling thread (the others in threads of their
 #: own, taking turns with it): the same numbers and passes; in memory a
@@ -225,8 +226,8 @@ class _Lockstep:
 
 def run_side_by_side(op, jobs):
     """``[job() for job in jobs]``, the jobs' passes over ``op``'s data shared
-    (:data:`SIDE_BY_SIDE`: by default out of core only, a memmap or a dask
-    array; more than one job).
+    (:data:`SIDE_BY_SIDE`: by default in memory and out of core; more than
+    one job).
 
     Each job must depend on no other job's state and draw no shared random
     numbers; its numbers are then those of running it alone, bit for bit.
