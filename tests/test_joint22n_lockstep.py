@@ -10,6 +10,7 @@ an error of any job stops the others and is raised to the caller.
 """
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -100,3 +101,34 @@ def test_an_error_of_a_thread_or_of_the_calling_threads_start_is_raised(failing)
     assert len(reached) <= 2  # each other job at most one pass past the failure
     assert "_map" not in vars(op)
     assert np.allclose(op.matvec(np.ones(9)), op.matvec(np.ones(9)))
+
+
+@pytest.mark.usefixtures("everywhere")
+def test_a_thread_start_warns_to_the_caller_not_into_the_calling_threads_start():
+    """The threads' starts begin while the calling thread's start is inside a
+    ``catch_warnings`` block of its own (its first pass runs their first
+    turns): their warnings still go to the caller, the calling thread's
+    start's only to its own block."""
+    op = _op(np.random.default_rng(3492).standard_normal((30, 7)))
+
+    def thread_job():
+        warnings.warn("from the thread's start", UserWarning, stacklevel=1)
+        op.matvec(np.ones(7))
+        warnings.warn("again from the thread's start", UserWarning, stacklevel=1)
+
+    def own_job():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            op.matvec(np.ones(7))  # the thread's start runs from here
+            warnings.warn("from the calling thread's start", UserWarning, stacklevel=1)
+            op.matvec(np.ones(7))
+        return [str(w.message) for w in caught]
+
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        _, own = lockstep.run_side_by_side(op, [thread_job, own_job])
+    assert own == ["from the calling thread's start"]
+    assert sorted(str(w.message) for w in outer) == [
+        "again from the thread's start",
+        "from the thread's start",
+    ]

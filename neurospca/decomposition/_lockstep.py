@@ -99,7 +99,7 @@ class _Lockstep:
     def __init__(self, op):
         self.op, self.back, self.local = op, threading.Semaphore(0), threading.local()
         self.stopped = False
-        self.main, self.live = None, []
+        self.main, self.live, self.caller = None, [], None
         # inside another lockstep's start: the passes go to that one (shared there too)
         self.outer = op.__dict__.get("_map")
 
@@ -130,6 +130,7 @@ class _Lockstep:
     def _thread(self, start):
         self.local.start = start
         start.turn.acquire()
+        _set_warnings_state(self.caller)  # not the state of the start whose pass let it run
         try:
             if not self.stopped:
                 start.result = start.job()
@@ -194,6 +195,7 @@ class _Lockstep:
         own; the first error of a job (or of a shared pass) stops the others
         and is raised here."""
         self.starts = starts = [_Start(job) for job in jobs]
+        self.caller = _warnings_state()  # each start begins with the caller's
         self.main = starts[-1] if MAIN_THREAD_START else _Start(None)
         self.main.done = not MAIN_THREAD_START
         self.live = [s for s in starts if s is not self.main]
