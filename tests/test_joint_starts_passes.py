@@ -86,6 +86,7 @@ def test_side_by_side_subspace_start_one_pass_same_numbers(tmp_path, monkeypatch
 
     monkeypatch.setattr(joint, "_start_side_by_side", spy)
     monkeypatch.setattr(joint, "PCA_START_SIDE_BY_SIDE", True)
+    monkeypatch.setattr(lockstep, "SIDE_BY_SIDE", "memmap")  # in memory one after the other
     for data in (X, _memmap(tmp_path, X)):
         m = _fit(data)
         live = np.any(m.components_ != 0, axis=1)
