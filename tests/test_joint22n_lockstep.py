@@ -17,6 +17,7 @@ import pytest
 
 import neurospca.decomposition._lockstep as lockstep
 
+from .test_datapath import _fit, _instance, _Reads
 from .test_joint_lockstep import _chain, _op
 
 
@@ -132,3 +133,21 @@ def test_a_thread_start_warns_to_the_caller_not_into_the_calling_threads_start()
         "again from the thread's start",
         "from the thread's start",
     ]
+
+
+def test_in_memory_the_joint_fit_reads_x_as_often_as_from_a_memmap(monkeypatch):
+    """The memmap test's instance in memory (float32, 3,000 x 12^3): by default
+    the starts share their passes there too, 20 passes as from the memmap
+    (``tests/test_datapath.py``; 34 one after the other, measured in issue 22
+    round 14), with the same components bit for bit."""
+    X = _instance(n=3000).astype(np.float32)
+    counted = _Reads(monkeypatch)
+    models, passes = {}, {}
+    for on in ("memmap", True):
+        monkeypatch.setattr(lockstep, "SIDE_BY_SIDE", on)
+        counted.bytes = 0
+        models[on] = _fit(X, alpha_rel=1.0)
+        passes[on] = counted.bytes / X.nbytes
+    assert passes[True] <= 20 < passes["memmap"] - 10, passes
+    for name in ("components_", "scores_", "dual_gaps_", "certified_support_"):
+        assert np.array_equal(getattr(models[True], name), getattr(models["memmap"], name))
