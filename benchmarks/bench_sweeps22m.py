@@ -32,6 +32,7 @@ Usage::
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -96,9 +97,11 @@ def child(name, variant, path, out):
     else:
         X, operator = bench_datapath._load(name, None)
     passes = bench_datapath._count_passes(X.nbytes)
-    t0 = time.process_time()
+    t0, ru0 = time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
     m = SPCATV(3, operator=operator, alpha_rel=1.0, tol=1e-3, random_state=0).fit(X)
     res = dict(cpu=time.process_time() - t0, passes=passes(), sweeps=int(m.n_sweeps_))
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    res["sys"], res["faults"] = ru.ru_stime - ru0.ru_stime, ru.ru_minflt - ru0.ru_minflt
     big = name == "ooc"  # no float64 copy of 2.6 GB
     res["J"] = np.nan if big else float(fitted_objective(m, np.asarray(X, np.float64), operator))
     res["gap"] = float(np.nanmax(m.rel_gaps_))
@@ -219,7 +222,8 @@ def main():
                 first = first or (res, comps)
                 rel = (res["J"] - first[0]["J"]) / abs(first[0]["J"])
                 print(
-                    f"| {name} | {r} | {variant} | {res['cpu']:.2f} | {res['passes']:.0f} "
+                    f"| {name} | {r} | {variant} | {res['cpu']:.2f} (sys {res['sys']:.2f}, "
+                    f"{res['faults'] / 1e3:.0f} k faults) | {res['passes']:.0f} "
                     f"| {res['sweeps']} | {res['J']:.9g} ({rel:+.1e}) "
                     f"| {res['gap']:.1e} | {np.abs(comps - first[1]).max():.1e} "
                     f"| {moved(comps, first[1], first[0].get('radius'))} |",
