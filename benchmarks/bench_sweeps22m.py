@@ -48,6 +48,7 @@ FLAGS = {
     "main": {},
     "branch": {},
     "nodefl": {"DEFLATION_SWEEPS": False},
+    "nodefl1by1": {"DEFLATION_SWEEPS": False, "_lockstep.SIDE_BY_SIDE": "memmap"},
     "sbs": {"DEFLATION_SWEEPS": False, "PCA_START_SIDE_BY_SIDE": True},
     # issue 22 round 14 (joint22n): the starts side by side in memory too
     "share": {"DEFLATION_SWEEPS": False, "_lockstep.SIDE_BY_SIDE": True},
