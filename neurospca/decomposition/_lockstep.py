@@ -4,8 +4,9 @@ The joint fit settles several starts (:mod:`~neurospca.decomposition._joint`):
 deflation's, the data's top singular subspace's, and a given start's. They do
 not depend on each other, and each one's passes over ``X`` come one after the
 other (every product needs the vectors of the last). :func:`run_side_by_side`
-runs them in lockstep: each start in a thread of its own, ONE thread running at
-a time; when every live start waits for a pass, the products they asked for
+runs them in lockstep: the last start in the calling thread, each other start
+in a thread of its own, ONE thread running at a time; when every live start
+waits for a pass, the products they asked for
 are computed in one read of every row block (:func:`_blk_many`: each request's
 own block function with its own accumulator, added up in the same order), and
 each start continues with its own. Each start's numbers are those of running
