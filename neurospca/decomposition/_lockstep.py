@@ -32,15 +32,18 @@ from ._blocks import _add
 #: other: the same numbers, more passes). In memory the start threads'
 #: allocations once cost more than the shared passes saved (N = 100, P =
 #: 636,056 float64: +1 to +19 % wall, issue 22 round 10); with one start in the
-#: calling thread (:data:`MAIN_THREAD_START`) the CPU is that of one after the
-#: other, in 22-24 passes instead of 31-43 (round 14).
+#: calling thread (:data:`MAIN_THREAD_START`) the CPU is within 3 % of one after
+#: the other at that size (the noise of a loaded machine), in 24 passes instead
+#: of 43, and 54 instead of 104 at P = 1,906,624 (round 14).
 SIDE_BY_SIDE = True
 
 #: The last start runs in the calling thread (the others in threads of their
 #: own, taking turns with it): the same numbers and passes; in memory a
 #: thread's P-long temporaries come from a glibc arena of its own, which hands
 #: freed memory back to the system, so the next allocation faults it in again
-#: (issue 22 rounds 10 and 14); one start fewer in a thread of its own.
+#: (issue 22 rounds 10 and 14); one start fewer in a thread of its own (N =
+#: 100, P = 636,056: 109 k minor page faults against 132 k, 79 k one after the
+#: other).
 MAIN_THREAD_START = True
 
 
