@@ -32,9 +32,9 @@ from ._blocks import _add
 #: other: the same numbers, more passes). In memory the start threads'
 #: allocations once cost more than the shared passes saved (N = 100, P =
 #: 636,056 float64: +1 to +19 % wall, issue 22 round 10); with one start in the
-#: calling thread (:data:`MAIN_THREAD_START`) the CPU is within 3 % of one after
-#: the other at that size (the noise of a loaded machine), in 24 passes instead
-#: of 43, and 54 instead of 104 at P = 1,906,624 (round 14).
+#: calling thread (:data:`MAIN_THREAD_START`) the CPU is -2 to +5 % of one after
+#: the other at that size (four pairs on a loaded machine), in 24 passes instead
+#: of 43, and 54 instead of 104 at P = 1,906,624, -2 % (round 14).
 SIDE_BY_SIDE = True
 
 #: The last start runs in the calling thread (the others in threads of their
