@@ -208,11 +208,13 @@ def test_joint_fit_from_scores_side_by_side(monkeypatch):
     assert got[True][3] < got[False][3]
 
 
-def test_by_default_the_starts_share_passes_only_from_a_file(tmp_path, monkeypatch):
-    """The default (``"memmap"``) shares the starts' passes when the data are
-    read from a file, as ``True`` does, and runs them one after the other in
-    memory, as ``False`` does (same model either way)."""
-    assert lockstep.SIDE_BY_SIDE == "memmap"
+def test_by_default_the_starts_share_passes_everywhere(tmp_path, monkeypatch):
+    """The default (``True`` since issue 22 round 14, with one start in the
+    calling thread) shares the starts' passes in memory and from a file;
+    ``"memmap"`` shares them when the data are read from a file, as ``True``
+    does, and runs them one after the other in memory, as ``False`` does (same
+    model either way)."""
+    assert lockstep.SIDE_BY_SIDE is True and lockstep.MAIN_THREAD_START is True
     X, _, mask = make_paper_simulation(150, random_state=3294, shape=(30, 30), correlation=0.7)
     op = tv_from_mask(mask)
     counted = count_passes(monkeypatch)

@@ -461,6 +461,7 @@ def _alternate(
     w0,
     n_threads,
     defl=None,
+    certify=True,
 ):
     """The alternation and deflation of :func:`neurospca.spca_tv`, BLAS already held
     (:func:`_spca_tv`): per component, the init, v-step / u-step alternation,
@@ -502,6 +503,10 @@ def _alternate(
     defl : _Deflated, optional
         Start from this implicitly deflated data (the other components of a
         joint fit, :mod:`~neurospca.decomposition._joint`) instead of ``op``.
+    certify : bool, optional
+        False: no certify step (a joint fit's start, whose sweeps refit and
+        certify every component after it; its recorded gaps are the last
+        v-step's, for the previous ``u``).
 
     Returns
     -------
@@ -525,8 +530,10 @@ def _alternate(
         state = None if w0 is None else w0[k]
         pair = _Pair(u=u, g=g, state=state, resid_prev=np.sqrt(defl.sqnorm))
         vdtype = _alternate_pair(cfg, defl, pair, vdtype, k)
-        if pair.nrm > 0.0 and pair.vv > 0.0:
+        if pair.nrm > 0.0 and pair.vv > 0.0 and certify:
             _certify_step(cfg, defl, pair)
+        elif pair.nrm > 0.0 and pair.vv > 0.0:  # the record's centre: the final u's
+            pair.xtu, pair.y = pair.g, pair.g * cfg.scale_y
         if pair.nrm == 0.0 or pair.vv == 0.0:
             zero_from = k
             warnings.warn(

@@ -4,8 +4,9 @@ The joint fit settles several starts (:mod:`~neurospca.decomposition._joint`):
 deflation's, the data's top singular subspace's, and a given start's. They do
 not depend on each other, and each one's passes over ``X`` come one after the
 other (every product needs the vectors of the last). :func:`run_side_by_side`
-runs them in lockstep: each start in a thread of its own, ONE thread running at
-a time; when every live start waits for a pass, the products they asked for
+runs them in lockstep: the last start in the calling thread, each other start
+in a thread of its own, ONE thread running at a time; when every live start
+waits for a pass, the products they asked for
 are computed in one read of every row block (:func:`_blk_many`: each request's
 own block function with its own accumulator, added up in the same order), and
 each start continues with its own. Each start's numbers are those of running
@@ -25,14 +26,25 @@ import numpy as np
 from ._blocks import _add
 
 #: Where the starts of a joint fit share their passes (:func:`run_side_by_side`):
-#: ``"memmap"``, only when a pass reads the data from a file (a memmap or a
-#: dask array; on dask the requests' rows come back side by side); True, also in
-#: memory; False, nowhere (one start after the other: the same numbers, more
-#: passes). In memory a pass costs no read and the start threads' allocations
-#: cost more than the shared passes save (N = 100, P = 636,056 float64: +1 to
-#: +19 % wall in three alternating pairs; benchmarks/RESULTS.md, issue 22
-#: round 10), so the default shares them only out of core.
-SIDE_BY_SIDE = "memmap"
+#: True, everywhere (the default since issue 22 round 14); ``"memmap"``, only
+#: when a pass reads the data from a file (a memmap or a dask array; on dask the
+#: requests' rows come back side by side); False, nowhere (one start after the
+#: other: the same numbers, more passes). In memory the start threads'
+#: allocations once cost more than the shared passes saved (N = 100, P =
+#: 636,056 float64: +1 to +19 % wall, issue 22 round 10); with one start in the
+#: calling thread (:data:`MAIN_THREAD_START`) the CPU is -2 to +5 % of one after
+#: the other at that size (four pairs on a loaded machine), in 24 passes instead
+#: of 43, and 54 instead of 104 at P = 1,906,624, -2 % (round 14).
+SIDE_BY_SIDE = True
+
+#: The last start runs in the calling thread (the others in threads of their
+#: own, taking turns with it): the same numbers and passes; in memory a
+#: thread's P-long temporaries come from a glibc arena of its own, which hands
+#: freed memory back to the system, so the next allocation faults it in again
+#: (issue 22 rounds 10 and 14); one start fewer in a thread of its own (N =
+#: 100, P = 636,056: 109 k minor page faults against 132 k, 79 k one after the
+#: other).
+MAIN_THREAD_START = True
 
 
 class _Stopped(Exception):
@@ -91,13 +103,26 @@ class _Lockstep:
     def __init__(self, op):
         self.op, self.back, self.local = op, threading.Semaphore(0), threading.local()
         self.stopped = False
+        self.main, self.live, self.caller = None, [], None
+        # inside another lockstep's start: the passes go to that one (shared there too)
+        self.outer = op.__dict__.get("_map")
+
+    def _base(self, *request):
+        """One pass for ``request``: the enclosing lockstep's, else the operator's own."""
+        if self.outer is not None:
+            return self.outer(*request)
+        return type(self.op)._map(self.op, *request)
 
     def _map(self, fn, args, make_acc=None, rows_tail=None):
-        """``op._map`` while the starts run: a start's pass waits for the others'."""
+        """``op._map`` while the starts run: a start's pass waits for the others'
+        (the calling thread's start runs the others' turns, then the pass)."""
         start = getattr(self.local, "start", None)
         if start is None:
-            return type(self.op)._map(self.op, fn, args, make_acc, rows_tail)
+            return self._base(fn, args, make_acc, rows_tail)
         start.request = (fn, args, make_acc, rows_tail)
+        if start is self.main:
+            self._round()
+            return start.reply
         state = _warnings_state()
         self.back.release()
         start.turn.acquire()
@@ -109,6 +134,7 @@ class _Lockstep:
     def _thread(self, start):
         self.local.start = start
         start.turn.acquire()
+        _set_warnings_state(self.caller)  # not the state of the start whose pass let it run
         try:
             if not self.stopped:
                 start.result = start.job()
@@ -129,7 +155,7 @@ class _Lockstep:
         """The requests of ``starts`` in one pass over the data."""
         op, requests = self.op, [s.request for s in starts]
         if len(requests) == 1:
-            starts[0].reply = type(op)._map(op, *requests[0])
+            starts[0].reply = self._base(*requests[0])
             return
         n = op.shape[0]
         makes = [make for _, _, make, _ in requests]
@@ -138,7 +164,7 @@ class _Lockstep:
         else:
             outs = [None if tail is None else np.empty((n,) + tail) for *_, tail in requests]
             items = [(fn, args, out) for (fn, args, _, _), out in zip(requests, outs, strict=True)]
-            _, acc = type(op)._map(op, _blk_many, (items,), make_acc=lambda: _Many(makes))
+            _, acc = self._base(_blk_many, (items,), lambda: _Many(makes), None)
         for start, out, part in zip(starts, outs, acc.parts, strict=True):
             start.reply = (out, part)
 
@@ -148,39 +174,55 @@ class _Lockstep:
         for fn, args, _, tail in requests:
             items.append((fn, args, lo, tail))
             lo += 0 if tail is None else 1 if tail == () else tail[0]
-        op = self.op
-        Z, acc = type(op)._map(
-            op, _blk_many_rows, (items,), make_acc=lambda: _Many(makes), rows_tail=(lo,)
-        )
+        Z, acc = self._base(_blk_many_rows, (items,), lambda: _Many(makes), (lo,))
         outs = []
         for _, _, c, tail in items:
             out = None if tail is None else Z[:, c] if tail == () else Z[:, c : c + tail[0]]
             outs.append(None if out is None else np.ascontiguousarray(out))
         return outs, acc
 
+    def _round(self):
+        """The other live starts' turns, then one pass for every live request."""
+        for start in self.live:
+            self._turn(start)
+        self.live = [s for s in self.live if not s.done]
+        failed = next((s.error for s in self.starts if s.error is not None), None)
+        if failed is not None:
+            raise failed
+        waiting = self.live if self.main.done else [self.main] + self.live
+        if waiting:
+            self._pass(waiting)
+
     def run(self, jobs):
-        """``[job() for job in jobs]`` in lockstep; the first error of a job
-        (or of a shared pass) stops the others and is raised here."""
-        starts = [_Start(job) for job in jobs]
-        threads = [threading.Thread(target=self._thread, args=(s,), daemon=True) for s in starts]
+        """``[job() for job in jobs]`` in lockstep, the last job in the calling
+        thread (:data:`MAIN_THREAD_START`) and the others in threads of their
+        own; the first error of a job (or of a shared pass) stops the others
+        and is raised here."""
+        self.starts = starts = [_Start(job) for job in jobs]
+        self.caller = _warnings_state()  # each start begins with the caller's
+        self.main = starts[-1] if MAIN_THREAD_START else _Start(None)
+        self.main.done = not MAIN_THREAD_START
+        self.live = [s for s in starts if s is not self.main]
+        threads = [threading.Thread(target=self._thread, args=(s,), daemon=True) for s in self.live]
         for th in threads:
             th.start()
         self.op._map = self._map  # every pass of the starts' threads comes here
-        live = starts
         try:
-            while live:
-                for start in live:
-                    self._turn(start)
-                live = [s for s in live if not s.done]
-                failed = next((s.error for s in starts if s.error is not None), None)
-                if failed is not None:
-                    raise failed
-                if live:
-                    self._pass(live)
+            if MAIN_THREAD_START:
+                self.local.start = self.main
+                try:
+                    self.main.result = self.main.job()
+                finally:
+                    self.main.done, self.local.start = True, None
+            while self.live:
+                self._round()
         finally:
-            del self.op._map
+            if self.outer is None:
+                del self.op._map
+            else:
+                self.op._map = self.outer
             self.stopped = True
-            for start in live:
+            for start in self.live:
                 if not start.done:
                     self._turn(start)
             for th in threads:
@@ -190,8 +232,8 @@ class _Lockstep:
 
 def run_side_by_side(op, jobs):
     """``[job() for job in jobs]``, the jobs' passes over ``op``'s data shared
-    (:data:`SIDE_BY_SIDE`: by default out of core only, a memmap or a dask
-    array; more than one job).
+    (:data:`SIDE_BY_SIDE`: by default in memory and out of core; more than
+    one job).
 
     Each job must depend on no other job's state and draw no shared random
     numbers; its numbers are then those of running it alone, bit for bit.

@@ -30,7 +30,7 @@ from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_rat
 from ._auto import auto_fit, auto_path, fixed_split, warn_empty_components
 from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, reconstruction_error
 from ._data import validated_data_operator
-from ._joint import _joint_spca_tv
+from ._joint import _joint_spca_tv, returned_signs
 from ._spcatv_function import spca_tv
 from ._stability import scores_of, set_stability
 from ._support import certify_fit
@@ -601,10 +601,10 @@ class Settings(NamedTuple):
 
 
 def _flip_signs(U, V, info):
-    """Deterministic signs, in place: each component's largest-|loading| positive."""
-    for k in range(V.shape[1]):
-        j = int(np.argmax(np.abs(V[:, k])))
-        if V[j, k] < 0:
+    """Deterministic signs, in place: each component's largest-|loading| positive
+    (:func:`~neurospca.decomposition._joint.returned_signs`)."""
+    for k, sign in enumerate(returned_signs(V)):
+        if sign < 0:
             V[:, k], U[:, k] = -V[:, k], -U[:, k]
             if info["w"][k] is not None:
                 info["w"][k] = -info["w"][k]
