@@ -73,8 +73,7 @@ def summary(before, after):
     rows = [[json.loads(line) for line in open(f)] for f in (before, after)]
     key = lambda r: (r["variant"], r["order"], r["seed"])  # noqa: E731
     old = {key(r): r for r in rows[0]}
-    head = "| variant | order | seed | tree | point | non-zero | best abs cos | stability_ | CPU s |"
-    print(head)
+    print("| variant | order | seed | tree | point | non-zero | best abs cos | stability_ | CPU |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in sorted(rows[1], key=key):
         for tree, x in (("before", old.get(key(r))), ("after", r)):
