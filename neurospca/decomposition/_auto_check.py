@@ -65,11 +65,12 @@ BETTER_SOLUTION = False
 def _whole(V, point):
     """The components of the full fit ``V`` (features x components) at
     ``point`` that are whole-map (:data:`WHOLE_MAP`) where the point's halves
-    had as many whole-map components or more (:func:`._auto.whole_map_count`):
-    reported as such, not too dense; none when they would be every component."""
+    had as many whole-map components or more, allowed there
+    (:func:`._auto.mark_whole_map`): reported as such, not too dense; none
+    when they would be every component."""
     whole = np.mean(V != 0, axis=0) >= WHOLE_MAP
-    n = whole_map_count(point) if point is not None else None
-    return whole if n and 0 < whole.sum() <= n and not whole.all() else np.zeros_like(whole)
+    n = whole_map_count(point) if point is not None and point.get("whole_map") else 0
+    return whole if 0 < whole.sum() <= n and not whole.all() else np.zeros_like(whole)
 
 
 def _too_dense(V, point=None):
