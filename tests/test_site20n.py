@@ -45,15 +45,19 @@ def test_specks_below_the_floor_are_not_admissible():
     assert _admissible(above)
 
 
-def test_whole_map_points_only_where_no_point_is_regional():
-    # the site cohort's default split (seed 3460): a whole-map first component
-    site = [
+def _site_split():
+    """The site cohort's default split (seed 3460): a whole-map first component."""
+    return [
         _record(0.5, [0.05, 0.70, 0.21], [1.0, 0.45, 0.76, 1.0, 0.55, 0.77]),
         _record(1.0, [0.35, 0.81, 0.04], [1.0, 0.08, 0.27, 0.99, 0.21, 0.14]),
         _record(2.0, [0.14, 0.88, 0.09], [1.0, 0.04, 0.03, 1.0, 0.02, 0.04]),
         _record(4.0, [0.50, 0.96, 0.01], [1.0, 0.01, 0.02, 1.0, 0.01, 0.01]),
         _record(8.0, [0.001, 0.001, 0.006], [0.009, 0.002, 0.009, 0.025, 0.008, 0.013]),
     ]
+
+
+def test_whole_map_points_only_where_no_point_is_regional():
+    site = _site_split()
     assert [whole_map_count(p) for p in site] == [0, 1, 1, 1, 0]  # 0.5: 76 % is neither
     assert not any(_admissible(p) for p in site)
     mark_whole_map(site)
@@ -61,7 +65,7 @@ def test_whole_map_points_only_where_no_point_is_regional():
     assert site[choose_least_shrunk(site)]["alpha_rel"] == 1.0
     # with one regional admissible point, no whole-map point is admissible
     regional = _record(4.0, [0.97, 0.97, 0.99], [0.02, 0.02, 0.02, 0.01, 0.02, 0.01])
-    path = mark_whole_map([dict(p) for p in site[:3]] + [regional])
+    path = mark_whole_map(_site_split()[:3] + [regional])
     assert [_admissible(p) for p in path] == [False, False, False, True]
 
 
