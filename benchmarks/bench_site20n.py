@@ -69,22 +69,30 @@ def fmt(a):
 
 
 def summary(before, after):
-    """A markdown table, before and after side by side per instance."""
+    """A markdown table: one row per instance, before and after side by side."""
     rows = [[json.loads(line) for line in open(f)] for f in (before, after)]
     key = lambda r: (r["variant"], r["order"], r["seed"])  # noqa: E731
     old = {key(r): r for r in rows[0]}
-    print("| variant | order | seed | tree | point | non-zero | best abs cos | stability_ | CPU |")
+    print(
+        "| variant | order | seed | before: point, non-zero, best abs cos | after: point | "
+        "non-zero | best abs cos per pattern | stability_ | CPU s before -> after |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in sorted(rows[1], key=key):
-        for tree, x in (("before", old.get(key(r))), ("after", r)):
-            if x is None:
-                continue
-            p = x["point"]
-            print(
-                f"| {x['variant']} | {x['order']} | {x['seed']} | {tree} | ({p[0]:g}, {p[1]:g}) "
-                f"{p[2]:g} | {fmt(x['nonzero'])} | {fmt(x['cos'])} | {fmt(x['stability'])} | "
-                f"{x['cpu']:.1f} |"
-            )
+        b = old.get(key(r))
+        if b is None:
+            continue
+        same = b["point"] == r["point"] and b["nonzero"] == r["nonzero"]
+        was = "same" if same else f"{_point(b)}, {fmt(b['nonzero'])}, {fmt(b['cos'])}"
+        print(
+            f"| {r['variant']} | {r['order']} | {r['seed']} | {was} | {_point(r)} | "
+            f"{fmt(r['nonzero'])} | {fmt(r['cos'])} | {fmt(r['stability'])} | "
+            f"{b['cpu']:.1f} -> {r['cpu']:.1f} |"
+        )
+
+
+def _point(r):
+    return f"({r['point'][0]:g}, {r['point'][1]:g}) {r['point'][2]:g}"
 
 
 def main():
