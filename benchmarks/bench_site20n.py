@@ -82,7 +82,7 @@ def summary(before, after):
         b = old.get(key(r))
         if b is None:
             continue
-        same = b["point"] == r["point"] and b["nonzero"] == r["nonzero"]
+        same = all(b[k] == r[k] for k in ("point", "nonzero", "cos", "stability"))
         was = "same" if same else f"{_point(b)}, {fmt(b['nonzero'])}, {fmt(b['cos'])}"
         print(
             f"| {r['variant']} | {r['order']} | {r['seed']} | {was} | {_point(r)} | "
