@@ -101,3 +101,12 @@ def test_site_offset_is_kept_whole_map_beside_sparse_atrophy(cohort):
     C = model.components_ / np.linalg.norm(model.components_, axis=1, keepdims=True)
     cos = np.abs(P / np.linalg.norm(P, axis=1, keepdims=True) @ C.T)
     assert cos.max() >= 0.95  # a planted atrophy pattern recovered by a sparse component
+
+
+def test_methods_text_says_when_whole_map_points_were_allowed():
+    from neurospca.reporting._methods import _auto_text
+
+    pen = {"auto_path": _site_split(), "l1_ratio": 0.05, "tv_ratio": 0.1}
+    assert "whole map" not in _auto_text(pen)
+    mark_whole_map(pen["auto_path"])
+    assert "at least 90 % non-zero in both halves" in _auto_text(pen)
