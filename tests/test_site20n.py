@@ -110,3 +110,19 @@ def test_methods_text_says_when_whole_map_points_were_allowed():
     assert "whole map" not in _auto_text(pen)
     mark_whole_map(pen["auto_path"])
     assert "at least 90 % non-zero in both halves" in _auto_text(pen)
+
+
+def test_a_regional_point_with_specks_does_not_shut_out_whole_map_points():
+    # the site cohort sorted by site (seed 3470): alpha_rel 8 was regional and
+    # admissible (mean 0.25) with two of its three components specks
+    site = _site_split()
+    site[4] = _record(8.0, [0.007, 0.741, 0.003], [0.07, 0.06, 0.01, 0.09, 0.06, 0.02])
+    assert _admissible(site[4])
+    mark_whole_map(site)
+    assert [_admissible(p) for p in site] == [False, True, True, True, True]
+    assert site[choose_least_shrunk(site)]["alpha_rel"] == 1.0
+    # marks are recomputed over the records given (another split's regional point)
+    regional = _record(0.5, [0.95, 0.96, 0.97], [0.02, 0.02, 0.01, 0.02, 0.02, 0.01])
+    regional.update(l1_ratio=0.3, tv_ratio=0.3)
+    path = mark_whole_map(site + [regional])
+    assert [_admissible(p) for p in path] == [False, False, False, False, True, True]

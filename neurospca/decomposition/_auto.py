@@ -66,9 +66,9 @@ MAX_NONZERO = 0.5
 #: non-empty, benchmarks/RESULTS.md, issue 20 round 14), while a regional
 #: component under too weak a penalty spreads part-way (55-80 %). A point
 #: whose only dense components are whole-map in both halves, reproduce, and
-#: leave a regional component is admissible when it reproduces better than
-#: every point of its split without one (:func:`mark_whole_map`); the fit
-#: reports them (:func:`warn_empty_components`).
+#: leave a regional component is admissible when no point without one has
+#: every component reproducing (:func:`mark_whole_map`); the fit reports
+#: them (:func:`warn_empty_components`).
 WHOLE_MAP = 0.9
 #: An admissible point's half components reproduce on average (matched
 #: absolute correlation) at least this: specks that reproduce at 0.001-0.006
@@ -137,26 +137,27 @@ def _admissible(point):
 
 
 def mark_whole_map(points):
-    """Allow whole-map components in one split's records where they reproduce
-    better than every point without one: each record with
-    :func:`whole_map_count` at least 1 whose mean reproducibility is above
-    that of every admissible record of the split (every component regional)
-    gets ``"whole_map": True`` (then :func:`_admissible`). Returns ``points``.
+    """Allow whole-map components in the records ``points`` (every split
+    searched so far) when no record without one is admissible with every
+    component reproducing at least :data:`REPRODUCE_FLOOR`: then each record
+    with :func:`whole_map_count` at least 1 gets ``"whole_map": True`` (else
+    the mark is removed). Returns ``points``.
 
-    A regional point is preferred when it reproduces as well: on the harmonised
-    cohort (each site's mean removed) the age effect, thinning the whole cortex,
-    was whole-map at weaker points, and choosing one cost a planted pattern (abs
-    cos 0.90 -> 0.44); without its sites, one cohort's only regional
-    admissible point (alpha_rel 8, specks in two of three components) reproduced
-    at 0.25 against 0.69-0.71 for the points with the site offset (issue 20
+    A regional point whose every component reproduces is preferred: on the
+    harmonised cohort (each site's mean removed) the age effect, thinning the
+    whole cortex, was whole-map at weaker points, and choosing one cost a
+    planted pattern (abs cos 0.90 -> 0.44, and 0.95/0.96/0.97 -> 0.64/0.75/0.99
+    against the sparse split's regional point); without its sites, one
+    cohort's only regional admissible point (alpha_rel 8) held specks in two
+    of its three components (reproducing at 0.007 and 0.003) (issue 20
     round 14, benchmarks/RESULTS.md).
     """
-    regional = [np.mean(p["reproducibility"]) for p in points if _admissible(p)]
-    best = max(regional, default=-np.inf)
     for p in points:
-        nz = np.asarray(p["nonzero_fraction"])
-        if np.all(nz > 0) and whole_map_count(p) and np.mean(p["reproducibility"]) > best:
-            p["whole_map"] = True
+        p.pop("whole_map", None)
+    if not any(_admissible(p) and min(p["reproducibility"]) >= REPRODUCE_FLOOR for p in points):
+        for p in points:
+            if np.all(np.asarray(p["nonzero_fraction"]) > 0) and whole_map_count(p):
+                p["whole_map"] = True
     return points
 
 
@@ -442,11 +443,11 @@ def auto_path(estimator, X):
 
     def walk_split(split, alpha_rels):
         walk = SplitWalk(_half_models(estimator), halves, split, alpha_rels, n_jobs)
-        points = mark_whole_map([dict(p, _walk=walk) for p in walk.walk()])
+        points = [dict(p, _walk=walk) for p in walk.walk()]
         _say_points(estimator, points)
         return points
 
-    path = walk_split(*splits[0])
+    path = mark_whole_map(walk_split(*splits[0]))
     others = splits[1:] if not _unbeatable(path) else []
     check = path[0]["_check"] = Others(estimator, halves, n_jobs, others, walk_split)
     if others:  # the full fit at the first split's choice decides first (auto_fit)
@@ -541,6 +542,7 @@ class Others:
         """Append the other splits' records to ``path``."""
         for split, alpha_rels in self.splits:
             path += self.walk_split(split, alpha_rels)
+        mark_whole_map(path)  # (a regional point of another split may now exist)
 
 
 def fixed_split(l1_ratio, tv_ratio):
@@ -588,9 +590,9 @@ def warn_empty_components(estimator):
     alpha_rel 8, whose halves held specks (0.2-2.5 % non-zero, reproducing at
     0.001-0.006), and the full fit there had all three components empty.
     Since round 14 such specks are not admissible (:data:`REPRODUCE_FLOOR`)
-    and a whole-map component is allowed where it reproduces better than every
-    point without one (:func:`mark_whole_map`): it is kept, and this warning
-    names it.
+    and a whole-map component is allowed where no point without one has every
+    component reproducing (:func:`mark_whole_map`): it is kept, and this
+    warning names it.
     """
     density = np.mean(estimator.loadings_ != 0, axis=0)
     empty, whole = np.flatnonzero(density == 0), np.flatnonzero(density >= WHOLE_MAP)
