@@ -143,9 +143,9 @@ def _auto_text(pen):
     )
     if any(step.get("whole_map") for step in pen["auto_path"] or []):
         text += (
-            " (or, where they reproduced better than every such point, with components "
-            "at least 90 % non-zero in both halves: a signal over the whole map, such as "
-            "a site offset, kept as a component)"
+            " (or, as no such point had every component reproducing at 0.1 or more, "
+            "with components at least 90 % non-zero in both halves: a signal over the "
+            "whole map, such as a site offset, kept as a component)"
         )
     if len(groups) > 1:
         text += " (a split other than the first only if more reproducible by more than 0.02)"
