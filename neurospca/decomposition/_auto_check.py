@@ -350,9 +350,9 @@ def _first_fit(path, run, start):
     other splits pending (``"_others"``, :class:`Others`), at the first
     split's choice first, and the other splits searched only when one of its
     components does not reproduce (:meth:`Others.reproduce`, :func:`_flagged`)
-    or the first split has no admissible point without whole-map components
-    (:func:`._auto.mark_whole_map`, issue 20 round 14); then at the choice over
-    every split if that is another point.
+    or the first split has no admissible point or chose one with whole-map
+    components (:func:`._auto.mark_whole_map`, issue 20 round 14); then at the
+    choice over every split if that is another point.
 
     Returns
     -------
@@ -368,7 +368,7 @@ def _first_fit(path, run, start):
         return i, result, None
     stab, refit = others.reproduce(path[i], result[1])
     refit = None if refit is None else (path[i], refit)
-    if not _flagged(stab) and any(_admissible(p) and not p.get("whole_map") for p in path):
+    if not (_flagged(stab) or path[i].get("whole_map")) and any(_admissible(p) for p in path):
         return i, result, refit  # (else the other splits may have a regional point)
     others.search(path)
     new = path[choose_point(path)]
