@@ -42,16 +42,13 @@ def choose_alpha_rel(path):
     int
         Index into ``path`` of the chosen point: the highest mean split-half
         reproducibility among the admissible points (every component of both
-        halves non-empty and at most :data:`MAX_NONZERO` non-zero; all points
-        if none is admissible); an exact tie goes to the stronger penalty.
+        halves non-empty and at most :data:`MAX_NONZERO` non-zero, or
+        whole-map; the mean above :data:`REPRODUCE_FLOOR`: :func:`_admissible`;
+        all points if none is admissible); an exact tie goes to the stronger
+        penalty.
     """
     score = np.array([np.mean(p["reproducibility"]) for p in path])
-    ok = np.array(
-        [
-            np.all(p["nonzero_fraction"] > 0) and np.all(p["nonzero_fraction"] <= MAX_NONZERO)
-            for p in path
-        ]
-    )
+    ok = np.array([_admissible(p) for p in path])
     if not ok.any():
         ok[:] = True
     strength = np.array([p["alpha_rel"] for p in path])
@@ -62,6 +59,22 @@ def choose_alpha_rel(path):
 #: An admissible point of the automatic path has every component at most this
 #: fraction non-zero (a component that covers most of the brain is not a region).
 MAX_NONZERO = 0.5
+#: A component at least this fraction non-zero in both halves is *whole-map*:
+#: a signal spread over the whole map (a site or scanner offset, a global
+#: signal), not a region. The l1 penalty shrinks such a map evenly, so it stays
+#: whole (a site offset: 99-100 % non-zero at every point where it was
+#: non-empty, benchmarks/RESULTS.md, issue 20 round 14), while a regional
+#: component under too weak a penalty spreads part-way (55-80 %). A point
+#: whose only dense components are whole-map in both halves, reproduce, and
+#: leave a regional component is admissible when no point without one has
+#: every component reproducing (:func:`mark_whole_map`); the fit reports
+#: them (:func:`warn_empty_components`).
+WHOLE_MAP = 0.9
+#: An admissible point's half components reproduce on average (matched
+#: absolute correlation) at least this: specks that reproduce at 0.001-0.006
+#: are not evidence of a pattern (issue 20 round 14; unrelated smooth maps
+#: match at a few hundredths).
+REPRODUCE_FLOOR = 0.1
 
 #: The documented fixed split ``(l1_ratio, tv_ratio)``: what ``l1_ratio="auto"``
 #: and ``tv_ratio="auto"`` mean when the split is not searched.
@@ -97,9 +110,55 @@ def _split_of(point):
     return point.get("l1_ratio"), point.get("tv_ratio")
 
 
+def whole_map_count(point):
+    """The number of *whole-map* components of a point's halves
+    (:data:`WHOLE_MAP`) when every other component is regional (at most
+    :data:`MAX_NONZERO` non-zero), both halves have as many whole-map
+    components, each of half A's reproduces at least :data:`REPRODUCE_FLOOR`
+    and each half keeps a regional component; else 0."""
+    nz = np.asarray(point["nonzero_fraction"], float)
+    a, b = np.split(nz, 2)
+    whole_a, whole_b = a >= WHOLE_MAP, b >= WHOLE_MAP
+    shape = np.all((nz <= MAX_NONZERO) | (nz >= WHOLE_MAP)) and whole_a.sum() == whole_b.sum()
+    regional = (a <= MAX_NONZERO).any() and (b <= MAX_NONZERO).any()
+    repro = np.asarray(point["reproducibility"], float)[whole_a]
+    return int(whole_a.sum()) if shape and regional and np.all(repro >= REPRODUCE_FLOOR) else 0
+
+
 def _admissible(point):
-    nz = point["nonzero_fraction"]
-    return bool(np.all(nz > 0) and np.all(nz <= MAX_NONZERO))
+    """Every component of both halves non-empty and regional (at most
+    :data:`MAX_NONZERO` non-zero), or whole-map where :func:`mark_whole_map`
+    allowed it (``"whole_map"`` in the record), and the mean reproducibility
+    at least :data:`REPRODUCE_FLOOR` (issue 20 round 14)."""
+    nz = np.asarray(point["nonzero_fraction"], float)
+    if not np.all(nz > 0) or np.mean(point["reproducibility"]) < REPRODUCE_FLOOR:
+        return False
+    return bool(np.all(nz <= MAX_NONZERO) or point.get("whole_map", False))
+
+
+def mark_whole_map(points):
+    """Allow whole-map components in the records ``points`` (every split
+    searched so far) when no record without one is admissible with every
+    component reproducing at least :data:`REPRODUCE_FLOOR`: then each record
+    with :func:`whole_map_count` at least 1 gets ``"whole_map": True`` (else
+    the mark is removed). Returns ``points``.
+
+    A regional point whose every component reproduces is preferred: on the
+    harmonised cohort (each site's mean removed) the age effect, thinning the
+    whole cortex, was whole-map at weaker points, and choosing one cost a
+    planted pattern (abs cos 0.90 -> 0.44, and 0.95/0.96/0.97 -> 0.64/0.75/0.99
+    against the sparse split's regional point); without its sites, one
+    cohort's only regional admissible point (alpha_rel 8) held specks in two
+    of its three components (reproducing at 0.007 and 0.003) (issue 20
+    round 14, benchmarks/RESULTS.md).
+    """
+    for p in points:
+        p.pop("whole_map", None)
+    if not any(_admissible(p) and min(p["reproducibility"]) >= REPRODUCE_FLOOR for p in points):
+        for p in points:
+            if np.all(np.asarray(p["nonzero_fraction"]) > 0) and whole_map_count(p):
+                p["whole_map"] = True
+    return points
 
 
 def _has_empty(point):
@@ -388,7 +447,7 @@ def auto_path(estimator, X):
         _say_points(estimator, points)
         return points
 
-    path = walk_split(*splits[0])
+    path = mark_whole_map(walk_split(*splits[0]))
     others = splits[1:] if not _unbeatable(path) else []
     check = path[0]["_check"] = Others(estimator, halves, n_jobs, others, walk_split)
     if others:  # the full fit at the first split's choice decides first (auto_fit)
@@ -483,6 +542,7 @@ class Others:
         """Append the other splits' records to ``path``."""
         for split, alpha_rels in self.splits:
             path += self.walk_split(split, alpha_rels)
+        mark_whole_map(path)  # (a regional point of another split may now exist)
 
 
 def fixed_split(l1_ratio, tv_ratio):
@@ -520,27 +580,42 @@ def auto_fit(path, run, start):
 
 def warn_empty_components(estimator):
     """Warn when the penalty ``alpha_rel="auto"`` chose leaves components of
-    ``estimator`` (fitted) empty.
+    ``estimator`` (fitted) empty, or whole-map (:data:`WHOLE_MAP`).
 
-    Measured (benchmarks/RESULTS.md, issue 20 round 13): a simulated three-site
-    cortical-thickness cohort (``make_multisite_cohort``, seeds 3460 and 3461)
-    given without its sites. Every penalty's first component is the site
-    offset, spread over the whole cortex, so the weaker points are too dense
-    to be admissible; the only admissible point of the default split was
+    Measured (benchmarks/RESULTS.md, issue 20 rounds 13-14): a simulated
+    three-site cortical-thickness cohort (``make_multisite_cohort``) given
+    without its sites. Every penalty's first component is the site offset,
+    spread over the whole cortex. Before round 14 that made every weaker
+    point inadmissible; the only admissible point of the default split was
     alpha_rel 8, whose halves held specks (0.2-2.5 % non-zero, reproducing at
-    0.001-0.006), and the full fit there had all three components empty, with
-    no word of it before.
+    0.001-0.006), and the full fit there had all three components empty.
+    Since round 14 such specks are not admissible (:data:`REPRODUCE_FLOOR`)
+    and a whole-map component is allowed where no point without one has every
+    component reproducing (:func:`mark_whole_map`): it is kept, and this
+    warning names it.
     """
-    empty = np.flatnonzero(~np.any(estimator.loadings_ != 0, axis=0))
+    density = np.mean(estimator.loadings_ != 0, axis=0)
+    empty, whole = np.flatnonzero(density == 0), np.flatnonzero(density >= WHOLE_MAP)
+    point = (
+        f'alpha_rel="auto" chose alpha_rel={estimator.alpha_rel_:.3g} (l1_ratio='
+        f"{estimator.l1_ratio_:.3g}, tv_ratio={estimator.tv_ratio_:.3g}), where components "
+    )
+    remedy = "remove it first (confounds, site harmonisation with neurospca.study, split_groups)"
+    if whole.size:
+        warnings.warn(
+            f"{point}{whole.tolist()} of {density.size} are whole-map (at least "
+            f"{WHOLE_MAP:.0%} non-zero): a signal spread over the whole map (a site or "
+            f"scanner offset, a global signal, an effect of age), not a region. To see the "
+            f"regions it hides, {remedy}.",
+            UserWarning,
+            stacklevel=3,
+        )
     if empty.size == 0:
         return
     warnings.warn(
-        f'alpha_rel="auto" chose alpha_rel={estimator.alpha_rel_:.3g} (l1_ratio='
-        f"{estimator.l1_ratio_:.3g}, tv_ratio={estimator.tv_ratio_:.3g}), where components "
-        f"{empty.tolist()} of {estimator.loadings_.shape[1]} are empty. When a component "
+        f"{point}{empty.tolist()} of {density.size} are empty. When a component "
         "spread over the whole map (a site or scanner offset, a global signal) makes the "
-        "weaker penalties too dense to be chosen, remove it first (confounds, site "
-        "harmonisation with neurospca.study, split_groups); otherwise fewer components or a "
+        f"weaker penalties too dense to be chosen, {remedy}; otherwise fewer components or a "
         "fixed alpha_rel may suit the data.",
         UserWarning,
         stacklevel=3,

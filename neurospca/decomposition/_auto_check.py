@@ -10,7 +10,16 @@ before those are searched (issue 20 rounds 9-10, :func:`_flagged`).
 
 import numpy as np
 
-from ._auto import MAX_NONZERO, _admissible, _has_empty, _split_of, choose_alpha_rel, choose_point
+from ._auto import (
+    MAX_NONZERO,
+    WHOLE_MAP,
+    _admissible,
+    _has_empty,
+    _split_of,
+    choose_alpha_rel,
+    choose_point,
+    whole_map_count,
+)
 from ._stability import STABILITY_THRESHOLD, HalfFits, matched_abs_corr
 
 #: Two full fits *agree* when every component of one matches a component of the
@@ -53,14 +62,28 @@ STRONGER_STARTS = (2**0.5, 2.0, 4.0)
 BETTER_SOLUTION = False
 
 
-def _too_dense(V):
-    return bool(np.any(np.mean(V != 0, axis=0) > MAX_NONZERO))
+def _whole(V, point):
+    """The components of the full fit ``V`` (features x components) at
+    ``point`` that are whole-map (:data:`WHOLE_MAP`) where the point's halves
+    had as many whole-map components or more, allowed there
+    (:func:`._auto.mark_whole_map`): reported as such, not too dense; none
+    when they would be every component."""
+    whole = np.mean(V != 0, axis=0) >= WHOLE_MAP
+    n = whole_map_count(point) if point is not None and point.get("whole_map") else 0
+    return whole if 0 < whole.sum() <= n and not whole.all() else np.zeros_like(whole)
 
 
-def _collapsed(V):
+def _too_dense(V, point=None):
+    """True when a component of ``V`` other than a whole-map one (:func:`_whole`)
+    is more than :data:`MAX_NONZERO` non-zero."""
+    return bool(np.any(np.mean(V != 0, axis=0)[~_whole(V, point)] > MAX_NONZERO))
+
+
+def _collapsed(V, point=None):
     """True when a component of ``V`` (features x components) has fewer than
-    :data:`COLLAPSED` times the largest component's non-zero loadings."""
-    count = np.count_nonzero(V, axis=0)
+    :data:`COLLAPSED` times the largest component's non-zero loadings (the
+    whole-map ones at ``point``, :func:`_whole`, left out)."""
+    count = np.count_nonzero(V, axis=0)[~_whole(V, point)]
     return bool(np.any(count < COLLAPSED * np.max(count)))
 
 
@@ -110,7 +133,7 @@ def _fit_dense_checked(path, i, run, start):
     walk goes on (:func:`_extend`) until it has one or ends."""
     while True:
         result = run(path[i], start(path[i]["components"]))
-        if not _too_dense(result[1]):
+        if not _too_dense(result[1], path[i]):
             return i, result
         while not _stronger(path, i) and _extend(path, i):
             pass
@@ -130,9 +153,9 @@ def _uncollapse(path, i, result, run, start):
         for j in range(i - 1, -1, -1)
         if _split_of(path[j]) == _split_of(path[i]) and not _has_empty(path[j])
     ]
-    for j in weaker if _collapsed(result[1]) else []:
+    for j in weaker if _collapsed(result[1], path[i]) else []:
         other = run(path[j], start(path[j]["components"]))
-        if not (_collapsed(other[1]) or _too_dense(other[1])):
+        if not (_collapsed(other[1], path[j]) or _too_dense(other[1], path[j])):
             return j, other
     return i, result
 
@@ -198,7 +221,7 @@ def auto_fit(path, run, start):
     j = _fallback(path, i)
     if j is not None:
         other = run(path[j], start(path[j]["components"]))
-        if not (_collapsed(other[1]) or _too_dense(other[1])) and (
+        if not (_collapsed(other[1], path[j]) or _too_dense(other[1], path[j])) and (
             _agreement(result[1], other[1]) >= AGREE or _reproduces(check, path[j], other[1])
         ):
             i, result = j, other
@@ -222,7 +245,7 @@ def _lacks_pattern(check, point, V):
     """True when a component of the full fit ``V`` at ``point`` collapsed
     (:func:`_collapsed`) or, with ``check``, does not reproduce on the halves
     (:func:`_flagged`)."""
-    return _collapsed(V) or (check is not None and _flagged(check.reproduce(point, V)[0]))
+    return _collapsed(V, point) or (check is not None and _flagged(check.reproduce(point, V)[0]))
 
 
 def _from_stronger(record, result, run, start, check):
@@ -243,21 +266,31 @@ def _from_stronger(record, result, run, start, check):
     (benchmarks/RESULTS.md, issue 20 round 12)."""
     if not getattr(check, "starts_from_scores", False):
         return record, result  # (deflation's full fit does not start from given scores)
-    lost = _lacks_pattern(check, record, result[1]) if BETTER_SOLUTION else _collapsed(result[1])
+    lost = (
+        _lacks_pattern(check, record, result[1])
+        if BETTER_SOLUTION
+        else _collapsed(result[1], record)
+    )
     if not lost:
         return record, result
     for factor in STRONGER_STARTS:
         stronger = run(dict(record, alpha_rel=record["alpha_rel"] * factor), None)
         V = stronger[1]
-        if not np.all(np.any(V, axis=0)) or _collapsed(V) or _agreement(V, result[1]) >= AGREE:
+        if (
+            not np.all(np.any(V, axis=0))
+            or _collapsed(V, record)
+            or _agreement(V, result[1]) >= AGREE
+        ):
             continue
         again = dict(record)  # the same point and halves, fitted from a new start
         other = run(again, start((V.T,)))
-        if BETTER_SOLUTION and not (_too_dense(other[1]) or _collapsed(other[1])):
+        if BETTER_SOLUTION and not (_too_dense(other[1], again) or _collapsed(other[1], again)):
             if _better(other, result):
                 return again, other
             continue
-        if not (BETTER_SOLUTION or _too_dense(other[1]) or _lacks_pattern(check, again, other[1])):
+        if not (
+            BETTER_SOLUTION or _too_dense(other[1], again) or _lacks_pattern(check, again, other[1])
+        ):
             return again, other
     return record, result
 
@@ -317,8 +350,9 @@ def _first_fit(path, run, start):
     other splits pending (``"_others"``, :class:`Others`), at the first
     split's choice first, and the other splits searched only when one of its
     components does not reproduce (:meth:`Others.reproduce`, :func:`_flagged`)
-    or the first split has no admissible point; then at the choice over every
-    split if that is another point.
+    or the first split has no admissible point or chose one with whole-map
+    components (:func:`._auto.mark_whole_map`, issue 20 round 14); then at the
+    choice over every split if that is another point.
 
     Returns
     -------
@@ -334,8 +368,8 @@ def _first_fit(path, run, start):
         return i, result, None
     stab, refit = others.reproduce(path[i], result[1])
     refit = None if refit is None else (path[i], refit)
-    if not _flagged(stab) and any(_admissible(p) for p in path):
-        return i, result, refit  # (no admissible point: the other splits may have one)
+    if not (_flagged(stab) or path[i].get("whole_map")) and any(_admissible(p) for p in path):
+        return i, result, refit  # (else the other splits may have a regional point)
     others.search(path)
     new = path[choose_point(path)]
     if new is chosen:

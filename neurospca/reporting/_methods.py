@@ -139,7 +139,14 @@ def _auto_text(pen):
         )
         + " and the point whose components reproduce best between the halves was kept, "
         "among those with every component non-empty and at most half non-zero"
+        " and a mean split-half correlation of at least 0.1"
     )
+    if any(step.get("whole_map") for step in pen["auto_path"] or []):
+        text += (
+            " (or, as no such point had every component reproducing at 0.1 or more, "
+            "with components at least 90 % non-zero in both halves: a signal over the "
+            "whole map, such as a site offset, kept as a component)"
+        )
     if len(groups) > 1:
         text += " (a split other than the first only if more reproducible by more than 0.02)"
     if groups:
