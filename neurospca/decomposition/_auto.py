@@ -9,6 +9,12 @@
 
 The halves themselves, and the ``stability_`` they give, are in
 :mod:`._stability`.
+
+Size: 600+ lines, the whole choice rule in one place (what makes a point
+admissible: density, the reproducibility floor and whole-map components since
+issue 20 round 14; the choice within and across splits; the walk and its
+warnings), so that the rule can be read at once; the full fits' checks are in
+:mod:`._auto_check`.
 """
 
 import warnings
