@@ -11,6 +11,7 @@ from neurospca.decomposition._stability import (
     REDUNDANCY,
     SERIES_CORRELATION,
     SERIES_DRAWS,
+    SERIES_NOTE,
     is_series,
     row_redundancy,
     serial_correlation,
@@ -67,9 +68,11 @@ def test_a_shuffled_noise_series_does_not_claim_to_reproduce():
     rows (the serial check sees nothing); each component is now flagged."""
     X, _ = _series(3485)
     X = X[np.random.default_rng(3485).permutation(len(X))]
-    with pytest.warns(UserWarning, match="contiguous blocks"):
+    with pytest.warns(UserWarning, match="contiguous blocks") as record:
         m = SPCATV(2, operator=OP, random_state=0).fit(X)
     assert np.all(m.stability_ < 0.5), m.stability_
+    said = [str(w.message) for w in record if "contiguous blocks" in str(w.message)]
+    assert said and said[0].endswith(SERIES_NOTE)
 
 
 def test_a_pattern_of_a_shuffled_series_keeps_its_stability():
