@@ -111,3 +111,19 @@ def test_a_series_claim_is_the_median_of_its_draws(monkeypatch):
     monkeypatch.setattr(_stability, "SERIES_SIZE_CORRECTION", True)
     out = series_stability(m, X, {"alpha": None, "alpha_rel": 1.0})
     np.testing.assert_allclose(out, spearman_brown(np.array([0.05, 0.8])))
+
+
+def test_a_default_fit_asks_once_whether_its_rows_are_a_series(monkeypatch):
+    """The check reads every row (and, in no order, each row's nearest
+    neighbour): ``set_stability`` hands its answer to ``halves_stability``."""
+    from neurospca.decomposition import _stability
+
+    calls = []
+    real = _stability.is_series
+    monkeypatch.setattr(_stability, "is_series", lambda *a: calls.append(1) or real(*a))
+    X, _ = _series(3487)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = SPCATV(2, operator=OP, random_state=0).fit(X)
+    assert len(calls) == 1
+    assert np.all(np.isfinite(m.stability_))

@@ -366,7 +366,7 @@ def _chosen_params(estimator):
     return same
 
 
-def halves_stability(estimator, X, params, halves):
+def halves_stability(estimator, X, params, halves, series=None):
     """``stability_`` under ``alpha_rel="auto"``: the split halves' reproducibility
     at the chosen point (issue 20 round 8).
 
@@ -397,13 +397,16 @@ def halves_stability(estimator, X, params, halves):
         whose ``refit`` is set (``alpha_rel="auto"`` refitted the halves
         already, to decide whether to search the other splits: issue 20
         round 9) gives that refit instead of a new one.
+    series : bool or None
+        Whether ``X`` is a series (:func:`is_series`), when the caller knows
+        it already; None: found here.
 
     Returns
     -------
     ndarray of shape (n_components,), in [0, 1]
     """
     C = estimator.components_
-    if is_series(estimator, X):
+    if is_series(estimator, X) if series is None else series:
         return series_stability(estimator, X, params)
     stab = component_stability(C, *halves)
     low = np.any(C != 0, axis=1) & (stab < STABILITY_THRESHOLD)
@@ -742,7 +745,7 @@ def set_stability(estimator, X, halves):
     if series:
         where = "split halves of contiguous blocks"
     if halves is not None:
-        estimator.stability_ = halves_stability(estimator, X, params, halves)
+        estimator.stability_ = halves_stability(estimator, X, params, halves, series)
     elif few:
         halves = fit_halves(estimator, X, [params], estimator.random_state)[0]["components"]
         estimator.stability_ = component_stability(C, *halves)
