@@ -36,6 +36,10 @@ more than the floor (:func:`prefers`), and the default fit is left only for a
 model that explains more than it by more than its floor; the cold-row exception
 of :func:`least_shrunk_near` is the path's first row only.
 
+Round 15 (``_default_first``): the default fit is judged first, and is its
+own point's model in the search (``judge_rows``' ``known``); when no model
+can beat it, only its split's weaker points are judged.
+
 Size: 600+ lines, the rule's pieces (search, judging, comparisons, choice)
 share the rows' fields and read best together; round 12's step after the
 choice lives in :mod:`._less_shrunk`.
