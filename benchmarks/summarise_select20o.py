@@ -63,7 +63,8 @@ def main():
         )
     for t, v in ratios.items():
         if v:
-            print(f"\n{t}: n {len(v)}, median {np.median(v):.1f}x, range {min(v):.1f}-{max(v):.1f}x")
+            lo, hi = min(v), max(v)
+            print(f"\n{t}: n {len(v)}, median {np.median(v):.1f}x, range {lo:.1f}-{hi:.1f}x")
 
 
 if __name__ == "__main__":
