@@ -129,3 +129,21 @@ def test_judge_rows_takes_a_known_model_and_its_evidence_without_a_fit(monkeypat
     assert rows[1]["returned_admissible"]
     assert rows[1]["returned_stability"] == pytest.approx(0.8)
     assert rows[1]["returned_explained"] == pytest.approx(5e-3)
+
+
+def test_the_weaker_walk_stops_after_a_model_with_an_empty_component(monkeypatch):
+    rows, halves = _rows()
+    rows.insert(2, dict(rows[1], alpha_rel=0.75, params=dict(rows[1]["params"], alpha_rel=0.75)))
+    halves = halves + halves[:1]
+    evidence = (rows[3]["returned_per_component"], rows[3]["returned_heldout"])
+    fits = []
+
+    def fit(inner, X, params, start):
+        fits.append(params["alpha_rel"])
+        return _Model([10, 10, 0])  # a component emptied: not admissible, not too dense
+
+    calls = _patch(monkeypatch, [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 0.0])
+    monkeypatch.setattr(_default_first, "fit_returned", fit)
+    assert weaker_first(SPCATV(3), None, (rows, halves, {}), 3, evidence, 0) is None
+    assert fits == [0.5] and calls == []  # 0.75 is never fitted
+    assert not rows[1]["returned_admissible"] and "returned_admissible" not in rows[2]
