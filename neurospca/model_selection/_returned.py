@@ -36,6 +36,10 @@ more than the floor (:func:`prefers`), and the default fit is left only for a
 model that explains more than it by more than its floor; the cold-row exception
 of :func:`least_shrunk_near` is the path's first row only.
 
+Round 15 (``_default_first``): the default fit is judged first, and is its
+own point's model in the search (``judge_rows``' ``known``); when no model
+can beat it, only its split's weaker points are judged.
+
 Size: 600+ lines, the rule's pieces (search, judging, comparisons, choice)
 share the rows' fields and read best together; round 12's step after the
 choice lives in :mod:`._less_shrunk`.
@@ -109,16 +113,30 @@ def returned_evidence(model, X, params, seed, groups=None):
     heldout : ndarray of shape (2,)
         Held-out variance explained and its floor.
     """
+    sub = subsample_evidence(model, X, params, groups)
+    half, heldout = halves_evidence(model, X, params, seed, groups)
+    return np.minimum(sub, half), heldout
+
+
+def subsample_evidence(model, X, params, groups=None):
+    """``sub`` of :func:`returned_evidence`: the subsample stability of
+    ``model``'s components (two fits started from them)."""
+    with warnings.catch_warnings(), row_groups(model, X, groups):
+        warnings.simplefilter("ignore")
+        return np.asarray(subsample_stability(model, X, params, start=model.components_))
+
+
+def halves_evidence(model, X, params, seed, groups=None):
+    """``half`` of :func:`returned_evidence` and the held-out variance of the
+    same two half fits (started from ``model``'s components)."""
     start = model.components_
     keep = dict(params, stability=False, certify_support=False)
     halves = split_halves(X, seed, groups)
     with warnings.catch_warnings(), row_groups(model, X, groups):
         warnings.simplefilter("ignore")
-        sub = np.asarray(subsample_stability(model, X, params, start=start))
         pair = [start_from(clone(model).set_params(**keep), start).fit(h) for h in halves]
     comps = [m.components_ for m in pair]
-    half = component_stability(start, *comps)
-    return np.minimum(sub, half), pair_heldout(comps, halves)
+    return component_stability(start, *comps), pair_heldout(comps, halves)
 
 
 def full_admissible(components):
@@ -226,7 +244,7 @@ _COPIED = (
 )
 
 
-def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=None):
+def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=None, known=None):
     """Fit and score the returned model of each row of ``rows`` (a split's rows
     weakest first).
 
@@ -240,9 +258,10 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
     ``returned_per_component``, ``returned_admissible`` (and
     ``returned_mse``, ``returned_dice`` with ``truth``) on the rows judged.
     Adds ``{row: model}`` to ``models`` (a copied row maps to the model of the
-    row it copies) and returns it."""
-    from ._metrics import dice_to_truth, mse_to_truth
-
+    row it copies) and returns it. ``known`` (issue 20 round 15): ``{point:
+    (model, evidence)}``, a model already fitted at a point ``(l1_ratio,
+    tv_ratio, alpha_rel)`` and its :func:`returned_evidence` (the default
+    fit, ``_default_first``), taken instead of a fit."""
     models = {} if models is None else models
     stopped = set()
     for i in rows:
@@ -254,26 +273,43 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
             r.update({k: results[j][k] for k in _COPIED if k in results[j]}, same_as=j)
             model = models[i] = models[j]
         else:
-            model = fit_returned(estimator, X, r["params"], halves[i][0][0])
+            model, evidence = (known or {}).get(_point(r), (None, None))
+            if model is None:
+                model = fit_returned(estimator, X, r["params"], halves[i][0][0])
             r["returned_admissible"] = full_admissible(model.components_) and not _shrunk_away(
                 results, models, i, model
             )
             # an inadmissible model is never chosen nor compared: not scored
             stab, heldout = np.full(len(model.components_), np.nan), None
             if r["returned_admissible"]:
-                stab, heldout = returned_evidence(model, X, r["params"], seed, groups_of(estimator))
-            r["returned_per_component"] = stab
-            r["returned_heldout"] = heldout
-            r["returned_explained"] = np.nan if heldout is None else float(heldout[0])
-            r["returned_stability"] = float(stab.mean())
-            if truth is not None:
-                r["returned_mse"] = mse_to_truth(model.components_, truth)
-                r["returned_dice"] = dice_to_truth(model.components_, truth)
+                stab, heldout = evidence or returned_evidence(
+                    model, X, r["params"], seed, groups_of(estimator)
+                )
+            record(r, model, stab, heldout, truth)
             models[i] = model
         dense = np.any(np.mean(model.components_ != 0, axis=1) > MAX_NONZERO)
         if (not r["returned_admissible"] and not dense) or _past_best(results, sorted(models), i):
             stopped.add(_split(r))
     return models
+
+
+def record(row, model, stab, heldout, truth=None):
+    """Set a judged row's evidence fields (:func:`judge_rows`): ``stab`` per
+    component, ``heldout`` (or None), and with ``truth`` the model's MSE and
+    Dice to it."""
+    from ._metrics import dice_to_truth, mse_to_truth
+
+    row["returned_per_component"] = stab
+    row["returned_heldout"] = heldout
+    row["returned_explained"] = np.nan if heldout is None else float(heldout[0])
+    row["returned_stability"] = float(np.mean(stab))
+    if truth is not None:
+        row["returned_mse"] = mse_to_truth(model.components_, truth)
+        row["returned_dice"] = dice_to_truth(model.components_, truth)
+
+
+def _point(row):
+    return float(row["l1_ratio"]), float(row["tv_ratio"]), float(row["alpha_rel"])
 
 
 def _score(results, i):
@@ -415,7 +451,9 @@ def _reproduces(results, models, split):
     return bool(scores) and max(scores) >= OTHER_SPLITS_BELOW
 
 
-def returned_search(estimator, X, splits, grid, seeds, default_split=None, truth=None, verbose=0):
+def returned_search(
+    estimator, X, splits, grid, seeds, default_split=None, truth=None, verbose=0, known=None
+):
     """Walk the halves and judge the returned models, split by split.
 
     The estimator's own split (the first of ``splits``) and the default fit's
@@ -423,7 +461,8 @@ def returned_search(estimator, X, splits, grid, seeds, default_split=None, truth
     split's most reproducible returned model reproduces below
     :data:`OTHER_SPLITS_BELOW`. Each split's halves are
     :func:`~._halves.reproducibility_search`'s over ``seeds``; its candidate
-    rows (:func:`candidate_rows`) are judged by :func:`judge_rows`.
+    rows (:func:`candidate_rows`) are judged by :func:`judge_rows` (``known``:
+    its models already fitted).
 
     Returns
     -------
@@ -447,11 +486,11 @@ def returned_search(estimator, X, splits, grid, seeds, default_split=None, truth
         results += rows
         halves += pairs
         todo = [i for i in candidate_rows(results, starts) if i >= start]
-        judge_rows(estimator, X, results, halves, todo, seeds[0], truth, models)
+        judge_rows(estimator, X, results, halves, todo, seeds[0], truth, models, known)
     return results, halves, models
 
 
-def returned_choice(X, results, models, fallback, default_fit, seed, groups=None):
+def returned_choice(X, results, models, fallback, default_fit, seed, groups=None, evidence=None):
     """The row ``select_penalty`` keeps under ``criterion="returned"``.
 
     Parameters
@@ -471,6 +510,9 @@ def returned_choice(X, results, models, fallback, default_fit, seed, groups=None
         The search's first split of the samples (:func:`returned_stability`).
     groups : ndarray of int, optional
         Row groups the halves keep whole (``split_groups``).
+    evidence : (ndarray, ndarray), optional
+        The default fit's :func:`returned_evidence` when already computed
+        (``_default_first``); else its twin's (``_twin``) or computed here.
 
     Returns
     -------
@@ -504,7 +546,7 @@ def returned_choice(X, results, models, fallback, default_fit, seed, groups=None
             results, results[best]["returned_per_component"], results[best]["returned_heldout"]
         )
         return best, model, results[best]["returned_per_component"], False
-    twin = twin_evidence(results, models, default, model_default)
+    twin = evidence or twin_evidence(results, models, default, model_default)
     if twin is None:
         params = _default_params(model_default)
         twin = returned_evidence(model_default, X, params, seed, groups)
@@ -540,7 +582,7 @@ def mark_ties(results, stability, heldout):
     MSE-best and the default).
     """
     for r in results:
-        if "returned_admissible" in r:
+        if "returned_admissible" in r and "returned_bound" not in r:
             r["tied"] = tied_evidence(r, stability, heldout)
 
 
@@ -573,15 +615,21 @@ def run_returned(inner, data, splits, grid, seeds, truth, verbose, keep_default)
     returned model at that row (None: refit), its stability, the default fit's
     row and the default fit when it is kept (else None)."""
     from ._default import default_row, fit_default
+    from ._default_first import default_first
     from ._halves import choose_reproducible, default_path_starts
     from ._less_shrunk import less_shrunk_from
 
     default_model = fit_default(inner, data) if keep_default else None
+    quick, known, evidence = default_first(
+        inner, data, splits, grid, seeds, truth, verbose, default_model
+    )
+    if quick is not None:
+        return quick
     split = None
     if default_model is not None:
         split = (float(default_model.l1_ratio_), float(default_model.tv_ratio_))
     results, halves, models = returned_search(
-        inner, data, splits, grid, seeds, split, truth, verbose
+        inner, data, splits, grid, seeds, split, truth, verbose, known
     )
     fallback = choose_reproducible(results, None, default_path_starts(inner))
     default = None if default_model is None else default_row(results, default_model)
@@ -593,6 +641,7 @@ def run_returned(inner, data, splits, grid, seeds, truth, verbose, keep_default)
         None if default_model is None else (default_model, default),
         seeds[0],
         groups_of(inner),
+        evidence,
     )
     moved = less_shrunk_from(
         inner,

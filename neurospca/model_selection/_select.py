@@ -106,6 +106,12 @@ class PenaltySelection:
         ``tied`` (issue 20 round 11: True where that model's stability and
         held-out variance do not separate from the kept model's, so the data
         do not choose between the two; ``_returned.mark_ties``).
+        Issue 20 round 15: when the default fit reproduces so well that no
+        model can beat it (mean 0.95 or more), only the default's split up
+        to its point is walked and only its weaker points are judged
+        (``_default_first``); a weaker row whose subsample stability is
+        already below the default's at some rank keeps that upper bound as
+        ``returned_bound`` (its ``returned_stability`` is nan).
         K-fold rules: ``fold_scores``, ``stability`` and
         ``stability_corrected`` (Dice across folds),
         ``zero_fraction_per_component``, ``passes_sparsity``,
@@ -426,7 +432,12 @@ def select_penalty(
         are compared paired by rank of their components' scores (issue 20
         round 9, ``_returned.beats``); the search goes split by split, the
         other splits only when the own split's best model reproduces below
-        0.95 (docs/model_selection.rst).
+        0.95 (docs/model_selection.rst). The default fit is judged first
+        (issue 20 round 15): when its mean returned stability is 0.95 or
+        more, no model can beat it by the switch margin, so the stronger
+        points and the other splits are not fitted and only the weaker
+        points of its split are judged (the choice the full search makes,
+        at about half its cost).
         ``"halves"``: by the halves' reproducibility (rounds 6-7).
     split_groups : "auto", None, "blocks", int or array-like, default="auto"
         Rows that belong together, kept in one half by every split the search
