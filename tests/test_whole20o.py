@@ -139,6 +139,24 @@ def test_whole_map_point_is_kept_when_the_regional_full_fit_fails(density, stabi
     assert (i, calls) == (0, [0.5]) and result is fits[1.0]
 
 
+def test_the_regional_point_fitted_is_the_least_shrunk_near_the_best():
+    # harmonised seed 3521 (rows as simulated): the sparse split's 1 is the
+    # most reproducible regional point, its full fit collapses; 0.5 (the
+    # split's first regional point) is within one standard error and holds
+    d, s = (0.05, 0.1), (0.3, 0.3)
+    path = [
+        _record(d, 1.0, [0.53, 0.75, 0.025], [0.94, 0.10, 0.19, 0.96, 0.16, 0.21], whole=True),
+        _record(d, 4.0, [0.95, 0.009, 0.001], [0.014, 0.013, 0.007, 0.02, 0.024, 0.005]),
+        _record(s, 0.25, [0.45, 0.76, 0.013], [0.77, 0.06, 0.06, 0.81, 0.07, 0.09]),
+        _record(s, 0.5, [0.82, 0.977, 0.014], [0.031, 0.012, 0.041, 0.032, 0.033, 0.015]),
+        _record(s, 1.0, [0.94, 0.96, 0.004], [0.009, 0.006, 0.002, 0.015, 0.008, 0.008]),
+    ]
+    calls, fits = [], _fits([0.035, 0.013, 0.014])
+    run = _run(fits, calls)
+    i, result = _regional(path, 0, fits[1.0], run, lambda h: None, _Check([0.9] * 3))
+    assert calls == [0.5] and i == 3
+
+
 def test_a_regional_choice_is_not_checked():
     path, calls = _path(), []
     path[0].pop("whole_map")
