@@ -111,10 +111,16 @@ def main():
     args = ap.parse_args()
     if args.summary:
         return summary(*args.summary)
+    run_all(args, run_one)
+
+
+def run_all(args, one):
+    """``one(seed, order, variant)`` per instance of ``args``, printed and
+    appended to ``args.out`` as JSON lines."""
     for seed in args.seeds:
         for variant in args.variants:
             for order in args.orders:
-                line = json.dumps(run_one(seed, order, variant))
+                line = json.dumps(one(seed, order, variant))
                 print(line, flush=True)
                 if args.out:
                     with open(args.out, "a") as f:

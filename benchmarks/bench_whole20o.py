@@ -16,12 +16,11 @@ full-fit component, and each half's own ``stability_`` claim beside it:
 """
 
 import argparse
-import json
 import time
 import warnings
 
 import numpy as np
-from bench_site20n import fit_one, load
+from bench_site20n import fit_one, load, run_all
 from scipy.optimize import linear_sum_assignment
 
 from neurospca import SPCATV
@@ -75,22 +74,19 @@ def main():
     ap.add_argument("--halves", nargs="*", default=[], help="variants whose halves are fitted")
     ap.add_argument("--out", help="JSON lines, appended")
     args = ap.parse_args()
-    for seed in args.seeds:
-        for variant in args.variants:
-            for order in args.orders:
-                t = time.process_time()
-                r, m = fit_one(seed, order, variant)
-                C = m.components_
-                u = np.abs(C.sum(1)) / np.maximum(np.linalg.norm(C, axis=1), 1e-300)
-                r["uniform_cos"] = np.round(u / np.sqrt(C.shape[1]), 2).tolist()
-                if variant in args.halves:
-                    r.update(halves_agreement(seed, order, variant, C))
-                r["bench_cpu"] = round(time.process_time() - t, 1)
-                line = json.dumps(r)
-                print(line, flush=True)
-                if args.out:
-                    with open(args.out, "a") as f:
-                        f.write(line + "\n")
+
+    def one(seed, order, variant):
+        t = time.process_time()
+        r, m = fit_one(seed, order, variant)
+        C = m.components_
+        u = np.abs(C.sum(1)) / np.maximum(np.linalg.norm(C, axis=1), 1e-300)
+        r["uniform_cos"] = np.round(u / np.sqrt(C.shape[1]), 2).tolist()
+        if variant in args.halves:
+            r.update(halves_agreement(seed, order, variant, C))
+        r["bench_cpu"] = round(time.process_time() - t, 1)
+        return r
+
+    run_all(args, one)
 
 
 if __name__ == "__main__":
