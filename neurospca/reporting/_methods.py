@@ -443,11 +443,11 @@ def _stability_sentence(stab, groups=None):
     ``groups``, the model's ``split_groups_``, when not random rows), and which do
     not reproduce."""
     text = (
-        "Reproducibility of the components (absolute correlation of the matched "
+        "Reproducibility of the components (absolute correlation, or uncentred absolute "
+        "cosine between two components at least 90 % non-zero, of the matched "
         "components of fits on two subsamples of 90 % of the samples sharing 80 %, "
         "corrected for the overlap; out of core or below 20 samples, of fits on two "
-        "halves of the samples; between two components at least 90 % non-zero, their "
-        "uncentred absolute cosine): "
+        "halves of the samples): "
         + ", ".join("-" if not np.isfinite(s) else f"{s:.2f}" for s in stab)
     )
     if groups and groups != "random rows":
