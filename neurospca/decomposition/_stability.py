@@ -96,10 +96,11 @@ def _similarity(A, B):
     uncentred :func:`_abs_cos` between two whole-map rows (:data:`WHOLE_MAP`).
 
     Centring a whole-map row over the features removes its offset, which is
-    most of it: the same site offset fitted on two halves correlated at
-    0.01-0.82 (median 0.16) on a simulated three-site cohort, while their
-    cosine was ... (benchmarks/RESULTS.md, issue 20 round 15). A sparse row's
-    mean is near 0, so centring changes little there."""
+    most of it: on a simulated three-site cohort the site offset's
+    ``stability_`` was 0.07-0.98 (median 0.14), and the default fits of two
+    disjoint halves correlated at 0.14-0.22 while their cosine was 1.00
+    (benchmarks/RESULTS.md, issue 20 round 15). A sparse row's mean is near
+    0, so centring changes little there."""
     S = _abs_corr(A, B)
     both = np.outer(_whole_rows(A), _whole_rows(B))
     if both.any():
