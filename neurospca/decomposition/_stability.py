@@ -20,9 +20,10 @@ The penalty ``alpha_rel="auto"`` chooses from these halves lives in
 near-copies in any order: :func:`is_series`) is scored on halves of contiguous
 blocks instead (:func:`series_stability`).
 
-Size: 800+ lines, every resampling behind ``stability_`` (halves, subsamples,
+Size: 900+ lines, every resampling behind ``stability_`` (halves, subsamples,
 series and their detection, the noise floor) in one place, so that their seeds
-and splits stay consistent.
+and splits stay consistent; and the measure that compares their components
+(:func:`_similarity`).
 """
 
 import numbers
