@@ -41,6 +41,11 @@ def load(seed, order, variant):
 
 
 def run_one(seed, order, variant):
+    return fit_one(seed, order, variant)[0]
+
+
+def fit_one(seed, order, variant):
+    """``(record, model)``: the default fit of one instance and its JSON record."""
     X, op, P = load(seed, order, variant)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -51,7 +56,7 @@ def run_one(seed, order, variant):
     Pn = P / np.linalg.norm(P, axis=1, keepdims=True)
     cos = np.abs(Pn @ C.T) / np.maximum(np.linalg.norm(C, axis=1), 1e-300)
     said = sorted({str(w.message)[:60] for w in caught if issubclass(w.category, UserWarning)})
-    return {
+    record = {
         "seed": seed,
         "order": order,
         "variant": variant,
@@ -62,6 +67,7 @@ def run_one(seed, order, variant):
         "cpu": round(cpu, 1),
         "warnings": said,
     }
+    return record, m
 
 
 def fmt(a):
@@ -105,10 +111,16 @@ def main():
     args = ap.parse_args()
     if args.summary:
         return summary(*args.summary)
+    run_all(args, run_one)
+
+
+def run_all(args, one):
+    """``one(seed, order, variant)`` per instance of ``args``, printed and
+    appended to ``args.out`` as JSON lines."""
     for seed in args.seeds:
         for variant in args.variants:
             for order in args.orders:
-                line = json.dumps(run_one(seed, order, variant))
+                line = json.dumps(one(seed, order, variant))
                 print(line, flush=True)
                 if args.out:
                     with open(args.out, "a") as f:

@@ -31,6 +31,7 @@ from ._stability import (
     refit_halves,
     split_halves,
 )
+from ._stability import WHOLE_MAP as _WHOLE_MAP
 
 
 def choose_alpha_rel(path):
@@ -75,7 +76,7 @@ MAX_NONZERO = 0.5
 #: leave a regional component is admissible when no point without one has
 #: every component reproducing (:func:`mark_whole_map`); the fit reports
 #: them (:func:`warn_empty_components`).
-WHOLE_MAP = 0.9
+WHOLE_MAP = _WHOLE_MAP  # (defined in ._stability, whose stability_ uses it)
 #: An admissible point's half components reproduce on average (matched
 #: absolute correlation) at least this: specks that reproduce at 0.001-0.006
 #: are not evidence of a pattern (issue 20 round 14; unrelated smooth maps

@@ -20,9 +20,10 @@ The penalty ``alpha_rel="auto"`` chooses from these halves lives in
 near-copies in any order: :func:`is_series`) is scored on halves of contiguous
 blocks instead (:func:`series_stability`).
 
-Size: 800+ lines, every resampling behind ``stability_`` (halves, subsamples,
+Size: 900+ lines, every resampling behind ``stability_`` (halves, subsamples,
 series and their detection, the noise floor) in one place, so that their seeds
-and splits stay consistent.
+and splits stay consistent; and the measure that compares their components
+(:func:`_similarity`).
 """
 
 import numbers
@@ -73,28 +74,66 @@ def _abs_corr(A, B):
     """absolute correlation between the rows of ``A`` and of ``B`` (0 for a constant row)."""
     Ac = A - A.mean(axis=1, keepdims=True)
     Bc = B - B.mean(axis=1, keepdims=True)
-    na = np.linalg.norm(Ac, axis=1, keepdims=True)
-    nb = np.linalg.norm(Bc, axis=1, keepdims=True)
-    Ac = np.divide(Ac, na, out=np.zeros_like(Ac), where=na > 0)
-    Bc = np.divide(Bc, nb, out=np.zeros_like(Bc), where=nb > 0)
-    return np.abs(Ac @ Bc.T)
+    return _abs_cos(Ac, Bc)
 
 
-def matched_abs_corr(A, B):
+def _abs_cos(A, B):
+    """absolute cosine (uncentred) between the rows of ``A`` and of ``B`` (0 for an empty row)."""
+    na = np.linalg.norm(A, axis=1, keepdims=True)
+    nb = np.linalg.norm(B, axis=1, keepdims=True)
+    A = np.divide(A, na, out=np.zeros_like(A), where=na > 0)
+    B = np.divide(B, nb, out=np.zeros_like(B), where=nb > 0)
+    return np.abs(A @ B.T)
+
+
+#: A component at least this fraction non-zero is *whole-map*: a signal spread
+#: over the whole map (a site or scanner offset, a global signal, an effect of
+#: age), not a region (:data:`._auto.WHOLE_MAP`, issue 20 round 14).
+WHOLE_MAP = 0.9
+
+
+def _similarity(A, B):
+    """:func:`_abs_corr` between the rows of ``A`` and of ``B``, and the
+    uncentred :func:`_abs_cos` between two whole-map rows (:data:`WHOLE_MAP`).
+
+    Centring a whole-map row over the features removes its offset, which is
+    most of it: on a simulated three-site cohort the site offset's
+    ``stability_`` was 0.07-0.98 (median 0.14), and the default fits of two
+    disjoint halves correlated at 0.14-0.22 while their cosine was 1.00
+    (benchmarks/RESULTS.md, issue 20 round 15). A sparse row's mean is near
+    0, so centring changes little there."""
+    S = _abs_corr(A, B)
+    both = np.outer(_whole_rows(A), _whole_rows(B))
+    if both.any():
+        S[both] = _abs_cos(A, B)[both]
+    return S
+
+
+def _whole_rows(A):
+    return np.mean(A != 0, axis=1) >= WHOLE_MAP
+
+
+def matched_abs_corr(A, B, whole_map=False):
     """Match the rows of two component matrices by absolute correlation (Hungarian).
 
     Parameters
     ----------
     A, B : ndarray of shape (n_components, n_features)
+    whole_map : bool, default=False
+        Two whole-map rows (at least :data:`WHOLE_MAP` non-zero) are compared
+        by their uncentred absolute cosine (:func:`_similarity`), as
+        ``stability_`` does.
 
     Returns
     -------
     match : ndarray of int, shape (n_components,)
         ``B[match[k]]`` is the row matched to ``A[k]``.
     corr : ndarray of shape (n_components,)
-        ``|corr(A[k], B[match[k]])|``; 0 where either row is empty.
+        ``|corr(A[k], B[match[k]])|`` (or the absolute cosine of two
+        whole-map rows, with ``whole_map``); 0 where either row is empty.
     """
-    C = _abs_corr(np.asarray(A, float), np.asarray(B, float))
+    A, B = np.asarray(A, float), np.asarray(B, float)
+    C = _similarity(A, B) if whole_map else _abs_corr(A, B)
     rows, cols = linear_sum_assignment(-C)
     match = np.empty(C.shape[0], dtype=int)
     match[rows] = cols
@@ -106,7 +145,11 @@ def component_stability(components, half_a, half_b):
 
     Component ``k`` is matched to a component of half A (Hungarian on
     absolute correlation); its stability is the absolute correlation between
-    that half-A component and the half-B component matched to it. An empty component scores 0.
+    that half-A component and the half-B component matched to it. An empty
+    component scores 0. Two whole-map half components (at least
+    :data:`WHOLE_MAP` non-zero) are compared by their uncentred absolute
+    cosine (:func:`_similarity`, issue 20 round 15): their correlation
+    centres away the offset they share.
 
     Parameters
     ----------
@@ -119,8 +162,8 @@ def component_stability(components, half_a, half_b):
     -------
     ndarray of shape (n_components,), in [0, 1]
     """
-    to_a, _ = matched_abs_corr(components, half_a)
-    _, ab = matched_abs_corr(half_a, half_b)
+    to_a, _ = matched_abs_corr(components, half_a, whole_map=True)
+    _, ab = matched_abs_corr(half_a, half_b, whole_map=True)
     stab = ab[to_a]
     stab[~np.any(np.asarray(components) != 0, axis=1)] = 0.0
     return np.clip(stab, 0.0, 1.0)

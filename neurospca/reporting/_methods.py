@@ -145,7 +145,9 @@ def _auto_text(pen):
         text += (
             " (or, as no such point had every component reproducing at 0.1 or more, "
             "with components at least 90 % non-zero in both halves: a signal over the "
-            "whole map, such as a site offset, kept as a component)"
+            "whole map, such as a site offset, kept as a component unless the full fit at "
+            "the most reproducible point without one kept every component regional and "
+            "reproducing on the halves)"
         )
     if len(groups) > 1:
         text += " (a split other than the first only if more reproducible by more than 0.02)"
@@ -441,7 +443,8 @@ def _stability_sentence(stab, groups=None):
     ``groups``, the model's ``split_groups_``, when not random rows), and which do
     not reproduce."""
     text = (
-        "Reproducibility of the components (absolute correlation of the matched "
+        "Reproducibility of the components (absolute correlation, or uncentred absolute "
+        "cosine between two components at least 90 % non-zero, of the matched "
         "components of fits on two subsamples of 90 % of the samples sharing 80 %, "
         "corrected for the overlap; out of core or below 20 samples, of fits on two "
         "halves of the samples): "
