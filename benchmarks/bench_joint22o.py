@@ -14,6 +14,10 @@ working-set build, the joint objective, the pair rotation, the residual of
 the others; "other": the rest), from a ``sys.setprofile`` hook that looks only
 at those functions' calls.
 
+``--compare SET ... [--rounds R]``: in one process, alternating, the joint fit
+with main's certificates (no moved bound, the plain gap formulas) and this
+tree's: CPU seconds, the largest difference of the components.
+
 ``--recovery SET ... --seeds S ...``: the joint fit at the trust sets' usual
 point (``bench_joint22i.POINT``) with the certify steps' moved-centre bound
 (``_joint.MOVED_GAPS``, "branch") and without it ("exact"), in one process:
@@ -183,6 +187,80 @@ def recovery(sets, seeds):
     _joint.MOVED_GAPS = True
 
 
+def _plain_gaps(on):
+    """Put main's (round 14) ``prox_gap`` / ``primal_certificate`` formulas back
+    (``on``) or this tree's: the same values, more temporaries."""
+    from neurospca.solvers import _problem
+    from neurospca.solvers import gap as gapmod
+
+    saved = _plain_gaps.saved = getattr(_plain_gaps, "saved", None) or (
+        gapmod._prox_gap,
+        _problem.primal_certificate,
+    )
+    if not on:
+        gapmod._prox_gap, _problem.primal_certificate = saved
+        return
+
+    def plain(v, y, operator, l1, group, w, primal=None):
+        v, y = np.asarray(v, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        Av = operator.matvec(v)
+        primal = (
+            0.5 * float(np.sum((v - y) ** 2))
+            + l1 * float(np.abs(v).sum())
+            + group * float(operator.group_norms(Av).sum())
+        )
+        z = y - operator.rmatvec(gapmod.feasible_dual(w, operator, group))
+        u = np.sign(z) * np.maximum(np.abs(z) - l1, 0.0)
+        gap = primal - (0.5 * float(y @ y) - 0.5 * float(u @ u))
+        return (max(gap, 0.0) if np.isfinite(gap) else np.inf), primal
+
+    def certificate(v, y, operator, l1, group, mus=()):
+        Av = operator.matvec(np.asarray(v, dtype=np.float64))
+        nrm = operator.group_norms(Av)
+        best, primal = np.inf, np.nan
+        for mu in tuple(mus) + (0.0,):
+            denom = np.maximum(nrm, mu)
+            scale = np.where(denom > 0, group / np.where(denom > 0, denom, 1.0), 0.0)
+            gap, primal = plain(v, y, operator, l1, group, Av * scale[operator.row_group])
+            best = min(best, gap)
+        return best, primal
+
+    gapmod._prox_gap, _problem.primal_certificate = plain, certificate
+
+
+def compare(sets, rounds):
+    """``--compare``: main's certificates ("main": no moved bound, the plain gap
+    formulas) and this tree's ("branch") alternating in one process."""
+    import warnings
+
+    import bench_datapath
+
+    from neurospca import SPCATV
+    from neurospca.decomposition import _joint
+
+    print("| data | round | variant | CPU s | sweeps | max abs diff to main |")
+    print("|---|---:|---|---:|---:|---:|")
+    for name in sets:
+        X, operator = bench_datapath._load(name, None)
+        ref = None
+        for r in range(rounds):
+            for variant in ("main", "branch"):
+                _joint.MOVED_GAPS = variant == "branch"
+                _plain_gaps(variant == "main")
+                c0 = time.process_time()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    m = SPCATV(3, operator=operator, tol=1e-3, random_state=0, alpha_rel=1.0)
+                    m.fit(X)
+                cpu = time.process_time() - c0
+                ref = ref if ref is not None else m.components_
+                diff = np.abs(m.components_ - ref).max()
+                print(f"| {name} | {r} | {variant} | {cpu:.2f} | {m.n_sweeps_} | {diff:.1e} |")
+                sys.stdout.flush()
+    _joint.MOVED_GAPS = True
+    _plain_gaps(False)
+
+
 def main():
     if "--child" in sys.argv:
         child_profile(sys.argv[sys.argv.index("--child") + 1])
@@ -192,7 +270,11 @@ def main():
     ap.add_argument("--trees", nargs="+", default=[os.path.dirname(HERE)])
     ap.add_argument("--recovery", nargs="+")
     ap.add_argument("--seeds", nargs="+", type=int)
+    ap.add_argument("--compare", nargs="+")
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
+    if args.compare:
+        compare(args.compare, args.rounds)
     if args.profile:
         profile(args.profile, args.trees)
     if args.recovery:
