@@ -189,7 +189,8 @@ def recovery(sets, seeds):
 
 def _plain_gaps(on):
     """Put main's (round 14) ``prox_gap`` / ``primal_certificate`` formulas back
-    (``on``) or this tree's: the same values, more temporaries."""
+    (``on``; kept in ``tests/test_joint22o.py``) or this tree's: the same values,
+    more temporaries."""
     from neurospca.solvers import _problem
     from neurospca.solvers import gap as gapmod
 
@@ -197,35 +198,13 @@ def _plain_gaps(on):
         gapmod._prox_gap,
         _problem.primal_certificate,
     )
-    if not on:
+    if on:
+        sys.path.insert(0, os.path.dirname(HERE))
+        from tests.test_joint22o import _plain_certificate, _plain_gap
+
+        gapmod._prox_gap, _problem.primal_certificate = _plain_gap, _plain_certificate
+    else:
         gapmod._prox_gap, _problem.primal_certificate = saved
-        return
-
-    def plain(v, y, operator, l1, group, w, primal=None):
-        v, y = np.asarray(v, dtype=np.float64), np.asarray(y, dtype=np.float64)
-        Av = operator.matvec(v)
-        primal = (
-            0.5 * float(np.sum((v - y) ** 2))
-            + l1 * float(np.abs(v).sum())
-            + group * float(operator.group_norms(Av).sum())
-        )
-        z = y - operator.rmatvec(gapmod.feasible_dual(w, operator, group))
-        u = np.sign(z) * np.maximum(np.abs(z) - l1, 0.0)
-        gap = primal - (0.5 * float(y @ y) - 0.5 * float(u @ u))
-        return (max(gap, 0.0) if np.isfinite(gap) else np.inf), primal
-
-    def certificate(v, y, operator, l1, group, mus=()):
-        Av = operator.matvec(np.asarray(v, dtype=np.float64))
-        nrm = operator.group_norms(Av)
-        best, primal = np.inf, np.nan
-        for mu in tuple(mus) + (0.0,):
-            denom = np.maximum(nrm, mu)
-            scale = np.where(denom > 0, group / np.where(denom > 0, denom, 1.0), 0.0)
-            gap, primal = plain(v, y, operator, l1, group, Av * scale[operator.row_group])
-            best = min(best, gap)
-        return best, primal
-
-    gapmod._prox_gap, _problem.primal_certificate = plain, certificate
 
 
 def compare(sets, rounds):

@@ -22,6 +22,8 @@ from neurospca.solvers import ProxProblem, get_solver
 from neurospca.solvers import gap as gapmod
 from neurospca.solvers.penalties import L1, GroupNorm
 
+from .test_datapath import _instance
+
 
 def _problem(rng, side=9, a=0.05, b=0.3):
     op = tv_from_mask(rng.random((side,) * 3) < 0.85)
@@ -73,14 +75,9 @@ def _fit(X, op, method="joint", seed=0):
         ).fit(X)
 
 
-def _instance(seed, n=60, side=12):
-    rng = np.random.default_rng(seed)
-    grid = np.indices((side,) * 3).reshape(3, -1).T / side
-    X = rng.standard_normal((n, grid.shape[0]))
-    S = rng.standard_normal((n, 3)) * np.array([3.0, 2.0, 1.5])
-    for k, c in enumerate(rng.uniform(0.25, 0.75, (3, 3))):
-        X += np.outer(S[:, k], np.exp(-((grid - c) ** 2).sum(axis=1) / 0.02))
-    return X + 2.5, tv_from_mask(np.ones((side,) * 3, bool))
+def _data(seed, side=12):
+    """``test_datapath``'s blobs on a 12^3 cube, 60 rows, and its TV operator."""
+    return _instance(n=60, side=side, seed=seed), tv_from_mask(np.ones((side,) * 3, bool))
 
 
 class _Counted:
@@ -104,7 +101,7 @@ def test_joint_fit_with_the_moved_bound_is_the_exact_certificates_fit(monkeypatc
     """The joint fit with and without the bound: the same components, scales,
     returned gaps and iterations, bit for bit; the bound certified some of the
     certify steps (else the test compares a fit with itself)."""
-    X, op = _instance(seed)
+    X, op = _data(seed)
     monkeypatch.setattr(joint, "MOVED_GAPS", False)
     exact = _fit(X, op)
     counted = _Counted(monkeypatch)
@@ -120,7 +117,7 @@ def test_joint_fit_with_the_moved_bound_is_the_exact_certificates_fit(monkeypatc
 def test_deflation_fit_keeps_the_exact_certificate(monkeypatch):
     """A deflation fit's certify step is its returned certificate: the bound is
     never asked for (its gaps feed the support's finishing)."""
-    X, op = _instance(3543)
+    X, op = _data(3543)
     counted = _Counted(monkeypatch)
     _fit(X, op, method="deflation")
     assert counted.calls == 0
