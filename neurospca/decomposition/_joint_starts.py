@@ -23,6 +23,7 @@ import numpy as np
 from ._data import uses_gram
 from ._deflated import gram_blocks
 from ._joint_certify import _others, know_products
+from . import _start
 from ._start import START_MAX_ITER, centred_gram, ritz_step
 from ._subspace import SKETCH_OVERSAMPLE, SKETCH_WIDTH, cached_subspace
 
@@ -38,7 +39,7 @@ def svd_starts(defls, basis):
     for _ in range(START_MAX_ITER):
         more = []
         for i in active:
-            done, found[i], Rv = ritz_step(starts[i])
+            done, found[i], Rv = ritz_step(starts[i], _start.CHECK_TOL)
             if not done:
                 more.append((i, Rv))
         if not more:

@@ -98,7 +98,7 @@ def _init_svd(defl, basis):
         start = (v[:, None], z[:, None], g[:, None])
     Q, XQ, AQ = start
     for _ in range(START_MAX_ITER):
-        done, found, Rv = ritz_step((Q, XQ, AQ))
+        done, found, Rv = ritz_step((Q, XQ, AQ), START_TOL)
         if done:
             break
         # the residuals of the best Ritz pairs, orthogonal to the span: one pass
@@ -109,6 +109,9 @@ def _init_svd(defl, basis):
 
 #: The start's power iterations stop when ``v`` moves by less than this.
 START_TOL = 1e-3
+#: The same for the restart checks of a joint fit
+#: (:func:`~neurospca.decomposition._joint_starts.svd_starts`).
+CHECK_TOL = 1e-3
 #: Most Davidson iterations (passes) of a start.
 START_MAX_ITER = 100
 #: Ritz residuals added to the start's span per pass.
@@ -125,7 +128,7 @@ def start_u(defl, init, rng, basis):
     return _init_svd(defl, basis)
 
 
-def ritz_step(start):
+def ritz_step(start, tol):
     """One Rayleigh-Ritz step of :func:`_init_svd` on ``start = (Q, X_k Q, X_k^T X_k Q)``.
 
     Returns ``(done, (u, X_k^T u), Rv)``: ``Rv`` the residual directions to add
@@ -142,7 +145,7 @@ def ritz_step(start):
     j = int(np.argmax(np.abs(v)))  # sign: largest-magnitude entry of v positive
     s = -1.0 if v[j] < 0 else 1.0
     found = (s * z / nz, s * g / nz)
-    if np.linalg.norm(g / ng - v) < START_TOL:
+    if np.linalg.norm(g / ng - v) < tol:
         return True, found, None
     Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][: Wr.shape[1]]
     for _ in range(2):
