@@ -43,13 +43,21 @@ import bench_sweeps22m  # noqa: E402
 
 #: Variants: flags of ``neurospca.decomposition`` modules (``_start.START_TOL`` ...).
 #: ``main``: main's values of every flag named here.
-MAIN = {"_start.START_TOL": 1e-3, "_start.CHECK_TOL": 1e-3, "_subspace.KRYLOV_PASSES": 2}
+MAIN = {
+    "_start.START_TOL": 1e-3,
+    "_start.CHECK_TOL": 1e-3,
+    "_subspace.KRYLOV_PASSES": 2,
+    "ONE_PASS": False,
+}
 bench_sweeps22m.FLAGS.update(
     main=MAIN,
     branch={},
+    onepass=dict(MAIN, ONE_PASS=True),
     start05=dict(MAIN, **{"_start.START_TOL": 0.05}),
     start1=dict(MAIN, **{"_start.START_TOL": 1.0}),
     check1e2=dict(MAIN, **{"_start.START_TOL": 0.05, "_start.CHECK_TOL": 1e-2}),
+    chk1e2=dict(MAIN, **{"_start.CHECK_TOL": 1e-2}),
+    chk3e3=dict(MAIN, **{"_start.CHECK_TOL": 3e-3}),
     check1=dict(MAIN, **{"_start.START_TOL": 0.05, "_start.CHECK_TOL": 1.0}),
     krylov1=dict(MAIN, **{"_start.START_TOL": 0.05, "_subspace.KRYLOV_PASSES": 1}),
 )

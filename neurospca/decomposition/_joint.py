@@ -82,6 +82,7 @@ from ._objective import joint_objective
 from ._rotation import rotate_pairs
 from ._start import gram_direction, signed_start, start_u
 from ._subspace import cached_subspace
+from ._sweep_pass import one_pass_sweep
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
 #: (relative, Frobenius norm) in one sweep. Near-equal components can keep
@@ -183,8 +184,8 @@ def _merge_info(info, k, new):
 def _sweep(op, sqnorm, U, V, d, Z, info, kw):
     """One back-fitting sweep: each non-empty component gets one u-step and one
     v-step on the residual of the others. Returns the v-step warnings."""
-    caught = []
-    for k in range(U.shape[1]):
+    done, caught = one_pass_sweep(op, sqnorm, U, V, d, Z, info, kw, _merge_info) if ONE_PASS else (0, [])
+    for k in range(done, U.shape[1]):
         if not np.any(V[:, k]):  # it may come back once the others have split
             _revive(op, sqnorm, U, V, d, Z, k, info, kw)
             continue
@@ -521,6 +522,10 @@ RESTART_CHECK_KNOWN = True
 #: deflation's start's ``Xc V`` and ``Xc^T u_k`` from its alternation's kept
 #: products (:func:`_deflation_start`).
 BATCH_CHECKS = CERTIFY_KEPT = DEFLATION_PRODUCTS = True
+
+#: A sweep's components refitted with one pass over ``X`` for all
+#: (:func:`~neurospca.decomposition._sweep_pass.one_pass_sweep`; issue 22 round 15).
+ONE_PASS = True
 
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2
