@@ -72,7 +72,9 @@ PHASES = (
 def _label():
     """``(start, phase)`` of the pass being asked for, from the stack."""
     names = [f.name for f in traceback.extract_stack()]
-    start = "deflation" if "_deflation_job" in names else "subspace" if "_scores_job" in names else "-"
+    start = (
+        "deflation" if "_deflation_job" in names else "subspace" if "_scores_job" in names else "-"
+    )
     phase = "/".join([n for n in names if n in PHASES][-2:])
     return start, phase
 

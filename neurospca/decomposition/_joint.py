@@ -184,7 +184,9 @@ def _merge_info(info, k, new):
 def _sweep(op, sqnorm, U, V, d, Z, info, kw):
     """One back-fitting sweep: each non-empty component gets one u-step and one
     v-step on the residual of the others. Returns the v-step warnings."""
-    done, caught = one_pass_sweep(op, sqnorm, U, V, d, Z, info, kw, _merge_info) if ONE_PASS else (0, [])
+    done, caught = (
+        one_pass_sweep(op, sqnorm, U, V, d, Z, info, kw, _merge_info) if ONE_PASS else (0, [])
+    )
     for k in range(done, U.shape[1]):
         if not np.any(V[:, k]):  # it may come back once the others have split
             _revive(op, sqnorm, U, V, d, Z, k, info, kw)

@@ -20,10 +20,10 @@ iterations and the same numbers as one at a time (bit for bit).
 
 import numpy as np
 
+from . import _start
 from ._data import uses_gram
 from ._deflated import gram_blocks
 from ._joint_certify import _others, know_products
-from . import _start
 from ._start import START_MAX_ITER, centred_gram, ritz_step
 from ._subspace import SKETCH_OVERSAMPLE, SKETCH_WIDTH, cached_subspace
 

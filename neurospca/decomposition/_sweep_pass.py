@@ -33,10 +33,10 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._alternation import (
+    _INFO_NOT_COMPUTED,
     _certify_step,
     _deflate_step,
     _finish_info,
-    _INFO_NOT_COMPUTED,
     _Pair,
     _record,
     _residual_change,
