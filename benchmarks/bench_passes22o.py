@@ -53,6 +53,7 @@ bench_sweeps22m.FLAGS.update(
     main=MAIN,
     branch={},
     onepass=dict(MAIN, ONE_PASS=True),
+    onepasschk=dict(MAIN, ONE_PASS=True, **{"_start.CHECK_TOL": 1e-2}),
     start05=dict(MAIN, **{"_start.START_TOL": 0.05}),
     start1=dict(MAIN, **{"_start.START_TOL": 1.0}),
     check1e2=dict(MAIN, **{"_start.START_TOL": 0.05, "_start.CHECK_TOL": 1e-2}),

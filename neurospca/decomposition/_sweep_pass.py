@@ -68,27 +68,25 @@ def _settings(op, kw):
     )  # fmt: skip
 
 
-def _vsteps(op, U, V, d, xtu, w, kw):
-    """Phase 1: the v-step of every component, in order, each on the residual
-    of the others as the sweep leaves them (the earlier ones refitted), with no
-    pass (``U``, ``V``, ``d``: the state before the sweep; ``xtu[k] = Xc^T
-    u_k``). Returns the :class:`_Pair` of each and the new loadings, or None
+def _vsteps(op, U, V, d, xtu, w, kw, first):
+    """Phase 1: the v-step of every component from ``first`` on, in order, each
+    on the residual of the others as the sweep leaves them, with no pass
+    (``U``, ``V``, ``d``: the state, refitted before ``first``; ``xtu[k] =
+    Xc^T u_k``). Returns the :class:`_Pair` of each and the loadings, or None
     when a loading vanished."""
     K, cfg = U.shape[1], _settings(op, kw)
     Vn, pairs = V.copy(), []
-    for k in range(K):
+    for k in range(first, K):
         u = U[:, k] / np.linalg.norm(U[:, k])
-        old = {j: d[j] * float(U[:, j] @ u) for j in range(K) if d[j] != 0.0}
-        new = {}  # d_j (u_j . u) of the refitted j < k: (v_j . R_j^T u) / ||v_j||^2
-        for j in range(k):
+        c = {j: d[j] * float(U[:, j] @ u) for j in range(K) if d[j] != 0.0}
+        for j in range(first, k):  # refitted here: d_j u_j = R_j v_j / ||v_j||^2
             zu = float(Vn[:, j] @ xtu[k])
-            zu -= sum(float(Vn[:, i] @ Vn[:, j]) * new[i] for i in range(j))
-            zu -= sum(float(V[:, i] @ Vn[:, j]) * old[i] for i in old if i > j)
-            new[j] = zu / float(Vn[:, j] @ Vn[:, j])
+            zu -= sum(float((Vn if i < j else V)[:, i] @ Vn[:, j]) * c[i] for i in c if i != j)
+            c[j] = zu / float(Vn[:, j] @ Vn[:, j])
         g = xtu[k].copy()
-        for j in range(K):
-            if j != k and (j in new or j in old):
-                g -= (new[j] if j < k else old[j]) * Vn[:, j]
+        for j in sorted(c):
+            if j != k:
+                g -= c[j] * Vn[:, j]
         pair = _Pair(u=u, g=g, state=w[k], resid_prev=0.0)
         with warnings.catch_warnings(record=True) as pair.caught:
             warnings.simplefilter("always")
@@ -141,37 +139,43 @@ def _finish(op, defl, pair, kw):
 
 
 def one_pass_sweep(op, sqnorm, U, V, d, Z, info, kw, merge):
-    """The first components of a sweep (:func:`~._joint._sweep`) with one pass
-    over ``X`` for all of them; ``U``, ``V``, ``d``, ``Z``, ``info`` updated in
-    place as the sweep updates them (``merge``: its ``_merge_info``).
+    """A sweep (:func:`~._joint._sweep`) with one pass over ``X`` for all its
+    u-steps; ``U``, ``V``, ``d``, ``Z``, ``info`` updated in place as the
+    sweep updates them (``merge``: its ``_merge_info``). After a certify step
+    that re-solved a loading, the later components' v-steps are solved again
+    and share the next pass.
 
     Returns ``(n, warnings)``: the components ``:n`` refitted (the sweep refits
-    the others as before; 0 when the one pass does not apply) and their
-    warnings.
+    the others one pass each; 0 when the one pass does not apply) and their
+    v-step warnings.
     """
     cache, K = kw.get("products"), U.shape[1]
     if cache is None or uses_gram(op) or K < 2 or not np.all(np.any(V, axis=0)):
         return 0, []
-    xtu = [cache.rmatvec_unit(U[:, k] / np.linalg.norm(U[:, k])) for k in range(K)]
-    if any(x is None for x in xtu):
-        return 0, []
-    got = _vsteps(op, U, V, d, xtu, info["w"], kw)
-    if got is None:
-        return 0, []
-    pairs, Vn = got
-    products = fused_many(op, [Vn[:, k] for k in range(K)])
-    caught = []
-    for k, pair in enumerate(pairs):
-        defl = _others(op, sqnorm, U, V, d, Z, k, cache)
-        if not _u_step_served(defl, pair, products[k], cache):
-            return k, caught
-        u, v, new, warned, resolved = _finish(op, defl, pair, kw)
-        caught.extend(w for w in warned if _vstep_warning(w))
-        U[:, k], V[:, k], d[k] = u, v, new["d"][0]
-        Z[:, k] = cache.matvec(op, v)
-        merge(info, k, new)
-        if resolved:  # the later v-steps used the loading before its re-solve
-            return k + 1, caught
+    caught, first = [], 0
+    while first < K:
+        xtu = {k: cache.rmatvec_unit(U[:, k] / np.linalg.norm(U[:, k])) for k in range(first, K)}
+        got = (
+            None
+            if any(x is None for x in xtu.values())
+            else _vsteps(op, U, V, d, xtu, info["w"], kw, first)
+        )
+        if got is None:
+            return first, caught
+        pairs, Vn = got
+        products = fused_many(op, [Vn[:, k] for k in range(first, K)])
+        for k, pair, prod in zip(range(first, K), pairs, products, strict=True):
+            defl = _others(op, sqnorm, U, V, d, Z, k, cache)
+            if not _u_step_served(defl, pair, prod, cache):
+                return k, caught
+            u, v, new, warned, resolved = _finish(op, defl, pair, kw)
+            caught.extend(w for w in warned if _vstep_warning(w))
+            U[:, k], V[:, k], d[k] = u, v, new["d"][0]
+            Z[:, k] = cache.matvec(op, v)
+            merge(info, k, new)
+            first = k + 1
+            if resolved:  # the later v-steps used the loading before its re-solve
+                break
     return K, caught
 
 
