@@ -22,7 +22,7 @@ Usage::
     OMP_NUM_THREADS=1 python benchmarks/bench_passes22o.py --sets test memmap24 \\
         --variants main branch
     OMP_NUM_THREADS=1 python benchmarks/bench_passes22o.py --recovery paper-0.7 fs5-0.5 \\
-        c69-0.6 --seeds 3550 3551 --variants main branch
+        c69-0.6 --seeds 3550 3551 --variants off onepass
 """
 
 import argparse
@@ -42,25 +42,24 @@ sys.path[:0] = [HERE, os.path.join(ROOT, "tests")]
 import bench_sweeps22m  # noqa: E402
 
 #: Variants: flags of ``neurospca.decomposition`` modules (``_start.START_TOL`` ...).
-#: ``main``: main's values of every flag named here.
+#: ``off``: main's values of every flag named here, on this tree.
 MAIN = {
     "_start.START_TOL": 1e-3,
     "_start.CHECK_TOL": 1e-3,
     "_subspace.KRYLOV_PASSES": 2,
     "ONE_PASS": False,
+    "_sweep_pass.ON_GRAM_PATH": False,
 }
 bench_sweeps22m.FLAGS.update(
-    main=MAIN,
+    main={},  # the other tree (``--before``): its defaults
+    off=MAIN,  # this tree with main's settings
     branch={},
     onepass=dict(MAIN, ONE_PASS=True),
-    onepasschk=dict(MAIN, ONE_PASS=True, **{"_start.CHECK_TOL": 1e-2}),
+    gram=dict(MAIN, ONE_PASS=True, **{"_sweep_pass.ON_GRAM_PATH": True}),
     start05=dict(MAIN, **{"_start.START_TOL": 0.05}),
     start1=dict(MAIN, **{"_start.START_TOL": 1.0}),
-    check1e2=dict(MAIN, **{"_start.START_TOL": 0.05, "_start.CHECK_TOL": 1e-2}),
     chk1e2=dict(MAIN, **{"_start.CHECK_TOL": 1e-2}),
-    chk3e3=dict(MAIN, **{"_start.CHECK_TOL": 3e-3}),
-    check1=dict(MAIN, **{"_start.START_TOL": 0.05, "_start.CHECK_TOL": 1.0}),
-    krylov1=dict(MAIN, **{"_start.START_TOL": 0.05, "_subspace.KRYLOV_PASSES": 1}),
+    onepasschk=dict(MAIN, ONE_PASS=True, **{"_start.CHECK_TOL": 1e-2}),
 )
 #: Stack frames that name a phase of the fit.
 PHASES = (
@@ -164,7 +163,7 @@ def main():
         ap = argparse.ArgumentParser()
         ap.add_argument("--recovery", nargs="+")
         ap.add_argument("--seeds", nargs="+", type=int)
-        ap.add_argument("--variants", nargs="+", default=["main", "branch"])
+        ap.add_argument("--variants", nargs="+", default=["off", "branch"])
         args = ap.parse_args()
         recovery(args.recovery, args.seeds, args.variants)
         return

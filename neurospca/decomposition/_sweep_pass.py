@@ -49,6 +49,10 @@ from ._data import uses_gram
 from ._joint_certify import _others
 from ._lockstep import _Lockstep
 
+#: Also on the Gram path (small float64 data in memory, whose fits are kept
+#: bit for bit otherwise).
+ON_GRAM_PATH = False
+
 _SETTINGS = ("l2", "pieces", "solver", "weights_msg", "tol", "max_iter", "max_inner_iter")
 
 
@@ -150,7 +154,8 @@ def one_pass_sweep(op, sqnorm, U, V, d, Z, info, kw, merge):
     v-step warnings.
     """
     cache, K = kw.get("products"), U.shape[1]
-    if cache is None or uses_gram(op) or K < 2 or not np.all(np.any(V, axis=0)):
+    gram = uses_gram(op) and not ON_GRAM_PATH
+    if cache is None or gram or K < 2 or not np.all(np.any(V, axis=0)):
         return 0, []
     caught, first = [], 0
     while first < K:
