@@ -14,7 +14,7 @@ certified gaps, the components' largest difference and move in certified radii.
 ``--recovery SET ... --seeds S ...``: the variants in one process on the trust sets
 as float32 in memory (not the Gram path, so the starts' Davidson steps are used), at
 the default fit's usual point (l1_ratio 0.05, tv_ratio 0.1, alpha_rel 1): matched
-|cos|, certified Dice, J, passes, CPU.
+|cos|, certified Dice, J, passes, CPU. ``--dtype float64``: the Gram path.
 
 Usage::
 
@@ -115,8 +115,9 @@ def phases():
     os.remove(path)
 
 
-def recovery(sets, seeds, variants):
-    """``--recovery``: the variants on the trust sets, float32 in memory."""
+def recovery(sets, seeds, variants, dtype):
+    """``--recovery``: the variants on the trust sets, in memory (float32, or
+    float64: the Gram path)."""
     from _trust import certified_dice
     from _trust import recovery as matched
     from bench_datapath import _count_passes
@@ -132,7 +133,7 @@ def recovery(sets, seeds, variants):
     for name in sets:
         for seed in seeds:
             X, op, patterns = load(name, seed)
-            X32 = X.astype(np.float32)
+            X32 = X.astype(dtype)
             first = None
             for variant in variants:
                 bench_sweeps22m.set_flags(dict(saved, **bench_sweeps22m.FLAGS[variant]))
@@ -164,8 +165,9 @@ def main():
         ap.add_argument("--recovery", nargs="+")
         ap.add_argument("--seeds", nargs="+", type=int)
         ap.add_argument("--variants", nargs="+", default=["off", "branch"])
+        ap.add_argument("--dtype", default="float32")
         args = ap.parse_args()
-        recovery(args.recovery, args.seeds, args.variants)
+        recovery(args.recovery, args.seeds, args.variants, np.dtype(args.dtype))
         return
     if "--child" in sys.argv:
         bench_sweeps22m.child(*sys.argv[sys.argv.index("--child") + 1 :])
