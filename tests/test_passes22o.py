@@ -4,8 +4,9 @@
 v-step of a sweep first (from products kept), then reads ``X`` once for all
 the new loadings, then runs each component's u-step and certify step in
 order. The sweep must be the sweep of one pass per component (the same state
-to rounding), in one pass; a re-solved loading makes the later components
-refit one pass each; small float64 data (the Gram path) are untouched.
+to rounding), in one pass; after a re-solved loading the later components'
+v-steps are solved again; small float64 data (the Gram path) too, or bit for
+bit as before without ``ON_GRAM_PATH``.
 """
 
 import copy
@@ -125,23 +126,27 @@ def test_a_resolved_loading_refits_the_later_components(monkeypatch):
     _close(one, seq)
 
 
-def test_small_float64_data_untouched(monkeypatch):
-    """On the Gram path (float64 in memory, N <= 1000) the sweeps are as before:
-    the fit bit for bit the one without the one-pass sweep."""
+@pytest.mark.parametrize("on_gram", [True, False])
+def test_small_float64_data(monkeypatch, on_gram):
+    """On the Gram path (float64 in memory, N <= 1000): with
+    :data:`~neurospca.decomposition._sweep_pass.ON_GRAM_PATH` (the default) the
+    fit is the one of one pass per component to 1e-8 in fewer passes; without
+    it, bit for bit that fit."""
+    monkeypatch.setattr(sweep_pass, "ON_GRAM_PATH", on_gram)
     X = _instance(n=400, seed=3553)
-    calls = []
-    original = sweep_pass.one_pass_sweep
-
-    def counted(*args):
-        calls.append(original(*args)[0])
-        return calls[-1], []
-
-    monkeypatch.setattr(joint, "one_pass_sweep", counted)
+    reads = _Reads(monkeypatch)
     a = _fit(X, alpha_rel=1.0)
+    one = reads.bytes / X.nbytes
     monkeypatch.setattr(joint, "ONE_PASS", False)
+    reads.bytes = 0
     b = _fit(X, alpha_rel=1.0)
-    assert calls and set(calls) == {0}
-    assert np.array_equal(a.components_, b.components_)
+    per_component = reads.bytes / X.nbytes
+    if on_gram:
+        assert one < per_component
+        assert np.abs(a.components_ - b.components_).max() < 1e-8
+    else:
+        assert one == per_component
+        assert np.array_equal(a.components_, b.components_)
 
 
 def test_memmap_fit_passes_and_components(tmp_path, monkeypatch):

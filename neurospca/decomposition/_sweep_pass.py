@@ -21,8 +21,7 @@ sweep's; the numbers differ by rounding (the v-steps' inputs are the same sums
 in another order). When a certify step re-solves a loading (its ``Xc v`` is
 then a pass of its own) the later components' v-steps are stale and they are
 refitted as before, one pass each; so is every component when a kept product
-is missing, a component is empty, or the data are on the Gram path (small
-float64 data in memory, whose fits stay bit for bit as before).
+is missing or a component is empty.
 """
 
 import time
@@ -49,9 +48,11 @@ from ._data import uses_gram
 from ._joint_certify import _others
 from ._lockstep import _Lockstep
 
-#: Also on the Gram path (small float64 data in memory, whose fits are kept
-#: bit for bit otherwise).
-ON_GRAM_PATH = False
+#: Also on the Gram path (small float64 data in memory): measured on 30 trust
+#: instances (float64, issue 22 round 15) the components moved by at most
+#: 4e-8 of their certified radii, in 5-25 % fewer passes; False keeps those
+#: fits bit for bit as before.
+ON_GRAM_PATH = True
 
 _SETTINGS = ("l2", "pieces", "solver", "weights_msg", "tol", "max_iter", "max_inner_iter")
 
