@@ -46,7 +46,7 @@ from ._alternation import (
 )
 from ._data import uses_gram
 from ._joint_certify import _others
-from ._lockstep import _Lockstep
+from ._lockstep import in_one_pass
 
 #: Also on the Gram path (small float64 data in memory): measured on 30 trust
 #: instances (float64, issue 22 round 15) the components moved by at most
@@ -59,9 +59,9 @@ _SETTINGS = ("l2", "pieces", "solver", "weights_msg", "tol", "max_iter", "max_in
 
 def fused_many(op, vs):
     """``[op.fused(v) for v in vs]`` in ONE pass over ``X``, each bit for bit its
-    own (the lockstep of :mod:`._lockstep`: each product's block function and
-    accumulator on the same row blocks)."""
-    return _Lockstep(op).run([partial(op.fused, v) for v in vs])
+    own (:func:`~._lockstep.in_one_pass`: each product's block function and
+    accumulator on the same row blocks, no thread)."""
+    return in_one_pass(op, [partial(op.fused, v) for v in vs])
 
 
 def _settings(op, kw):
