@@ -145,14 +145,15 @@ def recovery(sets, seeds, variants, dtype):
                 cpu, n_passes = time.process_time() - t0, passes()
                 J = fitted_objective(m, X, op)
                 first = first or (J, m.components_, m.support_radius_)
-                cos = "/".join(f"{c:.3f}" for c in matched(m.components_, patterns)[0])
-                dice = "/".join(f"{c:.2f}" for c in certified_dice(m, patterns))
-                print(
-                    f"| {name} | {seed} | {variant} | {cos} | {dice} "
-                    f"| {(J - first[0]) / abs(first[0]):+.1e} | {n_passes:.0f} | {cpu:.2f} "
-                    f"| {bench_sweeps22m.moved(m.components_, *first[1:])} |",
-                    flush=True,
-                )
+                cells = [
+                    "/".join(f"{c:.3f}" for c in matched(m.components_, patterns)[0]),
+                    "/".join(f"{c:.2f}" for c in certified_dice(m, patterns)),
+                    f"{(J - first[0]) / abs(first[0]):+.1e}",
+                    f"{n_passes:.0f}",
+                    f"{cpu:.2f}",
+                    bench_sweeps22m.moved(m.components_, *first[1:]),
+                ]
+                print(f"| {name} | {seed} | {variant} | {' | '.join(cells)} |", flush=True)
     bench_sweeps22m.set_flags(saved)
 
 
