@@ -19,9 +19,10 @@ own fused pass); then each component's u-step and certify step run in order on
 the true residual, from those products. The iteration is the same as the
 sweep's; the numbers differ by rounding (the v-steps' inputs are the same sums
 in another order). When a certify step re-solves a loading (its ``Xc v`` is
-then a pass of its own) the later components' v-steps are stale and they are
-refitted as before, one pass each; so is every component when a kept product
-is missing or a component is empty.
+then a pass of its own) the later components' v-steps are stale: they are
+solved again on the new state and share the next pass. When a kept product is
+missing or a component is empty the rest of the sweep is one pass per
+component, as before.
 """
 
 import time
@@ -50,7 +51,7 @@ from ._lockstep import in_one_pass
 
 #: Also on the Gram path (small float64 data in memory): measured on 30 trust
 #: instances (float64, issue 22 round 15) the components moved by at most
-#: 4e-8 of their certified radii, in 5-25 % fewer passes; False keeps those
+#: 1.5e-7 of their certified radii, in 5-25 % fewer passes; False keeps those
 #: fits bit for bit as before.
 ON_GRAM_PATH = True
 
