@@ -17,6 +17,7 @@ import pytest
 
 import neurospca.decomposition._alternation as alternation
 import neurospca.decomposition._joint as joint
+import neurospca.decomposition._lockstep as lockstep
 import neurospca.decomposition._sweep_pass as sweep_pass
 from neurospca import SPCATV
 from neurospca.decomposition._data import as_data_operator
@@ -40,6 +41,37 @@ def test_fused_many_is_each_fused_in_one_pass(tmp_path, dtype):
     assert op.n_passes - n0 == 1
     for (z, g), (z1, g1) in zip(alone, together, strict=True):
         assert np.array_equal(z, z1) and np.array_equal(g, g1)
+
+
+@pytest.mark.parametrize("main_thread", [True, False])
+def test_one_pass_inside_a_start_shares_the_starts_pass(monkeypatch, main_thread):
+    """Inside a start of :func:`run_side_by_side` (the joint fit's starts), the
+    one pass of :func:`fused_many` is a pass of that lockstep: shared with the
+    other start's, every product bit for bit its own alone."""
+    monkeypatch.setattr(lockstep, "SIDE_BY_SIDE", True)
+    monkeypatch.setattr(lockstep, "MAIN_THREAD_START", main_thread)
+    X = np.random.default_rng(3554).standard_normal((200, 50)) + 0.3
+    op = as_data_operator(X, n_threads=1)
+    op.centre(op.stats["mean"])
+    vs = [np.random.default_rng(s).standard_normal(50) for s in (4, 5, 6)]
+
+    def many():
+        return sweep_pass.fused_many(op, vs[:2]) + [op.fused(vs[2])]
+
+    def chain():
+        z, _ = op.fused(vs[0])
+        g = op.rmatvec(z)
+        return [op.fused(g), op.matvec(g)]
+
+    alone = [many(), chain()]
+    n0 = op.n_passes
+    together = lockstep.run_side_by_side(op, [many, chain])
+    assert op.n_passes - n0 == 4  # the longest start's: chain (many: 2)
+    for a, b in zip(alone, together, strict=True):
+        for x, y in zip(a, b, strict=True):
+            for p, q in zip(x, y, strict=True) if isinstance(x, tuple) else [(x, y)]:
+                assert np.array_equal(p, q)
+    assert "_map" not in op.__dict__
 
 
 def _first_sweep_state(X):
