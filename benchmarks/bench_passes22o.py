@@ -49,6 +49,7 @@ MAIN = {
     "_subspace.KRYLOV_PASSES": 2,
     "ONE_PASS": False,
     "_sweep_pass.ON_GRAM_PATH": False,
+    "KNOWN_XV": False,
 }
 bench_sweeps22m.FLAGS.update(
     main={},  # the other tree (``--before``): its defaults

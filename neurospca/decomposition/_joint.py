@@ -128,7 +128,7 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None, u0=None):
     defl = _others(op, sqnorm, U, V, d, Z, k)
     if u0 is None and same is not None and kw["init"] == "svd":
         if uses_gram(op):  # the check needs the direction only: X_k^T u after it
-            u0 = gram_direction(defl)
+            u0 = gram_direction(defl, [Z[:, j] for j in defl.keep] if KNOWN_XV else None)
             if abs(float(u0 @ U[:, k])) >= same:
                 return False
             u0 = signed_start(defl, u0)[0][:, None]
@@ -524,6 +524,11 @@ RESTART_CHECK_KNOWN = True
 #: deflation's start's ``Xc V`` and ``Xc^T u_k`` from its alternation's kept
 #: products (:func:`_deflation_start`).
 BATCH_CHECKS = CERTIFY_KEPT = DEFLATION_PRODUCTS = True
+
+#: The restart check on the Gram path (:func:`_revive`) takes the other
+#: components' ``Xc v_j`` from the fit's ``Z`` instead of a pass each (issue 22
+#: round 15).
+KNOWN_XV = True
 
 #: A sweep's components refitted with one pass over ``X`` for all
 #: (:func:`~neurospca.decomposition._sweep_pass.one_pass_sweep`; issue 22 round 15).

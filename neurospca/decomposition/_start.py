@@ -58,13 +58,16 @@ def signed_start(defl, u):
     return (-u, -g) if g[j] < 0 else (u, g)
 
 
-def gram_direction(defl):
+def gram_direction(defl, XV=None):
     """The leading eigenvector of ``X_k X_k^T`` (:func:`_init_gram`), sign
-    not fixed, with no pass over the data."""
+    not fixed, with no pass over the data when the removed components'
+    ``Xc v_j`` are known (kept by ``defl``, or given as ``XV``; else one pass
+    each)."""
     op = defl.op
     G = centred_gram(op).copy()
     U, V, d = defl.U, defl.V, defl.d
-    XV = defl.XV if defl.known() else [op.matvec(v_j) for v_j in V]
+    if XV is None:
+        XV = defl.XV if defl.known() else [op.matvec(v_j) for v_j in V]
     for u_j, z_j, d_j in zip(U, XV, d, strict=True):
         G -= d_j * (np.outer(z_j, u_j) + np.outer(u_j, z_j))
     for u_i, v_i, d_i in zip(U, V, d, strict=True):
