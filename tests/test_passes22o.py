@@ -200,3 +200,18 @@ def test_memmap_fit_passes_and_components(tmp_path, monkeypatch):
     assert got[True][0] == 16 and got[False][0] == 20
     assert got[True][1].n_sweeps_ == got[False][1].n_sweeps_
     assert np.abs(got[True][1].components_ - got[False][1].components_).max() < 1e-8
+
+
+def test_gram_restart_checks_take_the_kept_products(monkeypatch):
+    """On the Gram path a restart check (the top eigenvector of the residual's
+    N x N Gram matrix) takes the other components' ``Xc v_j`` from the fit's
+    ``Z`` (``_joint.KNOWN_XV``): no pass for them, the fit the same to 1e-8."""
+    X = _instance(n=400, seed=3555)
+    reads = _Reads(monkeypatch)
+    got = {}
+    for known in (True, False):
+        monkeypatch.setattr(joint, "KNOWN_XV", known)
+        reads.bytes = 0
+        got[known] = (_fit(X, alpha_rel=1.0), reads.bytes / X.nbytes)
+    assert got[True][1] < got[False][1]
+    assert np.abs(got[True][0].components_ - got[False][0].components_).max() < 1e-8
