@@ -82,6 +82,7 @@ from ._objective import joint_objective
 from ._rotation import rotate_pairs
 from ._start import gram_direction, signed_start, start_u
 from ._subspace import cached_subspace
+from ._sweep_pass import one_pass_sweep
 
 #: The sweeps stop when the loadings move by at most ``max(tol, SWEEP_TOL)``
 #: (relative, Frobenius norm) in one sweep. Near-equal components can keep
@@ -127,7 +128,7 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None, u0=None):
     defl = _others(op, sqnorm, U, V, d, Z, k)
     if u0 is None and same is not None and kw["init"] == "svd":
         if uses_gram(op):  # the check needs the direction only: X_k^T u after it
-            u0 = gram_direction(defl)
+            u0 = gram_direction(defl, [Z[:, j] for j in defl.keep] if KNOWN_XV else None)
             if abs(float(u0 @ U[:, k])) >= same:
                 return False
             u0 = signed_start(defl, u0)[0][:, None]
@@ -183,8 +184,10 @@ def _merge_info(info, k, new):
 def _sweep(op, sqnorm, U, V, d, Z, info, kw):
     """One back-fitting sweep: each non-empty component gets one u-step and one
     v-step on the residual of the others. Returns the v-step warnings."""
-    caught = []
-    for k in range(U.shape[1]):
+    done, caught = (
+        one_pass_sweep(op, sqnorm, U, V, d, Z, info, kw, _merge_info) if ONE_PASS else (0, [])
+    )
+    for k in range(done, U.shape[1]):
         if not np.any(V[:, k]):  # it may come back once the others have split
             _revive(op, sqnorm, U, V, d, Z, k, info, kw)
             continue
@@ -532,6 +535,15 @@ BATCH_CHECKS = CERTIFY_KEPT = DEFLATION_PRODUCTS = True
 #: sweeps' certificates were 18 of 52 CPU s at N = 100, P = 1,906,624); the
 #: returned pairs are certified afresh (:func:`_certify_all`).
 MOVED_GAPS = True
+
+#: The restart check on the Gram path (:func:`_revive`) takes the other
+#: components' ``Xc v_j`` from the fit's ``Z`` instead of a pass each (issue 22
+#: round 15).
+KNOWN_XV = True
+
+#: A sweep's components refitted with one pass over ``X`` for all
+#: (:func:`~neurospca.decomposition._sweep_pass.one_pass_sweep`; issue 22 round 15).
+ONE_PASS = True
 
 #: Most restart passes of one joint fit.
 RESTART_PASSES = 2

@@ -20,6 +20,7 @@ iterations and the same numbers as one at a time (bit for bit).
 
 import numpy as np
 
+from . import _start
 from ._data import uses_gram
 from ._deflated import gram_blocks
 from ._joint_certify import _others, know_products
@@ -38,7 +39,7 @@ def svd_starts(defls, basis):
     for _ in range(START_MAX_ITER):
         more = []
         for i in active:
-            done, found[i], Rv = ritz_step(starts[i])
+            done, found[i], Rv = ritz_step(starts[i], _start.CHECK_TOL)
             if not done:
                 more.append((i, Rv))
         if not more:

@@ -20,6 +20,7 @@ pass and put back when it resumes, as if it ran alone.
 
 import threading
 import warnings
+from functools import partial
 
 import numpy as np
 
@@ -153,33 +154,9 @@ class _Lockstep:
 
     def _pass(self, starts):
         """The requests of ``starts`` in one pass over the data."""
-        op, requests = self.op, [s.request for s in starts]
-        if len(requests) == 1:
-            starts[0].reply = self._base(*requests[0])
-            return
-        n = op.shape[0]
-        makes = [make for _, _, make, _ in requests]
-        if op.kind == "dask":  # the rows come back from the tasks, side by side
-            outs, acc = self._dask_pass(requests, makes)
-        else:
-            outs = [None if tail is None else np.empty((n,) + tail) for *_, tail in requests]
-            items = [(fn, args, out) for (fn, args, _, _), out in zip(requests, outs, strict=True)]
-            _, acc = self._base(_blk_many, (items,), lambda: _Many(makes), None)
-        for start, out, part in zip(starts, outs, acc.parts, strict=True):
-            start.reply = (out, part)
-
-    def _dask_pass(self, requests, makes):
-        """The requests in one pass over a dask array: ``(rows of each, acc)``."""
-        items, lo = [], 0
-        for fn, args, _, tail in requests:
-            items.append((fn, args, lo, tail))
-            lo += 0 if tail is None else 1 if tail == () else tail[0]
-        Z, acc = self._base(_blk_many_rows, (items,), lambda: _Many(makes), (lo,))
-        outs = []
-        for _, _, c, tail in items:
-            out = None if tail is None else Z[:, c] if tail == () else Z[:, c : c + tail[0]]
-            outs.append(None if out is None else np.ascontiguousarray(out))
-        return outs, acc
+        replies = shared_pass(self.op, self._base, [s.request for s in starts])
+        for start, reply in zip(starts, replies, strict=True):
+            start.reply = reply
 
     def _round(self):
         """The other live starts' turns, then one pass for every live request."""
@@ -228,6 +205,74 @@ class _Lockstep:
             for th in threads:
                 th.join()
         return [s.result for s in starts]
+
+
+def shared_pass(op, base, requests):
+    """``[base(*request) for request in requests]`` in ONE pass over ``op``'s
+    data (``base``: the operator's ``_map``, or an enclosing lockstep's): each
+    request's block function with its own accumulator on every row block, the
+    same arithmetic as its own pass. Returns each one's ``(rows, acc)``."""
+    if len(requests) == 1:
+        return [base(*requests[0])]
+    n = op.shape[0]
+    makes = [make for _, _, make, _ in requests]
+    if op.kind == "dask":  # the rows come back from the tasks, side by side
+        outs, acc = _dask_pass(base, requests, makes)
+    else:
+        outs = [None if tail is None else np.empty((n,) + tail) for *_, tail in requests]
+        items = [(fn, args, out) for (fn, args, _, _), out in zip(requests, outs, strict=True)]
+        _, acc = base(_blk_many, (items,), lambda: _Many(makes), None)
+    return list(zip(outs, acc.parts, strict=True))
+
+
+def _dask_pass(base, requests, makes):
+    """The requests in one pass over a dask array: ``(rows of each, acc)``."""
+    items, lo = [], 0
+    for fn, args, _, tail in requests:
+        items.append((fn, args, lo, tail))
+        lo += 0 if tail is None else 1 if tail == () else tail[0]
+    Z, acc = base(_blk_many_rows, (items,), lambda: _Many(makes), (lo,))
+    outs = []
+    for _, _, c, tail in items:
+        out = None if tail is None else Z[:, c] if tail == () else Z[:, c : c + tail[0]]
+        outs.append(None if out is None else np.ascontiguousarray(out))
+    return outs, acc
+
+
+def in_one_pass(op, calls):
+    """``[call() for call in calls]`` where each call makes ONE pass over
+    ``op``'s data (e.g. ``partial(op.fused, v)``), in one shared pass and no
+    thread: each call runs once to record its pass's request (on placeholder
+    results), then once more on its own part of the shared pass (each result
+    bit for bit the call's alone). Inside a start of :func:`run_side_by_side`
+    the shared pass is that lockstep's."""
+    outer = op.__dict__.get("_map")
+    base = outer if outer is not None else partial(type(op)._map, op)
+    requests = []
+
+    def record(fn, args, make_acc=None, rows_tail=None):
+        requests.append((fn, args, make_acc, rows_tail))
+        rows = None if rows_tail is None else np.zeros((op.shape[0],) + rows_tail)
+        return rows, None if make_acc is None else make_acc()
+
+    def restore():
+        if outer is None:
+            op.__dict__.pop("_map", None)
+        else:
+            op._map = outer
+
+    try:
+        op._map = record
+        for call in calls:
+            call()
+        restore()  # the shared pass may let other starts run: they see theirs
+        if len(requests) != len(calls):
+            raise RuntimeError("in_one_pass: each call must make exactly one pass")
+        replies = iter(shared_pass(op, base, requests))
+        op._map = lambda *request, **kw: next(replies)
+        return [call() for call in calls]
+    finally:
+        restore()
 
 
 def run_side_by_side(op, jobs):

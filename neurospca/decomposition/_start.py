@@ -58,13 +58,16 @@ def signed_start(defl, u):
     return (-u, -g) if g[j] < 0 else (u, g)
 
 
-def gram_direction(defl):
+def gram_direction(defl, XV=None):
     """The leading eigenvector of ``X_k X_k^T`` (:func:`_init_gram`), sign
-    not fixed, with no pass over the data."""
+    not fixed, with no pass over the data when the removed components'
+    ``Xc v_j`` are known (kept by ``defl``, or given as ``XV``; else one pass
+    each)."""
     op = defl.op
     G = centred_gram(op).copy()
     U, V, d = defl.U, defl.V, defl.d
-    XV = defl.XV if defl.known() else [op.matvec(v_j) for v_j in V]
+    if XV is None:
+        XV = defl.XV if defl.known() else [op.matvec(v_j) for v_j in V]
     for u_j, z_j, d_j in zip(U, XV, d, strict=True):
         G -= d_j * (np.outer(z_j, u_j) + np.outer(u_j, z_j))
     for u_i, v_i, d_i in zip(U, V, d, strict=True):
@@ -98,7 +101,7 @@ def _init_svd(defl, basis):
         start = (v[:, None], z[:, None], g[:, None])
     Q, XQ, AQ = start
     for _ in range(START_MAX_ITER):
-        done, found, Rv = ritz_step((Q, XQ, AQ))
+        done, found, Rv = ritz_step((Q, XQ, AQ), START_TOL)
         if done:
             break
         # the residuals of the best Ritz pairs, orthogonal to the span: one pass
@@ -109,6 +112,9 @@ def _init_svd(defl, basis):
 
 #: The start's power iterations stop when ``v`` moves by less than this.
 START_TOL = 1e-3
+#: The same for the restart checks of a joint fit
+#: (:func:`~neurospca.decomposition._joint_starts.svd_starts`).
+CHECK_TOL = 1e-3
 #: Most Davidson iterations (passes) of a start.
 START_MAX_ITER = 100
 #: Ritz residuals added to the start's span per pass.
@@ -125,7 +131,7 @@ def start_u(defl, init, rng, basis):
     return _init_svd(defl, basis)
 
 
-def ritz_step(start):
+def ritz_step(start, tol):
     """One Rayleigh-Ritz step of :func:`_init_svd` on ``start = (Q, X_k Q, X_k^T X_k Q)``.
 
     Returns ``(done, (u, X_k^T u), Rv)``: ``Rv`` the residual directions to add
@@ -142,7 +148,7 @@ def ritz_step(start):
     j = int(np.argmax(np.abs(v)))  # sign: largest-magnitude entry of v positive
     s = -1.0 if v[j] < 0 else 1.0
     found = (s * z / nz, s * g / nz)
-    if np.linalg.norm(g / ng - v) < START_TOL:
+    if np.linalg.norm(g / ng - v) < tol:
         return True, found, None
     Rv = AQ @ Wr - (Q @ Wr) * theta[::-1][: Wr.shape[1]]
     for _ in range(2):

@@ -39,6 +39,8 @@ __all__ = [
 SKETCH_WIDTH = 8
 #: Gram passes over the data after the scan.
 KRYLOV_PASSES = 2
+#: Every Ritz pair of the Krylov space is kept (else the best block's worth).
+KEEP_SPAN = False
 #: Columns of the first Krylov block beyond ``k`` (10 before issue 22 round 12).
 SKETCH_OVERSAMPLE = 5
 
@@ -169,7 +171,7 @@ def krylov_subspace(op, k, n_passes=KRYLOV_PASSES, random_state=0):
         XQ[:, lo:hi], AQ[:, lo:hi] = op.gram(K)
     H = Q.T @ AQ
     theta, V = np.linalg.eigh(0.5 * (H + H.T))
-    keep = np.argsort(theta)[::-1][:b]  # the best Ritz pairs, one block's worth
+    keep = np.argsort(theta)[::-1][: b * (n_passes + 1) if KEEP_SPAN else b]
     theta, V = theta[keep], V[:, keep]
     return np.sqrt(np.clip(theta[:k], 0.0, None)), Q @ V, XQ @ V, AQ @ V
 
