@@ -57,8 +57,8 @@ from ..decomposition import (
     row_groups,
     split_halves,
     start_from,
-    subsample_stability,
 )
+from ._continuation import continuations, guarded_fit, subsample_fits
 from ._heldout import explains_less, explains_more, pair_heldout
 from ._twin import twin_evidence
 
@@ -121,21 +121,16 @@ def returned_evidence(model, X, params, seed, groups=None):
 def subsample_evidence(model, X, params, groups=None):
     """``sub`` of :func:`returned_evidence`: the subsample stability of
     ``model``'s components (two fits started from them)."""
-    with warnings.catch_warnings(), row_groups(model, X, groups):
-        warnings.simplefilter("ignore")
-        return np.asarray(subsample_stability(model, X, params, start=model.components_))
+    return np.asarray(subsample_fits(model, X, params, groups))
 
 
 def halves_evidence(model, X, params, seed, groups=None):
     """``half`` of :func:`returned_evidence` and the held-out variance of the
     same two half fits (started from ``model``'s components)."""
     start = model.components_
-    keep = dict(params, stability=False, certify_support=False)
     halves = split_halves(X, seed, groups)
-    with warnings.catch_warnings(), row_groups(model, X, groups):
-        warnings.simplefilter("ignore")
-        pair = [start_from(clone(model).set_params(**keep), start).fit(h) for h in halves]
-    comps = [m.components_ for m in pair]
+    with row_groups(model, X, groups):
+        comps = [guarded_fit(model, h, params, start)[0] for h in halves]
     return component_stability(start, *comps), pair_heldout(comps, halves)
 
 
@@ -613,7 +608,14 @@ def run_returned(inner, data, splits, grid, seeds, truth, verbose, keep_default)
     """``criterion="returned"``: the default fit, :func:`returned_search` and
     :func:`returned_choice`. Returns the row kept, the rows and halves, the
     returned model at that row (None: refit), its stability, the default fit's
-    row and the default fit when it is kept (else None)."""
+    row and the default fit when it is kept (else None). The evidence fits are
+    one search's guarded continuations (:func:`~._continuation.continuations`)."""
+    with continuations():
+        return _run_returned(inner, data, splits, grid, seeds, truth, verbose, keep_default)
+
+
+def _run_returned(inner, data, splits, grid, seeds, truth, verbose, keep_default):
+    """:func:`run_returned` (within its search's continuations)."""
     from ._default import default_row, fit_default
     from ._default_first import default_first
     from ._halves import choose_reproducible, default_path_starts
