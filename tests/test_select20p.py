@@ -10,22 +10,18 @@ from sklearn.base import clone
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
 from neurospca.decomposition import subsample_stability
 from neurospca.model_selection import _continuation, _returned
-from neurospca.model_selection._continuation import (
-    captured,
-    continuation_holds,
-    continuations,
-    guarded_fit,
-    subsample_fits,
-)
 
+captured, continuation_holds = _continuation.captured, _continuation.continuation_holds
+continuations, guarded_fit = _continuation.continuations, _continuation.guarded_fit
 PARAMS = {"alpha": None, "alpha_rel": 1.0, "l1_ratio": 0.05, "tv_ratio": 0.1}
 
 
 @pytest.fixture(scope="module")
 def fitted():
+    """A model of the paper simulation (16 x 16) at the default split's point 1."""
     X, _, mask = make_paper_simulation(80, snr=1.0, random_state=5, shape=(16, 16))
-    est = SPCATV(3, operator=tv_from_mask(mask), random_state=0)
     with warnings.catch_warnings():
+        est = SPCATV(3, operator=tv_from_mask(mask), random_state=0)
         warnings.simplefilter("ignore")
         model = clone(est).set_params(**PARAMS, stability=False).fit(X)
     return X, model
@@ -103,7 +99,7 @@ def test_the_cold_subsample_fits_are_decompositions_bit_for_bit(fitted, monkeypa
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref = subsample_stability(model, X, PARAMS, start=model.components_)
-    np.testing.assert_array_equal(subsample_fits(model, X, PARAMS), ref)
+    np.testing.assert_array_equal(_continuation.subsample_fits(model, X, PARAMS), ref)
 
 
 def test_the_continuations_evidence_is_the_cold_evidence_within_001(fitted, monkeypatch):
