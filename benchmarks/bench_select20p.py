@@ -78,7 +78,7 @@ def main():
         k: float(np.max(np.abs(np.subtract(cold["judged"][k][0], warm["judged"][k][0]))))
         for k in both
     }
-    default = str(point({"alpha_rel": d.alpha_rel_, "l1_ratio": d.l1_ratio_, "tv_ratio": d.tv_ratio_}))
+    default = str([d.l1_ratio_, d.tv_ratio_, d.alpha_rel_])
     row = {
         "seed": args.seed,
         "corr": args.corr,
