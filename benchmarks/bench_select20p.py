@@ -78,7 +78,7 @@ def main():
         k: float(np.max(np.abs(np.subtract(cold["judged"][k][0], warm["judged"][k][0]))))
         for k in both
     }
-    default = str([d.l1_ratio_, d.tv_ratio_, d.alpha_rel_])
+    default = str([float(d.l1_ratio_), float(d.tv_ratio_), float(d.alpha_rel_)])
     row = {
         "seed": args.seed,
         "corr": args.corr,
