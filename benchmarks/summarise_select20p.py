@@ -7,9 +7,15 @@ strict / ties of 0.01), never worse than the default (strict / ties), the
 same returned model as the other tree (point, MSE and Dice to 1e-6) and the
 CPU of ``select_penalty`` in default-fit units, median (range).
 
-    python benchmarks/summarise_select20p.py benchmarks/out_select20p/fresh_*.jsonl
+    python benchmarks/summarise_select20p.py benchmarks/out_select20p/fresh_*_*.jsonl
+    python benchmarks/summarise_select20p.py --evidence \\
+        benchmarks/out_select20p/fresh_evidence.jsonl
+
+With ``--evidence``: ``bench_select20p.py``'s rows, one line per instance
+(round 15's evidence fits against guarded continuations in one process).
 """
 
+import json
 import sys
 from pathlib import Path
 
@@ -31,7 +37,29 @@ def _ratio(v):
     return f"{np.median(v):.1f}x ({min(v):.1f}-{max(v):.1f})"
 
 
+def evidence_table(paths):
+    """One line per ``bench_select20p.py`` row."""
+    print(
+        "| set | seed | chosen cold -> warm | same model | largest evidence difference: "
+        "judged rows / default's row | continuations kept / refitted | CPU x default fit: "
+        "cold -> warm |\n" + "|---" * 7 + "|"
+    )
+    rows = [json.loads(x) for p in paths for x in Path(p).read_text().splitlines()]
+    for r in sorted(rows, key=lambda r: (r["method"], r["corr"], r["seed"])):
+        c, w = r["cold"], r["warm"]
+        d = r.get("default_diff")
+        print(
+            f"| {r['method']} r = {r['corr']:g} | {r['seed']} | {c['chosen'][:3]} -> "
+            f"{w['chosen'][:3]} | {'yes' if r['same_choice'] else '**no**'} | "
+            f"{r['max_diff']:.4f} / {'-' if d is None else f'{d:.4f}'} | "
+            f"{w['kept']} / {w['refitted']} | {c['ratio']:.1f}x -> {w['ratio']:.1f}x |"
+        )
+
+
 def main():
+    if sys.argv[1] == "--evidence":
+        evidence_table(sys.argv[2:])
+        return
     summarise_select20o.main()
     rows, tie = read_args()
     rows = [r for r in merge(rows, skip=()) if "mse_best" in r]
