@@ -62,7 +62,8 @@ def main():
         return
     summarise_select20o.main()
     rows, tie = read_args()
-    rows = [r for r in merge(rows, skip=()) if "mse_best" in r]
+    every = merge(rows, skip=())
+    rows = [r for r in every if "mse_best" in r]
     sets = {}
     for r in rows:
         sets.setdefault((r["method"], r["corr"]), {}).setdefault(r["tag"], {})[r["seed"]] = r
@@ -77,23 +78,26 @@ def main():
             other = sets[key].get("after" if tag == "before" else "before", {})
             cells = [row_cells(r, tie) for r in by_seed.values()]
             same = sum(_same(r, other[s]) for s, r in by_seed.items() if s in other)
+            both = sum(s in other for s in by_seed)
             print(
                 f"| {key[0]} r = {key[1]:g} | {tag} | {len(cells)} | "
                 f"{sum('ok' in c[8] for c in cells)} / {sum('ok' in c[9] for c in cells)} | "
                 f"{sum(c[11].startswith('yes /') for c in cells)} / "
-                f"{sum('/ yes' in c[11] for c in cells)} | {same} of {len(other)} | "
+                f"{sum('/ yes' in c[11] for c in cells)} | {same} of {both} | "
                 f"{_ratio([r['cpu_select'] / r['cpu_default'] for r in by_seed.values()])} |"
             )
-    for method in sorted({k[0] for k in sets}):
+    for method in sorted({r["method"] for r in every}):
         for tag in ("before", "after"):
             v = [
                 r["cpu_select"] / r["cpu_default"]
-                for k, s in sets.items()
-                if k[0] == method
-                for r in s.get(tag, {}).values()
+                for r in every
+                if r["method"] == method and r["tag"] == tag
             ]
             if v:
-                print(f"\n{method} {tag}: n {len(v)}, {_ratio(v)}")
+                print(
+                    f"\n{method} {tag} (every row, with or without a yardstick): n {len(v)}, "
+                    f"{_ratio(v)}"
+                )
 
 
 if __name__ == "__main__":
