@@ -110,3 +110,12 @@ def test_the_continuations_evidence_is_the_cold_evidence_within_001(fitted, monk
     assert np.min(cold[0]) > 0.5  # the model reproduces: a comparison that can fail
     np.testing.assert_allclose(warm[0], cold[0], atol=0.01)
     assert abs(warm[1][0] - cold[1][0]) <= cold[1][1]  # held-out variance within its floor
+
+
+def test_without_tv_the_evidence_fits_are_the_competing_starts(fitted):
+    X, model = fitted
+    params = dict(PARAMS, tv_ratio=0.0)
+    comps, kept = guarded_fit(model, X[::2], params, model.components_)
+    assert not kept
+    with_tv = guarded_fit(model, X[::2], PARAMS, model.components_)
+    assert with_tv[1] and not np.array_equal(comps, with_tv[0])

@@ -10,16 +10,26 @@ start only), 4-8x cheaper and, on SPCA-TV, the same evidence to 0.001.
 
 The continuation can settle far from the start's optimum: on ElasticNet PCA
 with co-varying scores (paper simulation, r = 0.7, development seed 3285, the
-default fit's halves) both continuations explained 0.0009 of their half's
-variance where the start explained 0.02 and the competing fits 0.021, and the
-stability fell from 0.70 / 0.13 / 0.00 to 0.22 / 0.19 / 0.19. :func:`guarded_fit`
-therefore keeps a continuation only when it explains at least
-:data:`KEEP_CAPTURED` of the variance the start's components explain on the
-same rows and empties no component the start has; otherwise that fit is made
-as before (the competing starts), and its evidence is the old one. Where one
-continuation of a search does not hold, none of the later ones is tried
-(:func:`continuations`): on that seed every one failed, and each failed try
-costs about half a fit.
+default fit's halves) both continuations captured 0.09-0.12 of the variance
+the start's components capture on their half (the competing fits 1.6-1.8),
+and the stability fell from 0.70 / 0.13 / 0.00 to 0.22 / 0.19 / 0.19.
+:func:`guarded_fit` therefore keeps a continuation only when it captures at
+least :data:`KEEP_CAPTURED` of that variance and empties no component the
+start has; otherwise that fit is made as before (the competing starts), and
+its evidence is the old one. Where one continuation of a search does not
+hold, none of the later ones is tried (:func:`continuations`): on that seed
+every one failed, and each failed try costs about half a fit.
+
+Only with TV (``tv_ratio > 0``). Without it (ElasticNet PCA) the continuations
+held and halved the search's CPU, but scored a component that no model
+reproduces higher (the competing starts' restarts find another one each
+time): 0.02-0.15 -> 0.23-0.24 on fresh seed 3531 (r = 0), which moved the
+choice from (0.5, 0) 0.25 (the Dice-best) to (0.2, 0) 0.5 (the MSE-best);
+with TV every judged row's evidence was the old one to 0.003 (benchmarks/
+RESULTS.md, round 16). A start that is not the winner of the competing
+starts (e.g. a deflation fit that merged two patterns) keeps its merge under
+a continuation: the search judges only joint fits on all the samples whose
+competing starts ran.
 """
 
 import warnings
@@ -82,9 +92,10 @@ def continuation_holds(data, start, components):
 
 def guarded_fit(model, data, params, start):
     """Components of ``model``'s settings fitted on ``data`` at ``params`` from
-    ``start``: the continuation when :func:`continuation_holds`, else (or with
-    :data:`CONTINUATION` off, or after a continuation of the same search did
-    not hold, :func:`continuations`) the fit with the competing starts.
+    ``start``: the continuation when :func:`continuation_holds`, else the
+    fit with the competing starts; that fit only without TV (``tv_ratio``
+    0: ElasticNet PCA), with :data:`CONTINUATION` off, or after a
+    continuation of the same search did not hold (:func:`continuations`).
 
     Returns
     -------
@@ -96,7 +107,7 @@ def guarded_fit(model, data, params, start):
     search = _SEARCH.get()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if CONTINUATION and not (search and search[0]):
+        if CONTINUATION and params["tv_ratio"] > 0 and not (search and search[0]):
             fit = clone(model).set_params(**keep, warm_start=True)
             comps = start_from(fit, start).fit(data).components_
             if continuation_holds(data, start, comps):
