@@ -437,10 +437,10 @@ def select_penalty(
         more, no model can beat it by the switch margin, so the stronger
         points and the other splits are not fitted and only the weaker
         points of its split are judged (the choice the full search makes,
-        at about half its cost). Round 16: each evidence fit (subsamples,
-        halves) is first a continuation from the judged model's components
-        (the joint fit's sweeps from that start only), kept when it captures
-        at least half the variance the start captures on its rows
+        at about half its cost). Round 16: with TV each evidence fit
+        (subsamples, halves) is first a continuation from the judged model's
+        components (the joint fit's sweeps from that start only), kept when
+        it captures at least half the variance the start captures on its rows
         (``_continuation``), else made with the competing starts as before.
         ``"halves"``: by the halves' reproducibility (rounds 6-7).
     split_groups : "auto", None, "blocks", int or array-like, default="auto"
