@@ -1,0 +1,139 @@
+"""Score ``stability_`` rules on ``bench_claim20p.py``'s records (claim against actual).
+
+Per rule and group of tags: the components (non-empty), the largest claim -
+actual, how many claim more than 0.2 above their actual value, reproducing
+components (actual >= 0.5) flagged (claim < 0.5) and non-reproducing ones
+not flagged. The noise floor's verdict (0) applies to every rule.
+
+    python benchmarks/summarise_claim20p.py /tmp/claim.jsonl [--rows]
+"""
+
+import json
+import sys
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+
+def _match(M):
+    r, c = linear_sum_assignment(-np.asarray(M))
+    out = np.empty(len(r), dtype=int)
+    out[r] = c
+    return out
+
+
+def scores(sims):
+    """Per component of C: ab (the halves' agreement), ca, cb (C with each half's match)."""
+    CA, CB, AB = (np.asarray(s) for s in sims)
+    to_a, a_to_b = _match(CA), _match(AB)
+    k = np.arange(CA.shape[0])
+    ab = AB[to_a, a_to_b[to_a]]
+    return ab, CA[k, to_a], CB[k, a_to_b[to_a]]
+
+
+def plain(sims):
+    return scores(sims)[0]
+
+
+def tri(sims):
+    """The halves' agreement, capped by the full component's with each half."""
+    return np.min(scores(sims), axis=0)
+
+
+def with_refit(rule, first="walk"):
+    def claim(r):
+        s = rule(r[first])
+        low = s < 0.5
+        s[low] = rule(r["warm"])[low]
+        return s
+
+    return claim
+
+
+def series(rule):
+    def claim(r):
+        return np.median([rule(r[f"draw{i}"]) for i in range(6)], axis=0)
+
+    return claim
+
+
+def either(nonseries, onseries):
+    def claim(r):
+        if r.get("series"):
+            return onseries(r) if onseries else np.asarray(r["claimed"])
+        return nonseries(r)
+
+    return claim
+
+
+RULES = {
+    "main (recorded)": lambda r: np.asarray(r["claimed"]),
+    "main (recomputed)": either(with_refit(plain), series(plain)),
+    "walk only (no refit)": either(lambda r: plain(r["walk"]), None),
+    "triangle, walk + refit": either(with_refit(tri), series(plain)),
+    "triangle everywhere (series too)": either(with_refit(tri), series(tri)),
+    "cold, another split": either(lambda r: plain(r["cold1"]), None),
+    "refit from full, another split": either(lambda r: plain(r["warm1"]), None),
+    "triangle, refit, another split": either(lambda r: tri(r["warm1"]), None),
+    "min(main, triangle another split)": either(
+        lambda r: np.minimum(with_refit(tri)(r), tri(r["warm1"])), None
+    ),
+}
+
+
+def claims(rule, r):
+    c = np.asarray(rule(r), dtype=float).copy()
+    if "floor" in r:
+        c[np.asarray(r["floor"], bool)] = 0.0
+    c[np.asarray(r["nonzero"]) == 0] = 0.0
+    return c
+
+
+def table(recs, title):
+    print(f"\n{title} ({len(recs)} fits)\n")
+    print("| rule | components | max claim - actual | over +0.2 | reproducing flagged | "
+          "non-reproducing not flagged |")
+    print("|---|---|---|---|---|---|")
+    for name, rule in RULES.items():
+        over, rep, nrep, n, worst = 0, [0, 0], [0, 0], 0, -1.0
+        for r in recs:
+            keep = np.asarray(r["nonzero"]) > 0
+            c, a = claims(rule, r)[keep], np.asarray(r["actual"])[keep]
+            n += keep.sum()
+            worst = max(worst, float(np.max(c - a, initial=-1)))
+            over += int(np.sum(c - a > 0.2))
+            rep[0] += int(np.sum((a >= 0.5) & (c < 0.5)))
+            rep[1] += int(np.sum(a >= 0.5))
+            nrep[0] += int(np.sum((a < 0.5) & (c >= 0.5)))
+            nrep[1] += int(np.sum(a < 0.5))
+        print(f"| {name} | {n} | {worst:.2f} | {over} | {rep[0]} of {rep[1]} | "
+              f"{nrep[0]} of {nrep[1]} |")
+
+
+def rows(recs):
+    f = lambda a: "/".join(f"{x:.2f}" for x in a)  # noqa: E731
+    for r in recs:
+        line = [r["tag"], r["half"], str(r["point"]), "S" if r.get("series") else "",
+                f(r["claimed"]), f(r["actual"]), f(r["nonzero"])]
+        for name in ("triangle, walk + refit", "refit from full, another split"):
+            line.append(f(claims(RULES[name], r)))
+        print("| " + " | ".join(line) + " |")
+
+
+def summary(paths, show_rows=False):
+    recs = [json.loads(x) for p in paths for x in open(p)]
+    groups = {}
+    for r in recs:
+        kind = r["tag"].split(":")
+        key = f"cohort {kind[3]}" if kind[0] == "cohort" else kind[0]
+        groups.setdefault(key, []).append(r)
+    table(recs, "all")
+    for key, g in sorted(groups.items()):
+        table(g, key)
+    if show_rows:
+        rows(recs)
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--rows"]
+    summary(args, "--rows" in sys.argv)
