@@ -10,7 +10,7 @@ fit ``C`` and the half fits ``A``, ``B`` of
 
 - ``walk``: the walk's halves at the chosen point;
 - ``warm``: those halves refitted from the full fit's components;
-- ``cold1`` / ``warm1``: halves of another random split (seed + 1), cold / from the full fit;
+- ``warm1``: halves of another random split (seed + 1), from the full fit (not for a series);
 - ``draw0`` ... : a series' block halves (``series_stability``'s draws);
 
 and the noise floor's verdict. Tags: ``cohort:SEED:ORDER:VARIANT`` (bench_site20n's
@@ -51,19 +51,12 @@ def _instrument():
 
     def halves_stability(estimator, X, params, halves, series=None):
         out = inner(estimator, X, params, halves, series)
-        C = estimator.components_
-        if RECORD.get("series"):
-            return out
-        seed = S._seed(estimator)
+        C, seed = estimator.components_, S._seed(estimator)
         data = S.split_halves(X, seed, S.groups_of(estimator))
-        other = S.split_halves(X, seed + 1, S.groups_of(estimator))
-        cold = S._fit_point(S._half_models(estimator), other, params)["components"]
-        RECORD.update(
-            walk=_sims(C, halves),
-            warm=_sims(C, S.refit_halves(estimator, data, params, C)),
-            cold1=_sims(C, cold),
-            warm1=_sims(C, S.refit_halves(estimator, other, params, C)),
-        )
+        RECORD.update(walk=_sims(C, halves), warm=_sims(C, S.refit_halves(estimator, data, params, C)))
+        if not RECORD.get("series"):
+            other = S.split_halves(X, seed + 1, S.groups_of(estimator))
+            RECORD["warm1"] = _sims(C, S.refit_halves(estimator, other, params, C))
         return out
 
     def series_stability(estimator, X, params):

@@ -72,7 +72,6 @@ RULES = {
     "walk only (no refit)": either(lambda r: plain(r["walk"]), None),
     "triangle, walk + refit": either(with_refit(tri), series(plain)),
     "triangle everywhere (series too)": either(with_refit(tri), series(tri)),
-    "cold, another split": either(lambda r: plain(r["cold1"]), None),
     "refit from full, another split": either(lambda r: plain(r["warm1"]), None),
     "triangle, refit, another split": either(lambda r: tri(r["warm1"]), None),
     "min(main, triangle another split)": either(
