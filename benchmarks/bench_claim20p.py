@@ -43,7 +43,11 @@ RECORD = {}
 
 def _sims(C, pair):
     A, B = (np.asarray(p, float) for p in pair)
-    return [S._similarity(C, A).tolist(), S._similarity(C, B).tolist(), S._similarity(A, B).tolist()]
+    return [
+        S._similarity(C, A).tolist(),
+        S._similarity(C, B).tolist(),
+        S._similarity(A, B).tolist(),
+    ]
 
 
 def _instrument():
@@ -53,7 +57,9 @@ def _instrument():
         out = inner(estimator, X, params, halves, series)
         C, seed = estimator.components_, S._seed(estimator)
         data = S.split_halves(X, seed, S.groups_of(estimator))
-        RECORD.update(walk=_sims(C, halves), warm=_sims(C, S.refit_halves(estimator, data, params, C)))
+        RECORD.update(
+            walk=_sims(C, halves), warm=_sims(C, S.refit_halves(estimator, data, params, C))
+        )
         if not RECORD.get("series"):
             other = S.split_halves(X, seed + 1, S.groups_of(estimator))
             RECORD["warm1"] = _sims(C, S.refit_halves(estimator, other, params, C))

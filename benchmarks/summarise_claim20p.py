@@ -66,6 +66,13 @@ def either(nonseries, onseries):
     return claim
 
 
+def site_not_series(r):
+    """Round 16: rows sorted by site are not a series (the walk's halves and the refit)."""
+    if r.get("series") and ":site:" in r["tag"] and "walk" in r:
+        return with_refit(plain)(r)
+    return np.asarray(r["claimed"])
+
+
 RULES = {
     "main (recorded)": lambda r: np.asarray(r["claimed"]),
     "main (recomputed)": either(with_refit(plain), series(plain)),
@@ -74,6 +81,10 @@ RULES = {
     "triangle everywhere (series too)": either(with_refit(tri), series(tri)),
     "refit from full, another split": either(lambda r: plain(r["warm1"]), None),
     "triangle, refit, another split": either(lambda r: tri(r["warm1"]), None),
+    "cold, another split (first records only)": either(
+        lambda r: plain(r["cold1"]) if "cold1" in r else np.asarray(r["claimed"]), None
+    ),
+    "round 16: rows sorted by site not a series": site_not_series,
     "min(main, triangle another split)": either(
         lambda r: np.minimum(with_refit(tri)(r), tri(r["warm1"])), None
     ),
@@ -90,8 +101,10 @@ def claims(rule, r):
 
 def table(recs, title):
     print(f"\n{title} ({len(recs)} fits)\n")
-    print("| rule | components | max claim - actual | over +0.2 | reproducing flagged | "
-          "non-reproducing not flagged |")
+    print(
+        "| rule | components | max claim - actual | over +0.2 | reproducing flagged | "
+        "non-reproducing not flagged |"
+    )
     print("|---|---|---|---|---|---|")
     for name, rule in RULES.items():
         over, rep, nrep, n, worst = 0, [0, 0], [0, 0], 0, -1.0
@@ -105,22 +118,36 @@ def table(recs, title):
             rep[1] += int(np.sum(a >= 0.5))
             nrep[0] += int(np.sum((a < 0.5) & (c >= 0.5)))
             nrep[1] += int(np.sum(a < 0.5))
-        print(f"| {name} | {n} | {worst:.2f} | {over} | {rep[0]} of {rep[1]} | "
-              f"{nrep[0]} of {nrep[1]} |")
+        print(
+            f"| {name} | {n} | {worst:.2f} | {over} | {rep[0]} of {rep[1]} | "
+            f"{nrep[0]} of {nrep[1]} |"
+        )
 
 
 def rows(recs):
     f = lambda a: "/".join(f"{x:.2f}" for x in a)  # noqa: E731
     for r in recs:
-        line = [r["tag"], r["half"], str(r["point"]), "S" if r.get("series") else "",
-                f(r["claimed"]), f(r["actual"]), f(r["nonzero"])]
+        line = [
+            r["tag"],
+            r["half"],
+            str(r["point"]),
+            "S" if r.get("series") else "",
+            f(r["claimed"]),
+            f(r["actual"]),
+            f(r["nonzero"]),
+        ]
         for name in ("triangle, walk + refit", "refit from full, another split"):
             line.append(f(claims(RULES[name], r)))
         print("| " + " | ".join(line) + " |")
 
 
 def summary(paths, show_rows=False):
-    recs = [json.loads(x) for p in paths for x in open(p)]
+    last = {}
+    for p in paths:  # the last record of a tag and half wins
+        for x in open(p):
+            r = json.loads(x)
+            last[(r["tag"], r["half"])] = r
+    recs = list(last.values())
     groups = {}
     for r in recs:
         kind = r["tag"].split(":")
