@@ -50,6 +50,21 @@ def with_refit(rule, first="walk"):
     return claim
 
 
+def refit_if_lost(rule, lost_below=0.5):
+    """The refit from the full fit replaces a low walk value only where neither
+    walk half holds the component (both matched below ``lost_below``): where one
+    half holds it and the other holds something else there, the walk's value stays."""
+
+    def claim(r):
+        s = rule(r["walk"])
+        _, ca, cb = scores(r["walk"])
+        use = (s < 0.5) & (np.maximum(ca, cb) < lost_below)
+        s[use] = rule(r["warm"])[use]
+        return s
+
+    return claim
+
+
 def series(rule):
     def claim(r):
         return np.median([rule(r[f"draw{i}"]) for i in range(6)], axis=0)
@@ -85,6 +100,9 @@ RULES = {
         lambda r: plain(r["cold1"]) if "cold1" in r else np.asarray(r["claimed"]), None
     ),
     "round 16: rows sorted by site not a series": site_not_series,
+    "refit only where both walk halves lost it": either(refit_if_lost(plain), series(plain)),
+    "same, triangle": either(refit_if_lost(tri), series(plain)),
+    "same, lost below 0.7": either(refit_if_lost(plain, 0.7), series(plain)),
     "min(main, triangle another split)": either(
         lambda r: np.minimum(with_refit(tri)(r), tri(r["warm1"])), None
     ),
