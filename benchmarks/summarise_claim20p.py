@@ -88,6 +88,13 @@ def site_not_series(r):
     return np.asarray(r["claimed"])
 
 
+def round16(r):
+    """This branch: rows sorted by site not a series, the triangle cap on the walk and refit."""
+    if r.get("series") and not (":site:" in r["tag"] and "walk" in r):
+        return np.asarray(r["claimed"])
+    return with_refit(tri)(r)
+
+
 RULES = {
     "main (recorded)": lambda r: np.asarray(r["claimed"]),
     "main (recomputed)": either(with_refit(plain), series(plain)),
@@ -100,6 +107,7 @@ RULES = {
         lambda r: plain(r["cold1"]) if "cold1" in r else np.asarray(r["claimed"]), None
     ),
     "round 16: rows sorted by site not a series": site_not_series,
+    "round 16: both (site order, triangle)": round16,
     "refit only where both walk halves lost it": either(refit_if_lost(plain), series(plain)),
     "same, triangle": either(refit_if_lost(tri), series(plain)),
     "same, lost below 0.7": either(refit_if_lost(plain, 0.7), series(plain)),

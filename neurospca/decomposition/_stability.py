@@ -531,59 +531,6 @@ SERIES_NOTE = (
 )
 
 
-#: A series' neighbours are more alike than rows this far apart
-#: (:func:`serial_decay`): rows sorted by a grouping (subjects sorted by site)
-#: are alike over the whole group, with no decay, and are exchangeable within it.
-SERIES_LAG = 5
-#: Consecutive rows more alike than random pairs by more than this are a series
-#: whatever their decay: near-copies (a random walk, an AR(1) series of
-#: coefficient 0.99: 0.95-1.00, decay 0.02-0.08); subjects sorted by site
-#: 0.21-0.27 (issue 20 round 16).
-SERIES_NEAR_COPIES = 0.5
-
-
-def _lag_correlation(X, lag, chunk=256, perm=None):
-    """Mean correlation (rows centred on the column means) of rows ``i`` and ``i + lag``
-    (of ``perm[i]`` and ``perm[i + lag]`` when a permutation is given)."""
-    n = X.shape[0]
-    mean = X.mean(axis=0)
-    perm = np.arange(n) if perm is None else perm
-
-    def unit(rows):
-        R = X[rows] - mean
-        norms = np.linalg.norm(R, axis=1, keepdims=True)
-        return np.divide(R, norms, out=np.zeros_like(R, dtype=float), where=norms > 0)
-
-    total = 0.0
-    for s in range(0, n - lag, chunk):
-        i = np.arange(s, min(s + chunk, n - lag))
-        total += np.einsum("ij,ij->", unit(perm[i]), unit(perm[i + lag]))
-    return total / (n - lag)
-
-
-def serial_decay(X):
-    """How much more alike consecutive rows are than rows :data:`SERIES_LAG` apart.
-
-    A time series' rows grow less alike with their distance in time (brainspace's
-    run: 0.48-0.51; simulated AR(1) series of coefficient 0.5-0.97: 0.15-0.55);
-    rows sorted by a grouping are alike over the whole group (a simulated
-    three-site cohort sorted by site: 0.04-0.06, while its rows are 0.21-0.27
-    more alike than random pairs: :func:`serial_correlation`); benchmarks/RESULTS.md,
-    issue 20 round 16.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        More than :data:`SERIES_LAG` rows.
-
-    Returns
-    -------
-    float
-    """
-    X = np.asarray(X)
-    return float(_lag_correlation(X, 1) - _lag_correlation(X, SERIES_LAG))
-
-
 def serial_correlation(X, random_state=0, chunk=256):
     """How much more alike consecutive rows of ``X`` are than random pairs.
 
@@ -604,10 +551,23 @@ def serial_correlation(X, random_state=0, chunk=256):
     float
     """
     X = np.asarray(X)
-    if X.shape[0] < 3:
+    n = X.shape[0]
+    if n < 3:
         return 0.0
-    perm = check_random_state(random_state).permutation(X.shape[0])
-    return float(_lag_correlation(X, 1, chunk) - _lag_correlation(X, 1, chunk, perm))
+    mean = X.mean(axis=0)
+    perm = check_random_state(random_state).permutation(n)
+
+    def unit(rows):
+        R = X[rows] - mean
+        norms = np.linalg.norm(R, axis=1, keepdims=True)
+        return np.divide(R, norms, out=np.zeros_like(R, dtype=float), where=norms > 0)
+
+    lag = rnd = 0.0
+    for s in range(0, n - 1, chunk):
+        i = np.arange(s, min(s + chunk, n - 1))
+        lag += np.einsum("ij,ij->", unit(i), unit(i + 1))
+        rnd += np.einsum("ij,ij->", unit(perm[i]), unit(perm[i + 1]))
+    return float((lag - rnd) / (n - 1))
 
 
 #: Rows in any order are *redundant* when each one's nearest neighbour (the
@@ -690,20 +650,14 @@ def series_order(X, random_state=0):
 def is_series(estimator, X):
     """True when ``stability_`` treats the rows of ``X`` as a series: in
     memory, without ``split_groups`` (whose halves keep the groups whole), at
-    least ``2 * SERIES_BLOCKS`` rows, and either in order (consecutive rows
-    more alike than random pairs by more than :data:`SERIES_NEAR_COPIES`, or
-    than random pairs and than rows :data:`SERIES_LAG` apart both by more than
-    :data:`SERIES_CORRELATION`: rows sorted by site are not a series, issue 20
-    round 16) or, with at most :data:`REDUNDANCY_MAX_ROWS` rows, redundant in
-    any order (:data:`REDUNDANCY`)."""
+    least ``2 * SERIES_BLOCKS`` rows, and either in order
+    (:data:`SERIES_CORRELATION`) or, with at most :data:`REDUNDANCY_MAX_ROWS`
+    rows, redundant in any order (:data:`REDUNDANCY`)."""
     X = _series_data(estimator, X)
     if X is None:
         return False
     seed = _seed(estimator)
-    serial = serial_correlation(X, seed)
-    if serial > SERIES_NEAR_COPIES or (
-        serial > SERIES_CORRELATION and serial_decay(X) > SERIES_CORRELATION
-    ):
+    if serial_correlation(X, seed) > SERIES_CORRELATION:
         return True
     return X.shape[0] <= REDUNDANCY_MAX_ROWS and row_redundancy(X, seed) > REDUNDANCY
 
