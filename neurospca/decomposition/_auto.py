@@ -585,9 +585,54 @@ def auto_fit(path, run, start):
     return check(path, run, start)
 
 
+def mark_dense_effect(path):
+    """Record in ``path`` (records with their halves' ``"components"``) each
+    point whose two halves both hold a whole-map component (:data:`WHOLE_MAP`)
+    that agree (uncentred abs cosine at least :data:`STABILITY_THRESHOLD`):
+    ``"dense_effect"`` = ``[non-zero fraction in half A, in half B, cosine]``
+    (issue 20 round 16). Returns the weakest such point's half-A map (unit
+    norm) or None.
+
+    A whole-map signal left in the data (an unregressed confound such as age,
+    a site offset) takes a component at the weaker penalties and makes them
+    inadmissible; the chosen, stronger point may then leave a component empty
+    or a planted pattern missed (harmonised cohorts with the age effect left
+    in, benchmarks/RESULTS.md, issue 20 round 16): :func:`warn_empty_components`
+    says so."""
+    first = None
+    for p in path:
+        a, b = p["components"]
+        da, db = np.mean(a != 0, axis=1), np.mean(b != 0, axis=1)
+        i, j = int(np.argmax(da)), int(np.argmax(db))
+        if da[i] < WHOLE_MAP or db[j] < WHOLE_MAP:
+            continue
+        na, nb = np.linalg.norm(a[i]), np.linalg.norm(b[j])
+        cos = abs(float(a[i] @ b[j])) / (na * nb)
+        if cos >= STABILITY_THRESHOLD:
+            p["dense_effect"] = [round(float(da[i]), 3), round(float(db[j]), 3), round(cos, 3)]
+            first = a[i] / na if first is None else first
+    return first
+
+
+def _dense_text(estimator):
+    """The whole-map signal seen at weaker points (``"dense_effect"`` records), or ""."""
+    seen = [p for p in estimator.auto_path_ if p.get("dense_effect")]
+    if not seen:
+        return ""
+    nz = [f for p in seen for f in p["dense_effect"][:2]]
+    at = ", ".join(f"{p['alpha_rel']:g} ({p['l1_ratio']:g}, {p['tv_ratio']:g})" for p in seen)
+    return (
+        f" At alpha_rel {at} (l1_ratio, tv_ratio) both halves held a whole-map component "
+        f"({min(nz):.0%}-{max(nz):.0%} non-zero, the same map in both): a signal over the "
+        "whole map, e.g. an unregressed confound such as age, or a site offset, took a "
+        "component there"
+    )
+
+
 def warn_empty_components(estimator):
     """Warn when the penalty ``alpha_rel="auto"`` chose leaves components of
-    ``estimator`` (fitted) empty, or whole-map (:data:`WHOLE_MAP`).
+    ``estimator`` (fitted) empty, or whole-map (:data:`WHOLE_MAP`), or when a
+    whole-map signal was seen at weaker points (:func:`mark_dense_effect`).
 
     Measured (benchmarks/RESULTS.md, issue 20 rounds 13-14): a simulated
     three-site cortical-thickness cohort (``make_multisite_cohort``) given
@@ -599,31 +644,48 @@ def warn_empty_components(estimator):
     Since round 14 such specks are not admissible (:data:`REPRODUCE_FLOOR`)
     and a whole-map component is allowed where no point without one has every
     component reproducing (:func:`mark_whole_map`): it is kept, and this
-    warning names it.
+    warning names it. Since round 16 a whole-map signal seen only at weaker
+    points is named too (with the age effect left in, the chosen point left
+    components empty or missed a planted pattern; round 16).
     """
     density = np.mean(estimator.loadings_ != 0, axis=0)
     empty, whole = np.flatnonzero(density == 0), np.flatnonzero(density >= WHOLE_MAP)
+    k = density.size
     point = (
         f'alpha_rel="auto" chose alpha_rel={estimator.alpha_rel_:.3g} (l1_ratio='
-        f"{estimator.l1_ratio_:.3g}, tv_ratio={estimator.tv_ratio_:.3g}), where components "
+        f"{estimator.l1_ratio_:.3g}, tv_ratio={estimator.tv_ratio_:.3g}), where "
     )
-    remedy = "remove it first (confounds, site harmonisation with neurospca.study, split_groups)"
+    remedy = (
+        "remove it first (ImageSPCATV's confounds=, site harmonisation with neurospca.study, "
+        f"split_groups) or give it a component of its own (n_components={k + 1})"
+    )
     if whole.size:
         warnings.warn(
-            f"{point}{whole.tolist()} of {density.size} are whole-map (at least "
+            f"{point}components {whole.tolist()} of {k} are whole-map (at least "
             f"{WHOLE_MAP:.0%} non-zero): a signal spread over the whole map (a site or "
             f"scanner offset, a global signal, an effect of age), not a region. To see the "
             f"regions it hides, {remedy}.",
             UserWarning,
             stacklevel=3,
         )
+    dense = _dense_text(estimator)
+    if empty.size == 0 and whole.size == 0 and dense:
+        warnings.warn(
+            f"{point}no component is empty or whole-map.{dense}, and may hide a regional "
+            f"component at the chosen penalty (a planted pattern was missed so). To be sure "
+            f"of the regions, {remedy}.",
+            UserWarning,
+            stacklevel=3,
+        )
     if empty.size == 0:
         return
+    said = (
+        f"{dense} and made those penalties inadmissible. To see the regions, {remedy}."
+        if dense
+        else " When a component spread over the whole map (a site or scanner offset, a "
+        f"global signal) makes the weaker penalties too dense to be chosen, {remedy}; "
+        "otherwise fewer components or a fixed alpha_rel may suit the data."
+    )
     warnings.warn(
-        f"{point}{empty.tolist()} of {density.size} are empty. When a component "
-        "spread over the whole map (a site or scanner offset, a global signal) makes the "
-        f"weaker penalties too dense to be chosen, {remedy}; otherwise fewer components or a "
-        "fixed alpha_rel may suit the data.",
-        UserWarning,
-        stacklevel=3,
+        f"{point}components {empty.tolist()} of {k} are empty.{said}", UserWarning, stacklevel=3
     )
