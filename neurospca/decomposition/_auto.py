@@ -689,3 +689,63 @@ def warn_empty_components(estimator):
     warnings.warn(
         f"{point}components {empty.tolist()} of {k} are empty.{said}", UserWarning, stacklevel=3
     )
+
+
+def name_dense_confound(estimator, X, table, skip=()):
+    """Warn naming the column of the participants ``table`` whose values
+    correlate most with the scores of the whole-map signal that
+    ``estimator`` (a fitted SPCATV, ``alpha_rel="auto"``) saw at weaker
+    points (:func:`mark_dense_effect`), if any; returns ``(column, |r|)`` or None.
+
+    Parameters
+    ----------
+    estimator : SPCATV
+        Fitted on ``X``.
+    X : array of shape (n_samples, n_features)
+        The data it was fitted on, one row per row of ``table``.
+    table : pandas.DataFrame
+        The participants' rows in the order of ``X``.
+    skip : iterable of str
+        Columns not to name (the ID column, the sites harmonised).
+
+    Numeric columns are scored by the absolute Pearson correlation, text
+    columns by the correlation ratio (the square root of the share of the
+    scores' variance between the column's levels)."""
+    dense = getattr(estimator, "_dense_map", None)
+    if dense is None:
+        return None
+    s = np.asarray(X @ dense, float) - float(np.mean(X, axis=0) @ dense)
+    best = max(
+        ((_association(s, table[c]), c) for c in table.columns if c not in set(skip)),
+        default=(0.0, None),
+    )
+    if best[1] is None or not best[0] > 0:
+        return None
+    warnings.warn(
+        f"The whole-map signal seen on the halves (see the warning of alpha_rel="
+        f'"auto") correlates most with the participants column {best[1]!r} (|r| = '
+        f"{best[0]:.2f}): pass confounds=[{best[1]!r}] if it is a confound, or fit "
+        f"n_components={estimator.loadings_.shape[1] + 1} to give it a component of its own.",
+        UserWarning,
+        stacklevel=3,
+    )
+    return best[1], best[0]
+
+
+def _association(scores, column):
+    """|Pearson r| of a numeric column, else the correlation ratio of its levels."""
+    values = np.asarray(column.to_numpy())
+    if values.dtype.kind in "biuf":
+        ok = np.isfinite(values.astype(float))
+        v, s = values[ok].astype(float), scores[ok]
+        if v.size < 3 or np.std(v) == 0 or np.std(s) == 0:
+            return 0.0
+        return float(abs(np.corrcoef(v, s)[0, 1]))
+    levels = values.astype(str)
+    names = np.unique(levels)
+    if not 1 < names.size < levels.size or np.var(scores) == 0:
+        return 0.0
+    between = sum(
+        np.sum(levels == n) * (scores[levels == n].mean() - scores.mean()) ** 2 for n in names
+    )
+    return float(np.sqrt(between / (np.var(scores) * scores.size)))
