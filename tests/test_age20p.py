@@ -19,6 +19,7 @@ import pytest
 from neurospca import SPCATV
 from neurospca.decomposition import name_dense_confound
 from neurospca.decomposition._auto import mark_dense_effect, warn_empty_components
+from neurospca.reporting._methods import _penalty_sentence, penalties
 from neurospca.study import make_multisite_cohort
 from neurospca.surface import tv_from_hemispheres
 
@@ -138,6 +139,9 @@ def test_the_harmonised_cohort_with_age_left_in_says_so(cohort):
     assert len(text) == 1 and "such as age" in text[0] and "n_components=4" in text[0]
     (name, r), said = _said(name_dense_confound, model, X, part, ["participant_id", "site"])
     assert name == "age" and r > 0.8
+    methods = _penalty_sentence(penalties(model))
+    assert "such as an unregressed confound (e.g. age)" in methods
+    assert f"components {', '.join(map(str, empty))} were empty at the chosen point" in methods
 
 
 def test_age_regressed_out_nothing_is_said(cohort):
@@ -149,3 +153,4 @@ def test_age_regressed_out_nothing_is_said(cohort):
     assert not any(p.get("dense_effect") for p in model.auto_path_)
     assert not [s for s in said if "whole-map" in s or "are empty" in s]
     assert getattr(model, "_dense_map", 0) is None
+    assert "unregressed confound" not in _penalty_sentence(penalties(model))

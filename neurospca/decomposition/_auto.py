@@ -616,7 +616,7 @@ def mark_dense_effect(path):
 
 def _dense_text(estimator):
     """The whole-map signal seen at weaker points (``"dense_effect"`` records), or ""."""
-    seen = [p for p in estimator.auto_path_ if p.get("dense_effect")]
+    seen = [p for p in getattr(estimator, "auto_path_", None) or [] if p.get("dense_effect")]
     if not seen:
         return ""
     nz = [f for p in seen for f in p["dense_effect"][:2]]
