@@ -607,7 +607,7 @@ def mark_dense_effect(path):
         if da[i] < WHOLE_MAP or db[j] < WHOLE_MAP:
             continue
         na, nb = np.linalg.norm(a[i]), np.linalg.norm(b[j])
-        cos = abs(float(a[i] @ b[j])) / (na * nb)
+        cos = abs(float(a[i] @ b[j])) / float(na * nb)
         if cos >= STABILITY_THRESHOLD:
             p["dense_effect"] = [round(float(da[i]), 3), round(float(db[j]), 3), round(cos, 3)]
             first = a[i] / na if first is None else first
