@@ -620,12 +620,17 @@ def _dense_text(estimator):
     if not seen:
         return ""
     nz = [f for p in seen for f in p["dense_effect"][:2]]
+    span = (
+        f"{min(nz):.0%}"
+        if round(min(nz), 2) == round(max(nz), 2)
+        else f"{min(nz):.0%}-{max(nz):.0%}"
+    )
     at = ", ".join(f"{p['alpha_rel']:g} ({p['l1_ratio']:g}, {p['tv_ratio']:g})" for p in seen)
     return (
         f" At alpha_rel {at} (l1_ratio, tv_ratio) both halves held a whole-map component "
-        f"({min(nz):.0%}-{max(nz):.0%} non-zero, the same map in both): a signal over the "
-        "whole map, e.g. an unregressed confound such as age, or a site offset, took a "
-        "component there"
+        f"({span} non-zero, the same map in both): a signal over the whole map (an "
+        "unregressed confound such as age, a site offset, a global signal) took a component "
+        "there"
     )
 
 
@@ -672,8 +677,8 @@ def warn_empty_components(estimator):
     if empty.size == 0 and whole.size == 0 and dense:
         warnings.warn(
             f"{point}no component is empty or whole-map.{dense}, and may hide a regional "
-            f"component at the chosen penalty (a planted pattern was missed so). To be sure "
-            f"of the regions, {remedy}.",
+            "component at the chosen penalty (with the age effect left in, simulated cohorts "
+            f"missed a planted pattern so). To be sure of the regions, {remedy}.",
             UserWarning,
             stacklevel=3,
         )

@@ -183,8 +183,8 @@ def _dense_effect_text(pen):
         "; at alpha_rel "
         + ", ".join(f"{float(p['alpha_rel']):g}" for p in seen)
         + " both halves held a component at least 90 % non-zero, the same map in both: a "
-        "signal over the whole map, such as an unregressed confound (e.g. age) or a site "
-        "offset, which took a component there"
+        "signal over the whole map, such as an unregressed confound (e.g. age), a site "
+        "offset or a global signal, which took a component there"
         + (
             f", and components {', '.join(map(str, empty))} were empty at the chosen point"
             if empty
