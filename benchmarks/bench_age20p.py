@@ -109,6 +109,57 @@ def _write(out, rec):
             f.write(line + "\n")
 
 
+def _kinds(warned):
+    """The warnings' kinds: E empty, W whole-map, H the signal seen at weaker
+    points only (round 16), S flagged by ``stability_``."""
+    keys = (("are empty", "E"), ("are whole-map", "W"), ("no component is empty", "H"))
+    keys += (("do not reproduce", "S"),)
+    return "".join(sorted({k for w in warned for text, k in keys if text in w}))
+
+
+def summary(files):
+    """Markdown: one row per instance, then per variant and ``k`` the counts of
+    empty components, missed patterns, and of those said by a warning (main's
+    kinds E, W, S; this branch's add H and the signal's text in E)."""
+    rows = [json.loads(line) for f in files for line in open(f) if '"variant"' in line]
+    rows.sort(key=lambda r: (r["variant"], r["k"], r["order"], r["seed"]))
+    print(
+        "| variant | K | order | seed | point | non-zero | best abs cos | age corr | "
+        "stability_ | signal seen at | warnings |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        pt = r["point"]
+        print(
+            f"| {r['variant']} | {r['k']} | {r['order']} | {r['seed']} | "
+            f"({pt[0]:g}, {pt[1]:g}) {pt[2]:g} | {fmt(r['nonzero'])} | {fmt(r['cos'])} | "
+            f"{fmt(r['age_corr'])} | {fmt(r['stability'])} | "
+            f"{', '.join(f'{d[0]:g}' for d in r['dense']) or '-'} | "
+            f"{_kinds(r['warnings']) or '-'} |"
+        )
+    print(
+        "\n| variant | K | n | an empty component | a pattern < 0.90 | < 0.75 | "
+        "empty or < 0.75 and silent: main / branch | signal seen |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for key in sorted({(r["variant"], r["k"]) for r in rows}):
+        g = [r for r in rows if (r["variant"], r["k"]) == key]
+        empty = [r for r in g if min(r["nonzero"]) == 0]
+        bad = [r for r in g if min(r["nonzero"]) == 0 or min(r["cos"]) < 0.75]
+        silent = [
+            sum(not set(_kinds(r["warnings"])) & set(ks) for r in bad) for ks in ("EWS", "EWSH")
+        ]
+        print(
+            f"| {key[0]} | {key[1]} | {len(g)} | {len(empty)} | "
+            f"{sum(min(r['cos']) < 0.9 for r in g)} | {sum(min(r['cos']) < 0.75 for r in g)} | "
+            f"{silent[0]} / {silent[1]} of {len(bad)} | {sum(bool(r['dense']) for r in g)} |"
+        )
+
+
+def fmt(a):
+    return "/".join(f"{x:.2g}" for x in a)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[])
@@ -118,7 +169,10 @@ def main():
     ap.add_argument("--out", help="JSON lines, appended")
     ap.add_argument("--evidence", nargs="+", help="bench_cost20h's sets instead")
     ap.add_argument("--rsfmri", action="store_true", help="the real run's halves instead")
+    ap.add_argument("--summary", nargs="+", help="JSON lines files: the tables")
     args = ap.parse_args()
+    if args.summary:
+        return summary(args.summary)
     if args.evidence or args.rsfmri:
         return guard(args)
     for seed in args.seeds:

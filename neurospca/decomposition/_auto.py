@@ -662,7 +662,8 @@ def warn_empty_components(estimator):
     )
     remedy = (
         "remove it first (ImageSPCATV's confounds=, site harmonisation with neurospca.study, "
-        f"split_groups) or give it a component of its own (n_components={k + 1})"
+        f"split_groups); n_components={k + 1} leaves room for it, but in simulations only "
+        "removing it brought every pattern back"
     )
     if whole.size:
         warnings.warn(
@@ -729,8 +730,8 @@ def name_dense_confound(estimator, X, table, skip=()):
     warnings.warn(
         f"The whole-map signal seen on the halves (see the warning of alpha_rel="
         f'"auto") correlates most with the participants column {best[1]!r} (|r| = '
-        f"{best[0]:.2f}): pass confounds=[{best[1]!r}] if it is a confound, or fit "
-        f"n_components={estimator.loadings_.shape[1] + 1} to give it a component of its own.",
+        f"{best[0]:.2f}): pass confounds=[{best[1]!r}] if it is a confound (or fit "
+        f"n_components={estimator.loadings_.shape[1] + 1} to leave room for it).",
         UserWarning,
         stacklevel=3,
     )
