@@ -13,8 +13,9 @@ The halves themselves, and the ``stability_`` they give, are in
 Size: 600+ lines, the whole choice rule in one place (what makes a point
 admissible: density, the reproducibility floor and whole-map components since
 issue 20 round 14; the choice within and across splits; the walk and its
-warnings), so that the rule can be read at once; the full fits' checks are in
-:mod:`._auto_check`.
+warnings, and since round 16 the whole-map signal seen at weaker points and the
+participants column it follows), so that the rule can be read at once; the full
+fits' checks are in :mod:`._auto_check`.
 """
 
 import warnings
