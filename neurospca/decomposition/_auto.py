@@ -602,7 +602,9 @@ def mark_dense_effect(path):
     says so."""
     first = None
     for p in path:
-        a, b = p["components"]
+        a, b = (np.asarray(c, dtype=float) for c in p["components"])
+        if a.ndim != 2 or b.ndim != 2 or 0 in a.shape or 0 in b.shape:
+            continue  # (scripted records without the halves' maps)
         da, db = np.mean(a != 0, axis=1), np.mean(b != 0, axis=1)
         i, j = int(np.argmax(da)), int(np.argmax(db))
         if da[i] < WHOLE_MAP or db[j] < WHOLE_MAP:
