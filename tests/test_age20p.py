@@ -72,9 +72,13 @@ def test_the_warnings_name_the_whole_map_signal_and_the_remedies():
     assert "alpha_rel 0.5 (0.05, 0.1)" in said[0] and "97%-98% non-zero" in said[0]
     _, said = _said(warn_empty_components, _model(loadings, dense=False))
     assert len(said) == 1 and "fewer components" in said[0] and "such as age" not in said[0]
-    loadings[20:24, 1] = 1.0  # every component kept: a hint only with the signal seen
+    loadings[20:22, 1] = 1.0  # every component kept: 2 non-zeros against 5 (not < 0.2 x)
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
-    assert len(said) == 1 and "no component is empty" in said[0] and "n_components=4" in said[0]
+    assert said == []
+    loadings[30:45, 0], loadings[14:16, 2] = 1.0, 1.0  # 2 against 20, 6: said with the signal
+    _, said = _said(warn_empty_components, _model(loadings, dense=True))
+    assert len(said) == 1 and "components [1] of 3 are much smaller" in said[0]
+    assert "4.0% against 40.0% non-zero" in said[0] and "n_components=4" in said[0]
     _, said = _said(warn_empty_components, _model(loadings, dense=False))
     assert said == []
 
