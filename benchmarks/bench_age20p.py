@@ -117,6 +117,19 @@ def _kinds(warned):
     return "".join(sorted({k for w in warned for text, k in keys if text in w}))
 
 
+def _small(r, small=0.2):
+    """H of the landed rule (``_auto.SMALL``) from a record: the signal seen, no
+    component empty or whole-map, one below ``small`` x the largest's non-zeros."""
+    nz = np.asarray(r["nonzero"])
+    plain = nz.min() > 0 and nz.max() < 0.9
+    return bool(r["dense"]) and plain and bool(np.any(nz < small * nz.max()))
+
+
+def _said(r):
+    """Main's kinds (E, W, S) and the landed rule's H (recomputed: :func:`_small`)."""
+    return _kinds(r["warnings"]).replace("H", ""), "H" if _small(r) else ""
+
+
 def summary(files):
     """Markdown: one row per instance, then per variant and ``k`` the counts of
     empty components, missed patterns, and of those said by a warning (main's
@@ -135,7 +148,7 @@ def summary(files):
             f"({pt[0]:g}, {pt[1]:g}) {pt[2]:g} | {fmt(r['nonzero'])} | {fmt(r['cos'])} | "
             f"{fmt(r['age_corr'])} | {fmt(r['stability'])} | "
             f"{', '.join(f'{d[0]:g}' for d in r['dense']) or '-'} | "
-            f"{_kinds(r['warnings']) or '-'} |"
+            f"{''.join(_said(r)) or '-'} |"
         )
     print(
         "\n| variant | K | n | an empty component | a pattern < 0.90 | < 0.75 | "
@@ -146,9 +159,7 @@ def summary(files):
         g = [r for r in rows if (r["variant"], r["k"]) == key]
         empty = [r for r in g if min(r["nonzero"]) == 0]
         bad = [r for r in g if min(r["nonzero"]) == 0 or min(r["cos"]) < 0.75]
-        silent = [
-            sum(not set(_kinds(r["warnings"])) & set(ks) for r in bad) for ks in ("EWS", "EWSH")
-        ]
+        silent = [sum(not _said(r)[0] for r in bad), sum(not "".join(_said(r)) for r in bad)]
         print(
             f"| {key[0]} | {key[1]} | {len(g)} | {len(empty)} | "
             f"{sum(min(r['cos']) < 0.9 for r in g)} | {sum(min(r['cos']) < 0.75 for r in g)} | "
