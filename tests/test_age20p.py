@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from neurospca import SPCATV
-from neurospca.decomposition import name_dense_confound
+from neurospca.decomposition import _auto, name_dense_confound
 from neurospca.decomposition._auto import mark_dense_effect, warn_empty_components
 from neurospca.reporting._methods import _penalty_sentence, penalties
 from neurospca.study import make_multisite_cohort
@@ -63,7 +63,7 @@ def _model(loadings, dense):
     )
 
 
-def test_the_warnings_name_the_whole_map_signal_and_the_remedies():
+def test_the_warnings_name_the_whole_map_signal_and_the_remedies(monkeypatch):
     loadings = np.zeros((50, 3))
     loadings[:5, 0], loadings[10:14, 2] = 1.0, 1.0
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
@@ -76,6 +76,9 @@ def test_the_warnings_name_the_whole_map_signal_and_the_remedies():
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
     assert said == []
     loadings[30:45, 0], loadings[14:16, 2] = 1.0, 1.0  # 2 against 20, 6: said with the signal
+    _, said = _said(warn_empty_components, _model(loadings, dense=True))
+    assert said == []  # off by default (the real run's fit: WARN_SMALL)
+    monkeypatch.setattr(_auto, "WARN_SMALL", True)
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
     assert len(said) == 1 and "components [1] of 3 are much smaller" in said[0]
     assert "4.0% against 40.0% non-zero" in said[0] and "n_components=4" in said[0]
