@@ -126,8 +126,10 @@ def _small(r, small=0.2):
 
 
 def _said(r):
-    """Main's kinds (E, W, S) and the landed rule's H (recomputed: :func:`_small`)."""
-    return _kinds(r["warnings"]).replace("H", ""), "H" if _small(r) else ""
+    """The kinds said by main and the branch (E, W, S: the branch names the signal
+    in E and W) and ``(H)`` where ``_auto.WARN_SMALL`` (off) would add one
+    (recomputed: :func:`_small`)."""
+    return _kinds(r["warnings"]).replace("H", ""), "(H)" if _small(r) else ""
 
 
 def summary(files):
@@ -152,7 +154,7 @@ def summary(files):
         )
     print(
         "\n| variant | K | n | an empty component | a pattern < 0.90 | < 0.75 | "
-        "empty or < 0.75 and silent: main / branch | signal seen |"
+        "empty or < 0.75 and no warning: main, branch / with WARN_SMALL | signal seen |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for key in sorted({(r["variant"], r["k"]) for r in rows}):
