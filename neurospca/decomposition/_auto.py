@@ -757,8 +757,8 @@ def name_dense_confound(estimator, X, table, skip=()):
     if best[1] is None or not best[0] > 0:
         return None
     warnings.warn(
-        f"The whole-map signal seen on the halves (see the warning of alpha_rel="
-        f'"auto") correlates most with the participants column {best[1]!r} (|r| = '
+        "The whole-map signal both halves held at weaker penalties (auto_path_'s "
+        f'"dense_effect") correlates most with the participants column {best[1]!r} (|r| = '
         f"{best[0]:.2f}): pass confounds=[{best[1]!r}] if it is a confound (or fit "
         f"n_components={estimator.loadings_.shape[1] + 1} to leave room for it).",
         UserWarning,
