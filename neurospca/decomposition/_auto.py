@@ -623,7 +623,7 @@ def mark_dense_effect(path):
 #: with the age effect left in (seed 3583 sorted by site) the third component
 #: was a speck of 0.2 % (against 2 %) following age (abs corr 0.55), and a
 #: planted pattern was missed with no warning; where every pattern was found
-#: the least component had 0.5-0.75 of the largest's, on brainspace's
+#: the least component had 0.50-0.62 of the largest's, on brainspace's
 #: resting-state halves (a whole-map signal seen at alpha_rel 0.5) 0.35-0.6
 #: (benchmarks/RESULTS.md, issue 20 round 16; set after seeing those seeds).
 SMALL = 0.2
