@@ -27,6 +27,7 @@ from ._auto import (
     choose_least_shrunk,
     choose_point,
     fixed_split,
+    name_dense_confound,
 )
 from ._base import ComponentsEstimator, reconstruction_error
 from ._covariance import psd_threshold, truncated_power_iteration
@@ -98,6 +99,7 @@ __all__ = [
     "overlapping_subsamples",
     "fit_halves",
     "fixed_split",
+    "name_dense_confound",
     "matched_abs_corr",
     "split_halves",
     "start_from",

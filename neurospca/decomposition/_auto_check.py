@@ -19,6 +19,7 @@ from ._auto import (
     _standard_error,
     choose_alpha_rel,
     choose_point,
+    mark_dense_effect,
     whole_map_count,
 )
 from ._stability import STABILITY_THRESHOLD, HalfFits, matched_abs_corr
@@ -237,6 +238,7 @@ def auto_fit(path, run, start):
         halves.refit = check.refit_of(record, result[1])
     elif refit is not None and refit[0] is record:
         halves.refit = refit[1]
+    halves.dense_map = mark_dense_effect(path)
     for p in path:  # keep the summary, not every half's maps (nor the walks)
         del p["components"]
         p.pop("_walk", None)

@@ -43,6 +43,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils.docs import fill_doc
+from ..decomposition import name_dense_confound
 from ._estimators import (
     SPCATV_DEFAULTS,
     check_conflicts,
@@ -322,6 +323,8 @@ class ImageSPCATV(ImageMasking, ImageReport, BaseEstimator):
             X, ids, participants, confounds, harmonize, groups, covariates, id_column
         )
         self._fit_matrix(X, split_groups=image_split_groups(self, imgs, split_groups, participants))
+        d = self.study_  # a whole-map signal left in: name its column (issue 20 round 16)
+        name_dense_confound(self.estimator_, X, self._study_rows, [d.id_column, d.harmonize])
         self._train_scores = self.estimator_.transform(X)
         self._study_findings(n_permutations)
         return self

@@ -46,8 +46,8 @@ def penalties(estimator):
     dict or None
         ``alpha``, ``l1_ratio``, ``tv_ratio``, ``weights`` ({name: weight},
         ``l1``, ``l2``, ``tv`` first), ``l1``, ``l2``, ``tv``, ``l1_max``,
-        ``relative``, ``alpha_rel``, ``auto``, ``auto_path``; None for an
-        estimator without these penalties.
+        ``relative``, ``alpha_rel``, ``auto``, ``auto_path``, ``empty`` (the
+        indices of empty components); None for an estimator without these penalties.
     """
     absolute = _absolute_penalties(estimator)
     if absolute is None:
@@ -70,7 +70,16 @@ def penalties(estimator):
         "alpha_rel": _alpha_rel(estimator, alpha, l1_max, auto),
         "auto": auto and relative,
         "auto_path": getattr(estimator, "auto_path_", None),
+        "empty": _empty_components(estimator),
     }
+
+
+def _empty_components(estimator):
+    """The indices of the fitted components with no non-zero loading ([] if unknown)."""
+    C = getattr(estimator, "components_", None)
+    if C is None or np.ndim(C) != 2:
+        return []
+    return np.flatnonzero(~np.any(np.asarray(C) != 0, axis=1)).tolist()
 
 
 def _absolute_penalties(estimator):
@@ -149,6 +158,7 @@ def _auto_text(pen):
             "the most reproducible point without one kept every component regional and "
             "reproducing on the halves)"
         )
+    text += _dense_effect_text(pen)
     if len(groups) > 1:
         text += " (a split other than the first only if more reproducible by more than 0.02)"
     if groups:
@@ -160,6 +170,27 @@ def _auto_text(pen):
             )
         )
     return text + ")"
+
+
+def _dense_effect_text(pen):
+    """The whole-map signal seen at points of the path (``"dense_effect"``), and the
+    components it left empty at the chosen penalty (issue 20 round 16), or ""."""
+    seen = [p for p in pen["auto_path"] or [] if p.get("dense_effect")]
+    if not seen:
+        return ""
+    empty = pen.get("empty") or []
+    return (
+        "; at alpha_rel "
+        + ", ".join(f"{float(p['alpha_rel']):g}" for p in seen)
+        + " both halves held a component at least 90 % non-zero, the same map in both: a "
+        "signal over the whole map, such as an unregressed confound (e.g. age), a site "
+        "offset or a global signal, which took a component there"
+        + (
+            f", and components {', '.join(map(str, empty))} were empty at the chosen point"
+            if empty
+            else ""
+        )
+    )
 
 
 def weights_text(pen):
