@@ -726,6 +726,16 @@ def warn_empty_components(estimator):
     )
 
 
+#: :func:`name_dense_confound` names a column only when its association with
+#: the whole-map signal's scores is at least this (lead, round 16): a column
+#: that follows the signal by chance (random levels, n = 120: about 0.1-0.15)
+#: is not named; the age effect left in scored 0.8-0.96 (RESULTS.md, round 16).
+NAME_MIN = 0.3
+#: Text columns with more levels than this are not scored (the correlation
+#: ratio of many small levels is large by chance).
+NAME_MAX_LEVELS = 20
+
+
 def name_dense_confound(estimator, X, table, skip=()):
     """Warn naming the column of the participants ``table`` whose values
     correlate most with the scores of the whole-map signal that
@@ -745,7 +755,9 @@ def name_dense_confound(estimator, X, table, skip=()):
 
     Numeric columns are scored by the absolute Pearson correlation, text
     columns by the correlation ratio (the square root of the share of the
-    scores' variance between the column's levels)."""
+    scores' variance between the column's levels, at most
+    :data:`NAME_MAX_LEVELS` levels); a column is named only from
+    :data:`NAME_MIN`."""
     dense = getattr(estimator, "_dense_map", None)
     if dense is None:
         return None
@@ -754,7 +766,7 @@ def name_dense_confound(estimator, X, table, skip=()):
         ((_association(s, table[c]), c) for c in table.columns if c not in set(skip)),
         default=(0.0, None),
     )
-    if best[1] is None or not best[0] > 0:
+    if best[1] is None or not best[0] >= NAME_MIN:
         return None
     warnings.warn(
         "The whole-map signal both halves held at weaker penalties (auto_path_'s "
@@ -778,7 +790,7 @@ def _association(scores, column):
         return float(abs(np.corrcoef(v, s)[0, 1]))
     levels = values.astype(str)
     names = np.unique(levels)
-    if not 1 < names.size < levels.size or np.var(scores) == 0:
+    if not 1 < names.size <= min(NAME_MAX_LEVELS, levels.size - 1) or np.var(scores) == 0:
         return 0.0
     between = sum(
         np.sum(levels == n) * (scores[levels == n].mean() - scores.mean()) ** 2 for n in names
