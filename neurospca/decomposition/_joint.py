@@ -80,7 +80,7 @@ from ._joint_starts import (
 from ._lockstep import run_side_by_side
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
-from ._start import gram_direction, signed_start, start_u
+from ._start import LookAhead, gram_direction, signed_start, start_u
 from ._subspace import cached_subspace
 from ._sweep_pass import one_pass_sweep
 
@@ -351,8 +351,9 @@ def _deflation_start(op, n_components, u0, w0, tol, kw, cache=None):
     ``Z = Xc V`` and each ``Xc^T u_k`` (into ``cache``, the sweeps'
     :class:`ProductCache`) come from the alternation's own last passes, kept
     undeflated by its :class:`_Deflated` (:data:`DEFLATION_PRODUCTS`), when it
-    kept them for every component; else ``Z`` is one pass."""
-    defl = _Deflated(op)
+    kept them for every component; else ``Z`` is one pass. Its u-steps look
+    ahead to the next start (:class:`~._start.LookAhead`)."""
+    defl = LookAhead(op, n_components) if u0 is None and kw["init"] == "svd" else _Deflated(op)
     U, V, info = _alternate(
         op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, defl=defl, moved=MOVED_GAPS, **kw
     )
