@@ -684,15 +684,16 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     info["n_sweeps"] = len(changes)
     info["sweep_change"] = changes
     value = _objective(op, U, V, Z, kw)  # J of the fit returned (no data pass)
+    live = [k for k in range(n_components) if np.any(V[:, k])]
+    xv = [(V[:, k].copy(), Z[:, k].copy()) for k in live]  # for the diagnostics: kept_scores
     if not KEEP_RETURNED:
         U, V, info = _ordered(U, V, info)
-        info["objective"] = value
+        info["objective"], info["xv"] = value, xv
         return U, V, info
-    live = [k for k in range(n_components) if np.any(V[:, k])]
     us = [U[:, k].copy() for k in live]
     kept = list(zip(us, op.rmatvecs(us, exact=True), strict=True))  # served: _certify_all's
     U, V, info = _ordered(U, V, info)
-    info["objective"] = value
+    info["objective"], info["xv"] = value, xv
     keep_returned(op, U, V, kept)
     return U, V, info
 
@@ -702,6 +703,25 @@ def returned_signs(V):
     each one's largest-|loading| positive (the estimator's convention)."""
     j = np.argmax(np.abs(V), axis=0)
     return np.where(V[j, np.arange(V.shape[1])] < 0, -1.0, 1.0)
+
+
+def kept_scores(V, xv):
+    """``Xc C^T`` of the unit loadings ``C^T`` (columns of ``V`` normalised)
+    from ``xv = [(v, Xc v)]``, the fit's kept products (``info["xv"]``), when
+    each non-zero column of ``V`` is one of those ``v`` or its negative (bit for
+    bit: the finishing did not move it); else None (a pass)."""
+    if xv is None:
+        return None
+    Z = np.zeros((xv[0][1].shape[0] if xv else 0, V.shape[1]))
+    for k in range(V.shape[1]):
+        nrm = float(np.linalg.norm(V[:, k]))
+        if nrm == 0.0:
+            continue
+        found = [s * z for v, z in xv for s in (1.0, -1.0) if np.array_equal(s * v, V[:, k])]
+        if not found:
+            return None
+        Z[:, k] = found[0] / nrm
+    return Z
 
 
 def keep_returned(op, U, V, kept):

@@ -31,7 +31,7 @@ class ProductCache:
 
     def __init__(self, size):
         self.size = size
-        self.xv, self.xtu = [], []
+        self.xv, self.xtu, self.av = [], [], []  # av: Xc^T Xc v (the one-pass sweep's)
 
     @staticmethod
     def _find(entries, x):

@@ -23,7 +23,7 @@ import numpy as np
 from . import _start
 from ._data import uses_gram
 from ._deflated import gram_blocks
-from ._joint_certify import _others, know_products
+from ._joint_certify import ProductCache, _others, know_products
 from ._start import START_MAX_ITER, centred_gram, ritz_step
 from ._subspace import SKETCH_OVERSAMPLE, SKETCH_WIDTH, cached_subspace
 
@@ -67,6 +67,7 @@ def restart_starts(op, sqnorm, U, V, d, Z, ks, cache, same):
     for k in ks:
         defl = _others(op, sqnorm, U, V, d, Z, k)
         if know_products(defl, Z, cache):
+            _known_loadings(defl, U, V, Z, k, cache)
             batch.append((k, defl))
     if not batch:
         return {}
@@ -75,6 +76,23 @@ def restart_starts(op, sqnorm, U, V, d, Z, ks, cache, same):
         k: False if abs(float(u @ U[:, k])) >= same else u[:, None]
         for (k, _), (u, _) in zip(batch, starts, strict=True)
     }
+
+
+#: The restart checks' span holds the loadings whose ``Xc^T Xc v`` the last
+#: sweep's pass kept (:func:`_known_loadings`, issue 22 round 16).
+CHECK_LOADINGS = True
+
+
+def _known_loadings(defl, U, V, Z, k, cache):
+    """Add to the check's span (:meth:`_Deflated.start_basis`) every loading
+    ``v_j`` whose ``Xc v_j`` (``Z``) and ``Xc^T Xc v_j`` the sweeps' cache
+    holds: the removed ones' as theirs, ``v_k``'s as a vector seen."""
+    if not CHECK_LOADINGS:
+        return
+    av = [None if cache is None else ProductCache._find(cache.av, V[:, j]) for j in range(U.shape[1])]
+    defl.AV = [av[j] for j in defl.keep]
+    if av[k] is not None and np.any(V[:, k]):
+        defl.seen = [(V[:, k], Z[:, k], av[k])]
 
 
 def _pca_scores(op, n_components):

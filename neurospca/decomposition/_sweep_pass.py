@@ -126,6 +126,7 @@ def _u_step_served(defl, pair, products, cache):
     pair.Xv, pair.XtXv = z, defl._subtract_combination(defl.V, defl._coef(defl.U, z), xtz.copy())
     pair.u, pair.g = z / pair.nrm, pair.XtXv / pair.nrm
     cache._put(cache.xv, v, z0)
+    cache._put(cache.av, v, g0)
     cache._put(cache.xtu, pair.u, xtz / pair.nrm)
     return True
 
