@@ -685,7 +685,7 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     info["sweep_change"] = changes
     value = _objective(op, U, V, Z, kw)  # J of the fit returned (no data pass)
     live = [k for k in range(n_components) if np.any(V[:, k])]
-    xv = [(V[:, k].copy(), Z[:, k].copy()) for k in live]  # for the diagnostics: kept_scores
+    xv = [(V[:, k].copy(), Z[:, k].copy()) for k in live] if KEPT_SCORES else None
     if not KEEP_RETURNED:
         U, V, info = _ordered(U, V, info)
         info["objective"], info["xv"] = value, xv
@@ -703,6 +703,12 @@ def returned_signs(V):
     each one's largest-|loading| positive (the estimator's convention)."""
     j = np.argmax(np.abs(V), axis=0)
     return np.where(V[j, np.arange(V.shape[1])] < 0, -1.0, 1.0)
+
+
+#: The fit hands its kept ``Xc v_k`` to the diagnostics (``info["xv"]``,
+#: :func:`kept_scores`): ``explained_variance_`` with no pass when the finishing
+#: did not move the loadings (issue 22 round 16).
+KEPT_SCORES = True
 
 
 def kept_scores(V, xv):
