@@ -7,6 +7,8 @@ for bit main's answer), ``branch`` its defaults, and one variant per change:
 - ``ahead``: deflation's u-steps look ahead (``_start.LOOK_AHEAD``);
 - ``chkspan``: the restart checks' span holds the kept loadings
   (``_joint_starts.CHECK_LOADINGS``);
+- ``chkahead``: a sweep's pass computes the checks' first Davidson directions
+  (``_joint_starts.CHECKS_AHEAD``); ``checks``: both changes of the checks;
 - ``xv``: ``explained_variance_`` from the kept ``Xc v`` (``KEPT_SCORES``).
 
 Usage::
@@ -31,6 +33,7 @@ import bench_sweeps22m  # noqa: E402
 OFF = {
     "_start.LOOK_AHEAD": False,
     "_joint_starts.CHECK_LOADINGS": False,
+    "_joint_starts.CHECKS_AHEAD": False,
     "KEPT_SCORES": False,
 }
 bench_passes22o.MAIN.update(OFF)  # restored between the variants of --recovery
@@ -38,6 +41,8 @@ bench_sweeps22m.FLAGS.update(
     off=OFF,
     ahead=dict(OFF, **{"_start.LOOK_AHEAD": True}),
     chkspan=dict(OFF, **{"_joint_starts.CHECK_LOADINGS": True}),
+    chkahead=dict(OFF, **{"_joint_starts.CHECKS_AHEAD": True}),
+    checks=dict(OFF, **{"_joint_starts.CHECK_LOADINGS": True, "_joint_starts.CHECKS_AHEAD": True}),
     xv=dict(OFF, KEPT_SCORES=True),
 )
 

@@ -32,6 +32,7 @@ class ProductCache:
     def __init__(self, size):
         self.size = size
         self.xv, self.xtu, self.av = [], [], []  # av: Xc^T Xc v (the one-pass sweep's)
+        self.want_checks, self.ahead = False, {}  # the restart checks' look-ahead
 
     @staticmethod
     def _find(entries, x):

@@ -28,18 +28,24 @@ from ._start import START_MAX_ITER, centred_gram, ritz_step
 from ._subspace import SKETCH_OVERSAMPLE, SKETCH_WIDTH, cached_subspace
 
 
-def svd_starts(defls, basis):
+def svd_starts(defls, basis, aheads=None):
     """``start_u(defl, "svd", ...)`` of every deflation in ``defls`` (data not
     on the Gram path, each one's removed products known: a start with no
-    pass), the Davidson steps of all of them in one pass each. Returns the
-    list of ``(u, X_k^T u)``."""
+    pass), the Davidson steps of all of them in one pass each. ``aheads[i]``:
+    ``(w, Xc w, Xc^T Xc w)`` or None, a direction added to start ``i``'s span
+    before its first Davidson step (:func:`checks_ahead`). Returns the list of
+    ``(u, X_k^T u)``."""
     starts = [defl.deflated_basis(basis) for defl in defls]
     found = [None] * len(defls)
     active = list(range(len(defls)))
-    for _ in range(START_MAX_ITER):
+    for it in range(START_MAX_ITER):
         more = []
         for i in active:
             done, found[i], Rv = ritz_step(starts[i], _start.CHECK_TOL)
+            if not done and it == 0 and aheads is not None and aheads[i] is not None:
+                defls[i].seen = defls[i].seen + [aheads[i]]
+                starts[i] = defls[i].deflated_basis(basis)
+                done, found[i], Rv = ritz_step(starts[i], _start.CHECK_TOL)
             if not done:
                 more.append((i, Rv))
         if not more:
@@ -71,7 +77,8 @@ def restart_starts(op, sqnorm, U, V, d, Z, ks, cache, same):
             batch.append((k, defl))
     if not batch:
         return {}
-    starts = svd_starts([defl for _, defl in batch], cached_subspace(op, 1)[1:])
+    aheads = [getattr(cache, "ahead", {}).get(k) for k, _ in batch]
+    starts = svd_starts([defl for _, defl in batch], cached_subspace(op, 1)[1:], aheads)
     return {
         k: False if abs(float(u @ U[:, k])) >= same else u[:, None]
         for (k, _), (u, _) in zip(batch, starts, strict=True)
@@ -93,6 +100,32 @@ def _known_loadings(defl, U, V, Z, k, cache):
     defl.AV = [av[j] for j in defl.keep]
     if av[k] is not None and np.any(V[:, k]):
         defl.seen = [(V[:, k], Z[:, k], av[k])]
+
+
+#: A sweep's pass also computes the restart checks' first Davidson directions
+#: on the state before it (:func:`checks_ahead`, issue 22 round 16).
+CHECKS_AHEAD = True
+
+
+def checks_ahead(op, sqnorm, U, V, d, Z, cache):
+    """The restart checks' first Davidson direction of each component on the
+    state ``(U, V, d, Z)`` (as :func:`restart_starts` would take it, with no
+    pass), for a sweep from that state to compute in its own pass: ``{k: w}``
+    (empty when no check would take a step). Once the sweep settles, the
+    checks of its state (near this one) try their span with ``w`` added
+    before their first Davidson step (``cache.ahead``)."""
+    if not (CHECKS_AHEAD and getattr(cache, "want_checks", False)) or uses_gram(op):
+        return {}
+    basis, out = cached_subspace(op, 1)[1:], {}
+    for k in range(U.shape[1]):
+        defl = _others(op, sqnorm, U, V, d, Z, k)
+        if not (np.any(V[:, k]) and know_products(defl, Z, cache)):
+            continue
+        _known_loadings(defl, U, V, Z, k, cache)
+        done, _, Rv = ritz_step(defl.deflated_basis(basis), _start.CHECK_TOL)
+        if not done and Rv is not None and Rv.shape[1]:
+            out[k] = Rv[:, 0]
+    return out
 
 
 def _pca_scores(op, n_components):

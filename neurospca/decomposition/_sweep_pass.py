@@ -47,6 +47,7 @@ from ._alternation import (
 )
 from ._data import uses_gram
 from ._joint_certify import _others
+from ._joint_starts import checks_ahead
 from ._lockstep import in_one_pass
 
 #: Also on the Gram path (small float64 data in memory): measured on 30 trust
@@ -66,6 +67,18 @@ def fused_many(op, vs):
     own (:func:`~._lockstep.in_one_pass`: each product's block function and
     accumulator on the same row blocks, no thread)."""
     return in_one_pass(op, [partial(op.fused, v) for v in vs])
+
+
+def _with_ahead(op, vs, ahead, cache):
+    """:func:`fused_many` of ``vs``, and in the same pass ``Xc w``, ``Xc^T Xc
+    w`` of the restart checks' directions ``ahead = {k: w}``
+    (:func:`~._joint_starts.checks_ahead`), kept as ``cache.ahead``."""
+    if not ahead:
+        return fused_many(op, vs)
+    W = np.column_stack(list(ahead.values()))
+    *products, (XW, AW) = in_one_pass(op, [partial(op.fused, v) for v in vs] + [partial(op.gram, W)])
+    cache.ahead = {k: (W[:, i], XW[:, i], AW[:, i]) for i, k in enumerate(ahead)}
+    return products
 
 
 def _settings(op, kw):
@@ -175,7 +188,8 @@ def one_pass_sweep(op, sqnorm, U, V, d, Z, info, kw, merge):
         if got is None:
             return first, caught
         pairs, Vn = got
-        products = fused_many(op, [Vn[:, k] for k in range(first, K)])
+        ahead = checks_ahead(op, sqnorm, U, V, d, Z, cache) if first == 0 else {}
+        products = _with_ahead(op, [Vn[:, k] for k in range(first, K)], ahead, cache)
         for k, pair, prod in zip(range(first, K), pairs, products, strict=True):
             defl = _others(op, sqnorm, U, V, d, Z, k, cache)
             if not _u_step_served(defl, pair, prod, cache):
