@@ -5,10 +5,10 @@ this round's flags as variants: ``off`` is this tree with main's settings (bit
 for bit main's answer), ``branch`` its defaults, and one variant per change:
 
 - ``ahead``: deflation's u-steps look ahead (``_start.LOOK_AHEAD``);
-- ``chkspan``: the restart checks' span holds the kept loadings
-  (``_joint_starts.CHECK_LOADINGS``);
-- ``chkahead``: a sweep's pass computes the checks' first Davidson directions
-  (``_joint_starts.CHECKS_AHEAD``); ``checks``: both changes of the checks;
+- ``chkspan``: a restart check decided "no restart" with no pass in a span
+  that holds the kept loadings (``_joint_starts.CHECK_LOADINGS``);
+  ``checks``: also a sweep's pass computes the checks' first Davidson
+  directions (``_joint_starts.CHECKS_AHEAD``);
 - ``xv``: ``explained_variance_`` from the kept ``Xc v`` (``KEPT_SCORES``).
 
 Usage::
@@ -41,7 +41,6 @@ bench_sweeps22m.FLAGS.update(
     off=OFF,
     ahead=dict(OFF, **{"_start.LOOK_AHEAD": True}),
     chkspan=dict(OFF, **{"_joint_starts.CHECK_LOADINGS": True}),
-    chkahead=dict(OFF, **{"_joint_starts.CHECKS_AHEAD": True}),
     checks=dict(OFF, **{"_joint_starts.CHECK_LOADINGS": True, "_joint_starts.CHECKS_AHEAD": True}),
     xv=dict(OFF, KEPT_SCORES=True),
 )

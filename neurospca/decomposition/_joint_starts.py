@@ -28,24 +28,18 @@ from ._start import START_MAX_ITER, centred_gram, ritz_step
 from ._subspace import SKETCH_OVERSAMPLE, SKETCH_WIDTH, cached_subspace
 
 
-def svd_starts(defls, basis, aheads=None):
+def svd_starts(defls, basis):
     """``start_u(defl, "svd", ...)`` of every deflation in ``defls`` (data not
     on the Gram path, each one's removed products known: a start with no
-    pass), the Davidson steps of all of them in one pass each. ``aheads[i]``:
-    ``(w, Xc w, Xc^T Xc w)`` or None, a direction added to start ``i``'s span
-    before its first Davidson step (:func:`checks_ahead`). Returns the list of
-    ``(u, X_k^T u)``."""
+    pass), the Davidson steps of all of them in one pass each. Returns the
+    list of ``(u, X_k^T u)``."""
     starts = [defl.deflated_basis(basis) for defl in defls]
     found = [None] * len(defls)
     active = list(range(len(defls)))
-    for it in range(START_MAX_ITER):
+    for _ in range(START_MAX_ITER):
         more = []
         for i in active:
             done, found[i], Rv = ritz_step(starts[i], _start.CHECK_TOL)
-            if not done and it == 0 and aheads is not None and aheads[i] is not None:
-                defls[i].seen = defls[i].seen + [aheads[i]]
-                starts[i] = defls[i].deflated_basis(basis)
-                done, found[i], Rv = ritz_step(starts[i], _start.CHECK_TOL)
             if not done:
                 more.append((i, Rv))
         if not more:
@@ -69,24 +63,28 @@ def restart_starts(op, sqnorm, U, V, d, Z, ks, cache, same):
     ``same`` (|cosine|) of ``u_k`` (no restart). The others are left to the
     one-at-a-time check.
     """
-    batch = []
+    batch, out, basis = [], {}, cached_subspace(op, 1)[1:]
     for k in ks:
         defl = _others(op, sqnorm, U, V, d, Z, k)
-        if know_products(defl, Z, cache):
-            _known_loadings(defl, U, V, Z, k, cache)
+        if not know_products(defl, Z, cache):
+            continue
+        if _clearly_same(op, sqnorm, (U, V, d, Z), k, cache, same, basis):
+            out[k] = False
+        else:
             batch.append((k, defl))
     if not batch:
-        return {}
-    aheads = [getattr(cache, "ahead", {}).get(k) for k, _ in batch]
-    starts = svd_starts([defl for _, defl in batch], cached_subspace(op, 1)[1:], aheads)
-    return {
-        k: False if abs(float(u @ U[:, k])) >= same else u[:, None]
+        return out
+    starts = svd_starts([defl for _, defl in batch], basis)
+    out.update(
+        (k, False if abs(float(u @ U[:, k])) >= same else u[:, None])
         for (k, _), (u, _) in zip(batch, starts, strict=True)
-    }
+    )
+    return out
 
 
-#: The restart checks' span holds the loadings whose ``Xc^T Xc v`` the last
-#: sweep's pass kept (:func:`_known_loadings`, issue 22 round 16).
+#: The restart checks are first tried in a span that holds the loadings whose
+#: ``Xc^T Xc v`` the last sweep's pass kept (:func:`_known_loadings`,
+#: :func:`_clearly_same`; issue 22 round 16).
 CHECK_LOADINGS = True
 
 
@@ -94,12 +92,52 @@ def _known_loadings(defl, U, V, Z, k, cache):
     """Add to the check's span (:meth:`_Deflated.start_basis`) every loading
     ``v_j`` whose ``Xc v_j`` (``Z``) and ``Xc^T Xc v_j`` the sweeps' cache
     holds: the removed ones' as theirs, ``v_k``'s as a vector seen."""
-    if not CHECK_LOADINGS:
-        return
     av = [None if cache is None else ProductCache._find(cache.av, V[:, j]) for j in range(U.shape[1])]
     defl.AV = [av[j] for j in defl.keep]
     if av[k] is not None and np.any(V[:, k]):
         defl.seen = [(V[:, k], Z[:, k], av[k])]
+
+
+#: A check is decided "no restart" with no pass when the start found in a
+#: larger span with no Davidson step (:func:`_clearly_same`) is within
+#: ``1 - CHECK_MARGIN * (1 - same)`` (|cosine|) of ``u_k``: half the distance
+#: to the threshold ``same``. Any other check is made as before (its numbers,
+#: and a restart's start, bit for bit).
+CHECK_MARGIN = 1.0
+
+
+def _check_span(op, sqnorm, state, k, cache, basis):
+    """The span of :func:`_clearly_same`: the data's top singular subspace, the
+    kept loadings (:func:`_known_loadings`) and the look-ahead direction of
+    ``k`` (``cache.ahead``), as ``(defl, (Q, X_k Q, X_k^T X_k Q))``, or None."""
+    U, V, d, Z = state
+    defl = _others(op, sqnorm, U, V, d, Z, k)
+    if not (np.any(V[:, k]) and know_products(defl, Z, cache)):
+        return None
+    _known_loadings(defl, U, V, Z, k, cache)
+    return defl, defl.deflated_basis(basis)
+
+
+def _clearly_same(op, sqnorm, state, k, cache, same, basis):
+    """Whether the restart check of ``k`` says "no restart" by a margin
+    (:data:`CHECK_MARGIN`) from the larger span of :func:`_check_span`, the
+    look-ahead direction added when the first Ritz vector is not settled:
+    a Ritz vector that passes :data:`~._start.CHECK_TOL` there, with no pass."""
+    if not CHECK_LOADINGS:
+        return False
+    got = _check_span(op, sqnorm, state, k, cache, basis)
+    if got is None:
+        return False
+    defl, start = got
+    done, (u, _), _ = ritz_step(start, _start.CHECK_TOL)
+    ahead = getattr(cache, "ahead", {}).get(k)
+    if not done and ahead is not None:
+        defl.seen = defl.seen + [ahead]
+        done, (u, _), _ = ritz_step(defl.deflated_basis(basis), _start.CHECK_TOL)
+    nu = float(np.linalg.norm(u))
+    if not done or nu == 0.0:
+        return False
+    return abs(float(u @ state[0][:, k])) / nu >= 1.0 - CHECK_MARGIN * (1.0 - same)
 
 
 #: A sweep's pass also computes the restart checks' first Davidson directions
@@ -114,15 +152,16 @@ def checks_ahead(op, sqnorm, U, V, d, Z, cache):
     (empty when no check would take a step). Once the sweep settles, the
     checks of its state (near this one) try their span with ``w`` added
     before their first Davidson step (``cache.ahead``)."""
-    if not (CHECKS_AHEAD and getattr(cache, "want_checks", False)) or uses_gram(op):
+    if not (CHECKS_AHEAD and CHECK_LOADINGS and getattr(cache, "want_checks", False)):
+        return {}
+    if uses_gram(op):
         return {}
     basis, out = cached_subspace(op, 1)[1:], {}
     for k in range(U.shape[1]):
-        defl = _others(op, sqnorm, U, V, d, Z, k)
-        if not (np.any(V[:, k]) and know_products(defl, Z, cache)):
+        got = _check_span(op, sqnorm, (U, V, d, Z), k, cache, basis)
+        if got is None:
             continue
-        _known_loadings(defl, U, V, Z, k, cache)
-        done, _, Rv = ritz_step(defl.deflated_basis(basis), _start.CHECK_TOL)
+        done, _, Rv = ritz_step(got[1], _start.CHECK_TOL)
         if not done and Rv is not None and Rv.shape[1]:
             out[k] = Rv[:, 0]
     return out
