@@ -107,7 +107,7 @@ def _init_svd(defl, basis):
     Q, XQ, AQ = start
     for i in range(START_MAX_ITER):
         done, found, Rv = ritz_step((Q, XQ, AQ), START_TOL)
-        if not done and i == 0 and getattr(defl, "ahead", None) and defl.known():  # LookAhead's directions
+        if not done and i == 0 and getattr(defl, "ahead", None) and defl.known():  # LookAhead
             Q, XQ, AQ = _with_ahead(defl, basis)
             done, found, Rv = ritz_step((Q, XQ, AQ), START_TOL)
         if done:

@@ -76,7 +76,8 @@ def _with_ahead(op, vs, ahead, cache):
     if not ahead:
         return fused_many(op, vs)
     W = np.column_stack(list(ahead.values()))
-    *products, (XW, AW) = in_one_pass(op, [partial(op.fused, v) for v in vs] + [partial(op.gram, W)])
+    calls = [partial(op.fused, v) for v in vs] + [partial(op.gram, W)]
+    *products, (XW, AW) = in_one_pass(op, calls)
     cache.ahead = {k: (W[:, i], XW[:, i], AW[:, i]) for i, k in enumerate(ahead)}
     return products
 
