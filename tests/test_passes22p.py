@@ -118,7 +118,7 @@ def test_checks_decided_with_no_pass_agree_with_the_checks_as_before(tmp_path, m
             cache._put(cache.xv, V1[:, k], Z1[:, k])
             cache._put(cache.av, V1[:, k], op.rmatvec(Z1[:, k], exact=True))
         sqnorm = op.sqnorm()
-        cache.want_checks = True  # as a sweep before the checks: the directions ahead
+        cache.want_checks = 0.01  # as a sweep before the checks: the directions ahead
         ahead = joint_starts.checks_ahead(op, sqnorm, U1, V1, d, Z1, cache)
         sweep_pass._with_ahead(op, [], ahead, cache)
         args = (op, sqnorm, U1, V1, d, Z1, [0, 1, 2], cache, joint.RESTART_SAME)

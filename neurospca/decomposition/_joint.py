@@ -335,7 +335,7 @@ def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
     components (:func:`_restarts`), at most :data:`RESTART_PASSES` passes.
     Returns ``(settled, caught, joint objective)``."""
     if loop.restart and kw.get("products") is not None:  # the sweeps look ahead to the checks
-        kw["products"].want_checks = kw["init"] == "svd"
+        kw["products"].want_checks = loop.settle if kw["init"] == "svd" else 0.0
     settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
     for _ in range(RESTART_PASSES if loop.restart and settled else 0):
         replaced, value = _restarts(op, sqnorm, U, V, d, Z, info, kw, loop, value)

@@ -32,7 +32,7 @@ class ProductCache:
     def __init__(self, size):
         self.size = size
         self.xv, self.xtu, self.av = [], [], []  # av: Xc^T Xc v (the one-pass sweep's)
-        self.want_checks, self.ahead = False, {}  # the restart checks' look-ahead
+        self.want_checks, self.ahead = 0.0, {}  # the restart checks' look-ahead (a settle)
 
     @staticmethod
     def _find(entries, x):

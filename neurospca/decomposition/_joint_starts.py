@@ -153,7 +153,7 @@ def checks_ahead(op, sqnorm, U, V, d, Z, cache):
     (empty when no check would take a step). Once the sweep settles, the
     checks of its state (near this one) try their span with ``w`` added
     before their first Davidson step (``cache.ahead``)."""
-    if not (CHECKS_AHEAD and CHECK_LOADINGS and getattr(cache, "want_checks", False)):
+    if not (CHECKS_AHEAD and CHECK_LOADINGS and getattr(cache, "want_checks", 0.0) > 0.0):
         return {}
     if uses_gram(op):
         return {}

@@ -69,6 +69,21 @@ def fused_many(op, vs):
     return in_one_pass(op, [partial(op.fused, v) for v in vs])
 
 
+#: The sweep looks ahead to the restart checks when its v-steps moved the
+#: loadings by at most this many times the change that settles the sweeps
+#: (``cache.want_checks``): the sweep will likely settle, and the checks follow.
+AHEAD_SETTLE = 2.0
+
+
+def _settles(V, Vn, cache):
+    """Whether a whole sweep to ``Vn`` (its v-steps, before its pass) from ``V``
+    likely settles (:data:`AHEAD_SETTLE`): only then it looks ahead."""
+    settle = getattr(cache, "want_checks", 0.0)
+    if settle <= 0.0 or Vn.shape != V.shape:
+        return False
+    return float(np.linalg.norm(Vn - V)) <= AHEAD_SETTLE * settle * float(np.linalg.norm(Vn))
+
+
 def _with_ahead(op, vs, ahead, cache):
     """:func:`fused_many` of ``vs``, and in the same pass ``Xc w``, ``Xc^T Xc
     w`` of the restart checks' directions ``ahead = {k: w}``
@@ -189,7 +204,7 @@ def one_pass_sweep(op, sqnorm, U, V, d, Z, info, kw, merge):
         if got is None:
             return first, caught
         pairs, Vn = got
-        ahead = checks_ahead(op, sqnorm, U, V, d, Z, cache) if first == 0 else {}
+        ahead = checks_ahead(op, sqnorm, U, V, d, Z, cache) if _settles(V, Vn, cache) else {}
         products = _with_ahead(op, [Vn[:, k] for k in range(first, K)], ahead, cache)
         for k, pair, prod in zip(range(first, K), pairs, products, strict=True):
             defl = _others(op, sqnorm, U, V, d, Z, k, cache)
