@@ -92,7 +92,8 @@ def _known_loadings(defl, U, V, Z, k, cache):
     """Add to the check's span (:meth:`_Deflated.start_basis`) every loading
     ``v_j`` whose ``Xc v_j`` (``Z``) and ``Xc^T Xc v_j`` the sweeps' cache
     holds: the removed ones' as theirs, ``v_k``'s as a vector seen."""
-    av = [None if cache is None else ProductCache._find(cache.av, v) for v in V.T]
+    kept = getattr(cache, "av", [])  # a cache of Xc^T u only: none
+    av = [ProductCache._find(kept, v) for v in V.T]
     defl.AV = [av[j] for j in defl.keep]
     if av[k] is not None and np.any(V[:, k]):
         defl.seen = [(V[:, k], Z[:, k], av[k])]
