@@ -8,7 +8,8 @@ for bit main's answer), ``branch`` its defaults, and one variant per change:
 - ``chkspan``: a restart check decided "no restart" with no pass in a span
   that holds the kept loadings (``_joint_starts.CHECK_LOADINGS``);
   ``checks``: also a sweep's pass computes the checks' first Davidson
-  directions (``_joint_starts.CHECKS_AHEAD``);
+  directions (``_joint_starts.CHECKS_AHEAD``); ``inmemory``: the defaults
+  with those two in memory too (``CHECKS_WHERE = True``);
 - ``xv``: ``explained_variance_`` from the kept ``Xc v`` (``KEPT_SCORES``).
 
 Usage::
@@ -34,6 +35,7 @@ OFF = {
     "_start.LOOK_AHEAD": False,
     "_joint_starts.CHECK_LOADINGS": False,
     "_joint_starts.CHECKS_AHEAD": False,
+    "_joint_starts.CHECKS_WHERE": "memmap",
     "KEPT_SCORES": False,
 }
 bench_passes22o.MAIN.update(OFF)  # restored between the variants of --recovery
@@ -43,6 +45,7 @@ bench_sweeps22m.FLAGS.update(
     chkspan=dict(OFF, **{"_joint_starts.CHECK_LOADINGS": True}),
     checks=dict(OFF, **{"_joint_starts.CHECK_LOADINGS": True, "_joint_starts.CHECKS_AHEAD": True}),
     xv=dict(OFF, KEPT_SCORES=True),
+    inmemory={"_joint_starts.CHECKS_WHERE": True},  # the checks' look-ahead in memory too
 )
 
 if __name__ == "__main__":

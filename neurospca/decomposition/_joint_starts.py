@@ -82,6 +82,19 @@ def restart_starts(op, sqnorm, U, V, d, Z, ks, cache, same):
     return out
 
 
+#: Where the restart checks look ahead and are first tried in the larger span
+#: (:func:`checks_ahead`, :func:`_clearly_same`): ``"memmap"``, when a pass
+#: reads the data from a file (a memmap or a dask array); True, everywhere. In
+#: memory they saved no pass on 30 trust instances (their checks need more
+#: than the one direction ahead) and cost 7-17 % CPU (issue 22 round 16).
+CHECKS_WHERE = "memmap"
+
+
+def _checks_here(op):
+    """Whether the checks of ``op``'s fits look ahead (:data:`CHECKS_WHERE`)."""
+    return CHECKS_WHERE is True or op.kind in ("memmap", "dask")
+
+
 #: The restart checks are first tried in a span that holds the loadings whose
 #: ``Xc^T Xc v`` the last sweep's pass kept (:func:`_known_loadings`,
 #: :func:`_clearly_same`; issue 22 round 16).
@@ -125,7 +138,7 @@ def _clearly_same(op, sqnorm, state, k, cache, same, basis):
     :data:`CHECK_MARGIN`) from the larger span of :func:`_check_span`, the
     look-ahead direction added when the first Ritz vector is not settled:
     a Ritz vector that passes :data:`~._start.CHECK_TOL` there, with no pass."""
-    if not CHECK_LOADINGS:
+    if not (CHECK_LOADINGS and _checks_here(op)):
         return False
     got = _check_span(op, sqnorm, state, k, cache, basis)
     if got is None:
@@ -156,7 +169,7 @@ def checks_ahead(op, sqnorm, U, V, d, Z, cache):
     before their first Davidson step (``cache.ahead``)."""
     if not (CHECKS_AHEAD and CHECK_LOADINGS and getattr(cache, "want_checks", 0.0) > 0.0):
         return {}
-    if uses_gram(op):
+    if uses_gram(op) or not _checks_here(op):
         return {}
     basis, out = cached_subspace(op, 1)[1:], {}
     for k in range(U.shape[1]):
