@@ -182,8 +182,10 @@ def test_small_float64_data(monkeypatch, on_gram):
 
 
 def test_memmap_fit_passes_and_components(tmp_path, monkeypatch):
-    """The memmap of ``test_datapath``'s pass count: 16 passes with one pass per
-    sweep (20 with one per component), the components within 1e-8."""
+    """The memmap of ``test_datapath``'s pass count: 12 passes with one pass per
+    sweep (18 with one per component, whose passes do not look ahead to the
+    restart checks; 16 and 20 before issue 22 round 16), the components within
+    1e-8."""
     X = _instance(n=3000).astype(np.float32)
     np.save(tmp_path / "x.npy", X)
     Xm = np.load(tmp_path / "x.npy", mmap_mode="r")
@@ -197,7 +199,7 @@ def test_memmap_fit_passes_and_components(tmp_path, monkeypatch):
             warnings.simplefilter("ignore")
             m.fit(Xm)
         got[one_pass] = (reads.bytes / X.nbytes, m)
-    assert got[True][0] == 16 and got[False][0] == 20
+    assert got[True][0] == 12 and got[False][0] == 18
     assert got[True][1].n_sweeps_ == got[False][1].n_sweeps_
     assert np.abs(got[True][1].components_ - got[False][1].components_).max() < 1e-8
 

@@ -619,14 +619,14 @@ def _pca_variance_ratio(op, n_components):
     return s2 / total if total > 0 else np.zeros(n_components)
 
 
-def _adjusted_variance(op, components):
+def _adjusted_variance(op, components, Z=None):
     """Adjusted explained variance of non-orthogonal components (Zou et al.).
 
-    The scores ``Z = Xc C^T`` (``Xc`` the centred data of ``op``) are
-    orthogonalised by QR; component k explains ``R_kk^2 / (N - 1)``.
+    The scores ``Z = Xc C^T`` (``Xc`` the centred data of ``op``; one pass,
+    unless given) are orthogonalised by QR; component k explains ``R_kk^2 / (N - 1)``.
     """
     n = op.shape[0]
-    Z = op.matmat(components.T)
+    Z = op.matmat(components.T) if Z is None else Z
     R = np.linalg.qr(Z, mode="r")
     var = np.abs(np.diag(R)) ** 2 / max(n - 1, 1)
     total = op.sqnorm() / max(n - 1, 1)

@@ -95,8 +95,15 @@ class _Deflated:
 
     def gram(self, v):
         """``z = X_k v`` and ``X_k^T z`` in one pass over the data."""
-        c = self._subtract_combination(self.U, self._coef(self.V, v), np.zeros(self.op.shape[0]))
-        z, g = self.op.fused(v, -c)
+        return self._gram_done(v, *self.op.fused(v, -self._shift(v)))
+
+    def _shift(self, v):
+        """``D v`` (``D = sum_j d_j u_j v_j^T``): ``X_k v = Xc v - D v``."""
+        return self._subtract_combination(self.U, self._coef(self.V, v), np.zeros(self.op.shape[0]))
+
+    def _gram_done(self, v, z, g):
+        """:meth:`gram` from the fused pass's ``z`` and ``Xc^T z``: ``X_k^T z``,
+        and ``(v, Xc v, Xc^T Xc v)`` kept for the next starts."""
         g = self._subtract_combination(self.V, self._coef(self.U, z), g)
         if self.known():
             self.seen = self.seen[-(SEEN_MAX - 1) :] + [

@@ -80,7 +80,7 @@ from ._joint_starts import (
 from ._lockstep import run_side_by_side
 from ._objective import joint_objective
 from ._rotation import rotate_pairs
-from ._start import gram_direction, signed_start, start_u
+from ._start import LookAhead, gram_direction, signed_start, start_u
 from ._subspace import cached_subspace
 from ._sweep_pass import one_pass_sweep
 
@@ -334,6 +334,8 @@ def _settle(op, sqnorm, U, V, d, Z, info, kw, loop):
     """Sweeps (:func:`_sweeps`); once they settle, restarts of single
     components (:func:`_restarts`), at most :data:`RESTART_PASSES` passes.
     Returns ``(settled, caught, joint objective)``."""
+    if loop.restart and kw.get("products") is not None:  # the sweeps look ahead to the checks
+        kw["products"].want_checks = loop.settle if kw["init"] == "svd" else 0.0
     settled, caught, value = _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop)
     for _ in range(RESTART_PASSES if loop.restart and settled else 0):
         replaced, value = _restarts(op, sqnorm, U, V, d, Z, info, kw, loop, value)
@@ -351,8 +353,9 @@ def _deflation_start(op, n_components, u0, w0, tol, kw, cache=None):
     ``Z = Xc V`` and each ``Xc^T u_k`` (into ``cache``, the sweeps'
     :class:`ProductCache`) come from the alternation's own last passes, kept
     undeflated by its :class:`_Deflated` (:data:`DEFLATION_PRODUCTS`), when it
-    kept them for every component; else ``Z`` is one pass."""
-    defl = _Deflated(op)
+    kept them for every component; else ``Z`` is one pass. Its u-steps look
+    ahead to the next start (:class:`~._start.LookAhead`)."""
+    defl = LookAhead(op, n_components) if u0 is None and kw["init"] == "svd" else _Deflated(op)
     U, V, info = _alternate(
         op, n_components, u0=u0, w0=w0, tol=tol, verbose=0, defl=defl, moved=MOVED_GAPS, **kw
     )
@@ -683,15 +686,16 @@ def _joint(op, n_components, *, tol, verbose, max_sweeps, from_scores, rotate, r
     info["n_sweeps"] = len(changes)
     info["sweep_change"] = changes
     value = _objective(op, U, V, Z, kw)  # J of the fit returned (no data pass)
+    live = [k for k in range(n_components) if np.any(V[:, k])]
+    xv = [(V[:, k].copy(), Z[:, k].copy()) for k in live] if KEPT_SCORES else None
     if not KEEP_RETURNED:
         U, V, info = _ordered(U, V, info)
-        info["objective"] = value
+        info["objective"], info["xv"] = value, xv
         return U, V, info
-    live = [k for k in range(n_components) if np.any(V[:, k])]
     us = [U[:, k].copy() for k in live]
     kept = list(zip(us, op.rmatvecs(us, exact=True), strict=True))  # served: _certify_all's
     U, V, info = _ordered(U, V, info)
-    info["objective"] = value
+    info["objective"], info["xv"] = value, xv
     keep_returned(op, U, V, kept)
     return U, V, info
 
@@ -701,6 +705,31 @@ def returned_signs(V):
     each one's largest-|loading| positive (the estimator's convention)."""
     j = np.argmax(np.abs(V), axis=0)
     return np.where(V[j, np.arange(V.shape[1])] < 0, -1.0, 1.0)
+
+
+#: The fit hands its kept ``Xc v_k`` to the diagnostics (``info["xv"]``,
+#: :func:`kept_scores`): ``explained_variance_`` with no pass when the finishing
+#: did not move the loadings (issue 22 round 16).
+KEPT_SCORES = True
+
+
+def kept_scores(V, xv):
+    """``Xc C^T`` of the unit loadings ``C^T`` (columns of ``V`` normalised)
+    from ``xv = [(v, Xc v)]``, the fit's kept products (``info["xv"]``), when
+    each non-zero column of ``V`` is one of those ``v`` or its negative (bit for
+    bit: the finishing did not move it); else None (a pass)."""
+    if xv is None:
+        return None
+    Z = np.zeros((xv[0][1].shape[0] if xv else 0, V.shape[1]))
+    for k in range(V.shape[1]):
+        nrm = float(np.linalg.norm(V[:, k]))
+        if nrm == 0.0:
+            continue
+        found = [s * z for v, z in xv for s in (1.0, -1.0) if np.array_equal(s * v, V[:, k])]
+        if not found:
+            return None
+        Z[:, k] = found[0] / nrm
+    return Z
 
 
 def keep_returned(op, U, V, kept):

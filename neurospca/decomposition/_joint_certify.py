@@ -31,7 +31,8 @@ class ProductCache:
 
     def __init__(self, size):
         self.size = size
-        self.xv, self.xtu = [], []
+        self.xv, self.xtu, self.av = [], [], []  # av: Xc^T Xc v (the one-pass sweep's)
+        self.want_checks, self.ahead = 0.0, {}  # the restart checks' look-ahead (a settle)
 
     @staticmethod
     def _find(entries, x):

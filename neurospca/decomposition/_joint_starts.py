@@ -23,7 +23,7 @@ import numpy as np
 from . import _start
 from ._data import uses_gram
 from ._deflated import gram_blocks
-from ._joint_certify import _others, know_products
+from ._joint_certify import ProductCache, _others, know_products
 from ._start import START_MAX_ITER, centred_gram, ritz_step
 from ._subspace import SKETCH_OVERSAMPLE, SKETCH_WIDTH, cached_subspace
 
@@ -63,18 +63,123 @@ def restart_starts(op, sqnorm, U, V, d, Z, ks, cache, same):
     ``same`` (|cosine|) of ``u_k`` (no restart). The others are left to the
     one-at-a-time check.
     """
-    batch = []
+    batch, out, basis = [], {}, cached_subspace(op, 1)[1:]
     for k in ks:
         defl = _others(op, sqnorm, U, V, d, Z, k)
-        if know_products(defl, Z, cache):
+        if not know_products(defl, Z, cache):
+            continue
+        if _clearly_same(op, sqnorm, (U, V, d, Z), k, cache, same, basis):
+            out[k] = False
+        else:
             batch.append((k, defl))
     if not batch:
-        return {}
-    starts = svd_starts([defl for _, defl in batch], cached_subspace(op, 1)[1:])
-    return {
-        k: False if abs(float(u @ U[:, k])) >= same else u[:, None]
+        return out
+    starts = svd_starts([defl for _, defl in batch], basis)
+    out.update(
+        (k, False if abs(float(u @ U[:, k])) >= same else u[:, None])
         for (k, _), (u, _) in zip(batch, starts, strict=True)
-    }
+    )
+    return out
+
+
+#: Where the restart checks look ahead and are first tried in the larger span
+#: (:func:`checks_ahead`, :func:`_clearly_same`): ``"memmap"``, when a pass
+#: reads the data from a file (a memmap or a dask array); True, everywhere. In
+#: memory they saved no pass on 30 trust instances (their checks need more
+#: than the one direction ahead) and cost 7-17 % CPU (issue 22 round 16).
+CHECKS_WHERE = "memmap"
+
+
+def _checks_here(op):
+    """Whether the checks of ``op``'s fits look ahead (:data:`CHECKS_WHERE`)."""
+    return CHECKS_WHERE is True or op.kind in ("memmap", "dask")
+
+
+#: The restart checks are first tried in a span that holds the loadings whose
+#: ``Xc^T Xc v`` the last sweep's pass kept (:func:`_known_loadings`,
+#: :func:`_clearly_same`; issue 22 round 16).
+CHECK_LOADINGS = True
+
+
+def _known_loadings(defl, U, V, Z, k, cache):
+    """Add to the check's span (:meth:`_Deflated.start_basis`) every loading
+    ``v_j`` whose ``Xc v_j`` (``Z``) and ``Xc^T Xc v_j`` the sweeps' cache
+    holds: the removed ones' as theirs, ``v_k``'s as a vector seen."""
+    kept = getattr(cache, "av", [])  # a cache of Xc^T u only: none
+    av = [ProductCache._find(kept, v) for v in V.T]
+    defl.AV = [av[j] for j in defl.keep]
+    if av[k] is not None and np.any(V[:, k]):
+        defl.seen = [(V[:, k], Z[:, k], av[k])]
+
+
+#: A check is decided "no restart" with no pass when the start found in a
+#: larger span with no Davidson step (:func:`_clearly_same`) is within
+#: ``same + CHECK_MARGIN * (1 - same)`` (|cosine|) of ``u_k``. A check that
+#: says "restart" there is made again as before (its numbers, and so the
+#: restart's start, bit for bit). 0.5 (half the distance to 1) kept the
+#: memmap test's weakest component (0.9906) at two passes (round 16).
+CHECK_MARGIN = 0.0
+
+
+def _check_span(op, sqnorm, state, k, cache, basis):
+    """The span of :func:`_clearly_same`: the data's top singular subspace, the
+    kept loadings (:func:`_known_loadings`) and the look-ahead direction of
+    ``k`` (``cache.ahead``), as ``(defl, (Q, X_k Q, X_k^T X_k Q))``, or None."""
+    U, V, d, Z = state
+    defl = _others(op, sqnorm, U, V, d, Z, k)
+    if not (np.any(V[:, k]) and know_products(defl, Z, cache)):
+        return None
+    _known_loadings(defl, U, V, Z, k, cache)
+    return defl, defl.deflated_basis(basis)
+
+
+def _clearly_same(op, sqnorm, state, k, cache, same, basis):
+    """Whether the restart check of ``k`` says "no restart" (with
+    :data:`CHECK_MARGIN`) from the larger span of :func:`_check_span`, the
+    look-ahead direction added when the first Ritz vector is not settled:
+    a Ritz vector that passes :data:`~._start.CHECK_TOL` there, with no pass."""
+    if not (CHECK_LOADINGS and _checks_here(op)):
+        return False
+    got = _check_span(op, sqnorm, state, k, cache, basis)
+    if got is None:
+        return False
+    defl, start = got
+    done, (u, _), _ = ritz_step(start, _start.CHECK_TOL)
+    ahead = getattr(cache, "ahead", {}).get(k)
+    if not done and ahead is not None:
+        defl.seen = defl.seen + [ahead]
+        done, (u, _), _ = ritz_step(defl.deflated_basis(basis), _start.CHECK_TOL)
+    nu = float(np.linalg.norm(u))
+    if not done or nu == 0.0:
+        return False
+    return abs(float(u @ state[0][:, k])) / nu >= same + CHECK_MARGIN * (1.0 - same)
+
+
+#: A sweep's pass also computes the restart checks' first Davidson directions
+#: on the state before it (:func:`checks_ahead`, issue 22 round 16).
+CHECKS_AHEAD = True
+
+
+def checks_ahead(op, sqnorm, U, V, d, Z, cache):
+    """The restart checks' first Davidson direction of each component on the
+    state ``(U, V, d, Z)`` (as :func:`restart_starts` would take it, with no
+    pass), for a sweep from that state to compute in its own pass: ``{k: w}``
+    (empty when no check would take a step). Once the sweep settles, the
+    checks of its state (near this one) try their span with ``w`` added
+    before their first Davidson step (``cache.ahead``)."""
+    if not (CHECKS_AHEAD and CHECK_LOADINGS and getattr(cache, "want_checks", 0.0) > 0.0):
+        return {}
+    if uses_gram(op) or not _checks_here(op):
+        return {}
+    basis, out = cached_subspace(op, 1)[1:], {}
+    for k in range(U.shape[1]):
+        got = _check_span(op, sqnorm, (U, V, d, Z), k, cache, basis)
+        if got is None:
+            continue
+        done, _, Rv = ritz_step(got[1], _start.CHECK_TOL)
+        if not done and Rv is not None and Rv.shape[1]:
+            out[k] = Rv[:, 0]
+    return out
 
 
 def _pca_scores(op, n_components):

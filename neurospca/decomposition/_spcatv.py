@@ -30,7 +30,7 @@ from ._alternation import _adjusted_variance, _check_l2_scale, _pca_variance_rat
 from ._auto import auto_fit, auto_path, fixed_split, warn_empty_components
 from ._base import ComponentsEstimator, Integral, Interval, Real, StrOptions, reconstruction_error
 from ._data import validated_data_operator
-from ._joint import _joint_spca_tv, returned_signs
+from ._joint import _joint_spca_tv, kept_scores, returned_signs
 from ._spcatv_function import spca_tv
 from ._stability import scores_of, set_stability
 from ._support import certify_fit
@@ -559,7 +559,7 @@ class SPCATV(ComponentsEstimator):
                 setattr(self, name + "_", None)
             return
         self.explained_variance_, self.explained_variance_ratio_ = _adjusted_variance(
-            op, self.components_
+            op, self.components_, kept_scores(self.loadings_, info.get("xv"))
         )
         self.pca_explained_variance_ratio_ = _pca_variance_ratio(op, n_components)
 

@@ -7,9 +7,14 @@ Rayleigh-Ritz and Davidson steps on the data's top singular subspace);
 :mod:`~neurospca.decomposition._alternation`.
 """
 
+from functools import partial
+
 import numpy as np
 
 from ._data import uses_gram
+from ._deflated import _Deflated
+from ._lockstep import in_one_pass
+from ._subspace import cached_subspace
 
 
 def _ritz_start(defl, basis):
@@ -100,8 +105,11 @@ def _init_svd(defl, basis):
         z, g = defl.gram(v)
         start = (v[:, None], z[:, None], g[:, None])
     Q, XQ, AQ = start
-    for _ in range(START_MAX_ITER):
+    for i in range(START_MAX_ITER):
         done, found, Rv = ritz_step((Q, XQ, AQ), START_TOL)
+        if not done and i == 0 and getattr(defl, "ahead", None) and defl.known():  # LookAhead
+            Q, XQ, AQ = _with_ahead(defl, basis)
+            done, found, Rv = ritz_step((Q, XQ, AQ), START_TOL)
         if done:
             break
         # the residuals of the best Ritz pairs, orthogonal to the span: one pass
@@ -156,3 +164,79 @@ def ritz_step(start, tol):
     Rv, T = np.linalg.qr(Rv)
     Rv = Rv[:, np.abs(np.diag(T)) > 1e-12 * max(np.abs(T).max(), 1e-300)]
     return Rv.shape[1] == 0, found, Rv
+
+
+def _with_ahead(defl, basis):
+    """The start's span (:meth:`_Deflated.deflated_basis`) with the directions
+    :class:`LookAhead` computed for it added (then dropped: used once)."""
+    seen = defl.seen
+    defl.seen = seen + defl.ahead
+    try:
+        return defl.deflated_basis(basis)
+    finally:
+        defl.seen, defl.ahead = seen, []
+
+
+#: A deflation fit's u-steps look ahead (:class:`LookAhead`, issue 22 round 16).
+LOOK_AHEAD = True
+
+
+class LookAhead(_Deflated):
+    """:class:`_Deflated` whose u-step passes also compute the direction the
+    next component's start will want (a Davidson step ahead, no pass of its own).
+
+    The start of component ``k + 1`` (:func:`_init_svd`, data not on the Gram
+    path) is a Ritz vector of ``X_{k+1}`` on the data's top singular subspace,
+    then Davidson steps of one pass each, one after the other behind the last
+    u-step of component ``k``. From its second u-step on (the first never ends
+    the alternation) each u-step pass of component ``k`` here also computes
+    ``Xc w`` and ``Xc^T Xc w`` for ``w``, the Davidson direction of the next
+    start as if ``k`` ended at its previous iterate (known products, no pass).
+    The next start tries its span with ``w`` added before its first Davidson
+    step: when the Ritz vector there passes :data:`START_TOL`, that step's pass
+    is saved. A start that needs no Davidson step is unchanged (bit for bit);
+    one that does is a Ritz vector within the same tolerance in a larger span.
+    """
+
+    def __init__(self, op, n_components):
+        super().__init__(op)
+        self.n_components, self.ahead, self._last = n_components, [], None
+
+    def deflate(self, u, v, d, xv=None, xtu=None, xtxv=None):
+        super().deflate(u, v, d, xv=xv, xtu=xtu, xtxv=xtxv)
+        self._last = None
+
+    def gram(self, v):
+        w = self._direction()
+        if w is None:
+            z, g = super().gram(v)
+        else:
+            op = self.op
+            (z, g), (Zw, Gw) = in_one_pass(
+                op, [partial(op.fused, v, -self._shift(v)), partial(op.gram, w)]
+            )
+            z, g = self._gram_done(v, z, g)
+            self.ahead = [(w[:, 0], Zw[:, 0], Gw[:, 0])]
+        self._last = (v, z, g)
+        return z, g
+
+    def _direction(self):
+        """The next start's first Davidson direction (a column) if component
+        ``k`` ended at its last iterate ``self._last``; None when there is no
+        next component, no iterate, or that start would need no step."""
+        if not (LOOK_AHEAD and self._last is not None and self.known()):
+            return None
+        if len(self.U) + 1 >= self.n_components or uses_gram(self.op):
+            return None
+        v, z, g = self._last
+        nz, vv = float(np.linalg.norm(z)), float(v @ v)
+        if nz == 0.0 or vv == 0.0:
+            return None
+        then = _Deflated(self.op)
+        for name in ("U", "V", "d", "XV", "XtU", "AV", "seen"):
+            setattr(then, name, list(getattr(self, name)))
+        then.sqnorm = self.sqnorm
+        then.deflate(z / nz, v, nz / vv, xv=z, xtu=g / nz, xtxv=g)
+        start = then.deflated_basis(cached_subspace(self.op, self.n_components)[1:])
+        done, _, Rv = ritz_step(start, START_TOL)
+        return None if done or Rv is None or not Rv.shape[1] else Rv

@@ -47,6 +47,7 @@ from ._alternation import (
 )
 from ._data import uses_gram
 from ._joint_certify import _others
+from ._joint_starts import checks_ahead
 from ._lockstep import in_one_pass
 
 #: Also on the Gram path (small float64 data in memory): measured on 30 trust
@@ -66,6 +67,34 @@ def fused_many(op, vs):
     own (:func:`~._lockstep.in_one_pass`: each product's block function and
     accumulator on the same row blocks, no thread)."""
     return in_one_pass(op, [partial(op.fused, v) for v in vs])
+
+
+#: The sweep looks ahead to the restart checks when its v-steps moved the
+#: loadings by at most this many times the change that settles the sweeps
+#: (``cache.want_checks``): the sweep will likely settle, and the checks follow.
+AHEAD_SETTLE = 2.0
+
+
+def _settles(V, Vn, cache):
+    """Whether a whole sweep to ``Vn`` (its v-steps, before its pass) from ``V``
+    likely settles (:data:`AHEAD_SETTLE`): only then it looks ahead."""
+    settle = getattr(cache, "want_checks", 0.0)
+    if settle <= 0.0 or Vn.shape != V.shape:
+        return False
+    return float(np.linalg.norm(Vn - V)) <= AHEAD_SETTLE * settle * float(np.linalg.norm(Vn))
+
+
+def _with_ahead(op, vs, ahead, cache):
+    """:func:`fused_many` of ``vs``, and in the same pass ``Xc w``, ``Xc^T Xc
+    w`` of the restart checks' directions ``ahead = {k: w}``
+    (:func:`~._joint_starts.checks_ahead`), kept as ``cache.ahead``."""
+    if not ahead:
+        return fused_many(op, vs)
+    W = np.column_stack(list(ahead.values()))
+    calls = [partial(op.fused, v) for v in vs] + [partial(op.gram, W)]
+    *products, (XW, AW) = in_one_pass(op, calls)
+    cache.ahead = {k: (W[:, i], XW[:, i], AW[:, i]) for i, k in enumerate(ahead)}
+    return products
 
 
 def _settings(op, kw):
@@ -126,6 +155,7 @@ def _u_step_served(defl, pair, products, cache):
     pair.Xv, pair.XtXv = z, defl._subtract_combination(defl.V, defl._coef(defl.U, z), xtz.copy())
     pair.u, pair.g = z / pair.nrm, pair.XtXv / pair.nrm
     cache._put(cache.xv, v, z0)
+    cache._put(cache.av, v, g0)
     cache._put(cache.xtu, pair.u, xtz / pair.nrm)
     return True
 
@@ -174,7 +204,8 @@ def one_pass_sweep(op, sqnorm, U, V, d, Z, info, kw, merge):
         if got is None:
             return first, caught
         pairs, Vn = got
-        products = fused_many(op, [Vn[:, k] for k in range(first, K)])
+        ahead = checks_ahead(op, sqnorm, U, V, d, Z, cache) if _settles(V, Vn, cache) else {}
+        products = _with_ahead(op, [Vn[:, k] for k in range(first, K)], ahead, cache)
         for k, pair, prod in zip(range(first, K), pairs, products, strict=True):
             defl = _others(op, sqnorm, U, V, d, Z, k, cache)
             if not _u_step_served(defl, pair, prod, cache):
