@@ -38,17 +38,24 @@ def _counted_fit(Xm, reads, **kw):
     return m, reads.bytes / Xm.nbytes
 
 
-def test_look_ahead_products_are_the_direction_s_exact_products():
+def test_look_ahead_products_are_the_direction_s_exact_products(monkeypatch):
     """The look-ahead's kept ``(w, Xc w, Xc^T Xc w)`` are the products of
     ``w`` (a pass of its own would give them to rounding), computed in the
-    u-step's pass: the pass count is that of the u-steps alone."""
+    u-step's pass: the pass count is that of the u-steps alone. In memory the
+    u-steps look ahead only when asked (``LOOK_AHEAD`` True; by default only
+    where a pass reads a file)."""
     X = _instance(n=300, seed=3603).astype(np.float32)
     op = as_data_operator(X, n_threads=1)
     op.centre(op.stats["mean"])
     cached_subspace(op, 3)  # the fit's Krylov passes, before its starts
-    defl = start.LookAhead(op, 3)
     rng = np.random.default_rng(3604)
     v1, v2 = (rng.standard_normal(X.shape[1]) * (rng.random(X.shape[1]) < 0.3) for _ in range(2))
+    defl = start.LookAhead(op, 3)
+    defl.gram(v1)
+    defl.gram(v2)
+    assert defl.ahead == []  # in memory, by default
+    monkeypatch.setattr(start, "LOOK_AHEAD", True)
+    defl = start.LookAhead(op, 3)
     n0 = op.n_passes
     defl.gram(v1)
     assert defl.ahead == []  # a first u-step never ends the alternation: nothing ahead
