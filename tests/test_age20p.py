@@ -159,5 +159,5 @@ def test_age_regressed_out_nothing_is_said(cohort):
     assert np.all(np.any(model.components_ != 0, axis=1))
     assert not any(p.get("dense_effect") for p in model.auto_path_)
     assert not [s for s in said if "whole-map" in s or "are empty" in s]
-    assert getattr(model, "_dense_map", 0) is None
+    assert getattr(model, "_dense_map", None) is None
     assert "unregressed confound" not in _penalty_sentence(penalties(model))

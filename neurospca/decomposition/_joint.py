@@ -717,10 +717,11 @@ def kept_scores(V, xv):
     """``Xc C^T`` of the unit loadings ``C^T`` (columns of ``V`` normalised)
     from ``xv = [(v, Xc v)]``, the fit's kept products (``info["xv"]``), when
     each non-zero column of ``V`` is one of those ``v`` or its negative (bit for
-    bit: the finishing did not move it); else None (a pass)."""
-    if xv is None:
+    bit: the finishing did not move it); else None (a pass), also when nothing
+    was kept (every component empty)."""
+    if not xv:  # none kept, or every component empty (then the pass gives the rows)
         return None
-    Z = np.zeros((xv[0][1].shape[0] if xv else 0, V.shape[1]))
+    Z = np.zeros((xv[0][1].shape[0], V.shape[1]))
     for k in range(V.shape[1]):
         nrm = float(np.linalg.norm(V[:, k]))
         if nrm == 0.0:

@@ -429,7 +429,8 @@ class SPCATV(ComponentsEstimator):
         self._set_components(U, V, info, settings.extra)
         self._set_diagnostics(op, info, n_components)
         set_stability(self, X, halves)
-        self._dense_map = getattr(halves, "dense_map", None)  # (issue 20 round 16)
+        if getattr(halves, "dense_map", None) is not None:  # (issue 20 round 16; not saved)
+            self._dense_map = halves.dense_map
         if self.auto_path_ and not getattr(self, "_half_fit", False):
             warn_empty_components(self)
         self.fit_time_ = time.perf_counter() - t0
