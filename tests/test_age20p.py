@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from neurospca import SPCATV
-from neurospca.decomposition import _auto, name_dense_confound
+from neurospca.decomposition import _auto, _stability, name_dense_confound
 from neurospca.decomposition._auto import mark_dense_effect, warn_empty_components
 from neurospca.reporting._methods import _penalty_sentence, penalties
 from neurospca.study import make_multisite_cohort
@@ -161,3 +161,15 @@ def test_age_regressed_out_nothing_is_said(cohort):
     assert not [s for s in said if "whole-map" in s or "are empty" in s]
     assert getattr(model, "_dense_map", None) is None
     assert "unregressed confound" not in _penalty_sentence(penalties(model))
+
+
+def test_a_flag_names_the_whole_map_signal_seen():
+    # lead, round 16: the "do not reproduce" warning names a whole-map signal seen
+    # at weaker points (fresh seed 3615 shuffled: two flagged components, no other word)
+    seen = {"alpha_rel": 0.5, "l1_ratio": 0.05, "tv_ratio": 0.1, "dense_effect": [0.98, 0.97, 0.9]}
+    plain = {"alpha_rel": 1.0, "l1_ratio": 0.05, "tv_ratio": 0.1}
+    note = _stability._dense_note(SimpleNamespace(auto_path_=[seen, plain]))
+    assert "0.5 (0.05, 0.1)" in note and "such as age" in note and "confounds=" in note
+    assert "1 (0.05" not in note
+    assert _stability._dense_note(SimpleNamespace(auto_path_=[plain])) == ""
+    assert _stability._dense_note(SimpleNamespace(auto_path_=None)) == ""
