@@ -25,17 +25,14 @@ evidence set or ``rsfmri:-1`` (bench_stab20m's pairs).
 import argparse
 import json
 import sys
-import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_site20n import load as cohort  # noqa: E402
-from bench_stab20m import data_pair  # noqa: E402
+from bench_stab20m import data_pair, recorded_fit  # noqa: E402
 
-from neurospca import SPCATV  # noqa: E402
 from neurospca.decomposition import _stability as S  # noqa: E402
 
 RECORD = {}
@@ -105,15 +102,10 @@ def run(tag, out):
     XA, XB, op, k = pair_of(tag)
     recs, comps = [], []
     for X in (XA, XB):
-        RECORD.clear()
-        t = time.process_time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            m = SPCATV(k, operator=op, random_state=0).fit(X)
-        cpu = time.process_time() - t
-        recs.append(dict(RECORD, tag=tag, cpu=round(cpu, 1), claimed=m.stability_.tolist()))
-        recs[-1].update(point=[m.l1_ratio_, m.tv_ratio_, m.alpha_rel_])
-        recs[-1]["nonzero"] = np.mean(m.components_ != 0, axis=1).round(4).tolist()
+        m, rec = recorded_fit(X, op, k, RECORD)
+        rec.update(tag=tag, cpu=round(rec["cpu"], 1), point=rec.pop("chosen"))
+        rec["nonzero"] = np.mean(m.components_ != 0, axis=1).round(4).tolist()
+        recs.append(rec)
         comps.append(m.components_)
     for i, rec in enumerate(recs):
         rec["half"] = "AB"[i]

@@ -147,43 +147,31 @@ def _table(name, tree, res):
 
 
 def recovery(sets, seeds):
-    import warnings
 
-    from _trust import certified_dice
-    from _trust import recovery as matched
-    from bench_joint22i import POINT
-    from bench_trust_defaults import load
+    from bench_joint22i import point_fits
 
-    from neurospca import SPCATV
     from neurospca.decomposition import _joint
     from neurospca.decomposition._objective import fitted_objective
 
-    print(
+    def moved_gaps(flag):
+        return lambda: setattr(_joint, "MOVED_GAPS", flag)
+
+    header = (
         "| set | seed | variant | abs cos | certified Dice | J | max abs diff of components "
-        "| max abs diff of dual_gaps_ | CPU s |"
+        "| max abs diff of dual_gaps_ | CPU s |\n|---|---|---|---|---|---|---:|---:|---:|"
     )
-    print("|---|---|---|---|---|---|---:|---:|---:|")
-    for name in sets:
-        for seed in seeds:
-            X, op, patterns = load(name, seed)
-            ref = None
-            for variant, flag in (("exact", False), ("branch", True)):
-                _joint.MOVED_GAPS = flag
-                t0 = time.process_time()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    m = SPCATV(3, operator=op, random_state=0, **POINT).fit(X)
-                cpu = time.process_time() - t0
-                ref = ref or (m.components_, m.dual_gaps_)
-                cos = "/".join(f"{c:.3f}" for c in matched(m.components_, patterns)[0])
-                dice = "/".join(f"{c:.2f}" for c in certified_dice(m, patterns))
-                dc = np.abs(m.components_ - ref[0]).max()
-                dg = np.abs(m.dual_gaps_ - ref[1]).max()
-                print(
-                    f"| {name} | {seed} | {variant} | {cos} | {dice} "
-                    f"| {fitted_objective(m, X, op):.12g} | {dc:.1e} | {dg:.1e} | {cpu:.2f} |",
-                    flush=True,
-                )
+    variants = [("exact", moved_gaps(False)), ("branch", moved_gaps(True))]
+    ref = None
+    for name, seed, variant, X, op, fit in point_fits(sets, seeds, variants, header):
+        m, cpu, cos, dice = fit
+        ref = ref if variant != "exact" else (m.components_, m.dual_gaps_)
+        dc = np.abs(m.components_ - ref[0]).max()
+        dg = np.abs(m.dual_gaps_ - ref[1]).max()
+        print(
+            f"| {name} | {seed} | {variant} | {cos} | {dice} "
+            f"| {fitted_objective(m, X, op):.12g} | {dc:.1e} | {dg:.1e} | {cpu:.2f} |",
+            flush=True,
+        )
     _joint.MOVED_GAPS = True
 
 

@@ -137,19 +137,29 @@ def data_pair(name, seed):
     return (regress_out(X[:133], d.confounds[:133]), regress_out(X[133:], d.confounds[133:]), op)
 
 
+def recorded_fit(X, op, k, record):
+    """The default fit ``SPCATV(k, operator=op, random_state=0)`` on ``X``, its
+    warnings silenced, with ``record`` (a module's dict the instrumented code
+    fills) cleared first. Returns the model and ``record``'s copy with the CPU
+    seconds, the claimed ``stability_`` and the chosen point."""
+    record.clear()
+    c0 = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = SPCATV(k, operator=op, random_state=0).fit(X)
+    rec = dict(record, cpu=time.process_time() - c0, claimed=m.stability_.tolist())
+    rec["chosen"] = [m.l1_ratio_, m.tv_ratio_, m.alpha_rel_]
+    return m, rec
+
+
 def run(tag, out):
     name, seed = tag.split(":")
     XA, XB, op = data_pair(name, int(seed))
     k = 5 if name == "rsfmri" else 3
     recs = []
     for X in (XA, XB):
-        RECORD.clear()
-        c0 = time.process_time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            m = SPCATV(k, operator=op, random_state=0).fit(X)
-        rec = dict(RECORD, cpu=time.process_time() - c0, claimed=m.stability_.tolist())
-        rec.update(chosen=[m.l1_ratio_, m.tv_ratio_, m.alpha_rel_], C=m.components_)
+        m, rec = recorded_fit(X, op, k, RECORD)
+        rec["C"] = m.components_
         recs.append(rec)
     for i, j in ((0, 1), (1, 0)):
         _, corr = S.matched_abs_corr(recs[i]["C"], recs[j]["C"])

@@ -122,44 +122,28 @@ def moved(comps, ref, radius):
 
 def recovery(sets, seeds, variants):
     """``--recovery``: the variants side by side on the trust sets (one process)."""
-    import warnings
 
-    from _trust import certified_dice
-    from _trust import recovery as matched
-    from bench_joint22i import POINT
-    from bench_trust_defaults import load
+    from bench_joint22i import point_fits
 
-    from neurospca import SPCATV
     from neurospca.decomposition._objective import fitted_objective
 
     saved = {key: _get(key) for f in FLAGS.values() for key in f}
-    print(
+    header = (
         "| set | seed | variant | abs cos | certified Dice | J (rel. to first) | sweeps | CPU s "
-        "| L2 diff / first's radius |"
+        "| L2 diff / first's radius |\n|---|---|---|---|---|---|---:|---:|---|"
     )
-    print("|---|---|---|---|---|---|---:|---:|---|")
-    for name in sets:
-        for seed in seeds:
-            X, op, patterns = load(name, seed)
-            first = ref = None
-            for variant in variants:
-                set_flags(dict(saved, **FLAGS[variant]))
-                t0 = time.process_time()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    m = SPCATV(3, operator=op, random_state=0, **POINT).fit(X)
-                cpu = time.process_time() - t0
-                J = fitted_objective(m, X, op)
-                first = first or J
-                ref = ref or (m.components_, m.support_radius_)
-                cos = "/".join(f"{c:.3f}" for c in matched(m.components_, patterns)[0])
-                dice = "/".join(f"{c:.2f}" for c in certified_dice(m, patterns))
-                print(
-                    f"| {name} | {seed} | {variant} | {cos} | {dice} | {J:.9g} "
-                    f"({(J - first) / abs(first):+.1e}) | {m.n_sweeps_} | {cpu:.2f} "
-                    f"| {moved(m.components_, *ref)} |",
-                    flush=True,
-                )
+    setters = [(v, lambda v=v: set_flags(dict(saved, **FLAGS[v]))) for v in variants]
+    for name, seed, variant, X, op, fit in point_fits(sets, seeds, setters, header):
+        m, cpu, cos, dice = fit
+        J = fitted_objective(m, X, op)
+        if variant == variants[0]:
+            first, ref = J, (m.components_, m.support_radius_)
+        print(
+            f"| {name} | {seed} | {variant} | {cos} | {dice} | {J:.9g} "
+            f"({(J - first) / abs(first):+.1e}) | {m.n_sweeps_} | {cpu:.2f} "
+            f"| {moved(m.components_, *ref)} |",
+            flush=True,
+        )
     set_flags(saved)
 
 
