@@ -27,7 +27,8 @@ solve again, from the same warm start, by
   within one hop of those loadings only (the other dual variables fixed, as
   :func:`~neurospca.solvers.support.working_set` does; rounds until the full
   pair gap is below 0.7x the target). Its iterations are counted in full
-  iterations (an iteration on ``m`` of the ``n`` rows counts ``m / n``).
+  iterations (an iteration on ``m`` of the ``n`` rows counts ``m / n``);
+* ``edgefull``: ``edge``, then ``fista`` on the whole set from where it stopped.
 
 Every method's gap is the pair gap of :func:`~neurospca.solvers.gap.prox_gap`
 (``v = soft(y - A^T w, a)``, ``w`` projected), the fit's certificate; the
@@ -259,6 +260,16 @@ def edge(d, tol_abs, w0, cap, below=1e-3):
         hist.append((round(n), time.process_time() - t0, d.gap(w)))
         if hist[-1][2] <= tol_abs:
             break
+    return hist, w
+
+
+def edgefull(d, tol_abs, w0, cap):
+    """``edge``, then ``fista`` on the whole set from where it stopped."""
+    hist, w = edge(d, tol_abs, w0, cap)
+    if hist[-1][2] > tol_abs:
+        more, w = fista(d, tol_abs, w, cap)
+        n, s = hist[-1][0], hist[-1][1]
+        hist += [(n + i, s + c, g) for i, c, g in more[1:]]
     return hist, w
 
 
