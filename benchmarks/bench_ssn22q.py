@@ -5,10 +5,10 @@
 ``cube124``, ``SPCATV(3, alpha_rel=1.0, tol=1e-3, random_state=0)``, its
 ``joint`` setting) with every working-set solve of the finishing
 (``_support._finish_working``'s :func:`solve_dual` call) recorded: the
-restricted problem, its warm start and tolerance, the fit's iterations; pickled
-to ``DIR/ws_SET.pkl``.
+restricted problem, its warm start and tolerance, the fit's iterations; saved
+to ``DIR/ws_SET.npz`` (arrays and a JSON header, no pickle).
 
-``--solvers PKL [--solves I ...] [--methods ...] [--cap S]``: each recorded
+``--solvers NPZ [--solves I ...] [--methods ...] [--cap S]``: each recorded
 solve again, from the same warm start, by
 
 * ``fista``: the fit's solver (:func:`solve_dual`, compiled kernels, no restart,
@@ -40,12 +40,12 @@ with ``A`` and one with ``A^T``, as an iteration) / CPU s to 30x, 10x, 3x, 1x,
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_ssn22q.py --dump cube86 --out /tmp/ws
-    OMP_NUM_THREADS=1 python benchmarks/bench_ssn22q.py --solvers /tmp/ws/ws_cube86.pkl
+    OMP_NUM_THREADS=1 python benchmarks/bench_ssn22q.py --solvers /tmp/ws/ws_cube86.npz
 """
 
 import argparse
+import json
 import os
-import pickle
 import sys
 import time
 import warnings
@@ -86,8 +86,38 @@ def dump(name, out):
         _support.solve_dual = solve
     print(f"fit: {time.process_time() - t0:.2f} CPU s")
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, f"ws_{name}.pkl"), "wb") as f:
-        pickle.dump(calls, f)
+    save_calls(os.path.join(out, f"ws_{name}.npz"), calls)
+
+
+def save_calls(path, calls):
+    """The recorded solves as arrays plus a JSON header (``np.savez``, no pickle)."""
+    arrays, header = {}, []
+    for i, c in enumerate(calls):
+        m = c["op"].matrix.tocsr()
+        arrays.update({f"y{i}": c["y"], f"w0{i}": np.asarray(c["kw"]["w0"])})
+        arrays.update({f"data{i}": m.data, f"indices{i}": m.indices, f"indptr{i}": m.indptr})
+        arrays.update({f"ptr{i}": c["op"].group_ptr, f"a{i}": c["a"], f"b{i}": c["b"]})
+        kw = {k: v for k, v in c["kw"].items() if k != "w0"}
+        header.append(dict(kw=kw, n_iter=int(c["n_iter"]), gap=float(c["gap"])))
+        header[-1].update(shape=list(m.shape), norm2=float(c["op"].norm2))
+    np.savez(path, header=json.dumps(header), **arrays)
+
+
+def load_calls(path):
+    """The solves :func:`save_calls` wrote, each with its :class:`GroupOperator`."""
+    import scipy.sparse as sp
+
+    from neurospca.operators import GroupOperator
+
+    with np.load(path, allow_pickle=False) as z:
+        calls = []
+        for i, h in enumerate(json.loads(str(z["header"]))):
+            m = sp.csr_matrix((z[f"data{i}"], z[f"indices{i}"], z[f"indptr{i}"]), h["shape"])
+            op = GroupOperator(m, z[f"ptr{i}"], h["norm2"])
+            kw = dict(h["kw"], w0=z[f"w0{i}"])
+            calls.append(dict(y=z[f"y{i}"], op=op, a=z[f"a{i}"][()], b=z[f"b{i}"][()], kw=kw))
+            calls[-1].update(n_iter=h["n_iter"], gap=h["gap"])
+    return calls
 
 
 class Dual:
@@ -283,8 +313,7 @@ def _firsts(hist, target):
 
 def solvers(path, which, methods, cap):
     """The table of the module docstring."""
-    with open(path, "rb") as f:
-        calls = pickle.load(f)
+    calls = load_calls(path)
     which = which or [i for i, c in enumerate(calls) if c["n_iter"] > 100]
     print(
         "| solve | features | fit's iterations | method | "
