@@ -56,7 +56,12 @@ CONTINUATION = True
 #: (development seed 3285, ElasticNet PCA r = 0.7).
 KEEP_CAPTURED = 0.5
 
-#: ``[failed]`` of the search under way (:func:`continuations`), else None.
+#: Without TV, evidence fits continue each sample's own previous evidence fit
+#: of the search (:func:`chained_start`; False: the cold fits of round 16).
+CHAIN = True
+
+#: ``[failed, chains]`` of the search under way (:func:`continuations`), else
+#: None; ``chains``: ``{sample: [(l1 weight, components), ...]}``.
 _SEARCH = ContextVar("neurospca_continuations", default=None)
 
 
@@ -65,7 +70,7 @@ def continuations():
     """One search's evidence fits: after a continuation that does not hold
     (:func:`continuation_holds`), the later ones are fitted with the competing
     starts only."""
-    token = _SEARCH.set([False])
+    token = _SEARCH.set([False, {}])
     try:
         yield
     finally:
@@ -90,7 +95,59 @@ def continuation_holds(data, start, components):
     return captured(data, components).sum() >= KEEP_CAPTURED * captured(data, start).sum()
 
 
-def guarded_fit(model, data, params, start):
+def _l1_weight(params):
+    return float(params["l1_ratio"]) * float(params["alpha_rel"])
+
+
+def chained_start(sample, params):
+    """Without TV, the components of the search's earlier evidence fit on the
+    same ``sample`` (a key naming its rows) whose l1 weight
+    ``l1_ratio * alpha_rel`` is nearest to ``params``' (on a log scale, the
+    weaker on a tie), else None: ElasticNet PCA's model depends on the l1
+    weight only (``_returned.same_model``)."""
+    search = _SEARCH.get()
+    if not CHAIN or sample is None or search is None or params["tv_ratio"] != 0:
+        return None
+    fits = search[1].get(sample, [])
+    if not fits:
+        return None
+    w = _l1_weight(params)
+    return min(fits, key=lambda f: (abs(np.log(f[0] / w)), f[0]))[1]
+
+
+def _remember(sample, params, components):
+    """Keep an evidence fit of ``sample`` for :func:`chained_start`."""
+    search = _SEARCH.get()
+    if CHAIN and sample is not None and search is not None and params["tv_ratio"] == 0:
+        search[1].setdefault(sample, []).append((_l1_weight(params), components))
+
+
+def guarded_fit(model, data, params, start, sample=None):
+    """:func:`_guarded_fit`; without TV, first a continuation of ``sample``'s
+    own previous evidence fit of the search (:func:`chained_start`, guarded as
+    the continuations with TV: :func:`continuation_holds` against that fit),
+    so that each sample's fits stay independent of the others' (a continuation
+    from the judged model's components scored a component that no fit
+    reproduces up to 0.21 higher, round 16). Each result is kept for the next
+    point."""
+    chained = chained_start(sample, params)
+    search = _SEARCH.get()
+    if chained is not None and not search[0]:
+        keep = dict(params, stability=False, certify_support=False, verbose=0)
+        fit = clone(model).set_params(**keep, warm_start=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            comps = start_from(fit, chained).fit(data).components_
+        if continuation_holds(data, chained, comps):
+            _remember(sample, params, comps)
+            return comps, True
+        search[0] = True
+    comps, warm = _guarded_fit(model, data, params, start)
+    _remember(sample, params, comps)
+    return comps, warm
+
+
+def _guarded_fit(model, data, params, start):
     """Components of ``model``'s settings fitted on ``data`` at ``params`` from
     ``start``: the continuation when :func:`continuation_holds`, else the
     fit with the competing starts; that fit only without TV (``tv_ratio``
@@ -127,5 +184,8 @@ def subsample_fits(model, X, params, groups=None):
     with row_groups(model, X, groups):
         rows_a, rows_b, shared = overlapping_subsamples(X.shape[0], seed, groups_of(model))
         start = model.components_
-        comps = [guarded_fit(model, X[rows], params, start)[0] for rows in (rows_a, rows_b)]
+        comps = [
+            guarded_fit(model, X[rows], params, start, ("sub", k, seed))[0]
+            for k, rows in enumerate((rows_a, rows_b))
+        ]
     return overlap_corrected(component_stability(start, *comps), shared)
