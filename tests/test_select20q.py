@@ -1,0 +1,97 @@
+"""Issue 20 round 17: ElasticNet PCA's evidence fits continue each sample's own
+previous evidence fit of the search (``model_selection._continuation``)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from neurospca import SPCATV, make_paper_simulation, tv_from_mask
+from neurospca.model_selection import _continuation, _returned
+
+continuations, guarded_fit = _continuation.continuations, _continuation.guarded_fit
+PARAMS = {"alpha": None, "alpha_rel": 1.0, "l1_ratio": 0.05, "tv_ratio": 0.0}
+STRONGER = dict(PARAMS, alpha_rel=2.0)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """An ElasticNet PCA model of the paper simulation (16 x 16) at (0.05, 0) 1."""
+    X, _, mask = make_paper_simulation(80, snr=1.0, random_state=5, shape=(16, 16))
+    with warnings.catch_warnings():
+        est = SPCATV(3, operator=tv_from_mask(mask), random_state=0)
+        warnings.simplefilter("ignore")
+        model = clone(est).set_params(**PARAMS, stability=False).fit(X)
+    return X, model
+
+
+def test_the_first_fit_of_a_sample_is_cold_the_next_continues_it(fitted, monkeypatch):
+    X, model = fitted
+    starts = []
+    holds = _continuation.continuation_holds
+
+    def seen(data, start, comps):
+        starts.append(start)
+        return holds(data, start, comps)
+
+    monkeypatch.setattr(_continuation, "continuation_holds", seen)
+    with continuations():
+        first, warm1 = guarded_fit(model, X[::2], PARAMS, model.components_, "a")
+        other = guarded_fit(model, X[1::2], STRONGER, model.components_, "b")[1]
+        second, warm2 = guarded_fit(model, X[::2], STRONGER, model.components_, "a")
+    assert not warm1 and not other and warm2
+    assert len(starts) == 1 and starts[0] is first  # continued from sample a's own fit
+    assert not np.array_equal(first, second)
+    cold = guarded_fit(model, X[::2], STRONGER, model.components_, "a")  # outside a search
+    assert not cold[1]
+
+
+def test_the_nearest_l1_weight_is_continued(monkeypatch):
+    with continuations():
+        for w, name in ((0.05, "w05"), (0.1, "w1"), (0.4, "w4")):
+            _continuation._remember("a", {"l1_ratio": w, "alpha_rel": 1.0, "tv_ratio": 0}, name)
+        got = [
+            _continuation.chained_start("a", {"l1_ratio": 0.5, "alpha_rel": a, "tv_ratio": 0})
+            for a in (0.25, 0.5, 1.0)
+        ]
+        assert got == ["w1", "w4", "w4"]  # 0.125 -> 0.1, 0.25 -> 0.4 (log scale), 0.5 -> 0.4
+        assert _continuation.chained_start("b", PARAMS) is None
+        assert _continuation.chained_start("a", dict(PARAMS, tv_ratio=0.1)) is None  # with TV
+    assert _continuation.chained_start("a", PARAMS) is None  # no search
+
+
+def test_a_chained_continuation_that_does_not_hold_is_refitted_cold(fitted, monkeypatch):
+    X, model = fitted
+    with continuations():
+        guarded_fit(model, X[::2], PARAMS, model.components_, "a")
+        monkeypatch.setattr(_continuation, "continuation_holds", lambda *a: False)
+        comps, warm = guarded_fit(model, X[::2], STRONGER, model.components_, "a")
+        monkeypatch.undo()
+        assert not warm
+        assert not guarded_fit(model, X[::2], STRONGER, model.components_, "a")[1]  # stopped
+    monkeypatch.setattr(_continuation, "CHAIN", False)
+    cold = guarded_fit(model, X[::2], STRONGER, model.components_, "a")[0]
+    np.testing.assert_array_equal(comps, cold)
+
+
+def test_the_chained_evidence_is_the_cold_evidence_within_001(fitted, monkeypatch):
+    X, model = fitted
+    stronger = clone(model).set_params(**STRONGER)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stronger.fit(X)
+    held = []
+    holds = _continuation.continuation_holds
+    monkeypatch.setattr(
+        _continuation, "continuation_holds", lambda *a: held.append(holds(*a)) or held[-1]
+    )
+    with continuations():
+        _returned.returned_evidence(model, X, PARAMS, 0)
+        warm = _returned.returned_evidence(stronger, X, STRONGER, 0)
+    assert held == [True] * 4  # the second model's four fits were continuations
+    cold = _returned.returned_evidence(stronger, X, STRONGER, 0)  # no search: cold
+    assert np.max(cold[0]) > 0.5  # a component reproduces: a comparison that can fail
+    keep = cold[0] > 0.5
+    np.testing.assert_allclose(warm[0][keep], cold[0][keep], atol=0.01)
+    assert abs(warm[1][0] - cold[1][0]) <= cold[1][1]  # held-out variance within its floor
