@@ -8,11 +8,13 @@ called as before): the default fit, the halves' walks (``fit_halves``), the full
 fits of judged rows (``fit_returned``), the evidence fits (``guarded_fit``, with
 their count), and the rest. Per run: the chosen point and its MSE / Dice, whether
 the default fit was kept, and every judged row's evidence (stability per component,
-held-out variance and floor x 1e-3). One JSON line per instance appended to ``--out``;
-``--compare A.jsonl B.jsonl`` prints the table of two runs of the same instances.
+held-out variance and floor x 1e-3). ``--chain both``: main's evidence fits
+(``_continuation.CHAIN`` off) then the chained ones, in one process. One JSON line
+per instance appended to ``--out``; ``--summary FILE`` prints the table.
 
     OMP_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_enet20q.py --seed 3637 \\
-        --corr 0 --method elasticnet --tag before --out rows.jsonl
+        --corr 0 --method elasticnet --chain both --out rows.jsonl
+    python benchmarks/bench_enet20q.py --summary rows.jsonl
 """
 
 import json
@@ -94,7 +96,54 @@ def run(est, X, P, seed, cpu_default, chain):
     }
 
 
+def _diffs(a, b):
+    """Largest difference of the per-component evidence over the rows both judged:
+    every component, and the components main scored at least 0.5; and of the
+    held-out variance x 1e-3."""
+    both = [k for k in a["judged"] if k in b["judged"]]
+    pairs = [(np.array(a["judged"][k][0]), np.array(b["judged"][k][0])) for k in both]
+    held = [
+        abs(a["judged"][k][1][0] - b["judged"][k][1][0])
+        for k in both
+        if a["judged"][k][1] and b["judged"][k][1]
+    ]
+    every = max((float(np.max(np.abs(x - y))) for x, y in pairs), default=0.0)
+    kept = max((float(np.max(np.abs(x - y)[x >= 0.5], initial=0)) for x, y in pairs), default=0.0)
+    return every, kept, max(held, default=0.0)
+
+
+def summary(path):
+    """Markdown rows of ``--chain both`` runs: main (off) against chained (on)."""
+    ratios = {"off": [], "on": []}
+    for line in open(path):
+        r = json.loads(line)
+        a, b = r["off"], r["on"]
+        same = a["chosen"][:3] == b["chosen"][:3] and np.allclose(a["chosen"][3:], b["chosen"][3:])
+        every, kept, held = _diffs(a, b)
+        ph = b["phases"]
+        cells = [
+            r["seed"],
+            r["corr"],
+            "({:g}, {:g}) {:g}".format(*r["default"]),
+            "({:g}, {:g}) {:g}: {:.3f} / {:.3f}".format(*a["chosen"]),
+            "yes" if same else "**no** ({:g}, {:g}) {:g}: {:.3f} / {:.3f}".format(*b["chosen"]),
+            f"{every:.4f} / {kept:.4f} / {held:.3f}",
+            f"{a['ratio']:.1f}x -> **{b['ratio']:.1f}x**",
+            " / ".join(
+                f"{ph.get(k, 0):.1f}" for k in ("default", "walks", "full fits", "evidence")
+            ),
+            f"{r['cpu_point'] / r['cpu_default']:.2f}",
+        ]
+        ratios["off"].append(a["ratio"])
+        ratios["on"].append(b["ratio"])
+        print("| " + " | ".join(str(c) for c in cells) + " |")
+    for k, v in ratios.items():
+        print(f"{k}: n {len(v)}, median {np.median(v):.1f}x, range {min(v):.1f}-{max(v):.1f}x")
+
+
 def main():
+    if sys.argv[1:2] == ["--summary"]:
+        return summary(sys.argv[2])
     p = base_parser()
     p.add_argument("--chain", default="on", help="on, off or both (off first, one process)")
     args = p.parse_args()
