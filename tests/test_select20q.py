@@ -95,3 +95,11 @@ def test_the_chained_evidence_is_the_cold_evidence_within_001(fitted, monkeypatc
     keep = cold[0] > 0.5
     np.testing.assert_allclose(warm[0][keep], cold[0][keep], atol=0.01)
     assert abs(warm[1][0] - cold[1][0]) <= cold[1][1]  # held-out variance within its floor
+
+
+def test_a_sample_keeps_its_latest_fits_only():
+    with continuations():
+        for w in range(1, 6):
+            _continuation._remember("a", {"l1_ratio": w, "alpha_rel": 1.0, "tv_ratio": 0}, w)
+        got = _continuation.chained_start("a", {"l1_ratio": 1, "alpha_rel": 1.0, "tv_ratio": 0})
+    assert got == 6 - _continuation.CHAIN_KEEP  # the oldest kept is the nearest

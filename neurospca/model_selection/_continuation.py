@@ -59,6 +59,10 @@ KEEP_CAPTURED = 0.5
 #: Without TV, evidence fits continue each sample's own previous evidence fit
 #: of the search (:func:`chained_start`; False: the cold fits of round 16).
 CHAIN = True
+#: The evidence fits kept per sample for :func:`chained_start` (the latest):
+#: a search judges at most a few models per split, and each fit is
+#: ``n_components x n_features``.
+CHAIN_KEEP = 3
 
 #: ``[failed, chains]`` of the search under way (:func:`continuations`), else
 #: None; ``chains``: ``{sample: [(l1 weight, components), ...]}``.
@@ -119,20 +123,21 @@ def _remember(sample, params, components):
     """Keep an evidence fit of ``sample`` for :func:`chained_start`."""
     search = _SEARCH.get()
     if CHAIN and sample is not None and search is not None and params["tv_ratio"] == 0:
-        search[1].setdefault(sample, []).append((_l1_weight(params), components))
+        fits = search[1].setdefault(sample, [])
+        fits.append((_l1_weight(params), components))
+        del fits[:-CHAIN_KEEP]
 
 
 def guarded_fit(model, data, params, start, sample=None):
     """:func:`_guarded_fit`; without TV, first a continuation of ``sample``'s
     own previous evidence fit of the search (:func:`chained_start`), kept when
-    it holds against ``start`` (:func:`continuation_holds`, as the
-    continuations with TV; against the previous fit, at a weaker penalty,
-    legitimate moves captured 0.44-0.60 of its variance, development seed
-    3637),
-    so that each sample's fits stay independent of the others' (a continuation
-    from the judged model's components scored a component that no fit
-    reproduces up to 0.21 higher, round 16). Each result is kept for the next
-    point."""
+    it holds against ``start``, the judged model's components
+    (:func:`continuation_holds`, as the continuations with TV; against the
+    previous fit, at a weaker penalty, legitimate moves captured 0.44-0.60 of
+    its variance, development seed 3637), so that each sample's fits stay
+    independent of the others' (a continuation from the judged model's
+    components scored a component that no fit reproduces up to 0.21 higher,
+    round 16). Each result is kept for the next point (issue 20 round 17)."""
     chained = chained_start(sample, params)
     search = _SEARCH.get()
     if chained is not None and not search[0]:
