@@ -29,13 +29,13 @@ def fitted():
 def test_the_first_fit_of_a_sample_is_cold_the_next_continues_it(fitted, monkeypatch):
     X, model = fitted
     starts = []
-    holds = _continuation.continuation_holds
+    holds = _continuation.chain_holds
 
     def seen(data, start, comps):
         starts.append(start)
         return holds(data, start, comps)
 
-    monkeypatch.setattr(_continuation, "continuation_holds", seen)
+    monkeypatch.setattr(_continuation, "chain_holds", seen)
     with continuations():
         first, warm1 = guarded_fit(model, X[::2], PARAMS, model.components_, "a")
         other = guarded_fit(model, X[1::2], STRONGER, model.components_, "b")[1]
@@ -65,7 +65,7 @@ def test_a_chained_continuation_that_does_not_hold_is_refitted_cold(fitted, monk
     X, model = fitted
     with continuations():
         guarded_fit(model, X[::2], PARAMS, model.components_, "a")
-        monkeypatch.setattr(_continuation, "continuation_holds", lambda *a: False)
+        monkeypatch.setattr(_continuation, "chain_holds", lambda *a: False)
         comps, warm = guarded_fit(model, X[::2], STRONGER, model.components_, "a")
         monkeypatch.undo()
         assert not warm
@@ -82,9 +82,9 @@ def test_the_chained_evidence_is_the_cold_evidence_within_001(fitted, monkeypatc
         warnings.simplefilter("ignore")
         stronger.fit(X)
     held = []
-    holds = _continuation.continuation_holds
+    holds = _continuation.chain_holds
     monkeypatch.setattr(
-        _continuation, "continuation_holds", lambda *a: held.append(holds(*a)) or held[-1]
+        _continuation, "chain_holds", lambda *a: held.append(holds(*a)) or held[-1]
     )
     with continuations():
         _returned.returned_evidence(model, X, PARAMS, 0)
@@ -103,3 +103,14 @@ def test_a_sample_keeps_its_latest_fits_only():
             _continuation._remember("a", {"l1_ratio": w, "alpha_rel": 1.0, "tv_ratio": 0}, w)
         got = _continuation.chained_start("a", {"l1_ratio": 1, "alpha_rel": 1.0, "tv_ratio": 0})
     assert got == 6 - _continuation.CHAIN_KEEP  # the oldest kept is the nearest
+
+
+def test_a_merge_that_holds_the_sum_does_not_hold_rank_by_rank(fitted):
+    X, model = fitted
+    start = model.components_
+    merged = np.vstack([start[0] + start[1], start[2] * 0, start[2]])
+    merged[1, np.argmax(np.abs(start[1]))] = 1.0  # a one-pixel second component
+    merged /= np.linalg.norm(merged, axis=1, keepdims=True)
+    assert _continuation.continuation_holds(X, start, merged)  # the sum holds
+    assert not _continuation.chain_holds(X, start, merged)
+    assert _continuation.chain_holds(X, start, start)
