@@ -30,6 +30,15 @@ RESULTS.md, round 16). A start that is not the winner of the competing
 starts (e.g. a deflation fit that merged two patterns) keeps its merge under
 a continuation: the search judges only joint fits on all the samples whose
 competing starts ran.
+
+Round 17 (:data:`CHAIN`): without TV each evidence fit is first a
+continuation of the same sample's own previous evidence fit of the search
+(:func:`chained_start`: the two subsamples and two halves are four
+independent chains, so a component no model reproduces is not carried into
+both samples from one start), kept when it holds rank by rank against the
+judged model's components (:func:`chain_holds`); the first model a search
+judges, and every fit after a continuation that does not hold, are the
+competing starts' fits as before (benchmarks/RESULTS.md, round 17).
 """
 
 import warnings
