@@ -66,6 +66,8 @@ def _wrap():
 
 
 def judged_rows(sel):
+    """``{point: [stability per component, held-out variance and floor x 1e-3]}``
+    of the rows a selection judged (also ``bench_select20p.py``'s)."""
     out = {}
     for r in sel.results_:
         if "returned_per_component" in r and np.all(np.isfinite(r["returned_per_component"])):

@@ -83,9 +83,7 @@ def test_the_chained_evidence_is_the_cold_evidence_within_001(fitted, monkeypatc
         stronger.fit(X)
     held = []
     holds = _continuation.chain_holds
-    monkeypatch.setattr(
-        _continuation, "chain_holds", lambda *a: held.append(holds(*a)) or held[-1]
-    )
+    monkeypatch.setattr(_continuation, "chain_holds", lambda *a: held.append(holds(*a)) or held[-1])
     with continuations():
         _returned.returned_evidence(model, X, PARAMS, 0)
         warm = _returned.returned_evidence(stronger, X, STRONGER, 0)
