@@ -53,18 +53,21 @@ def test_the_first_fit_of_a_sample_is_cold_the_next_continues_it(fitted, monkeyp
     assert not cold[1]
 
 
-def test_the_nearest_l1_weight_is_continued(monkeypatch):
+def test_the_nearest_l1_weight_of_the_same_split_is_continued():
+    def at(l1, alpha):
+        return {"l1_ratio": l1, "alpha_rel": alpha, "tv_ratio": 0}
+
     with continuations():
-        for w, name in ((0.05, "w05"), (0.1, "w1"), (0.4, "w4")):
-            _continuation._remember("a", {"l1_ratio": w, "alpha_rel": 1.0, "tv_ratio": 0}, name)
-        got = [
-            _continuation.chained_start("a", {"l1_ratio": 0.5, "alpha_rel": a, "tv_ratio": 0})
-            for a in (0.25, 0.5, 1.0)
-        ]
-        assert got == ["w1", "w4", "w4"]  # 0.125 -> 0.1, 0.25 -> 0.4 (log scale), 0.5 -> 0.4
-        assert _continuation.chained_start("b", PARAMS) is None
-        assert _continuation.chained_start("a", dict(PARAMS, tv_ratio=0.1)) is None  # with TV
-    assert _continuation.chained_start("a", PARAMS) is None  # no search
+        for a, name in ((0.25, "w05"), (0.5, "w1"), (2.0, "w4")):
+            _continuation._remember("a", at(0.2, a), name)
+        _continuation._remember("a", at(0.5, 0.25), "other split")
+        got = [_continuation.chained_start("a", at(0.2, a)) for a in (0.5, 1.0, 4.0)]
+        assert got == ["w1", "w1", "w4"]  # 0.2: 0.1 and 0.4 as near on a log scale, the weaker
+        assert _continuation.chained_start("a", at(0.5, 0.5)) == "other split"
+        assert _continuation.chained_start("a", at(0.05, 4.0)) is None  # no fit of its split
+        assert _continuation.chained_start("b", at(0.2, 1.0)) is None
+        assert _continuation.chained_start("a", dict(at(0.2, 1.0), tv_ratio=0.1)) is None
+    assert _continuation.chained_start("a", at(0.2, 1.0)) is None  # no search
 
 
 def test_a_chained_continuation_that_does_not_hold_is_refitted_cold(fitted, monkeypatch):
@@ -105,9 +108,9 @@ def test_the_chained_evidence_is_the_cold_evidence_within_001(fitted, monkeypatc
 
 def test_a_sample_keeps_its_latest_fits_only():
     with continuations():
-        for w in range(1, 6):
-            _continuation._remember("a", {"l1_ratio": w, "alpha_rel": 1.0, "tv_ratio": 0}, w)
-        got = _continuation.chained_start("a", {"l1_ratio": 1, "alpha_rel": 1.0, "tv_ratio": 0})
+        for a in range(1, 6):
+            _continuation._remember("a", {"l1_ratio": 0.5, "alpha_rel": a, "tv_ratio": 0}, a)
+        got = _continuation.chained_start("a", {"l1_ratio": 0.5, "alpha_rel": 1, "tv_ratio": 0})
     assert got == 6 - _continuation.CHAIN_KEEP  # the oldest kept is the nearest
 
 
