@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from neurospca import SPCATV, make_paper_simulation, tv_from_mask
 from neurospca.model_selection import _continuation, _returned
+
+from .test_select20p import paper_model
 
 continuations, guarded_fit = _continuation.continuations, _continuation.guarded_fit
 PARAMS = {"alpha": None, "alpha_rel": 1.0, "l1_ratio": 0.05, "tv_ratio": 0.0}
@@ -24,12 +25,7 @@ def chained(monkeypatch):
 @pytest.fixture(scope="module")
 def fitted():
     """An ElasticNet PCA model of the paper simulation (16 x 16) at (0.05, 0) 1."""
-    X, _, mask = make_paper_simulation(80, snr=1.0, random_state=5, shape=(16, 16))
-    with warnings.catch_warnings():
-        est = SPCATV(3, operator=tv_from_mask(mask), random_state=0)
-        warnings.simplefilter("ignore")
-        model = clone(est).set_params(**PARAMS, stability=False).fit(X)
-    return X, model
+    return paper_model(PARAMS)
 
 
 def test_the_first_fit_of_a_sample_is_cold_the_next_continues_it(fitted, monkeypatch):
