@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_enet20q import judged_rows  # noqa: E402
 from bench_select20g import base_parser, default_fit, point, quiet  # noqa: E402
 
 from neurospca import model_selection as ms  # noqa: E402
@@ -51,14 +52,7 @@ def run(est, X, P, seed, cpu_default, continuation):
     sel = quiet(ms.select_penalty, est, X, random_state=seed)
     cpu = time.process_time() - t0
     b = sel.best_estimator_
-    judged = {}
-    for r in sel.results_:
-        if "returned_per_component" in r and np.all(np.isfinite(r["returned_per_component"])):
-            held = r.get("returned_heldout")
-            judged[str(point(r["params"]))] = [
-                np.round(r["returned_per_component"], 4).tolist(),
-                None if held is None else np.round(np.asarray(held) * 1e3, 3).tolist(),
-            ]
+    judged = judged_rows(sel)
     return {
         "chosen": point(sel.best_params_) + [ms.mse_to_truth(b, P), ms.dice_to_truth(b, P)],
         "kept_default": bool(sel.best_index_ == getattr(sel, "default_index_", None)),

@@ -16,15 +16,20 @@ continuations, guarded_fit = _continuation.continuations, _continuation.guarded_
 PARAMS = {"alpha": None, "alpha_rel": 1.0, "l1_ratio": 0.05, "tv_ratio": 0.1}
 
 
-@pytest.fixture(scope="module")
-def fitted():
-    """A model of the paper simulation (16 x 16) at the default split's point 1."""
+def paper_model(params):
+    """A model of the paper simulation (16 x 16) at ``params``, and its data."""
     X, _, mask = make_paper_simulation(80, snr=1.0, random_state=5, shape=(16, 16))
     with warnings.catch_warnings():
         est = SPCATV(3, operator=tv_from_mask(mask), random_state=0)
         warnings.simplefilter("ignore")
-        model = clone(est).set_params(**PARAMS, stability=False).fit(X)
+        model = clone(est).set_params(**params, stability=False).fit(X)
     return X, model
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """A model of the paper simulation (16 x 16) at the default split's point 1."""
+    return paper_model(PARAMS)
 
 
 def test_captured_is_the_variance_along_each_component():

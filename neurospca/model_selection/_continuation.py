@@ -30,6 +30,15 @@ RESULTS.md, round 16). A start that is not the winner of the competing
 starts (e.g. a deflation fit that merged two patterns) keeps its merge under
 a continuation: the search judges only joint fits on all the samples whose
 competing starts ran.
+
+Round 17 (:data:`CHAIN`): without TV each evidence fit is first a
+continuation of the same sample's own previous evidence fit of the search
+(:func:`chained_start`: the two subsamples and two halves are four
+independent chains, so a component no model reproduces is not carried into
+both samples from one start), kept when it holds rank by rank against the
+judged model's components (:func:`chain_holds`); the first model a search
+judges, and every fit after a continuation that does not hold, are the
+competing starts' fits as before (benchmarks/RESULTS.md, round 17).
 """
 
 import warnings
@@ -56,7 +65,16 @@ CONTINUATION = True
 #: (development seed 3285, ElasticNet PCA r = 0.7).
 KEEP_CAPTURED = 0.5
 
-#: ``[failed]`` of the search under way (:func:`continuations`), else None.
+#: Without TV, evidence fits continue each sample's own previous evidence fit
+#: of the search (:func:`chained_start`; False: the cold fits of round 16).
+CHAIN = True
+#: The evidence fits kept per sample and split for :func:`chained_start` (the latest):
+#: a search judges at most a few models per split, and each fit is
+#: ``n_components x n_features``.
+CHAIN_KEEP = 3
+
+#: ``[failed, chains]`` of the search under way (:func:`continuations`), else
+#: None; ``chains``: ``{(sample, l1_ratio): [(l1 weight, components), ...]}``.
 _SEARCH = ContextVar("neurospca_continuations", default=None)
 
 
@@ -65,7 +83,7 @@ def continuations():
     """One search's evidence fits: after a continuation that does not hold
     (:func:`continuation_holds`), the later ones are fitted with the competing
     starts only."""
-    token = _SEARCH.set([False])
+    token = _SEARCH.set([False, {}])
     try:
         yield
     finally:
@@ -90,7 +108,81 @@ def continuation_holds(data, start, components):
     return captured(data, components).sum() >= KEEP_CAPTURED * captured(data, start).sum()
 
 
-def guarded_fit(model, data, params, start):
+def chain_holds(data, start, components):
+    """True when ``components`` (a chained continuation's fit on ``data``) have
+    no more empty rows than ``start`` (the judged model's components) and each
+    captures at least :data:`KEEP_CAPTURED` of the variance ``start``'s
+    component of the same rank captures (both sorted by captured variance):
+    a continuation from a weaker point's fit can keep two patterns merged in
+    one component with the sum held (development, round 15's instance 3530
+    r = 0: ranks 1.38 / 0.13 / 0.16 of the model's, sum 0.78, and the
+    evidence of its second component 0.61 -> 0.17)."""
+    if not continuation_holds(data, start, components):
+        return False
+    got = np.sort(captured(data, components))[::-1]
+    return bool(np.all(got >= KEEP_CAPTURED * np.sort(captured(data, start))[::-1]))
+
+
+def _l1_weight(params):
+    return float(params["l1_ratio"]) * float(params["alpha_rel"])
+
+
+def chained_start(sample, params):
+    """Without TV, the components of the search's earlier evidence fit on the
+    same ``sample`` (a key naming its rows) and the same split of the penalty
+    (a point of the same path) whose l1 weight ``l1_ratio * alpha_rel`` is
+    nearest to ``params``' (on a log scale, the weaker on a tie), else None.
+    A split's first judged model is fitted with the competing starts: chained
+    across splits (from the own split's fits to (0.5, 0) 0.25), the third
+    rank, which no model reproduces, scored 0.006 where those fits scored
+    0.23 and moved the choice on round 12's 3391 and round 15's 3531."""
+    search = _SEARCH.get()
+    if not CHAIN or sample is None or search is None or params["tv_ratio"] != 0:
+        return None
+    fits = search[1].get((sample, float(params["l1_ratio"])), [])
+    if not fits:
+        return None
+    w = _l1_weight(params)
+    return min(fits, key=lambda f: (abs(np.log(f[0] / w)), f[0]))[1]
+
+
+def _remember(sample, params, components):
+    """Keep an evidence fit of ``sample`` for :func:`chained_start`."""
+    search = _SEARCH.get()
+    if CHAIN and sample is not None and search is not None and params["tv_ratio"] == 0:
+        fits = search[1].setdefault((sample, float(params["l1_ratio"])), [])
+        fits.append((_l1_weight(params), components))
+        del fits[:-CHAIN_KEEP]
+
+
+def guarded_fit(model, data, params, start, sample=None):
+    """:func:`_guarded_fit`; without TV, first a continuation of ``sample``'s
+    own previous evidence fit of the search (:func:`chained_start`), kept when
+    it holds against ``start``, the judged model's components, rank by rank
+    (:func:`chain_holds`; against the previous fit, at a weaker penalty,
+    legitimate moves captured 0.44-0.60 of its variance, development seed
+    3637), so that each sample's fits stay
+    independent of the others' (a continuation from the judged model's
+    components scored a component that no fit reproduces up to 0.21 higher,
+    round 16). Each result is kept for the next point (issue 20 round 17)."""
+    chained = chained_start(sample, params)
+    search = _SEARCH.get()
+    if chained is not None and not search[0]:
+        keep = dict(params, stability=False, certify_support=False, verbose=0)
+        fit = clone(model).set_params(**keep, warm_start=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            comps = start_from(fit, chained).fit(data).components_
+        if chain_holds(data, start, comps):
+            _remember(sample, params, comps)
+            return comps, True
+        search[0] = True
+    comps, warm = _guarded_fit(model, data, params, start)
+    _remember(sample, params, comps)
+    return comps, warm
+
+
+def _guarded_fit(model, data, params, start):
     """Components of ``model``'s settings fitted on ``data`` at ``params`` from
     ``start``: the continuation when :func:`continuation_holds`, else the
     fit with the competing starts; that fit only without TV (``tv_ratio``
@@ -127,5 +219,8 @@ def subsample_fits(model, X, params, groups=None):
     with row_groups(model, X, groups):
         rows_a, rows_b, shared = overlapping_subsamples(X.shape[0], seed, groups_of(model))
         start = model.components_
-        comps = [guarded_fit(model, X[rows], params, start)[0] for rows in (rows_a, rows_b)]
+        comps = [
+            guarded_fit(model, X[rows], params, start, ("sub", k, seed))[0]
+            for k, rows in enumerate((rows_a, rows_b))
+        ]
     return overlap_corrected(component_stability(start, *comps), shared)

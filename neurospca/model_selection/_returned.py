@@ -130,7 +130,9 @@ def halves_evidence(model, X, params, seed, groups=None):
     start = model.components_
     halves = split_halves(X, seed, groups)
     with row_groups(model, X, groups):
-        comps = [guarded_fit(model, h, params, start)[0] for h in halves]
+        comps = [
+            guarded_fit(model, h, params, start, ("half", k, seed))[0] for k, h in enumerate(halves)
+        ]
     return component_stability(start, *comps), pair_heldout(comps, halves)
 
 
