@@ -39,11 +39,6 @@ def _drop(path):
         os.close(fd)
 
 
-def _read_bytes():
-    with open("/proc/self/io") as fh:
-        return int(dict(line.split(": ") for line in fh.read().splitlines())["read_bytes"])
-
-
 def _flags(name):
     from neurospca.decomposition import _joint_starts, _start
 
@@ -102,13 +97,13 @@ def main():
         _drop(path)
     _flags(flags)
     got = _instrument(path, cache)
-    r0, t0, c0 = _read_bytes(), time.perf_counter(), time.process_time()
+    r0, t0, c0 = int(bench_cohort._read_bytes()), time.perf_counter(), time.process_time()
     m = SPCATV(3, operator=op, alpha_rel=1.0, tol=1e-3, random_state=0).fit(X)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     np.save(out, m.components_)
     res = dict(cache=cache, flags=flags, cpu=round(cpu, 2), wall=round(wall, 2))
     res.update(passes=round(got["bytes"] / X.nbytes, 2), ahead=got["ahead"])
-    res.update(read_passes=round((_read_bytes() - r0) / X.nbytes, 2))
+    res.update(read_passes=round((int(bench_cohort._read_bytes()) - r0) / X.nbytes, 2))
     print(json.dumps(res), flush=True)
 
 
