@@ -14,7 +14,8 @@ the CPU outside the passes (v-steps, finishing)::
 
 ``X.npy``: :mod:`bench_cohort`'s 10,000 x 10,242 (``memory``) or 2,000 x
 327,684 float32 (``memmap``, written with ``BENCH_COHORT_MESH=ico7x2``).
-Vectors from seed 3500; the fits use ``random_state=0``.
+Vectors from seed 3500; the fits use ``random_state=0``. ``BENCH_FLOOR_SETTING=joint``
+fits the joint fit at ``alpha_rel=1`` instead (``bench_ooc22i.SETTINGS``; round 17).
 """
 
 import importlib.machinery
@@ -92,7 +93,8 @@ def _fit(X, tv, counters):
     for d in counters:
         d.clear()
     c0 = time.process_time()
-    m = SPCATV(3, operator=tv, tol=1e-3, random_state=0, **SETTINGS["fixed"]).fit(X)
+    setting = SETTINGS[os.environ.get("BENCH_FLOOR_SETTING", "fixed")]
+    m = SPCATV(3, operator=tv, tol=1e-3, random_state=0, **setting).fit(X)
     cpu = time.process_time() - c0
     return m.components_, cpu, kern["bytes"] / X.nbytes, dict(cnt), dict(pcpu), dict(kern)
 

@@ -22,7 +22,7 @@ import neurospca.decomposition._sweep_pass as sweep_pass
 from neurospca import SPCATV
 from neurospca.decomposition._data import as_data_operator
 
-from .test_datapath import _fit, _instance, _op, _Reads
+from .test_datapath import _as_read_from_disk, _fit, _instance, _op, _Reads
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -185,11 +185,12 @@ def test_memmap_fit_passes_and_components(tmp_path, monkeypatch):
     """The memmap of ``test_datapath``'s pass count: 12 passes with one pass per
     sweep (18 with one per component, whose passes do not look ahead to the
     restart checks; 16 and 20 before issue 22 round 16), the components within
-    1e-8."""
+    1e-8. Each pass read from storage (the look-ahead's case, round 17)."""
     X = _instance(n=3000).astype(np.float32)
     np.save(tmp_path / "x.npy", X)
     Xm = np.load(tmp_path / "x.npy", mmap_mode="r")
     reads = _Reads(monkeypatch)
+    _as_read_from_disk(monkeypatch)
     got = {}
     for one_pass in (True, False):
         monkeypatch.setattr(joint, "ONE_PASS", one_pass)

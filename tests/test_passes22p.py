@@ -23,7 +23,7 @@ from neurospca.decomposition._alternation import _adjusted_variance
 from neurospca.decomposition._data import as_data_operator
 from neurospca.decomposition._subspace import cached_subspace
 
-from .test_datapath import _fit, _instance, _op, _Reads
+from .test_datapath import _as_read_from_disk, _fit, _instance, _op, _Reads
 
 
 def _memmap(tmp_path, seed=7):
@@ -78,6 +78,7 @@ def test_memmap_fit_takes_12_passes_each_change_its_share(tmp_path, monkeypatch)
     finishing did not move the loadings (here: ``certify_support=False``)."""
     Xm = _memmap(tmp_path)
     reads = _Reads(monkeypatch)
+    _as_read_from_disk(monkeypatch)  # where a pass is expensive (round 17)
     m, passes = _counted_fit(Xm, reads)
     assert passes == 12
     got = {}
@@ -104,6 +105,7 @@ def test_checks_decided_with_no_pass_agree_with_the_checks_as_before(tmp_path, m
     settled one), and a restart the same start bit for bit (a check saying
     "restart" in the larger span is made again as before)."""
     Xm = _memmap(tmp_path)
+    _as_read_from_disk(monkeypatch)  # where a pass is expensive (round 17)
     m = _fit(Xm, alpha_rel=1.0)
     op = as_data_operator(Xm, n_threads=1)
     op.centre(m.mean_)

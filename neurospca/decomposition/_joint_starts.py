@@ -83,16 +83,19 @@ def restart_starts(op, sqnorm, U, V, d, Z, ks, cache, same):
 
 
 #: Where the restart checks look ahead and are first tried in the larger span
-#: (:func:`checks_ahead`, :func:`_clearly_same`): ``"memmap"``, when a pass
-#: reads the data from a file (a memmap or a dask array); True, everywhere. In
-#: memory they saved no pass on 30 trust instances (their checks need more
-#: than the one direction ahead) and cost 7-17 % CPU (issue 22 round 16).
-CHECKS_WHERE = "memmap"
+#: (:func:`checks_ahead`, :func:`_clearly_same`), as ``_start.LOOK_AHEAD``:
+#: ``"expensive"`` (round 17), where the passes this fit made say a pass is
+#: expensive (:func:`~._data.pass_is_expensive`); ``"memmap"``, when a pass
+#: reads the data from a file (a memmap or a dask array); True, everywhere;
+#: False, nowhere. In memory they saved no pass on 30 trust instances (their
+#: checks need more than the one direction ahead) and cost 7-17 % CPU (issue
+#: 22 round 16); on a memmap in the page cache more CPU than they save.
+CHECKS_WHERE = "expensive"
 
 
 def _checks_here(op):
     """Whether the checks of ``op``'s fits look ahead (:data:`CHECKS_WHERE`)."""
-    return CHECKS_WHERE is True or op.kind in ("memmap", "dask")
+    return _start.where_passes_cost(CHECKS_WHERE, op)
 
 
 #: The restart checks are first tried in a span that holds the loadings whose

@@ -11,7 +11,7 @@ from functools import partial
 
 import numpy as np
 
-from ._data import uses_gram
+from ._data import pass_is_expensive, uses_gram
 from ._deflated import _Deflated
 from ._lockstep import in_one_pass
 from ._subspace import cached_subspace
@@ -178,18 +178,32 @@ def _with_ahead(defl, basis):
 
 
 #: Where a deflation fit's u-steps look ahead (:class:`LookAhead`, issue 22
-#: round 16): ``"memmap"``, when a pass reads the data from a file (a memmap or
-#: a dask array; the memmap test 14 -> 12 passes); True, everywhere. Not in
-#: memory (lead, round 16): there a pass is cheap, the look-ahead cost 2-3 % CPU
-#: on 30 trust instances, and a start moved within its tolerance sent one
-#: fragile instance (paper-0.7, seed 3611) to another settled answer (J +5e-7,
-#: a pattern's certified Dice 0.96 -> 0.87); in memory fits stay bit for bit.
-LOOK_AHEAD = "memmap"
+#: round 16): ``"expensive"`` (round 17), where the passes this fit made say
+#: a pass is expensive (:func:`~._data.pass_is_expensive`: a memmap whose last
+#: pass was read from storage, a dask array); ``"memmap"``, when a pass reads
+#: the data from a file (a memmap or a dask array; the memmap test 14 -> 12
+#: passes); True, everywhere; False, nowhere. Not in memory (lead, round 16):
+#: there a pass is cheap, the look-ahead cost 2-3 % CPU on 30 trust instances,
+#: and a start moved within its tolerance sent one fragile instance
+#: (paper-0.7, seed 3611) to another settled answer; in memory fits stay bit
+#: for bit. Nor on a memmap in the page cache (round 17): there it cost 7-20 %
+#: more CPU than the two passes it saves.
+LOOK_AHEAD = "expensive"
+
+
+def where_passes_cost(flag, op):
+    """Whether ``flag`` (:data:`LOOK_AHEAD`, ``_joint_starts.CHECKS_WHERE``:
+    True, False, ``"memmap"`` or ``"expensive"``) says to save passes on ``op``."""
+    if flag == "expensive":
+        return pass_is_expensive(op)
+    if flag == "memmap":
+        return op.kind in ("memmap", "dask")
+    return flag is True
 
 
 def look_ahead_here(op):
     """Whether deflation's u-steps on ``op`` look ahead (:data:`LOOK_AHEAD`)."""
-    return LOOK_AHEAD is True or (LOOK_AHEAD == "memmap" and op.kind in ("memmap", "dask"))
+    return where_passes_cost(LOOK_AHEAD, op)
 
 
 class LookAhead(_Deflated):
