@@ -1,0 +1,91 @@
+"""Tables of ``bench_speck20q.py``'s records (issue 20 round 17).
+
+``summary(files)``: the series rules per data kind (``--series`` records):
+per rule the components claiming more than 0.2 above their actual value, the
+largest claim - actual, the reproducing components (actual >= 0.5) flagged
+(< 0.5) and the others not flagged. ``specks(files)``: the small-component
+rules per instance of the speck records (``--specks``).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _match(M):
+    rows, cols = linear_sum_assignment(-M)
+    out = np.empty(M.shape[0], dtype=int)
+    out[rows] = cols
+    return out
+
+
+def draw_value(sims, cap=False):
+    """``component_stability`` from one draw's ``[S(C, A), S(C, B), S(A, B)]``;
+    ``cap``: capped by the full component's agreement with the two
+    (``capped_stability``)."""
+    CA, CB, AB = (np.asarray(s, dtype=float) for s in sims)
+    k = np.arange(CA.shape[0])
+    to_a, a_to_b = _match(CA), _match(AB)
+    value = AB[to_a, a_to_b[to_a]]
+    if cap:
+        value = np.minimum(value, np.minimum(CA[k, to_a], CB[k, a_to_b[to_a]]))
+    return value
+
+
+def _draws(rec, kind, cap=False):
+    return np.array([draw_value(rec[f"{kind}{i}"], cap) for i in range(6)])
+
+
+RULES = {
+    "cold median (landed)": lambda r: np.median(_draws(r, "draw"), axis=0),
+    "warm median": lambda r: np.median(_draws(r, "warm"), axis=0),
+    "warm median, capped": lambda r: np.median(_draws(r, "warm", True), axis=0),
+    "cold, warm where < 0.5": lambda r: _where_low(r, False),
+    "cold, warm capped where < 0.5": lambda r: _where_low(r, True),
+    "median of cold and warm (12)": lambda r: np.median(
+        np.vstack([_draws(r, "draw"), _draws(r, "warm", True)]), axis=0
+    ),
+}
+
+
+def _where_low(rec, cap):
+    cold = np.median(_draws(rec, "draw"), axis=0)
+    warm = np.median(_draws(rec, "warm", cap), axis=0)
+    return np.where(cold < 0.5, warm, cold)
+
+
+def _kind(tag):
+    return tag.split(":")[0].split("-")[0]
+
+
+def summary(files):
+    recs = [json.loads(line) for f in files for line in open(f) if '"warm0"' in line]
+    print("| data | fits | components | rule | claim > actual + 0.2 | max claim - actual | "
+          "reproducing flagged | not reproducing, not flagged |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in sorted({_kind(r["tag"]) for r in recs}):
+        group = [r for r in recs if _kind(r["tag"]) == kind]
+        actual = np.concatenate([r["actual"] for r in group])
+        nonempty = np.concatenate([np.asarray(r["nonzero"]) > 0 for r in group])
+        for name, rule in RULES.items():
+            claim = np.concatenate([rule(r) for r in group])
+            a, c = actual[nonempty], claim[nonempty]
+            rep = a >= 0.5
+            print(
+                f"| {kind} | {len(group)} | {a.size} | {name} | {int(np.sum(c > a + 0.2))} | "
+                f"{np.max(c - a):.2f} | {int(np.sum(rep & (c < 0.5)))} of {int(rep.sum())} | "
+                f"{int(np.sum(~rep & (c >= 0.5)))} of {int((~rep).sum())} |"
+            )
+    for r in recs:
+        print(f"\n{r['tag']} {r['half']}: actual {np.round(r['actual'], 2).tolist()}")
+        for name, rule in RULES.items():
+            print(f"  {name}: {np.round(rule(r), 2).tolist()}")
+
+
+if __name__ == "__main__":
+    summary(sys.argv[1:])
