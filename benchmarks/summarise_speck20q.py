@@ -87,5 +87,47 @@ def summary(files):
             print(f"  {name}: {np.round(rule(r), 2).tolist()}")
 
 
-if __name__ == "__main__":
+def _small(r, rule, small=0.2, share=0.2):
+    """Components a small-component rule names in one speck record (a whole-map
+    signal seen at weaker points, no component empty or whole-map): ``nz`` below
+    ``small`` x the largest's non-zeros; ``evr`` also below ``share`` x the
+    largest's explained variance ratio."""
+    nz, evr = np.asarray(r["nonzero"]), np.asarray(r["evr"])
+    if not r["dense"] or nz.min() == 0 or nz.max() >= 0.9:
+        return []
+    hit = nz < small * nz.max()
+    if rule == "evr":
+        hit &= evr < share * evr.max()
+    return np.flatnonzero(hit).tolist()
+
+
+def specks(files):
+    """Per instance: the small-component rules' fires against what was missed."""
+    recs = {}
+    for f in files:
+        for line in open(f):
+            r = json.loads(line)
+            recs[r["tag"]] = r
+    print("| tag | point | non-zero | evr | best abs cos | stability_ | said | "
+          "nz < 0.2 x | and evr < 0.2 x |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for tag, r in recs.items():
+        from bench_age20p import _kinds
+
+        pt = r["point"]
+        print(
+            f"| {tag} | ({pt[0]:g}, {pt[1]:g}) {pt[2]:g} | {_fmt(r['nonzero'])} | "
+            f"{_fmt(r['evr'])} | {_fmt(r['cos'])} | {_fmt(r['stability'])} | "
+            f"{_kinds(r['warnings']) or '-'} | {_small(r, 'nz') or '-'} | "
+            f"{_small(r, 'evr') or '-'} |"
+        )
+
+
+def _fmt(a):
+    return "/".join(f"{x:.2g}" for x in a)
+
+
+if __name__ == "__main__" and sys.argv[1] == "--specks":
+    specks(sys.argv[2:])
+elif __name__ == "__main__":
     summary(sys.argv[1:])

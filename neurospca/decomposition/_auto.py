@@ -619,21 +619,34 @@ def mark_dense_effect(path):
 
 #: With a whole-map signal seen at weaker points (:func:`mark_dense_effect`), a
 #: component with fewer than this fraction of the largest one's non-zero
-#: loadings is named by :func:`warn_empty_components`: on a harmonised cohort
-#: with the age effect left in (seed 3583 sorted by site) the third component
-#: was a speck of 0.2 % (against 2 %) following age (abs corr 0.55), and a
-#: planted pattern was missed with no warning; where every pattern was found
-#: the least component had 0.50-0.62 of the largest's, on brainspace's
-#: resting-state halves (a whole-map signal seen at alpha_rel 0.5) 0.35-0.6
-#: (benchmarks/RESULTS.md, issue 20 round 16; set after seeing those seeds).
+#: loadings and of its explained variance (:data:`SMALL_SHARE`) is named by
+#: :func:`warn_empty_components`: on a harmonised cohort with the age effect
+#: left in (seed 3583 sorted by site) the third component was a speck of 0.2 %
+#: (against 2 %) following age (abs corr 0.55), and a planted pattern was
+#: missed with no warning; where every pattern was found the least component
+#: had 0.50-0.62 of the largest's non-zeros (benchmarks/RESULTS.md, issue 20
+#: round 16; set after seeing those seeds).
 SMALL = 0.2
-#: Off (issue 20 round 16): the warning of :data:`SMALL` also fired on
-#: brainspace's resting-state run (every 8th volume, 3 components: 28 % / 12 %
-#: / 4.4 % non-zero, a whole-map signal at alpha_rel 0.5, 98 % / 96 %), where
-#: nothing says a region is hidden, and its correlation with the whole-map
-#: scores did not tell the age speck (0.55) from the planted patterns (0.51-0.52)
-#: on seed 3583. The methods paragraph says where the signal was seen.
+#: ... and less than this fraction of the largest one's variance
+#: (``singular_values_`` squared; issue 20 round 17): the size alone also named
+#: the smallest component of brainspace's resting-state run (every 8th volume,
+#: 3 components: 28 % / 12 % / 4.4 % non-zero, a whole-map signal at alpha_rel
+#: 0.5), which carries 0.28 of the largest's variance; the age speck carried
+#: 0.06 (benchmarks/RESULTS.md, issue 20 round 17). ``explained_variance_ratio_``
+#: (adjusted: what the earlier components left) gave 0.17 for the former.
+SMALL_SHARE = 0.2
+#: The small-component warning is on (issue 20 round 17; round 16 built it off).
 WARN_SMALL = False
+
+
+def _minor(estimator):
+    """Components whose rank-one variance (``singular_values_`` squared) is
+    below :data:`SMALL_SHARE` of the largest one's (all False without it)."""
+    sv = getattr(estimator, "singular_values_", None)
+    if sv is None or np.size(sv) == 0 or not np.max(np.abs(sv)) > 0:
+        return False
+    var = np.asarray(sv, dtype=float) ** 2
+    return var < SMALL_SHARE * var.max()
 
 
 def _percent(values):
@@ -701,13 +714,14 @@ def warn_empty_components(estimator):
             stacklevel=3,
         )
     dense = _dense_text(estimator)
-    small = np.flatnonzero((density > 0) & (density < SMALL * density.max()))
+    small = np.flatnonzero((density > 0) & (density < SMALL * density.max()) & _minor(estimator))
     if WARN_SMALL and empty.size == 0 and whole.size == 0 and small.size and dense:
         warnings.warn(
             f"{point}components {small.tolist()} of {k} are much smaller than the largest "
-            f"({_percent(density[small])} against {density.max():.1%} non-zero).{dense}, and "
-            "may hide a regional component at the chosen penalty (with the age effect left in, "
-            f"a simulated cohort's smallest component held it, not a planted pattern). To see "
+            f"({_percent(density[small])} against {density.max():.1%} non-zero, with less "
+            f"than {SMALL_SHARE:.0%} of the largest variance).{dense}, and may hide a "
+            "regional component at the chosen penalty (with the age effect left in, a "
+            "simulated cohort's smallest component held it, not a planted pattern). To see "
             f"the regions, {remedy}.",
             UserWarning,
             stacklevel=3,
