@@ -73,10 +73,11 @@ def speck_data(tag):
 
 def features(m, X):
     """Per component: the share of the data's variance its scores carry
-    (``var``), the model's ``explained_variance_ratio_`` (``evr``) and, where a whole-map signal was kept (``_dense_map``), the abs
-    correlation of its scores with the signal's (``sig``), its uncentred abs
-    cosine with the map (``dcos``) and the map's mean magnitude on its support
-    over the map's mean (``peak``)."""
+    (``var``), the model's ``explained_variance_ratio_`` (``evr``) and, where
+    a whole-map signal was kept (``_dense_map``), the abs correlation of its
+    scores with the signal's (``sig``), its uncentred abs cosine with the map
+    (``dcos``) and the map's mean magnitude on its support over the map's mean
+    (``peak``)."""
     C = m.components_
     Xc = np.asarray(X, float) - np.asarray(X, float).mean(0)
     T = Xc @ C.T

@@ -65,8 +65,10 @@ def _kind(tag):
 
 def summary(files):
     recs = [json.loads(line) for f in files for line in open(f) if '"warm0"' in line]
-    print("| data | fits | components | rule | claim > actual + 0.2 | max claim - actual | "
-          "reproducing flagged | not reproducing, not flagged |")
+    print(
+        "| data | fits | components | rule | claim > actual + 0.2 | max claim - actual | "
+        "reproducing flagged | not reproducing, not flagged |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for kind in sorted({_kind(r["tag"]) for r in recs}):
         group = [r for r in recs if _kind(r["tag"]) == kind]
@@ -108,8 +110,10 @@ def specks(files):
         for line in open(f):
             r = json.loads(line)
             recs[r["tag"]] = r
-    print("| tag | point | non-zero | evr | best abs cos | stability_ | said | "
-          "nz < 0.2 x | and evr < 0.2 x |")
+    print(
+        "| tag | point | non-zero | evr | best abs cos | stability_ | said | "
+        "nz < 0.2 x | and evr < 0.2 x |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for tag, r in recs.items():
         from bench_age20p import _kinds

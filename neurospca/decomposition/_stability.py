@@ -523,11 +523,6 @@ SERIES_DRAWS = 6
 #: number of draws (0.17-0.46 for 4-8 draws, against 0.04-0.30 plain): the claim
 #: stays on the safe side, pessimistic for components that reproduce.
 SERIES_SIZE_CORRECTION = False
-#: Before a series' component is flagged, the same draws of block halves are
-#: fitted again from the full fit's components (:func:`refit_halves`) and scored
-#: by :func:`capped_stability`, as the exchangeable path does with its halves
-#: (issue 20 round 17).
-SERIES_REFIT = False
 #: Said with a series' flag: on brainspace's run 5 of the 6 components that the
 #: other half of the run reproduces (0.56-0.75) were flagged (round 14).
 SERIES_NOTE = (
@@ -689,16 +684,11 @@ def series_halves(X, random_state=None):
     """Two halves of a series: :data:`SERIES_BLOCKS` contiguous blocks of
     rows, half of them (chosen with ``random_state``) in each half."""
     X = np.asarray(X)
-    a, b = _series_rows(X.shape[0], random_state)
-    return X[a], X[b]
-
-
-def _series_rows(n_samples, random_state=None):
-    """The rows of :func:`series_halves`' two halves."""
-    blocks = np.array_split(np.arange(n_samples), SERIES_BLOCKS)
+    blocks = np.array_split(np.arange(X.shape[0]), SERIES_BLOCKS)
     order = check_random_state(random_state).permutation(SERIES_BLOCKS)
     h = SERIES_BLOCKS // 2
-    return [np.sort(np.concatenate([blocks[i] for i in part])) for part in (order[:h], order[h:])]
+    rows = [np.sort(np.concatenate([blocks[i] for i in part])) for part in (order[:h], order[h:])]
+    return X[rows[0]], X[rows[1]]
 
 
 def spearman_brown(r):
@@ -749,23 +739,13 @@ def series_stability(estimator, X, params):
         X = X.astype(np.float64)
     if serial_correlation(X, seed) <= SERIES_CORRELATION:  # redundant rows, in no order
         X = X[series_order(X, seed)]
-    # int seeds: seed, seed + 1, ...; a RandomState gives a new draw each time
-    draws = [
-        _series_rows(X.shape[0], seed + i if isinstance(seed, numbers.Integral) else seed)
-        for i in range(SERIES_DRAWS)
-    ]
-    C, jobs, stab = estimator.components_, half_jobs(estimator, X), []
-    for a, b in draws:
-        comps = _fit_point(_half_models(estimator), (X[a], X[b]), params, jobs)
-        stab.append(component_stability(C, *comps["components"]))
+    stab = []
+    for i in range(SERIES_DRAWS):
+        # int seeds: seed, seed + 1, ...; a RandomState gives a new draw each time
+        halves = series_halves(X, seed + i if isinstance(seed, numbers.Integral) else seed)
+        comps = _fit_point(_half_models(estimator), halves, params, half_jobs(estimator, X))
+        stab.append(component_stability(estimator.components_, *comps["components"]))
     stab = np.median(stab, axis=0)
-    low = np.any(C != 0, axis=1) & (stab < STABILITY_THRESHOLD)
-    if SERIES_REFIT and low.any():
-        refit = [
-            capped_stability(C, *refit_halves(estimator, (X[a], X[b]), params, C, jobs))
-            for a, b in draws
-        ]
-        stab[low] = np.median(refit, axis=0)[low]
     return spearman_brown(stab) if SERIES_SIZE_CORRECTION else stab
 
 
