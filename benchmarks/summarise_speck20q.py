@@ -92,14 +92,15 @@ def summary(files):
 def _small(r, rule, small=0.2, share=0.2):
     """Components a small-component rule names in one speck record (a whole-map
     signal seen at weaker points, no component empty or whole-map): ``nz`` below
-    ``small`` x the largest's non-zeros; ``evr`` also below ``share`` x the
-    largest's explained variance ratio."""
-    nz, evr = np.asarray(r["nonzero"]), np.asarray(r["evr"])
+    ``small`` x the largest's non-zeros; ``var`` also below ``share`` x the
+    largest score variance (the landed rule reads ``singular_values_`` squared,
+    which matched ``var`` to 0.01 where both were seen)."""
+    nz, var = np.asarray(r["nonzero"]), np.asarray(r["var"])
     if not r["dense"] or nz.min() == 0 or nz.max() >= 0.9:
         return []
     hit = nz < small * nz.max()
-    if rule == "evr":
-        hit &= evr < share * evr.max()
+    if rule == "var":
+        hit &= var < share * var.max()
     return np.flatnonzero(hit).tolist()
 
 
@@ -111,8 +112,8 @@ def specks(files):
             r = json.loads(line)
             recs[r["tag"]] = r
     print(
-        "| tag | point | non-zero | evr | best abs cos | stability_ | said | "
-        "nz < 0.2 x | and evr < 0.2 x |"
+        "| tag | point | non-zero | variance / largest | best abs cos | stability_ | said | "
+        "nz < 0.2 x | and variance < 0.2 x |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for tag, r in recs.items():
@@ -121,9 +122,9 @@ def specks(files):
         pt = r["point"]
         print(
             f"| {tag} | ({pt[0]:g}, {pt[1]:g}) {pt[2]:g} | {_fmt(r['nonzero'])} | "
-            f"{_fmt(r['evr'])} | {_fmt(r['cos'])} | {_fmt(r['stability'])} | "
-            f"{_kinds(r['warnings']) or '-'} | {_small(r, 'nz') or '-'} | "
-            f"{_small(r, 'evr') or '-'} |"
+            f"{_fmt(np.divide(r['var'], max(r['var'])))} | {_fmt(r['cos'])} | "
+            f"{_fmt(r['stability'])} | {_kinds(r['warnings']) or '-'} | "
+            f"{_small(r, 'nz') or '-'} | {_small(r, 'var') or '-'} |"
         )
 
 
@@ -131,7 +132,39 @@ def _fmt(a):
     return "/".join(f"{x:.2g}" for x in a)
 
 
+def speck_counts(files):
+    """Per group of speck records: instances, those with a missed pattern (best
+    abs cos < 0.75) or an empty component, those silent on main (no E, W or S),
+    and the fires of the two rules on missed and on other instances."""
+    from bench_age20p import _kinds
+
+    recs = {json.loads(line)["tag"]: json.loads(line) for f in files for line in open(f)}
+    groups = {}
+    for tag, r in recs.items():
+        parts = tag.split(":")
+        key = ":".join([parts[0], *parts[3:]]) if parts[0] == "cohort" else parts[0]
+        groups.setdefault(key, []).append(r)
+    print(
+        "| data | n | missed or empty | silent on main | nz < 0.2 x fires: missed / other | "
+        "and variance < 0.2 x: missed / other |"
+    )
+    print("|---|---|---|---|---|---|")
+    for key, g in sorted(groups.items()):
+        truth = key.startswith(("cohort", "set"))  # the run: no planted patterns
+        bad = [truth and (min(r["cos"]) < 0.75 or min(r["nonzero"]) == 0) for r in g]
+        said = [bool(set(_kinds(r["warnings"])) & set("EWS")) for r in g]
+        fire = {rule: [bool(_small(r, rule)) for r in g] for rule in ("nz", "var")}
+        cells = [
+            f"{sum(f and b for f, b in zip(fire[rule], bad, strict=True))} / "
+            f"{sum(f and not b for f, b in zip(fire[rule], bad, strict=True))}"
+            for rule in ("nz", "var")
+        ]
+        silent = sum(b and not s for b, s in zip(bad, said, strict=True))
+        print(f"| {key} | {len(g)} | {sum(bad)} | {silent} | {cells[0]} | {cells[1]} |")
+
+
 if __name__ == "__main__" and sys.argv[1] == "--specks":
     specks(sys.argv[2:])
+    speck_counts(sys.argv[2:])
 elif __name__ == "__main__":
     summary(sys.argv[1:])
