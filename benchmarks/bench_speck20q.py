@@ -26,14 +26,13 @@ Two modes, one JSON line per fit (``--out``, appended):
 """
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_age20p import confounds, fit_record  # noqa: E402
+from bench_age20p import _write, confounds, fit_record  # noqa: E402
 from bench_claim20p import _sims  # noqa: E402
 from bench_site20n import load as cohort  # noqa: E402
 from bench_stab20m import recorded_fit  # noqa: E402
@@ -149,14 +148,6 @@ def series(tag, out):
         rec["half"] = "AB"[i]
         rec["actual"] = S.matched_abs_corr(comps[i], comps[1 - i], whole_map=True)[1].tolist()
         _write(out, rec)
-
-
-def _write(out, rec):
-    line = json.dumps(rec)
-    print(line, flush=True)
-    if out:
-        with open(out, "a") as f:
-            f.write(line + "\n")
 
 
 def main():
