@@ -695,7 +695,10 @@ def warn_empty_components(estimator):
     component reproducing (:func:`mark_whole_map`): it is kept, and this
     warning names it. Since round 16 a whole-map signal seen only at weaker
     points is named too (with the age effect left in, the chosen point left
-    components empty or missed a planted pattern; round 16).
+    components empty or missed a planted pattern; round 16), and since round 17
+    a component small in non-zeros and in variance beside it (:data:`SMALL`,
+    :data:`SMALL_SHARE`: a speck that may hold the signal while a region is
+    missed).
     """
     density = np.mean(estimator.loadings_ != 0, axis=0)
     empty, whole = np.flatnonzero(density == 0), np.flatnonzero(density >= WHOLE_MAP)
