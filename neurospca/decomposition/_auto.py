@@ -619,7 +619,7 @@ def mark_dense_effect(path):
 
 #: With a whole-map signal seen at weaker points (:func:`mark_dense_effect`), a
 #: component with fewer than this fraction of the largest one's non-zero
-#: loadings and of its explained variance (:data:`SMALL_SHARE`) is named by
+#: loadings (and a small share of the variance, :data:`SMALL_SHARE`) is named by
 #: :func:`warn_empty_components`: on a harmonised cohort with the age effect
 #: left in (seed 3583 sorted by site) the third component was a speck of 0.2 %
 #: (against 2 %) following age (abs corr 0.55), and a planted pattern was
@@ -631,8 +631,8 @@ SMALL = 0.2
 #: (``singular_values_`` squared; issue 20 round 17): the size alone also named
 #: the smallest component of brainspace's resting-state run (every 8th volume,
 #: 3 components: 28 % / 12 % / 4.4 % non-zero, a whole-map signal at alpha_rel
-#: 0.5), which carries 0.28 of the largest's variance; the age speck carried
-#: 0.06 (benchmarks/RESULTS.md, issue 20 round 17). ``explained_variance_ratio_``
+#: 0.5), which carries 0.28 of the largest's variance; the age specks carried
+#: 0.06-0.08 (RESULTS.md, issue 20 round 17). ``explained_variance_ratio_``
 #: (adjusted: what the earlier components left) gave 0.17 for the former.
 SMALL_SHARE = 0.2
 #: The small-component warning (:data:`SMALL` and :data:`SMALL_SHARE`) is on
