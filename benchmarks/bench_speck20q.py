@@ -109,9 +109,20 @@ def speck(tag, out):
         np.savez(stem, C=m.components_, dense=getattr(m, "_dense_map", np.zeros(0)))
 
 
-def _instrument():
+def _path_fit(estimator, halves, params):
+    """Both block halves walked along the chosen split's path (its recorded
+    weaker points, then the chosen one), each warm-started from its previous fit."""
+    models, split = S._half_models(estimator), (params["l1_ratio"], params["tv_ratio"])
+    path = [p["alpha_rel"] for p in estimator.auto_path_ if (p["l1_ratio"], p["tv_ratio"]) == split]
+    for a in sorted({x for x in path if x < params["alpha_rel"]}) + [params["alpha_rel"]]:
+        comps = S._fit_point(models, halves, dict(params, alpha_rel=a))["components"]
+    return comps
+
+
+def _instrument(path=False):
     """``series_stability`` records its cold draws and the same block halves
-    fitted from the full fit's components (its value unchanged)."""
+    fitted from the full fit's components (``warm``), or walked along the
+    chosen split's path (``path``: ``--path``); its value unchanged."""
     from neurospca.decomposition._warm import start_from
 
     def series_stability(estimator, X, params):
@@ -122,9 +133,12 @@ def _instrument():
         for i in range(S.SERIES_DRAWS):
             halves = S.series_halves(X, seed + i)
             cold = S._fit_point(S._half_models(estimator), halves, params)["components"]
-            warm = [start_from(h, C) for h in S._half_models(estimator)]
-            warm = S._fit_point(warm, halves, params)["components"]
-            RECORD[f"draw{i}"], RECORD[f"warm{i}"] = _sims(C, cold), _sims(C, warm)
+            RECORD[f"draw{i}"] = _sims(C, cold)
+            if path:
+                RECORD[f"path{i}"] = _sims(C, _path_fit(estimator, halves, params))
+            else:
+                warm = [start_from(h, C) for h in S._half_models(estimator)]
+                RECORD[f"warm{i}"] = _sims(C, S._fit_point(warm, halves, params)["components"])
             stab.append(S.component_stability(C, *cold))
         return np.median(stab, axis=0)
 
@@ -154,6 +168,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tags", nargs="*")
     ap.add_argument("--series", action="store_true", help="the series path's draws")
+    ap.add_argument("--path", action="store_true", help="with --series: walked, not warm")
     ap.add_argument("--out", help="JSON lines, appended")
     ap.add_argument("--summary", nargs="+", metavar="JSONL", help="score the series rules")
     args = ap.parse_args()
@@ -162,7 +177,7 @@ def main():
 
         return summary(args.summary)
     if args.series:
-        _instrument()
+        _instrument(args.path)
     for tag in args.tags:
         (series if args.series else speck)(tag, args.out)
 
