@@ -42,21 +42,24 @@ def _draws(rec, kind, cap=False):
 
 
 RULES = {
-    "cold median (landed)": lambda r: np.median(_draws(r, "draw"), axis=0),
-    "warm median": lambda r: np.median(_draws(r, "warm"), axis=0),
-    "warm median, capped": lambda r: np.median(_draws(r, "warm", True), axis=0),
-    "cold, warm where < 0.5": lambda r: _where_low(r, False),
-    "cold, warm capped where < 0.5": lambda r: _where_low(r, True),
-    "median of cold and warm (12)": lambda r: np.median(
-        np.vstack([_draws(r, "draw"), _draws(r, "warm", True)]), axis=0
+    "cold median (landed)": ("draw", lambda r: np.median(_draws(r, "draw"), axis=0)),
+    "warm median": ("warm", lambda r: np.median(_draws(r, "warm"), axis=0)),
+    "warm median, capped": ("warm", lambda r: np.median(_draws(r, "warm", True), axis=0)),
+    "cold, warm where < 0.5": ("warm", lambda r: _where_low(r, "warm", False)),
+    "cold, warm capped where < 0.5": ("warm", lambda r: _where_low(r, "warm", True)),
+    "median of cold and warm (12)": (
+        "warm",
+        lambda r: np.median(np.vstack([_draws(r, "draw"), _draws(r, "warm", True)]), axis=0),
     ),
+    "walked median": ("path", lambda r: np.median(_draws(r, "path"), axis=0)),
+    "cold, walked where < 0.5": ("path", lambda r: _where_low(r, "path", False)),
 }
 
 
-def _where_low(rec, cap):
+def _where_low(rec, kind, cap):
     cold = np.median(_draws(rec, "draw"), axis=0)
-    warm = np.median(_draws(rec, "warm", cap), axis=0)
-    return np.where(cold < 0.5, warm, cold)
+    other = np.median(_draws(rec, kind, cap), axis=0)
+    return np.where(cold < 0.5, other, cold)
 
 
 def _kind(tag):
@@ -64,17 +67,19 @@ def _kind(tag):
 
 
 def summary(files):
-    recs = [json.loads(line) for f in files for line in open(f) if '"warm0"' in line]
+    recs = [json.loads(line) for f in files for line in open(f) if '"draw0"' in line]
     print(
         "| data | fits | components | rule | claim > actual + 0.2 | max claim - actual | "
         "reproducing flagged | not reproducing, not flagged |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for kind in sorted({_kind(r["tag"]) for r in recs}):
-        group = [r for r in recs if _kind(r["tag"]) == kind]
-        actual = np.concatenate([r["actual"] for r in group])
-        nonempty = np.concatenate([np.asarray(r["nonzero"]) > 0 for r in group])
-        for name, rule in RULES.items():
+        for name, (needs, rule) in RULES.items():
+            group = [r for r in recs if _kind(r["tag"]) == kind and f"{needs}0" in r]
+            if not group:
+                continue
+            actual = np.concatenate([r["actual"] for r in group])
+            nonempty = np.concatenate([np.asarray(r["nonzero"]) > 0 for r in group])
             claim = np.concatenate([rule(r) for r in group])
             a, c = actual[nonempty], claim[nonempty]
             rep = a >= 0.5
@@ -85,8 +90,9 @@ def summary(files):
             )
     for r in recs:
         print(f"\n{r['tag']} {r['half']}: actual {np.round(r['actual'], 2).tolist()}")
-        for name, rule in RULES.items():
-            print(f"  {name}: {np.round(rule(r), 2).tolist()}")
+        for name, (needs, rule) in RULES.items():
+            if f"{needs}0" in r:
+                print(f"  {name}: {np.round(rule(r), 2).tolist()}")
 
 
 def _small(r, rule, small=0.2, share=0.2):
