@@ -63,3 +63,38 @@ def test_a_small_component_with_a_share_of_the_variance_is_not_said():
     share = _auto.SMALL_SHARE
     assert _said(_model([0.02, 0.014, 0.002], [1.0, 0.8, 1.05 * share])) == []
     assert len(_said(_model([0.02, 0.014, 0.002], [1.0, 0.8, 0.9 * share]))) == 1
+
+
+def test_a_series_block_half_walks_the_chosen_split_path(monkeypatch):
+    from neurospca.decomposition import _stability
+
+    C = np.eye(3, 40)
+    path = [
+        {"alpha_rel": a, "l1_ratio": 0.05, "tv_ratio": 0.1} for a in (0.5, 1.0, 2.0, 4.0, 8.0)
+    ] + [{"alpha_rel": 0.25, "l1_ratio": 0.3, "tv_ratio": 0.3}]
+    est = type("Fitted", (), dict(components_=C, random_state=0, auto_path_=path))()
+    seen, made = [], []
+
+    def fit_point(models, halves, params, n_jobs=1):
+        seen.append((models[0], params["alpha_rel"]))
+        return {"components": (C, C)}
+
+    def half_models(est):
+        made.append(object())
+        return [made[-1], object()]
+
+    monkeypatch.setattr(_stability, "_fit_point", fit_point)
+    monkeypatch.setattr(_stability, "_half_models", half_models)
+    monkeypatch.setattr(_stability, "half_jobs", lambda est, X: 1)
+    X = np.cumsum(np.random.default_rng(3655).standard_normal((60, 40)), axis=0)
+    params = {"alpha": None, "alpha_rel": 4.0, "l1_ratio": 0.05, "tv_ratio": 0.1}
+    monkeypatch.setattr(_stability, "SERIES_WALK", True)
+    stab = _stability.series_stability(est, X, params)
+    assert np.allclose(stab, 1.0)
+    # each of the six draws: its own two models, the split's weaker points in order, then 4
+    draws = [[a for m, a in seen if m is key] for key in made]
+    assert draws == [[0.5, 1.0, 2.0, 4.0]] * _stability.SERIES_DRAWS
+    seen.clear()
+    monkeypatch.setattr(_stability, "SERIES_WALK", False)
+    _stability.series_stability(est, X, params)
+    assert [a for _, a in seen] == [4.0] * _stability.SERIES_DRAWS
