@@ -716,7 +716,8 @@ def spearman_brown(r):
 
 def series_stability(estimator, X, params):
     """``stability_`` of a fit to a series (:func:`is_series`): the two
-    :func:`series_halves` fitted cold at the chosen point, each component
+    :func:`series_halves` fitted cold at the chosen point (walked along the
+    chosen split's path with :data:`SERIES_WALK`, off), each component
     scored by :func:`component_stability`; the median over
     :data:`SERIES_DRAWS` draws of the halves (carried from fits of half the
     rows to fits of all of them by :func:`spearman_brown` only where
