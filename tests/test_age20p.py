@@ -59,11 +59,16 @@ def _model(loadings, dense):
     ]
     path = path if dense else [{"alpha_rel": 0.5, "l1_ratio": 0.05, "tv_ratio": 0.1}]
     return SimpleNamespace(
-        loadings_=loadings, alpha_rel_=4.0, l1_ratio_=0.05, tv_ratio_=0.1, auto_path_=path
+        loadings_=loadings,
+        alpha_rel_=4.0,
+        l1_ratio_=0.05,
+        tv_ratio_=0.1,
+        auto_path_=path,
+        singular_values_=np.array([1.0, 0.1, 0.8]),  # component 1: 0.01 of the variance
     )
 
 
-def test_the_warnings_name_the_whole_map_signal_and_the_remedies(monkeypatch):
+def test_the_warnings_name_the_whole_map_signal_and_the_remedies():
     loadings = np.zeros((50, 3))
     loadings[:5, 0], loadings[10:14, 2] = 1.0, 1.0
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
@@ -76,9 +81,7 @@ def test_the_warnings_name_the_whole_map_signal_and_the_remedies(monkeypatch):
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
     assert said == []
     loadings[30:45, 0], loadings[14:16, 2] = 1.0, 1.0  # 2 against 20, 6: said with the signal
-    _, said = _said(warn_empty_components, _model(loadings, dense=True))
-    assert said == []  # off by default (the real run's fit: WARN_SMALL)
-    monkeypatch.setattr(_auto, "WARN_SMALL", True)
+    assert _auto.WARN_SMALL  # on since round 17 (small in variance too: tests/test_speck20q.py)
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
     assert len(said) == 1 and "components [1] of 3 are much smaller" in said[0]
     assert "4.0% against 40.0% non-zero" in said[0] and "n_components=4" in said[0]

@@ -523,6 +523,12 @@ SERIES_DRAWS = 6
 #: number of draws (0.17-0.46 for 4-8 draws, against 0.04-0.30 plain): the claim
 #: stays on the safe side, pessimistic for components that reproduce.
 SERIES_SIZE_CORRECTION = False
+#: A series' block halves reach the chosen point along the chosen split's path
+#: (its weaker points in ``auto_path_``, each fit warm-started from the one
+#: before), as the walk's halves do, instead of a cold fit there (issue 20
+#: round 17, :func:`_walked_fit`): cold quarter fits at a strong penalty often
+#: held a component in one quarter only.
+SERIES_WALK = False
 #: Said with a series' flag: on brainspace's run 5 of the 6 components that the
 #: other half of the run reproduces (0.56-0.75) were flagged (round 14).
 SERIES_NOTE = (
@@ -710,7 +716,8 @@ def spearman_brown(r):
 
 def series_stability(estimator, X, params):
     """``stability_`` of a fit to a series (:func:`is_series`): the two
-    :func:`series_halves` fitted cold at the chosen point, each component
+    :func:`series_halves` fitted cold at the chosen point (walked along the
+    chosen split's path with :data:`SERIES_WALK`, off), each component
     scored by :func:`component_stability`; the median over
     :data:`SERIES_DRAWS` draws of the halves (carried from fits of half the
     rows to fits of all of them by :func:`spearman_brown` only where
@@ -743,10 +750,28 @@ def series_stability(estimator, X, params):
     for i in range(SERIES_DRAWS):
         # int seeds: seed, seed + 1, ...; a RandomState gives a new draw each time
         halves = series_halves(X, seed + i if isinstance(seed, numbers.Integral) else seed)
-        comps = _fit_point(_half_models(estimator), halves, params, half_jobs(estimator, X))
+        comps = _walked_fit(estimator, halves, params, half_jobs(estimator, X))
         stab.append(component_stability(estimator.components_, *comps["components"]))
     stab = np.median(stab, axis=0)
     return spearman_brown(stab) if SERIES_SIZE_CORRECTION else stab
+
+
+def _walked_fit(estimator, halves, params, n_jobs=1):
+    """Both ``halves`` fitted at ``params``: with :data:`SERIES_WALK`, reached
+    along the chosen split's weaker points of ``auto_path_`` (each half
+    warm-started from its previous fit, as the walk's halves are), else cold."""
+    models, path = _half_models(estimator), getattr(estimator, "auto_path_", None) or []
+    split, chosen = (params.get("l1_ratio"), params.get("tv_ratio")), params.get("alpha_rel")
+    weaker = {
+        p["alpha_rel"]
+        for p in path
+        if (p["l1_ratio"], p["tv_ratio"]) == split
+        and chosen is not None
+        and p["alpha_rel"] < chosen
+    }
+    for alpha_rel in sorted(weaker) if SERIES_WALK else []:
+        _fit_point(models, halves, dict(params, alpha_rel=alpha_rel), n_jobs)
+    return _fit_point(models, halves, params, n_jobs)
 
 
 class HalfFits(tuple):
