@@ -1,0 +1,101 @@
+"""Issue 22 round 17: the joint fit's sweeps at large P.
+
+* :func:`~neurospca.decomposition._alternation.own_moved_gap` bounds the gap of
+  the dual solver's own pair (``v`` the primal point of its ``w``) for a moved
+  prox centre by ``G0 + ||d||^2 / 2`` (no cross term);
+* the joint fit's certify steps take it (:data:`~._alternation.OWN_PAIRS`): it
+  certifies steps that :func:`~._alternation.moved_gap` did not, and the fit's
+  components, scales, returned gaps and iterations are those without it, bit
+  for bit.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import neurospca.decomposition._alternation as alternation
+from neurospca import SPCATV, tv_from_mask
+from neurospca.solvers import ProxProblem, get_solver
+from neurospca.solvers.penalties import L1, GroupNorm
+
+from .test_datapath import _instance
+
+
+def _problem(rng, side=9):
+    op = tv_from_mask(rng.random((side,) * 3) < 0.85)
+    y = rng.standard_normal(op.n_features) + 2.0 * (rng.random(op.n_features) < 0.1)
+    a, b = rng.uniform(0.01, 0.3), rng.uniform(0.05, 0.6)
+    return y, [L1(a), GroupNorm(op, b)]
+
+
+def test_own_bound_holds_for_the_solvers_pair_and_is_tighter():
+    """The dual solver's pairs at tolerances 1e-2 .. 1e-6, centres moved by
+    1e-4 .. 0.3 of ``||y0||`` (at random, along ``v``, along ``y0``): the exact
+    gap at ``y`` is at most ``own_moved_gap`` (to rounding), which is at most
+    ``moved_gap``; the bound is attained (along ``v``), so a tighter formula
+    would fail here."""
+    rng = np.random.default_rng(3657)
+    solver = get_solver("dual")
+    worst, n = 0.0, 0
+    for _ in range(12):
+        y0, pieces = _problem(rng)
+        base = ProxProblem(y0, pieces)
+        res = solver.solve(base, tol=10.0 ** -rng.uniform(2, 6), max_iter=5000)
+        assert base.gap(res.v, res.w)[0] <= res.gap * (1 + 1e-9) + 1e-12
+        for scale in (1e-4, 1e-3, 1e-2, 0.1, 0.3):
+            for d in (rng.standard_normal(y0.size), res.v, y0):
+                if not np.any(d):
+                    continue
+                y = y0 + scale * np.linalg.norm(y0) * d / np.linalg.norm(d)
+                exact = ProxProblem(y, pieces).gap(res.v, res.w)[0]
+                own = alternation.own_moved_gap(y, y0, res.gap)
+                assert own <= alternation.moved_gap(y, y0, res.gap)
+                # rounding: ~1e-15 of P(0) (the 1 % margin of the certify step is 1e-5 of it)
+                assert exact <= own + 1e-13 * 0.5 * float(y @ y)
+                worst, n = max(worst, exact / own), n + 1
+    assert worst > 0.99  # attained (along v): a smaller bound would fail
+    assert n > 100
+
+
+def _fit(X, op, seed=0):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SPCATV(3, operator=op, tol=1e-3, random_state=seed, alpha_rel=1.0).fit(X)
+
+
+class _Counted:
+    """How many certify steps the own bound certified where ``moved_gap`` did not."""
+
+    def __init__(self, monkeypatch):
+        self.own_only = 0
+        original = alternation.own_moved_gap
+
+        def counted(y, y0, gap0):
+            out = original(y, y0, gap0)
+            share = alternation.MOVED_SHARE * 1e-3 * 0.5 * float(y @ y)
+            self.own_only += out <= share < alternation.moved_gap(y, y0, gap0)
+            return out
+
+        monkeypatch.setattr(alternation, "own_moved_gap", counted)
+
+
+@pytest.mark.parametrize("seed", [3658, 3659])
+def test_joint_fit_with_the_own_bound_is_the_same_fit(monkeypatch, seed):
+    """The joint fit with and without the own-pair bound: the same components,
+    scales, returned gaps, iterations and certified support bit for bit; the
+    own bound certified steps that the general bound did not (else the test
+    compares a fit with itself)."""
+    X = _instance(n=60, side=12, seed=seed)
+    op = tv_from_mask(np.ones((12,) * 3, bool))
+    monkeypatch.setattr(alternation, "OWN_PAIRS", False)
+    before = _fit(X, op)
+    counted = _Counted(monkeypatch)
+    monkeypatch.setattr(alternation, "OWN_PAIRS", True)
+    after = _fit(X, op)
+    assert counted.own_only > 0
+    np.testing.assert_array_equal(after.components_, before.components_)
+    np.testing.assert_array_equal(after.dual_gaps_, before.dual_gaps_)
+    np.testing.assert_array_equal(after.n_iter_per_component_, before.n_iter_per_component_)
+    np.testing.assert_array_equal(after.certified_support_, before.certified_support_)
+    assert after.n_sweeps_ == before.n_sweeps_
