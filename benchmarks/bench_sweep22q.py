@@ -17,6 +17,9 @@ calls in the sweeps), the largest difference of the components and of
 sweep, the v-steps' iterations per component, the certify steps' gap
 evaluations and re-solves, the support flips per component and ``J``.
 
+``--variants``: also "jstop", the branch with ``_joint.SWEEP_J_STOP`` (the
+sweeps stop after a sweep that rotated nothing and raised ``J``).
+
 ``--recovery SET ... --seeds S ...``: the trust sets at ``bench_joint22i.POINT``,
 both variants: recovery |cos|, certified Dice, ``J``, the largest difference
 of the components, CPU.
@@ -116,7 +119,8 @@ class _Tally:
 
 
 def _variant(name, main_tree):
-    """Set "main" (main's rotation, no own-pair bound) or "branch"."""
+    """Set "main" (main's rotation, no own-pair bound), "branch" or "jstop"
+    (the branch with ``_joint.SWEEP_J_STOP``)."""
     from neurospca.decomposition import _alternation, _joint, _rotation
 
     if not hasattr(_variant, "main"):
@@ -126,6 +130,7 @@ def _variant(name, main_tree):
         spec.loader.exec_module(module)
         _variant.main = module.rotate_pairs
     _alternation.OWN_PAIRS = name != "main"
+    _joint.SWEEP_J_STOP = name == "jstop"
     _joint.rotate_pairs = _variant.main if name == "main" else _rotation.rotate_pairs
 
 
@@ -140,24 +145,28 @@ def _fit(X, op, **params):
     return m, cpu, tally
 
 
-def compare(sets, rounds, main_tree):
+def compare(sets, rounds, main_tree, variants):
     import bench_datapath
+
+    from neurospca.decomposition._objective import fitted_objective
 
     print(
         "| data | round | variant | CPU s | sweeps' CPU s | sweeps | gaps in certify steps "
-        "| max abs diff of components | of dual_gaps_ |\n|---|---:|---|---:|---:|---:|---:|---:|---:|"
+        "| J (sum of gaps) | max abs diff of components | of dual_gaps_ |"
+        "\n|---|---:|---|---:|---:|---:|---:|---|---:|---:|"
     )
     for name in sets:
         X, op = bench_datapath._load(name, None)
         ref = None
         for r in range(rounds):
-            for variant in ("main", "branch"):
+            for variant in variants:
                 _variant(variant, main_tree)
                 m, cpu, tally = _fit(X, op, tol=1e-3, alpha_rel=1.0)
                 ref = ref or m
                 print(
                     f"| {name} | {r} | {variant} | {cpu:.2f} | {tally.sweeps_cpu:.2f} "
                     f"| {m.n_sweeps_} | {tally.gaps} "
+                    f"| {fitted_objective(m, X, op):.10g} ({m.dual_gaps_.sum():.1e}) "
                     f"| {np.abs(m.components_ - ref.components_).max():.1e} "
                     f"| {np.abs(m.dual_gaps_ - ref.dual_gaps_).max():.1e} |",
                     flush=True,
@@ -189,7 +198,7 @@ def counts(name):
         )
 
 
-def recovery(sets, seeds, main_tree):
+def recovery(sets, seeds, main_tree, variants):
     from bench_joint22i import point_fits
 
     from neurospca.decomposition._objective import fitted_objective
@@ -198,7 +207,7 @@ def recovery(sets, seeds, main_tree):
         "| set | seed | variant | abs cos | certified Dice | J | max abs diff of components "
         "| CPU s |\n|---|---|---|---|---|---|---:|---:|"
     )
-    variants = [(v, lambda v=v: _variant(v, main_tree)) for v in ("main", "branch")]
+    variants = [(v, lambda v=v: _variant(v, main_tree)) for v in variants]
     ref = None
     for name, seed, variant, X, op, fit in point_fits(sets, seeds, variants, header):
         m, cpu, cos, dice = fit
@@ -219,13 +228,14 @@ def main():
     ap.add_argument("--recovery", nargs="+")
     ap.add_argument("--seeds", nargs="+", type=int)
     ap.add_argument("--main-tree", default="/work/main")
+    ap.add_argument("--variants", nargs="+", default=["main", "branch"])
     args = ap.parse_args()
     if args.compare:
-        compare(args.compare, args.rounds, args.main_tree)
+        compare(args.compare, args.rounds, args.main_tree, args.variants)
     if args.counts:
         counts(args.counts)
     if args.recovery:
-        recovery(args.recovery, args.seeds, args.main_tree)
+        recovery(args.recovery, args.seeds, args.main_tree, args.variants)
 
 
 if __name__ == "__main__":
