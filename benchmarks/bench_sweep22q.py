@@ -8,7 +8,8 @@ main's sweeps back (the certify step without the own-pair bound,
 
 ``--compare SET ... [--rounds R]``: ``bench_datapath``'s data (``cube86``,
 ``cube124``), ``SPCATV(3, alpha_rel=1.0, tol=1e-3, random_state=0)`` (its
-``joint`` setting): CPU of the fit and of its sweeps (restarts' sweeps
+``joint`` setting; ``cubeN:S``: the cube data of side N with data seed S):
+CPU of the fit and of its sweeps (restarts' sweeps
 included), sweeps returned, certify steps that evaluated a gap (``prox_gap``
 calls in the sweeps), the largest difference of the components and of
 ``dual_gaps_`` to "main".
@@ -145,18 +146,34 @@ def _fit(X, op, **params):
     return m, cpu, tally
 
 
-def compare(sets, rounds, main_tree, variants):
+def _radius_peak(m):
+    """The certified support's radius over each component's peak."""
+    peak = np.abs(m.components_).max(axis=1) / np.linalg.norm(m.components_, axis=1)
+    return "/".join(f"{r:.4f}" for r in m.support_radius_ / peak)
+
+
+def _data(name):
+    """``bench_datapath``'s set, or ``cubeN:S``: its cube data with data seed ``S``."""
     import bench_datapath
 
+    from neurospca import tv_from_mask
+
+    if ":" not in name:
+        return bench_datapath._load(name, None)
+    n, seed = (int(x) for x in name[4:].split(":"))
+    return bench_datapath.cube_data(n, seed=seed), tv_from_mask(np.ones((n,) * 3, bool))
+
+
+def compare(sets, rounds, main_tree, variants):
     from neurospca.decomposition._objective import fitted_objective
 
     print(
         "| data | round | variant | CPU s | sweeps' CPU s | sweeps | gaps in certify steps "
-        "| J (sum of gaps) | max abs diff of components | of dual_gaps_ |"
-        "\n|---|---:|---|---:|---:|---:|---:|---|---:|---:|"
+        "| J (sum of gaps) | radius / peak | max abs diff of components | of dual_gaps_ |"
+        "\n|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|"
     )
     for name in sets:
-        X, op = bench_datapath._load(name, None)
+        X, op = _data(name)
         ref = None
         for r in range(rounds):
             for variant in variants:
@@ -167,6 +184,7 @@ def compare(sets, rounds, main_tree, variants):
                     f"| {name} | {r} | {variant} | {cpu:.2f} | {tally.sweeps_cpu:.2f} "
                     f"| {m.n_sweeps_} | {tally.gaps} "
                     f"| {fitted_objective(m, X, op):.10g} ({m.dual_gaps_.sum():.1e}) "
+                    f"| {_radius_peak(m)} "
                     f"| {np.abs(m.components_ - ref.components_).max():.1e} "
                     f"| {np.abs(m.dual_gaps_ - ref.dual_gaps_).max():.1e} |",
                     flush=True,

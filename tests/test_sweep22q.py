@@ -99,3 +99,44 @@ def test_joint_fit_with_the_own_bound_is_the_same_fit(monkeypatch, seed):
     np.testing.assert_array_equal(after.n_iter_per_component_, before.n_iter_per_component_)
     np.testing.assert_array_equal(after.certified_support_, before.certified_support_)
     assert after.n_sweeps_ == before.n_sweeps_
+
+
+def _scripted(monkeypatch, changes, values, rotations):
+    """``_joint._sweeps`` on a scripted fit: sweep ``i`` moves the loadings by
+    ``changes[i]`` (relative), rotates ``rotations[i]`` pairs and leaves ``J =
+    values[i]``. Returns the loop."""
+    import neurospca.decomposition._joint as joint
+
+    state = {"i": -1}
+    V = np.ones((4, 2))
+
+    def sweep(op, sqnorm, U, V, d, Z, info, kw):
+        state["i"] += 1
+        V *= 1.0 + changes[state["i"]]
+        return []
+
+    monkeypatch.setattr(joint, "_sweep", sweep)
+    monkeypatch.setattr(joint, "rotate_pairs", lambda *a: rotations[state["i"] + 1])
+    monkeypatch.setattr(joint, "_objective", lambda *a: values[state["i"]])
+    loop = joint._Loop(True, False, len(changes), 1e-2, 0, [])
+    out = joint._sweeps(None, 1.0, np.ones((3, 2)), V, np.ones(2), None, {}, {}, loop)
+    return out, loop
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_sweeps_stop_after_a_sweep_that_raised_j_without_a_rotation(monkeypatch, flag):
+    """Scripted sweeps that move the loadings by 5 % each (never settled by the
+    change): ``J`` falls, rises in a sweep that rotated a pair (no stop), falls,
+    then rises without a rotation: with :data:`SWEEP_J_STOP` the sweeps stop
+    there, settled, with that ``J``; without it they run to ``max_sweeps``
+    unsettled."""
+    import neurospca.decomposition._joint as joint
+
+    monkeypatch.setattr(joint, "SWEEP_J_STOP", flag)
+    values = [10.0, 9.0, 9.5, 8.0, 8.2, 7.0, 6.0, 5.0]
+    rotations = [0, 0, 1, 0, 0, 0, 0, 0, 0]
+    (settled, _, value), loop = _scripted(monkeypatch, [0.05] * 8, values, rotations)
+    if flag:
+        assert settled and len(loop.changes) == 5 and value == 8.2
+    else:
+        assert not settled and len(loop.changes) == 8 and value == 5.0

@@ -248,7 +248,9 @@ def _restore(snap, U, V, d, Z, info):
 
 def _sweeps(op, sqnorm, U, V, d, Z, info, kw, loop):
     """Back-fitting sweeps (each after a pair rotation) until the loadings move
-    by at most ``loop.settle``, at most ``loop.max_sweeps`` in this call. With
+    by at most ``loop.settle``, at most ``loop.max_sweeps`` in this call; with
+    :data:`SWEEP_J_STOP` also (settled) after a sweep that rotated no pair and
+    raised ``J``. With
     ``loop.guard`` they also stop when :class:`CopiesWatch` sees a steady climb
     towards copies; its foot's state is put back and its trace left in
     ``loop.stopped`` (not settled).
