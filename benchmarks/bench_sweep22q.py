@@ -153,28 +153,39 @@ def _radius_peak(m):
 
 
 def _data(name):
-    """``bench_datapath``'s set, or ``cubeN:S``: its cube data with data seed ``S``."""
+    """``bench_datapath``'s ``cubeN`` (data seed 0), or ``cubeN:S`` (data seed ``S``)."""
     import bench_datapath
 
     from neurospca import tv_from_mask
 
-    if ":" not in name:
-        return bench_datapath._load(name, None)
-    n, seed = (int(x) for x in name[4:].split(":"))
+    n, seed = (int(x) for x in name[4:].split(":")) if ":" in name else (int(name[4:]), 0)
     return bench_datapath.cube_data(n, seed=seed), tv_from_mask(np.ones((n,) * 3, bool))
 
 
+def _blobs(name):
+    """The planted blobs of ``bench_datapath.cube_data`` (its draws replayed)."""
+    n, seed = (int(x) for x in name[4:].split(":")) if ":" in name else (int(name[4:]), 0)
+    rng = np.random.default_rng(seed)
+    grid = np.indices((n,) * 3).reshape(3, -1).T / n
+    rng.standard_normal((100, grid.shape[0]))
+    rng.standard_normal((100, 3))
+    centres = rng.uniform(0.25, 0.75, (3, 3))
+    return np.array([np.exp(-((grid - c) ** 2).sum(axis=1) / 0.01) for c in centres])
+
+
 def compare(sets, rounds, main_tree, variants):
+    from _trust import recovery as matched
+
     from neurospca.decomposition._objective import fitted_objective
 
     print(
         "| data | round | variant | CPU s | sweeps' CPU s | sweeps | gaps in certify steps "
-        "| J (sum of gaps) | radius / peak | max abs diff of components | of dual_gaps_ |"
-        "\n|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|"
+        "| J (sum of gaps) | radius / peak | abs cos of the blobs | max abs diff of components "
+        "| of dual_gaps_ |\n|---|---:|---|---:|---:|---:|---:|---|---|---|---:|---:|"
     )
     for name in sets:
         X, op = _data(name)
-        ref = None
+        blobs, ref = _blobs(name), None
         for r in range(rounds):
             for variant in variants:
                 _variant(variant, main_tree)
@@ -185,6 +196,7 @@ def compare(sets, rounds, main_tree, variants):
                     f"| {m.n_sweeps_} | {tally.gaps} "
                     f"| {fitted_objective(m, X, op):.10g} ({m.dual_gaps_.sum():.1e}) "
                     f"| {_radius_peak(m)} "
+                    f"| {'/'.join(f'{c:.3f}' for c in matched(m.components_, blobs)[0])} "
                     f"| {np.abs(m.components_ - ref.components_).max():.1e} "
                     f"| {np.abs(m.dual_gaps_ - ref.dual_gaps_).max():.1e} |",
                     flush=True,
