@@ -140,3 +140,61 @@ def test_sweeps_stop_after_a_sweep_that_raised_j_without_a_rotation(monkeypatch,
         assert settled and len(loop.changes) == 5 and value == 8.2
     else:
         assert not settled and len(loop.changes) == 8 and value == 5.0
+
+
+def _rotate_pairs_reference(op, U, V, d, Z, info):
+    """``rotate_pairs`` as main wrote it before round 17 (each pair's
+    :func:`sparsest_pair` from scratch, its rotated pair always formed)."""
+    from neurospca.decomposition._rotation import MIN_GAIN, _set, sparsest_pair
+
+    moved, K = 0, V.shape[1]
+    for j in range(K):
+        for k in range(j + 1, K):
+            if not (np.any(V[:, j]) and np.any(V[:, k])):
+                continue
+            best = sparsest_pair(V[:, j], V[:, k])
+            if best is None or best[2] < MIN_GAIN:
+                continue
+            w1, w2, _ = best
+            sj, sk = np.linalg.norm(V[:, j]), np.linalg.norm(V[:, k])
+            if abs(w1 @ V[:, j]) / sj < abs(w1 @ V[:, k]) / sk:
+                w1, w2 = w2, w1
+            zj, zk = op.matvec(w1), op.matvec(w2)
+            _set(U, V, d, Z, j, w1, zj, sj)
+            _set(U, V, d, Z, k, w2, zk, sk)
+            info["w"][j] = info["w"][k] = None
+            moved += 1
+    return moved
+
+
+def test_rotate_pairs_gives_the_bits_of_the_pairwise_search():
+    """Merged, separated and random sparse loadings (4 components, so that a
+    rotated loading meets a later pair): ``rotate_pairs`` with each loading's
+    unit vector formed once gives the same state, bit for bit, and the same
+    count as the search from scratch; some pairs rotate and some do not."""
+    from neurospca.decomposition._data import DataOperator
+    from neurospca.decomposition._rotation import rotate_pairs
+
+    rng = np.random.default_rng(3660)
+    X = rng.standard_normal((40, 300))
+    op = DataOperator(X)
+    op.centre(X.mean(axis=0))
+    counts = []
+    for trial in range(8):
+        A, B, C, D = (rng.standard_normal(300) * (rng.random(300) < 0.15) for _ in range(4))
+        if trial % 2 == 0:  # two merged pairs
+            A, B, C, D = A + B, A - B, C + 0.5 * D, C - D
+        V = np.column_stack([A, B, C, D])
+        Z = op.matmat(V)
+        U = Z / np.linalg.norm(Z, axis=0)
+        d = np.linalg.norm(Z, axis=0) / np.linalg.norm(V, axis=0) ** 2
+        states = [[M.copy() for M in (U, V, d, Z)] for _ in range(2)]
+        infos = [{"w": [np.ones(3)] * 4} for _ in range(2)]
+        n_new = rotate_pairs(op, *states[0], infos[0])
+        n_ref = _rotate_pairs_reference(op, *states[1], infos[1])
+        assert n_new == n_ref
+        for new, ref in zip(*states, strict=True):
+            np.testing.assert_array_equal(new, ref)
+        assert [w is None for w in infos[0]["w"]] == [w is None for w in infos[1]["w"]]
+        counts.append(n_new)
+    assert max(counts) > 0 and min(counts) == 0
