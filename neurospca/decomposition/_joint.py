@@ -99,7 +99,11 @@ SWEEP_TOL = 1e-2
 #: improve the fit that the starts and restarts are judged by. At N = 100, P =
 #: 1,906,624 each start's sweeps lowered ``J`` for 5 sweeps, then raised it in
 #: each of the next 5 (+0.2 to +0.4 each) until the loadings moved by at most
-#: :data:`SWEEP_TOL` (issue 22 round 17).
+#: :data:`SWEEP_TOL` (issue 22 round 17). Off: measured, it ended a fresh cube
+#: (P = 216,000) at a higher ``J`` (+0.018, above the gaps) and moved the
+#: real-data check's choice (half B to a stronger penalty with two empty
+#: components; the halves agreed at 0.17 instead of 0.43): the continuations'
+#: sweeps rise in ``J`` on their way too (benchmarks/RESULTS.md).
 SWEEP_J_STOP = False
 
 
