@@ -66,13 +66,17 @@ def _l1_profile_direct(e1, e2, n_angles=N_ANGLES, chunk=16):
     return t, out
 
 
-def sparsest_pair(a, b):
+def sparsest_pair(a, b, min_gain=None):
     """The two sparsest unit directions in the plane of ``a`` and ``b``.
 
     Parameters
     ----------
     a, b : ndarray of shape (n_features,)
         Two non-zero, non-parallel loadings.
+    min_gain : float, optional
+        When the gain is below it, ``w1`` and ``w2`` are not formed (None):
+        the pair is kept (at large P those P-long products were a third of
+        the search).
 
     Returns
     -------
@@ -82,10 +86,22 @@ def sparsest_pair(a, b):
         summed l1 norm against the unit ``a`` and ``b``; None when the plane
         is degenerate or has a single minimum.
     """
-    e1 = a / np.linalg.norm(a)
+    return _sparsest(_unit(a), b, _unit(b), min_gain)
+
+
+def _unit(a):
+    """``(a / ||a||, its l1 norm, ||a||)``: a loading's part of :func:`sparsest_pair`."""
+    nrm = np.linalg.norm(a)
+    e = a / nrm
+    return e, np.abs(e).sum(), nrm
+
+
+def _sparsest(unit_a, b, unit_b, min_gain):
+    """:func:`sparsest_pair` of ``a`` and ``b`` from their :func:`_unit`."""
+    e1 = unit_a[0]
     r = b - (e1 @ b) * e1
     nr = np.linalg.norm(r)
-    if nr <= 1e-8 * np.linalg.norm(b):
+    if nr <= 1e-8 * unit_b[2]:
         return None
     e2 = r / nr
     t, f = _l1_profile(e1, e2)
@@ -100,10 +116,12 @@ def sparsest_pair(a, b):
     if not far:
         return None
     j = far[0]
+    gain = 1.0 - (f[i] + f[j]) / (unit_a[1] + unit_b[1])
+    if min_gain is not None and gain < min_gain:
+        return None, None, gain
     w1 = np.cos(t[i]) * e1 + np.sin(t[i]) * e2
     w2 = np.cos(t[j]) * e1 + np.sin(t[j]) * e2
-    old = np.abs(e1).sum() + np.abs(b / np.linalg.norm(b)).sum()
-    return w1, w2, 1.0 - (f[i] + f[j]) / old
+    return w1, w2, gain
 
 
 def _set(U, V, d, Z, k, w, z, scale):
@@ -136,15 +154,19 @@ def rotate_pairs(op, U, V, d, Z, info):
     """
     moved = 0
     K = V.shape[1]
+    live = [bool(np.any(V[:, k])) for k in range(K)]
+    units = {}  # each loading's _unit, formed once per sweep (until it moves)
     for j in range(K):
         for k in range(j + 1, K):
-            if not (np.any(V[:, j]) and np.any(V[:, k])):
+            if not (live[j] and live[k]):
                 continue
-            best = sparsest_pair(V[:, j], V[:, k])
+            for i in (j, k):
+                units[i] = units[i] if i in units else _unit(V[:, i])
+            best = _sparsest(units[j], V[:, k], units[k], MIN_GAIN)
             if best is None or best[2] < MIN_GAIN:
                 continue
             w1, w2, _ = best
-            sj, sk = np.linalg.norm(V[:, j]), np.linalg.norm(V[:, k])
+            sj, sk = units[j][2], units[k][2]
             # keep each loading's place: the new direction closer to the old one
             if abs(w1 @ V[:, j]) / sj < abs(w1 @ V[:, k]) / sk:
                 w1, w2 = w2, w1
@@ -153,6 +175,7 @@ def rotate_pairs(op, U, V, d, Z, info):
                 continue
             _set(U, V, d, Z, j, w1, zj, sj)
             _set(U, V, d, Z, k, w2, zk, sk)
+            del units[j], units[k]
             info["w"][j] = info["w"][k] = None
             moved += 1
     return moved
