@@ -29,14 +29,9 @@ import warnings
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
 
-
-def _drop(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+from tests._helpers import drop_from_page_cache  # noqa: E402
 
 
 def _flags(name):
@@ -64,7 +59,7 @@ def _instrument(path, cache):
 
     def mapped(self, *a, **k):
         if cache == "each":
-            _drop(path)
+            drop_from_page_cache(path)
         return orig_map(self, *a, **k)
 
     def direction(self):
@@ -94,7 +89,7 @@ def main():
             while fh.read(2**26):
                 pass
     else:
-        _drop(path)
+        drop_from_page_cache(path)
     _flags(flags)
     got = _instrument(path, cache)
     r0, t0, c0 = int(bench_cohort._read_bytes()), time.perf_counter(), time.process_time()

@@ -106,3 +106,24 @@ def count_passes(monkeypatch):
 
     monkeypatch.setattr(DataOperator, "_map", counting)
     return counted
+
+
+def assert_same_fit(a, b):
+    """Two fitted estimators give the same fit bit for bit: components, gaps,
+    iterations per component and certified supports."""
+    np.testing.assert_array_equal(a.components_, b.components_)
+    np.testing.assert_array_equal(a.dual_gaps_, b.dual_gaps_)
+    np.testing.assert_array_equal(a.n_iter_per_component_, b.n_iter_per_component_)
+    np.testing.assert_array_equal(a.certified_support_, b.certified_support_)
+
+
+def drop_from_page_cache(path):
+    """Ask the kernel to drop ``path``'s pages from the page cache (the next
+    read of the file goes to storage; a no-op on file systems that keep none)."""
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)

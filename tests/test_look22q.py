@@ -20,6 +20,7 @@ import neurospca.decomposition._start as start
 from neurospca.decomposition import _data
 from neurospca.decomposition._data import DataOperator, as_data_operator, pass_is_expensive
 
+from ._helpers import drop_from_page_cache
 from .test_datapath import _as_read_from_disk, _fit, _instance, _Reads
 
 
@@ -100,14 +101,6 @@ def test_in_the_page_cache_the_fit_is_the_fit_with_both_off(tmp_path, monkeypatc
     assert np.abs(ahead.components_ - m.components_).max() < 1e-6
 
 
-def _drop(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 @pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="no posix_fadvise")
 def test_a_file_dropped_from_the_page_cache_before_every_pass(tmp_path, monkeypatch):
     """The real reads: the file dropped from the page cache before every pass
@@ -117,7 +110,7 @@ def test_a_file_dropped_from_the_page_cache_before_every_pass(tmp_path, monkeypa
     or keeps the file (e.g. tmpfs)."""
     Xm = _memmap(tmp_path)
     path = str(tmp_path / "x.npy")
-    _drop(path)
+    drop_from_page_cache(path)
     before = _data.storage_reads()
     np.asarray(Xm[-1]).sum()
     if before is None or _data.storage_reads() == before:
@@ -126,12 +119,12 @@ def test_a_file_dropped_from_the_page_cache_before_every_pass(tmp_path, monkeypa
     with warnings.catch_warnings(), monkeypatch.context() as mp:
         _both_off(mp)
         off, off_passes = _counted_fit(Xm, reads)
-    _drop(path)
+    drop_from_page_cache(path)
     once, once_passes = _counted_fit(Xm, reads)
     original = DataOperator._map
 
     def dropped(op, *args, **kw):
-        _drop(path)
+        drop_from_page_cache(path)
         return original(op, *args, **kw)
 
     monkeypatch.setattr(DataOperator, "_map", dropped)
