@@ -66,6 +66,19 @@ def test_the_nearest_l1_weight_of_the_same_split_is_continued():
     assert _continuation.chained_start("a", at(0.2, 1.0)) is None  # no search
 
 
+def test_no_l1_weight_is_never_chained():
+    """A user's grid with l1_ratio 0 (no l1 weight to match on a log scale)
+    neither keeps nor continues a fit."""
+    with continuations():
+        point = {"l1_ratio": 0.0, "alpha_rel": 1.0, "tv_ratio": 0}
+        _continuation._remember("a", point, "ridge")
+        assert _continuation._SEARCH.get()[1] == {}
+        _continuation._remember("a", dict(point, l1_ratio=0.5), "lasso")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert _continuation.chained_start("a", point) is None
+
+
 def test_a_chained_continuation_that_does_not_hold_is_refitted_cold(fitted, monkeypatch):
     X, model = fitted
     holds, fail = _continuation.chain_holds, [True]

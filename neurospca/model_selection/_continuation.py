@@ -139,17 +139,17 @@ def chained_start(sample, params):
     search = _SEARCH.get()
     if not CHAIN or sample is None or search is None or params["tv_ratio"] != 0:
         return None
-    fits = search[1].get((sample, float(params["l1_ratio"])), [])
-    if not fits:
+    fits, w = search[1].get((sample, float(params["l1_ratio"])), []), _l1_weight(params)
+    if not fits or not w > 0:  # no l1 weight (l1_ratio 0 in a user's grid): nothing to match
         return None
-    w = _l1_weight(params)
     return min(fits, key=lambda f: (abs(np.log(f[0] / w)), f[0]))[1]
 
 
 def _remember(sample, params, components):
     """Keep an evidence fit of ``sample`` for :func:`chained_start`."""
     search = _SEARCH.get()
-    if CHAIN and sample is not None and search is not None and params["tv_ratio"] == 0:
+    ok = search is not None and params["tv_ratio"] == 0 and _l1_weight(params) > 0
+    if CHAIN and sample is not None and ok:
         fits = search[1].setdefault((sample, float(params["l1_ratio"])), [])
         fits.append((_l1_weight(params), components))
         del fits[:-CHAIN_KEEP]
