@@ -117,6 +117,24 @@ def assert_same_fit(a, b):
     np.testing.assert_array_equal(a.certified_support_, b.certified_support_)
 
 
+def switched_fits(monkeypatch, module, name, fit, watch):
+    """``fit()`` with ``module.name`` False, then with it True and ``watch(monkeypatch)``
+    installed (e.g. a counter of the calls the switch turns on).
+
+    Returns
+    -------
+    off, on : estimator
+        The two fits.
+    watcher : object
+        What ``watch`` returned.
+    """
+    monkeypatch.setattr(module, name, False)
+    off = fit()
+    watcher = watch(monkeypatch)
+    monkeypatch.setattr(module, name, True)
+    return off, fit(), watcher
+
+
 def drop_from_page_cache(path):
     """Ask the kernel to drop ``path``'s pages from the page cache (the next
     read of the file goes to storage; a no-op on file systems that keep none)."""

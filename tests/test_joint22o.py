@@ -22,7 +22,7 @@ from neurospca.solvers import ProxProblem, get_solver
 from neurospca.solvers import gap as gapmod
 from neurospca.solvers.penalties import L1, GroupNorm
 
-from ._helpers import assert_same_fit
+from ._helpers import assert_same_fit, switched_fits
 from .test_datapath import _instance
 
 
@@ -103,11 +103,8 @@ def test_joint_fit_with_the_moved_bound_is_the_exact_certificates_fit(monkeypatc
     returned gaps and iterations, bit for bit; the bound certified some of the
     certify steps (else the test compares a fit with itself)."""
     X, op = _data(seed)
-    monkeypatch.setattr(joint, "MOVED_GAPS", False)
-    exact = _fit(X, op)
-    counted = _Counted(monkeypatch)
-    monkeypatch.setattr(joint, "MOVED_GAPS", True)
-    moved = _fit(X, op)
+    fit = lambda: _fit(X, op)  # noqa: E731
+    exact, moved, counted = switched_fits(monkeypatch, joint, "MOVED_GAPS", fit, _Counted)
     assert counted.used > 0
     assert_same_fit(moved, exact)
 

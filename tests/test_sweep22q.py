@@ -19,7 +19,7 @@ from neurospca import SPCATV, tv_from_mask
 from neurospca.solvers import ProxProblem, get_solver
 from neurospca.solvers.penalties import L1, GroupNorm
 
-from ._helpers import assert_same_fit
+from ._helpers import assert_same_fit, switched_fits
 from .test_datapath import _instance
 
 
@@ -89,11 +89,8 @@ def test_joint_fit_with_the_own_bound_is_the_same_fit(monkeypatch, seed):
     compares a fit with itself)."""
     X = _instance(n=60, side=12, seed=seed)
     op = tv_from_mask(np.ones((12,) * 3, bool))
-    monkeypatch.setattr(alternation, "OWN_PAIRS", False)
-    before = _fit(X, op)
-    counted = _Counted(monkeypatch)
-    monkeypatch.setattr(alternation, "OWN_PAIRS", True)
-    after = _fit(X, op)
+    fit = lambda: _fit(X, op)  # noqa: E731
+    before, after, counted = switched_fits(monkeypatch, alternation, "OWN_PAIRS", fit, _Counted)
     assert counted.own_only > 0
     assert_same_fit(after, before)
     assert after.n_sweeps_ == before.n_sweeps_
