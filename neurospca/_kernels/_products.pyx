@@ -402,8 +402,8 @@ cdef extern from *:
        FMAs: the same bits. The float32 chunks take AVX-512 where the CPU has
        it: minima and maxima in float32 (the same values are selected: the
        conversion to double is exact and monotone), sums in double. */
-    #define NSP_SCAN_BYTES (128 * 1024)
-    #define NSP_SCAN_MAXW 1024
+    #define NSP_SCAN_BYTES (1024 * 1024)
+    #define NSP_SCAN_MAXW 2048
     #ifdef NSP_HAVE_FMA8
     __attribute__((target("avx512f"), optimize("fp-contract=off")))
     static void nsp_moments16_f(const float *T0, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t w,
