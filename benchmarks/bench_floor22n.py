@@ -149,6 +149,17 @@ def _print_profile(prof, top):
         print(f"    {tt:7.3f} own {ct:7.3f} cum {ncalls:5d} calls  {where}")
 
 
+def _sgemm_rate():
+    """GFlop/s of a one-thread float32 product of two 2,048 x 2,048 matrices (best of 3)."""
+    A = np.random.default_rng(0).standard_normal((2048, 2048)).astype(np.float32)
+    best = np.inf
+    for _ in range(3):
+        c0 = time.process_time()
+        A @ A
+        best = min(best, time.process_time() - c0)
+    return 2 * 2048**3 / best / 1e9
+
+
 def _report(tag, floor, single, fit):
     comps, cpu, n, cnt, pcpu, kern = fit
     pass_cpu = sum(pcpu.values())
@@ -159,6 +170,10 @@ def _report(tag, floor, single, fit):
     print(json.dumps(res))
     for k, t in single.items():
         print(f"  single {k:14s} {t:7.3f} CPU s  {t / floor:5.1f}x floor")
+    n_x = fit[0].shape[1] * _report.rows  # N P
+    rate, sgemm = 32 * n_x / single["gram8"] / 1e9, _sgemm_rate()
+    print(f"  gram8: {rate:.1f} GFlop/s per CPU s; sgemm (one thread) {sgemm:.1f} GFlop/s;")
+    print(f"  gram8 at the sgemm rate: {32 * n_x / 1e9 / sgemm / floor:.2f}x floor")
     for k in cnt:
         ex = pcpu[k] - cnt[k] * floor
         print(
@@ -185,6 +200,7 @@ def main():
     coords, faces = bench_cohort._mesh()
     tv = tv_from_mesh(coords, faces)
     comps = {}
+    _report.rows = X.shape[0]
     for r in range(rounds):
         for tag in tags:
             _configure(tag, old)

@@ -338,7 +338,8 @@ def working_set(problem, v, state, margin=3):
 def _rows_touching(op, feats):
     """The rows of the groups that touch one of ``feats`` (bool mask), in order."""
     AT = op.matrix_t
-    groups = np.flatnonzero(np.bincount(op.row_group[AT.indices[_ranges(AT.indptr, np.flatnonzero(feats))]]))
+    touched = op.row_group[AT.indices[_ranges(AT.indptr, np.flatnonzero(feats))]]
+    groups = np.flatnonzero(np.bincount(touched))  # np.unique's values, by counts
     return _ranges(op.group_ptr, groups)
 
 
