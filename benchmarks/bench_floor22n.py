@@ -209,6 +209,7 @@ def main():
             kern, cnt, pcpu, _ = _instrument(_data)
             fit = _fit(X, tv, (kern, cnt, pcpu))
             _uninstrument(_data)
+            floor = min([floor] + [_floor(X)[1] for _ in range(2)])  # before and after the fit
             print(f"round {r} {mode} load {os.getloadavg()[0]:.1f} {time.strftime('%H:%M:%S')}")
             _report(tag, floor, single, fit)
             comps[tag] = fit[0]

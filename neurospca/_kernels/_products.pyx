@@ -30,7 +30,12 @@ summed in float32 registers per chunk, chunks added in float64) use AVX-512
 intrinsics where the CPU has them (:data:`FAST`; else plain loops, and the
 data path keeps BLAS), chosen at load time (issue 22, round 13).
 
-Size: about 630 lines, the data path's C kernels and their wrappers in one
+``scan_tile`` is the scan's whole work on a tile in one call (issue 22, round
+18): ``column_moments`` by chunks of 1 MB, then Chan's merge into the running
+statistics, here rather than in NumPy; its float32 chunks take AVX-512 where
+the CPU has it (no contraction into FMAs: the bits of the plain loops).
+
+Size: about 790 lines, the data path's C kernels and their wrappers in one
 module (one compiled extension, one NumPy twin).
 """
 
