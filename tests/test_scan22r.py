@@ -23,17 +23,17 @@ def _modules():
 
 def _before(mod, T, n_before, mean, m2, lo, hi):
     """The scan's arithmetic before round 18: ``column_moments``, then
-    Chan's merge, minima and maxima in NumPy (``_blocks._Stats.add``)."""
+    Chan's merge of ``_blocks._Stats.add`` (here column by column, in Python
+    floats: the same IEEE operations in the same order)."""
     n, w = T.shape
     s, lo_b, hi_b, mean_b, m2_b = (np.empty(w) for _ in range(5))
     mod.column_moments(T, s, lo_b, hi_b, mean_b, m2_b)
-    total = n_before + n
-    with np.errstate(invalid="ignore", over="ignore"):
-        delta = mean_b - mean
-        m2 += m2_b + delta * delta * (n_before * n / total)
-        mean += delta * (n / total)
-    np.minimum(lo, lo_b, out=lo)
-    np.maximum(hi, hi_b, out=hi)
+    f_m2, f_mean = n_before * n / (n_before + n), n / (n_before + n)
+    for j in range(w):
+        d = float(mean_b[j]) - float(mean[j])
+        m2[j] = float(m2[j]) + (float(m2_b[j]) + d * d * f_m2)
+        mean[j] = float(mean[j]) + d * f_mean
+        lo[j], hi[j] = min(lo[j], lo_b[j]), max(hi[j], hi_b[j])
     return not (np.isfinite(s).all() and np.isfinite(lo_b).all() and np.isfinite(hi_b).all())
 
 
