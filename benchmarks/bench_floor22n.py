@@ -16,6 +16,14 @@ the CPU outside the passes (v-steps, finishing)::
 327,684 float32 (``memmap``, written with ``BENCH_COHORT_MESH=ico7x2``).
 Vectors from seed 3500; the fits use ``random_state=0``. ``BENCH_FLOOR_SETTING=joint``
 fits the joint fit at ``alpha_rel=1`` instead (``bench_ooc22i.SETTINGS``; round 17).
+
+Round 18: ``OLD_TREE`` ``-`` measures this tree only (run it once per tree,
+``PYTHONPATH=TREE``, for a before / after: each share is a ratio within its
+process); ``BENCH_FLOOR_SEED`` replaces seed 3500; the single passes add the
+scan without its sketch (``scan``); ``BENCH_FLOOR_PROFILE=N`` prints the N
+functions with the most CPU outside the passes (``cProfile`` on
+``time.process_time``, switched off during every pass); ``BENCH_FLOOR_OUT``
+saves the last fit's components (``.npy``).
 """
 
 import importlib.machinery
@@ -67,13 +75,14 @@ def _single_passes(X):
 
     op = _data.DataOperator(X).scan()
     op.centre(op.stats["mean"])
-    rng = np.random.default_rng(3500)
+    rng = np.random.default_rng(int(os.environ.get("BENCH_FLOOR_SEED", 3500)))
     v, W = rng.standard_normal(X.shape[1]), rng.standard_normal((X.shape[1], 8))
     passes = {
         "empty": lambda: op._map(_empty, ()),
         "blocks_colsum": lambda: op._map(_colsum, (), make_acc=op._vec_acc()),
         "fused": lambda: op.fused(v),
         "gram8": lambda: op.gram(W),
+        "scan": lambda: op.scan(sketch=0),
         "scan+8": lambda: op.scan(sketch=8),
         "matmat3": lambda: op.matmat(W[:, :3]),
     }
@@ -92,11 +101,63 @@ def _fit(X, tv, counters):
     kern, cnt, pcpu = counters
     for d in counters:
         d.clear()
-    c0 = time.process_time()
     setting = SETTINGS[os.environ.get("BENCH_FLOOR_SETTING", "fixed")]
+    top = int(os.environ.get("BENCH_FLOOR_PROFILE", 0))
+    prof = _outside_profile() if top else None
+    c0 = time.process_time()
     m = SPCATV(3, operator=tv, tol=1e-3, random_state=0, **setting).fit(X)
     cpu = time.process_time() - c0
+    if prof is not None:
+        _print_profile(prof, top)
     return m.components_, cpu, kern["bytes"] / X.nbytes, dict(cnt), dict(pcpu), dict(kern)
+
+
+def _outside_profile():
+    """A ``cProfile`` on process CPU, switched off during every pass."""
+    import cProfile
+
+    from neurospca.decomposition import _data
+
+    prof = cProfile.Profile(time.process_time)
+    inner = _data.DataOperator._map
+
+    def mapped(self, *args, **kw):
+        prof.disable()
+        try:
+            return inner(self, *args, **kw)
+        finally:
+            prof.enable()
+
+    _data.DataOperator._map = mapped
+    prof.enable()
+    return prof, inner
+
+
+def _print_profile(prof, top):
+    import pstats
+
+    from neurospca.decomposition import _data
+
+    prof, inner = prof
+    prof.disable()
+    _data.DataOperator._map = inner
+    st = pstats.Stats(prof)
+    print("  outside the passes, by own CPU (cProfile tottime):")
+    rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:top]
+    for (file, line, name), (_, ncalls, tt, ct, _) in rows:
+        where = f"{os.path.basename(file)}:{line}({name})"
+        print(f"    {tt:7.3f} own {ct:7.3f} cum {ncalls:5d} calls  {where}")
+
+
+def _sgemm_rate():
+    """GFlop/s of a one-thread float32 product of two 2,048 x 2,048 matrices (best of 3)."""
+    A = np.random.default_rng(0).standard_normal((2048, 2048)).astype(np.float32)
+    best = np.inf
+    for _ in range(3):
+        c0 = time.process_time()
+        A @ A
+        best = min(best, time.process_time() - c0)
+    return 2 * 2048**3 / best / 1e9
 
 
 def _report(tag, floor, single, fit):
@@ -109,6 +170,10 @@ def _report(tag, floor, single, fit):
     print(json.dumps(res))
     for k, t in single.items():
         print(f"  single {k:14s} {t:7.3f} CPU s  {t / floor:5.1f}x floor")
+    n_x = fit[0].shape[1] * _report.rows  # N P
+    rate, sgemm = 32 * n_x / single["gram8"] / 1e9, _sgemm_rate()
+    print(f"  gram8: {rate:.1f} GFlop/s per CPU s; sgemm (one thread) {sgemm:.1f} GFlop/s;")
+    print(f"  gram8 at the sgemm rate: {32 * n_x / 1e9 / sgemm / floor:.2f}x floor")
     for k in cnt:
         ex = pcpu[k] - cnt[k] * floor
         print(
@@ -129,23 +194,29 @@ def main():
     from neurospca.decomposition import _data
 
     _configure.saved = (_data._products(), _data.DataOperator._cast_wide)
-    old = _load_kernels(old_tree)
+    tags = ("new",) if old_tree == "-" else ("old", "new")
+    old = None if old_tree == "-" else _load_kernels(old_tree)
     X = np.load(path) if mode == "memory" else np.load(path, mmap_mode="r")
     coords, faces = bench_cohort._mesh()
     tv = tv_from_mesh(coords, faces)
     comps = {}
+    _report.rows = X.shape[0]
     for r in range(rounds):
-        for tag in ("old", "new"):
+        for tag in tags:
             _configure(tag, old)
             floor = min(_floor(X)[1] for _ in range(2))
             single = _single_passes(X)
             kern, cnt, pcpu, _ = _instrument(_data)
             fit = _fit(X, tv, (kern, cnt, pcpu))
             _uninstrument(_data)
+            floor = min([floor] + [_floor(X)[1] for _ in range(2)])  # before and after the fit
             print(f"round {r} {mode} load {os.getloadavg()[0]:.1f} {time.strftime('%H:%M:%S')}")
             _report(tag, floor, single, fit)
             comps[tag] = fit[0]
-        print("components max |old - new|", float(np.max(np.abs(comps["old"] - comps["new"]))))
+        if "old" in comps:
+            print("components max |old - new|", float(np.max(np.abs(comps["old"] - comps["new"]))))
+    if os.environ.get("BENCH_FLOOR_OUT"):
+        np.save(os.environ["BENCH_FLOOR_OUT"], comps["new"])
 
 
 def _uninstrument(data):

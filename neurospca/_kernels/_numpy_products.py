@@ -34,6 +34,26 @@ def column_moments(T, s, lo, hi, mean, m2):
         column_m2(T, mean, m2)
 
 
+def scan_tile(T, n_before, mean, m2, lo, hi):
+    """:func:`column_moments` of ``T`` merged into running statistics of
+    ``n_before`` rows (Chan et al.), in place; returns the columns whose sum,
+    minimum or maximum is not finite."""
+    T = np.asarray(T)
+    n, w = T.shape
+    if n == 0 or w == 0:
+        return 0
+    s, lo_b, hi_b, mean_b, m2_b = (np.empty(w) for _ in range(5))
+    column_moments(T, s, lo_b, hi_b, mean_b, m2_b)
+    total = n_before + n
+    with np.errstate(invalid="ignore", over="ignore"):
+        delta = mean_b - mean
+        m2 += m2_b + delta * delta * (n_before * n / total)
+        mean += delta * (n / total)
+    np.minimum(lo, lo_b, out=lo)
+    np.maximum(hi, hi_b, out=hi)
+    return int(w - np.count_nonzero(np.isfinite(s) & np.isfinite(lo_b) & np.isfinite(hi_b)))
+
+
 def pair_rows(W):
     """``W`` (p x 8) with its rows in pairs, interleaved (as the compiled ``matmat8`` takes it)."""
     W = np.asarray(W, dtype=np.float32)

@@ -30,7 +30,12 @@ summed in float32 registers per chunk, chunks added in float64) use AVX-512
 intrinsics where the CPU has them (:data:`FAST`; else plain loops, and the
 data path keeps BLAS), chosen at load time (issue 22, round 13).
 
-Size: about 630 lines, the data path's C kernels and their wrappers in one
+``scan_tile`` is the scan's whole work on a tile in one call (issue 22, round
+18): ``column_moments`` by chunks of 1 MB, then Chan's merge into the running
+statistics, here rather than in NumPy; its float32 chunks take AVX-512 where
+the CPU has it (no contraction into FMAs: the bits of the plain loops).
+
+Size: about 790 lines, the data path's C kernels and their wrappers in one
 module (one compiled extension, one NumPy twin).
 """
 
@@ -391,6 +396,161 @@ cdef extern from *:
     NSP_STATS(nsp_stats_d, double)
     NSP_M2(nsp_m2_f, float)
     NSP_M2(nsp_m2_d, double)
+
+    /* The scan's tile in one call (issue 22 round 18): per chunk of columns,
+       the sums, minima and maxima (one read from memory), mean_b = s / n and
+       the centred sums of squares about it (a second read, from the cache),
+       then Chan's merge into the running column statistics, here rather than
+       in NumPy (twenty P-long NumPy operations per tile were 1.5x a streaming
+       pass). Per column the arithmetic of NSP_STATS, NSP_M2 and the NumPy
+       merge (_blocks._Stats), in the same order, with no contraction into
+       FMAs: the same bits. The float32 chunks take AVX-512 where the CPU has
+       it: minima and maxima in float32 (the same values are selected: the
+       conversion to double is exact and monotone), sums in double. */
+    #define NSP_SCAN_BYTES (1024 * 1024)
+    #define NSP_SCAN_MAXW 2048
+    #ifdef NSP_HAVE_FMA8
+    __attribute__((target("avx512f"), optimize("fp-contract=off")))
+    static void nsp_moments16_f(const float *T0, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t w,
+                                double *s, double *lo, double *hi, double *m2)
+    {
+        /* w: a multiple of 16; mean_b into lo's place is not needed: s / n
+           is formed here, as the scalar code forms it. */
+        float flo[NSP_SCAN_MAXW], fhi[NSP_SCAN_MAXW];
+        double mb[NSP_SCAN_MAXW];
+        Py_ssize_t i = 0, j;
+        const __m512d zero = _mm512_setzero_pd();
+        for (j = 0; j < w; j += 16) {
+            _mm512_storeu_pd(s + j, zero); _mm512_storeu_pd(s + j + 8, zero);
+            _mm512_storeu_pd(m2 + j, zero); _mm512_storeu_pd(m2 + j + 8, zero);
+            _mm512_storeu_ps(flo + j, _mm512_set1_ps(INFINITY));
+            _mm512_storeu_ps(fhi + j, _mm512_set1_ps(-INFINITY));
+        }
+    #define NSP_LO8(x) _mm512_cvtps_pd(_mm512_castps512_ps256(x))
+    #define NSP_HI8(x) _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)))
+        for (; i + 4 <= n; i += 4) {
+            const float *r0 = T0 + i * rs, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs;
+            for (j = 0; j < w; j += 16) {
+                __m512 x0 = _mm512_loadu_ps(r0 + j), x1 = _mm512_loadu_ps(r1 + j);
+                __m512 x2 = _mm512_loadu_ps(r2 + j), x3 = _mm512_loadu_ps(r3 + j);
+                __m512 a = _mm512_min_ps(_mm512_min_ps(x0, x1), _mm512_min_ps(x2, x3));
+                __m512 b = _mm512_max_ps(_mm512_max_ps(x0, x1), _mm512_max_ps(x2, x3));
+                _mm512_storeu_ps(flo + j, _mm512_min_ps(a, _mm512_loadu_ps(flo + j)));
+                _mm512_storeu_ps(fhi + j, _mm512_max_ps(b, _mm512_loadu_ps(fhi + j)));
+                __m512d t0 = _mm512_add_pd(_mm512_add_pd(NSP_LO8(x0), NSP_LO8(x1)),
+                                           _mm512_add_pd(NSP_LO8(x2), NSP_LO8(x3)));
+                __m512d t1 = _mm512_add_pd(_mm512_add_pd(NSP_HI8(x0), NSP_HI8(x1)),
+                                           _mm512_add_pd(NSP_HI8(x2), NSP_HI8(x3)));
+                _mm512_storeu_pd(s + j, _mm512_add_pd(_mm512_loadu_pd(s + j), t0));
+                _mm512_storeu_pd(s + j + 8, _mm512_add_pd(_mm512_loadu_pd(s + j + 8), t1));
+            }
+        }
+        for (; i < n; i++) {
+            const float *r0 = T0 + i * rs;
+            for (j = 0; j < w; j += 16) {
+                __m512 x0 = _mm512_loadu_ps(r0 + j);
+                _mm512_storeu_ps(flo + j, _mm512_min_ps(x0, _mm512_loadu_ps(flo + j)));
+                _mm512_storeu_ps(fhi + j, _mm512_max_ps(x0, _mm512_loadu_ps(fhi + j)));
+                _mm512_storeu_pd(s + j, _mm512_add_pd(_mm512_loadu_pd(s + j), NSP_LO8(x0)));
+                _mm512_storeu_pd(s + j + 8, _mm512_add_pd(_mm512_loadu_pd(s + j + 8),
+                                                          NSP_HI8(x0)));
+            }
+        }
+        for (j = 0; j < w; j++) {
+            lo[j] = (double)flo[j]; hi[j] = (double)fhi[j]; mb[j] = s[j] / (double)n;
+        }
+        for (i = 0; i + 4 <= n; i += 4) {
+            const float *r0 = T0 + i * rs, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs;
+            for (j = 0; j < w; j += 16) {
+                __m512 x0 = _mm512_loadu_ps(r0 + j), x1 = _mm512_loadu_ps(r1 + j);
+                __m512 x2 = _mm512_loadu_ps(r2 + j), x3 = _mm512_loadu_ps(r3 + j);
+                __m512d m0 = _mm512_loadu_pd(mb + j), m1 = _mm512_loadu_pd(mb + j + 8), d0, d1, d2, d3;
+                _mm_prefetch((const char *)(r0 + w + j), _MM_HINT_T1);
+                _mm_prefetch((const char *)(r1 + w + j), _MM_HINT_T1);
+                _mm_prefetch((const char *)(r2 + w + j), _MM_HINT_T1);
+                _mm_prefetch((const char *)(r3 + w + j), _MM_HINT_T1);
+                d0 = _mm512_sub_pd(NSP_LO8(x0), m0); d1 = _mm512_sub_pd(NSP_LO8(x1), m0);
+                d2 = _mm512_sub_pd(NSP_LO8(x2), m0); d3 = _mm512_sub_pd(NSP_LO8(x3), m0);
+                _mm512_storeu_pd(m2 + j, _mm512_add_pd(_mm512_loadu_pd(m2 + j),
+                    _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(d0, d0), _mm512_mul_pd(d1, d1)),
+                                  _mm512_add_pd(_mm512_mul_pd(d2, d2), _mm512_mul_pd(d3, d3)))));
+                d0 = _mm512_sub_pd(NSP_HI8(x0), m1); d1 = _mm512_sub_pd(NSP_HI8(x1), m1);
+                d2 = _mm512_sub_pd(NSP_HI8(x2), m1); d3 = _mm512_sub_pd(NSP_HI8(x3), m1);
+                _mm512_storeu_pd(m2 + j + 8, _mm512_add_pd(_mm512_loadu_pd(m2 + j + 8),
+                    _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(d0, d0), _mm512_mul_pd(d1, d1)),
+                                  _mm512_add_pd(_mm512_mul_pd(d2, d2), _mm512_mul_pd(d3, d3)))));
+            }
+        }
+        for (; i < n; i++) {
+            const float *r0 = T0 + i * rs;
+            for (j = 0; j < w; j += 16) {
+                __m512 x0 = _mm512_loadu_ps(r0 + j);
+                __m512d d0 = _mm512_sub_pd(NSP_LO8(x0), _mm512_loadu_pd(mb + j));
+                __m512d d1 = _mm512_sub_pd(NSP_HI8(x0), _mm512_loadu_pd(mb + j + 8));
+                _mm512_storeu_pd(m2 + j, _mm512_add_pd(_mm512_loadu_pd(m2 + j),
+                                                       _mm512_mul_pd(d0, d0)));
+                _mm512_storeu_pd(m2 + j + 8, _mm512_add_pd(_mm512_loadu_pd(m2 + j + 8),
+                                                           _mm512_mul_pd(d1, d1)));
+            }
+        }
+    #undef NSP_LO8
+    #undef NSP_HI8
+    }
+    #endif
+
+    /* Chan's merge of a chunk's moments (nb rows) into the running ones (na
+       rows), as _blocks._Stats._merge and np.minimum / np.maximum do it;
+       returns the columns whose sum, minimum or maximum is not finite. */
+    static Py_ssize_t nsp_merge(Py_ssize_t w, Py_ssize_t na, Py_ssize_t nb, const double *s,
+                                const double *lo_b, const double *hi_b, const double *m2_b,
+                                double *mean, double *m2, double *lo, double *hi)
+    {
+        Py_ssize_t j, bad = 0;
+        double nt = (double)(na + nb), f1 = (double)(na * nb) / nt, f2 = (double)nb / nt;
+        for (j = 0; j < w; j++) {
+            double mb = s[j] / (double)nb, delta = mb - mean[j], t = delta * delta;
+            t = t * f1;
+            m2[j] = m2[j] + (m2_b[j] + t);
+            t = delta * f2;
+            mean[j] = mean[j] + t;
+            lo[j] = (lo[j] < lo_b[j] || lo[j] != lo[j]) ? lo[j] : lo_b[j];
+            hi[j] = (hi[j] > hi_b[j] || hi[j] != hi[j]) ? hi[j] : hi_b[j];
+            bad += !(isfinite(s[j]) && isfinite(lo_b[j]) && isfinite(hi_b[j]));
+        }
+        return bad;
+    }
+
+    #define NSP_SCAN(NAME, T, STATS, M2, FAST16)                                          \
+    static Py_ssize_t NAME(const T *T0, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,      \
+                           Py_ssize_t na, double *mean, double *m2, double *lo,          \
+                           double *hi, int fma)                                         \
+    {                                                                                   \
+        double s[NSP_SCAN_MAXW], lo_b[NSP_SCAN_MAXW], hi_b[NSP_SCAN_MAXW];             \
+        double mb[NSP_SCAN_MAXW], m2_b[NSP_SCAN_MAXW];                                  \
+        Py_ssize_t j, j0, w, wv, bad = 0;                                               \
+        Py_ssize_t width = NSP_SCAN_BYTES / (n * (Py_ssize_t)sizeof(T));                \
+        width = width < 64 ? 64 : (width > NSP_SCAN_MAXW ? NSP_SCAN_MAXW : width - width % 16); \
+        for (j0 = 0; j0 < p; j0 += width) {                                             \
+            w = p - j0 < width ? p - j0 : width;                                        \
+            wv = FAST16 ? w - w % 16 : 0;                                               \
+            if (wv) nsp_moments16_f((const float *)(T0 + j0), rs, n, wv, s, lo_b, hi_b, m2_b); \
+            if (w > wv) {                                                               \
+                STATS(T0 + j0, rs, n, wv, w, s, lo_b, hi_b);                            \
+                for (j = wv; j < w; j++) mb[j] = s[j] / (double)n;                      \
+                M2(T0 + j0, rs, n, wv, w, mb, m2_b);                                    \
+            }                                                                           \
+            bad += nsp_merge(w, na, n, s, lo_b, hi_b, m2_b, mean + j0, m2 + j0,         \
+                             lo + j0, hi + j0);                                         \
+        }                                                                               \
+        return bad;                                                                     \
+    }
+    #ifdef NSP_HAVE_FMA8
+    NSP_SCAN(nsp_scan_f, float, nsp_stats_f, nsp_m2_f, fma == 2)
+    #else
+    #define nsp_moments16_f(...) ((void)0)
+    NSP_SCAN(nsp_scan_f, float, nsp_stats_f, nsp_m2_f, 0)
+    #endif
+    NSP_SCAN(nsp_scan_d, double, nsp_stats_d, nsp_m2_d, 0)
     """
     void nsp_rmatvec_exact(const float *B, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
                            const double *z, double *acc) noexcept nogil
@@ -411,6 +571,12 @@ cdef extern from *:
                   Py_ssize_t j1, const double *mean, double *m2) noexcept nogil
     void nsp_m2_d(const double *T0, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t j0,
                   Py_ssize_t j1, const double *mean, double *m2) noexcept nogil
+    Py_ssize_t nsp_scan_f(const float *T0, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
+                          Py_ssize_t na, double *mean, double *m2, double *lo, double *hi,
+                          int fma) noexcept nogil
+    Py_ssize_t nsp_scan_d(const double *T0, Py_ssize_t rs, Py_ssize_t n, Py_ssize_t p,
+                          Py_ssize_t na, double *mean, double *m2, double *lo, double *hi,
+                          int fma) noexcept nogil
 
 
 def rmatvec_exact(const float[:, :] B, const double[::1] z, double[::1] out):
@@ -500,6 +666,31 @@ def column_moments(const floating[:, :] T, double[::1] s, double[::1] lo, double
                 mean[j] = s[j] / n
             _m2_cols(T0, rs, n, j0, j1, &mean[0], &m2[0])
             j0 = j1
+
+
+def scan_tile(const floating[:, :] T, Py_ssize_t n_before, double[::1] mean, double[::1] m2,
+              double[::1] lo, double[::1] hi):
+    """The scan's work on one tile ``T`` (rows contiguous) of a row block:
+    :func:`column_moments` of its columns merged (Chan et al.) into the
+    running column statistics ``mean``, ``m2``, ``lo``, ``hi`` of
+    ``n_before`` rows, in place, in one call: per column the arithmetic of
+    :func:`column_moments` and of :class:`neurospca.decomposition._blocks._Stats`'s
+    NumPy merge, the same bits. Returns the number of columns whose sum,
+    minimum or maximum is not finite (0: the tile is finite)."""
+    cdef Py_ssize_t n = T.shape[0], p = T.shape[1], rs = _row_stride(T, "scan_tile")
+    cdef Py_ssize_t bad
+    if mean.shape[0] != p or m2.shape[0] != p or lo.shape[0] != p or hi.shape[0] != p:
+        raise ValueError("scan_tile: shapes do not match")
+    if n == 0 or p == 0:
+        return 0
+    with nogil:
+        if floating is float:
+            bad = nsp_scan_f(&T[0, 0], rs, n, p, n_before, &mean[0], &m2[0], &lo[0], &hi[0],
+                             _FMA8)
+        else:
+            bad = nsp_scan_d(&T[0, 0], rs, n, p, n_before, &mean[0], &m2[0], &lo[0], &hi[0],
+                             _FMA8)
+    return bad
 
 
 cdef int _FMA8 = nsp_fma8()

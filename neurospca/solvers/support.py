@@ -325,7 +325,7 @@ def working_set(problem, v, state, margin=3):
     rows = _rows_touching(op, feats)
     feats[A.indices[_ranges(A.indptr, rows)]] = True
     cols = np.flatnonzero(feats)
-    counts = np.diff(ptr)[np.unique(op.row_group[rows])]
+    counts = np.diff(ptr)[np.flatnonzero(np.bincount(op.row_group[rows]))]
     w[rows] = 0.0
     y = y[cols] - (AT @ w)[cols]
     sub_op = GroupOperator(
@@ -338,7 +338,8 @@ def working_set(problem, v, state, margin=3):
 def _rows_touching(op, feats):
     """The rows of the groups that touch one of ``feats`` (bool mask), in order."""
     AT = op.matrix_t
-    groups = np.unique(op.row_group[AT.indices[_ranges(AT.indptr, np.flatnonzero(feats))]])
+    touched = op.row_group[AT.indices[_ranges(AT.indptr, np.flatnonzero(feats))]]
+    groups = np.flatnonzero(np.bincount(touched))  # np.unique's values, by counts
     return _ranges(op.group_ptr, groups)
 
 
@@ -486,7 +487,7 @@ class _RegionTest:
     def neighbours(self, feats):
         """Features sharing a group with one of ``feats`` (bool mask)."""
         M, MT = self.cols.M, self.cols.MT
-        groups = np.unique(MT.indices[_ranges(MT.indptr, np.flatnonzero(feats))])
+        groups = np.flatnonzero(np.bincount(MT.indices[_ranges(MT.indptr, np.flatnonzero(feats))]))
         out = np.zeros(feats.size, bool)
         out[M.indices[_ranges(M.indptr, groups)]] = True
         return out
@@ -495,7 +496,7 @@ class _RegionTest:
         """:meth:`passes` for the features ``feats`` only, by gathers (no sparse slicing)."""
         op, M, MT = self.op, self.cols.M, self.cols.MT
         A, AT = op.matrix, op.matrix_t
-        groups = np.unique(MT.indices[_ranges(MT.indptr, feats)])
+        groups = np.flatnonzero(np.bincount(MT.indices[_ranges(MT.indptr, feats)]))
         gm = _ranges(M.indptr, groups)  # the entries of M in those groups
         g_of = np.repeat(np.arange(groups.size), np.diff(M.indptr)[groups])
         in_R = R[M.indices[gm]]
