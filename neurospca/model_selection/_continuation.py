@@ -39,6 +39,13 @@ both samples from one start), kept when it holds rank by rank against the
 judged model's components (:func:`chain_holds`); the first model a search
 judges, and every fit after a continuation that does not hold, are the
 competing starts' fits as before (benchmarks/RESULTS.md, round 17).
+
+Round 18 (:data:`CHAIN_FULL`): without TV the full fit of a judged row (the
+model returned there, ``_returned.fit_returned``) is first a continuation of
+the search's full fit of the same split at the nearest l1 weight
+(:func:`continued_full`), kept when it holds rank by rank against the row's
+half fit, the start of the fit it replaces (:func:`chain_holds`); else that
+fit is made as before and the search tries no more full continuations.
 """
 
 import warnings
@@ -73,8 +80,16 @@ CHAIN = True
 #: ``n_components x n_features``.
 CHAIN_KEEP = 3
 
-#: ``[failed, chains]`` of the search under way (:func:`continuations`), else
-#: None; ``chains``: ``{(sample, l1_ratio): [(l1 weight, components), ...]}``.
+#: Without TV, the full fit of a judged row continues the search's full fit of
+#: the same split at the nearest l1 weight (:func:`continued_full`; False: the
+#: fits of round 17, from the row's half fit with the competing starts).
+CHAIN_FULL = True
+#: The sample key of the full fits in the search's chains.
+FULL = "full"
+
+#: ``[failed, chains, full failed]`` of the search under way
+#: (:func:`continuations`), else None; ``chains``: ``{(sample, l1_ratio): [(l1
+#: weight, components), ...]}``.
 _SEARCH = ContextVar("neurospca_continuations", default=None)
 
 
@@ -83,7 +98,7 @@ def continuations():
     """One search's evidence fits: after a continuation that does not hold
     (:func:`continuation_holds`), the later ones are fitted with the competing
     starts only."""
-    token = _SEARCH.set([False, {}])
+    token = _SEARCH.set([False, {}, False])
     try:
         yield
     finally:
@@ -143,6 +158,34 @@ def chained_start(sample, params):
     if not fits or not w > 0:  # no l1 weight (l1_ratio 0 in a user's grid): nothing to match
         return None
     return min(fits, key=lambda f: (abs(np.log(f[0] / w)), f[0]))[1]
+
+
+def remember_full(params, components):
+    """Keep a judged row's full fit for :func:`continued_full`."""
+    if CHAIN_FULL:
+        _remember(FULL, params, components)
+
+
+def continued_full(estimator, X, params, start, groups=None):
+    """Without TV, within a search: the full fit at ``params`` continued from
+    the search's full fit of the same split at the nearest l1 weight
+    (:func:`chained_start`), when it holds rank by rank against ``start``
+    (the row's half fit, from which the fit it replaces starts:
+    :func:`chain_holds`); else None, and the search tries no more full
+    continuations. The model keeps ``estimator``'s ``warm_start``."""
+    search = _SEARCH.get()
+    prev = chained_start(FULL, params) if CHAIN_FULL else None
+    if prev is None or search[2]:
+        return None
+    model = clone(estimator).set_params(**params, stability=False, warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = start_from(model, prev).fit(X, split_groups=groups)
+    model.set_params(warm_start=estimator.get_params()["warm_start"])
+    if chain_holds(X, start, model.components_):
+        return model
+    search[2] = True
+    return None
 
 
 def _remember(sample, params, components):

@@ -58,7 +58,13 @@ from ..decomposition import (
     split_halves,
     start_from,
 )
-from ._continuation import continuations, guarded_fit, subsample_fits
+from ._continuation import (
+    continuations,
+    continued_full,
+    guarded_fit,
+    remember_full,
+    subsample_fits,
+)
 from ._heldout import explains_less, explains_more, pair_heldout
 from ._twin import twin_evidence
 
@@ -71,7 +77,12 @@ COLLAPSED = 0.05
 def fit_returned(estimator, X, params, start):
     """The full-sample fit at ``params`` started from ``start`` (a half fit's
     components), without ``stability_``: the model the refit returns (with
-    ``estimator``'s row groups, ``groups_of``)."""
+    ``estimator``'s row groups, ``groups_of``). Without TV, within a search,
+    first a guarded continuation of the search's full fit at the nearest l1
+    weight (``_continuation.continued_full``, issue 20 round 18)."""
+    model = continued_full(estimator, X, params, start, groups_of(estimator))
+    if model is not None:
+        return model
     model = start_from(clone(estimator).set_params(**params, stability=False), start)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -273,6 +284,7 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
             model, evidence = (known or {}).get(_point(r), (None, None))
             if model is None:
                 model = fit_returned(estimator, X, r["params"], halves[i][0][0])
+            remember_full(r["params"], model.components_)
             r["returned_admissible"] = full_admissible(model.components_) and not _shrunk_away(
                 results, models, i, model
             )

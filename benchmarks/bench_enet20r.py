@@ -1,0 +1,97 @@
+"""Issue 20 round 18: ``select_penalty`` for ElasticNet PCA, main's fits and the branch's.
+
+One process per instance of the paper simulation, as ``bench_enet20q.py`` (its
+phase timers and judged rows): the default fit (its CPU seconds are the unit),
+one fit at the default's point, then ``select_penalty(est, X, random_state=seed)``
+with each variant of ``--variants`` in turn: ``main`` (``_continuation.CHAIN_FULL``
+off: every judged row's full fit from its half fit with the competing starts, as
+main) and ``chain`` (the full fits continued along the split's path, guarded).
+Per variant: the chosen point and its MSE / Dice, CPU and phases (``full cont``:
+the full continuations tried, ``full kept``: those kept), every judged row's
+evidence. One JSON line per instance appended to ``--out``; ``--summary FILE``
+prints the tables (``bench_enet20q.py``'s, main against the branch).
+
+    OMP_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_enet20r.py --seed 3667 \\
+        --corr 0 --method elasticnet --out rows.jsonl
+    python benchmarks/bench_enet20r.py --summary rows.jsonl
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from sklearn.base import clone
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_enet20q as q  # noqa: E402
+from bench_select20g import base_parser, default_fit, point, quiet  # noqa: E402
+
+from neurospca.model_selection import _continuation  # noqa: E402
+
+VARIANTS = {"main": {"CHAIN_FULL": False}, "chain": {"CHAIN_FULL": True}}
+
+
+def _count_kept():
+    """Count the full continuations tried and kept (observation only)."""
+    original = _continuation.continued_full
+
+    def counted(*args, **kw):
+        model = original(*args, **kw)
+        q.CPU["full kept n"] = q.CPU.get("full kept n", 0) + (model is not None)
+        return model
+
+    import neurospca.model_selection._returned as returned
+
+    returned.continued_full = counted
+
+
+def summary(path):
+    """``bench_enet20q.py``'s table with main as "off" and the branch as "on"."""
+    rows = []
+    for line in open(path):
+        r = json.loads(line)
+        r["off"], r["on"] = r["main"], r["chain"]
+        rows.append(json.dumps(r))
+    tmp = Path(path).with_suffix(".ab.tmp")
+    tmp.write_text("\n".join(rows) + "\n")
+    try:
+        q.summary(str(tmp))
+    finally:
+        tmp.unlink()
+
+
+def main():
+    if sys.argv[1:2] == ["--summary"]:
+        return summary(sys.argv[2])
+    p = base_parser()
+    p.add_argument("--variants", default="main,chain")
+    args = p.parse_args()
+    X, P, est, d, cpu_default = default_fit(args.seed, args.corr, args.method)
+    at = dict(alpha_rel=d.alpha_rel_, l1_ratio=d.l1_ratio_, tv_ratio=d.tv_ratio_)
+    t0 = time.process_time()
+    quiet(clone(est).set_params(**at, stability=False).fit, X)
+    cpu_point = time.process_time() - t0
+    q._wrap()
+    _count_kept()
+    row = {
+        "seed": args.seed,
+        "corr": args.corr,
+        "method": args.method,
+        "tag": args.tag,
+        "cpu_default": cpu_default,
+        "cpu_point": cpu_point,
+        "default": point(at),
+    }
+    for name in args.variants.split(","):
+        for flag, value in VARIANTS[name].items():
+            setattr(_continuation, flag, value)
+        row[name] = q.run(est, X, P, args.seed, cpu_default, True)
+    with open(args.out, "a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(json.dumps(row)[:600], flush=True)
+
+
+if __name__ == "__main__":
+    main()
