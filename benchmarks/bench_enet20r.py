@@ -5,7 +5,10 @@ phase timers and judged rows): the default fit (its CPU seconds are the unit),
 one fit at the default's point, then ``select_penalty(est, X, random_state=seed)``
 with each variant of ``--variants`` in turn: ``main`` (``_continuation.CHAIN_FULL``
 off: every judged row's full fit from its half fit with the competing starts, as
-main) and ``chain`` (the full fits continued along the split's path, guarded).
+main; ``_shared_walk.SHARE_WALK`` off: every split walked), ``chain`` (the full
+fits continued along the split's path, guarded), ``share`` (also the walks
+of equal l1 weight shared), ``walkd`` (also the default fit's halves' evidence
+continued from the walk's fits at its point) and ``walk`` (every judged row's).
 Per variant: the chosen point and its MSE / Dice, CPU and phases (``full cont``:
 the full continuations tried, ``full kept``: those kept), every judged row's
 evidence. One JSON line per instance appended to ``--out``; ``--summary FILE``
@@ -13,7 +16,7 @@ prints the tables (``bench_enet20q.py``'s, main against the branch).
 
     OMP_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_enet20r.py --seed 3667 \\
         --corr 0 --method elasticnet --out rows.jsonl
-    python benchmarks/bench_enet20r.py --summary rows.jsonl
+    python benchmarks/bench_enet20r.py --summary rows.jsonl [share|chain]
 """
 
 import json
@@ -28,9 +31,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_enet20q as q  # noqa: E402
 from bench_select20g import base_parser, default_fit, point, quiet  # noqa: E402
 
-from neurospca.model_selection import _continuation  # noqa: E402
+from neurospca.model_selection import _continuation, _shared_walk  # noqa: E402
 
-VARIANTS = {"main": {"CHAIN_FULL": False}, "chain": {"CHAIN_FULL": True}}
+#: ``(CHAIN_FULL, SHARE_WALK, WALK_DEFAULT, WALK_EVIDENCE)`` of each variant.
+VARIANTS = {
+    "main": (False, False, False, False),
+    "chain": (True, False, False, False),
+    "share": (True, True, False, False),
+    "walkd": (True, True, True, False),
+    "walk": (True, True, True, True),
+}
 
 
 def _count_kept():
@@ -47,12 +57,14 @@ def _count_kept():
     returned.continued_full = counted
 
 
-def summary(path):
-    """``bench_enet20q.py``'s table with main as "off" and the branch as "on"."""
+def summary(path, variant="share"):
+    """``bench_enet20q.py``'s table with main as "off" and ``variant`` as "on"."""
     rows = []
     for line in open(path):
         r = json.loads(line)
-        r["off"], r["on"] = r["main"], r["chain"]
+        if variant not in r:
+            continue
+        r["off"], r["on"] = r["main"], r[variant]
         rows.append(json.dumps(r))
     tmp = Path(path).with_suffix(".ab.tmp")
     tmp.write_text("\n".join(rows) + "\n")
@@ -64,9 +76,9 @@ def summary(path):
 
 def main():
     if sys.argv[1:2] == ["--summary"]:
-        return summary(sys.argv[2])
+        return summary(*sys.argv[2:4])
     p = base_parser()
-    p.add_argument("--variants", default="main,chain")
+    p.add_argument("--variants", default="main,share")
     args = p.parse_args()
     X, P, est, d, cpu_default = default_fit(args.seed, args.corr, args.method)
     at = dict(alpha_rel=d.alpha_rel_, l1_ratio=d.l1_ratio_, tv_ratio=d.tv_ratio_)
@@ -85,8 +97,8 @@ def main():
         "default": point(at),
     }
     for name in args.variants.split(","):
-        for flag, value in VARIANTS[name].items():
-            setattr(_continuation, flag, value)
+        c = _continuation
+        c.CHAIN_FULL, _shared_walk.SHARE_WALK, c.WALK_DEFAULT, c.WALK_EVIDENCE = VARIANTS[name]
         row[name] = q.run(est, X, P, args.seed, cpu_default, True)
     with open(args.out, "a") as f:
         f.write(json.dumps(row) + "\n")

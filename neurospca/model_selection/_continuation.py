@@ -84,12 +84,20 @@ CHAIN_KEEP = 3
 #: the same split at the nearest l1 weight (:func:`continued_full`; False: the
 #: fits of round 17, from the row's half fit with the competing starts).
 CHAIN_FULL = True
+#: Without TV, a half's evidence fit continues the walk's fit of the same half at
+#: the same point when that fit holds against the judged model (:func:`walk_start`;
+#: False: the sample's previous evidence fit, or the competing starts, round 17).
+WALK_EVIDENCE = False
+#: The same for the default fit's evidence only (its split walked first,
+#: ``_shared_walk.walk_first``).
+WALK_DEFAULT = True
 #: The sample key of the full fits in the search's chains.
 FULL = "full"
 
-#: ``[failed, chains, full failed]`` of the search under way
+#: ``[failed, chains, full failed, walks]`` of the search under way
 #: (:func:`continuations`), else None; ``chains``: ``{(sample, l1_ratio): [(l1
-#: weight, components), ...]}``.
+#: weight, components), ...]}``; ``walks``: a split's walk made before its turn
+#: (``_shared_walk.walk_split``).
 _SEARCH = ContextVar("neurospca_continuations", default=None)
 
 
@@ -98,7 +106,7 @@ def continuations():
     """One search's evidence fits: after a continuation that does not hold
     (:func:`continuation_holds`), the later ones are fitted with the competing
     starts only."""
-    token = _SEARCH.set([False, {}, False])
+    token = _SEARCH.set([False, {}, False, {}])
     try:
         yield
     finally:
@@ -198,7 +206,20 @@ def _remember(sample, params, components):
         del fits[:-CHAIN_KEEP]
 
 
-def guarded_fit(model, data, params, start, sample=None):
+def walk_start(data, params, start, walked):
+    """The walk's half fit ``walked`` at the evidence fit's own point (the same
+    half, the same ``params``) as the chain's start, when the search's chains
+    are on, without TV, and it already holds rank by rank against ``start``
+    (:func:`chain_holds`); else None."""
+    search = _SEARCH.get()
+    if not CHAIN or walked is None or search is None or search[0]:
+        return None
+    if params["tv_ratio"] != 0 or not chain_holds(data, start, walked):
+        return None
+    return walked
+
+
+def guarded_fit(model, data, params, start, sample=None, walked=None):
     """:func:`_guarded_fit`; without TV, first a continuation of ``sample``'s
     own previous evidence fit of the search (:func:`chained_start`), kept when
     it holds against ``start``, the judged model's components, rank by rank
@@ -207,8 +228,12 @@ def guarded_fit(model, data, params, start, sample=None):
     3637), so that each sample's fits stay
     independent of the others' (a continuation from the judged model's
     components scored a component that no fit reproduces up to 0.21 higher,
-    round 16). Each result is kept for the next point (issue 20 round 17)."""
-    chained = chained_start(sample, params)
+    round 16). Each result is kept for the next point (issue 20 round 17).
+    ``walked``: the walk's fit of the same half at ``params``, the chain's
+    start when it holds (:func:`walk_start`, round 18)."""
+    chained = walk_start(data, params, start, walked)
+    if chained is None:
+        chained = chained_start(sample, params)
     search = _SEARCH.get()
     if chained is not None and not search[0]:
         keep = dict(params, stability=False, certify_support=False, verbose=0)

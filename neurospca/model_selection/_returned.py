@@ -58,6 +58,7 @@ from ..decomposition import (
     split_halves,
     start_from,
 )
+from . import _continuation
 from ._continuation import (
     continuations,
     continued_full,
@@ -96,7 +97,7 @@ def returned_stability(model, X, params, seed, groups=None):
     return returned_evidence(model, X, params, seed, groups)[0]
 
 
-def returned_evidence(model, X, params, seed, groups=None):
+def returned_evidence(model, X, params, seed, groups=None, walked=None):
     """Per component of a fitted model: the lower of two reproducibilities,
     both from fits started from its components at ``params``; and the held-out
     variance of the halves' fits (issue 20 round 10).
@@ -116,7 +117,8 @@ def returned_evidence(model, X, params, seed, groups=None):
     (:func:`~._heldout.pair_heldout`: each half's components on the other
     half, and its noise floor), the evidence about a pattern that no model
     reproduces (:mod:`._heldout`). ``groups`` (``split_groups``, validated):
-    the halves and subsamples keep them whole.
+    the halves and subsamples keep them whole. ``walked``: the walk's pair of
+    half fits at ``params`` on the same halves (``_continuation.walk_start``).
 
     Returns
     -------
@@ -125,7 +127,7 @@ def returned_evidence(model, X, params, seed, groups=None):
         Held-out variance explained and its floor.
     """
     sub = subsample_evidence(model, X, params, groups)
-    half, heldout = halves_evidence(model, X, params, seed, groups)
+    half, heldout = halves_evidence(model, X, params, seed, groups, walked)
     return np.minimum(sub, half), heldout
 
 
@@ -135,14 +137,17 @@ def subsample_evidence(model, X, params, groups=None):
     return np.asarray(subsample_fits(model, X, params, groups))
 
 
-def halves_evidence(model, X, params, seed, groups=None):
+def halves_evidence(model, X, params, seed, groups=None, walked=None):
     """``half`` of :func:`returned_evidence` and the held-out variance of the
-    same two half fits (started from ``model``'s components)."""
+    same two half fits (started from ``model``'s components; ``walked``: the
+    walk's pair of fits of these halves at ``params``)."""
     start = model.components_
     halves = split_halves(X, seed, groups)
+    walked = (None, None) if walked is None else walked
     with row_groups(model, X, groups):
         comps = [
-            guarded_fit(model, h, params, start, ("half", k, seed))[0] for k, h in enumerate(halves)
+            guarded_fit(model, h, params, start, ("half", k, seed), walked[k])[0]
+            for k, h in enumerate(halves)
         ]
     return component_stability(start, *comps), pair_heldout(comps, halves)
 
@@ -291,8 +296,9 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
             # an inadmissible model is never chosen nor compared: not scored
             stab, heldout = np.full(len(model.components_), np.nan), None
             if r["returned_admissible"]:
+                walked = halves[i][0] if _continuation.WALK_EVIDENCE else None
                 stab, heldout = evidence or returned_evidence(
-                    model, X, r["params"], seed, groups_of(estimator)
+                    model, X, r["params"], seed, groups_of(estimator), walked
                 )
             record(r, model, stab, heldout, truth)
             models[i] = model
@@ -480,7 +486,8 @@ def returned_search(
     models : dict
         ``{row: returned model}`` of the rows judged.
     """
-    from ._halves import default_path_starts, reproducibility_search
+    from ._halves import default_path_starts
+    from ._shared_walk import walk_split
 
     own = tuple(map(float, splits[0]))
     first = [s for s in splits if tuple(map(float, s)) in {own, default_split}]
@@ -490,7 +497,7 @@ def returned_search(
     for k, split in enumerate(first + rest):
         if k == len(first) and _reproduces(results, models, own):
             break  # the own split's models reproduce: the other splits are a fallback
-        rows, pairs = reproducibility_search(estimator, X, [split], grid, seeds, truth, verbose)
+        rows, pairs = walk_split(estimator, X, split, grid, seeds, truth, verbose, (results, halves))
         start = len(results)
         results += rows
         halves += pairs
