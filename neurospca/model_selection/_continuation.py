@@ -80,6 +80,10 @@ CHAIN = True
 #: ``n_components x n_features``.
 CHAIN_KEEP = 3
 
+#: Without TV, after a chained continuation that does not hold, the search's
+#: later evidence fits are all made with the competing starts (round 17; False:
+#: each later fit still tries its own chain first).
+CHAIN_STOP = True
 #: Without TV, the full fit of a judged row continues the search's full fit of
 #: the same split at the nearest l1 weight (:func:`continued_full`; False: the
 #: fits of round 17, from the row's half fit with the competing starts).
@@ -212,7 +216,7 @@ def walk_start(data, params, start, walked):
     are on, without TV, and it already holds rank by rank against ``start``
     (:func:`chain_holds`); else None."""
     search = _SEARCH.get()
-    if not CHAIN or walked is None or search is None or search[0]:
+    if not CHAIN or walked is None or search is None or (CHAIN_STOP and search[0]):
         return None
     if params["tv_ratio"] != 0 or not chain_holds(data, start, walked):
         return None
@@ -235,7 +239,7 @@ def guarded_fit(model, data, params, start, sample=None, walked=None):
     if chained is None:
         chained = chained_start(sample, params)
     search = _SEARCH.get()
-    if chained is not None and not search[0]:
+    if chained is not None and not (CHAIN_STOP and search[0]):
         keep = dict(params, stability=False, certify_support=False, verbose=0)
         fit = clone(model).set_params(**keep, warm_start=True)
         with warnings.catch_warnings():

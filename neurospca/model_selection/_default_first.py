@@ -30,7 +30,6 @@ from . import _less_shrunk
 from ._default import default_row
 from ._halves import _say, choose_reproducible, default_path_starts, reproducibility_search
 from ._less_shrunk import weaker_reproducing
-from ._shared_walk import walk_first
 from ._returned import (
     SWITCH_GAIN,
     _default_params,
@@ -46,6 +45,7 @@ from ._returned import (
     returned_evidence,
     subsample_evidence,
 )
+from ._shared_walk import walk_first
 
 
 def unbeatable(stability):

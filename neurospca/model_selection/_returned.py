@@ -59,13 +59,7 @@ from ..decomposition import (
     start_from,
 )
 from . import _continuation
-from ._continuation import (
-    continuations,
-    continued_full,
-    guarded_fit,
-    remember_full,
-    subsample_fits,
-)
+from ._continuation import continuations, continued_full, guarded_fit, remember_full, subsample_fits
 from ._heldout import explains_less, explains_more, pair_heldout
 from ._twin import twin_evidence
 
@@ -497,7 +491,8 @@ def returned_search(
     for k, split in enumerate(first + rest):
         if k == len(first) and _reproduces(results, models, own):
             break  # the own split's models reproduce: the other splits are a fallback
-        rows, pairs = walk_split(estimator, X, split, grid, seeds, truth, verbose, (results, halves))
+        walked = (results, halves)
+        rows, pairs = walk_split(estimator, X, split, grid, seeds, truth, verbose, walked)
         start = len(results)
         results += rows
         halves += pairs

@@ -59,8 +59,8 @@ def walk_split(estimator, X, split, grid, seeds, truth, verbose, walked):
             pairs.append(halves[j])
     rest = np.asarray(grid)[len(rows) :]
     if rest.size and not (rows and np.all(rows[-1]["nonzero_fraction"] == 0)):
-        more, more_pairs = reproducibility_search(estimator, X, [split], rest, seeds, truth, verbose)
-        rows, pairs = rows + more, pairs + more_pairs
+        more = reproducibility_search(estimator, X, [split], rest, seeds, truth, verbose)
+        rows, pairs = rows + more[0], pairs + more[1]
     return rows, pairs
 
 
@@ -77,7 +77,7 @@ def walk_first(estimator, X, split, grid, seeds, truth, verbose, params):
     rows, pairs = walk_split(estimator, X, split, grid, seeds, truth, verbose, ([], []))
     key = (tuple(map(float, split)), tuple(np.asarray(grid, float).tolist()), tuple(seeds))
     search[3][key] = rows, pairs
-    for r, pair in zip(rows, pairs):
+    for r, pair in zip(rows, pairs, strict=True):
         if np.isclose(r["alpha_rel"], params["alpha_rel"], rtol=1e-6):
             return pair[0]
     return None
