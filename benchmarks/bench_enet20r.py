@@ -21,15 +21,12 @@ prints the tables (``bench_enet20q.py``'s, main against the branch).
 
 import json
 import sys
-import time
 from pathlib import Path
-
-from sklearn.base import clone
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_enet20q as q  # noqa: E402
-from bench_select20g import base_parser, default_fit, point, quiet  # noqa: E402
+from bench_select20g import base_parser  # noqa: E402
 
 from neurospca.model_selection import _continuation, _shared_walk  # noqa: E402
 
@@ -80,26 +77,12 @@ def main():
     p = base_parser()
     p.add_argument("--variants", default="main,share")
     args = p.parse_args()
-    X, P, est, d, cpu_default = default_fit(args.seed, args.corr, args.method)
-    at = dict(alpha_rel=d.alpha_rel_, l1_ratio=d.l1_ratio_, tv_ratio=d.tv_ratio_)
-    t0 = time.process_time()
-    quiet(clone(est).set_params(**at, stability=False).fit, X)
-    cpu_point = time.process_time() - t0
-    q._wrap()
+    X, P, est, row = q.instance(args)
     _count_kept()
-    row = {
-        "seed": args.seed,
-        "corr": args.corr,
-        "method": args.method,
-        "tag": args.tag,
-        "cpu_default": cpu_default,
-        "cpu_point": cpu_point,
-        "default": point(at),
-    }
     for name in args.variants.split(","):
         c = _continuation
         c.CHAIN_FULL, _shared_walk.SHARE_WALK, c.WALK_DEFAULT, c.WALK_EVIDENCE = VARIANTS[name]
-        row[name] = q.run(est, X, P, args.seed, cpu_default, True)
+        row[name] = q.run(est, X, P, args.seed, row["cpu_default"], True)
     with open(args.out, "a") as f:
         f.write(json.dumps(row) + "\n")
     print(json.dumps(row)[:600], flush=True)
