@@ -17,11 +17,15 @@ prints the tables (``bench_enet20q.py``'s, main against the branch).
     OMP_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_enet20r.py --seed 3667 \\
         --corr 0 --method elasticnet --out rows.jsonl
     python benchmarks/bench_enet20r.py --summary rows.jsonl [share|chain]
+    python benchmarks/bench_enet20r.py --recorded rows.jsonl out_enet20q/recorded_ab.jsonl \\
+        out_enet20q/fresh_ab.jsonl   # against round 17's rows of the same seeds
 """
 
 import json
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -71,9 +75,47 @@ def summary(path, variant="share"):
         tmp.unlink()
 
 
+PHASES = ("default", "walks", "full fits", "evidence")
+
+
+def _cell(chosen):
+    return "({:g}, {:g}) {:g}: {:.3f} / {:.3f}".format(*chosen)
+
+
+def recorded(path, *before, variant="share"):
+    """Markdown rows: ``variant``'s runs in ``path`` against round 17's recorded
+    rows (``bench_enet20q.py``'s ``on``, main's code path) of the same seeds."""
+    old = {}
+    for name in before:
+        for line in open(name):
+            r = json.loads(line)
+            old[r["seed"]] = r["on"]
+    ratios = []
+    for line in open(path):
+        r = json.loads(line)
+        a, b = old[r["seed"]], r[variant]
+        same = a["chosen"][:3] == b["chosen"][:3] and np.allclose(a["chosen"][3:], b["chosen"][3:])
+        ph = b["phases"]
+        cells = [
+            r["seed"],
+            r["corr"],
+            _cell(a["chosen"]),
+            "yes" if same else "**no** " + _cell(b["chosen"]),
+            f"{a['ratio']:.1f}x -> **{b['ratio']:.1f}x**",
+            " / ".join(f"{ph.get(k, 0):.1f}" for k in PHASES),
+            f"{ph.get('full kept n', 0)} of {ph.get('full fits n', 0)}",
+        ]
+        ratios.append(b["ratio"])
+        print("| " + " | ".join(str(c) for c in cells) + " |")
+    low, high = min(ratios), max(ratios)
+    print(f"n {len(ratios)}, median {np.median(ratios):.1f}x, range {low:.1f}-{high:.1f}x")
+
+
 def main():
     if sys.argv[1:2] == ["--summary"]:
         return summary(*sys.argv[2:4])
+    if sys.argv[1:2] == ["--recorded"]:
+        return recorded(*sys.argv[2:])
     p = base_parser()
     p.add_argument("--variants", default="main,share")
     args = p.parse_args()
