@@ -19,13 +19,16 @@ prints the tables (``bench_enet20q.py``'s, main against the branch).
     python benchmarks/bench_enet20r.py --summary rows.jsonl [share|chain]
     python benchmarks/bench_enet20r.py --recorded rows.jsonl out_enet20q/recorded_ab.jsonl \\
         out_enet20q/fresh_ab.jsonl   # against round 17's rows of the same seeds
+    OMP_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_enet20r.py --fit-profile 3667 0
 """
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
+from sklearn.base import clone
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -111,7 +114,65 @@ def recorded(path, *before, variant="share"):
     print(f"n {len(ratios)}, median {np.median(ratios):.1f}x, range {low:.1f}-{high:.1f}x")
 
 
+def _thread_cpu(times, module, name, label=None):
+    """Wrap ``module.name`` to add its thread CPU seconds to ``times`` (the joint
+    fit's starts run side by side in threads; observation only)."""
+    original = getattr(module, name)
+
+    def timed(*args, **kw):
+        t0 = time.thread_time()
+        try:
+            return original(*args, **kw)
+        finally:
+            key = label(args) if label else name
+            times[key] = times.get(key, 0.0) + time.thread_time() - t0
+
+    setattr(module, name, timed)
+
+
+def fit_profile(seed, corr):
+    """One fit's CPU in default-fit units, by piece (thread CPU of the starts:
+    ``given``, ``pca``, ``_deflation_job``; restarts, set-up, certificates): an
+    evidence fit on a half from the default fit's components and a full fit from
+    a half fit's, each with the competing starts, as a continuation and cold;
+    and the scoring of one evidence fit (guard, matching, held-out variance)."""
+    import neurospca.decomposition._spcatv as spcatv
+    from neurospca.decomposition import _joint, component_stability, split_halves, start_from
+    from neurospca.model_selection import _heldout
+
+    times = {}
+    for name in ("_deflation_job", "_pca_scores", "_restarts", "_start_from_scores"):
+        _thread_cpu(times, _joint, name)
+    _thread_cpu(times, _joint, "_scores_job", lambda a: "pca" if a[3] is None else "given")
+    for name in ("certify_fit", "validated_data_operator"):
+        _thread_cpu(times, spcatv, name)
+    X, _, est, d, cpu = q.default_fit(seed, corr, "elasticnet")
+    at = dict(alpha=None, alpha_rel=d.alpha_rel_, l1_ratio=d.l1_ratio_, tv_ratio=d.tv_ratio_)
+    halves = split_halves(X, 1)
+    keep = dict(at, stability=False, certify_support=False, verbose=0)
+    half = q.quiet(clone(est).set_params(**keep).fit, halves[0]).components_
+    print(f"seed {seed} r {corr}: default fit {cpu:.2f} CPU s")
+    for name, data, start in (("evidence", halves[0], d.components_), ("full", X, half)):
+        for label, warm in (("competing", False), ("continued", True), ("cold", False)):
+            times.clear()
+            fit = clone(est).set_params(**keep, warm_start=warm)
+            fit = start_from(fit, start) if label != "cold" else fit
+            t0 = time.process_time()
+            q.quiet(fit.fit, data)
+            total = (time.process_time() - t0) / cpu
+            pieces = {k: round(v / cpu, 3) for k, v in sorted(times.items())}
+            print(f"  {name} {label}: {total:.3f} units; {pieces}")
+    t0 = time.process_time()
+    for _ in range(20):
+        _continuation.chain_holds(X, d.components_, d.components_)
+        component_stability(d.components_, d.components_, d.components_)
+        _heldout.pair_heldout([d.components_, d.components_], halves)
+    print(f"  scoring of one evidence fit: {(time.process_time() - t0) / 20 / cpu:.4f} units")
+
+
 def main():
+    if sys.argv[1:2] == ["--fit-profile"]:
+        return fit_profile(int(sys.argv[2]), float(sys.argv[3]))
     if sys.argv[1:2] == ["--summary"]:
         return summary(*sys.argv[2:4])
     if sys.argv[1:2] == ["--recorded"]:
