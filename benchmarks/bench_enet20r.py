@@ -8,7 +8,9 @@ off: every judged row's full fit from its half fit with the competing starts, as
 main; ``_shared_walk.SHARE_WALK`` off: every split walked), ``chain`` (the full
 fits continued along the split's path, guarded), ``share`` (also the walks
 of equal l1 weight shared), ``walkd`` (also the default fit's halves' evidence
-continued from the walk's fits at its point) and ``walk`` (every judged row's).
+continued from the walk's fits at its point), ``walk`` (every judged row's) and
+``jguard`` (``share`` with a full continuation kept only when its joint objective
+is at most a continuation's from the row's half fit).
 Per variant: the chosen point and its MSE / Dice, CPU and phases (``full cont``:
 the full continuations tried, ``full kept``: those kept), every judged row's
 evidence. One JSON line per instance appended to ``--out``; ``--summary FILE``
@@ -37,13 +39,14 @@ from bench_select20g import base_parser  # noqa: E402
 
 from neurospca.model_selection import _continuation, _shared_walk  # noqa: E402
 
-#: ``(CHAIN_FULL, SHARE_WALK, WALK_DEFAULT, WALK_EVIDENCE)`` of each variant.
+#: ``(CHAIN_FULL, SHARE_WALK, WALK_DEFAULT, WALK_EVIDENCE, CHAIN_FULL_OBJECTIVE)``.
 VARIANTS = {
-    "main": (False, False, False, False),
-    "chain": (True, False, False, False),
-    "share": (True, True, False, False),
-    "walkd": (True, True, True, False),
-    "walk": (True, True, True, True),
+    "main": (False, False, False, False, False),
+    "chain": (True, False, False, False, False),
+    "share": (True, True, False, False, False),
+    "walkd": (True, True, True, False, False),
+    "walk": (True, True, True, True, False),
+    "jguard": (True, True, False, False, True),
 }
 
 
@@ -184,7 +187,9 @@ def main():
     _count_kept()
     for name in args.variants.split(","):
         c = _continuation
-        c.CHAIN_FULL, _shared_walk.SHARE_WALK, c.WALK_DEFAULT, c.WALK_EVIDENCE = VARIANTS[name]
+        flags = VARIANTS[name]
+        c.CHAIN_FULL, _shared_walk.SHARE_WALK, c.WALK_DEFAULT, c.WALK_EVIDENCE = flags[:4]
+        c.CHAIN_FULL_OBJECTIVE = flags[4]
         row[name] = q.run(est, X, P, args.seed, row["cpu_default"], True)
     with open(args.out, "a") as f:
         f.write(json.dumps(row) + "\n")

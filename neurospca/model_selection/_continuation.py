@@ -57,6 +57,7 @@ from sklearn.base import clone
 
 from ..decomposition import (
     component_stability,
+    fitted_objective,
     groups_of,
     overlap_corrected,
     overlapping_subsamples,
@@ -101,6 +102,9 @@ WALK_EVIDENCE = False
 #: fit's third rank, which no model reproduces, 0.0006 where the competing starts
 #: scored 0.19 and moved the choice on round 17's recorded instance 3638.
 WALK_DEFAULT = False
+#: A full continuation is also kept only when its joint objective is at most that
+#: of a continuation from the row's half fit (:func:`_not_above`).
+CHAIN_FULL_OBJECTIVE = False
 #: The sample key of the full fits in the search's chains.
 FULL = "full"
 
@@ -200,10 +204,25 @@ def continued_full(estimator, X, params, start, groups=None):
         warnings.simplefilter("ignore")
         model = start_from(model, prev).fit(X, split_groups=groups)
     model.set_params(warm_start=estimator.get_params()["warm_start"])
-    if chain_holds(X, start, model.components_):
+    if chain_holds(X, start, model.components_) and _not_above(estimator, X, params, start, model):
         return model
     search[2] = True
     return None
+
+
+def _not_above(estimator, X, params, start, model):
+    """Without :data:`CHAIN_FULL_OBJECTIVE`, True; else True when ``model``'s
+    joint objective is at most that of the continuation from ``start`` (the
+    half fit the fit it replaces starts from), up to 1e-9 relative."""
+    if not CHAIN_FULL_OBJECTIVE:
+        return True
+    own = clone(estimator).set_params(**params, stability=False, warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        own = start_from(own, start).fit(X, split_groups=groups_of(estimator))
+    operator = estimator.get_params()["operator"]
+    chained = fitted_objective(model, X, operator)
+    return bool(chained <= fitted_objective(own, X, operator) + 1e-9 * abs(chained))
 
 
 def _remember(sample, params, components):
