@@ -158,3 +158,28 @@ def test_the_walked_default_evidence_is_the_cold_evidence_within_001(fitted, mon
     keep = cold[0] > 0.5
     np.testing.assert_allclose(warm[0][keep], cold[0][keep], atol=0.01)
     assert abs(warm[1][0] - cold[1][0]) <= cold[1][1]  # held-out variance within its floor
+
+
+def test_the_objective_guard_keeps_a_continuation_only_as_low(fitted, monkeypatch):
+    X, model = fitted
+    monkeypatch.setattr(_continuation, "CHAIN_FULL_OBJECTIVE", True)
+    values = []
+    objective = _continuation.fitted_objective
+    monkeypatch.setattr(
+        _continuation, "fitted_objective", lambda *a: values.append(objective(*a)) or values[-1]
+    )
+    with continuations():
+        _continuation.remember_full(PARAMS, model.components_)
+        got = _continuation.continued_full(model, X, STRONGER, model.components_)
+    assert len(values) == 2  # the chained fit's and the half start's continuation's
+    assert (got is not None) == (values[0] <= values[1] + 1e-9 * abs(values[0]))
+    monkeypatch.setattr(_continuation, "fitted_objective", lambda *a: values.pop())
+    values[:] = [2.0, 1.0]  # popped: the chained fit's 1.0, then the half start's 2.0
+    with continuations():
+        _continuation.remember_full(PARAMS, model.components_)
+        assert _continuation.continued_full(model, X, STRONGER, model.components_) is not None
+    values[:] = [1.0, 2.0]  # the chained fit's objective is the higher: main's fit
+    with continuations():
+        _continuation.remember_full(PARAMS, model.components_)
+        assert _continuation.continued_full(model, X, STRONGER, model.components_) is None
+        assert _continuation._SEARCH.get()[2]
