@@ -163,6 +163,8 @@ def test_the_walked_default_evidence_is_the_cold_evidence_within_001(fitted, mon
 def test_the_objective_guard_keeps_a_continuation_only_as_low(fitted, monkeypatch):
     X, model = fitted
     monkeypatch.setattr(_continuation, "CHAIN_FULL_OBJECTIVE", True)
+    base = float(np.sum((X - X.mean(axis=0)) ** 2)) / (2 * X.shape[0])
+    gap = _continuation.CHAIN_FULL_GAP
     values = []
     objective = _continuation.fitted_objective
     monkeypatch.setattr(
@@ -172,14 +174,12 @@ def test_the_objective_guard_keeps_a_continuation_only_as_low(fitted, monkeypatc
         _continuation.remember_full(PARAMS, model.components_)
         got = _continuation.continued_full(model, X, STRONGER, model.components_)
     assert len(values) == 2  # the chained fit's and the half start's continuation's
-    assert (got is not None) == (values[0] <= values[1] + 1e-9 * abs(values[0]))
+    assert (got is not None) == (values[0] - values[1] <= gap * abs(base - values[1]))
     monkeypatch.setattr(_continuation, "fitted_objective", lambda *a: values.pop())
-    values[:] = [2.0, 1.0]  # popped: the chained fit's 1.0, then the half start's 2.0
-    with continuations():
-        _continuation.remember_full(PARAMS, model.components_)
-        assert _continuation.continued_full(model, X, STRONGER, model.components_) is not None
-    values[:] = [1.0, 2.0]  # the chained fit's objective is the higher: main's fit
-    with continuations():
-        _continuation.remember_full(PARAMS, model.components_)
-        assert _continuation.continued_full(model, X, STRONGER, model.components_) is None
-        assert _continuation._SEARCH.get()[2]
+    for explained, kept in ((1 - gap / 2, True), (1 - 2 * gap, False)):
+        values[:] = [base - 1.0, base - explained]  # popped: the chained fit's first
+        with continuations():
+            _continuation.remember_full(PARAMS, model.components_)
+            got = _continuation.continued_full(model, X, STRONGER, model.components_)
+            assert (got is not None) == kept
+            assert _continuation._SEARCH.get()[2] == (not kept)  # no more tries after a miss
