@@ -44,7 +44,9 @@ Round 18 (:data:`CHAIN_FULL`): without TV the full fit of a judged row (the
 model returned there, ``_returned.fit_returned``) is first a continuation of
 the search's full fit of the same split at the nearest l1 weight
 (:func:`continued_full`), kept when it holds rank by rank against the row's
-half fit, the start of the fit it replaces (:func:`chain_holds`); else that
+half fit, the start of the fit it replaces (:func:`chain_holds`), and its joint
+objective is not above a continuation's from that half fit by more than
+:data:`CHAIN_FULL_GAP` of the explained part (:func:`_not_above`); else that
 fit is made as before and the search tries no more full continuations.
 """
 
