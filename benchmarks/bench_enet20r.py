@@ -64,7 +64,7 @@ def _count_kept():
     returned.continued_full = counted
 
 
-def summary(path, variant="share"):
+def summary(path, variant="jguard"):
     """``bench_enet20q.py``'s table with main as "off" and ``variant`` as "on"."""
     rows = []
     for line in open(path):
@@ -88,9 +88,10 @@ def _cell(chosen):
     return "({:g}, {:g}) {:g}: {:.3f} / {:.3f}".format(*chosen)
 
 
-def recorded(path, *before, variant="share"):
-    """Markdown rows: ``variant``'s runs in ``path`` against round 17's recorded
-    rows (``bench_enet20q.py``'s ``on``, main's code path) of the same seeds."""
+def recorded(path, *before):
+    """Markdown rows: the branch's runs in ``path`` (the last variant of each row)
+    against round 17's recorded rows (``bench_enet20q.py``'s ``on``, main's code
+    path) of the same seeds."""
     old = {}
     for name in before:
         for line in open(name):
@@ -99,6 +100,7 @@ def recorded(path, *before, variant="share"):
     ratios = []
     for line in open(path):
         r = json.loads(line)
+        variant = [k for k in r if k in VARIANTS][-1]
         a, b = old[r["seed"]], r[variant]
         same = a["chosen"][:3] == b["chosen"][:3] and np.allclose(a["chosen"][3:], b["chosen"][3:])
         ph = b["phases"]
