@@ -143,12 +143,10 @@ def summary(path):
         print(f"{k}: n {len(v)}, median {np.median(v):.1f}x, range {min(v):.1f}-{max(v):.1f}x")
 
 
-def main():
-    if sys.argv[1:2] == ["--summary"]:
-        return summary(sys.argv[2])
-    p = base_parser()
-    p.add_argument("--chain", default="on", help="on, off or both (off first, one process)")
-    args = p.parse_args()
+def instance(args):
+    """The paper simulation of ``args``, its estimator and the start of its JSON
+    row: the default fit's and one fit's CPU seconds, the default's point (the
+    phase timers wrapped): ``(X, P, est, row)`` (also ``bench_enet20r.py``'s)."""
     X, P, est, d, cpu_default = default_fit(args.seed, args.corr, args.method)
     at = dict(alpha_rel=d.alpha_rel_, l1_ratio=d.l1_ratio_, tv_ratio=d.tv_ratio_)
     t0 = time.process_time()
@@ -164,8 +162,18 @@ def main():
         "cpu_point": cpu_point,
         "default": point(at),
     }
+    return X, P, est, row
+
+
+def main():
+    if sys.argv[1:2] == ["--summary"]:
+        return summary(sys.argv[2])
+    p = base_parser()
+    p.add_argument("--chain", default="on", help="on, off or both (off first, one process)")
+    args = p.parse_args()
+    X, P, est, row = instance(args)
     for name in ("off", "on") if args.chain == "both" else (args.chain,):
-        row[name] = run(est, X, P, args.seed, cpu_default, name == "on")
+        row[name] = run(est, X, P, args.seed, row["cpu_default"], name == "on")
     with open(args.out, "a") as f:
         f.write(json.dumps(row) + "\n")
     print(json.dumps(row)[:700], flush=True)

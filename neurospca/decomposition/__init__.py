@@ -40,6 +40,7 @@ from ._covariance_baselines import (
 from ._dictionary import HierarchicalDictionaryLearning, tree_sparse_coding
 from ._ktrace import KTraceNormPCA, ktrace_pca
 from ._nspca import NonnegativeSparsePCA, nspca
+from ._objective import fitted_objective
 from ._spcatv import SPCATV, spca_tv
 from ._split_groups import check_split_groups, groups_of, row_groups
 from ._sspca import SSPCA, sspca
@@ -99,6 +100,7 @@ __all__ = [
     "overlapping_subsamples",
     "fit_halves",
     "fixed_split",
+    "fitted_objective",
     "name_dense_confound",
     "matched_abs_corr",
     "split_halves",

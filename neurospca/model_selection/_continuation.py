@@ -39,6 +39,15 @@ both samples from one start), kept when it holds rank by rank against the
 judged model's components (:func:`chain_holds`); the first model a search
 judges, and every fit after a continuation that does not hold, are the
 competing starts' fits as before (benchmarks/RESULTS.md, round 17).
+
+Round 18 (:data:`CHAIN_FULL`): without TV the full fit of a judged row (the
+model returned there, ``_returned.fit_returned``) is first a continuation of
+the search's full fit of the same split at the nearest l1 weight
+(:func:`continued_full`), kept when it holds rank by rank against the row's
+half fit, the start of the fit it replaces (:func:`chain_holds`), and its joint
+objective is not above a continuation's from that half fit by more than
+:data:`CHAIN_FULL_GAP` of the explained part (:func:`_not_above`); else that
+fit is made as before and the search tries no more full continuations.
 """
 
 import warnings
@@ -50,6 +59,7 @@ from sklearn.base import clone
 
 from ..decomposition import (
     component_stability,
+    fitted_objective,
     groups_of,
     overlap_corrected,
     overlapping_subsamples,
@@ -73,8 +83,42 @@ CHAIN = True
 #: ``n_components x n_features``.
 CHAIN_KEEP = 3
 
-#: ``[failed, chains]`` of the search under way (:func:`continuations`), else
-#: None; ``chains``: ``{(sample, l1_ratio): [(l1 weight, components), ...]}``.
+#: Without TV, after a chained continuation that does not hold, the search's
+#: later evidence fits are all made with the competing starts (round 17; False:
+#: each later fit still tries its own chain first).
+CHAIN_STOP = True
+#: Without TV, the full fit of a judged row continues the search's full fit of
+#: the same split at the nearest l1 weight (:func:`continued_full`; False: the
+#: fits of round 17, from the row's half fit with the competing starts).
+CHAIN_FULL = True
+#: Without TV, a half's evidence fit continues the walk's fit of the same half at
+#: the same point when that fit holds against the judged model (:func:`walk_start`;
+#: False: the sample's previous evidence fit, or the competing starts, round 17).
+#: Off: measured (round 18, development seed 3353), the sparse split's first
+#: model's third rank scored 0.017 where the competing starts scored 0.095, and
+#: the choice moved from (0.5, 0) 0.25 to (0.2, 0) 0.5 (MSE 0.36 -> 0.33, Dice
+#: 0.595 -> 0.512).
+WALK_EVIDENCE = False
+#: The same for the default fit's evidence only (its split walked first,
+#: ``_shared_walk.walk_first``). Off: measured (round 18), it scored the default
+#: fit's third rank, which no model reproduces, 0.0006 where the competing starts
+#: scored 0.19 and moved the choice on round 17's recorded instance 3638.
+WALK_DEFAULT = False
+#: A full continuation is also kept only when its joint objective is not above
+#: that of a continuation from the row's half fit by more than :data:`CHAIN_FULL_GAP`
+#: of that continuation's explained part (:func:`_not_above`). Measured (round 18):
+#: on recorded 3534 (r = 0.7) the continuation at (0.05, 0) 4 explained 0.55 less
+#: (a component no fit reproduces kept, its evidence 0.01 where main's model's was
+#: 0.63); where the two settle together the difference was 3e-4 (3667).
+CHAIN_FULL_OBJECTIVE = True
+CHAIN_FULL_GAP = 0.01
+#: The sample key of the full fits in the search's chains.
+FULL = "full"
+
+#: ``[failed, chains, full failed, walks]`` of the search under way
+#: (:func:`continuations`), else None; ``chains``: ``{(sample, l1_ratio): [(l1
+#: weight, components), ...]}``; ``walks``: a split's walk made before its turn
+#: (``_shared_walk.walk_split``).
 _SEARCH = ContextVar("neurospca_continuations", default=None)
 
 
@@ -83,7 +127,7 @@ def continuations():
     """One search's evidence fits: after a continuation that does not hold
     (:func:`continuation_holds`), the later ones are fitted with the competing
     starts only."""
-    token = _SEARCH.set([False, {}])
+    token = _SEARCH.set([False, {}, False, {}])
     try:
         yield
     finally:
@@ -145,6 +189,53 @@ def chained_start(sample, params):
     return min(fits, key=lambda f: (abs(np.log(f[0] / w)), f[0]))[1]
 
 
+def remember_full(params, components):
+    """Keep a judged row's full fit for :func:`continued_full`."""
+    if CHAIN_FULL:
+        _remember(FULL, params, components)
+
+
+def continued_full(estimator, X, params, start, groups=None):
+    """Without TV, within a search: the full fit at ``params`` continued from
+    the search's full fit of the same split at the nearest l1 weight
+    (:func:`chained_start`), when it holds rank by rank against ``start``
+    (the row's half fit, from which the fit it replaces starts:
+    :func:`chain_holds`); else None, and the search tries no more full
+    continuations. The model keeps ``estimator``'s ``warm_start``."""
+    search = _SEARCH.get()
+    prev = chained_start(FULL, params) if CHAIN_FULL else None
+    if prev is None or search[2]:
+        return None
+    model = clone(estimator).set_params(**params, stability=False, warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = start_from(model, prev).fit(X, split_groups=groups)
+    model.set_params(warm_start=estimator.get_params()["warm_start"])
+    if chain_holds(X, start, model.components_) and _not_above(estimator, X, params, start, model):
+        return model
+    search[2] = True
+    return None
+
+
+def _not_above(estimator, X, params, start, model):
+    """Without :data:`CHAIN_FULL_OBJECTIVE`, True; else True when ``model``'s
+    joint objective ``J`` is above that of the continuation from ``start`` (the
+    half fit the fit it replaces starts from) by at most
+    :data:`CHAIN_FULL_GAP` of that continuation's explained part
+    ``||Xc||^2 / (2N) - J``."""
+    if not CHAIN_FULL_OBJECTIVE:
+        return True
+    own = clone(estimator).set_params(**params, stability=False, warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        own = start_from(own, start).fit(X, split_groups=groups_of(estimator))
+    operator = estimator.get_params()["operator"]
+    chained, other = fitted_objective(model, X, operator), fitted_objective(own, X, operator)
+    Xc = np.asarray(X, dtype=np.float64) - np.mean(X, axis=0)
+    base = float(np.sum(Xc * Xc)) / (2.0 * Xc.shape[0])
+    return bool(chained - other <= CHAIN_FULL_GAP * abs(base - other))
+
+
 def _remember(sample, params, components):
     """Keep an evidence fit of ``sample`` for :func:`chained_start`."""
     search = _SEARCH.get()
@@ -155,7 +246,20 @@ def _remember(sample, params, components):
         del fits[:-CHAIN_KEEP]
 
 
-def guarded_fit(model, data, params, start, sample=None):
+def walk_start(data, params, start, walked):
+    """The walk's half fit ``walked`` at the evidence fit's own point (the same
+    half, the same ``params``) as the chain's start, when the search's chains
+    are on, without TV, and it already holds rank by rank against ``start``
+    (:func:`chain_holds`); else None."""
+    search = _SEARCH.get()
+    if not CHAIN or walked is None or search is None or (CHAIN_STOP and search[0]):
+        return None
+    if params["tv_ratio"] != 0 or not chain_holds(data, start, walked):
+        return None
+    return walked
+
+
+def guarded_fit(model, data, params, start, sample=None, walked=None):
     """:func:`_guarded_fit`; without TV, first a continuation of ``sample``'s
     own previous evidence fit of the search (:func:`chained_start`), kept when
     it holds against ``start``, the judged model's components, rank by rank
@@ -164,10 +268,14 @@ def guarded_fit(model, data, params, start, sample=None):
     3637), so that each sample's fits stay
     independent of the others' (a continuation from the judged model's
     components scored a component that no fit reproduces up to 0.21 higher,
-    round 16). Each result is kept for the next point (issue 20 round 17)."""
-    chained = chained_start(sample, params)
+    round 16). Each result is kept for the next point (issue 20 round 17).
+    ``walked``: the walk's fit of the same half at ``params``, the chain's
+    start when it holds (:func:`walk_start`, round 18)."""
+    chained = walk_start(data, params, start, walked)
+    if chained is None:
+        chained = chained_start(sample, params)
     search = _SEARCH.get()
-    if chained is not None and not search[0]:
+    if chained is not None and not (CHAIN_STOP and search[0]):
         keep = dict(params, stability=False, certify_support=False, verbose=0)
         fit = clone(model).set_params(**keep, warm_start=True)
         with warnings.catch_warnings():

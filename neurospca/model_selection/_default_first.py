@@ -45,6 +45,7 @@ from ._returned import (
     returned_evidence,
     subsample_evidence,
 )
+from ._shared_walk import walk_first
 
 
 def unbeatable(stability):
@@ -83,8 +84,11 @@ def default_first(inner, X, splits, grid, seeds, truth, verbose, model):
     if model is None or not full_admissible(model.components_):
         return None, None, None
     params = _default_params(model)
-    evidence = returned_evidence(model, X, params, seeds[0], groups_of(inner))
     point = (params["l1_ratio"], params["tv_ratio"], params["alpha_rel"])
+    walked = None
+    if point[:2] in [tuple(map(float, s)) for s in splits]:  # its split's walk first (no TV)
+        walked = walk_first(inner, X, point[:2], grid, seeds, truth, verbose, params)
+    evidence = returned_evidence(model, X, params, seeds[0], groups_of(inner), walked)
     known = {point: (model, evidence)}
     path = grid[grid <= point[2] * (1 + 1e-9)]
     if (

@@ -58,7 +58,8 @@ from ..decomposition import (
     split_halves,
     start_from,
 )
-from ._continuation import continuations, guarded_fit, subsample_fits
+from . import _continuation
+from ._continuation import continuations, continued_full, guarded_fit, remember_full, subsample_fits
 from ._heldout import explains_less, explains_more, pair_heldout
 from ._twin import twin_evidence
 
@@ -71,7 +72,12 @@ COLLAPSED = 0.05
 def fit_returned(estimator, X, params, start):
     """The full-sample fit at ``params`` started from ``start`` (a half fit's
     components), without ``stability_``: the model the refit returns (with
-    ``estimator``'s row groups, ``groups_of``)."""
+    ``estimator``'s row groups, ``groups_of``). Without TV, within a search,
+    first a guarded continuation of the search's full fit at the nearest l1
+    weight (``_continuation.continued_full``, issue 20 round 18)."""
+    model = continued_full(estimator, X, params, start, groups_of(estimator))
+    if model is not None:
+        return model
     model = start_from(clone(estimator).set_params(**params, stability=False), start)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -85,7 +91,7 @@ def returned_stability(model, X, params, seed, groups=None):
     return returned_evidence(model, X, params, seed, groups)[0]
 
 
-def returned_evidence(model, X, params, seed, groups=None):
+def returned_evidence(model, X, params, seed, groups=None, walked=None):
     """Per component of a fitted model: the lower of two reproducibilities,
     both from fits started from its components at ``params``; and the held-out
     variance of the halves' fits (issue 20 round 10).
@@ -105,7 +111,8 @@ def returned_evidence(model, X, params, seed, groups=None):
     (:func:`~._heldout.pair_heldout`: each half's components on the other
     half, and its noise floor), the evidence about a pattern that no model
     reproduces (:mod:`._heldout`). ``groups`` (``split_groups``, validated):
-    the halves and subsamples keep them whole.
+    the halves and subsamples keep them whole. ``walked``: the walk's pair of
+    half fits at ``params`` on the same halves (``_continuation.walk_start``).
 
     Returns
     -------
@@ -114,7 +121,7 @@ def returned_evidence(model, X, params, seed, groups=None):
         Held-out variance explained and its floor.
     """
     sub = subsample_evidence(model, X, params, groups)
-    half, heldout = halves_evidence(model, X, params, seed, groups)
+    half, heldout = halves_evidence(model, X, params, seed, groups, walked)
     return np.minimum(sub, half), heldout
 
 
@@ -124,14 +131,17 @@ def subsample_evidence(model, X, params, groups=None):
     return np.asarray(subsample_fits(model, X, params, groups))
 
 
-def halves_evidence(model, X, params, seed, groups=None):
+def halves_evidence(model, X, params, seed, groups=None, walked=None):
     """``half`` of :func:`returned_evidence` and the held-out variance of the
-    same two half fits (started from ``model``'s components)."""
+    same two half fits (started from ``model``'s components; ``walked``: the
+    walk's pair of fits of these halves at ``params``)."""
     start = model.components_
     halves = split_halves(X, seed, groups)
+    walked = (None, None) if walked is None else walked
     with row_groups(model, X, groups):
         comps = [
-            guarded_fit(model, h, params, start, ("half", k, seed))[0] for k, h in enumerate(halves)
+            guarded_fit(model, h, params, start, ("half", k, seed), walked[k])[0]
+            for k, h in enumerate(halves)
         ]
     return component_stability(start, *comps), pair_heldout(comps, halves)
 
@@ -273,14 +283,16 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
             model, evidence = (known or {}).get(_point(r), (None, None))
             if model is None:
                 model = fit_returned(estimator, X, r["params"], halves[i][0][0])
+            remember_full(r["params"], model.components_)
             r["returned_admissible"] = full_admissible(model.components_) and not _shrunk_away(
                 results, models, i, model
             )
             # an inadmissible model is never chosen nor compared: not scored
             stab, heldout = np.full(len(model.components_), np.nan), None
             if r["returned_admissible"]:
+                walked = halves[i][0] if _continuation.WALK_EVIDENCE else None
                 stab, heldout = evidence or returned_evidence(
-                    model, X, r["params"], seed, groups_of(estimator)
+                    model, X, r["params"], seed, groups_of(estimator), walked
                 )
             record(r, model, stab, heldout, truth)
             models[i] = model
@@ -468,7 +480,8 @@ def returned_search(
     models : dict
         ``{row: returned model}`` of the rows judged.
     """
-    from ._halves import default_path_starts, reproducibility_search
+    from ._halves import default_path_starts
+    from ._shared_walk import walk_split
 
     own = tuple(map(float, splits[0]))
     first = [s for s in splits if tuple(map(float, s)) in {own, default_split}]
@@ -478,7 +491,8 @@ def returned_search(
     for k, split in enumerate(first + rest):
         if k == len(first) and _reproduces(results, models, own):
             break  # the own split's models reproduce: the other splits are a fallback
-        rows, pairs = reproducibility_search(estimator, X, [split], grid, seeds, truth, verbose)
+        walked = (results, halves)
+        rows, pairs = walk_split(estimator, X, split, grid, seeds, truth, verbose, walked)
         start = len(results)
         results += rows
         halves += pairs

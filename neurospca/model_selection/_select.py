@@ -442,6 +442,11 @@ def select_penalty(
         components (the joint fit's sweeps from that start only), kept when
         it captures at least half the variance the start captures on its rows
         (``_continuation``), else made with the competing starts as before.
+        Rounds 17-18, without TV: the evidence fits and the judged points'
+        full fits continue the search's earlier fits of the same split, each
+        kept when it holds rank by rank (a full fit also when its objective
+        is as low), and the walks of equal l1 weight are shared
+        (docs/model_selection.rst).
         ``"halves"``: by the halves' reproducibility (rounds 6-7).
     split_groups : "auto", None, "blocks", int or array-like, default="auto"
         Rows that belong together, kept in one half by every split the search
