@@ -66,10 +66,9 @@ def _certify_pair(
     y = problem.y
     tol_abs = tol * 0.5 * float(y @ y)
     if moved is not None and state is not None:
-        dist = float(np.linalg.norm(y - moved[0]))  # both bounds' ||y - y0||, once
-        bound = moved_gap(y, *moved, dist=dist)
+        bound = moved_gap(y, *moved)
         if OWN_PAIRS and solver.name == "dual" and res is not None and res.v is v:
-            bound = min(bound, own_moved_gap(y, *moved, dist=dist))
+            bound = min(bound, own_moved_gap(y, *moved))
         if bound <= MOVED_SHARE * tol_abs:  # the exact gap would certify too: same pair
             return (
                 v,
@@ -114,7 +113,7 @@ def _certify_pair(
     return new.v, new, new.n_iter
 
 
-def moved_gap(y, y0, gap0, dist=None):
+def moved_gap(y, y0, gap0):
     """A certified gap of a v-step's pair ``(v, w)`` for the prox centre ``y``,
     from its gap ``gap0`` for the centre ``y0``, with no product.
 
@@ -127,11 +126,9 @@ def moved_gap(y, y0, gap0, dist=None):
     objective and the Lagrangian are 1-strongly convex), hence
 
     .. math:: G_y \\le G_0 + \\|d\\|^2 / 2 + 2 \\|d\\| \\sqrt{2 G_0}.
-
-    ``dist``: ``||y - y0||`` when known.
     """
     gap0 = max(float(gap0), 0.0)
-    dist = float(np.linalg.norm(y - y0)) if dist is None else dist
+    dist = float(np.linalg.norm(y - y0))
     return gap0 + 0.5 * dist * dist + 2.0 * dist * np.sqrt(2.0 * gap0)
 
 
@@ -150,18 +147,19 @@ def kernel_gap(problem, v, res, y0):
     atw = getattr(res, "atw", None)
     if fast is None or atw is None or res.v is not v or not np.isfinite(res.objective):
         return None
-    values, order = atw
-    x = np.empty_like(values)
-    if order is None:
-        x[...] = values
-    else:
-        x[order] = values
+    values, order = atw  # A^T w, in the kernel's order of the features
     y = problem.y
+    if order is None:
+        x = y - values
+    else:
+        x = np.empty_like(values)
+        x[order] = values
+        np.subtract(y, x, out=x)
     d = v - y0
     primal = float(res.objective) - 0.5 * float(d @ d)
     np.subtract(v, y, out=d)
     primal += 0.5 * float(d @ d)
-    np.subtract(y, x, out=x)  # soft(y - A^T w, l1), in place
+    # x = y - A^T w; soft(x, l1) in place
     np.sign(x, out=d)
     np.abs(x, out=x)
     x -= fast[0]
@@ -179,7 +177,7 @@ def kernel_gap(problem, v, res, y0):
 KERNEL_GAPS = True
 
 
-def own_moved_gap(y, y0, gap0, dist=None):
+def own_moved_gap(y, y0, gap0):
     """:func:`moved_gap` for the dual solver's own pair: ``v = v_w``, the primal
     point of its dual point ``w`` (``soft(y0 - A^T w)``, as the solver returns
     them), so the cross term ``d . (v_w - v)`` of :func:`moved_gap`'s proof is
@@ -188,8 +186,8 @@ def own_moved_gap(y, y0, gap0, dist=None):
     .. math:: G_y \\le G_0 + \\|d\\|^2 / 2.
 
     (Not for another solver's pair: ``tests/test_joint22o.py`` shows it fails
-    for a ``v`` moved off ``v_w``.) ``dist``: ``||y - y0||`` when known."""
-    dist = float(np.linalg.norm(y - y0)) if dist is None else dist
+    for a ``v`` moved off ``v_w``.)"""
+    dist = float(np.linalg.norm(y - y0))
     return max(float(gap0), 0.0) + 0.5 * dist * dist
 
 
