@@ -102,12 +102,15 @@ class _CachedDeflated(_Deflated):
         return z, g
 
 
-def _others(op, sqnorm, U, V, d, Z, k, cache=None):
+def _others(op, sqnorm, U, V, d, Z, k, cache=None, norm=True):
     """``X`` minus every component but ``k``, implicitly, with its exact squared norm.
 
     ``Z[:, j] = X v_j`` (the centred data, not deflated):
     ``||X - sum_j d_j u_j v_j^T||^2 = ||X||^2 - 2 sum_j d_j u_j^T z_j
     + sum_ij d_i d_j (u_i . u_j)(v_i . v_j)`` over ``j != k``.
+    ``norm=False``: no norm (NaN; the P-long Gram of the others' loadings not
+    formed), for an alternation of one iteration, which stops after it
+    whatever the residual's change.
     """
     keep = [j for j in range(U.shape[1]) if j != k and d[j] != 0.0]
     defl = _Deflated(op, sqnorm) if cache is None else _CachedDeflated(op, cache, sqnorm)
@@ -116,6 +119,9 @@ def _others(op, sqnorm, U, V, d, Z, k, cache=None):
         defl.U.append(U[:, j])
         defl.V.append(V[:, j])
         defl.d.append(d[j])
+    if not norm:
+        defl.sqnorm = np.nan
+        return defl
     dk = np.asarray(d)[keep]
     Uk, Vk = U[:, keep], V[:, keep]  # copies, once each
     cross = (Uk.T @ Uk) * (Vk.T @ Vk)
