@@ -37,6 +37,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from bench_sweep22q import _Tally  # noqa: E402
+
 
 def _main_others(main_tree):
     """Main's ``_others`` (and with it its ``_CachedDeflated``), executed from
@@ -48,7 +50,7 @@ def _main_others(main_tree):
     }
     with open(path) as f:
         exec(compile(f.read(), path, "exec"), ns)
-    return ns["_others"]
+    return lambda *args, norm=True, **kw: ns["_others"](*args, **kw)  # main has no norm
 
 
 def _variant(name, main_tree):
@@ -69,10 +71,11 @@ def _variant(name, main_tree):
     _alternation.KERNEL_GAPS = name != "main"
 
 
-class _Gaps:
-    """``prox_gap`` and ``kernel_gap`` calls inside certify steps."""
+class _Gaps(_Tally):
+    """``prox_gap`` and ``kernel_gap`` calls inside certify steps (installed and
+    removed as :class:`bench_sweep22q._Tally`'s wrappers)."""
 
-    def __init__(self):
+    def __init__(self):  # its own wrappers, not _Tally's
         from neurospca.decomposition import _alternation
         from neurospca.solvers import _problem
 
@@ -109,20 +112,10 @@ class _Gaps:
 
         return run
 
-    def __enter__(self):
-        self.saved = [(mod, name, getattr(mod, name), new) for mod, name, new in self.saved]
-        for mod, name, _, new in self.saved:
-            setattr(mod, name, new)
-        return self
-
-    def __exit__(self, *exc):
-        for mod, name, old, _ in self.saved:
-            setattr(mod, name, old)
-
 
 def compare(sets, rounds, main_tree):
     import bench_datapath
-    from bench_sweep22q import _data, _Tally
+    from bench_sweep22q import _data
 
     from neurospca import SPCATV
     from neurospca.decomposition._objective import fitted_objective
