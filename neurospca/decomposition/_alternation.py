@@ -6,8 +6,8 @@ re-checks them. The v-steps go through the solver registry of
 :mod:`neurospca.solvers` (one interface for every solver) on a
 :class:`~neurospca.solvers.ProxProblem` built from the penalty pieces.
 
-Size: 600+ lines, one rank-one alternation in one place (its v-step, u-step,
-certify step with the moved-gap bound, records and warnings), which the joint
+Size: 700+ lines, one rank-one alternation in one place (its v-step, u-step,
+certify step with the moved-gap bound and the kernel gap, records and warnings), which the joint
 fit's sweeps and its one-pass sweep (:mod:`._sweep_pass`) reuse step by step.
 """
 
