@@ -65,7 +65,7 @@ class _Deflated:
     """``X_k = X - sum_j d_j u_j v_j^T`` applied implicitly (memory O(N + P) per
     component) on a :class:`~neurospca.decomposition._data.DataOperator`."""
 
-    def __init__(self, op):
+    def __init__(self, op, sqnorm=None):
         self.op = op
         self.U, self.V, self.d = [], [], []
         # Xc v_j, Xc^T u_j and Xc^T Xc v_j of the removed components, when known
@@ -73,7 +73,7 @@ class _Deflated:
         # (x, Xc x, Xc^T Xc x) of the last vectors passed through gram():
         # every fused pass enriches the span the next starts are sought in
         self.seen = []
-        self.sqnorm = op.sqnorm()
+        self.sqnorm = op.sqnorm() if sqnorm is None else sqnorm  # ||Xc||^2 when given
 
     def _coef(self, vecs, x):
         return np.array([d_j * float(w @ x) for w, d_j in zip(vecs, self.d, strict=True)])
@@ -82,6 +82,12 @@ class _Deflated:
         for w, c in zip(vecs, coef, strict=True):
             out -= c * w
         return out
+
+    def _minus_combination(self, vecs, coef, x):
+        """:meth:`_subtract_combination` on a copy of ``x`` (its bits), with no copy."""
+        if not vecs:
+            return x.copy()
+        return self._subtract_combination(vecs[1:], coef[1:], x - coef[0] * vecs[0])
 
     def dot(self, v):
         """``X_k v``."""

@@ -114,7 +114,8 @@ _OWN_KEYS = ("max_iter_full", "products")
 def _refit(op, sqnorm, U, V, d, Z, k, w, kw, certify=True):
     """Component ``k`` fitted again on the residual of the others (warm start;
     ``certify``: :func:`_alternate`'s certify step)."""
-    defl = _others(op, sqnorm, U, V, d, Z, k, kw.get("products"))
+    one = kw["max_iter"] == 1  # its residual's norm is not used (_others)
+    defl = _others(op, sqnorm, U, V, d, Z, k, kw.get("products"), norm=not one)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         u, v, info = _alternate(

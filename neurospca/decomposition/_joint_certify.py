@@ -50,11 +50,13 @@ class ProductCache:
         xv = self._find(self.xv, v)
         return op.matvec(v) if xv is None else xv.copy()
 
-    def rmatvec_unit(self, u):
-        """``Xc^T u`` for a unit ``u`` normalised from a kept one, or None."""
+    def rmatvec_unit(self, u, copy=True):
+        """``Xc^T u`` for a unit ``u`` normalised from a kept one, or None
+        (``copy=False``: the kept array itself when ``u`` is its key; not to be
+        written to)."""
         for key, value in reversed(self.xtu):
             if key[0] == u[0] and np.array_equal(key, u):
-                return value.copy()
+                return value.copy() if copy else value
             s = float(np.linalg.norm(key))
             if key[0] / s == u[0] and np.array_equal(key / s, u):
                 return value / s
@@ -64,19 +66,26 @@ class ProductCache:
 class _CachedDeflated(_Deflated):
     """:class:`_Deflated` that serves and keeps products in a :class:`ProductCache`."""
 
-    def __init__(self, op, cache):
-        super().__init__(op)
+    def __init__(self, op, cache, sqnorm=None):
+        super().__init__(op, sqnorm)
         self.cache = cache
 
     def _plus_d(self, vecs, coef, x):
-        """``x + sum_j coef_j vecs_j`` (the residual's correction undone)."""
-        return x - self._subtract_combination(vecs, coef, np.zeros_like(x))
+        """``x + sum_j coef_j vecs_j`` (the residual's correction undone): the bits
+        of ``x - (0 - c_0 w_0 - c_1 w_1 ...)`` (a rounded sum's negation is the
+        negated sum's rounding) without the zeros."""
+        if not vecs:
+            return x - np.zeros_like(x)
+        total = coef[0] * vecs[0]
+        for w, c in zip(vecs[1:], coef[1:], strict=True):
+            total += c * w
+        return x + total
 
     def rmatvec(self, u, exact=False):
-        xtu = self.cache.rmatvec_unit(u)
+        xtu = self.cache.rmatvec_unit(u, copy=False)
         if xtu is None:
             return super().rmatvec(u, exact=exact)
-        return self._subtract_combination(self.V, self._coef(self.U, u), xtu)
+        return self._minus_combination(self.V, self._coef(self.U, u), xtu)
 
     def dot(self, v):
         z = super().dot(v)
@@ -93,23 +102,30 @@ class _CachedDeflated(_Deflated):
         return z, g
 
 
-def _others(op, sqnorm, U, V, d, Z, k, cache=None):
+def _others(op, sqnorm, U, V, d, Z, k, cache=None, norm=True):
     """``X`` minus every component but ``k``, implicitly, with its exact squared norm.
 
     ``Z[:, j] = X v_j`` (the centred data, not deflated):
     ``||X - sum_j d_j u_j v_j^T||^2 = ||X||^2 - 2 sum_j d_j u_j^T z_j
     + sum_ij d_i d_j (u_i . u_j)(v_i . v_j)`` over ``j != k``.
+    ``norm=False``: no norm (NaN; the P-long Gram of the others' loadings not
+    formed), for an alternation of one iteration, which stops after it
+    whatever the residual's change.
     """
     keep = [j for j in range(U.shape[1]) if j != k and d[j] != 0.0]
-    defl = _Deflated(op) if cache is None else _CachedDeflated(op, cache)
+    defl = _Deflated(op, sqnorm) if cache is None else _CachedDeflated(op, cache, sqnorm)
     defl.keep = keep
     for j in keep:
         defl.U.append(U[:, j])
         defl.V.append(V[:, j])
         defl.d.append(d[j])
+    if not norm:
+        defl.sqnorm = np.nan
+        return defl
     dk = np.asarray(d)[keep]
-    cross = (U[:, keep].T @ U[:, keep]) * (V[:, keep].T @ V[:, keep])
-    fit = 2.0 * float(dk @ np.einsum("ij,ij->j", U[:, keep], Z[:, keep]))
+    Uk, Vk = U[:, keep], V[:, keep]  # copies, once each
+    cross = (Uk.T @ Uk) * (Vk.T @ Vk)
+    fit = 2.0 * float(dk @ np.einsum("ij,ij->j", Uk, Z[:, keep]))
     defl.sqnorm = max(sqnorm - fit + float(dk @ cross @ dk), 0.0)
     return defl
 

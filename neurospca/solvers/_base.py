@@ -41,6 +41,10 @@ class SolverResult:
         The solver's warm-start state for the next v-step (opaque to callers;
         None or an object that supports negation, since the prox is odd in
         ``y``): the dual variables for the dual method, None for CONESTA.
+    atw : tuple or None
+        The compiled dual kernels' ``A^T w`` of the returned ``w`` (float64 solves):
+        ``(values, order)``, ``order`` the features' locality order (``out[order] =
+        values``) or None; None when not kept.
     """
 
     v: np.ndarray
@@ -53,6 +57,7 @@ class SolverResult:
     w: np.ndarray = None
     objective: float = float("nan")
     state: object = None
+    atw: object = None
 
 
 def get_kernels(kernels):

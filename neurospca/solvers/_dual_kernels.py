@@ -153,6 +153,7 @@ def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, 
             gap_history=history,
             w=w,
             objective=primal,
+            atw=(ATw, None) if y.dtype == np.float64 else None,
         ),
     )
 
@@ -284,6 +285,7 @@ def _prox_dual_difference(
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
     if order is not None:
         vw, w_old = _user_order(vw, order.features), _user_order(w_old, order.rows)
+    atw = (ATw_old, None if order is None else order.features)  # A^T w_old, kept
     return _certified(
         stop,
         SolverResult(
@@ -295,6 +297,7 @@ def _prox_dual_difference(
             gap_history=history,
             w=w_old,
             objective=primal,
+            atw=atw if y.dtype == np.float64 else None,
         ),
     )
 

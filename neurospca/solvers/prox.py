@@ -105,6 +105,7 @@ def _unscale(res, s):
         res.w = res.w * s
     res.gap_history = [(i, g * s2) for i, g in res.gap_history]
     res.mu_history = [(i, mu, e * s2) for i, mu, e in res.mu_history]
+    res.atw = None  # the kernel's A^T w is at the solved scale
     return res
 
 
