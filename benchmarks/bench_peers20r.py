@@ -7,7 +7,7 @@ fsaverage5, three sites) through the package's own cohort path
 column (``site-combat``) or without (``site-raw``). Fits (``--fits``): ``ours``
 = ``SPCATV(K, operator=op, random_state=0)`` at every default; ``pca``;
 ``spcaA`` = scikit-learn ``SparsePCA(K, alpha=A, random_state=0)``;
-``dictlearning`` / ``canica`` = nilearn's estimators on the array
+``dictlearning[A]`` / ``canica`` = nilearn's estimators (alpha A) on the array
 (``_raw_fit`` after the masker's z-scoring and the rank-K reduction, as their
 ``fit`` does; the public ``fit`` accepts volumes and ``SurfaceImage``). Peers
 get the centred data. Per planted pattern: matched abs cos, support Dice (ours:
@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _trust import certified_dice, compare, recovery  # noqa: E402
-from bench_trust import _Dummy, halves, nilearn_dictlearning  # noqa: E402
+from bench_trust import _Dummy, halves  # noqa: E402
 from bench_trust_defaults import load  # noqa: E402
 
 from neurospca import SPCATV  # noqa: E402
@@ -57,18 +57,20 @@ def load_set(name, seed):
     return X, op, b.patterns[:, b.cortex]
 
 
-def nilearn_canica(X, K, seed=0):
-    """nilearn's CanICA on an array: ``nilearn_dictlearning``'s steps, CanICA's ``_raw_fit``."""
-    from nilearn.decomposition import CanICA
+def nilearn_array(kind, X, K, seed=0, **params):
+    """nilearn's CanICA or DictLearning on an array: the masker's z-scoring, the
+    rank-K reduction (``U S``) of ``_mask_and_reduce``, then the estimator's own
+    ``_raw_fit`` (as ``bench_trust.nilearn_dictlearning``)."""
+    from nilearn.decomposition import CanICA, DictLearning
     from nilearn.decomposition._base import _fast_svd
 
     sd = X.std(0)
     Z = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
     U, S, _ = _fast_svd(Z.T, K, random_state=seed)
-    ica = CanICA(n_components=K, random_state=seed)
-    ica.masker_ = _Dummy()
-    ica._raw_fit((U * S).T.copy())
-    return ica.components_
+    est = (CanICA if kind == "canica" else DictLearning)(K, random_state=seed, **params)
+    est.masker_ = _Dummy()
+    est._raw_fit((U * S).T.copy())
+    return est.components_
 
 
 def fit(name, X, op, K):
@@ -88,10 +90,10 @@ def fit(name, X, op, K):
         elif name.startswith("spca"):
             sp = SparsePCA(K, alpha=float(name[4:]), random_state=0)
             comps = sp.fit(X - X.mean(0)).components_
-        elif name == "dictlearning":
-            comps = nilearn_dictlearning(X, K)
         elif name == "canica":
-            comps = nilearn_canica(X, K)
+            comps = nilearn_array("canica", X, K)
+        elif name.startswith("dictlearning"):  # dictlearningA: alpha A (default 10)
+            comps = nilearn_array("dl", X, K, alpha=float(name[12:] or 10))
         else:
             raise ValueError(f"fits: unknown fit {name!r}")
     return np.asarray(comps), model, time.process_time() - c0
