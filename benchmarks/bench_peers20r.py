@@ -16,11 +16,14 @@ also of the certified support); CPU seconds (``time.process_time``).
 matched abs corr and top-m Dice between the halves' fits (``_trust.compare``);
 ours also ``stability_`` against the actual per-component agreement.
 One JSON line per fit, appended as it finishes; done fits are skipped.
+``--summary FILES``: the tables (verdict: a peer at most 0.05 above ours in
+worst-pattern abs cos and Dice on every seed, or by how much).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_peers20r.py --sets fs5-0.5 site-combat \
         --seeds 3677 3678 --fits ours pca dictlearning canica --out D/sim.jsonl
     OMP_NUM_THREADS=1 python benchmarks/bench_peers20r.py --rsfmri --fits ours pca spca1 \
         --out D/rsfmri.jsonl
+    python benchmarks/bench_peers20r.py --summary D/*.jsonl
 """
 
 import argparse
@@ -162,15 +165,100 @@ def run_rsfmri(args):
         emit(args.out, rec)
 
 
+def fmt(a):
+    return "/".join(f"{x:.2f}" for x in a)
+
+
+def sim_summary(recs):
+    """Per set and seed: every fit; then per set ours against each peer (worst
+    pattern over the seeds; ours' Dice is of its certified support)."""
+    print(
+        "| set | seed | fit | abs cos | Dice | worst cos / Dice | CPU s | ours: point, stability_ |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in sorted(recs, key=lambda r: (r["set"], r["seed"], r["fit"] != "ours", r["fit"])):
+        d = r.get("cert_dice", r["dice"])
+        extra = f"{r['point']}, {fmt(r['stability'])}" if "point" in r else ""
+        print(
+            f"| {r['set']} | {r['seed']} | {r['fit']} | {fmt(r['cos'])} | {fmt(d)} | "
+            f"{min(r['cos']):.2f} / {min(d):.2f} | {r['cpu']:.1f} | {extra} |"
+        )
+    print("\n| set | fit | worst cos (seeds) | worst Dice (seeds) | CPU s (mean) | vs ours |")
+    print("|---|---|---|---|---|---|")
+    for name in sorted({r["set"] for r in recs}):
+        rows = [r for r in recs if r["set"] == name]
+        seeds = sorted({r["seed"] for r in rows})
+        best = {}  # SparsePCA at its best alpha per seed: worst cos, ties (0.005) by Dice
+        for s in seeds:
+            sp = [r for r in rows if r["seed"] == s and r["fit"].startswith("spca")]
+            if sp:
+                b = max(sp, key=lambda r: (round(min(r["cos"]) / 0.005), min(r["dice"])))
+                best[s] = dict(b, fit="spca best")
+        fits = sorted({r["fit"] for r in rows}, key=lambda f: (f != "ours", f))
+        ours = {r["seed"]: r for r in rows if r["fit"] == "ours"}
+        for f in fits + (["spca best"] if best else []):
+            got = [r for r in rows if r["fit"] == f] or list(best.values())
+            got = {r["seed"]: r for r in got}
+            cos = [min(got[s]["cos"]) for s in seeds if s in got]
+            dice = [min(got[s].get("cert_dice", got[s]["dice"])) for s in seeds if s in got]
+            gap = [
+                max(
+                    min(got[s]["cos"]) - min(ours[s]["cos"]),
+                    min(got[s]["dice"]) - min(ours[s]["cert_dice"]),
+                )
+                for s in seeds
+                if s in got and s in ours
+            ]
+            verdict = (
+                "-"
+                if f == "ours" or not gap
+                else (
+                    "at least as good (within 0.05)"
+                    if max(gap) <= 0.05
+                    else f"worse by {max(gap):.2f}"
+                )
+            )
+            cpu = np.mean([got[s]["cpu"] for s in got])
+            print(f"| {name} | {f} | {fmt(cos)} | {fmt(dice)} | {cpu:.1f} | {verdict} |")
+
+
+def rsfmri_summary(recs):
+    print("| fit | matched abs corr (mean) | top-m Dice (mean) | support % mean (max) | CPU s |")
+    print("|---|---|---|---|---|")
+    for r in recs:
+        s = 100 * np.asarray(r["support"])
+        print(
+            f"| {r['fit']} | {fmt(r['corr'])} ({np.mean(r['corr']):.2f}) | {fmt(r['dice'])} "
+            f"({np.mean(r['dice']):.2f}) | {s.mean():.1f} ({s.max():.0f}) | {fmt(r['cpu'])} |"
+        )
+        for i, h in enumerate(r.get("halves", [])):
+            print(
+                f"| ours half {'AB'[i]}: {h['point']} | actual {fmt(h['actual'])} "
+                f"({np.mean(h['actual']):.2f}) | stability_ {fmt(h['stability'])} "
+                f"({np.mean(h['stability']):.2f}) | {fmt(100 * np.asarray(h['nonzero']))} | |"
+            )
+
+
+def summary(paths):
+    recs = [json.loads(line) for p in paths for line in open(p) if line.strip()]
+    sim_summary([r for r in recs if r["set"] != "rsfmri"])
+    print()
+    rsfmri_summary([r for r in recs if r["set"] == "rsfmri"])
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--sets", nargs="+", default=["c69-0.6", "fs5-0.5", "fs5-0.8", "paper-0.7"])
     p.add_argument("--seeds", nargs="+", type=int, default=[3677, 3678])
     p.add_argument("--fits", nargs="+", default=["ours", "pca", "dictlearning", "canica"])
     p.add_argument("--rsfmri", action="store_true")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out")
+    p.add_argument("--summary", nargs="+", help="JSON lines files: print the tables")
     args = p.parse_args()
-    run_rsfmri(args) if args.rsfmri else run_sim(args)
+    if args.summary:
+        summary(args.summary)
+    else:
+        run_rsfmri(args) if args.rsfmri else run_sim(args)
 
 
 if __name__ == "__main__":
