@@ -219,6 +219,36 @@ def sim_summary(recs):
             print(f"| {name} | {f} | {fmt(cos)} | {fmt(dice)} | {cpu:.1f} | {verdict} |")
 
 
+COLUMNS = ["ours", "pca", "spca0.5", "spca1", "dictlearning", "dictlearning1", "canica"]
+
+
+def compact_summary(recs):
+    """One row per set: worst-pattern abs cos / Dice per seed for every fit, and
+    the verdict against the peer that comes closest (or passes)."""
+    print("| set | " + " | ".join(COLUMNS) + " | verdict |")
+    print("|---" * (len(COLUMNS) + 2) + "|")
+    for name in sorted({r["set"] for r in recs}):
+        got = {(r["fit"], r["seed"]): r for r in recs if r["set"] == name}
+        seeds = sorted({s for _, s in got})
+        cells, worst = [], (-9.0, "")
+        for f in COLUMNS:
+            one = [got[(f, s)] for s in seeds if (f, s) in got]
+            cells.append(
+                " · ".join(
+                    f"{min(r['cos']):.2f}/{min(r.get('cert_dice', r['dice'])):.2f}" for r in one
+                )
+                or "-"
+            )
+            for r in one if f != "ours" else []:
+                o = got.get(("ours", r["seed"]))
+                gap = max(min(r["cos"]) - min(o["cos"]), min(r["dice"]) - min(o["cert_dice"]))
+                worst = max(worst, (gap, f))
+        verdict = f"ours worse by {worst[0]:.2f} ({worst[1]})"
+        if worst[0] <= 0.05:
+            verdict = f"at least as good (within 0.05; closest {worst[1]}, {-worst[0]:+.2f})"
+        print(f"| {name} | " + " | ".join(cells) + f" | {verdict} |")
+
+
 def rsfmri_summary(recs):
     print("| fit | matched abs corr (mean) | top-m Dice (mean) | support % mean (max) | CPU s |")
     print("|---|---|---|---|---|")
@@ -239,6 +269,8 @@ def rsfmri_summary(recs):
 def summary(paths):
     recs = [json.loads(line) for p in paths for line in open(p) if line.strip()]
     sim_summary([r for r in recs if r["set"] != "rsfmri"])
+    print()
+    compact_summary([r for r in recs if r["set"] != "rsfmri"])
     print()
     rsfmri_summary([r for r in recs if r["set"] == "rsfmri"])
 
