@@ -233,11 +233,14 @@ def compact_summary(recs):
         cells, worst = [], (-9.0, "")
         for f in COLUMNS:
             one = [got[(f, s)] for s in seeds if (f, s) in got]
+            each = [got.get((f, s)) for s in seeds]
             cells.append(
                 " · ".join(
-                    f"{min(r['cos']):.2f}/{min(r.get('cert_dice', r['dice'])):.2f}" for r in one
+                    "-"
+                    if r is None
+                    else f"{min(r['cos']):.2f}/{min(r.get('cert_dice', r['dice'])):.2f}"
+                    for r in each
                 )
-                or "-"
             )
             for r in one if f != "ours" else []:
                 o = got.get(("ours", r["seed"]))
