@@ -14,7 +14,7 @@ by the other: must be 0).
 ``--compare SET [--variants ...] [--rounds R]``: whole fits alternating in one
 process, per variant: CPU, passes, sweeps, J, the components' differences.
 
-Variants set module flags (:data:`VARIANTS`): "main" is 43b4c0a's finishing.
+Variants (:data:`VARIANTS`): "main" runs the certificates of main's tree (43b4c0a).
 
 Usage::
 
@@ -37,20 +37,42 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def _flags(**values):
-    def apply():
-        from neurospca.decomposition import _support
+def _support_module(tree):
+    """``neurospca/solvers/support.py`` of ``tree`` (None: this tree's), loaded
+    beside this tree's package (its relative imports are this tree's)."""
+    import importlib.util
 
-        for key, val in values.items():
-            setattr(_support, key, val)
+    from neurospca.solvers import support
+
+    if tree is None:
+        return support
+    name = "neurospca.solvers._support_of_" + os.path.basename(os.path.abspath(tree))
+    path = os.path.join(tree, "neurospca", "solvers", "support.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _certificates_of(tree):
+    """A variant: the finishing's certificates and working sets from ``tree``'s
+    ``solvers/support.py`` (the rest of the fit is this tree's)."""
+
+    def apply():
+        from neurospca.decomposition import _joint_certify, _support
+
+        module = apply.module = getattr(apply, "module", None) or _support_module(tree)
+        _support.working_set, _support.pair_radius = module.working_set, module.pair_radius
+        _support.certify_support = _joint_certify.certify_support = module.certify_support
 
     return apply
 
 
-#: name -> function setting the flags of that variant (module attributes).
+#: name -> function putting that variant in place. "main": the certificates of
+#: ``BENCH_MAIN`` (default /work/main); "branch": this tree's.
 VARIANTS = {
-    "main": _flags(SCREENED_FINISH=False),
-    "branch": _flags(SCREENED_FINISH=True),
+    "main": _certificates_of(os.environ.get("BENCH_MAIN", "/work/main")),
+    "branch": _certificates_of(None),
 }
 
 

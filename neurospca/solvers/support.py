@@ -353,9 +353,12 @@ def _columns_of(B, cols):
     """``B[:, cols]`` of a CSR ``B`` whose entries all lie in the sorted columns
     ``cols``: the same matrix as scipy's column indexing (the entries of each row
     in their order, renumbered), without its conversions."""
-    pos = np.zeros(B.shape[1], dtype=B.indices.dtype)
+    pos = np.full(B.shape[1], -1, dtype=B.indices.dtype)
     pos[cols] = np.arange(cols.size, dtype=B.indices.dtype)
-    return sp.csr_matrix((B.data, pos[B.indices], B.indptr), shape=(B.shape[0], cols.size))
+    indices = pos[B.indices]
+    if indices.size and indices.min() < 0:
+        raise ValueError("B has entries outside cols.")
+    return sp.csr_matrix((B.data, indices, B.indptr), shape=(B.shape[0], cols.size))
 
 
 def _rows_touching(op, feats):
