@@ -56,11 +56,13 @@ def _support_module(tree):
 
 def _certificates_of(tree):
     """A variant: the finishing's certificates and working sets from ``tree``'s
-    ``solvers/support.py`` (the rest of the fit is this tree's)."""
+    ``solvers/support.py``, and main's restart checks (``_start.MATVEC_ONCE``
+    off) unless ``tree`` is None (the rest of the fit is this tree's)."""
 
     def apply():
-        from neurospca.decomposition import _joint_certify, _support
+        from neurospca.decomposition import _joint_certify, _start, _support
 
+        _start.MATVEC_ONCE = tree is None  # the restart checks' products once (this tree)
         module = apply.module = getattr(apply, "module", None) or _support_module(tree)
         _support.working_set, _support.pair_radius = module.working_set, module.pair_radius
         _support.certify_support = _joint_certify.certify_support = module.certify_support
