@@ -190,6 +190,32 @@ def compare(sets, variants, rounds):
         VARIANTS["main"]()
 
 
+def recovery(sets, seeds, variants):
+    """``--recovery``: the trust sets' joint fit at ``bench_joint22i.POINT`` per
+    variant in one process: recovery, ``J``, the components' and
+    ``dual_gaps_``' largest difference to the first variant."""
+    from bench_joint22i import point_fits
+
+    from neurospca.decomposition._objective import fitted_objective
+
+    header = (
+        "| set | seed | variant | abs cos | certified Dice | J | max abs diff of "
+        "components / dual_gaps_ | CPU s |\n|---|---|---|---|---|---|---|---:|"
+    )
+    ref = None
+    chosen = [(v, VARIANTS[v]) for v in variants]
+    for name, seed, variant, X, op, fit in point_fits(sets, seeds, chosen, header):
+        m, cpu, cos, dice = fit
+        ref = (m.components_, m.dual_gaps_) if variant == variants[0] else ref
+        dc, dg = np.abs(m.components_ - ref[0]).max(), np.abs(m.dual_gaps_ - ref[1]).max()
+        print(
+            f"| {name} | {seed} | {variant} | {cos} | {dice} "
+            f"| {fitted_objective(m, X, op):.12g} | {dc:.1e} / {dg:.1e} | {cpu:.2f} |",
+            flush=True,
+        )
+    VARIANTS["main"]()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--finish", nargs="+")
@@ -197,11 +223,15 @@ def main():
     ap.add_argument("--variants", nargs="+", default=["main", "branch"])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--cprofile", action="store_true")
+    ap.add_argument("--recovery", nargs="+")
+    ap.add_argument("--seeds", nargs="+", type=int)
     args = ap.parse_args()
     if args.finish:
         finish(args.finish, args.variants, args.rounds, args.cprofile)
     if args.compare:
         compare(args.compare, args.variants, args.rounds)
+    if args.recovery:
+        recovery(args.recovery, args.seeds, args.variants)
 
 
 if __name__ == "__main__":
