@@ -97,9 +97,7 @@ def capture(name):
     saved, real = {}, _spcatv.certify_fit
 
     def grab(est, op, U, V, info, weights, settings):
-        saved.update(
-            op=op, U=U.copy(), V=V.copy(), info=copy.deepcopy(info), w=weights, s=settings
-        )
+        saved.update(op=op, U=U.copy(), V=V.copy(), info=copy.deepcopy(info), w=weights, s=settings)
         return real(est, op, U, V, info, weights, settings)
 
     _spcatv.certify_fit = grab
