@@ -223,9 +223,7 @@ def _pair_dual(problem, v, state):
     """``state`` projected onto the balls ``||w_g|| <= b`` (:func:`_feasible_dual`),
     or None where :func:`pair_radius` does not apply (it is then ``inf``)."""
     form = _screenable(problem)
-    if form is None or form[1] is None or form[2] == 0.0 or state is None:
-        return None
-    if form[1].n_rows == 0:
+    if form is None or form[1] is None or form[2] == 0.0 or state is None or not form[1].n_rows:
         return None
     return _feasible_dual(form[1], form[2], v, state)
 
@@ -351,8 +349,7 @@ def working_set(problem, v, state, margin=3):
 
 def _columns_of(B, cols):
     """``B[:, cols]`` of a CSR ``B`` whose entries all lie in the sorted columns
-    ``cols``: the same matrix as scipy's column indexing (the entries of each row
-    in their order, renumbered), without its conversions."""
+    ``cols``: scipy's column slice (each row's entries in order), without its conversions."""
     pos = np.full(B.shape[1], -1, dtype=B.indices.dtype)
     pos[cols] = np.arange(cols.size, dtype=B.indices.dtype)
     indices = pos[B.indices]
