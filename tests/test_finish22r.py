@@ -3,7 +3,6 @@ less work must say the same, and what they say must hold.
 
 * the support labels' regions (``_region_labels``) are the connected
   components of the features of ``R`` through the groups they share;
-* a working set's operator is the column slice of its rows (``_columns_of``);
 * ``certify_support`` projects the dual point once for its radius and its
   zero test: the radius and labels of the two separate computations;
 * the joint finishing (``_finish_block``, from another v-step's dual point):
@@ -14,22 +13,13 @@ less work must say the same, and what they say must hold.
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from neurospca import icosphere, tv_from_mask, tv_from_mesh
 from neurospca.decomposition._joint_certify import _finish_block
 from neurospca.solvers import ProxProblem, certify_support, prox_dual
 from neurospca.solvers._registry import SOLVERS
 from neurospca.solvers.penalties import L1, GroupNorm
-from neurospca.solvers.support import (
-    ROUNDING,
-    _columns,
-    _columns_of,
-    _region_labels,
-    _zero_test,
-    pair_radius,
-    working_set,
-)
+from neurospca.solvers.support import ROUNDING, _columns, _region_labels, _zero_test, pair_radius
 
 from ._certificates import cvxpy_solution, prox_objective, reference
 
@@ -74,28 +64,6 @@ def test_region_labels_are_the_components_through_shared_groups(kind, share):
     assert pairs == np.unique(labels).size == np.unique(ref).size
     if share < 0.5:  # a split R: the test can tell partitions apart
         assert np.unique(ref).size > 1
-
-
-@pytest.mark.parametrize("kind", ["grid", "mesh"])
-def test_a_working_set_operator_is_the_column_slice_of_its_rows(kind):
-    op = _operator(kind)
-    rng = np.random.default_rng(3707)
-    A = op.matrix.tocsr()
-    rows = np.flatnonzero(rng.random(A.shape[0]) < 0.3)
-    B = A[rows]
-    cols = np.unique(B.indices)
-    S = _columns_of(B, cols)
-    assert S.shape == (rows.size, cols.size)
-    assert np.array_equal(S.toarray(), B[:, cols].toarray())
-    # and a working set's problem holds exactly those rows and columns
-    y = rng.standard_normal(op.n_features)
-    problem = ProxProblem(y, [L1(0.3), GroupNorm(op, 0.2)])
-    res = prox_dual(y, op, 0.3, 0.2, tol=1e-4, max_iter=5000)
-    sub, rows, cols = working_set(problem, res.v, res.w, 1)
-    dense = sub.composite[0].operator.matrix.toarray()
-    assert np.array_equal(dense, A[rows][:, cols].toarray())
-    with pytest.raises(ValueError, match="outside cols"):  # never silently renumbered
-        _columns_of(sp.csr_matrix(np.eye(4)), np.array([0, 1, 3]))
 
 
 @pytest.mark.parametrize("kind", ["grid", "mesh"])

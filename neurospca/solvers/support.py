@@ -341,21 +341,10 @@ def working_set(problem, v, state, margin=3):
     w[rows] = 0.0
     y = y[cols] - (AT @ w)[cols]
     sub_op = GroupOperator(
-        _columns_of(A[rows], cols), np.concatenate([[0], np.cumsum(counts)]), norm2=op.norm2
+        A[rows][:, cols], np.concatenate([[0], np.cumsum(counts)]), norm2=op.norm2
     )
     sub = ProxProblem(np.ascontiguousarray(y), [L1(a), GroupNorm(sub_op, b)])
     return sub, rows, cols
-
-
-def _columns_of(B, cols):
-    """``B[:, cols]`` of a CSR ``B`` whose entries all lie in the sorted columns
-    ``cols``: scipy's column slice (each row's entries in order), without its conversions."""
-    pos = np.full(B.shape[1], -1, dtype=B.indices.dtype)
-    pos[cols] = np.arange(cols.size, dtype=B.indices.dtype)
-    indices = pos[B.indices]
-    if indices.size and indices.min() < 0:
-        raise ValueError("B has entries outside cols.")
-    return sp.csr_matrix((B.data, indices, B.indptr), shape=(B.shape[0], cols.size))
 
 
 def _rows_touching(op, feats):
