@@ -164,7 +164,7 @@ def compare(sets, variants, rounds):
 
     from neurospca.decomposition._objective import fitted_objective
 
-    print("| data | round | variant | CPU s | passes | sweeps | J | max abs diff | radius / peak |")
+    print("| data | round | variant | CPU s | passes | sweeps | J | max abs diff | radius / norm |")
     print("|---|---:|---|---:|---:|---:|---|---:|---|")
     for name in sets:
         X, operator = bench_datapath._load(name, None)
