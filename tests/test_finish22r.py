@@ -3,6 +3,8 @@ less work must say the same, and what they say must hold.
 
 * the support labels' regions (``_region_labels``) are the connected
   components of the features of ``R`` through the groups they share;
+* the restart checks on the Gram path take each loading's ``Xc v`` once per
+  state (``_start.matvec_once``): fewer passes, the same fit bit for bit;
 * ``certify_support`` projects the dual point once for its radius and its
   zero test: the radius and labels of the two separate computations;
 * the joint finishing (``_finish_block``, from another v-step's dual point):
@@ -125,3 +127,45 @@ def test_the_joint_finishing_gap_bounds_the_suboptimality(seed):
     if v_cvx is not None:  # an interior-point solution: zeros to its accuracy
         assert np.abs(v_cvx[cert.zero]).max() <= 1e-6 * np.abs(v_cvx).max()
     assert np.all(np.sign(v_ref[cert.nonzero]) == np.sign(v[cert.nonzero]))
+
+
+def test_the_gram_restart_checks_pass_over_each_loading_once(monkeypatch):
+    """``_start.MATVEC_ONCE``: the fit reads the data fewer times and is the
+    same bit for bit (components, gaps, sweeps); a kept product is served only
+    for the same loading and the same centring."""
+    import neurospca.decomposition._start as start
+
+    from .test_datapath import _fit, _instance, _Reads
+
+    X = _instance(n=120, seed=3709)
+    reads = _Reads(monkeypatch)
+    got = {}
+    for once in (False, True):
+        monkeypatch.setattr(start, "MATVEC_ONCE", once)
+        reads.bytes = 0
+        got[once] = (_fit(X, alpha_rel=1.0), reads.bytes / X.nbytes)
+    assert got[True][1] < got[False][1]
+    a, b = got[True][0], got[False][0]
+    assert np.array_equal(a.components_, b.components_)
+    assert np.array_equal(a.dual_gaps_, b.dual_gaps_) and a.n_sweeps_ == b.n_sweeps_
+    op = SimpleOp(np.random.default_rng(3710).standard_normal((5, 7)))
+    v = np.arange(7.0)
+    z = start.matvec_once(op, v)
+    assert np.array_equal(z, op.matvec(v)) and op.calls == 2
+    assert np.array_equal(start.matvec_once(op, v.copy()), z) and op.calls == 2  # served
+    start.matvec_once(op, v + 1e-300)  # another loading (its first entry's bits): computed
+    assert op.calls == 3
+    op.mean = op.mean.copy()  # another centring: computed again
+    start.matvec_once(op, v)
+    assert op.calls == 4
+
+
+class SimpleOp:
+    """An operator with ``matvec`` and a centring, counting its products."""
+
+    def __init__(self, X):
+        self.X, self.mean, self.calls = X, np.zeros(X.shape[1]), 0
+
+    def matvec(self, v):
+        self.calls += 1
+        return self.X @ v
