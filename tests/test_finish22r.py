@@ -10,7 +10,7 @@ less work must say the same, and what they say must hold.
 * the joint finishing (``_finish_block``, from another v-step's dual point):
   its reported gap bounds the true suboptimality (cvxpy / the 1e-12 dual
   reference), its radius meets the resolution, and no certified zero is a
-  non-zero of the exact solution. Seeds 3707-3708 (fresh, round 18).
+  non-zero of the exact solution. Seeds 3707-3710 (fresh, round 18).
 """
 
 import numpy as np
