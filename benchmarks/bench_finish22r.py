@@ -75,7 +75,14 @@ def _certificates_of(tree):
 VARIANTS = {
     "main": _certificates_of(os.environ.get("BENCH_MAIN", "/work/main")),
     "branch": _certificates_of(None),
+    "no-once": lambda: (_certificates_of(None)(), setattr(_start_module(), "MATVEC_ONCE", False)),
 }
+
+
+def _start_module():
+    from neurospca.decomposition import _start
+
+    return _start
 
 
 def _fit(name, X, operator):
