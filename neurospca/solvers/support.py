@@ -174,9 +174,10 @@ def certify_support(problem, v, gap, state=None):
     if not (np.isfinite(gap) and gap >= 0.0):
         raise ValueError(f"gap must be a finite number >= 0, got {gap!r}.")
     radius = float(np.sqrt(2.0 * (gap + ROUNDING * 0.5 * float(y @ y))))
-    radius = min(radius, pair_radius(problem, v, state))
+    w = _pair_dual(problem, v, state)  # projected once, for the radius and the zero test
+    radius = min(radius, _pair_radius(problem, v, w))
     nonzero = np.abs(v) > radius
-    zero, rounds = _zero_test(problem, y, v, radius, nonzero, state)
+    zero, rounds = _zero_test(problem, y, v, radius, nonzero, state, w)
     return SupportCertificate(
         v=np.where(zero, 0.0, v), nonzero=nonzero, zero=zero, radius=radius, rounds=rounds
     )
@@ -215,14 +216,25 @@ def pair_radius(problem, v, state):
     float
         The bound (``inf`` when it does not apply or is not finite).
     """
+    return _pair_radius(problem, v, _pair_dual(problem, v, state))
+
+
+def _pair_dual(problem, v, state):
+    """``state`` projected onto the balls ``||w_g|| <= b`` (:func:`_feasible_dual`),
+    or None where :func:`pair_radius` does not apply (it is then ``inf``)."""
     form = _screenable(problem)
-    if form is None or form[1] is None or form[2] == 0.0 or state is None:
+    if form is None or form[1] is None or form[2] == 0.0 or state is None or not form[1].n_rows:
+        return None
+    return _feasible_dual(form[1], form[2], v, state)
+
+
+def _pair_radius(problem, v, w):
+    """:func:`pair_radius` from the projected dual point ``w`` (:func:`_pair_dual`;
+    None: ``inf``)."""
+    if w is None:
         return np.inf
-    a, op, b = form
-    if op.n_rows == 0:
-        return np.inf
+    a, op, b = _screenable(problem)
     y = np.asarray(problem.y, dtype=np.float64)
-    w = _feasible_dual(op, b, v, state)
     t = y - op.matrix_t @ w
     vw = np.sign(t) * np.maximum(np.abs(t) - a, 0.0)
     gap = float(prox_gap(vw, y, op, a, b, w)[0])
@@ -384,8 +396,9 @@ class _Columns:
         self.M, self.MT = M, M.T.tocsr()
 
 
-def _zero_test(problem, y, v, r, nonzero, state):
-    """``(zero, rounds)``: the features certified zero (module docstring)."""
+def _zero_test(problem, y, v, r, nonzero, state, w=None):
+    """``(zero, rounds)``: the features certified zero (module docstring); ``w``:
+    ``state`` projected already (:func:`_pair_dual`), or None."""
     form = _screenable(problem)
     P = y.size
     if form is None:
@@ -397,7 +410,9 @@ def _zero_test(problem, y, v, r, nonzero, state):
     if r + slack >= a:  # every coefficient a - |q_j| - r - b p_j - slack is negative
         _checked_state(operator, state)
         return np.zeros(P, bool), 0
-    test = _RegionTest(operator, y, v, r, a, b, _feasible_dual(operator, b, v, state), slack)
+    if w is None:  # no state: the dual candidate of v
+        w = _feasible_dual(operator, b, v, state)
+    test = _RegionTest(operator, y, v, r, a, b, w, slack)
     R = ~nonzero
     if b * test.cols.smallest >= a:  # a failure spreads through its whole region
         return _zero_regions(test, R), 1
@@ -445,12 +460,17 @@ def _region_labels(cols, R):
     (through shared groups, within ``R``)."""
     from scipy.sparse.csgraph import connected_components
 
-    n_groups = cols.M.shape[0]
+    M = cols.M
+    n_groups, n_features = M.shape
+    # bipartite graph: the groups, then every feature; a group's edges go to its
+    # features in R (built from M's rows as they are: no column slicing, no sort)
+    keep = R[M.indices]
+    ends = np.concatenate([[0], np.cumsum(keep)])
+    ptr = np.concatenate([ends[M.indptr], np.full(n_features, ends[-1])])
+    n = n_groups + n_features
+    graph = sp.csr_matrix((np.ones(int(ends[-1])), M.indices[keep] + n_groups, ptr), shape=(n, n))
     idx = np.flatnonzero(R)
-    MR = cols.M[:, R].tocoo()
-    n = n_groups + idx.size  # bipartite graph: groups, then the features of R
-    graph = sp.coo_matrix((np.ones(MR.nnz), (MR.row, n_groups + MR.col)), shape=(n, n))
-    return connected_components(graph, directed=False)[1][n_groups:], idx
+    return connected_components(graph, directed=False)[1][n_groups + idx], idx
 
 
 def _feasible_dual(operator, b, v, state):
