@@ -564,15 +564,11 @@ def _run(args):
             check_report_dependencies()
             check_before_work(args)
             return args.func(args)
-        except KeyboardInterrupt:
-            print("neurospca: interrupted; no report or model was written.", file=sys.stderr)
-            return 130
-        except Terminated:
-            print(
-                "neurospca: terminated (SIGTERM); no report or model was written.", file=sys.stderr
-            )
-            return 143
+        except (KeyboardInterrupt, Terminated) as exc:
+            return _stopped(exc)
         except (UserError, ValueError, TypeError, OSError, ImportError, EOFError) as exc:
+            if _signal_in(exc) is not None:  # raised while a signal unwound, e.g. a zip's close
+                return _stopped(_signal_in(exc))
             print(f"neurospca: error: {_one_line(exc)}", file=sys.stderr)
             return 2
         except MemoryError as exc:
@@ -584,6 +580,28 @@ def _run(args):
             return 2
         finally:
             remove_temp_folders()
+
+
+def _signal_in(exc):
+    """The KeyboardInterrupt or :class:`Terminated` in ``exc``'s chain (its
+    ``__cause__`` / ``__context__``: an error raised by cleanup while the signal
+    unwound, such as a ZIP file closed with a member still open), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, (KeyboardInterrupt, Terminated)):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _stopped(exc):
+    """Say the command stopped on SIGINT (130) or SIGTERM (143); the exit code."""
+    if isinstance(exc, Terminated):
+        print("neurospca: terminated (SIGTERM); no report or model was written.", file=sys.stderr)
+        return 143
+    print("neurospca: interrupted; no report or model was written.", file=sys.stderr)
+    return 130
 
 
 def _one_line(exc):
