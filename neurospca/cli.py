@@ -31,7 +31,7 @@ import subprocess
 import sys
 
 from ._utils.io import remove_temp_folders
-from ._utils.signals import Terminated, sigterm_raises
+from ._utils.signals import Terminated, signal_in, sigterm_raises
 
 # The commands (scikit-learn, scipy.stats, pandas: ~2 s CPU) are imported when the
 # parser is built, after ``neurospca demo`` has started its report worker (see
@@ -567,8 +567,8 @@ def _run(args):
         except (KeyboardInterrupt, Terminated) as exc:
             return _stopped(exc)
         except (UserError, ValueError, TypeError, OSError, ImportError, EOFError) as exc:
-            if _signal_in(exc) is not None:  # raised while a signal unwound, e.g. a zip's close
-                return _stopped(_signal_in(exc))
+            if signal_in(exc) is not None:  # raised while a signal unwound, e.g. a zip's close
+                return _stopped(signal_in(exc))
             print(f"neurospca: error: {_one_line(exc)}", file=sys.stderr)
             return 2
         except MemoryError as exc:
@@ -580,19 +580,6 @@ def _run(args):
             return 2
         finally:
             remove_temp_folders()
-
-
-def _signal_in(exc):
-    """The KeyboardInterrupt or :class:`Terminated` in ``exc``'s chain (its
-    ``__cause__`` / ``__context__``: an error raised by cleanup while the signal
-    unwound, such as a ZIP file closed with a member still open), or None."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, (KeyboardInterrupt, Terminated)):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
 
 
 def _stopped(exc):

@@ -13,7 +13,7 @@ import zipfile
 import pytest
 
 from neurospca import cli
-from neurospca._utils.signals import Terminated
+from neurospca._utils.signals import Terminated, signal_in
 
 
 def _zip_left_open(signal_exc):
@@ -54,8 +54,8 @@ def test_the_signal_is_found_through_causes_and_contexts():
     inner.__context__ = stop
     outer = OSError("write")
     outer.__cause__ = inner
-    assert cli._signal_in(outer) is stop
-    assert cli._signal_in(ValueError("plain")) is None
+    assert signal_in(outer) is stop
+    assert signal_in(ValueError("plain")) is None
     loop = ValueError("loop")
     loop.__context__ = loop
-    assert cli._signal_in(loop) is None
+    assert signal_in(loop) is None

@@ -5,11 +5,35 @@ import contextlib
 import signal
 import threading
 
-__all__ = ["Terminated", "signals_blocked", "sigterm_raises"]
+__all__ = ["Terminated", "signal_in", "signals_blocked", "sigterm_raises"]
 
 
 class Terminated(BaseException):
     """SIGTERM arrived; like KeyboardInterrupt, not an Exception."""
+
+
+def signal_in(exc):
+    """The signal an exception stands for, if any.
+
+    Parameters
+    ----------
+    exc : BaseException or None
+        An exception, e.g. one raised by cleanup while a signal unwound (a ZIP
+        file closed with a member still open raises ``ValueError``).
+
+    Returns
+    -------
+    KeyboardInterrupt or Terminated or None
+        The first of them in ``exc``'s chain (``__cause__``, else
+        ``__context__``), or None.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, (KeyboardInterrupt, Terminated)):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 @contextlib.contextmanager
