@@ -733,6 +733,8 @@ WORKERS_DIE = """
     import os, signal, subprocess, sys, threading, time, warnings
     import numpy as np
     warnings.simplefilter("ignore")
+    import faulthandler
+    faulthandler.dump_traceback_later(200)  # where it hangs, if it does
     import neurospca
     from distributed import Client, LocalCluster
 
@@ -795,3 +797,68 @@ def test_fit_on_a_cluster_whose_workers_die_ends(tmp_path):
         pytest.fail(f"the fit hung after its workers died:\n{exc.stdout}\n{exc.stderr}")
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     assert res.stdout.splitlines() == ["workers killed: error"], res.stderr[-3000:]
+
+
+RESULTS_LOST = """
+    import os, signal, subprocess, sys, time, warnings
+    import numpy as np
+    warnings.simplefilter("ignore")
+    import faulthandler
+    faulthandler.dump_traceback_later(100)
+    import dask
+    from distributed import Client, LocalCluster, wait
+    from neurospca.decomposition._sources import gather_watched
+
+    if __name__ == "__main__":
+        cluster = LocalCluster(n_workers=0, processes=True, host="127.0.0.1",
+                               dashboard_address=None, silence_logs=50)
+        client = Client(cluster)
+        workers = [subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", cluster.scheduler_address,
+             "--no-nanny", "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
+        client.wait_for_workers(2, timeout=60)
+        futures = client.compute([dask.delayed(np.ones)(1000)])
+        wait(futures)  # the result now lives on a worker only
+        for w in workers:
+            w.send_signal(signal.SIGKILL)
+        t0 = time.monotonic()
+        try:
+            gather_watched("X", client, futures)
+            print("result")
+        except RuntimeError as exc:
+            print("error" if str(exc).startswith("X: the dask cluster has had no worker")
+                  else exc)
+        print(f"{time.monotonic() - t0:.1f}", flush=True)
+        os._exit(0)
+"""
+
+
+def test_results_lost_before_they_are_fetched_end_in_an_error(tmp_path):
+    """Workers killed after a task finished but before its result reached the
+    client: the fetch ends in the no-worker RuntimeError (5 s here) where a plain
+    ``client.gather`` waits forever for a worker to recompute the result (the
+    hang CI met once in test_fit_on_a_cluster_whose_workers_die_ends)."""
+    pytest.importorskip("distributed")
+    script = tmp_path / "lost.py"
+    script.write_text(textwrap.dedent(RESULTS_LOST))
+    env = dict(
+        os.environ,
+        NEUROSPCA_DASK_NO_WORKER_TIMEOUT="5",
+        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    try:
+        res = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired as exc:  # pragma: no cover - a hang is a failure
+        pytest.fail(f"the fetch hung after its workers died:\n{exc.stdout}\n{exc.stderr}")
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    verdict, seconds = res.stdout.splitlines()
+    assert verdict == "error", res.stderr[-3000:]
+    assert 5.0 <= float(seconds) < 60.0

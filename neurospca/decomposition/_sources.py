@@ -6,8 +6,8 @@
   refuses a file that changed under it);
 * :func:`warn_embedded_memmaps`: a dask array that carries a memmap in its
   task graph;
-* :func:`compute`: ``dask.compute`` that ends in a result or a clear error
-  when a distributed cluster loses its workers.
+* :func:`compute` / :func:`gather_watched`: ``dask.compute`` that ends in a
+  result or a clear error when a distributed cluster loses its workers.
 """
 
 import os
@@ -22,6 +22,7 @@ __all__ = [
     "compute",
     "dask_threads",
     "file_identity",
+    "gather_watched",
     "warn_embedded_memmaps",
 ]
 
@@ -159,27 +160,40 @@ def compute(name, *values):
     when the distributed cluster loses its workers.
 
     Without a distributed client this is ``dask.compute``. With one, the
-    futures are watched: a task whose workers died ``allowed-failures`` times
-    (dask's setting) is a RuntimeError naming ``name``, and so is a cluster
-    without any worker for :data:`NO_WORKER_TIMEOUT` seconds (a plain
-    ``compute`` would wait for one forever).
+    futures are computed and fetched under watch (:func:`gather_watched`).
     """
     import dask
 
     client = _distributed_client()
     if client is None:
         return dask.compute(*values)
-    from distributed import KilledWorker, wait
+    return gather_watched(name, client, client.compute(list(values)))
+
+
+def gather_watched(name, client, futures):
+    """The results of ``futures``, fetched one at a time in 1 s waits.
+
+    A task whose workers died ``allowed-failures`` times (dask's setting) is a
+    RuntimeError naming ``name``, and so is a cluster without any worker for
+    :data:`NO_WORKER_TIMEOUT` seconds: workers lost while a task runs, or after
+    it finished but before its result reached the client (a plain ``gather``
+    then waits forever for a worker to recompute it).
+    """
+    from distributed import KilledWorker
 
     limit = float(os.environ.get("NEUROSPCA_DASK_NO_WORKER_TIMEOUT", NO_WORKER_TIMEOUT))
-    futures = client.compute(list(values))
-    idle_since = None
-    while True:
+    results, idle_since = [], None
+    while len(results) < len(futures):
         try:
-            wait(futures, timeout=1.0)
-            break
+            results.append(futures[len(results)].result(timeout=1.0))
+            continue
         except TimeoutError:
             pass
+        except KilledWorker as exc:
+            raise RuntimeError(
+                f"{name}: dask workers died while computing a block ({exc}); the fit was "
+                "stopped. Check the workers' memory limits and logs, then fit again."
+            ) from None
         if client.scheduler_info().get("workers"):
             idle_since = None
             continue
@@ -191,10 +205,4 @@ def compute(name, *values):
                 "killed or lost and not restarted); the computation was stopped. Restart "
                 "the cluster's workers and fit again."
             )
-    try:
-        return tuple(client.gather(futures))
-    except KilledWorker as exc:
-        raise RuntimeError(
-            f"{name}: dask workers died while computing a block ({exc}); the fit was "
-            "stopped. Check the workers' memory limits and logs, then fit again."
-        ) from None
+    return tuple(results)
