@@ -27,7 +27,8 @@ saves the last fit's components (``.npy``).
 
 Round 19: ``BENCH_FLOOR_THREADS=N`` runs the single passes' data path and the
 fit (``n_threads=N``: its passes' workers and its solvers' threads) on ``N``
-threads (default: the machine's).
+threads (default: the machine's); ``BENCH_FLOOR_KEEP_PAGES=1`` keeps a
+memmap's pages mapped between passes (``_data.GIVE_BACK_PAGES = False``).
 """
 
 import importlib.machinery
@@ -205,6 +206,7 @@ def main():
     from neurospca.decomposition import _data
 
     _configure.saved = (_data._products(), _data.DataOperator._cast_wide)
+    _data.GIVE_BACK_PAGES = os.environ.get("BENCH_FLOOR_KEEP_PAGES", "0") != "1"
     tags = ("new",) if old_tree == "-" else ("old", "new")
     old = None if old_tree == "-" else _load_kernels(old_tree)
     X = np.load(path) if mode == "memory" else np.load(path, mmap_mode="r")
