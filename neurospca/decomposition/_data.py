@@ -79,7 +79,7 @@ MEMMAP_BLOCK_BYTES = 256 * 2**20
 #: the pages stay mapped while the memmap is open (resident memory up to
 #: the file's size, shared with the page cache) and a pass faults none in
 #: again: 0.1-0.14 CPU s less per pass at 2,000 x 327,684 float32 (issue 22
-#: round 19: a fixed fit's 11 passes 4.9 -> 3.4 CPU s); on, as before.
+#: round 19: a fixed fit's 11 passes 4.9-5.1 -> 3.4-3.9 CPU s); on, as before.
 GIVE_BACK_PAGES = True
 #: Fewest rows of a row block (unless the data have fewer): what a block adds
 #: into the P-long accumulators costs O(P) per block, so blocks of a few rows
