@@ -24,6 +24,11 @@ scan without its sketch (``scan``); ``BENCH_FLOOR_PROFILE=N`` prints the N
 functions with the most CPU outside the passes (``cProfile`` on
 ``time.process_time``, switched off during every pass); ``BENCH_FLOOR_OUT``
 saves the last fit's components (``.npy``).
+
+Round 19: ``BENCH_FLOOR_THREADS=N`` runs the single passes' data path and the
+fit (``n_threads=N``: its passes' workers and its solvers' threads) on ``N``
+threads (default: the machine's); ``BENCH_FLOOR_KEEP_PAGES=1`` keeps a
+memmap's pages mapped between passes (``_data.GIVE_BACK_PAGES = False``).
 """
 
 import importlib.machinery
@@ -70,10 +75,15 @@ def _configure(tag, old):
     _data.DataOperator._cast_wide = _data.DataOperator._cast if tag == "old" else cast_wide
 
 
+def _threads():
+    value = os.environ.get("BENCH_FLOOR_THREADS")
+    return int(value) if value else None
+
+
 def _single_passes(X):
     from neurospca.decomposition import _data
 
-    op = _data.DataOperator(X).scan()
+    op = _data.DataOperator(X, n_threads=_threads()).scan()
     op.centre(op.stats["mean"])
     rng = np.random.default_rng(int(os.environ.get("BENCH_FLOOR_SEED", 3500)))
     v, W = rng.standard_normal(X.shape[1]), rng.standard_normal((X.shape[1], 8))
@@ -104,9 +114,11 @@ def _fit(X, tv, counters):
     setting = SETTINGS[os.environ.get("BENCH_FLOOR_SETTING", "fixed")]
     top = int(os.environ.get("BENCH_FLOOR_PROFILE", 0))
     prof = _outside_profile() if top else None
-    c0 = time.process_time()
-    m = SPCATV(3, operator=tv, tol=1e-3, random_state=0, **setting).fit(X)
+    m = SPCATV(3, operator=tv, tol=1e-3, random_state=0, n_threads=_threads(), **setting)
+    c0, w0 = time.process_time(), time.perf_counter()
+    m.fit(X)
     cpu = time.process_time() - c0
+    print(f"  fit wall {time.perf_counter() - w0:.3f} s (n_threads={_threads()})")
     if prof is not None:
         _print_profile(prof, top)
     return m.components_, cpu, kern["bytes"] / X.nbytes, dict(cnt), dict(pcpu), dict(kern)
@@ -194,6 +206,7 @@ def main():
     from neurospca.decomposition import _data
 
     _configure.saved = (_data._products(), _data.DataOperator._cast_wide)
+    _data.GIVE_BACK_PAGES = os.environ.get("BENCH_FLOOR_KEEP_PAGES", "0") != "1"
     tags = ("new",) if old_tree == "-" else ("old", "new")
     old = None if old_tree == "-" else _load_kernels(old_tree)
     X = np.load(path) if mode == "memory" else np.load(path, mmap_mode="r")
