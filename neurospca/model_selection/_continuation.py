@@ -112,6 +112,12 @@ WALK_DEFAULT = False
 #: 0.63); where the two settle together the difference was 3e-4 (3667).
 CHAIN_FULL_OBJECTIVE = True
 CHAIN_FULL_GAP = 0.01
+#: Without TV, an evidence fit with the competing starts is first the fit from
+#: the judged model's components alone (the others not run: :func:`given_first`),
+#: kept when it holds (:func:`given_holds`); else the competing starts' fit.
+GIVEN_FIRST = False
+#: The evidence fits' ``tol`` (None: the estimator's).
+EVIDENCE_TOL = None
 #: The sample key of the full fits in the search's chains.
 FULL = "full"
 
@@ -276,7 +282,7 @@ def guarded_fit(model, data, params, start, sample=None, walked=None):
         chained = chained_start(sample, params)
     search = _SEARCH.get()
     if chained is not None and not (CHAIN_STOP and search[0]):
-        keep = dict(params, stability=False, certify_support=False, verbose=0)
+        keep = _evidence_settings(params)
         fit = clone(model).set_params(**keep, warm_start=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -303,7 +309,7 @@ def _guarded_fit(model, data, params, start):
     warm : bool
         True when the continuation was kept.
     """
-    keep = dict(params, stability=False, certify_support=False, verbose=0)
+    keep = _evidence_settings(params)
     search = _SEARCH.get()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -315,7 +321,47 @@ def _guarded_fit(model, data, params, start):
             if search is not None:
                 search[0] = True
         fit = clone(model).set_params(**keep, warm_start=False)
+        if GIVEN_FIRST and params["tv_ratio"] == 0:
+            comps = given_first(fit, data, start)
+            if comps is not None:
+                return comps, False
         return start_from(fit, start).fit(data).components_, False
+
+
+def _evidence_settings(params):
+    """An evidence fit's settings at ``params`` (:data:`EVIDENCE_TOL`)."""
+    keep = dict(params, stability=False, certify_support=False, verbose=0)
+    if EVIDENCE_TOL is not None:
+        keep["tol"] = EVIDENCE_TOL
+    return keep
+
+
+@contextmanager
+def _given_only():
+    """The joint fit's start from given components alone (no deflation or
+    subspace start)."""
+    from ..decomposition import _joint
+
+    saved = _joint.DEFLATION_START, _joint.PCA_START
+    _joint.DEFLATION_START = _joint.PCA_START = False
+    try:
+        yield
+    finally:
+        _joint.DEFLATION_START, _joint.PCA_START = saved
+
+
+def given_first(fit, data, start):
+    """``fit`` (unfitted, no warm start) fitted on ``data`` from ``start`` with
+    that start alone (:func:`_given_only`): its components when
+    :func:`given_holds`, else None."""
+    with _given_only():
+        comps = start_from(clone(fit), start).fit(data).components_
+    return comps if given_holds(data, start, comps) else None
+
+
+def given_holds(data, start, components):
+    """:func:`chain_holds`."""
+    return chain_holds(data, start, components)
 
 
 def subsample_fits(model, X, params, groups=None):
