@@ -4,10 +4,13 @@ One process per instance of the paper simulation, as ``bench_enet20r.py`` (its
 phase timers, judged rows and tables): the default fit (its CPU seconds are the
 unit), then ``select_penalty(est, X, random_state=seed)`` with each variant of
 ``--variants`` in turn: ``main`` (the library's settings), ``given`` (an evidence
-fit with the competing starts first from the judged model's start alone,
-``_continuation.GIVEN_FIRST``), ``tol`` (the evidence fits at a looser ``tol``,
+fit with the competing starts first from the judged model's start alone, kept
+when it holds), ``gd0`` (that start and deflation's unswept fit only; both
+``_continuation.EVIDENCE_STARTS``), ``tol`` (the evidence fits at ``tol`` 1e-2,
 ``_continuation.EVIDENCE_TOL``), ``cut`` (a split's judged rows stop after its
-score fell twice, ``_returned.ROW_CUT``). Each joint fit with the competing
+score fell twice, ``_returned.ROW_CUT``), ``gc`` (``gd0`` and ``cut``), ``gcf``
+(also the judged rows' full fits from those two starts,
+``_continuation.FULL_STARTS``). Each joint fit with the competing
 starts is logged (observation only: ``_joint``'s start jobs wrapped): the phase
 it was made in, each start's joint objective, thread CPU in default-fit units,
 and the winner (``given``: the start from given components, ``pca``: the data's
@@ -36,13 +39,16 @@ from bench_select20g import base_parser  # noqa: E402
 import neurospca.decomposition._joint as joint  # noqa: E402
 from neurospca.model_selection import _continuation, _returned  # noqa: E402
 
-#: ``(GIVEN_FIRST, EVIDENCE_TOL, ROW_CUT)`` per variant; ``main`` the library's.
+#: ``(EVIDENCE_STARTS, EVIDENCE_TOL, ROW_CUT, FULL_STARTS)`` per variant; ``main``
+#: the library's.
 VARIANTS = {
-    "main": (False, None, False),
-    "given": (True, None, False),
-    "tol": (False, 1e-3, False),
-    "cut": (False, None, True),
-    "all": (True, None, True),
+    "main": (None, None, False, None),
+    "given": ("given", None, False, None),
+    "gd0": ("given+defl0", None, False, None),
+    "tol": (None, 1e-2, False, None),
+    "cut": (None, None, True, None),
+    "gc": ("given+defl0", None, True, None),
+    "gcf": ("given+defl0", None, True, "given+defl0"),
 }
 LOG, PHASE, JOBS = [], ["other"], []
 
@@ -135,7 +141,8 @@ def main():
     _wrap()
     for name in args.variants.split(","):
         flags = VARIANTS[name]
-        _continuation.GIVEN_FIRST, _continuation.EVIDENCE_TOL, _returned.ROW_CUT = flags
+        _continuation.EVIDENCE_STARTS, _continuation.EVIDENCE_TOL = flags[:2]
+        _returned.ROW_CUT, _continuation.FULL_STARTS = flags[2:]
         LOG.clear()
         row[name] = q.run(est, X, P, args.seed, row["cpu_default"], True)
         row[name]["starts"] = list(LOG)

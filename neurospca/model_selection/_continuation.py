@@ -53,6 +53,7 @@ fit is made as before and the search tries no more full continuations.
 import warnings
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import partial
 
 import numpy as np
 from sklearn.base import clone
@@ -112,10 +113,16 @@ WALK_DEFAULT = False
 #: 0.63); where the two settle together the difference was 3e-4 (3667).
 CHAIN_FULL_OBJECTIVE = True
 CHAIN_FULL_GAP = 0.01
-#: Without TV, an evidence fit with the competing starts is first the fit from
-#: the judged model's components alone (the others not run: :func:`given_first`),
-#: kept when it holds (:func:`given_holds`); else the competing starts' fit.
-GIVEN_FIRST = False
+#: Without TV, the starts of an evidence fit with the competing starts
+#: (:func:`_evidence_starts`): None, all (the judged model's components, the
+#: data's top singular subspace, deflation swept and unswept); ``"given"``, the
+#: judged model's components alone first, kept when it holds
+#: (:func:`chain_holds`), else all; ``"given+defl0"``, the judged model's
+#: components and deflation's unswept fit, the lower joint objective kept.
+EVIDENCE_STARTS = None
+#: The same for the full fit of a judged row made from its half fit with the
+#: competing starts (``_returned.fit_returned``).
+FULL_STARTS = None
 #: The evidence fits' ``tol`` (None: the estimator's).
 EVIDENCE_TOL = None
 #: The sample key of the full fits in the search's chains.
@@ -321,11 +328,14 @@ def _guarded_fit(model, data, params, start):
             if search is not None:
                 search[0] = True
         fit = clone(model).set_params(**keep, warm_start=False)
-        if GIVEN_FIRST and params["tv_ratio"] == 0:
-            comps = given_first(fit, data, start)
-            if comps is not None:
+        if EVIDENCE_STARTS == "given" and params["tv_ratio"] == 0:
+            with _evidence_starts("given"):
+                comps = start_from(clone(fit), start).fit(data).components_
+            if chain_holds(data, start, comps):
                 return comps, False
-        return start_from(fit, start).fit(data).components_, False
+        mode = EVIDENCE_STARTS if params["tv_ratio"] == 0 else None
+        with _evidence_starts(mode):
+            return start_from(fit, start).fit(data).components_, False
 
 
 def _evidence_settings(params):
@@ -336,32 +346,27 @@ def _evidence_settings(params):
     return keep
 
 
+def full_starts(params):
+    """:func:`_evidence_starts` of :data:`FULL_STARTS` (without TV) for a judged
+    row's full fit at ``params``."""
+    return _evidence_starts(FULL_STARTS if params["tv_ratio"] == 0 else None)
+
+
 @contextmanager
-def _given_only():
-    """The joint fit's start from given components alone (no deflation or
-    subspace start)."""
+def _evidence_starts(mode):
+    """The joint fit's starts for ``mode`` (:data:`EVIDENCE_STARTS`)."""
     from ..decomposition import _joint
 
-    saved = _joint.DEFLATION_START, _joint.PCA_START
-    _joint.DEFLATION_START = _joint.PCA_START = False
+    saved = _joint.DEFLATION_START, _joint.PCA_START, _joint._deflation_job
+    if mode == "given":
+        _joint.DEFLATION_START = _joint.PCA_START = False
+    elif mode == "given+defl0":
+        _joint.PCA_START = False
+        _joint._deflation_job = partial(saved[2], sweep=False)
     try:
         yield
     finally:
-        _joint.DEFLATION_START, _joint.PCA_START = saved
-
-
-def given_first(fit, data, start):
-    """``fit`` (unfitted, no warm start) fitted on ``data`` from ``start`` with
-    that start alone (:func:`_given_only`): its components when
-    :func:`given_holds`, else None."""
-    with _given_only():
-        comps = start_from(clone(fit), start).fit(data).components_
-    return comps if given_holds(data, start, comps) else None
-
-
-def given_holds(data, start, components):
-    """:func:`chain_holds`."""
-    return chain_holds(data, start, components)
+        _joint.DEFLATION_START, _joint.PCA_START, _joint._deflation_job = saved
 
 
 def subsample_fits(model, X, params, groups=None):
