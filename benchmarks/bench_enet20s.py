@@ -29,8 +29,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_enet20q as q  # noqa: E402
@@ -80,14 +78,9 @@ def _search(fn):
         JOBS.clear()
         best = fn(*args, **kw)
         won = next((k for k, c, _ in JOBS if c is best), "defl0")
-        LOG.append(
-            {
-                "phase": PHASE[-1],
-                "won": won,
-                "J": {k: (None if c is None else c.value) for k, c, _ in JOBS} | {"best": best.value},
-                "cpu": {k: t for k, _, t in JOBS},
-            }
-        )
+        values = {k: (None if c is None else c.value) for k, c, _ in JOBS}
+        cpu = {k: t for k, _, t in JOBS}
+        LOG.append({"phase": PHASE[-1], "won": won, "J": values | {"best": best.value}, "cpu": cpu})
         return best
 
     return wrapped

@@ -440,7 +440,8 @@ def _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop):
     if first[1] != "scores" and PCA_START and not DEFLATION_SWEEPS:
         jobs[0] = partial(jobs[0], sweep=False)
     if first[1] == "scores" and DEFLATION_START:
-        jobs.append(partial(_deflation_job, op, n_components, sqnorm, None, None, tol, kw, loop))
+        defl = partial(_deflation_job, sweep=DEFLATION_START_SWEEPS)
+        jobs.append(partial(defl, op, n_components, sqnorm, None, None, tol, kw, loop))
     if PCA_START:
         jobs.append(partial(_scores_job, op, n_components, sqnorm, None, None, loop))
     own = refit_kw.get("products") is not None  # a cache of its own for each start
@@ -505,6 +506,9 @@ RESTART_SAME = 1.0 - SWEEP_TOL
 #: A joint fit started from given scores also runs from deflation's start
 #: (:func:`_search`) and keeps the lower joint objective.
 DEFLATION_START = True
+#: That start is swept like the others (False: its unswept fit competes as it is;
+#: ``select_penalty``'s ElasticNet evidence fits, issue 20 round 19).
+DEFLATION_START_SWEEPS = True
 
 #: The joint fit also runs from the data's top singular subspace
 #: (:func:`_search`) and keeps the lower joint objective.

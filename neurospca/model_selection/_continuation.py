@@ -53,7 +53,6 @@ fit is made as before and the search tries no more full continuations.
 import warnings
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import partial
 
 import numpy as np
 from sklearn.base import clone
@@ -357,16 +356,15 @@ def _evidence_starts(mode):
     """The joint fit's starts for ``mode`` (:data:`EVIDENCE_STARTS`)."""
     from ..decomposition import _joint
 
-    saved = _joint.DEFLATION_START, _joint.PCA_START, _joint._deflation_job
+    saved = _joint.DEFLATION_START, _joint.PCA_START, _joint.DEFLATION_START_SWEEPS
     if mode == "given":
         _joint.DEFLATION_START = _joint.PCA_START = False
     elif mode == "given+defl0":
-        _joint.PCA_START = False
-        _joint._deflation_job = partial(saved[2], sweep=False)
+        _joint.PCA_START = _joint.DEFLATION_START_SWEEPS = False
     try:
         yield
     finally:
-        _joint.DEFLATION_START, _joint.PCA_START, _joint._deflation_job = saved
+        _joint.DEFLATION_START, _joint.PCA_START, _joint.DEFLATION_START_SWEEPS = saved
 
 
 def subsample_fits(model, X, params, groups=None):
