@@ -118,7 +118,7 @@ CHAIN_FULL_GAP = 0.01
 #: judged model's components alone first, kept when it holds
 #: (:func:`chain_holds`), else all; ``"given+defl0"``, the judged model's
 #: components and deflation's unswept fit, the lower joint objective kept.
-EVIDENCE_STARTS = None
+EVIDENCE_STARTS = "given+defl0"
 #: The same for the full fit of a judged row made from its half fit with the
 #: competing starts (``_returned.fit_returned``).
 FULL_STARTS = None

@@ -306,7 +306,7 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
 
 #: A split's judged rows also stop after its admissible models' mean evidence
 #: fell at two points in a row (:func:`_fell_twice`).
-ROW_CUT = False
+ROW_CUT = True
 
 
 def _fell_twice(results, judged, i):

@@ -1,0 +1,118 @@
+"""Issue 20 round 19: ElasticNet PCA's evidence fits with the competing starts
+from the judged model's components and deflation's unswept fit only
+(``_continuation.EVIDENCE_STARTS``), and a split's judged rows cut after its
+evidence fell twice (``_returned.ROW_CUT``)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import neurospca.decomposition._joint as joint
+from neurospca.decomposition import fitted_objective, split_halves, start_from
+from neurospca.model_selection import _continuation, _returned
+
+from .test_select20p import paper_model
+
+PARAMS = {"alpha": None, "alpha_rel": 1.0, "l1_ratio": 0.05, "tv_ratio": 0.0}
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """An ElasticNet PCA model of the paper simulation (16 x 16) at (0.05, 0) 1."""
+    return paper_model(PARAMS)
+
+
+def _evidence_fit(model, data, params, mode, monkeypatch):
+    """An evidence fit with the competing starts of ``mode``, outside a search."""
+    monkeypatch.setattr(_continuation, "EVIDENCE_STARTS", mode)
+    return _continuation._guarded_fit(model, data, params, model.components_)[0]
+
+
+def _fit_with(model, data, params, **flags):
+    """The evidence fit's model from ``model``'s components with ``_joint``'s
+    flags set (restored after)."""
+    saved = {k: getattr(joint, k) for k in flags}
+    keep = dict(params, stability=False, certify_support=False, verbose=0)
+    for k, v in flags.items():
+        setattr(joint, k, v)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = start_from(clone(model).set_params(**keep, warm_start=False), model.components_)
+            return fit.fit(data)
+    finally:
+        for k, v in saved.items():
+            setattr(joint, k, v)
+
+
+def test_evidence_starts_keep_the_lower_of_the_given_and_unswept_deflation(fitted, monkeypatch):
+    X, model = fitted
+    op = model.get_params()["operator"]
+    for half in split_halves(X, 0):
+        given = _fit_with(model, half, PARAMS, DEFLATION_START=False, PCA_START=False)
+        two = _fit_with(model, half, PARAMS, DEFLATION_START_SWEEPS=False, PCA_START=False)
+        every = _fit_with(model, half, PARAMS)
+        got = _evidence_fit(model, half, PARAMS, "given+defl0", monkeypatch)
+        np.testing.assert_array_equal(got, two.components_)
+        j_given, j_two = fitted_objective(given, half, op), fitted_objective(two, half, op)
+        assert j_two <= j_given  # the given start's fit competes
+        assert fitted_objective(every, half, op) <= j_two  # every start: more candidates
+        # the flags are restored: the next fit has every start again
+        assert joint.PCA_START and joint.DEFLATION_START and joint.DEFLATION_START_SWEEPS
+        main = _evidence_fit(model, half, PARAMS, None, monkeypatch)
+        np.testing.assert_array_equal(main, every.components_)
+
+
+def test_evidence_starts_without_the_subspace_start_and_sweeps_of_deflation(fitted, monkeypatch):
+    X, model = fitted
+    half = split_halves(X, 0)[1]
+    seen = []
+    original = joint._search
+
+    def spy(*args, **kw):
+        seen.append((joint.PCA_START, joint.DEFLATION_START_SWEEPS, joint.DEFLATION_START))
+        return original(*args, **kw)
+
+    monkeypatch.setattr(joint, "_search", spy)
+    monkeypatch.setattr(_continuation, "CONTINUATION", False)  # TV's fits with the starts too
+    _evidence_fit(model, half, PARAMS, "given+defl0", monkeypatch)
+    _evidence_fit(model, half, dict(PARAMS, tv_ratio=0.1), "given+defl0", monkeypatch)
+    _evidence_fit(model, half, PARAMS, None, monkeypatch)
+    assert seen[0] == (False, False, True)  # without TV: the given start and deflation unswept
+    assert seen[1] == (True, True, True)  # with TV: every start (TV's path is main's)
+    assert seen[2] == (True, True, True)
+
+
+def test_the_starts_are_restored_after_an_error(fitted, monkeypatch):
+    X, model = fitted
+    monkeypatch.setattr(_continuation, "EVIDENCE_STARTS", "given+defl0")
+    with pytest.raises(ValueError):
+        _continuation._guarded_fit(model, X[:, :5], PARAMS, model.components_)
+    assert joint.PCA_START and joint.DEFLATION_START_SWEEPS and joint.DEFLATION_START
+
+
+def _rows(scores, split=(0.05, 0.0), admissible=True):
+    return [
+        {
+            "l1_ratio": split[0],
+            "tv_ratio": split[1],
+            "returned_stability": s,
+            "returned_admissible": admissible,
+        }  # fmt: skip
+        for s in scores
+    ]
+
+
+def test_a_split_is_cut_after_its_evidence_fell_twice():
+    fell = _returned._fell_twice
+    rows = _rows([0.9, 0.8, 0.7])
+    assert fell(rows, [0, 1, 2], 2)
+    assert not fell(rows, [0, 1, 2], 1)  # one fall
+    assert not fell(_rows([0.9, 0.8, 0.85]), [0, 1, 2], 2)
+    assert not fell(_rows([0.9, 0.8, 0.8]), [0, 1, 2], 2)  # a tie is not a fall
+    mixed = _rows([0.9, 0.8]) + _rows([0.7], split=(0.2, 0.0))
+    assert not fell(mixed, [0, 1, 2], 2)  # another split's row
+    off = _rows([0.9]) + _rows([0.8], admissible=False) + _rows([0.7, 0.6])
+    assert fell(off, [0, 1, 2, 3], 3) and not fell(off, [0, 1, 2], 2)  # inadmissible not counted
