@@ -1,7 +1,6 @@
 """Issue 20 round 19: ElasticNet PCA's evidence fits with the competing starts
 from the judged model's components and deflation's unswept fit only
-(``_continuation.EVIDENCE_STARTS``), and a split's judged rows cut after its
-evidence fell twice (``_returned.ROW_CUT``)."""
+(``_continuation.EVIDENCE_STARTS``)."""
 
 import warnings
 
@@ -11,7 +10,7 @@ from sklearn.base import clone
 
 import neurospca.decomposition._joint as joint
 from neurospca.decomposition import fitted_objective, split_halves, start_from
-from neurospca.model_selection import _continuation, _returned
+from neurospca.model_selection import _continuation
 
 from .test_select20p import paper_model
 
@@ -91,28 +90,3 @@ def test_the_starts_are_restored_after_an_error(fitted, monkeypatch):
     with pytest.raises(ValueError):
         _continuation._guarded_fit(model, X[:, :5], PARAMS, model.components_)
     assert joint.PCA_START and joint.DEFLATION_START_SWEEPS and joint.DEFLATION_START
-
-
-def _rows(scores, split=(0.05, 0.0), admissible=True):
-    return [
-        {
-            "l1_ratio": split[0],
-            "tv_ratio": split[1],
-            "returned_stability": s,
-            "returned_admissible": admissible,
-        }  # fmt: skip
-        for s in scores
-    ]
-
-
-def test_a_split_is_cut_after_its_evidence_fell_twice():
-    fell = _returned._fell_twice
-    rows = _rows([0.9, 0.8, 0.7])
-    assert fell(rows, [0, 1, 2], 2)
-    assert not fell(rows, [0, 1, 2], 1)  # one fall
-    assert not fell(_rows([0.9, 0.8, 0.85]), [0, 1, 2], 2)
-    assert not fell(_rows([0.9, 0.8, 0.8]), [0, 1, 2], 2)  # a tie is not a fall
-    mixed = _rows([0.9, 0.8]) + _rows([0.7], split=(0.2, 0.0))
-    assert not fell(mixed, [0, 1, 2], 2)  # another split's row
-    off = _rows([0.9]) + _rows([0.8], admissible=False) + _rows([0.7, 0.6])
-    assert fell(off, [0, 1, 2, 3], 3) and not fell(off, [0, 1, 2], 2)  # inadmissible not counted

@@ -48,6 +48,17 @@ half fit, the start of the fit it replaces (:func:`chain_holds`), and its joint
 objective is not above a continuation's from that half fit by more than
 :data:`CHAIN_FULL_GAP` of the explained part (:func:`_not_above`); else that
 fit is made as before and the search tries no more full continuations.
+
+Round 19 (:data:`EVIDENCE_STARTS`): without TV, an evidence fit made with the
+competing starts runs two of them: the judged model's components (swept, with
+restarts) and deflation's fit unswept, the lower joint objective kept. Logged
+over main's searches (benchmarks/RESULTS.md, round 19): with co-varying scores
+deflation's unswept fit won every such fit but one (39 of 40), its objective
+below the swept starts' by about 5e-4 (relative); with independent scores
+the given start won 18 of 24, deflation swept or the subspace start the other
+6 by at most 3e-7; the subspace start and deflation's sweeps were 2-4 default
+fits per search. The starts are ``_joint``'s module switches, set for the
+fit's call (:func:`_evidence_starts`): not for fits in other threads meanwhile.
 """
 
 import warnings

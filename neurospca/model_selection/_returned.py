@@ -299,25 +299,7 @@ def judge_rows(estimator, X, results, halves, rows, seed, truth=None, models=Non
         dense = np.any(np.mean(model.components_ != 0, axis=1) > MAX_NONZERO)
         if (not r["returned_admissible"] and not dense) or _past_best(results, sorted(models), i):
             stopped.add(_split(r))
-        if ROW_CUT and _fell_twice(results, sorted(models), i):
-            stopped.add(_split(r))
     return models
-
-
-#: A split's judged rows also stop after its admissible models' mean evidence
-#: fell at two points in a row (:func:`_fell_twice`).
-ROW_CUT = True
-
-
-def _fell_twice(results, judged, i):
-    """True when the last three admissible judged rows of row ``i``'s split, up
-    to ``i``, have falling ``returned_stability``."""
-    same = [
-        results[j]["returned_stability"]
-        for j in judged
-        if j <= i and _split(results[j]) == _split(results[i]) and results[j]["returned_admissible"]
-    ]
-    return len(same) >= 3 and same[-1] < same[-2] < same[-3]
 
 
 def record(row, model, stab, heldout, truth=None):
