@@ -10,7 +10,8 @@ when it holds), ``gd0`` (that start and deflation's unswept fit only; both
 ``_continuation.EVIDENCE_TOL``), ``cut`` (a split's judged rows stop after its
 score fell twice, ``_returned.ROW_CUT``), ``gc`` (``gd0`` and ``cut``), ``gcf``
 (also the judged rows' full fits from those two starts,
-``_continuation.FULL_STARTS``). Each joint fit with the competing
+``_continuation.FULL_STARTS``), ``adapt`` (``gc`` with
+``_continuation.DEFL0_FIRST``). Each joint fit with the competing
 starts is logged (observation only: ``_joint``'s start jobs wrapped): the phase
 it was made in, each start's joint objective, thread CPU in default-fit units,
 and the winner (``given``: the start from given components, ``pca``: the data's
@@ -47,6 +48,7 @@ VARIANTS = {
     "cut": (None, None, True, None),
     "gc": ("given+defl0", None, True, None),
     "gcf": ("given+defl0", None, True, "given+defl0"),
+    "adapt": ("given+defl0", None, True, None),
 }
 LOG, PHASE, JOBS = [], ["other"], []
 
@@ -136,6 +138,7 @@ def main():
         flags = VARIANTS[name]
         _continuation.EVIDENCE_STARTS, _continuation.EVIDENCE_TOL = flags[:2]
         _returned.ROW_CUT, _continuation.FULL_STARTS = flags[2:]
+        _continuation.DEFL0_FIRST = name == "adapt"
         LOG.clear()
         row[name] = q.run(est, X, P, args.seed, row["cpu_default"], True)
         row[name]["starts"] = list(LOG)

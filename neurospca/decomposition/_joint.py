@@ -444,6 +444,8 @@ def _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop):
         jobs.append(partial(defl, op, n_components, sqnorm, None, None, tol, kw, loop))
     if PCA_START:
         jobs.append(partial(_scores_job, op, n_components, sqnorm, None, None, loop))
+    if first[1] == "scores" and not GIVEN_START and len(jobs) > 1:
+        jobs = jobs[1:]
     own = refit_kw.get("products") is not None  # a cache of its own for each start
     jobs = [
         partial(job, dict(refit_kw, products=ProductCache(4 * n_components)) if own else refit_kw)
@@ -509,6 +511,8 @@ DEFLATION_START = True
 #: That start is swept like the others (False: its unswept fit competes as it is;
 #: ``select_penalty``'s ElasticNet evidence fits, issue 20 round 19).
 DEFLATION_START_SWEEPS = True
+#: The given scores' start runs (False: the others only; issue 20 round 19).
+GIVEN_START = True
 
 #: The joint fit also runs from the data's top singular subspace
 #: (:func:`_search`) and keeps the lower joint objective.

@@ -130,6 +130,9 @@ CHAIN_FULL_GAP = 0.01
 #: (:func:`chain_holds`), else all; ``"given+defl0"``, the judged model's
 #: components and deflation's unswept fit, the lower joint objective kept.
 EVIDENCE_STARTS = "given+defl0"
+#: With ``"given+defl0"``: after a search's first such fit was deflation's unswept
+#: fit, the later ones are that start alone when it holds (:func:`_two_starts`).
+DEFL0_FIRST = False
 #: The same for the full fit of a judged row made from its half fit with the
 #: competing starts (``_returned.fit_returned``).
 FULL_STARTS = None
@@ -138,7 +141,7 @@ EVIDENCE_TOL = None
 #: The sample key of the full fits in the search's chains.
 FULL = "full"
 
-#: ``[failed, chains, full failed, walks]`` of the search under way
+#: ``[failed, chains, full failed, walks, defl0 won]`` of the search under way
 #: (:func:`continuations`), else None; ``chains``: ``{(sample, l1_ratio): [(l1
 #: weight, components), ...]}``; ``walks``: a split's walk made before its turn
 #: (``_shared_walk.walk_split``).
@@ -150,7 +153,7 @@ def continuations():
     """One search's evidence fits: after a continuation that does not hold
     (:func:`continuation_holds`), the later ones are fitted with the competing
     starts only."""
-    token = _SEARCH.set([False, {}, False, {}])
+    token = _SEARCH.set([False, {}, False, {}, None])
     try:
         yield
     finally:
@@ -338,14 +341,35 @@ def _guarded_fit(model, data, params, start):
             if search is not None:
                 search[0] = True
         fit = clone(model).set_params(**keep, warm_start=False)
-        if EVIDENCE_STARTS == "given" and params["tv_ratio"] == 0:
-            with _evidence_starts("given"):
-                comps = start_from(clone(fit), start).fit(data).components_
-            if chain_holds(data, start, comps):
-                return comps, False
-        mode = EVIDENCE_STARTS if params["tv_ratio"] == 0 else None
-        with _evidence_starts(mode):
-            return start_from(fit, start).fit(data).components_, False
+        if params["tv_ratio"] == 0 and EVIDENCE_STARTS is not None:
+            return _two_starts(fit, data, start, search), False
+        return start_from(fit, start).fit(data).components_, False
+
+
+def _starts_fit(fit, data, start, mode):
+    """Components of ``fit`` (a clone) from ``start`` with the starts of ``mode``."""
+    with _evidence_starts(mode):
+        return start_from(clone(fit), start).fit(data).components_
+
+
+def _two_starts(fit, data, start, search):
+    """Without TV, the evidence fit with the starts of :data:`EVIDENCE_STARTS`.
+    With :data:`DEFL0_FIRST`, within a search: its first such fit also fits
+    deflation's unswept start alone, and when that is the fit kept (it won),
+    each later one is that start alone, kept when it holds rank by rank
+    against ``start`` (:func:`chain_holds`), else both starts' fit."""
+    if EVIDENCE_STARTS == "given":
+        comps = _starts_fit(fit, data, start, "given")
+        return comps if chain_holds(data, start, comps) else _starts_fit(fit, data, start, None)
+    won = None if search is None or not DEFL0_FIRST else search[4]
+    if won:
+        comps = _starts_fit(fit, data, start, "defl0")
+        if chain_holds(data, start, comps):
+            return comps
+    comps = _starts_fit(fit, data, start, EVIDENCE_STARTS)
+    if won is None and search is not None and DEFL0_FIRST:
+        search[4] = bool(np.array_equal(_starts_fit(fit, data, start, "defl0"), comps))
+    return comps
 
 
 def _evidence_settings(params):
@@ -370,12 +394,14 @@ def _evidence_starts(mode):
     saved = _joint.DEFLATION_START, _joint.PCA_START, _joint.DEFLATION_START_SWEEPS
     if mode == "given":
         _joint.DEFLATION_START = _joint.PCA_START = False
-    elif mode == "given+defl0":
+    elif mode in ("given+defl0", "defl0"):
         _joint.PCA_START = _joint.DEFLATION_START_SWEEPS = False
+        _joint.GIVEN_START = mode != "defl0"
     try:
         yield
     finally:
         _joint.DEFLATION_START, _joint.PCA_START, _joint.DEFLATION_START_SWEEPS = saved
+        _joint.GIVEN_START = True
 
 
 def subsample_fits(model, X, params, groups=None):
