@@ -51,6 +51,7 @@ starts' helpers and certification are in modules of their own already.
 import copy
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -513,6 +514,24 @@ DEFLATION_START = True
 DEFLATION_START_SWEEPS = True
 #: The given scores' start runs (False: the others only; issue 20 round 19).
 GIVEN_START = True
+
+
+@contextmanager
+def joint_starts(given=True, deflation=True, deflation_sweeps=True, subspace=True):
+    """The starts of the joint fits made within (the module's switches
+    :data:`GIVEN_START`, :data:`DEFLATION_START`, :data:`DEFLATION_START_SWEEPS`,
+    :data:`PCA_START`; restored after): ``select_penalty``'s ElasticNet evidence
+    fits (issue 20 round 19). Not for fits in other threads meanwhile."""
+    global GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START
+    saved = GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START
+    GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START = (
+        given, deflation, deflation_sweeps, subspace
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START = saved
+
 
 #: The joint fit also runs from the data's top singular subspace
 #: (:func:`_search`) and keeps the lower joint objective.

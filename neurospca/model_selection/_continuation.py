@@ -72,6 +72,7 @@ from ..decomposition import (
     component_stability,
     fitted_objective,
     groups_of,
+    joint_starts,
     overlap_corrected,
     overlapping_subsamples,
     row_groups,
@@ -386,22 +387,19 @@ def full_starts(params):
     return _evidence_starts(FULL_STARTS if params["tv_ratio"] == 0 else None)
 
 
-@contextmanager
+#: The joint fit's starts (:func:`~neurospca.decomposition.joint_starts`) per
+#: mode of :data:`EVIDENCE_STARTS` (``"defl0"``: deflation's unswept fit alone).
+_STARTS = {
+    None: {},
+    "given": {"deflation": False, "subspace": False},
+    "given+defl0": {"deflation_sweeps": False, "subspace": False},
+    "defl0": {"given": False, "deflation_sweeps": False, "subspace": False},
+}
+
+
 def _evidence_starts(mode):
     """The joint fit's starts for ``mode`` (:data:`EVIDENCE_STARTS`)."""
-    from ..decomposition import _joint
-
-    saved = _joint.DEFLATION_START, _joint.PCA_START, _joint.DEFLATION_START_SWEEPS
-    if mode == "given":
-        _joint.DEFLATION_START = _joint.PCA_START = False
-    elif mode in ("given+defl0", "defl0"):
-        _joint.PCA_START = _joint.DEFLATION_START_SWEEPS = False
-        _joint.GIVEN_START = mode != "defl0"
-    try:
-        yield
-    finally:
-        _joint.DEFLATION_START, _joint.PCA_START, _joint.DEFLATION_START_SWEEPS = saved
-        _joint.GIVEN_START = True
+    return joint_starts(**_STARTS[mode])
 
 
 def subsample_fits(model, X, params, groups=None):
