@@ -90,3 +90,41 @@ def test_the_starts_are_restored_after_an_error(fitted, monkeypatch):
     with pytest.raises(ValueError):
         _continuation._guarded_fit(model, X[:, :5], PARAMS, model.components_)
     assert joint.PCA_START and joint.DEFLATION_START_SWEEPS and joint.DEFLATION_START
+
+
+def test_after_deflation_unswept_won_the_later_fits_are_that_start_alone(fitted, monkeypatch):
+    X, model = fitted
+    half = split_halves(X, 0)[1]
+    monkeypatch.setattr(_continuation, "EVIDENCE_STARTS", "given+defl0")
+    monkeypatch.setattr(_continuation, "DEFL0_FIRST", True)
+    calls = []
+    original = joint._search
+
+    def spy(*args, **kw):
+        calls.append(joint.GIVEN_START)
+        return original(*args, **kw)
+
+    monkeypatch.setattr(joint, "_search", spy)
+    flags = dict(GIVEN_START=False, DEFLATION_START_SWEEPS=False, PCA_START=False)
+    alone = _fit_with(model, half, PARAMS, **flags)
+    two = _fit_with(model, half, PARAMS, DEFLATION_START_SWEEPS=False, PCA_START=False)
+    won = np.array_equal(alone.components_, two.components_)
+    calls.clear()
+    with _continuation.continuations():
+        first = _continuation._guarded_fit(model, half, PARAMS, model.components_)[0]
+        assert _continuation._SEARCH.get()[4] is won  # deflation's unswept fit won or not
+        assert calls == [True, False]  # the two starts, then deflation's alone
+        _continuation._SEARCH.get()[4] = True  # as if it had won
+        calls.clear()
+        later = _continuation._guarded_fit(model, half, PARAMS, model.components_)[0]
+        assert calls[0] is False  # deflation's unswept fit alone first
+        if _continuation.chain_holds(half, model.components_, alone.components_):
+            assert calls == [False]
+            np.testing.assert_array_equal(later, alone.components_)
+        else:  # it does not hold: the two starts' fit
+            assert calls == [False, True]
+            np.testing.assert_array_equal(later, two.components_)
+    np.testing.assert_array_equal(first, two.components_)
+    calls.clear()
+    _continuation._guarded_fit(model, half, PARAMS, model.components_)  # outside a search
+    assert calls == [True]

@@ -133,7 +133,7 @@ CHAIN_FULL_GAP = 0.01
 EVIDENCE_STARTS = "given+defl0"
 #: With ``"given+defl0"``: after a search's first such fit was deflation's unswept
 #: fit, the later ones are that start alone when it holds (:func:`_two_starts`).
-DEFL0_FIRST = False
+DEFL0_FIRST = True
 #: The same for the full fit of a judged row made from its half fit with the
 #: competing starts (``_returned.fit_returned``).
 FULL_STARTS = None
