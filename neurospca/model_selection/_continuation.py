@@ -56,7 +56,7 @@ over main's searches (benchmarks/RESULTS.md, round 19): with co-varying scores
 deflation's unswept fit won every such fit but one (39 of 40), its objective
 below the swept starts' by about 5e-4 (relative); with independent scores
 the given start won 18 of 24, deflation swept or the subspace start the other
-6 by at most 3e-7; the subspace start and deflation's sweeps were 2-4 default
+6 by at most 3e-7; the subspace start and deflation's sweeps were 1.7-3.0 default
 fits per search. With :data:`DEFL0_FIRST`, once a search's first such fit
 was deflation's unswept fit, the later ones are that start alone when it holds
 rank by rank (:func:`_two_starts`). The same returned model on 6 fresh and 14
