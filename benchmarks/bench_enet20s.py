@@ -1,22 +1,22 @@
 """Issue 20 round 19: ``select_penalty`` for ElasticNet PCA, the competing starts.
 
-One process per instance of the paper simulation, as ``bench_enet20r.py`` (its
-phase timers, judged rows and tables): the default fit (its CPU seconds are the
-unit), then ``select_penalty(est, X, random_state=seed)`` with each variant of
-``--variants`` in turn: ``main`` (the library's settings), ``given`` (an evidence
-fit with the competing starts first from the judged model's start alone, kept
-when it holds), ``gd0`` (that start and deflation's unswept fit only; both
+One process per instance of the paper simulation, as ``bench_enet20r.py`` (its phase
+timers, judged rows and tables): the default fit (its CPU seconds are the unit), then
+``select_penalty(est, X, random_state=seed)`` with each variant of ``--variants`` in
+turn: ``main`` (main's settings: the round's switches off), ``given`` (an evidence fit
+with the competing starts first from the judged model's start alone, kept when it
+holds), ``gd0`` (that start and deflation's unswept fit only; both
 ``_continuation.EVIDENCE_STARTS``), ``tol`` (the evidence fits at ``tol`` 1e-2,
-``_continuation.EVIDENCE_TOL``), ``cut`` (a split's judged rows stop after its
-score fell twice, ``_returned.ROW_CUT``), ``gc`` (``gd0`` and ``cut``), ``gcf``
-(also the judged rows' full fits from those two starts,
-``_continuation.FULL_STARTS``), ``adapt`` (``gc`` with
-``_continuation.DEFL0_FIRST``). Each joint fit with the competing
-starts is logged (observation only: ``_joint``'s start jobs wrapped): the phase
-it was made in, each start's joint objective, thread CPU in default-fit units,
-and the winner (``given``: the start from given components, ``pca``: the data's
-top singular subspace, ``defl``: deflation's swept fit, ``defl0``: its unswept
-state). ``--starts FILE`` prints the winners' table of the rows in ``FILE``.
+``_continuation.EVIDENCE_TOL``), ``cut`` (a split's judged rows stop after its score
+fell twice, ``_returned.ROW_CUT``: measured with the round's first code, removed since,
+it never cut a row), ``gc`` (``gd0`` and ``cut``), ``gcf`` (also the judged rows' full
+fits from those two starts, ``_continuation.FULL_STARTS``), ``adapt`` (``gc`` with
+``_continuation.DEFL0_FIRST``: the library's defaults of round 19). Each joint fit with
+the competing starts is logged (observation only: ``_joint``'s start jobs wrapped): the
+phase it was made in, each start's joint objective, thread CPU in default-fit units, and
+the winner (``given``: the start from given components, ``pca``: the data's top singular
+subspace, ``defl``: deflation's swept fit, ``defl0``: its unswept state). ``--starts
+FILE`` prints the winners' table of the rows in ``FILE``.
 
     OMP_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_enet20s.py --seed 3717 \\
         --corr 0 --method elasticnet --variants main,given --out rows.jsonl
