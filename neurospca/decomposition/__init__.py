@@ -38,6 +38,7 @@ from ._covariance_baselines import (
     trace_psd_covariance,
 )
 from ._dictionary import HierarchicalDictionaryLearning, tree_sparse_coding
+from ._joint import joint_starts
 from ._ktrace import KTraceNormPCA, ktrace_pca
 from ._nspca import NonnegativeSparsePCA, nspca
 from ._objective import fitted_objective
@@ -101,6 +102,7 @@ __all__ = [
     "fit_halves",
     "fixed_split",
     "fitted_objective",
+    "joint_starts",
     "name_dense_confound",
     "matched_abs_corr",
     "split_halves",

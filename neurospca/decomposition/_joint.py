@@ -51,6 +51,7 @@ starts' helpers and certification are in modules of their own already.
 import copy
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -440,9 +441,12 @@ def _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop):
     if first[1] != "scores" and PCA_START and not DEFLATION_SWEEPS:
         jobs[0] = partial(jobs[0], sweep=False)
     if first[1] == "scores" and DEFLATION_START:
-        jobs.append(partial(_deflation_job, op, n_components, sqnorm, None, None, tol, kw, loop))
+        defl = partial(_deflation_job, sweep=DEFLATION_START_SWEEPS)
+        jobs.append(partial(defl, op, n_components, sqnorm, None, None, tol, kw, loop))
     if PCA_START:
         jobs.append(partial(_scores_job, op, n_components, sqnorm, None, None, loop))
+    if first[1] == "scores" and not GIVEN_START and len(jobs) > 1:
+        jobs = jobs[1:]
     own = refit_kw.get("products") is not None  # a cache of its own for each start
     jobs = [
         partial(job, dict(refit_kw, products=ProductCache(4 * n_components)) if own else refit_kw)
@@ -505,6 +509,29 @@ RESTART_SAME = 1.0 - SWEEP_TOL
 #: A joint fit started from given scores also runs from deflation's start
 #: (:func:`_search`) and keeps the lower joint objective.
 DEFLATION_START = True
+#: That start is swept like the others (False: its unswept fit competes as it is;
+#: ``select_penalty``'s ElasticNet evidence fits, issue 20 round 19).
+DEFLATION_START_SWEEPS = True
+#: The given scores' start runs (False: the others only; issue 20 round 19).
+GIVEN_START = True
+
+
+@contextmanager
+def joint_starts(given=True, deflation=True, deflation_sweeps=True, subspace=True):
+    """The starts of the joint fits made within (the module's switches
+    :data:`GIVEN_START`, :data:`DEFLATION_START`, :data:`DEFLATION_START_SWEEPS`,
+    :data:`PCA_START`; restored after): ``select_penalty``'s ElasticNet evidence
+    fits (issue 20 round 19). Not for fits in other threads meanwhile."""
+    global GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START
+    saved = GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START
+    GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START = (
+        given, deflation, deflation_sweeps, subspace
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START = saved
+
 
 #: The joint fit also runs from the data's top singular subspace
 #: (:func:`_search`) and keeps the lower joint objective.

@@ -48,6 +48,21 @@ half fit, the start of the fit it replaces (:func:`chain_holds`), and its joint
 objective is not above a continuation's from that half fit by more than
 :data:`CHAIN_FULL_GAP` of the explained part (:func:`_not_above`); else that
 fit is made as before and the search tries no more full continuations.
+
+Round 19 (:data:`EVIDENCE_STARTS`): without TV, an evidence fit made with the
+competing starts runs two of them: the judged model's components (swept, with
+restarts) and deflation's fit unswept, the lower joint objective kept. Logged
+over main's searches (benchmarks/RESULTS.md, round 19): with co-varying scores
+deflation's unswept fit won every such fit but one (39 of 40), its objective
+below the swept starts' by about 5e-4 (relative); with independent scores
+the given start won 18 of 24, deflation swept or the subspace start the other
+6 by at most 3e-7; the subspace start and deflation's sweeps were 1.7-3.0 default
+fits per search. With :data:`DEFL0_FIRST`, once a search's first such fit
+was deflation's unswept fit, the later ones are that start alone when it holds
+rank by rank (:func:`_two_starts`). The same returned model on 6 fresh and 14
+recorded instances. The starts are ``_joint``'s module switches, set for the
+fit's call (``decomposition.joint_starts``): not for fits in other threads
+meanwhile.
 """
 
 import warnings
@@ -61,6 +76,7 @@ from ..decomposition import (
     component_stability,
     fitted_objective,
     groups_of,
+    joint_starts,
     overlap_corrected,
     overlapping_subsamples,
     row_groups,
@@ -112,10 +128,25 @@ WALK_DEFAULT = False
 #: 0.63); where the two settle together the difference was 3e-4 (3667).
 CHAIN_FULL_OBJECTIVE = True
 CHAIN_FULL_GAP = 0.01
+#: Without TV, the starts of an evidence fit with the competing starts
+#: (:func:`_evidence_starts`): None, all (the judged model's components, the
+#: data's top singular subspace, deflation swept and unswept); ``"given"``, the
+#: judged model's components alone first, kept when it holds
+#: (:func:`chain_holds`), else all; ``"given+defl0"``, the judged model's
+#: components and deflation's unswept fit, the lower joint objective kept.
+EVIDENCE_STARTS = "given+defl0"
+#: With ``"given+defl0"``: after a search's first such fit was deflation's unswept
+#: fit, the later ones are that start alone when it holds (:func:`_two_starts`).
+DEFL0_FIRST = True
+#: The same for the full fit of a judged row made from its half fit with the
+#: competing starts (``_returned.fit_returned``).
+FULL_STARTS = None
+#: The evidence fits' ``tol`` (None: the estimator's).
+EVIDENCE_TOL = None
 #: The sample key of the full fits in the search's chains.
 FULL = "full"
 
-#: ``[failed, chains, full failed, walks]`` of the search under way
+#: ``[failed, chains, full failed, walks, defl0 won]`` of the search under way
 #: (:func:`continuations`), else None; ``chains``: ``{(sample, l1_ratio): [(l1
 #: weight, components), ...]}``; ``walks``: a split's walk made before its turn
 #: (``_shared_walk.walk_split``).
@@ -127,7 +158,7 @@ def continuations():
     """One search's evidence fits: after a continuation that does not hold
     (:func:`continuation_holds`), the later ones are fitted with the competing
     starts only."""
-    token = _SEARCH.set([False, {}, False, {}])
+    token = _SEARCH.set([False, {}, False, {}, None])
     try:
         yield
     finally:
@@ -276,7 +307,7 @@ def guarded_fit(model, data, params, start, sample=None, walked=None):
         chained = chained_start(sample, params)
     search = _SEARCH.get()
     if chained is not None and not (CHAIN_STOP and search[0]):
-        keep = dict(params, stability=False, certify_support=False, verbose=0)
+        keep = _evidence_settings(params)
         fit = clone(model).set_params(**keep, warm_start=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -303,7 +334,7 @@ def _guarded_fit(model, data, params, start):
     warm : bool
         True when the continuation was kept.
     """
-    keep = dict(params, stability=False, certify_support=False, verbose=0)
+    keep = _evidence_settings(params)
     search = _SEARCH.get()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -315,7 +346,64 @@ def _guarded_fit(model, data, params, start):
             if search is not None:
                 search[0] = True
         fit = clone(model).set_params(**keep, warm_start=False)
+        if params["tv_ratio"] == 0 and EVIDENCE_STARTS is not None:
+            return _two_starts(fit, data, start, search), False
         return start_from(fit, start).fit(data).components_, False
+
+
+def _starts_fit(fit, data, start, mode):
+    """Components of ``fit`` (a clone) from ``start`` with the starts of ``mode``."""
+    with _evidence_starts(mode):
+        return start_from(clone(fit), start).fit(data).components_
+
+
+def _two_starts(fit, data, start, search):
+    """Without TV, the evidence fit with the starts of :data:`EVIDENCE_STARTS`.
+    With :data:`DEFL0_FIRST`, within a search: its first such fit also fits
+    deflation's unswept start alone, and when that is the fit kept (it won),
+    each later one is that start alone, kept when it holds rank by rank
+    against ``start`` (:func:`chain_holds`), else both starts' fit."""
+    if EVIDENCE_STARTS == "given":
+        comps = _starts_fit(fit, data, start, "given")
+        return comps if chain_holds(data, start, comps) else _starts_fit(fit, data, start, None)
+    won = None if search is None or not DEFL0_FIRST else search[4]
+    if won:
+        comps = _starts_fit(fit, data, start, "defl0")
+        if chain_holds(data, start, comps):
+            return comps
+    comps = _starts_fit(fit, data, start, EVIDENCE_STARTS)
+    if won is None and search is not None and DEFL0_FIRST:
+        search[4] = bool(np.array_equal(_starts_fit(fit, data, start, "defl0"), comps))
+    return comps
+
+
+def _evidence_settings(params):
+    """An evidence fit's settings at ``params`` (:data:`EVIDENCE_TOL`)."""
+    keep = dict(params, stability=False, certify_support=False, verbose=0)
+    if EVIDENCE_TOL is not None:
+        keep["tol"] = EVIDENCE_TOL
+    return keep
+
+
+def full_starts(params):
+    """:func:`_evidence_starts` of :data:`FULL_STARTS` (without TV) for a judged
+    row's full fit at ``params``."""
+    return _evidence_starts(FULL_STARTS if params["tv_ratio"] == 0 else None)
+
+
+#: The joint fit's starts (:func:`~neurospca.decomposition.joint_starts`) per
+#: mode of :data:`EVIDENCE_STARTS` (``"defl0"``: deflation's unswept fit alone).
+_STARTS = {
+    None: {},
+    "given": {"deflation": False, "subspace": False},
+    "given+defl0": {"deflation_sweeps": False, "subspace": False},
+    "defl0": {"given": False, "deflation_sweeps": False, "subspace": False},
+}
+
+
+def _evidence_starts(mode):
+    """The joint fit's starts for ``mode`` (:data:`EVIDENCE_STARTS`)."""
+    return joint_starts(**_STARTS[mode])
 
 
 def subsample_fits(model, X, params, groups=None):

@@ -79,7 +79,7 @@ def fit_returned(estimator, X, params, start):
     if model is not None:
         return model
     model = start_from(clone(estimator).set_params(**params, stability=False), start)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _continuation.full_starts(params):
         warnings.simplefilter("ignore")
         return model.fit(X, split_groups=groups_of(estimator))
 
