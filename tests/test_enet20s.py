@@ -59,7 +59,7 @@ def test_evidence_starts_keep_the_lower_of_the_given_and_unswept_deflation(fitte
         assert j_two <= j_given  # the given start's fit competes
         assert fitted_objective(every, half, op) <= j_two  # every start: more candidates
         # the flags are restored: the next fit has every start again
-        assert joint.PCA_START and joint.DEFLATION_START and joint.DEFLATION_START_SWEEPS
+        assert joint.start_switches() == (True, True, True, True)
         main = _evidence_fit(model, half, PARAMS, None, monkeypatch)
         np.testing.assert_array_equal(main, every.components_)
 
@@ -71,7 +71,8 @@ def test_evidence_starts_without_the_subspace_start_and_sweeps_of_deflation(fitt
     original = joint._search
 
     def spy(*args, **kw):
-        seen.append((joint.PCA_START, joint.DEFLATION_START_SWEEPS, joint.DEFLATION_START))
+        given, deflation, sweeps, subspace = joint.start_switches()
+        seen.append((subspace, sweeps, deflation))
         return original(*args, **kw)
 
     monkeypatch.setattr(joint, "_search", spy)
@@ -89,7 +90,7 @@ def test_the_starts_are_restored_after_an_error(fitted, monkeypatch):
     monkeypatch.setattr(_continuation, "EVIDENCE_STARTS", "given+defl0")
     with pytest.raises(ValueError):
         _continuation._guarded_fit(model, X[:, :5], PARAMS, model.components_)
-    assert joint.PCA_START and joint.DEFLATION_START_SWEEPS and joint.DEFLATION_START
+    assert joint.start_switches() == (True, True, True, True)
 
 
 def test_after_deflation_unswept_won_the_later_fits_are_that_start_alone(fitted, monkeypatch):
@@ -101,7 +102,7 @@ def test_after_deflation_unswept_won_the_later_fits_are_that_start_alone(fitted,
     original = joint._search
 
     def spy(*args, **kw):
-        calls.append(joint.GIVEN_START)
+        calls.append(joint.start_switches()[0])
         return original(*args, **kw)
 
     monkeypatch.setattr(joint, "_search", spy)
@@ -128,3 +129,27 @@ def test_after_deflation_unswept_won_the_later_fits_are_that_start_alone(fitted,
     calls.clear()
     _continuation._guarded_fit(model, half, PARAMS, model.components_)  # outside a search
     assert calls == [True]
+
+
+def test_the_starts_are_set_in_this_thread_only():
+    """``joint_starts`` is a context variable: a fit in another thread (a threaded
+    joblib or dask worker running another search) keeps the module's starts."""
+    import threading
+
+    seen = []
+    inside, release = threading.Event(), threading.Event()
+
+    def other():
+        inside.wait(10)
+        seen.append(joint.start_switches())
+        release.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with joint.joint_starts(given=False, deflation_sweeps=False, subspace=False):
+        inside.set()
+        release.wait(10)
+        assert joint.start_switches() == (False, True, False, False)
+    thread.join(10)
+    assert seen == [(True, True, True, True)]
+    assert joint.start_switches() == (True, True, True, True)

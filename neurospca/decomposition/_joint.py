@@ -52,6 +52,7 @@ import copy
 import time
 import warnings
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -437,15 +438,16 @@ def _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop):
     other). Settled fits are compared (the sweeps are not a descent of ``J``),
     and deflation's own state is kept when its ``J`` is lower still.
     """
+    given, deflation, deflation_sweeps, subspace = start_switches()
     jobs = [first[0]]
-    if first[1] != "scores" and PCA_START and not DEFLATION_SWEEPS:
+    if first[1] != "scores" and subspace and not DEFLATION_SWEEPS:
         jobs[0] = partial(jobs[0], sweep=False)
-    if first[1] == "scores" and DEFLATION_START:
-        defl = partial(_deflation_job, sweep=DEFLATION_START_SWEEPS)
+    if first[1] == "scores" and deflation:
+        defl = partial(_deflation_job, sweep=deflation_sweeps)
         jobs.append(partial(defl, op, n_components, sqnorm, None, None, tol, kw, loop))
-    if PCA_START:
+    if subspace:
         jobs.append(partial(_scores_job, op, n_components, sqnorm, None, None, loop))
-    if first[1] == "scores" and not GIVEN_START and len(jobs) > 1:
+    if first[1] == "scores" and not given and len(jobs) > 1:
         jobs = jobs[1:]
     own = refit_kw.get("products") is not None  # a cache of its own for each start
     jobs = [
@@ -516,21 +518,31 @@ DEFLATION_START_SWEEPS = True
 GIVEN_START = True
 
 
+#: The starts set by :func:`joint_starts` in this thread / context, else None.
+_STARTS = ContextVar("neurospca_joint_starts", default=None)
+
+
 @contextmanager
 def joint_starts(given=True, deflation=True, deflation_sweeps=True, subspace=True):
-    """The starts of the joint fits made within (the module's switches
+    """The starts of the joint fits made within, in this thread only (for
     :data:`GIVEN_START`, :data:`DEFLATION_START`, :data:`DEFLATION_START_SWEEPS`,
-    :data:`PCA_START`; restored after): ``select_penalty``'s ElasticNet evidence
-    fits (issue 20 round 19). Not for fits in other threads meanwhile."""
-    global GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START
-    saved = GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START
-    GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START = (
-        given, deflation, deflation_sweeps, subspace
-    )  # fmt: skip
+    :data:`PCA_START`): ``select_penalty``'s ElasticNet evidence fits (issue 20
+    round 19). A context variable, so fits in other threads (a threaded joblib
+    or dask worker) keep theirs."""
+    token = _STARTS.set((given, deflation, deflation_sweeps, subspace))
     try:
         yield
     finally:
-        GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START = saved
+        _STARTS.reset(token)
+
+
+def start_switches():
+    """``(given, deflation, deflation_sweeps, subspace)``: :func:`joint_starts`'s
+    in this context, else the module's switches."""
+    got = _STARTS.get()
+    if got is not None:
+        return got
+    return GIVEN_START, DEFLATION_START, DEFLATION_START_SWEEPS, PCA_START
 
 
 #: The joint fit also runs from the data's top singular subspace

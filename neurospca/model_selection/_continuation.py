@@ -60,9 +60,9 @@ the given start won 18 of 24, deflation swept or the subspace start the other
 fits per search. With :data:`DEFL0_FIRST`, once a search's first such fit
 was deflation's unswept fit, the later ones are that start alone when it holds
 rank by rank (:func:`_two_starts`). The same returned model on 6 fresh and 14
-recorded instances. The starts are ``_joint``'s module switches, set for the
-fit's call (``decomposition.joint_starts``): not for fits in other threads
-meanwhile.
+recorded instances. The starts are set for the fit's call in its own thread
+(``decomposition.joint_starts``, a context variable): fits in other threads keep
+theirs.
 """
 
 import warnings
