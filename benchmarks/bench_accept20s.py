@@ -228,23 +228,32 @@ def run_report(args):
 def run_other(args):
     import bench_other_defaults as o
 
+    from neurospca.decomposition import _base, _nspca
+
+    _nspca._adjusted_variance = _base.adjusted_variance  # moved since bench_other_defaults
     o.SEEDS = list(args.seeds)
     print(f"(the tables' headers name seeds 40-49; the seeds here are {o.SEEDS})")
-    o.bench_sspca()
-    o.bench_nspca()
-    print("\n| paper seed | alpha_rel | dual non-zeros | conesta non-zeros |\n|---|---|---|---|")
-    for seed in args.seeds[:2]:
-        X, _, mask = make_paper_simulation(100, random_state=seed, shape=(30, 30))
-        for rel in (4.0, 6.0, 8.0):
-            nz = []
-            for solver in ("dual", "conesta"):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    m = SPCATV(
-                        3, alpha_rel=rel, operator=tv_from_mask(mask), solver=solver, random_state=0
-                    ).fit(X)
-                nz.append(np.count_nonzero(m.components_, axis=1).tolist())
-            print(f"| {seed} | {rel:g} | {nz[0]} | {nz[1]} |", flush=True)
+    if "sspca" in args.parts:
+        o.bench_sspca()
+    if "nspca" in args.parts:
+        o.bench_nspca()
+    if "conesta" not in args.parts:
+        return
+    print("\n| paper seed | shape, N | alpha_rel | dual non-zeros | conesta non-zeros |")
+    print("|---|---|---|---|---|")
+    for seed in args.seeds[:1]:
+        for shape, n in (((30, 30), 100), ((100, 100), 250)):
+            X, _, mask = make_paper_simulation(n, random_state=seed, shape=shape)
+            for rel in (1.0, 2.0, 3.0, 4.0, 6.0):
+                nz = [_nonzeros(X, mask, rel, solver) for solver in ("dual", "conesta")]
+                print(f"| {seed} | {shape}, {n} | {rel:g} | {nz[0]} | {nz[1]} |", flush=True)
+
+
+def _nonzeros(X, mask, rel, solver):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = SPCATV(3, alpha_rel=rel, operator=tv_from_mask(mask), solver=solver, random_state=0)
+        return np.count_nonzero(m.fit(X).components_, axis=1).tolist()
 
 
 def fmt(a):
@@ -288,6 +297,7 @@ def main():
     p.add_argument("mode", nargs="?", choices=["covary", "stability", "api", "report", "other"])
     p.add_argument("--seeds", nargs="+", type=int, default=[3761])
     p.add_argument("--out")
+    p.add_argument("--parts", nargs="+", default=["sspca", "nspca", "conesta"], help="other")
     p.add_argument("--summary", nargs="+", help="JSON lines files: print the tables")
     args = p.parse_args()
     if args.summary:
