@@ -251,10 +251,14 @@ def run_other(args):
                     _nonzeros(X, mask, rel, solver) for solver in ("dual", "conesta")
                 ]
                 print(
-                    f"| {seed} | {shape}, {n} | {rel:g} | {a} / {b} | {ca} / {cb} | {ka} / {kb} "
-                    f"| {said} |",
+                    f"| {seed} | {shape}, {n} | {rel:g} | {a} / {b} | {ca} / {cb} "
+                    f"| {_b(ka)} / {_b(kb)} | {said} |",
                     flush=True,
                 )
+
+
+def _b(flags):
+    return "/".join("yes" if f else "no" for f in flags)
 
 
 def _nonzeros(X, mask, rel, solver):
