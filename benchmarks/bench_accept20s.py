@@ -19,8 +19,8 @@ adds the parts no bench had, one JSON line per fit appended to ``--out``:
   choice and the default fit scored on the truth, CPU in default fits) and on a
   glob of NIfTI files with a mask image and confounds.
 - ``report``: ``ImageSPCATV(4)``'s default fit of the atrophy SurfaceImage
-  (3 planted patterns: the 4th should not reproduce); its report's HTML
-  searched for the stability column, flags and the methods paragraph.
+  (3 planted patterns: the 4th should not reproduce); its report's HTML (saved in the
+  temporary folder, not kept) searched for the stability column, flags and the methods paragraph.
 - ``other``: ``bench_other_defaults``'s SSPCA and NSPCA tables on ``--seeds``,
   and SPCA-TV's dual solver against CONESTA where the optimum is empty.
 
@@ -35,6 +35,7 @@ import io
 import json
 import re
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -160,8 +161,6 @@ def run_api(args):
 def nifti_api(seed, n=24):
     """``select_penalty`` on a glob of NIfTI files, a mask image and confounds
     (two blobs and a confound over the mask, as tests/test_model_selection)."""
-    import tempfile
-
     import nibabel as nib
 
     rng = np.random.default_rng(seed)
@@ -217,7 +216,7 @@ def run_report(args):
         ]
     said = sorted({str(w.message)[:200] for w in caught if "reproduc" in str(w.message)})
     for name, est, truth, html in cases:
-        path = Path(args.out).with_name(f"report_{seed}_{name.split()[0]}.html")
+        path = Path(tempfile.gettempdir()) / f"report_{seed}_{name.split()[0]}.html"
         path.write_text(html)
         column, methods, flags = report_text(html)
         rec = dict(mode="report", set=name, seed=seed, html=str(path), said=said)
@@ -302,9 +301,11 @@ def summary(paths):
 
 def report_summary(recs):
     for r in recs:
-        column, methods, flags = report_text(Path(r["html"]).read_text())
-        print(f"- {r['set']} (seed {r['seed']}): stability_ {fmt(r['stability'])}; column {column}")
-        for line in methods + flags:
+        print(
+            f"- {r['set']} (seed {r['seed']}): stability_ {fmt(r['stability'])}; "
+            f"column {r['column']}"
+        )
+        for line in r["methods"] + r["flags"]:
             print(f"  - {line}")
 
 
