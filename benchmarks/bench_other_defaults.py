@@ -151,7 +151,7 @@ def _parts_data(seed, n=300, p=24, noise=0.3):
 
 
 def bench_nspca():
-    from neurospca.decomposition._nspca import _adjusted_variance
+    from neurospca.decomposition._base import adjusted_variance
 
     print(
         "\n## NonnegativeSparsePCA vs SparsePCA at matched cardinality, 3-part model, seeds 40-49"
@@ -178,8 +178,8 @@ def bench_nspca():
                 sp, _ = sparse_pca_at_cardinality(
                     X, int(m.cardinality_.sum()), lo=1e-2, max_iter=200
                 )
-                ev = _adjusted_variance(C, m.components_)[1].sum()
-                ev_sp = _adjusted_variance(C, sp)[1].sum()
+                ev = adjusted_variance(C, m.components_)[1].sum()
+                ev_sp = adjusted_variance(C, sp)[1].sum()
                 rows.append((ev, ev_sp, ev / ev_sp, dt))
             r = np.array(rows)
             print(
