@@ -21,6 +21,7 @@ NumPy and SciPy.
 
 import importlib
 import os
+import threading
 import warnings
 
 # OpenMP threads that wait at a barrier spin briefly, then sleep. The
@@ -101,7 +102,14 @@ def kernel_threads(n_threads):
     -------
     int
     """
-    return 1 if _FORKED else int(n_threads)
+    cap = getattr(THREAD_CAP, "cap", None)  # this thread's cap (a callable), if any
+    return 1 if _FORKED else int(n_threads) if cap is None else max(1, min(int(n_threads), cap()))
+
+
+#: Per calling thread, ``THREAD_CAP.cap()``: the most OpenMP threads its kernels
+#: may run on now (:func:`kernel_threads`; set by the joint finishing's
+#: components side by side, :func:`neurospca.decomposition._support.each_component`).
+THREAD_CAP = threading.local()
 
 
 def _check_name(name):
