@@ -85,7 +85,11 @@ def each_component(step, ks, n_threads):
 
     Each ``step(k)`` must read nothing another step writes (component ``k``'s
     finishing reads its own v-step and writes its own column and entries). The
-    components are taken in the order of ``ks`` by whichever thread is free;
+    components are taken last first by whichever thread is free (the fit's
+    components come by decreasing singular value: the last, the weakest, has
+    the smallest target gap, the longest finishing: on cube86, 4,460 iterations
+    against 2,150 for the first, so it starts first and the others share the
+    other thread);
     a thread's kernels run on ``n_threads // busy`` OpenMP threads (``busy``:
     the threads still on a component; :data:`neurospca._kernels.THREAD_CAP`),
     so the last component takes both cores back. The results do not depend on
@@ -98,7 +102,7 @@ def each_component(step, ks, n_threads):
     if not PARALLEL_FINISH or total < 2 or len(ks) < 2:
         return {k: _timed(step, k) for k in ks}
     out, errors, lock = {}, [], threading.Lock()
-    todo, busy = iter(ks), [min(total, len(ks))]
+    todo, busy = iter(ks[::-1]), [min(total, len(ks))]
 
     def work():
         _kernels.THREAD_CAP.cap = lambda: max(1, total // busy[0])
