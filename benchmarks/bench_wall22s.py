@@ -46,8 +46,27 @@ PHASES = [
 ]
 
 
+def thread_ticks():
+    """``{thread id: user + system clock ticks}`` of every thread of this process
+    (OpenMP's too), from ``/proc/self/task``."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended
+            continue
+        out[tid] = int(fields[11]) + int(fields[12])
+    return out
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
 class Timeline:
-    """Wall and process CPU of the phases' calls in the calling thread."""
+    """Wall, process CPU and the busiest thread's CPU of the phases' calls in the
+    calling thread (the busiest thread: a floor of the phase's wall on free cores
+    when its threads do not wait for each other)."""
 
     def __init__(self):
         self.acc, self.main = {}, threading.main_thread()
@@ -56,12 +75,18 @@ class Timeline:
         def timed(*args, **kwargs):
             if threading.current_thread() is not self.main:
                 return fn(*args, **kwargs)
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0, k0 = time.perf_counter(), time.process_time(), thread_ticks()
             try:
                 return fn(*args, **kwargs)
             finally:
-                w, c = self.acc.get(label, (0.0, 0.0))
-                self.acc[label] = (w + time.perf_counter() - t0, c + time.process_time() - c0)
+                k1 = thread_ticks()
+                busiest = max(k1[t] - k0.get(t, 0) for t in k1) / TICK
+                w, c, b = self.acc.get(label, (0.0, 0.0, 0.0))
+                self.acc[label] = (
+                    w + time.perf_counter() - t0,
+                    c + time.process_time() - c0,
+                    b + busiest,
+                )
 
         return timed
 
@@ -98,26 +123,33 @@ def _pca(X):
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def timeline(sets):
+def timeline(sets, variants):
     import bench_datapath
 
-    for name in sets:
+    for name, variant in [(n, v) for n in sets for v in variants]:
         X, operator = bench_datapath._load(name, None)
+        _variant(variant)
         tl = Timeline()
         undo = tl.install()
         load0 = os.getloadavg()[0]
-        _, wall, cpu = _fit(X, operator)
+        fit = tl.wrap(_fit, "**fit**")
+        _, wall, cpu = fit(X, operator)
         undo()
         pw, pc = _pca(X)
-        print(f"\n{name}: P = {X.shape[1]:,}, load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
-        print("| phase | wall s | CPU s | CPU / wall |\n|---|---:|---:|---:|")
-        top = 0.0
-        for label, (w, c) in tl.acc.items():
-            print(f"| {label} | {w:.2f} | {c:.2f} | {c / w:.2f} |")
-            top += w if not label.startswith(" ") else 0.0
-        print(f"| rest (scan, set-up, ordering) | {wall - top:.2f} | | |")
-        print(f"| **fit** | {wall:.2f} | {cpu:.2f} | {cpu / wall:.2f} |")
-        print(f"| randomized PCA | {pw:.2f} | {pc:.2f} | {pc / pw:.2f} |")
+        print(
+            f"\n{name} ({variant}): P = {X.shape[1]:,},",
+            f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}",
+        )
+        print("| phase | wall s | CPU s | CPU / wall | busiest thread CPU s | CPU / busiest |")
+        print("|---|---:|---:|---:|---:|---:|")
+        top, rows = 0.0, list(tl.acc.items())
+        for label, (w, c, b) in rows[-1:] + rows[:-1]:
+            print(
+                f"| {label} | {w:.2f} | {c:.2f} | {c / w:.2f} | {b:.2f} | {c / max(b, 1e-9):.2f} |"
+            )
+            top += w if label[0] not in " *" else 0.0
+        print(f"| rest (scan, set-up, ordering) | {wall - top:.2f} | | | | |")
+        print(f"| randomized PCA | {pw:.2f} | {pc:.2f} | {pc / pw:.2f} | | |")
         print(f"fit / PCA: wall {wall / pw:.2f}x, CPU {cpu / pc:.2f}x")
 
 
@@ -173,7 +205,7 @@ def main():
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     if args.timeline:
-        timeline(args.timeline)
+        timeline(args.timeline, args.variants)
     if args.compare:
         compare(args.compare, args.rounds, args.variants)
 

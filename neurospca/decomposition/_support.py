@@ -89,25 +89,25 @@ def each_component(step, ks, n_threads):
     components come by decreasing singular value: the last, the weakest, has
     the smallest target gap, the longest finishing: on cube86, 4,460 iterations
     against 2,150 for the first, so it starts first and the others share the
-    other thread);
-    a thread's kernels run on ``n_threads // busy`` OpenMP threads (``busy``:
+    other thread). A thread's kernels run on ``n_threads // busy`` OpenMP threads (``busy``:
     the threads still on a component; :data:`neurospca._kernels.THREAD_CAP`),
     so the last component takes both cores back. The results do not depend on
     which thread runs a step, or when: a v-step solve's numbers depend on its
     kernel's chunks (set by ``n_threads``), never on the threads that run them.
     With one thread, one component or :data:`PARALLEL_FINISH` off: one after the
-    other. The first error of a step is raised once every thread stopped.
+    other. The first error of a step is raised once every thread stopped (no
+    step starts after an error).
     """
     ks, total = list(ks), resolve_n_threads(n_threads)
     if not PARALLEL_FINISH or total < 2 or len(ks) < 2:
         return {k: _timed(step, k) for k in ks}
-    out, errors, lock = {}, [], threading.Lock()
+    out, errors, lock, stop = {}, [], threading.Lock(), threading.Event()
     todo, busy = iter(ks[::-1]), [min(total, len(ks))]
 
     def work():
         _kernels.THREAD_CAP.cap = lambda: max(1, total // busy[0])
         try:
-            while not errors:
+            while not stop.is_set():
                 with lock:
                     k = next(todo, None)
                 if k is None:
@@ -115,6 +115,7 @@ def each_component(step, ks, n_threads):
                 out[k] = _timed(step, k)
         except BaseException as exc:  # noqa: BLE001  raised by the calling thread
             errors.append(exc)
+            stop.set()
         finally:
             with lock:
                 busy[0] -= 1
@@ -122,8 +123,11 @@ def each_component(step, ks, n_threads):
     threads = [threading.Thread(target=work, daemon=True) for _ in range(busy[0])]
     for th in threads:
         th.start()
-    for th in threads:
-        th.join()
+    try:
+        for th in threads:
+            th.join()
+    finally:  # e.g. a signal's exception here: no new step
+        stop.set()
     if errors:
         raise errors[0]
     return {k: out[k] for k in ks}
