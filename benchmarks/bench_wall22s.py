@@ -93,6 +93,16 @@ class Timeline:
     def install(self):
         from neurospca.decomposition import _joint, _joint_certify, _spcatv, _support
 
+        timed, self.steps = _support._timed, []
+
+        def step_timed(step, k):  # each finishing step: its thread, CPU and wall
+            c0 = time.thread_time()
+            out = timed(step, k)
+            self.steps.append((threading.get_ident(), k, time.thread_time() - c0, out[1]))
+            return out
+
+        _support._timed = step_timed
+
         mods = {"_joint": _joint, "_joint_certify": _joint_certify, "_support": _support}
         undo = []
         for mod, name, label in PHASES:
@@ -104,6 +114,7 @@ class Timeline:
                 if getattr(m, name, None) is orig:
                     undo.append((m, name, orig))
                     setattr(m, name, new)
+        undo.append((_support, "_timed", timed))
         return lambda: [setattr(m, n, o) for m, n, o in undo]
 
 
@@ -149,6 +160,10 @@ def timeline(sets, variants):
             )
             top += w if label[0] not in " *" else 0.0
         print(f"| rest (scan, set-up, ordering) | {wall - top:.2f} | | | | |")
+        per = {}
+        for ident, k, c, w in tl.steps:  # the finishing's steps by thread
+            per.setdefault(ident, []).append(f"{k}: {c:.2f} CPU s / {w:.2f} s")
+        print("finishing steps by thread:", "; ".join(", ".join(v) for v in per.values()))
         print(f"| randomized PCA | {pw:.2f} | {pc:.2f} | {pc / pw:.2f} | | |")
         print(f"fit / PCA: wall {wall / pw:.2f}x, CPU {cpu / pc:.2f}x")
 
