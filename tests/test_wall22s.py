@@ -14,8 +14,7 @@ import warnings
 import numpy as np
 import pytest
 
-from neurospca import SPCATV, tv_from_mask
-from neurospca import _kernels
+from neurospca import SPCATV, _kernels, tv_from_mask
 from neurospca.decomposition import _support
 from neurospca.solvers import prox_dual
 
@@ -46,9 +45,7 @@ def test_each_component_runs_the_steps_at_once_with_the_kernels_capped():
     assert _kernels.kernel_threads(2) == 2  # the calling thread is not capped
 
 
-def test_each_component_raises_a_steps_error_and_runs_one_after_the_other_when_off(
-    monkeypatch,
-):
+def test_each_component_raises_a_steps_error_and_runs_one_after_the_other_when_off(monkeypatch):
     def step(k):
         if k == 1:
             raise ValueError("step 1")
@@ -93,9 +90,7 @@ def _instance(seed, n=60, side=14):
 
 @pytest.mark.parametrize("method", ["joint", "deflation"])
 @pytest.mark.parametrize("seed", [3728, 3729])
-def test_fits_with_the_finishings_side_by_side_are_the_same_bit_for_bit(
-    monkeypatch, method, seed
-):
+def test_fits_with_the_finishings_side_by_side_are_the_same_bit_for_bit(monkeypatch, method, seed):
     X, op = _instance(seed)
     got = {}
     for side in (False, True):
