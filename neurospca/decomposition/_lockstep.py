@@ -24,6 +24,8 @@ from functools import partial
 
 import numpy as np
 
+from .. import _kernels
+from .._utils import turns
 from ._blocks import _add
 
 #: Where the starts of a joint fit share their passes (:func:`run_side_by_side`):
@@ -207,6 +209,130 @@ class _Lockstep:
         return [s.result for s in starts]
 
 
+class _Lent(_Lockstep):
+    """:class:`_Lockstep` whose starts lend their Python turn around the v-step's
+    kernels (:data:`LEND_KERNELS`, :mod:`neurospca._utils.turns`): a start's
+    Python still runs while no other start's does, but its kernels run while
+    another start's Python (or kernels) run. A start that asks for a pass gives
+    the turn and waits until every live start asked (or ended); the calling
+    thread then makes the shared pass and the starts go on. The numbers are
+    each start's alone: only the order in which their independent steps run
+    changes. While another start is in a kernel, a start's kernels run on one
+    thread (their chunks, and so their numbers, do not change)."""
+
+    def _map(self, fn, args, make_acc=None, rows_tail=None):
+        start = getattr(self.local, "start", None)
+        if start is None:
+            return self._base(fn, args, make_acc, rows_tail)
+        if self.stopped:
+            raise _Stopped
+        start.request = (fn, args, make_acc, rows_tail)
+        if start is self.main:
+            self._round()
+            return start.reply
+        with self.cond:
+            start.waiting = True
+            self.cond.notify_all()
+        turns.give()
+        with self.cond:
+            while start.waiting and not self.stopped:
+                self.cond.wait()
+        turns.take()
+        if self.stopped:
+            raise _Stopped
+        return start.reply
+
+    def _thread(self, start):
+        self.local.start = start
+        _kernels.THREAD_CAP.cap = _one_if_others_in_kernel
+        turns.take(self.caller)  # the caller's warnings state, not the last holder's
+        try:
+            if not self.stopped:
+                start.result = start.job()
+        except BaseException as exc:  # noqa: BLE001  re-raised by the main thread
+            start.error = exc
+        finally:
+            turns.give()
+            with self.cond:
+                start.done = True
+                self.cond.notify_all()
+
+    def _round(self):
+        """Wait until every live start asked for a pass (or ended), then one pass
+        for every live request; the starts then go on."""
+        turns.give()
+        with self.cond:
+            while not all(s.waiting or s.done for s in self.live):
+                self.cond.wait()
+        turns.take()
+        self.live = [s for s in self.live if not s.done]
+        failed = next((s.error for s in self.starts if s.error is not None), None)
+        if failed is not None:
+            raise failed
+        waiting = self.live if self.main.done else [self.main] + self.live
+        if waiting:
+            self._pass(waiting)
+        with self.cond:
+            for s in self.live:
+                s.waiting = False
+            self.cond.notify_all()
+
+    def run(self, jobs):
+        """As :meth:`_Lockstep.run`, the starts running at once between passes,
+        their Python one at a time."""
+        self.cond = threading.Condition()
+        self.starts = starts = [_Start(job) for job in jobs]
+        for s in starts:
+            s.waiting = False
+        self.caller = _warnings_state()
+        self.main = starts[-1]
+        self.live = starts[:-1]
+        took = not turns.holding()  # the outermost lockstep takes the turn
+        if took:
+            turns.take(self.caller)
+        cap = getattr(_kernels.THREAD_CAP, "cap", None)
+        _kernels.THREAD_CAP.cap = _one_if_others_in_kernel
+        threads = [threading.Thread(target=self._thread, args=(s,), daemon=True) for s in self.live]
+        self.op._map = self._map
+        for th in threads:
+            th.start()
+        try:
+            self.local.start = self.main
+            try:
+                self.main.result = self.main.job()
+            finally:
+                self.main.done, self.local.start = True, None
+            while self.live:
+                self._round()
+        finally:
+            if self.outer is None:
+                del self.op._map
+            else:
+                self.op._map = self.outer
+            with self.cond:
+                self.stopped = True
+                self.cond.notify_all()
+            turns.give()
+            for th in threads:
+                th.join()
+            _kernels.THREAD_CAP.cap = cap
+            turns.take()  # this thread's warnings state back
+            if took:
+                turns.give()
+        return [s.result for s in starts]
+
+
+def _one_if_others_in_kernel():
+    """A start's kernel threads: one while another start runs a kernel."""
+    return 1 if turns.others_in_kernel() else 1 << 30
+
+
+#: The starts side by side lend their Python turn around the v-step's kernels
+#: (:class:`_Lent`): their kernels run at once on the cores (issue 22 round 19);
+#: False: one start at a time (:class:`_Lockstep`). The same numbers either way.
+LEND_KERNELS = True
+
+
 def shared_pass(op, base, requests):
     """``[base(*request) for request in requests]`` in ONE pass over ``op``'s
     data (``base``: the operator's ``_map``, or an enclosing lockstep's): each
@@ -286,4 +412,5 @@ def run_side_by_side(op, jobs):
     shared = op.kind in ("memmap", "dask") if SIDE_BY_SIDE == "memmap" else bool(SIDE_BY_SIDE)
     if not shared or len(jobs) < 2:
         return [job() for job in jobs]
-    return _Lockstep(op).run(jobs)
+    lend = LEND_KERNELS and MAIN_THREAD_START
+    return (_Lent if lend else _Lockstep)(op).run(jobs)

@@ -24,8 +24,7 @@ import time
 import numpy as np
 
 from .. import _kernels
-from ..solvers import ProxProblem, certify_support
-from ..solvers._base import resolve_n_threads
+from ..solvers import ProxProblem, certify_support, resolve_n_threads
 from ..solvers.penalties import eq3_pieces
 from ..solvers.prox import solve_dual
 from ..solvers.support import ROUNDING, pair_radius, restricted_problem, working_set
