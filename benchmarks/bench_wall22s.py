@@ -12,13 +12,16 @@ every round), in one process: wall, CPU, their ratios to that round's PCA,
 the largest difference of the components to the first variant's.
 
 Variants (:data:`VARIANTS`): "serial" runs the joint finishing's Jacobi steps
-one after the other (``_support.PARALLEL_FINISH = False``, main's order),
-"parallel" side by side on the fit's threads.
+one after the other (``_support.PARALLEL_FINISH = False``, main's order) and
+the starts one at a time (``_lockstep.LEND_KERNELS = False``); "parallel" the
+finishing's steps side by side on the fit's threads; "lent" the starts'
+v-step kernels at once; "both" (this branch's default) the two.
 
 Usage::
 
-    python benchmarks/bench_wall22s.py --timeline cube86 cube124
-    python benchmarks/bench_wall22s.py --compare cube86 cube124 --rounds 2
+    python benchmarks/bench_wall22s.py --timeline cube86 cube124 --variants serial both
+    python benchmarks/bench_wall22s.py --compare cube86 cube124 --rounds 2 \\
+        --variants serial parallel both
 """
 
 import argparse
@@ -169,12 +172,16 @@ def timeline(sets, variants):
 
 
 def _variant(name):
-    from neurospca.decomposition import _support
+    from neurospca.decomposition import _lockstep, _support
 
-    _support.PARALLEL_FINISH = name == "parallel"
+    _support.PARALLEL_FINISH = name in ("parallel", "both")
+    _lockstep.LEND_KERNELS = name in ("lent", "both")
 
 
-VARIANTS = ("serial", "parallel")
+#: "serial": main's code (the finishings one after the other, one start at a
+#: time); "parallel": the finishings side by side; "lent": the starts' kernels
+#: at once; "both": this branch.
+VARIANTS = ("serial", "parallel", "lent", "both")
 
 
 def compare(sets, rounds, variants):

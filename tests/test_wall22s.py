@@ -106,3 +106,71 @@ def test_fits_with_the_finishings_side_by_side_are_the_same_bit_for_bit(monkeypa
     assert np.array_equal(a.certified_support_, b.certified_support_)
     assert np.array_equal(a.certified_zeros_, b.certified_zeros_)
     assert np.array_equal(a.n_iter_per_component_, b.n_iter_per_component_)
+
+
+def test_starts_side_by_side_run_their_kernels_at_once_and_keep_their_warnings():
+    """Two starts' lent kernels meet at a barrier inside the kernel (they run at
+    the same time, or the barrier times out), each start's ``catch_warnings``
+    records only its own warnings around them, their passes stay shared, and
+    the caller's warnings state is back at the end."""
+    from neurospca._utils.turns import holding, lend
+    from neurospca.decomposition import _lockstep
+    from neurospca.decomposition._data import as_data_operator
+
+    X = np.random.default_rng(3730).standard_normal((30, 11))
+    op = as_data_operator(X, n_threads=1)
+    op.centre(op.stats["mean"])
+    met = threading.Barrier(2, timeout=20)
+    inside = []
+
+    def kernel(name):
+        inside.append((name, holding()))
+        met.wait()  # both "kernels" at once
+        return name
+
+    def start(name, action):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter(action)
+            for i in range(3):
+                z = op.matvec(np.ones(11))
+                lend(kernel)(name)
+                warnings.warn(f"{name} {i}", UserWarning, stacklevel=1)
+        return [str(w.message) for w in caught], z
+
+    filters = warnings.filters
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        got = _lockstep.run_side_by_side(
+            op, [lambda: start("a", "always"), lambda: start("b", "ignore")]
+        )
+        warnings.warn("caller", UserWarning, stacklevel=1)
+    assert got[0][0] == ["a 0", "a 1", "a 2"] and got[1][0] == []
+    assert np.array_equal(got[0][1], got[1][1])
+    assert sorted(inside) == [("a", False)] * 3 + [("b", False)] * 3  # the turn lent
+    assert [str(w.message) for w in outer] == ["caller"]
+    assert warnings.filters is filters and not holding()
+
+
+@pytest.mark.parametrize("seed", [3731, 3732])
+def test_joint_fits_with_the_kernels_lent_are_the_same_bit_for_bit(monkeypatch, seed):
+    """The joint fit with its starts' kernels at once (``LEND_KERNELS``) and one
+    start at a time: the same model bit for bit, the same passes over ``X``."""
+    from neurospca.decomposition import _lockstep
+
+    from ._helpers import count_passes
+
+    X, op = _instance(seed, side=16)
+    counted = count_passes(monkeypatch)
+    got, passes = {}, {}
+    for lent in (False, True):
+        monkeypatch.setattr(_lockstep, "LEND_KERNELS", lent)
+        counted.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got[lent] = SPCATV(3, operator=op, alpha_rel=1.0, tol=1e-3, n_threads=2).fit(X)
+        passes[lent] = len(counted)
+    a, b = got[False], got[True]
+    for name in ("components_", "scores_", "dual_gaps_", "support_radius_"):
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
+    assert np.array_equal(a.certified_support_, b.certified_support_)
+    assert a.n_sweeps_ == b.n_sweeps_ and passes[True] == passes[False]
