@@ -35,7 +35,10 @@ def holding():
 
 def take(state=None):
     """Wait for the turn and take it; then the ``warnings`` state this thread
-    had when it gave the turn (or ``state``) is put back."""
+    had when it gave the turn (or ``state``) is put back. Nothing when the
+    calling thread holds it already."""
+    if holding():
+        return
     with _COND:
         while _TURN["holder"] is not None:
             _COND.wait()
@@ -46,8 +49,11 @@ def take(state=None):
 
 
 def give():
-    """Give the turn back (the calling thread must hold it); its ``warnings``
-    state is kept for :func:`take`."""
+    """Give the turn back; its ``warnings`` state is kept for :func:`take`.
+    Nothing unless the calling thread holds it (e.g. a signal's exception
+    raised while it waited)."""
+    if not holding():
+        return
     _LOCAL.saved = _warnings_state()
     with _COND:
         _TURN["holder"] = None
