@@ -174,3 +174,21 @@ def test_joint_fits_with_the_kernels_lent_are_the_same_bit_for_bit(monkeypatch, 
         assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
     assert np.array_equal(a.certified_support_, b.certified_support_)
     assert a.n_sweeps_ == b.n_sweeps_ and passes[True] == passes[False]
+
+
+def test_the_turn_is_taken_and_given_once_and_lent_only_by_its_holder():
+    from neurospca._utils import turns
+
+    assert not turns.holding()
+    with turns.lent():  # no lockstep: nothing lent
+        assert not turns.holding() and turns.others_in_kernel() == 0
+    turns.give()  # not held: nothing
+    turns.take()
+    turns.take()  # held: nothing (no deadlock)
+    assert turns.holding()
+    with turns.lent():
+        assert not turns.holding() and turns.others_in_kernel() == 0
+        assert turns._TURN["in_kernel"] == 1
+    assert turns.holding() and turns._TURN["in_kernel"] == 0
+    turns.give()
+    assert not turns.holding() and turns._TURN["holder"] is None
