@@ -79,13 +79,10 @@ def test_capped_solves_side_by_side_equal_the_solves_alone():
 
 
 def _instance(seed, n=60, side=14):
-    rng = np.random.default_rng(seed)
-    grid = np.indices((side,) * 3).reshape(3, -1).T / side
-    X = rng.standard_normal((n, grid.shape[0]))
-    S = rng.standard_normal((n, 3)) * np.array([3.0, 2.0, 1.5])
-    for k, c in enumerate(rng.uniform(0.25, 0.75, (3, 3))):
-        X += np.outer(S[:, k], np.exp(-((grid - c) ** 2).sum(axis=1) / 0.02))
-    return X, tv_from_mask(np.ones((side,) * 3, bool))
+    """``tests/test_datapath``'s blobs on a ``side``-cube, and its TV operator."""
+    from .test_datapath import _instance as blobs
+
+    return blobs(n, side, seed), tv_from_mask(np.ones((side,) * 3, bool))
 
 
 @pytest.mark.parametrize("method", ["joint", "deflation"])

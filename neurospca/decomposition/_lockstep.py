@@ -139,13 +139,19 @@ class _Lockstep:
         start.turn.acquire()
         _set_warnings_state(self.caller)  # not the state of the start whose pass let it run
         try:
+            self._run_job(start)
+        finally:
+            start.done = True
+            self.back.release()
+
+    def _run_job(self, start):
+        """``start``'s job unless the starts were stopped; its error kept for
+        the calling thread."""
+        try:
             if not self.stopped:
                 start.result = start.job()
         except BaseException as exc:  # noqa: BLE001  re-raised by the main thread
             start.error = exc
-        finally:
-            start.done = True
-            self.back.release()
 
     def _turn(self, start):
         """Let ``start`` run until it asks for a pass or ends."""
@@ -164,6 +170,11 @@ class _Lockstep:
         """The other live starts' turns, then one pass for every live request."""
         for start in self.live:
             self._turn(start)
+        self._pass_live()
+
+    def _pass_live(self):
+        """The ended starts dropped (the first error of one raised), then one
+        pass for every live request."""
         self.live = [s for s in self.live if not s.done]
         failed = next((s.error for s in self.starts if s.error is not None), None)
         if failed is not None:
@@ -187,19 +198,9 @@ class _Lockstep:
             th.start()
         self.op._map = self._map  # every pass of the starts' threads comes here
         try:
-            if MAIN_THREAD_START:
-                self.local.start = self.main
-                try:
-                    self.main.result = self.main.job()
-                finally:
-                    self.main.done, self.local.start = True, None
-            while self.live:
-                self._round()
+            self._drive()
         finally:
-            if self.outer is None:
-                del self.op._map
-            else:
-                self.op._map = self.outer
+            self._unpatch()
             self.stopped = True
             for start in self.live:
                 if not start.done:
@@ -207,6 +208,25 @@ class _Lockstep:
             for th in threads:
                 th.join()
         return [s.result for s in starts]
+
+    def _drive(self):
+        """The calling thread's start (:data:`MAIN_THREAD_START`), then the
+        rounds of the others until they end."""
+        if MAIN_THREAD_START:
+            self.local.start = self.main
+            try:
+                self.main.result = self.main.job()
+            finally:
+                self.main.done, self.local.start = True, None
+        while self.live:
+            self._round()
+
+    def _unpatch(self):
+        """The operator's passes back to the enclosing lockstep's, or its own."""
+        if self.outer is None:
+            del self.op._map
+        else:
+            self.op._map = self.outer
 
 
 class _Lent(_Lockstep):
@@ -247,10 +267,7 @@ class _Lent(_Lockstep):
         _kernels.THREAD_CAP.cap = _one_if_others_in_kernel
         turns.take(self.caller)  # the caller's warnings state, not the last holder's
         try:
-            if not self.stopped:
-                start.result = start.job()
-        except BaseException as exc:  # noqa: BLE001  re-raised by the main thread
-            start.error = exc
+            self._run_job(start)
         finally:
             turns.give()
             with self.cond:
@@ -265,13 +282,7 @@ class _Lent(_Lockstep):
             while not all(s.waiting or s.done for s in self.live):
                 self.cond.wait()
         turns.take()
-        self.live = [s for s in self.live if not s.done]
-        failed = next((s.error for s in self.starts if s.error is not None), None)
-        if failed is not None:
-            raise failed
-        waiting = self.live if self.main.done else [self.main] + self.live
-        if waiting:
-            self._pass(waiting)
+        self._pass_live()
         with self.cond:
             for s in self.live:
                 s.waiting = False
@@ -297,18 +308,9 @@ class _Lent(_Lockstep):
         for th in threads:
             th.start()
         try:
-            self.local.start = self.main
-            try:
-                self.main.result = self.main.job()
-            finally:
-                self.main.done, self.local.start = True, None
-            while self.live:
-                self._round()
+            self._drive()
         finally:
-            if self.outer is None:
-                del self.op._map
-            else:
-                self.op._map = self.outer
+            self._unpatch()
             with self.cond:
                 self.stopped = True
                 self.cond.notify_all()
