@@ -176,16 +176,27 @@ def test_joint_fits_with_the_kernels_lent_are_the_same_bit_for_bit(monkeypatch, 
 def test_the_turn_is_taken_and_given_once_and_lent_only_by_its_holder():
     from neurospca._utils import turns
 
-    assert not turns.holding()
+    assert turns.current() is None and not turns.holding()
     with turns.lent():  # no lockstep: nothing lent
         assert not turns.holding() and turns.others_in_kernel() == 0
-    turns.give()  # not held: nothing
-    turns.take()
-    turns.take()  # held: nothing (no deadlock)
-    assert turns.holding()
-    with turns.lent():
-        assert not turns.holding() and turns.others_in_kernel() == 0
-        assert turns._TURN["in_kernel"] == 1
-    assert turns.holding() and turns._TURN["in_kernel"] == 0
-    turns.give()
-    assert not turns.holding() and turns._TURN["holder"] is None
+    turns.take()  # no turn: nothing
+    assert not turns.holding()
+    turn = turns.Turn()
+    turns.join(turn)
+    try:
+        turns.give()  # not held: nothing
+        turns.take()
+        turns.take()  # held: nothing (no deadlock)
+        assert turns.holding()
+        other = threading.Thread(target=lambda: (turns.join(turns.Turn()), turns.take()))
+        other.start()
+        other.join(20)  # another thread's own turn: not this one's
+        assert not other.is_alive() and turns.holding()
+        with turns.lent():
+            assert not turns.holding() and turns.others_in_kernel() == 0
+            assert turn.in_kernel == 1
+        assert turns.holding() and turn.in_kernel == 0
+        turns.give()
+        assert not turns.holding() and turn.holder is None
+    finally:
+        turns.join(None)

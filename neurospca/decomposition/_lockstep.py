@@ -265,6 +265,7 @@ class _Lent(_Lockstep):
     def _thread(self, start):
         self.local.start = start
         _kernels.THREAD_CAP.cap = _one_if_others_in_kernel
+        turns.join(self.turn)
         turns.take(self.caller)  # the caller's warnings state, not the last holder's
         try:
             self._run_job(start)
@@ -298,9 +299,11 @@ class _Lent(_Lockstep):
         self.caller = _warnings_state()
         self.main = starts[-1]
         self.live = starts[:-1]
-        took = not turns.holding()  # the outermost lockstep takes the turn
-        if took:
+        own = turns.current() is None  # the outermost lockstep: a turn of its own
+        if own:
+            turns.join(turns.Turn())
             turns.take(self.caller)
+        self.turn = turns.current()
         cap = getattr(_kernels.THREAD_CAP, "cap", None)
         _kernels.THREAD_CAP.cap = _one_if_others_in_kernel
         threads = [threading.Thread(target=self._thread, args=(s,), daemon=True) for s in self.live]
@@ -319,8 +322,9 @@ class _Lent(_Lockstep):
                 th.join()
             _kernels.THREAD_CAP.cap = cap
             turns.take()  # this thread's warnings state back
-            if took:
+            if own:
                 turns.give()
+                turns.join(None)
         return [s.result for s in starts]
 
 
