@@ -21,6 +21,7 @@ NumPy and SciPy.
 
 import importlib
 import os
+import threading
 import warnings
 
 # OpenMP threads that wait at a barrier spin briefly, then sleep. The
@@ -88,7 +89,7 @@ def forked_child():
     return bool(_FORKED)
 
 
-def kernel_threads(n_threads):
+def kernel_threads(n_threads, capped=True):
     """The OpenMP threads a compiled kernel may run on: ``n_threads``, or 1 in a
     forked child (:func:`forked_child`), where more would hang in libgomp.
 
@@ -96,12 +97,22 @@ def kernel_threads(n_threads):
     ----------
     n_threads : int
         The threads asked for.
+    capped : bool, default=True
+        Apply the calling thread's :data:`THREAD_CAP` (False: a kernel whose
+        numbers depend on its threads, the CSR dual kernel's reductions).
 
     Returns
     -------
     int
     """
-    return 1 if _FORKED else int(n_threads)
+    cap = getattr(THREAD_CAP, "cap", None) if capped else None  # this thread's cap, if any
+    return 1 if _FORKED else int(n_threads) if cap is None else max(1, min(int(n_threads), cap()))
+
+
+#: Per calling thread, ``THREAD_CAP.cap()``: the most OpenMP threads its kernels
+#: may run on now (:func:`kernel_threads`; set by the joint finishing's
+#: components side by side, :func:`neurospca.decomposition._support.each_component`).
+THREAD_CAP = threading.local()
 
 
 def _check_name(name):

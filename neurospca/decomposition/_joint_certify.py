@@ -7,7 +7,7 @@ certified-support finishing moved loadings, :func:`recheck_support` certifies
 every pair again.
 """
 
-import time
+from functools import partial
 
 import numpy as np
 
@@ -383,6 +383,8 @@ def certify_joint(estimator, op, U, V, info, kw, tol, *, resolution=None):
     components. Updates ``V``, ``info`` (``info["snapshot_gaps"]``, eq. 3
     units) and the ``certified_*`` attributes of ``estimator``.
     """
+    from ._support import each_component
+
     resolution = JOINT_RESOLUTION if resolution is None else resolution
     K, P = V.shape[1], V.shape[0]
     snap = Snapshot(op, U, info["d"], V, kw["l2"])
@@ -392,10 +394,9 @@ def certify_joint(estimator, op, U, V, info, kw, tol, *, resolution=None):
     info["snapshot_gaps"], info["jacobi_rounds"] = np.full(K, np.nan), 0
     while True:  # a component whose v-step's answer is 0 leaves the snapshot too
         info["jacobi_rounds"] += 1
-        for k in snap.live:
-            t0 = time.perf_counter()
-            labels[k] = _jacobi_step(snap, V, info, kw, k, resolution)
-            seconds[k] += time.perf_counter() - t0
+        step = partial(_jacobi_step, snap, V, info, kw, resolution=resolution)  # side by side
+        for k, (labels[k], took) in each_component(step, snap.live, kw["n_threads"]).items():
+            seconds[k] += took
         gone = [k for k in snap.live if not np.any(V[:, k])]
         if not gone:
             break

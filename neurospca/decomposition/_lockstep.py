@@ -24,6 +24,8 @@ from functools import partial
 
 import numpy as np
 
+from .. import _kernels
+from .._utils import turns
 from ._blocks import _add
 
 #: Where the starts of a joint fit share their passes (:func:`run_side_by_side`):
@@ -137,13 +139,19 @@ class _Lockstep:
         start.turn.acquire()
         _set_warnings_state(self.caller)  # not the state of the start whose pass let it run
         try:
+            self._run_job(start)
+        finally:
+            start.done = True
+            self.back.release()
+
+    def _run_job(self, start):
+        """``start``'s job unless the starts were stopped; its error kept for
+        the calling thread."""
+        try:
             if not self.stopped:
                 start.result = start.job()
         except BaseException as exc:  # noqa: BLE001  re-raised by the main thread
             start.error = exc
-        finally:
-            start.done = True
-            self.back.release()
 
     def _turn(self, start):
         """Let ``start`` run until it asks for a pass or ends."""
@@ -162,6 +170,11 @@ class _Lockstep:
         """The other live starts' turns, then one pass for every live request."""
         for start in self.live:
             self._turn(start)
+        self._pass_live()
+
+    def _pass_live(self):
+        """The ended starts dropped (the first error of one raised), then one
+        pass for every live request."""
         self.live = [s for s in self.live if not s.done]
         failed = next((s.error for s in self.starts if s.error is not None), None)
         if failed is not None:
@@ -185,19 +198,9 @@ class _Lockstep:
             th.start()
         self.op._map = self._map  # every pass of the starts' threads comes here
         try:
-            if MAIN_THREAD_START:
-                self.local.start = self.main
-                try:
-                    self.main.result = self.main.job()
-                finally:
-                    self.main.done, self.local.start = True, None
-            while self.live:
-                self._round()
+            self._drive()
         finally:
-            if self.outer is None:
-                del self.op._map
-            else:
-                self.op._map = self.outer
+            self._unpatch()
             self.stopped = True
             for start in self.live:
                 if not start.done:
@@ -205,6 +208,135 @@ class _Lockstep:
             for th in threads:
                 th.join()
         return [s.result for s in starts]
+
+    def _drive(self):
+        """The calling thread's start (:data:`MAIN_THREAD_START`), then the
+        rounds of the others until they end."""
+        if MAIN_THREAD_START:
+            self.local.start = self.main
+            try:
+                self.main.result = self.main.job()
+            finally:
+                self.main.done, self.local.start = True, None
+        while self.live:
+            self._round()
+
+    def _unpatch(self):
+        """The operator's passes back to the enclosing lockstep's, or its own."""
+        if self.outer is None:
+            del self.op._map
+        else:
+            self.op._map = self.outer
+
+
+class _Lent(_Lockstep):
+    """:class:`_Lockstep` whose starts lend their Python turn around the v-step's
+    kernels (:data:`LEND_KERNELS`, :mod:`neurospca._utils.turns`): a start's
+    Python still runs while no other start's does, but its kernels run while
+    another start's Python (or kernels) run. A start that asks for a pass gives
+    the turn and waits until every live start asked (or ended); the calling
+    thread then makes the shared pass and the starts go on. The numbers are
+    each start's alone: only the order in which their independent steps run
+    changes. While another start is in a kernel, a start's kernels run on one
+    thread (their chunks, and so their numbers, do not change)."""
+
+    def _map(self, fn, args, make_acc=None, rows_tail=None):
+        start = getattr(self.local, "start", None)
+        if start is None:
+            return self._base(fn, args, make_acc, rows_tail)
+        if self.stopped:
+            raise _Stopped
+        start.request = (fn, args, make_acc, rows_tail)
+        if start is self.main:
+            self._round()
+            return start.reply
+        with self.cond:
+            start.waiting = True
+            self.cond.notify_all()
+        turns.give()
+        with self.cond:
+            while start.waiting and not self.stopped:
+                self.cond.wait()
+        turns.take()
+        if self.stopped:
+            raise _Stopped
+        return start.reply
+
+    def _thread(self, start):
+        self.local.start = start
+        _kernels.THREAD_CAP.cap = _one_if_others_in_kernel
+        turns.join(self.turn)
+        turns.take(self.caller)  # the caller's warnings state, not the last holder's
+        try:
+            self._run_job(start)
+        finally:
+            turns.give()
+            with self.cond:
+                start.done = True
+                self.cond.notify_all()
+
+    def _round(self):
+        """Wait until every live start asked for a pass (or ended), then one pass
+        for every live request; the starts then go on."""
+        turns.give()
+        with self.cond:
+            while not all(s.waiting or s.done for s in self.live):
+                self.cond.wait()
+        turns.take()
+        self._pass_live()
+        with self.cond:
+            for s in self.live:
+                s.waiting = False
+            self.cond.notify_all()
+
+    def run(self, jobs):
+        """As :meth:`_Lockstep.run`, the starts running at once between passes,
+        their Python one at a time."""
+        self.cond = threading.Condition()
+        self.starts = starts = [_Start(job) for job in jobs]
+        for s in starts:
+            s.waiting = False
+        self.caller = _warnings_state()
+        self.main = starts[-1]
+        self.live = starts[:-1]
+        own = turns.current() is None  # the outermost lockstep: a turn of its own
+        if own:
+            turns.join(turns.Turn())
+            turns.take(self.caller)
+        self.turn = turns.current()
+        cap = getattr(_kernels.THREAD_CAP, "cap", None)
+        _kernels.THREAD_CAP.cap = _one_if_others_in_kernel
+        threads = [threading.Thread(target=self._thread, args=(s,), daemon=True) for s in self.live]
+        self.op._map = self._map
+        for th in threads:
+            th.start()
+        try:
+            self._drive()
+        finally:
+            self._unpatch()
+            with self.cond:
+                self.stopped = True
+                self.cond.notify_all()
+            turns.give()
+            for th in threads:
+                th.join()
+            _kernels.THREAD_CAP.cap = cap
+            turns.take()  # this thread's warnings state back
+            if own:
+                turns.give()
+                turns.join(None)
+        return [s.result for s in starts]
+
+
+def _one_if_others_in_kernel():
+    """A start's kernel threads: one while another start runs a kernel."""
+    return 1 if turns.others_in_kernel() else 1 << 30
+
+
+#: The starts side by side lend their Python turn around the v-step's kernels
+#: (:class:`_Lent`): their kernels run at once on the cores (issue 22 round 19);
+#: False: one start at a time (:class:`_Lockstep`). The same numbers either way.
+LEND_KERNELS = True
 
 
 def shared_pass(op, base, requests):
@@ -286,4 +418,5 @@ def run_side_by_side(op, jobs):
     shared = op.kind in ("memmap", "dask") if SIDE_BY_SIDE == "memmap" else bool(SIDE_BY_SIDE)
     if not shared or len(jobs) < 2:
         return [job() for job in jobs]
-    return _Lockstep(op).run(jobs)
+    lend = LEND_KERNELS and MAIN_THREAD_START
+    return (_Lent if lend else _Lockstep)(op).run(jobs)

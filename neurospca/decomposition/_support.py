@@ -18,11 +18,13 @@ full problem.
 :func:`set_certified_support` is called once at the end of ``SPCATV.fit``.
 """
 
+import threading
 import time
 
 import numpy as np
 
-from ..solvers import ProxProblem, certify_support
+from .. import _kernels
+from ..solvers import ProxProblem, certify_support, resolve_n_threads
 from ..solvers.penalties import eq3_pieces
 from ..solvers.prox import solve_dual
 from ..solvers.support import ROUNDING, pair_radius, restricted_problem, working_set
@@ -69,6 +71,71 @@ WORKING_TOL = 0.7
 #: the first set (3x the rows of the support's on the joint fit's cube86
 #: component 2); a few iterations settle most of them.
 WORKING_FIRST = 50
+
+
+#: The components' finishings (each on its own v-step: independent of the
+#: others' results) run side by side on the fit's threads
+#: (:func:`each_component`); False: one after the other.
+PARALLEL_FINISH = True
+
+
+def each_component(step, ks, n_threads):
+    """``{k: (step(k), seconds)}`` for ``k`` in ``ks``, on up to ``n_threads`` threads.
+
+    Each ``step(k)`` must read nothing another step writes (component ``k``'s
+    finishing reads its own v-step and writes its own column and entries). The
+    components are taken last first by whichever thread is free (the fit's
+    components come by decreasing singular value: the last, the weakest, has
+    the smallest target gap, the longest finishing: on cube86, 4,460 iterations
+    against 2,150 for the first, so it starts first and the others share the
+    other thread). A thread's kernels run on ``n_threads // busy`` OpenMP threads (``busy``:
+    the threads still on a component; :data:`neurospca._kernels.THREAD_CAP`),
+    so the last component takes both cores back. The results do not depend on
+    which thread runs a step, or when: a v-step solve's numbers depend on its
+    kernel's chunks (set by ``n_threads``), never on the threads that run them.
+    With one thread, one component or :data:`PARALLEL_FINISH` off: one after the
+    other. The first error of a step is raised once every thread stopped (no
+    step starts after an error).
+    """
+    ks, total = list(ks), resolve_n_threads(n_threads)
+    if not PARALLEL_FINISH or total < 2 or len(ks) < 2:
+        return {k: _timed(step, k) for k in ks}
+    out, errors, lock, stop = {}, [], threading.Lock(), threading.Event()
+    todo, busy = iter(ks[::-1]), [min(total, len(ks))]
+
+    def work():
+        _kernels.THREAD_CAP.cap = lambda: max(1, total // busy[0])
+        try:
+            while not stop.is_set():
+                with lock:
+                    k = next(todo, None)
+                if k is None:
+                    break
+                out[k] = _timed(step, k)
+        except BaseException as exc:  # noqa: BLE001  raised by the calling thread
+            errors.append(exc)
+            stop.set()
+        finally:
+            with lock:
+                busy[0] -= 1
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(busy[0])]
+    for th in threads:
+        th.start()
+    try:
+        for th in threads:
+            th.join()
+    finally:  # e.g. a signal's exception here: no new step
+        stop.set()
+    if errors:
+        raise errors[0]
+    return {k: out[k] for k in ks}
+
+
+def _timed(step, k):
+    """``(step(k), seconds)``."""
+    t0 = time.perf_counter()
+    return step(k), time.perf_counter() - t0
 
 
 def _finish(problem, solver, v, gap, state, target, max_iter, n_threads, settle=False):
@@ -324,10 +391,15 @@ def set_certified_support(
     radius = np.full(n_components, np.nan)
     seconds = np.zeros(n_components)
     n_threads = estimator.n_threads or None
-    for k in range(n_components):
-        cert, seconds[k] = _certify_component(
+
+    def step(k):  # each component's own v-step: side by side (each_component)
+        return _certify_component(
             k, V, info, pieces, solver, l2, n_samples, max_inner_iter, n_threads, resolution
         )
+
+    done = each_component(step, range(n_components), n_threads)
+    for k in range(n_components):
+        (cert, seconds[k]), _ = done[k]
         if cert is None:  # a vanished component: not certified (every loading uncertain)
             continue
         support[k], zeros[k] = cert.nonzero, cert.zero

@@ -200,7 +200,7 @@ def n_chunks_for(n_rows, n_threads):
 
 def csr_threads_for(n_rows, n_threads):
     """Threads of the CSR dual kernel for ``n_threads`` threads and ``n_rows`` rows."""
-    return _kernels.kernel_threads(max(1, min(n_threads, n_rows // MIN_ROWS_PER_CSR_THREAD)))
+    return _kernels.kernel_threads(max(1, min(n_threads, n_rows // MIN_ROWS_PER_CSR_THREAD)), False)
 
 
 #: Seconds per iteration of the difference kernel on one thread and on

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._utils.turns import lend
 from ._base import (
     SolverResult,
     ThreadChooser,
@@ -118,7 +119,7 @@ def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, 
         if stop(gap, n_iter, w, history):
             break
         n_run = min(gap_every, max_iter - n_iter)
-        t, _ = K.dual_iterations(
+        t, _ = lend(K.dual_iterations)(
             n_run,
             A_ip,
             A_ix,
@@ -242,7 +243,7 @@ def _prox_dual_difference(
     while True:
         threads = chooser.choose_threads()
         start = time.perf_counter()
-        t, _, swapped, primal, dual, _ = K.diff_dual_iterations(
+        t, _, swapped, primal, dual, _ = lend(K.diff_dual_iterations)(
             n_run,
             heads,
             tails,
