@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._utils.scratch import release, scratch
 from ._base import (
     SolverResult,
     ThreadChooser,
@@ -106,8 +107,8 @@ def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, 
     stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)
     ATw = np.empty_like(y)
     K.csr_matvec(At_ip, At_ix, At_d, w, ATw)
-    w_old, ATw_old = w.copy(), ATw.copy()
-    vq = np.empty_like(y)
+    w_old, ATw_old = _copy(w), _copy(ATw)
+    vq = scratch(y.shape, y.dtype)
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
     while True:
@@ -142,6 +143,7 @@ def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, 
         )
         n_iter += n_run
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
+    release(w_old, ATw_old, vq)
     return _certified(
         stop,
         SolverResult(
@@ -158,15 +160,29 @@ def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, 
     )
 
 
-def start_w(K, w0, n_rows, gptr, group, dtype=np.float64):
-    """The starting dual point (of ``dtype``): zeros, or ``w0`` projected onto the dual balls."""
+def start_w(K, w0, n_rows, gptr, group, dtype=np.float64, rows=None):
+    """The starting dual point (of ``dtype``): zeros, or ``w0`` (``w0[rows]`` when
+    ``rows`` is given: a locality order) projected onto the dual balls; a new
+    array, or a :func:`~neurospca._utils.scratch.scratch` one with ``rows``."""
     if w0 is None:
         return np.zeros(n_rows, dtype)
-    w = np.array(w0, dtype=dtype)
-    if w.shape != (n_rows,):
-        raise ValueError(f"w0 must have shape ({n_rows},), got {w.shape}.")
+    w0 = np.asarray(w0)
+    if w0.shape != (n_rows,):
+        raise ValueError(f"w0 must have shape ({n_rows},), got {w0.shape}.")
+    if rows is None:
+        w = np.array(w0, dtype=dtype)
+    else:  # w0[rows] cast to dtype: float64 (or float32) rounds to the same bits
+        w = scratch(n_rows, dtype)
+        np.copyto(w, w0[rows]) if w0.dtype != w.dtype else np.take(w0, rows, out=w, mode="clip")
     K.project_groups(w, gptr, group)
     return w
+
+
+def _copy(a):
+    """A copy of ``a`` in a scratch array."""
+    out = scratch(a.shape, a.dtype)
+    np.copyto(out, a)
+    return out
 
 
 def record_gap(gap, n_iter, history, stacklevel):
@@ -185,14 +201,11 @@ def record_gap(gap, n_iter, history, stacklevel):
     return gap
 
 
-def _to_locality_order(y, w0, order, n_rows):
-    """``y`` and ``w0`` permuted into the operator's locality order."""
-    y = y[order.features]
-    if w0 is not None:
-        w0 = np.asarray(w0, dtype=np.float64)
-        if w0.shape == (n_rows,):  # else start_w names the wrong shape
-            w0 = w0[order.rows]
-    return y, w0
+def _to_locality_order(y, order):
+    """``y`` permuted into the operator's locality order (a scratch array)."""
+    out = scratch(y.shape, y.dtype)
+    np.take(y, order.features, out=out, mode="clip")
+    return out
 
 
 def _scatter_buffers(operator, chunk_ptr, n_features, dtype):
@@ -201,9 +214,16 @@ def _scatter_buffers(operator, chunk_ptr, n_features, dtype):
     has them; returns ``(bufs, halo_args)``."""
     halo = difference_halos(operator, chunk_ptr.size - 1, reorder=True)
     if halo is None:  # chunk c > 0 scatters into a full buffer of its own
-        return np.zeros((chunk_ptr.size - 2, n_features), dtype), ()
+        return _zeros((chunk_ptr.size - 2, n_features), dtype), ()
     # into A^T w, and near its boundaries into halos
-    return np.zeros((0, n_features), dtype), (halo[0], halo[1], np.zeros(halo[2], dtype))
+    return np.zeros((0, n_features), dtype), (halo[0], halo[1], _zeros(halo[2], dtype))
+
+
+def _zeros(shape, dtype):
+    """Zeros in a scratch array."""
+    out = scratch(shape, dtype)
+    out.fill(0)
+    return out
 
 
 def _prox_dual_difference(
@@ -225,14 +245,15 @@ def _prox_dual_difference(
     n_rows, P = operator.n_rows, y.size
     stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)  # in the user's order
     order = locality_order(operator)  # diff is in it (difference_arrays(reorder=True))
+    rows = None
     if order is not None:
-        y, w0 = _to_locality_order(y, w0, order, n_rows)
-    w = start_w(K, w0, n_rows, gptr, group, y.dtype)
-    ATw = np.empty_like(y)
+        y, rows = _to_locality_order(y, order), order.rows
+    w = start_w(K, w0, n_rows, gptr, group, y.dtype, rows)
+    ATw = scratch(y.shape, y.dtype)
     K.diff_rmatvec(heads, tails, scale, w, ATw)
-    w_old, ATw_old = w.copy(), ATw.copy()
+    w_old, ATw_old = _copy(w), _copy(ATw)
     bufs, halo_args = _scatter_buffers(operator, chunk_ptr, P, y.dtype)
-    vq, vw = np.empty_like(y), np.empty_like(y)
+    vq, vw = scratch(y.shape, y.dtype), scratch(y.shape, y.dtype)
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
     n_run, first = 1, True  # the first call certifies the starting w
@@ -283,9 +304,11 @@ def _prox_dual_difference(
             break
         n_run = min(gap_every, max_iter - n_iter)
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
-    if order is not None:
-        vw, w_old = _user_order(vw, order.features), _user_order(w_old, order.rows)
     atw = (ATw_old, None if order is None else order.features)  # A^T w_old, kept
+    release(w, ATw, vq, bufs, *halo_args[2:])  # not returned: kept for the next solve
+    if order is not None:
+        release(y, vw, w_old, w_check if w_check is not w_old else None)
+        vw, w_old = _user_order(vw, order.features), _user_order(w_old, order.rows)
     return _certified(
         stop,
         SolverResult(
