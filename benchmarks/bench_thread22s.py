@@ -20,16 +20,23 @@ which :class:`~neurospca.solvers._base.ThreadChooser` picks from wall times);
 the finishing (``certify_joint``); the rest; the passes; the largest difference
 of the components to the first fit of the run.
 
+``--faults``: one fit of each tree (its starts one after the other) under
+``cProfile`` with the minor page faults as its clock: the functions by their
+own faults.
+
 Usage::
 
     python benchmarks/bench_thread22s.py --set cube124 --rounds 3 --pca \\
         base=/tmp/base branch=.
+    python benchmarks/bench_thread22s.py --set cube86 --faults base=/tmp/base branch=.
 """
 
 import argparse
+import cProfile
 import gc
 import importlib
 import os
+import pstats
 import resource
 import sys
 import time
@@ -163,6 +170,20 @@ def fit(mods, X, n_side, n_threads):
     return m, c1 - c0, wall, f1 - f0, passes()
 
 
+def fault_profile(mods, X, n_side, top=25):
+    """One fit with its starts one after the other, profiled by minor faults."""
+    _use(mods)
+    lockstep = importlib.import_module("neurospca.decomposition._lockstep")
+    lockstep.SIDE_BY_SIDE = False
+    prof = cProfile.Profile(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt, 1.0)
+    prof.enable()
+    m, cpu, wall, n_faults, passes = fit(mods, X, n_side, None)
+    prof.disable()
+    lockstep.SIDE_BY_SIDE = True
+    print(f"CPU {cpu:.2f} s (profiled), {n_faults / 1e3:.0f} k faults, {passes:.0f} passes")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
 def pca_row(X):
     from sklearn.decomposition import PCA
 
@@ -178,6 +199,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pca", action="store_true")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--faults", action="store_true")
     args = ap.parse_args()
     side, _, seed = args.set[4:].partition(":")
     X = cube_data(int(side), seed=int(seed or 0))
@@ -187,6 +209,11 @@ def main():
         tally = Tally()
         trees.append((name, load_tree(path, tally), tally))
         print(f"{name}: {trees[-1][1]['neurospca'].__file__}", flush=True)
+    if args.faults:
+        for name, mods, _ in trees:
+            print(f"## {name}", flush=True)
+            fault_profile(mods, X, int(side))
+        return
     print(
         "| round | tree | CPU s | wall s | faults k | solves CPU s (faults k) | kernel CPU s "
         "| kernel its 1 / many threads | finishing CPU s (its solves) | rest CPU s | passes "

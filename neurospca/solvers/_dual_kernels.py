@@ -100,7 +100,7 @@ def dual_fast(
 def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads):
     """:func:`prox_dual` on the CSR kernel, the gap checked every ``gap_every``
     iterations."""
-    v = np.empty_like(y)
+    v = scratch(y.shape, y.dtype)
     A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator, y.dtype)
     n_rows = operator.n_rows
     w = start_w(K, w0, n_rows, gptr, group, y.dtype)
@@ -161,19 +161,21 @@ def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, 
 
 
 def start_w(K, w0, n_rows, gptr, group, dtype=np.float64, rows=None):
-    """The starting dual point (of ``dtype``): zeros, or ``w0`` (``w0[rows]`` when
-    ``rows`` is given: a locality order) projected onto the dual balls; a new
-    array, or a :func:`~neurospca._utils.scratch.scratch` one with ``rows``."""
+    """The starting dual point (of ``dtype``, a scratch array): zeros, or ``w0``
+    (``w0[rows]`` when ``rows`` is given: a locality order) projected onto the
+    dual balls."""
     if w0 is None:
-        return np.zeros(n_rows, dtype)
+        return _zeros(n_rows, dtype)
     w0 = np.asarray(w0)
     if w0.shape != (n_rows,):
         raise ValueError(f"w0 must have shape ({n_rows},), got {w0.shape}.")
+    w = scratch(n_rows, dtype)
     if rows is None:
-        w = np.array(w0, dtype=dtype)
-    else:  # w0[rows] cast to dtype: float64 (or float32) rounds to the same bits
-        w = scratch(n_rows, dtype)
-        np.copyto(w, w0[rows]) if w0.dtype != w.dtype else np.take(w0, rows, out=w, mode="clip")
+        np.copyto(w, w0)
+    elif w0.dtype == w.dtype:
+        np.take(w0, rows, out=w, mode="clip")
+    else:  # cast after the gather: float32 <-> float64 give the same bits either way
+        np.copyto(w, w0[rows])
     K.project_groups(w, gptr, group)
     return w
 
@@ -239,16 +241,18 @@ def _prox_dual_difference(
     ``diff`` holds the arrays of the operator in its locality order
     (:func:`~neurospca.solvers._base.locality_order`) when it has one: ``y``
     and ``w0`` are permuted into it here, and ``v`` and ``w`` back into the
-    user's order on return.
+    user's order on return. Its scratch arrays come from and go back to
+    :func:`~neurospca._utils.scratch.scratch` (kept between the solves of a fit).
+
+    Length: one loop around one kernel call whose 25 arguments take a line each.
     """
     heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
     n_rows, P = operator.n_rows, y.size
     stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)  # in the user's order
     order = locality_order(operator)  # diff is in it (difference_arrays(reorder=True))
-    rows = None
     if order is not None:
-        y, rows = _to_locality_order(y, order), order.rows
-    w = start_w(K, w0, n_rows, gptr, group, y.dtype, rows)
+        y = _to_locality_order(y, order)
+    w = start_w(K, w0, n_rows, gptr, group, y.dtype, None if order is None else order.rows)
     ATw = scratch(y.shape, y.dtype)
     K.diff_rmatvec(heads, tails, scale, w, ATw)
     w_old, ATw_old = _copy(w), _copy(ATw)
@@ -305,10 +309,11 @@ def _prox_dual_difference(
         n_run = min(gap_every, max_iter - n_iter)
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
     atw = (ATw_old, None if order is None else order.features)  # A^T w_old, kept
-    release(w, ATw, vq, bufs, *halo_args[2:])  # not returned: kept for the next solve
+    left = [w, ATw, vq, bufs, *halo_args[2:]]  # not returned: kept for the next solve
     if order is not None:
-        release(y, vw, w_old, w_check if w_check is not w_old else None)
+        left += [y, vw, w_old]
         vw, w_old = _user_order(vw, order.features), _user_order(w_old, order.rows)
+    release(*left)
     return _certified(
         stop,
         SolverResult(
@@ -327,6 +332,6 @@ def _prox_dual_difference(
 
 def _user_order(a, order):
     """``a`` (in a locality order) back in the user's order: ``out[order] = a``."""
-    out = np.empty_like(a)
+    out = scratch(a.shape, a.dtype)
     out[order] = a
     return out
