@@ -24,6 +24,12 @@ of the components to the first fit of the run.
 ``cProfile`` with the minor page faults as its clock: the functions by their
 own faults.
 
+``--solves``: the v-step solves alone, each tree's solver on the same chain
+of warm-started 10-iteration solves (as a sweep's refits run them) on the
+cube's TV, inside the fit's scope (``_alternation._vstep_blas``) when the
+tree has one, trees alternating block by block: CPU, system CPU and minor
+faults per solve, and whether the trees' ``v`` and ``w`` are the same bits.
+
 Usage::
 
     python benchmarks/bench_thread22s.py --set cube124 --rounds 3 --pca \\
@@ -189,6 +195,52 @@ def fault_profile(mods, X, n_side, top=25):
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 
 
+def solves(trees, n_side, rounds, per_block=8, threads=None):
+    """Warm-started 10-iteration solves, each tree's block after the other."""
+    rng = np.random.default_rng(3741)
+    y0 = cube_data(n_side, n_samples=1, seed=3741)[0] - 2.5
+    ops, chains = {}, {}
+    for name, mods, _ in trees:
+        _use(mods)
+        ops[name] = mods["neurospca"].tv_from_mask(np.ones((n_side,) * 3, bool))
+        chains[name] = None
+    steps = [0.02 * rng.standard_normal(y0.size) for _ in range(per_block)]
+    print("| round | tree | CPU s / solve | system CPU s / solve | faults k / solve | same bits |")
+    print("|---:|---|---:|---:|---:|---|")
+    for r in range(rounds):
+        last = None
+        for name, mods, _ in trees if r % 2 == 0 else trees[::-1]:
+            _use(mods)
+            prox_dual = mods["neurospca.solvers.prox"].prox_dual
+            scope = mods["neurospca.decomposition._alternation"]._vstep_blas(2)
+            w, out = chains[name], []
+            gc.collect()
+            with scope:
+                c0, f0 = _now()
+                s0 = _sys()
+                for step in steps:
+                    res = prox_dual(y0 + step, ops[name], 0.05, 0.5, tol=1e-12, max_iter=10,
+                                    w0=w, n_threads=threads)  # fmt: skip
+                    w = res.w
+                    out.append((res.v, res.w))
+                c1, f1 = _now()
+                s1 = _sys()
+            same = (
+                ""
+                if last is None
+                else all(
+                    np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+                    for a, b in zip(out, last, strict=True)
+                )
+            )
+            last = out
+            n = len(steps)
+            print(f"| {r} | {name} | {(c1 - c0) / n:.3f} | {(s1 - s0) / n:.3f} "
+                  f"| {(f1 - f0) / n / 1e3:.1f} | {same} |", flush=True)  # fmt: skip
+        for name in chains:  # the next round continues from the same point
+            chains[name] = None
+
+
 def pca_row(X):
     from sklearn.decomposition import PCA
 
@@ -205,15 +257,19 @@ def main():
     ap.add_argument("--pca", action="store_true")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--faults", action="store_true")
+    ap.add_argument("--solves", action="store_true")
     args = ap.parse_args()
     side, _, seed = args.set[4:].partition(":")
-    X = cube_data(int(side), seed=int(seed or 0))
     trees = []
     for spec in args.trees:
         name, path = spec.split("=")
         tally = Tally()
         trees.append((name, load_tree(path, tally), tally))
         print(f"{name}: {trees[-1][1]['neurospca'].__file__}", flush=True)
+    if args.solves:
+        solves(trees, int(side), args.rounds, threads=args.threads)
+        return
+    X = cube_data(int(side), seed=int(seed or 0))
     if args.faults:
         for name, mods, _ in trees:
             print(f"## {name}", flush=True)
