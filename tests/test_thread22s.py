@@ -10,21 +10,22 @@
 """
 
 import tracemalloc
-import warnings
 from contextlib import nullcontext
+from functools import partial
 
 import numpy as np
 import pytest
 
 import neurospca._utils.scratch as scratch_mod
 import neurospca.decomposition._alternation as alternation
-from neurospca import SPCATV, icosphere, tv_from_mask, tv_from_mesh
+from neurospca import icosphere, tv_from_mask, tv_from_mesh
 from neurospca._utils.scratch import release, reused_buffers, scratch
 from neurospca.solvers import prox_dual
 from neurospca.solvers._base import locality_order
 
 from ._helpers import assert_same_fit
 from .test_datapath import _instance
+from .test_joint_lockstep import _joint_fit
 
 
 def test_scratch_arrays_are_kept_only_inside_the_scope():
@@ -147,16 +148,12 @@ def test_a_warm_solve_in_the_scope_allocates_less(kind):
 @pytest.mark.parametrize("seed", [3739, 3740])
 def test_joint_fit_with_kept_arrays_is_the_same_fit(monkeypatch, seed):
     """The joint fit with the v-steps' arrays kept and without (the scope
-    replaced by a null context): the same fit bit for bit; with them, a third or more of the
-    scratch arrays of its solves are kept ones (the returned ones are new)."""
+    replaced by a null context): the same fit bit for bit; with them, a third
+    or more of its solves' scratch arrays are kept ones (the returned ones are
+    new)."""
     X = _instance(n=60, side=12, seed=seed)
     op = tv_from_mask(np.ones((12,) * 3, bool))
-
-    def fit():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return SPCATV(3, operator=op, tol=1e-3, random_state=0, alpha_rel=1.0).fit(X)
-
+    fit = partial(_joint_fit, X, op, tol=1e-3)
     monkeypatch.setattr(alternation, "reused_buffers", nullcontext)
     without = fit()
     monkeypatch.undo()
