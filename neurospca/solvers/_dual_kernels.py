@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._utils.scratch import release, scratch
 from .._utils.turns import lend
 from ._base import (
     SolverResult,
@@ -100,15 +101,15 @@ def dual_fast(
 def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, restart, n_threads):
     """:func:`prox_dual` on the CSR kernel, the gap checked every ``gap_every``
     iterations."""
-    v = np.empty_like(y)
+    v = scratch(y.shape, y.dtype)
     A_ip, A_ix, A_d, At_ip, At_ix, At_d, gptr = operator_arrays(operator, y.dtype)
     n_rows = operator.n_rows
     w = start_w(K, w0, n_rows, gptr, group, y.dtype)
     stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)
     ATw = np.empty_like(y)
     K.csr_matvec(At_ip, At_ix, At_d, w, ATw)
-    w_old, ATw_old = w.copy(), ATw.copy()
-    vq = np.empty_like(y)
+    w_old, ATw_old = _copy(w), _copy(ATw)
+    vq = scratch(y.shape, y.dtype)
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
     while True:
@@ -143,6 +144,7 @@ def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, 
         )
         n_iter += n_run
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
+    release(w_old, ATw_old, vq)
     return _certified(
         stop,
         SolverResult(
@@ -159,15 +161,31 @@ def _prox_dual_csr(K, y, operator, l1, group, tol_abs, max_iter, w0, gap_every, 
     )
 
 
-def start_w(K, w0, n_rows, gptr, group, dtype=np.float64):
-    """The starting dual point (of ``dtype``): zeros, or ``w0`` projected onto the dual balls."""
+def start_w(K, w0, n_rows, gptr, group, dtype=np.float64, rows=None):
+    """The starting dual point (of ``dtype``, a scratch array): zeros, or ``w0``
+    (``w0[rows]`` when ``rows`` is given: a locality order) projected onto the
+    dual balls."""
     if w0 is None:
-        return np.zeros(n_rows, dtype)
-    w = np.array(w0, dtype=dtype)
-    if w.shape != (n_rows,):
-        raise ValueError(f"w0 must have shape ({n_rows},), got {w.shape}.")
+        return _zeros(n_rows, dtype)
+    w0 = np.asarray(w0)
+    if w0.shape != (n_rows,):
+        raise ValueError(f"w0 must have shape ({n_rows},), got {w0.shape}.")
+    w = scratch(n_rows, dtype)
+    if rows is None:
+        np.copyto(w, w0)
+    elif w0.dtype == w.dtype:
+        np.take(w0, rows, out=w, mode="clip")
+    else:  # cast after the gather: float32 <-> float64 give the same bits either way
+        np.copyto(w, w0[rows])
     K.project_groups(w, gptr, group)
     return w
+
+
+def _copy(a):
+    """A copy of ``a`` in a scratch array."""
+    out = scratch(a.shape, a.dtype)
+    np.copyto(out, a)
+    return out
 
 
 def record_gap(gap, n_iter, history, stacklevel):
@@ -186,14 +204,11 @@ def record_gap(gap, n_iter, history, stacklevel):
     return gap
 
 
-def _to_locality_order(y, w0, order, n_rows):
-    """``y`` and ``w0`` permuted into the operator's locality order."""
-    y = y[order.features]
-    if w0 is not None:
-        w0 = np.asarray(w0, dtype=np.float64)
-        if w0.shape == (n_rows,):  # else start_w names the wrong shape
-            w0 = w0[order.rows]
-    return y, w0
+def _to_locality_order(y, order):
+    """``y`` permuted into the operator's locality order (a scratch array)."""
+    out = scratch(y.shape, y.dtype)
+    np.take(y, order.features, out=out, mode="clip")
+    return out
 
 
 def _scatter_buffers(operator, chunk_ptr, n_features, dtype):
@@ -202,9 +217,16 @@ def _scatter_buffers(operator, chunk_ptr, n_features, dtype):
     has them; returns ``(bufs, halo_args)``."""
     halo = difference_halos(operator, chunk_ptr.size - 1, reorder=True)
     if halo is None:  # chunk c > 0 scatters into a full buffer of its own
-        return np.zeros((chunk_ptr.size - 2, n_features), dtype), ()
+        return _zeros((chunk_ptr.size - 2, n_features), dtype), ()
     # into A^T w, and near its boundaries into halos
-    return np.zeros((0, n_features), dtype), (halo[0], halo[1], np.zeros(halo[2], dtype))
+    return np.zeros((0, n_features), dtype), (halo[0], halo[1], _zeros(halo[2], dtype))
+
+
+def _zeros(shape, dtype):
+    """Zeros in a scratch array."""
+    out = scratch(shape, dtype)
+    out.fill(0)
+    return out
 
 
 def _prox_dual_difference(
@@ -220,20 +242,23 @@ def _prox_dual_difference(
     ``diff`` holds the arrays of the operator in its locality order
     (:func:`~neurospca.solvers._base.locality_order`) when it has one: ``y``
     and ``w0`` are permuted into it here, and ``v`` and ``w`` back into the
-    user's order on return.
+    user's order on return. Its scratch arrays come from and go back to
+    :func:`~neurospca._utils.scratch.scratch` (kept between the solves of a fit).
+
+    Length: one loop around one kernel call whose 25 arguments take a line each.
     """
     heads, tails, scale, heads_are_groups, gptr, chunk_ptr = diff
     n_rows, P = operator.n_rows, y.size
     stop = _stop_rule(K, y, operator, l1, group, tol_abs, max_iter)  # in the user's order
     order = locality_order(operator)  # diff is in it (difference_arrays(reorder=True))
     if order is not None:
-        y, w0 = _to_locality_order(y, w0, order, n_rows)
-    w = start_w(K, w0, n_rows, gptr, group, y.dtype)
-    ATw = np.empty_like(y)
+        y = _to_locality_order(y, order)
+    w = start_w(K, w0, n_rows, gptr, group, y.dtype, None if order is None else order.rows)
+    ATw = scratch(y.shape, y.dtype)
     K.diff_rmatvec(heads, tails, scale, w, ATw)
-    w_old, ATw_old = w.copy(), ATw.copy()
+    w_old, ATw_old = _copy(w), _copy(ATw)
     bufs, halo_args = _scatter_buffers(operator, chunk_ptr, P, y.dtype)
-    vq, vw = np.empty_like(y), np.empty_like(y)
+    vq, vw = scratch(y.shape, y.dtype), scratch(y.shape, y.dtype)
     step = 1.0 / operator.norm2
     t, n_iter, history = 1.0, 0, []
     n_run, first = 1, True  # the first call certifies the starting w
@@ -284,9 +309,12 @@ def _prox_dual_difference(
             break
         n_run = min(gap_every, max_iter - n_iter)
     logger.debug("prox_dual: %d iterations, gap %.3e (tol %.3e)", n_iter, gap, tol_abs)
-    if order is not None:
-        vw, w_old = _user_order(vw, order.features), _user_order(w_old, order.rows)
     atw = (ATw_old, None if order is None else order.features)  # A^T w_old, kept
+    left = [w, ATw, vq, bufs, *halo_args[2:]]  # not returned: kept for the next solve
+    if order is not None:
+        left += [y, vw, w_old]
+        vw, w_old = _user_order(vw, order.features), _user_order(w_old, order.rows)
+    release(*left)
     return _certified(
         stop,
         SolverResult(
@@ -305,6 +333,6 @@ def _prox_dual_difference(
 
 def _user_order(a, order):
     """``a`` (in a locality order) back in the user's order: ``out[order] = a``."""
-    out = np.empty_like(a)
+    out = scratch(a.shape, a.dtype)
     out[order] = a
     return out
