@@ -143,6 +143,16 @@ def summary(path):
         print(f"{k}: n {len(v)}, median {np.median(v):.1f}x, range {min(v):.1f}-{max(v):.1f}x")
 
 
+def variants_instance(default):
+    """The command line of a variants run (``--variants``, ``default`` unless
+    given) and its :func:`instance`: ``(args, X, P, est, row)`` (bench_enet20r.py,
+    bench_enet20s.py)."""
+    p = base_parser()
+    p.add_argument("--variants", default=default)
+    args = p.parse_args()
+    return (args, *instance(args))
+
+
 def instance(args):
     """The paper simulation of ``args``, its estimator and the start of its JSON
     row: the default fit's and one fit's CPU seconds, the default's point (the

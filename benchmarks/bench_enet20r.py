@@ -35,7 +35,6 @@ from sklearn.base import clone
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_enet20q as q  # noqa: E402
-from bench_select20g import base_parser  # noqa: E402
 
 from neurospca.model_selection import _continuation, _shared_walk  # noqa: E402
 
@@ -182,10 +181,7 @@ def main():
         return summary(*sys.argv[2:4])
     if sys.argv[1:2] == ["--recorded"]:
         return recorded(*sys.argv[2:])
-    p = base_parser()
-    p.add_argument("--variants", default="main,share")
-    args = p.parse_args()
-    X, P, est, row = q.instance(args)
+    args, X, P, est, row = q.variants_instance("main,share")
     _count_kept()
     for name in args.variants.split(","):
         c = _continuation

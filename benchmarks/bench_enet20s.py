@@ -33,7 +33,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_enet20q as q  # noqa: E402
-from bench_select20g import base_parser  # noqa: E402
 
 import neurospca.decomposition._joint as joint  # noqa: E402
 from neurospca.model_selection import _continuation, _returned  # noqa: E402
@@ -129,10 +128,7 @@ def starts(path):
 def main():
     if sys.argv[1:2] == ["--starts"]:
         return starts(sys.argv[2])
-    p = base_parser()
-    p.add_argument("--variants", default="main,given")
-    args = p.parse_args()
-    X, P, est, row = q.instance(args)
+    args, X, P, est, row = q.variants_instance("main,given")
     _wrap()
     for name in args.variants.split(","):
         flags = VARIANTS[name]

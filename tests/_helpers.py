@@ -1,5 +1,7 @@
 """Test helpers: random operators and an independent cvxpy solver."""
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -145,3 +147,15 @@ def drop_from_page_cache(path):
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+def starts_side_by_side_warnings(run, op, start):
+    """``run(op, jobs)`` on the starts ``start("a", "always")`` and ``start("b",
+    "ignore")`` (each filters its own warnings) inside a recording
+    ``catch_warnings``, the caller warning "caller" after them: ``(what run
+    returned, the messages the caller recorded)``."""
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        got = run(op, [lambda: start("a", "always"), lambda: start("b", "ignore")])
+        warnings.warn("caller", UserWarning, stacklevel=1)
+    return got, [str(w.message) for w in outer]

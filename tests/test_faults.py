@@ -729,14 +729,31 @@ def test_impossible_sparsity_settings_are_refused(kw, match):
 
 # ------------------------------------------------------------ dask workers die
 
-WORKERS_DIE = """
-    import os, signal, subprocess, sys, threading, time, warnings
-    import numpy as np
+#: Shared by the scripts below: a LocalCluster on 127.0.0.1 with two real
+#: worker processes and no nanny to restart them.
+START_CLUSTER = """
+    import subprocess, sys, warnings
     warnings.simplefilter("ignore")
     import faulthandler
     faulthandler.dump_traceback_later(200)  # where it hangs, if it does
-    import neurospca
     from distributed import Client, LocalCluster
+
+    def start_cluster():
+        cluster = LocalCluster(n_workers=0, processes=True, host="127.0.0.1",
+                               dashboard_address=None, silence_logs=50)
+        client = Client(cluster)
+        workers = [subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", cluster.scheduler_address,
+             "--no-nanny", "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
+        client.wait_for_workers(2, timeout=120)
+        return client, workers
+"""
+
+WORKERS_DIE = """
+    import os, signal, threading, time
+    import numpy as np
+    import neurospca
 
     def fit(X):
         try:
@@ -750,14 +767,7 @@ WORKERS_DIE = """
     if __name__ == "__main__":
         path = sys.argv[1]
         np.save(path, np.random.default_rng(0).standard_normal((200, 400)))
-        cluster = LocalCluster(n_workers=0, processes=True, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=50)
-        client = Client(cluster)
-        workers = [subprocess.Popen(  # real worker processes, no nanny to restart them
-            [sys.executable, "-m", "distributed.cli.dask_worker", cluster.scheduler_address,
-             "--no-nanny", "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
-        client.wait_for_workers(2, timeout=120)
+        client, workers = start_cluster()
         X = neurospca.npy_to_dask(path, chunk_rows=100)
 
         def kill():
@@ -771,53 +781,15 @@ WORKERS_DIE = """
         os._exit(0)
 """
 
-
-def test_fit_on_a_cluster_whose_workers_die_ends(tmp_path):
-    """A fit on a LocalCluster (127.0.0.1) whose two worker processes are killed
-    (SIGKILL, no nanny to restart them) ends with a RuntimeError naming X after
-    the no-worker timeout (5 s here), where it used to wait forever."""
-    pytest.importorskip("distributed")
-    script = tmp_path / "die.py"
-    script.write_text(textwrap.dedent(WORKERS_DIE))
-    env = dict(
-        os.environ,
-        NEUROSPCA_DASK_NO_WORKER_TIMEOUT="5",
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    )
-    try:
-        res = subprocess.run(
-            [sys.executable, str(script), str(tmp_path / "X.npy")],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
-    except subprocess.TimeoutExpired as exc:  # pragma: no cover - a hang is a failure
-        pytest.fail(f"the fit hung after its workers died:\n{exc.stdout}\n{exc.stderr}")
-    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
-    assert res.stdout.splitlines() == ["workers killed: error"], res.stderr[-3000:]
-
-
 RESULTS_LOST = """
-    import os, signal, subprocess, sys, time, warnings
+    import os, signal, time
     import numpy as np
-    warnings.simplefilter("ignore")
-    import faulthandler
-    faulthandler.dump_traceback_later(100)
     import dask
-    from distributed import Client, LocalCluster, wait
+    from distributed import wait
     from neurospca.decomposition._sources import gather_watched
 
     if __name__ == "__main__":
-        cluster = LocalCluster(n_workers=0, processes=True, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=50)
-        client = Client(cluster)
-        workers = [subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_worker", cluster.scheduler_address,
-             "--no-nanny", "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
-        client.wait_for_workers(2, timeout=60)
+        client, workers = start_cluster()
         futures = client.compute([dask.delayed(np.ones)(1000)])
         wait(futures)  # the result now lives on a worker only
         for w in workers:
@@ -834,14 +806,12 @@ RESULTS_LOST = """
 """
 
 
-def test_results_lost_before_they_are_fetched_end_in_an_error(tmp_path):
-    """Workers killed after a task finished but before its result reached the
-    client: the fetch ends in the no-worker RuntimeError (5 s here) where a plain
-    ``client.gather`` waits forever for a worker to recompute the result (the
-    hang CI met once in test_fit_on_a_cluster_whose_workers_die_ends)."""
+def _run_on_a_cluster(tmp_path, source, args, timeout, what):
+    """Run ``source`` (after :data:`START_CLUSTER`) in a child process with a 5 s
+    no-worker timeout; a hang past ``timeout`` fails the test naming ``what``."""
     pytest.importorskip("distributed")
-    script = tmp_path / "lost.py"
-    script.write_text(textwrap.dedent(RESULTS_LOST))
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(START_CLUSTER) + textwrap.dedent(source))
     env = dict(
         os.environ,
         NEUROSPCA_DASK_NO_WORKER_TIMEOUT="5",
@@ -849,16 +819,33 @@ def test_results_lost_before_they_are_fetched_end_in_an_error(tmp_path):
     )
     try:
         res = subprocess.run(
-            [sys.executable, str(script)],
+            [sys.executable, str(script), *args],
             cwd=tmp_path,
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired as exc:  # pragma: no cover - a hang is a failure
-        pytest.fail(f"the fetch hung after its workers died:\n{exc.stdout}\n{exc.stderr}")
+        pytest.fail(f"{what} hung after its workers died:\n{exc.stdout}\n{exc.stderr}")
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    return res
+
+
+def test_fit_on_a_cluster_whose_workers_die_ends(tmp_path):
+    """A fit on a LocalCluster (127.0.0.1) whose two worker processes are killed
+    (SIGKILL, no nanny to restart them) ends with a RuntimeError naming X after
+    the no-worker timeout (5 s here), where it used to wait forever."""
+    res = _run_on_a_cluster(tmp_path, WORKERS_DIE, [str(tmp_path / "X.npy")], 240, "the fit")
+    assert res.stdout.splitlines() == ["workers killed: error"], res.stderr[-3000:]
+
+
+def test_results_lost_before_they_are_fetched_end_in_an_error(tmp_path):
+    """Workers killed after a task finished but before its result reached the
+    client: the fetch ends in the no-worker RuntimeError (5 s here) where a plain
+    ``client.gather`` waits forever for a worker to recompute the result (the
+    hang CI met once in test_fit_on_a_cluster_whose_workers_die_ends)."""
+    res = _run_on_a_cluster(tmp_path, RESULTS_LOST, [], 120, "the fetch")
     verdict, seconds = res.stdout.splitlines()
     assert verdict == "error", res.stderr[-3000:]
     assert 5.0 <= float(seconds) < 60.0

@@ -15,7 +15,7 @@ import neurospca.decomposition._lockstep as lockstep
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
 from neurospca.decomposition._data import as_data_operator, validated_data_operator
 
-from ._helpers import count_passes
+from ._helpers import count_passes, starts_side_by_side_warnings
 
 
 def _op(X, n_threads=1, offsets=None):
@@ -141,14 +141,9 @@ def test_each_start_records_its_own_warnings():
         return [str(w.message) for w in caught]
 
     filters = warnings.filters
-    with warnings.catch_warnings(record=True) as outer:
-        warnings.simplefilter("always")
-        got = lockstep.run_side_by_side(
-            op, [lambda: start("a", "always"), lambda: start("b", "ignore")]
-        )
-        warnings.warn("caller", UserWarning, stacklevel=1)
+    got, outer = starts_side_by_side_warnings(lockstep.run_side_by_side, op, start)
     assert got == [["a 0", "a 1", "a 2"], []]
-    assert [str(w.message) for w in outer] == ["caller"]
+    assert outer == ["caller"]
     assert warnings.filters is filters
 
 

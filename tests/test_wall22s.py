@@ -18,6 +18,8 @@ from neurospca import SPCATV, _kernels, tv_from_mask
 from neurospca.decomposition import _support
 from neurospca.solvers import prox_dual
 
+from ._helpers import starts_side_by_side_warnings
+
 
 def test_each_component_runs_the_steps_at_once_with_the_kernels_capped():
     """Two steps meet at a barrier (they run at the same time, or the barrier
@@ -135,16 +137,11 @@ def test_starts_side_by_side_run_their_kernels_at_once_and_keep_their_warnings()
         return [str(w.message) for w in caught], z
 
     filters = warnings.filters
-    with warnings.catch_warnings(record=True) as outer:
-        warnings.simplefilter("always")
-        got = _lockstep.run_side_by_side(
-            op, [lambda: start("a", "always"), lambda: start("b", "ignore")]
-        )
-        warnings.warn("caller", UserWarning, stacklevel=1)
+    got, outer = starts_side_by_side_warnings(_lockstep.run_side_by_side, op, start)
     assert got[0][0] == ["a 0", "a 1", "a 2"] and got[1][0] == []
     assert np.array_equal(got[0][1], got[1][1])
     assert sorted(inside) == [("a", False)] * 3 + [("b", False)] * 3  # the turn lent
-    assert [str(w.message) for w in outer] == ["caller"]
+    assert outer == ["caller"]
     assert warnings.filters is filters and not holding()
 
 
