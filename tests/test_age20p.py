@@ -72,7 +72,7 @@ def test_the_warnings_name_the_whole_map_signal_and_the_remedies():
     loadings = np.zeros((50, 3))
     loadings[:5, 0], loadings[10:14, 2] = 1.0, 1.0
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
-    assert len(said) == 1 and "components [1] of 3 are empty" in said[0]
+    assert len(said) == 1 and "component 2 of 3 (components_[1]) is empty" in said[0]
     assert "such as age" in said[0] and "n_components=4" in said[0]
     assert "alpha_rel 0.5 (0.05, 0.1)" in said[0] and "97%-98% non-zero" in said[0]
     _, said = _said(warn_empty_components, _model(loadings, dense=False))
@@ -83,7 +83,7 @@ def test_the_warnings_name_the_whole_map_signal_and_the_remedies():
     loadings[30:45, 0], loadings[14:16, 2] = 1.0, 1.0  # 2 against 20, 6: said with the signal
     assert _auto.WARN_SMALL  # on since round 17 (small in variance too: tests/test_speck20q.py)
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
-    assert len(said) == 1 and "components [1] of 3 are much smaller" in said[0]
+    assert len(said) == 1 and "component 2 of 3 (components_[1]) is much smaller" in said[0]
     assert "4.0% against 40.0% non-zero" in said[0] and "n_components=4" in said[0]
     _, said = _said(warn_empty_components, _model(loadings, dense=False))
     assert said == []
