@@ -72,7 +72,7 @@ def test_the_warnings_name_the_whole_map_signal_and_the_remedies():
     loadings = np.zeros((50, 3))
     loadings[:5, 0], loadings[10:14, 2] = 1.0, 1.0
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
-    assert len(said) == 1 and "components [1] of 3 are empty" in said[0]
+    assert len(said) == 1 and "component 2 of 3 (components_[1]) is empty" in said[0]
     assert "such as age" in said[0] and "n_components=4" in said[0]
     assert "alpha_rel 0.5 (0.05, 0.1)" in said[0] and "97%-98% non-zero" in said[0]
     _, said = _said(warn_empty_components, _model(loadings, dense=False))
@@ -83,7 +83,7 @@ def test_the_warnings_name_the_whole_map_signal_and_the_remedies():
     loadings[30:45, 0], loadings[14:16, 2] = 1.0, 1.0  # 2 against 20, 6: said with the signal
     assert _auto.WARN_SMALL  # on since round 17 (small in variance too: tests/test_speck20q.py)
     _, said = _said(warn_empty_components, _model(loadings, dense=True))
-    assert len(said) == 1 and "components [1] of 3 are much smaller" in said[0]
+    assert len(said) == 1 and "component 2 of 3 (components_[1]) is much smaller" in said[0]
     assert "4.0% against 40.0% non-zero" in said[0] and "n_components=4" in said[0]
     _, said = _said(warn_empty_components, _model(loadings, dense=False))
     assert said == []
@@ -145,7 +145,7 @@ def test_the_harmonised_cohort_with_age_left_in_says_so(cohort):
     empty = np.flatnonzero(~np.any(model.components_ != 0, axis=1))
     assert empty.size >= 1
     assert any(p.get("dense_effect") for p in model.auto_path_)
-    text = [s for s in said if "are empty" in s]
+    text = [s for s in said if " empty." in s]
     assert len(text) == 1 and "such as age" in text[0] and "n_components=4" in text[0]
     (name, r), said = _said(name_dense_confound, model, X, part, ["participant_id", "site"])
     assert name == "age" and r > 0.8
@@ -161,7 +161,7 @@ def test_age_regressed_out_nothing_is_said(cohort):
     model, said = _said(SPCATV(3, operator=op, random_state=0).fit, X)
     assert np.all(np.any(model.components_ != 0, axis=1))
     assert not any(p.get("dense_effect") for p in model.auto_path_)
-    assert not [s for s in said if "whole-map" in s or "are empty" in s]
+    assert not [s for s in said if "whole-map" in s or " empty." in s]
     assert getattr(model, "_dense_map", None) is None
     assert "unregressed confound" not in _penalty_sentence(penalties(model))
 

@@ -36,7 +36,7 @@ def _fit(X, op):
         warnings.simplefilter("always")
         model = SPCATV(3, operator=op, random_state=0).fit(X)
     said = [str(w.message) for w in caught]
-    return model, [m for m in said if "are empty" in m or "are whole-map" in m]
+    return model, [m for m in said if "empty." in m or "whole-map" in m]
 
 
 def test_empty_components_at_the_chosen_penalty_warn():
@@ -50,14 +50,14 @@ def test_empty_components_at_the_chosen_penalty_warn():
         warn_empty_components(model)
     said = [str(w.message) for w in caught]
     assert len(said) == 1
-    assert "components [1] of 3 are empty" in said[0]
+    assert "component 2 of 3 (components_[1]) is empty" in said[0]
     assert "alpha_rel=8" in said[0]
     loadings[:, 1] = 1.0  # whole-map, not empty
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         warn_empty_components(model)
     said = [str(w.message) for w in caught]
-    assert len(said) == 1 and "components [1] of 3 are whole-map" in said[0]
+    assert len(said) == 1 and "component 2 of 3 (components_[1]) is whole-map" in said[0]
 
 
 def test_no_warning_when_every_component_is_kept(cohort):

@@ -14,6 +14,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from neurospca import SPCATV, make_paper_simulation, tv_from_mask
+from neurospca._utils.naming import component_names
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +36,9 @@ def test_unconverged_components_are_named_in_a_convergence_warning(paper):
     model, said = _fit(X, op, solver="conesta", max_iter=2)
     short = [k for k in range(3) if np.any(model.components_[k]) and not model.converged_[k]]
     assert short, "the set-up must leave a non-empty component above tol"
-    named = [s for s in said if s.startswith("solver='conesta': components ")]
+    named = [s for s in said if s.startswith("solver='conesta': component")]
     assert len(named) == 1
-    assert f"components {short} (counted from 0)" in named[0]
+    assert f"solver='conesta': {component_names(short)} ended" in named[0]
     for k in short:
         assert f"{model.rel_gaps_[k]:.3g}" in named[0]
         assert model.rel_gaps_[k] > model.tol

@@ -14,6 +14,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from neurospca import SPCATV, make_paper_simulation, spca_tv, tv_from_mask
+from neurospca._utils.naming import component_names
 from neurospca.decomposition import choose_point
 from neurospca.model_selection import (
     dice_index,
@@ -79,9 +80,9 @@ def test_default_is_sparse_on_real_brainspace_rsfmri():
         []
         if not low.size
         else [
-            f"components {low.tolist()} do not reproduce across split halves "
-            f"(stability_ {np.round(model.stability_[low], 2).tolist()}"
-            " < 0.5): do not interpret them without replication."
+            f"{component_names(low)} {'does' if low.size == 1 else 'do'} not reproduce across "
+            f"split halves (stability_ {np.round(model.stability_[low], 2).tolist()} < 0.5): "
+            f"do not interpret {'it' if low.size == 1 else 'them'} without replication."
         ]
     )
     assert model.stability_.max() >= 0.5, model.stability_

@@ -73,7 +73,7 @@ def test_stability_separates_a_planted_component_from_noise():
     pattern = np.zeros((12, 12))
     pattern[2:6, 2:6] = 1.0
     X = 2.0 * rng.standard_normal((120, 1)) * pattern.ravel() + rng.standard_normal((120, 144))
-    with pytest.warns(UserWarning, match="do not reproduce"):
+    with pytest.warns(UserWarning, match="not reproduce"):
         m = SPCATV(
             2, operator=tv_from_mask(mask), alpha_rel=0.3, stability=True, random_state=0
         ).fit(X)
@@ -306,7 +306,7 @@ def test_stability_flags_every_component_of_noise_only_data():
     rng = np.random.default_rng(3107)
     op = tv_from_mask(np.ones((12, 12), dtype=bool))
     X = rng.standard_normal((120, 144))
-    with pytest.warns(UserWarning, match="do not reproduce"):
+    with pytest.warns(UserWarning, match="not reproduce"):
         m = SPCATV(2, operator=op, alpha_rel=0.3, stability=True, random_state=0).fit(X)
     assert np.all(np.any(m.components_ != 0, axis=1))
     assert np.all(m.stability_ < 0.5), m.stability_

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from neurospca import SPCATV
+from neurospca._utils.naming import component_names
 from neurospca.decomposition._auto import (
     REPRODUCE_FLOOR,
     WHOLE_MAP,
@@ -96,8 +97,8 @@ def test_site_offset_is_kept_whole_map_beside_sparse_atrophy(cohort):
     assert np.all(density > 0)  # main: alpha_rel 8, all three empty
     whole = np.flatnonzero(density >= WHOLE_MAP)
     assert whole.size == 1 and np.all(np.delete(density, whole) <= 0.1)
-    assert len(said) == 1 and f"components {whole.tolist()} of 3 are whole-map" in said[0]
-    assert not any("are empty" in str(w.message) for w in caught)
+    assert len(said) == 1 and f"{component_names(whole, 3)} is whole-map" in said[0]
+    assert not any(" empty." in str(w.message) for w in caught)
     C = model.components_ / np.linalg.norm(model.components_, axis=1, keepdims=True)
     cos = np.abs(P / np.linalg.norm(P, axis=1, keepdims=True) @ C.T)
     assert cos.max() >= 0.95  # a planted atrophy pattern recovered by a sparse component

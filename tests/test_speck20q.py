@@ -47,7 +47,7 @@ def test_a_speck_small_in_support_and_variance_is_said():
     # seed 3583 sorted by site: 2 % / 1.4 % / 0.2 % non-zero, variance 1 / 0.8 / 0.06
     said = _said(_model([0.02, 0.014, 0.002], [1.0, 0.8, 0.057]))
     assert _auto.WARN_SMALL
-    assert len(said) == 1 and "components [2] of 3 are much smaller" in said[0]
+    assert len(said) == 1 and "component 3 of 3 (components_[2]) is much smaller" in said[0]
     assert "0.2% against 2.0% non-zero" in said[0] and "n_components=4" in said[0]
     assert "alpha_rel 0.5 (0.05, 0.1)" in said[0]
     # without the whole-map signal seen: nothing

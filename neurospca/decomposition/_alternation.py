@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._utils.naming import component_names
 from .._utils.scratch import reused_buffers
 from ..solvers import ProxProblem
 from ._data import _single_threaded_blas, uses_gram
@@ -511,15 +512,15 @@ def _warn_unsettled(cfg, pair, k):
     res, tol = pair.res, cfg.tol
     if not res.converged:
         warnings.warn(
-            f"component {k}: the v-step reached max_inner_iter={cfg.max_inner_iter} "
-            f"with certified gap {res.gap:.3e} > tol * P(0) = {res.tol_abs:.3e} "
-            f"(tol={tol}); increase max_inner_iter or tol.",
+            f"{component_names(k, rows=False)}: the v-step reached max_inner_iter="
+            f"{cfg.max_inner_iter} with certified gap {res.gap:.3e} > tol * P(0) = "
+            f"{res.tol_abs:.3e} (tol={tol}); increase max_inner_iter or tol.",
             ConvergenceWarning,
             stacklevel=4,
         )
     if not pair.outer_ok:
         warnings.warn(
-            f"component {k}: the alternating minimisation did not reach "
+            f"{component_names(k, rows=False)}: the alternating minimisation did not reach "
             f"tol={tol} in max_iter={cfg.max_iter} iterations (last relative change "
             f"{pair.change:.3e}); increase max_iter.",
             ConvergenceWarning,
@@ -676,8 +677,8 @@ def _alternate(
         if pair.nrm == 0.0 or pair.vv == 0.0:
             zero_from = k
             warnings.warn(
-                f"component {k} is identically zero: the penalties are too strong "
-                f"for this data ({weights_msg}); decrease alpha. The "
+                f"{component_names(k, rows=False)} is identically zero: the penalties are too "
+                f"strong for this data ({weights_msg}); decrease alpha. The "
                 "remaining components are set to zero.",
                 UserWarning,
                 stacklevel=3,

@@ -22,6 +22,7 @@ import warnings
 
 import numpy as np
 
+from .._utils.naming import component_names
 from ._split_groups import groups_of
 from ._stability import (
     STABILITY_THRESHOLD,
@@ -654,6 +655,11 @@ def _minor(estimator):
     return var < SMALL_SHARE * var.max()
 
 
+def _are(rows):
+    """The verb for :func:`component_names` of ``rows``."""
+    return "is" if len(rows) == 1 else "are"
+
+
 def _percent(values):
     return "/".join(f"{v:.1%}" for v in values)
 
@@ -714,7 +720,7 @@ def warn_empty_components(estimator):
     )
     if whole.size:
         warnings.warn(
-            f"{point}components {whole.tolist()} of {k} are whole-map (at least "
+            f"{point}{component_names(whole, k)} {_are(whole)} whole-map (at least "
             f"{WHOLE_MAP:.0%} non-zero): a signal spread over the whole map (a site or "
             f"scanner offset, a global signal, an effect of age), not a region. To see the "
             f"regions it hides, {remedy}.",
@@ -725,7 +731,7 @@ def warn_empty_components(estimator):
     small = np.flatnonzero((density > 0) & (density < SMALL * density.max()) & _minor(estimator))
     if WARN_SMALL and empty.size == 0 and whole.size == 0 and small.size and dense:
         warnings.warn(
-            f"{point}components {small.tolist()} of {k} are much smaller than the largest "
+            f"{point}{component_names(small, k)} {_are(small)} much smaller than the largest "
             f"({_percent(density[small])} against {density.max():.1%} non-zero, with less "
             f"than {SMALL_SHARE:.0%} of the largest variance).{dense}, and may hide a "
             "regional component at the chosen penalty (with the age effect left in, a "
@@ -744,7 +750,7 @@ def warn_empty_components(estimator):
         "otherwise fewer components or a fixed alpha_rel may suit the data."
     )
     warnings.warn(
-        f"{point}components {empty.tolist()} of {k} are empty.{said}", UserWarning, stacklevel=3
+        f"{point}{component_names(empty, k)} {_are(empty)} empty.{said}", UserWarning, stacklevel=3
     )
 
 

@@ -23,6 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._utils.naming import component_names
 from .._utils.validation import check_data, check_n_components, check_not_constant
 from ..operators import GroupOperator, chain_operator, check_operator
 from ..solvers import SOLVERS, get_solver, resolve_n_threads
@@ -615,7 +616,7 @@ def _warn_unconverged(model):
         return
     gaps = ", ".join(f"{model.rel_gaps_[k]:.3g}" for k in short)
     warnings.warn(
-        f"solver='conesta': components {short} (counted from 0) ended with relative "
+        f"solver='conesta': {component_names(short)} ended with relative "
         f"gaps {gaps} above tol={model.tol:g} (converged_ False). Their gaps still bound "
         "the suboptimality, but their supports are not certified (certified_support_ "
         "may be empty, and the report then draws nothing). solver='dual' (the default) "

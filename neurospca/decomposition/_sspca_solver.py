@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
+from .._utils.naming import component_names
 from ._base import progress
 from ._projections import _project_l1_ball
 from ._sspca_scale import alpha_max, collapsed_components
@@ -221,7 +222,7 @@ def _sspca(
     )
     if np.any(collapsed):
         warnings.warn(
-            f"SSPCA: component(s) {np.flatnonzero(collapsed).tolist()} of {r} collapsed: "
+            f"SSPCA: {component_names(np.flatnonzero(collapsed), r)} collapsed: "
             f"at alpha={alpha:.3g} ({alpha / a_max:.3g} x alpha_max={a_max:.3g}) their "
             "loadings do not lower the objective below that of V = 0, so they are set "
             "to zero in components_ and supports_. Decrease alpha_rel (with alpha=None) "

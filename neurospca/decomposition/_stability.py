@@ -32,6 +32,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.utils import check_random_state
 
+from .._utils.naming import component_names
 from ._split_groups import group_blocks, group_halves, groups_of, permute_groups
 
 #: Components whose split-half reproducibility is below this are flagged
@@ -873,11 +874,10 @@ def set_stability(estimator, X, halves):
     low = np.flatnonzero(np.any(C != 0, axis=1) & (estimator.stability_ < STABILITY_THRESHOLD))
     if low.size:
         warnings.warn(
-            f"components {low.tolist()} do not reproduce across {where} "
-            f"(stability_ {np.round(estimator.stability_[low], 2).tolist()} < "
-            f"{STABILITY_THRESHOLD}): do not interpret them without replication."
-            + (SERIES_NOTE if series else "")
-            + _dense_note(estimator),
+            f"{component_names(low)} {'does' if low.size == 1 else 'do'} not reproduce "
+            f"across {where} (stability_ {np.round(estimator.stability_[low], 2).tolist()} < "
+            f"{STABILITY_THRESHOLD}): do not interpret {'it' if low.size == 1 else 'them'} "
+            "without replication." + (SERIES_NOTE if series else "") + _dense_note(estimator),
             UserWarning,
             stacklevel=2,
         )
