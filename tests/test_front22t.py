@@ -111,7 +111,7 @@ masker = VolumeMasker(load_mni152_brain_mask(resolution=4, threshold=0.48))
 ornt, affine, box = _viewer._canonical(masker)
 shape = tuple(s.stop - s.start for s in box)
 before = set(sys.modules)
-_warmup._read_background(None, (affine, shape))  # what the thread runs, here
+_warmup._read_background(None, masker.mask_img.affine, (affine, shape))  # the thread's work
 new_modules = sorted(set(sys.modules) - before)
 threaded = _slices._background(None)
 sampled = _viewer._DEFAULT_BACKGROUNDS[(shape, np.asarray(affine, dtype=np.float64).tobytes())]
@@ -119,7 +119,10 @@ sampled = _viewer._DEFAULT_BACKGROUNDS[(shape, np.asarray(affine, dtype=np.float
 _slices._BRAINS.clear(); _viewer._DEFAULT_BACKGROUNDS.clear()
 fresh = _slices._Background(_slices.template_image())
 again = _viewer._background(None, affine, shape)
-same = all(np.array_equal(getattr(threaded, a), getattr(fresh, a), equal_nan=True)
+grids = _slices.glass_grids(fresh, masker.mask_img.affine)
+sils = all(np.array_equal(threaded._silhouettes[k], fresh.silhouette(g))
+           for k, g in zip(list(threaded._silhouettes), grids))
+same = len(threaded._silhouettes) == 3 and sils and all(np.array_equal(getattr(threaded, a), getattr(fresh, a), equal_nan=True)
            for a in ("data", "brain", "shade", "lo", "hi")) and np.array_equal(sampled, again)
 skipped = [
     _warmup.prepare_volume_report(masker, "/no/such/file.nii.gz"),  # a path: not read here

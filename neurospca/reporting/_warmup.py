@@ -165,15 +165,18 @@ def prepare_report_worker():
     jinja_templates()
 
 
-def _read_background(bg_img, viewer_grid):
-    """The volume figures' background (template read, brain, box, shading) and, with
-    ``viewer_grid`` ``(affine, shape)``, the viewer's sampled template: both cached
-    where the report looks them up. Imports nothing (the caller did)."""
-    from ._slices import _background
+def _read_background(bg_img, affine, viewer_grid):
+    """The volume figures' background (template read, brain, box, shading, the glass
+    brain's silhouettes of images on ``affine``) and, with ``viewer_grid`` ``(affine,
+    shape)``, the viewer's sampled template: cached where the report looks them up.
+    Imports nothing (the caller did)."""
+    from ._slices import _background, glass_grids
     from ._viewer import _background as viewer_background
 
     try:
-        _background(bg_img)
+        bg = _background(bg_img)
+        for grid in glass_grids(bg, affine):
+            bg.silhouette(grid)
         if viewer_grid is not None:
             viewer_background(None, *viewer_grid)
     except Exception:  # noqa: BLE001 - the report raises its own error later
@@ -185,8 +188,8 @@ def prepare_volume_report(masker, bg_img=None, viewer=True):
 
     A volume report's first figure paid, one after the other, for importing
     matplotlib (0.5 s CPU here, the interpreter's lock held: pure Python) and
-    for reading nilearn's 1 mm template and preparing its brain, box and
-    shading (0.2 s: gzip and numpy, which release the lock), then the viewer
+    for reading nilearn's 1 mm template and preparing its brain, box, shading
+    and glass-brain silhouettes (0.2 s: gzip and numpy, which release the lock), then the viewer
     sampled the template again on the mask's grid. This runs the numeric part
     in a thread while this thread imports matplotlib, then joins it: the same
     arrays, cached where the figures and the viewer look them up (the figures
@@ -231,7 +234,10 @@ def prepare_volume_report(masker, bg_img=None, viewer=True):
     if key in _slices._BRAINS and grid is None:
         return False  # prepared already (a warm-up, an earlier report)
     thread = threading.Thread(
-        target=_read_background, args=(bg_img, grid), name="neurospca-background", daemon=True
+        target=_read_background,
+        args=(bg_img, masker.mask_img.affine, grid),
+        name="neurospca-background",
+        daemon=True,
     )
     thread.start()
     try:
