@@ -418,9 +418,23 @@ def _mip(grid, data, affine, threshold):
 
 
 def glass_grids(bg, affine):
-    """The glass brain's three projection grids of images on ``affine`` over the
-    background ``bg``: one grid per background and voxel size, its silhouettes
-    computed once (:meth:`_Background.silhouette`)."""
+    """The glass brain's three projection grids of images on ``affine`` over a background.
+
+    One grid per background and voxel size: its silhouettes are computed once
+    (:meth:`_Background.silhouette`), by the first figure or ahead of it
+    (:func:`neurospca.reporting._warmup.prepare_volume_report`).
+
+    Parameters
+    ----------
+    bg : _Background
+    affine : ndarray of shape (4, 4)
+        The drawn image's affine (its voxel size sets the grids' step).
+
+    Returns
+    -------
+    list of _PlaneGrid
+        Sagittal, coronal and axial (the order of ``PLANES``).
+    """
     step = float(np.max(np.sqrt((np.asarray(affine)[:3, :3] ** 2).sum(axis=0))))
     step = max(step, bg.step)
     lo, hi = bg.lo - 10, bg.hi + 10

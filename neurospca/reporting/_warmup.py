@@ -18,6 +18,13 @@ imports and those of the warm-up: they meet only in standard-library
 modules, which import no third-party package). Anything that fails here
 (a missing package, a broken GL stack) is left for the report, which raises
 its own error where it always did.
+
+Without a warm-up (a report made from Python after a fit,
+``ImageSPCATV.generate_report()``), :func:`prepare_volume_report` overlaps the
+two one-off costs of a volume report's first figure: this thread imports
+matplotlib while another reads and prepares the background (numpy and gzip,
+which release the interpreter's lock, and no import: the caller imported what
+it runs).
 """
 
 import importlib
