@@ -122,8 +122,9 @@ again = _viewer._background(None, affine, shape)
 grids = _slices.glass_grids(fresh, masker.mask_img.affine)
 sils = all(np.array_equal(threaded._silhouettes[k], fresh.silhouette(g))
            for k, g in zip(list(threaded._silhouettes), grids))
-same = len(threaded._silhouettes) == 3 and sils and all(np.array_equal(getattr(threaded, a), getattr(fresh, a), equal_nan=True)
-           for a in ("data", "brain", "shade", "lo", "hi")) and np.array_equal(sampled, again)
+arrays = all(np.array_equal(getattr(threaded, a), getattr(fresh, a), equal_nan=True)
+             for a in ("data", "brain", "shade", "lo", "hi"))
+same = len(threaded._silhouettes) == 3 and sils and arrays and np.array_equal(sampled, again)
 skipped = [
     _warmup.prepare_volume_report(masker, "/no/such/file.nii.gz"),  # a path: not read here
 ]

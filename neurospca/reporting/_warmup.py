@@ -218,12 +218,14 @@ def prepare_volume_report(masker, bg_img=None, viewer=True):
     bool
         Whether the thread ran.
     """
+    if not PREPARE_IN_THREAD:
+        return False
     import nibabel  # noqa: F401 - imported before the thread: it imports nothing
     import scipy.ndimage  # noqa: F401
 
     from . import _render, _slices, _viewer
 
-    if not PREPARE_IN_THREAD or _render.FORK_DRAWING:  # the worker prepared all of it
+    if _render.FORK_DRAWING:  # the report worker: the warm-up prepared all of it
         return False
     if bg_img is not None and not hasattr(bg_img, "dataobj"):  # a path: read by each figure
         return False
