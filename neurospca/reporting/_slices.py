@@ -417,13 +417,34 @@ def _mip(grid, data, affine, threshold):
     return flat.reshape(grid.shape)
 
 
-def _glass_row(panels, bg, data, affine, norm, cmap, threshold, lo, hi):
-    """Row 2: largest-magnitude projections over the brain's silhouette."""
+def glass_grids(bg, affine):
+    """The glass brain's three projection grids of images on ``affine`` over a background.
+
+    One grid per background and voxel size: its silhouettes are computed once
+    (:meth:`_Background.silhouette`), by the first figure or ahead of it
+    (:func:`neurospca.reporting._warmup.prepare_volume_report`).
+
+    Parameters
+    ----------
+    bg : _Background
+    affine : ndarray of shape (4, 4)
+        The drawn image's affine (its voxel size sets the grids' step).
+
+    Returns
+    -------
+    list of _PlaneGrid
+        Sagittal, coronal and axial (the order of ``PLANES``).
+    """
     step = float(np.max(np.sqrt((np.asarray(affine)[:3, :3] ** 2).sum(axis=0))))
     step = max(step, bg.step)
-    lo, hi = bg.lo - 10, bg.hi + 10  # one grid per background: its silhouette is drawn once
-    for ax, (plane, axis, h, v) in zip(panels, PLANES, strict=True):
-        grid = _PlaneGrid(axis, h, v, lo, hi, step)
+    lo, hi = bg.lo - 10, bg.hi + 10
+    return [_PlaneGrid(axis, h, v, lo, hi, step) for (_, axis, h, v) in PLANES]
+
+
+def _glass_row(panels, bg, data, affine, norm, cmap, threshold, lo, hi):
+    """Row 2: largest-magnitude projections over the brain's silhouette."""
+    grids = glass_grids(bg, affine)
+    for ax, (plane, _, _, _), grid in zip(panels, PLANES, grids, strict=True):
         sil = bg.silhouette(grid).astype(np.float64)
         extent = grid.extent()
         ax.imshow(

@@ -18,13 +18,28 @@ imports and those of the warm-up: they meet only in standard-library
 modules, which import no third-party package). Anything that fails here
 (a missing package, a broken GL stack) is left for the report, which raises
 its own error where it always did.
+
+Without a warm-up (a report made from Python after a fit,
+``ImageSPCATV.generate_report()``), :func:`prepare_volume_report` overlaps the
+two one-off costs of a volume report's first figure: this thread imports
+matplotlib while another reads and prepares the background (numpy and gzip,
+which release the interpreter's lock, and no import: the caller imported what
+it runs).
 """
 
 import importlib
 import os
 import threading
 
-__all__ = ["start_warm_up", "wait_warm_up", "prepare_report_worker", "WARM_UP_MODULES"]
+import numpy as np
+
+__all__ = [
+    "start_warm_up",
+    "wait_warm_up",
+    "prepare_report_worker",
+    "prepare_volume_report",
+    "WARM_UP_MODULES",
+]
 
 #: what a volume report imports (in this order); surfaces add pyvista
 WARM_UP_MODULES = (
@@ -41,6 +56,10 @@ WARM_UP_MODULES = (
 )
 
 _THREAD = []
+
+#: :func:`prepare_volume_report` reads the background in a thread while this thread
+#: imports matplotlib (False: the first figure reads it, as before; for benchmarks)
+PREPARE_IN_THREAD = True
 
 
 def _warm_up(volume, surface):
@@ -151,3 +170,89 @@ def prepare_report_worker():
     _render.FORK_DRAWING = True
     _warm_up(volume=True, surface=False)
     jinja_templates()
+
+
+def _read_background(bg_img, affine, viewer_grid):
+    """The volume figures' background (template read, brain, box, shading, the glass
+    brain's silhouettes of images on ``affine``) and, with ``viewer_grid`` ``(affine,
+    shape)``, the viewer's sampled template: cached where the report looks them up.
+    Imports nothing (the caller did)."""
+    from ._slices import _background, glass_grids
+    from ._viewer import _background as viewer_background
+
+    try:
+        bg = _background(bg_img)
+        for grid in glass_grids(bg, affine):
+            bg.silhouette(grid)
+        if viewer_grid is not None:
+            viewer_background(None, *viewer_grid)
+    except Exception:  # noqa: BLE001 - the report raises its own error later
+        return
+
+
+def prepare_volume_report(masker, bg_img=None, viewer=True):
+    """Import matplotlib here while a thread reads the report's background.
+
+    A volume report's first figure paid, one after the other, for importing
+    matplotlib (0.5 s CPU here, the interpreter's lock held: pure Python) and
+    for reading nilearn's 1 mm template and preparing its brain, box, shading
+    and glass-brain silhouettes (0.2 s: gzip and numpy, which release the lock), then the viewer
+    sampled the template again on the mask's grid. This runs the numeric part
+    in a thread while this thread imports matplotlib, then joins it: the same
+    arrays, cached where the figures and the viewer look them up (the figures
+    are unchanged). Nothing is done when a warm-up or the report worker
+    already prepared them, for a background given as a path (read anew by
+    each figure), or with :data:`PREPARE_IN_THREAD` False.
+
+    Parameters
+    ----------
+    masker : VolumeMasker
+        The report's space (the viewer's grid).
+    bg_img : nibabel image or None
+        The figures' background (None: the template).
+    viewer : bool, default=True
+        Whether the report has the interactive viewer.
+
+    Returns
+    -------
+    bool
+        Whether the thread ran.
+    """
+    if not PREPARE_IN_THREAD:
+        return False
+    import nibabel  # noqa: F401 - imported before the thread: it imports nothing
+    import scipy.ndimage  # noqa: F401
+
+    from . import _render, _slices, _viewer
+
+    if _render.FORK_DRAWING:  # the report worker: the warm-up prepared all of it
+        return False
+    if bg_img is not None and not hasattr(bg_img, "dataobj"):  # a path: read by each figure
+        return False
+    key = None if bg_img is None else id(bg_img)
+    if bg_img is None and _slices._TEMPLATE:
+        key = id(_slices._TEMPLATE[0])
+    grid = None
+    if viewer and bg_img is None:
+        ornt, affine, box = _viewer._canonical(masker)
+        shape = tuple(s.stop - s.start for s in box)
+        if (shape, np.asarray(affine, dtype=np.float64).tobytes()) not in (
+            _viewer._DEFAULT_BACKGROUNDS
+        ):
+            grid = (affine, shape)
+    if key in _slices._BRAINS and grid is None:
+        return False  # prepared already (a warm-up, an earlier report)
+    thread = threading.Thread(
+        target=_read_background,
+        args=(bg_img, masker.mask_img.affine, grid),
+        name="neurospca-background",
+        daemon=True,
+    )
+    thread.start()
+    try:
+        from .plotting import _pyplot
+
+        _pyplot()
+    finally:
+        thread.join()
+    return True

@@ -36,6 +36,7 @@ import time
 import numpy as np
 
 from .._utils.io import atomic_write
+from ..masking import VolumeMasker
 from ..surface import Hemispheres
 from . import plotting
 from ._component_sections import component_facts, figure_labels
@@ -59,7 +60,7 @@ from ._sections import (
     viewer_section,
 )
 from ._viewer import check_interactive
-from ._warmup import wait_warm_up
+from ._warmup import prepare_volume_report, wait_warm_up
 
 logger = logging.getLogger("neurospca")
 
@@ -314,6 +315,8 @@ def make_report(
     wait_warm_up()  # a command's warm-up thread: done before the report imports its stacks
     env = _jinja_env()
     r = report_inputs(estimator, space, comps, args, library_versions())
+    if isinstance(r.space, VolumeMasker):  # matplotlib imported while a thread reads the
+        prepare_volume_report(r.space, r.bg_img, r.interactive)  # template (not drawn)
     images = _component_figures(r)  # drawn by a forked child in the report worker
     facts = [component_facts(r, k) for k in range(r.n_components)]
     context = {
