@@ -130,3 +130,32 @@ def test_volume_masking_with_a_mask_image_imports_no_nilearn_masker():
         "    bool(np.array_equal(X, data[mask].T)), 'nilearn.maskers' in sys.modules]))\n"
     )
     assert out == [[], "NiftiMasker", True, True, True, True]
+
+
+def test_a_computed_mask_is_nilearns_and_imports_no_nilearn_masker():
+    # mask=None: the mask is NiftiMasker()'s (its default "background" strategy,
+    # nilearn.masking called directly: nilearn.maskers, scikit-learn's estimator
+    # checks and pytest are not imported by the fit); the same mask and the same X
+    # as a NiftiMasker fitted on the images (round 20)
+    pytest.importorskip("nilearn")
+    out = _fresh(
+        "import json, sys\n"
+        "import numpy as np, nibabel as nib\n"
+        "from neurospca import ImageSPCATV\n"
+        "rng = np.random.default_rng(3799)\n"
+        "data = np.zeros((9, 8, 7, 6), np.float32)\n"
+        "data[1:8, 2:7, 1:6] = rng.standard_normal((7, 5, 5, 6)) + 3.0\n"
+        "data[4, 4, 3] = 0.0  # a background-valued voxel inside: left out by the strategy\n"
+        "img = nib.Nifti1Image(data, np.diag([2.0, 2.0, 2.0, 1.0]))\n"
+        "m = ImageSPCATV(2)\n"
+        "X = m._prepare(img, None)\n"
+        "loaded = [k for k in ('nilearn.maskers', 'pytest') if k in sys.modules]\n"
+        "from nilearn.maskers import NiftiMasker\n"
+        "ref = NiftiMasker().fit(img)\n"
+        "same_mask = bool(np.array_equal(m.mask_img_.get_fdata(), ref.mask_img_.get_fdata()))\n"
+        "same_affine = bool(np.array_equal(m.mask_img_.affine, ref.mask_img_.affine))\n"
+        "same_X = bool(np.array_equal(X, ref.transform(img)))\n"
+        "print(json.dumps([loaded, same_mask, same_affine, same_X, int(X.shape[1])]))\n"
+    )
+    assert out[:4] == [[], True, True, True]
+    assert 0 < out[4] < 7 * 5 * 5  # the background voxel is out of the mask

@@ -22,6 +22,15 @@ def _nilearn_maskers():
     return maskers
 
 
+def _nilearn_masking():
+    """:mod:`nilearn.masking` (lighter than :mod:`nilearn.maskers`)."""
+    try:
+        from nilearn import masking
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError(f"ImageSPCATV needs nilearn: {_INSTALL_HINT}.") from None
+    return masking
+
+
 def _loaded(module):
     """``module`` if it is imported already, else None (never imports it).
 
