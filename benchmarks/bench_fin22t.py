@@ -48,14 +48,22 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-#: The variants' switches: (``_support.SHARE_CORES``, ``_joint_certify.PARALLEL_PAIRS``).
-VARIANTS = {"main": (False, False), "branch": (True, True), "share": (True, False)}
+#: The variants' switches: (``_support.PARALLEL_FINISH``, ``_support.SHARE_CORES``,
+#: ``_joint_certify.PARALLEL_PAIRS``); "serial": the components one after the other.
+VARIANTS = {
+    "serial": (False, False, False),
+    "main": (True, False, False),
+    "branch": (True, True, True),
+    "share": (True, True, False),
+    "pairs": (True, False, True),
+}
 
 
 def _variant(name):
     from neurospca.decomposition import _joint_certify, _support
 
-    _support.SHARE_CORES, _joint_certify.PARALLEL_PAIRS = VARIANTS[name]
+    flags = VARIANTS[name]
+    _support.PARALLEL_FINISH, _support.SHARE_CORES, _joint_certify.PARALLEL_PAIRS = flags
 
 
 def _busy_others(seconds=1.0):
