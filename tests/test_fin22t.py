@@ -1,4 +1,5 @@
-"""Issue 22 round 20 (fin22t): the joint finishing's components all at once.
+"""Issue 22 round 20 (fin22t): the joint finishing's components all at once
+(switches, off by default: no gain measured on the 2-core VM).
 
 Three components on two cores, one thread per core, end on the longer of two
 sums (``_support.SHARE_CORES`` off: the longest component alone, the two
@@ -20,10 +21,11 @@ from neurospca import SPCATV, _kernels, tv_from_mask
 from neurospca.decomposition import _joint_certify, _support
 
 
-def test_three_components_on_two_threads_run_all_at_once_with_one_kernel_thread_each():
+def test_three_components_on_two_threads_run_all_at_once_with_one_kernel_thread_each(monkeypatch):
     """Three steps meet at one barrier (all three run at the same time, or the
     barrier times out: one thread per core runs two at once); while three run,
     each one's kernels get one thread."""
+    monkeypatch.setattr(_support, "SHARE_CORES", True)
     met = threading.Barrier(3, timeout=20)
 
     def step(k):
@@ -63,6 +65,7 @@ def test_returned_pairs_side_by_side(monkeypatch):
     """``_returned_pairs`` runs each pair's gap in a step of its own, on the
     fit's threads (two pairs meet at a barrier), and one after the other in
     the calling thread with ``PARALLEL_PAIRS`` off."""
+    monkeypatch.setattr(_joint_certify, "PARALLEL_PAIRS", True)
     met, seen = threading.Barrier(2, timeout=20), []
 
     def pair(snap, V, info, kw, tol, k):

@@ -466,9 +466,11 @@ def _returned_pairs(snap, fitted, V, info, kw, tol):
             step(k)
 
 
-#: The returned pairs' gaps (:func:`_returned_pairs`) side by side; False: one
-#: after the other.
-PARALLEL_PAIRS = True
+#: The returned pairs' gaps (:func:`_returned_pairs`) side by side; False (the
+#: default): one after the other. Not the default: no gain measured on the
+#: 2-core VM (issue 22 round 20: 0.49-1.25 s against 0.57-1.03 s for cube86's
+#: three pairs; their group norms hold the GIL, the rest is memory-bound).
+PARALLEL_PAIRS = False
 
 
 def _returned_pair(snap, V, info, kw, tol, k):

@@ -78,16 +78,17 @@ WORKING_FIRST = 50
 #: (:func:`each_component`); False: one after the other.
 PARALLEL_FINISH = True
 
-#: With :data:`PARALLEL_FINISH`, the components' finishings run ALL at once (up
-#: to :data:`AT_ONCE_PER_CORE` threads per core of the fit), the cores shared
-#: between them by the system; False: one thread per core, each taking the
-#: next component when its own is done. Three components on two cores: one
-#: thread per core ends on the longest of two sums (cube86: the longest
-#: component 2.8 s alone, the two others 4.0 s on the other core, 1.1 s of a
-#: core idle); all at once ends near ``max(sum / cores, longest)`` (3.8 s).
-#: The numbers do not change: each finishing reads nothing another writes,
-#: and a kernel's chunks never depend on the threads that run it.
-SHARE_CORES = True
+#: With :data:`PARALLEL_FINISH`, True runs the components' finishings ALL at
+#: once (up to :data:`AT_ONCE_PER_CORE` threads per core of the fit), the cores
+#: shared between them by the system; False (the default): one thread per core,
+#: each taking the next component when its own is done. Not the default: on the
+#: 2-core VM (issue 22 round 20, ``benchmarks/bench_fin22t.py``) the three
+#: components of cube86 all at once took 6.1-7.3 s against 5.6-6.5 s on a quiet
+#: machine and more under load (more run-queue waits, the GIL held by a thread
+#: the system put aside); one thread per core there already keeps both cores
+#: busy (1.75 cores). The numbers never change: each finishing reads nothing
+#: another writes, and a kernel's chunks never depend on the threads that run it.
+SHARE_CORES = False
 AT_ONCE_PER_CORE = 2
 
 
