@@ -222,24 +222,9 @@ def finish(sets, rounds, variants):
                 )
 
 
-def _fit(X, operator):
-    from neurospca import SPCATV
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    m = SPCATV(3, operator=operator, tol=1e-3, random_state=0, alpha_rel=1.0).fit(X)
-    return m, time.perf_counter() - t0, time.process_time() - c0
-
-
-def _pca(X):
-    from sklearn.decomposition import PCA
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    PCA(3, svd_solver="randomized", random_state=0).fit(X)
-    return time.perf_counter() - t0, time.process_time() - c0
-
-
 def compare(sets, rounds, variants):
     import bench_datapath
+    from bench_wall22s import _fit, _pca
 
     print(
         "| data | round | variant | others' cores | wall s | CPU s | cores | x PCA wall "
