@@ -20,7 +20,7 @@ import pytest
 from neurospca import SPCATV, _kernels, tv_from_mask
 from neurospca.decomposition import _joint_certify, _support
 
-from ._helpers import assert_same_fit
+from ._helpers import assert_same_fit, switched_fits
 
 
 def test_three_components_on_two_threads_run_all_at_once_with_one_kernel_thread_each(monkeypatch):
@@ -100,15 +100,18 @@ def test_fits_with_every_component_at_once_are_main_s_bit_for_bit(monkeypatch, m
     """The finishings all at once and the returned pairs side by side: the
     same fit as main's schedule (one thread per core, the pairs in turn)."""
     X, op = _instance(seed)
-    got = {}
-    for new in (False, True):
-        monkeypatch.setattr(_support, "SHARE_CORES", new)
-        monkeypatch.setattr(_joint_certify, "PARALLEL_PAIRS", new)
+
+    def fit():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             m = SPCATV(3, operator=op, alpha_rel=1.0, method=method, tol=1e-3, n_threads=2)
-            got[new] = m.fit(X)
-    a, b = got[False], got[True]
+            return m.fit(X)
+
+    def pairs_too(mp):
+        mp.setattr(_joint_certify, "PARALLEL_PAIRS", True)
+
+    monkeypatch.setattr(_joint_certify, "PARALLEL_PAIRS", False)
+    a, b, _ = switched_fits(monkeypatch, _support, "SHARE_CORES", fit, pairs_too)
     assert np.any(a.components_)
     assert_same_fit(a, b)  # components, gaps, iterations, certified non-zeros
     np.testing.assert_array_equal(a.certified_zeros_, b.certified_zeros_)
