@@ -78,6 +78,19 @@ WORKING_FIRST = 50
 #: (:func:`each_component`); False: one after the other.
 PARALLEL_FINISH = True
 
+#: With :data:`PARALLEL_FINISH`, True runs the components' finishings ALL at
+#: once (up to :data:`AT_ONCE_PER_CORE` threads per core of the fit), the cores
+#: shared between them by the system; False (the default): one thread per core,
+#: each taking the next component when its own is done. Not the default: on the
+#: 2-core VM (issue 22 round 20, ``benchmarks/bench_fin22t.py``) the three
+#: components of cube86 all at once took 6.1-7.3 s against 5.6-6.5 s on a quiet
+#: machine and more under load (more run-queue waits, the GIL held by a thread
+#: the system put aside); one thread per core there already keeps both cores
+#: busy (1.75 cores). The numbers never change: each finishing reads nothing
+#: another writes, and a kernel's chunks never depend on the threads that run it.
+SHARE_CORES = False
+AT_ONCE_PER_CORE = 2
+
 
 def each_component(step, ks, n_threads):
     """``{k: (step(k), seconds)}`` for ``k`` in ``ks``, on up to ``n_threads`` threads.
@@ -88,9 +101,12 @@ def each_component(step, ks, n_threads):
     components come by decreasing singular value: the last, the weakest, has
     the smallest target gap, the longest finishing: on cube86, 4,460 iterations
     against 2,150 for the first, so it starts first and the others share the
-    other thread). A thread's kernels run on ``n_threads // busy`` OpenMP threads (``busy``:
-    the threads still on a component; :data:`neurospca._kernels.THREAD_CAP`),
-    so the last component takes both cores back. The results do not depend on
+    other thread). With :data:`SHARE_CORES`, up to :data:`AT_ONCE_PER_CORE`
+    threads per core (all the components at once when they are few). A
+    thread's kernels run on ``n_threads // busy`` OpenMP threads (at least
+    one; ``busy``: the threads still on a component;
+    :data:`neurospca._kernels.THREAD_CAP`), so the last component takes both
+    cores back. The results do not depend on
     which thread runs a step, or when: a v-step solve's numbers depend on its
     kernel's chunks (set by ``n_threads``), never on the threads that run them.
     With one thread, one component or :data:`PARALLEL_FINISH` off: one after the
@@ -101,7 +117,8 @@ def each_component(step, ks, n_threads):
     if not PARALLEL_FINISH or total < 2 or len(ks) < 2:
         return {k: _timed(step, k) for k in ks}
     out, errors, lock, stop = {}, [], threading.Lock(), threading.Event()
-    todo, busy = iter(ks[::-1]), [min(total, len(ks))]
+    workers = total * AT_ONCE_PER_CORE if SHARE_CORES else total
+    todo, busy = iter(ks[::-1]), [min(workers, len(ks))]
 
     def work():
         _kernels.THREAD_CAP.cap = lambda: max(1, total // busy[0])
