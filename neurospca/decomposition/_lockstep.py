@@ -478,7 +478,7 @@ def _in_one_pass_here(op, calls, base):
         if len(requests) != len(calls):
             raise RuntimeError("in_one_pass: each call must make exactly one pass")
         replies = iter(shared_pass(op, base, requests))
-        _OVERRIDE.map = (op, lambda *request: next(replies))
+        _OVERRIDE.map = (op, lambda *request, **kw: next(replies))
         return [call() for call in calls]
     finally:
         _OVERRIDE.map = before
