@@ -85,7 +85,8 @@ def compare(sets, rounds, variants):
 
     print(
         "| data | round | variant | load | wall s | CPU s | cores | starts wall s | starts CPU s "
-        "| starts cores | rest wall s | x PCA wall | x PCA CPU | passes | max abs diff | gaps, its |"
+        "| starts cores | rest wall s | x PCA wall | x PCA CPU | passes | max abs diff "
+        "| gaps, its |"
     )
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for name in sets:

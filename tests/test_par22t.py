@@ -208,3 +208,35 @@ def test_only_the_returned_starts_warnings_reach_the_user(monkeypatch, free):
         said[only] = [str(w.message) for w in caught if "start" in str(w.message)]
     assert sorted(said[False]) == ["from deflation's start", "from the subspace start"]
     assert len(said[True]) == 1
+
+
+def test_a_free_thread_start_warns_to_the_caller_not_into_the_calling_threads_block(monkeypatch):
+    """As tests/test_joint22n_lockstep.py with the starts free: the calling
+    thread's start records in its own block while the thread's start runs;
+    the thread's warnings go to the caller, the calling thread's only to its
+    block."""
+    monkeypatch.setattr(_lockstep, "FREE_STARTS", True)
+    op = _op(3772)
+
+    def thread_job():
+        warnings.warn("from the thread's start", UserWarning, stacklevel=1)
+        op.matvec(np.ones(11))
+        warnings.warn("again from the thread's start", UserWarning, stacklevel=1)
+
+    def own_job():
+        with rw.recorded() as caught:
+            op.matvec(np.ones(11))
+            warnings.warn("from the calling thread's start", UserWarning, stacklevel=1)
+            op.matvec(np.ones(11))
+        return [str(w.message) for w in caught]
+
+    filters = warnings.filters
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        _, own = _lockstep.run_side_by_side(op, [thread_job, own_job])
+    assert own == ["from the calling thread's start"]
+    assert [str(w.message) for w in outer] == [
+        "from the thread's start",
+        "again from the thread's start",
+    ]
+    assert warnings.filters is filters

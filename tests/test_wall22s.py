@@ -107,13 +107,16 @@ def test_fits_with_the_finishings_side_by_side_are_the_same_bit_for_bit(monkeypa
     assert np.array_equal(a.n_iter_per_component_, b.n_iter_per_component_)
 
 
-def test_starts_side_by_side_run_their_kernels_at_once_and_keep_their_warnings():
+def test_starts_side_by_side_run_their_kernels_at_once_and_keep_their_warnings(monkeypatch):
     """Two starts' lent kernels meet at a barrier inside the kernel (they run at
     the same time, or the barrier times out), each start's ``catch_warnings``
     records only its own warnings around them, their passes stay shared, and
-    the caller's warnings state is back at the end."""
+    the caller's warnings state is back at the end (the starts taking turns,
+    ``FREE_STARTS`` off: tests/test_par22t.py for free starts)."""
     from neurospca._utils.turns import holding, lend
     from neurospca.decomposition import _lockstep
+
+    monkeypatch.setattr(_lockstep, "FREE_STARTS", False)
     from neurospca.decomposition._data import as_data_operator
 
     X = np.random.default_rng(3730).standard_normal((30, 11))

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 
 _LOCAL = threading.local()  # .frames: the routed thread's stack (a list), else None
 _LOCK = threading.Lock()
-_HOOK = {"depth": 0, "saved": None}
+_HOOK = {"depth": 0, "saved": None, "filters": None}
 
 
 class Frame:
@@ -138,11 +138,22 @@ def _dispatch(msg):
 @contextmanager
 def route():
     """The hook in (nested and from several threads: the outermost exit takes
-    it out): every warning reaches :func:`_dispatch` (``"always"``)."""
+    it out): every warning reaches :func:`_dispatch` (``"always"``).
+
+    Another thread's ``catch_warnings`` block that spans an exit (not
+    thread-safe before Python 3.14, e.g. a fit in another thread) puts the
+    hook's state back when it ends; the hook then keeps to the state it
+    saved (a thread that is not routed meets it), and the next entry keeps
+    that saved state."""
     with _LOCK:
         if _HOOK["depth"] == 0:
-            _HOOK["saved"] = (warnings.filters, warnings.showwarning, warnings._showwarnmsg_impl)
-            warnings.filters = [("always", None, Warning, None, 0)]
+            if warnings._showwarnmsg_impl is not _dispatch:  # else: the hook's, put back
+                _HOOK["saved"] = (
+                    warnings.filters,
+                    warnings.showwarning,
+                    warnings._showwarnmsg_impl,
+                )
+            warnings.filters = _HOOK["filters"] = [("always", None, Warning, None, 0)]
             warnings.showwarning = warnings._showwarning_orig
             warnings._showwarnmsg_impl = _dispatch
             warnings._filters_mutated()
@@ -152,9 +163,12 @@ def route():
     finally:
         with _LOCK:
             _HOOK["depth"] -= 1
-            if _HOOK["depth"] == 0:
+            if (
+                _HOOK["depth"] == 0
+                and warnings._showwarnmsg_impl is _dispatch
+                and warnings.filters is _HOOK["filters"]
+            ):
                 warnings.filters, warnings.showwarning, warnings._showwarnmsg_impl = _HOOK["saved"]
-                _HOOK["saved"] = None
                 warnings._filters_mutated()
 
 
