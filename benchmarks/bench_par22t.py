@@ -29,14 +29,16 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-#: "main": main's starts (a turn); "free": this branch's.
+#: "main": main's starts (a turn); "free": this branch's; "free-si": free, the
+#: interpreter's switch interval 1 ms during the fit (tried, see RESULTS.md).
 VARIANTS = ("main", "free")
 
 
 def _variant(name):
     from neurospca.decomposition import _lockstep
 
-    _lockstep.FREE_STARTS = name == "free"
+    _lockstep.FREE_STARTS = name.startswith("free")
+    sys.setswitchinterval(0.001 if name == "free-si" else 0.005)
 
 
 def _fit(X, operator):

@@ -44,7 +44,7 @@ sweeps were seen to drift there for tens of sweeps; once the loadings' largest
 climb is returned
 (:class:`~neurospca.decomposition._joint_starts.CopiesWatch`, issue 20 round 12).
 
-Size: 700+ lines, the sweeps, restarts and starts of one fit; the checks,
+Size: 850+ lines, the sweeps, restarts and starts of one fit; the checks,
 starts' helpers and certification are in modules of their own already.
 """
 

@@ -15,7 +15,13 @@ instead of the sum.
 
 The starts' threads take turns, so a start's ``warnings`` state (the filters
 and handlers of its ``catch_warnings`` blocks) is saved when it stops for a
-pass and put back when it resumes, as if it ran alone.
+pass and put back when it resumes, as if it ran alone. With
+:data:`FREE_STARTS` (issue 22 round 20, the default) the starts run at once
+between passes: their warnings are recorded per thread
+(:mod:`neurospca._utils.routed_warnings`; code that runs in a start records
+or filters its warnings with ``routed_warnings.recorded``, never with
+``catch_warnings``), each start's are emitted in the calling thread after
+the last start ended, in the jobs' order.
 """
 
 import threading
