@@ -16,7 +16,7 @@ instead of the sum.
 The starts' threads take turns, so a start's ``warnings`` state (the filters
 and handlers of its ``catch_warnings`` blocks) is saved when it stops for a
 pass and put back when it resumes, as if it ran alone. With
-:data:`FREE_STARTS` (issue 22 round 20, the default) the starts run at once
+:data:`FREE_STARTS` (issue 22 round 20, off by default) the starts run at once
 between passes: their warnings are recorded per thread
 (:mod:`neurospca._utils.routed_warnings`; code that runs in a start records
 or filters its warnings with ``routed_warnings.recorded``, never with
@@ -377,8 +377,14 @@ def _recorded(job, parent):
 #: instead of in ``catch_warnings`` blocks, so no turn is needed; the GIL still
 #: runs one thread's Python at a time, but their NumPy, BLAS and kernels run
 #: at once. Each start's kernels run on one thread while another start runs.
-#: False: the turn of round 19 (:data:`LEND_KERNELS`). The same numbers either way.
-FREE_STARTS = True
+#: False (the default): the turn of round 19 (:data:`LEND_KERNELS`). The same
+#: numbers and passes either way. Measured alternating in one process at load
+#: 3.6-4.6 on the 2-core machine (N = 100, benchmarks/RESULTS.md, round 20): the
+#: starts' phase 7.8-10.1 s free against 7.8-11.5 s with the turn at P = 636,056
+#: (2 pairs of 4 faster), 82-109 s against 77-88 s at P = 1,906,624 (slower in
+#: both pairs, +3 to +21 % CPU): with no free core the two starts' Python and
+#: NumPy contend for the GIL, the core and the memory bus.
+FREE_STARTS = False
 
 #: Per thread, ``(op, fn)``: the passes over ``op`` that this thread's
 #: :func:`in_one_pass` records or serves (inside free starts, where patching
