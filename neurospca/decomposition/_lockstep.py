@@ -380,9 +380,9 @@ def _recorded(job, parent):
 #: False (the default): the turn of round 19 (:data:`LEND_KERNELS`). The same
 #: numbers and passes either way. Measured alternating in one process at load
 #: 3.6-4.6 on the 2-core machine (N = 100, benchmarks/RESULTS.md, round 20): the
-#: starts' phase 7.8-10.1 s free against 7.8-11.5 s with the turn at P = 636,056
-#: (2 pairs of 4 faster), 82-109 s against 77-88 s at P = 1,906,624 (slower in
-#: both pairs, +3 to +21 % CPU): with no free core the two starts' Python and
+#: starts' phase 8.2-10.1 s free against 7.8-11.5 s with the turn at P = 636,056
+#: (3 pairs of 4 faster), 82-109 s against 77-88 s at P = 1,906,624 (slower in
+#: both pairs, the fit +4 and +14 % CPU): with no free core the two starts' Python and
 #: NumPy contend for the GIL, the core and the memory bus.
 FREE_STARTS = False
 
