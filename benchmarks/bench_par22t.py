@@ -29,6 +29,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from bench_wall22s import pca_row  # noqa: E402
+
 #: "main": main's starts (a turn); "free": this branch's; "free-si": free, the
 #: interpreter's switch interval 1 ms during the fit (tried, see RESULTS.md).
 VARIANTS = ("main", "free")
@@ -65,14 +67,6 @@ def _fit(X, operator):
         _joint._search = search
 
 
-def _pca(X):
-    from sklearn.decomposition import PCA
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    PCA(3, svd_solver="randomized", random_state=0).fit(X)
-    return time.perf_counter() - t0, time.process_time() - c0
-
-
 def _diff(m, ref):
     """Largest |diff| of the components; gaps and iterations equal (bit for bit)."""
     if ref is None:
@@ -95,12 +89,7 @@ def compare(sets, rounds, variants):
         X, operator = bench_datapath._load(name, None)
         passes, ref = bench_datapath._count_passes(X.nbytes), None
         for r in range(rounds):
-            pw, pc = _pca(X)
-            print(
-                f"| {name} | {r} | randomized PCA | {os.getloadavg()[0]:.1f} | {pw:.2f} "
-                f"| {pc:.2f} | {pc / pw:.2f} | | | | | | | | | |",
-                flush=True,
-            )
+            pw, pc = pca_row(X, name, r, 9)
             for v in variants if r % 2 == 0 else variants[::-1]:
                 _variant(v)
                 load, p0 = os.getloadavg()[0], passes()
