@@ -184,6 +184,18 @@ def _variant(name):
 VARIANTS = ("serial", "parallel", "lent", "both")
 
 
+def pca_row(X, name, r, blanks):
+    """A randomized PCA of ``X``: its table row (``blanks`` empty cells after
+    CPU / wall) printed, ``(wall, CPU)`` returned."""
+    pw, pc = _pca(X)
+    print(
+        f"| {name} | {r} | randomized PCA | {os.getloadavg()[0]:.1f} | {pw:.2f} "
+        f"| {pc:.2f} | {pc / pw:.2f} |" + " |" * blanks,
+        flush=True,
+    )
+    return pw, pc
+
+
 def compare(sets, rounds, variants):
     import bench_datapath
 
@@ -196,12 +208,7 @@ def compare(sets, rounds, variants):
         X, operator = bench_datapath._load(name, None)
         ref = None
         for r in range(rounds):
-            pw, pc = _pca(X)
-            print(
-                f"| {name} | {r} | randomized PCA | {os.getloadavg()[0]:.1f} | {pw:.2f} "
-                f"| {pc:.2f} | {pc / pw:.2f} | | | | |",
-                flush=True,
-            )
+            pw, pc = pca_row(X, name, r, 4)
             order = variants if r % 2 == 0 else variants[::-1]
             for v in order:
                 _variant(v)

@@ -159,3 +159,13 @@ def starts_side_by_side_warnings(run, op, start):
         got = run(op, [lambda: start("a", "always"), lambda: start("b", "ignore")])
         warnings.warn("caller", UserWarning, stacklevel=1)
     return got, [str(w.message) for w in outer]
+
+
+def assert_same_fits(a, b, names):
+    """Two fitted models equal bit for bit: the attributes ``names``, the
+    certified supports and the iterations per component."""
+    assert np.any(a.components_)
+    for name in names:
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
+    assert np.array_equal(a.certified_support_, b.certified_support_)
+    assert np.array_equal(a.n_iter_per_component_, b.n_iter_per_component_)

@@ -105,11 +105,13 @@ def test_an_error_of_a_thread_or_of_the_calling_threads_start_is_raised(failing)
 
 
 @pytest.mark.usefixtures("everywhere")
-def test_a_thread_start_warns_to_the_caller_not_into_the_calling_threads_start():
+def test_a_thread_start_warns_to_the_caller_not_into_the_calling_threads_start(monkeypatch):
     """The threads' starts begin while the calling thread's start is inside a
     ``catch_warnings`` block of its own (its first pass runs their first
     turns): their warnings still go to the caller, the calling thread's
-    start's only to its own block."""
+    start's only to its own block (the starts taking turns; free starts:
+    tests/test_par22t.py)."""
+    monkeypatch.setattr(lockstep, "FREE_STARTS", False)
     op = _op(np.random.default_rng(3492).standard_normal((30, 7)))
 
     def thread_job():

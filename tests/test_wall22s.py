@@ -18,7 +18,7 @@ from neurospca import SPCATV, _kernels, tv_from_mask
 from neurospca.decomposition import _support
 from neurospca.solvers import prox_dual
 
-from ._helpers import starts_side_by_side_warnings
+from ._helpers import assert_same_fits, starts_side_by_side_warnings
 
 
 def test_each_component_runs_the_steps_at_once_with_the_kernels_capped():
@@ -99,21 +99,20 @@ def test_fits_with_the_finishings_side_by_side_are_the_same_bit_for_bit(monkeypa
             m = SPCATV(3, operator=op, alpha_rel=1.0, method=method, tol=1e-3, n_threads=2)
             got[side] = m.fit(X)
     a, b = got[False], got[True]
-    assert np.any(a.components_)
-    for name in ("components_", "dual_gaps_", "support_radius_", "n_uncertain_"):
-        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
-    assert np.array_equal(a.certified_support_, b.certified_support_)
+    assert_same_fits(a, b, ("components_", "dual_gaps_", "support_radius_", "n_uncertain_"))
     assert np.array_equal(a.certified_zeros_, b.certified_zeros_)
-    assert np.array_equal(a.n_iter_per_component_, b.n_iter_per_component_)
 
 
-def test_starts_side_by_side_run_their_kernels_at_once_and_keep_their_warnings():
+def test_starts_side_by_side_run_their_kernels_at_once_and_keep_their_warnings(monkeypatch):
     """Two starts' lent kernels meet at a barrier inside the kernel (they run at
     the same time, or the barrier times out), each start's ``catch_warnings``
     records only its own warnings around them, their passes stay shared, and
-    the caller's warnings state is back at the end."""
+    the caller's warnings state is back at the end (the starts taking turns,
+    ``FREE_STARTS`` off: tests/test_par22t.py for free starts)."""
     from neurospca._utils.turns import holding, lend
     from neurospca.decomposition import _lockstep
+
+    monkeypatch.setattr(_lockstep, "FREE_STARTS", False)
     from neurospca.decomposition._data import as_data_operator
 
     X = np.random.default_rng(3730).standard_normal((30, 11))

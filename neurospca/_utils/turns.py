@@ -9,6 +9,11 @@ touches no Python state (the v-step's dual iterations) the holder lends the
 turn (:func:`lent`), so another start's Python runs meanwhile on the other
 core; the holder takes the turn back after the kernel, its ``warnings`` state
 restored. A thread outside the starts has no turn: :func:`lent` does nothing.
+
+A FREE turn (round 20, ``Turn(free=True)``: the starts' warnings recorded per
+thread, :mod:`neurospca._utils.routed_warnings`) is held by every start at once:
+:func:`take` and :func:`give` only count the starts running (not waiting for
+a pass), for their kernels' threads (:func:`others_running`).
 """
 
 import threading
@@ -19,11 +24,13 @@ _LOCAL = threading.local()  # .turn, .saved (warnings state), .in_kernel
 
 
 class Turn:
-    """The turn of one fit's starts: its holder and how many are in a kernel."""
+    """The turn of one fit's starts: its holder and how many are in a kernel
+    (``free``: no holder; how many starts run)."""
 
-    def __init__(self):
+    def __init__(self, free=False):
         self.cond = threading.Condition()
         self.holder, self.in_kernel = None, 0
+        self.free, self.running = free, 0
 
 
 def current():
@@ -56,6 +63,12 @@ def take(state=None):
     state this thread had when it gave the turn (or ``state``) is put back.
     Nothing when it holds it already."""
     turn = current()
+    if turn is not None and turn.free:
+        if not getattr(_LOCAL, "running", False):
+            with turn.cond:
+                turn.running += 1
+            _LOCAL.running = True
+        return
     if turn is None or holding():
         return
     with turn.cond:
@@ -71,9 +84,15 @@ def give():
     """Give the turn back; its ``warnings`` state is kept for :func:`take`.
     Nothing unless the calling thread holds it (e.g. a signal's exception
     raised while it waited)."""
+    turn = current()
+    if turn is not None and turn.free:
+        if getattr(_LOCAL, "running", False):
+            with turn.cond:
+                turn.running -= 1
+            _LOCAL.running = False
+        return
     if not holding():
         return
-    turn = current()
     _LOCAL.saved = _warnings_state()
     with turn.cond:
         turn.holder = None
@@ -86,6 +105,14 @@ def others_in_kernel():
     if turn is None:
         return 0
     return turn.in_kernel - int(getattr(_LOCAL, "in_kernel", False))
+
+
+def others_running():
+    """How many other starts of the calling thread's free turn run now."""
+    turn = current()
+    if turn is None or not turn.free:
+        return 0
+    return turn.running - int(getattr(_LOCAL, "running", False))
 
 
 @contextmanager

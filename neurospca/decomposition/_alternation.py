@@ -21,6 +21,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._utils.naming import component_names
+from .._utils.routed_warnings import recorded
 from .._utils.scratch import reused_buffers
 from ..solvers import ProxProblem
 from ._data import _single_threaded_blas, uses_gram
@@ -250,10 +251,7 @@ def _vstep(solver, y, pieces, vdtype, tol, max_inner_iter, gap_every, kernels, v
     )
     if vdtype == np.float64:
         return solver.solve(ProxProblem(y, pieces), state=state, **kw), vdtype
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message="prox_dual: a float32 solve stopped", category=ConvergenceWarning
-        )
+    with recorded("filter", "prox_dual: a float32 solve stopped", ConvergenceWarning):
         res = solver.solve(ProxProblem(y.astype(vdtype), pieces), state=state, **kw)
     if res.converged or res.n_iter >= max_inner_iter:
         return res, vdtype

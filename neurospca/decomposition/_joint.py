@@ -44,14 +44,15 @@ sweeps were seen to drift there for tens of sweeps; once the loadings' largest
 climb is returned
 (:class:`~neurospca.decomposition._joint_starts.CopiesWatch`, issue 20 round 12).
 
-Size: 700+ lines, the sweeps, restarts and starts of one fit; the checks,
+Size: 850+ lines, the sweeps, restarts and starts of one fit; the checks,
 starts' helpers and certification are in modules of their own already.
 """
 
 import copy
+import threading
 import time
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -59,6 +60,7 @@ from functools import partial
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._utils.routed_warnings import emit, recorded
 from ._alternation import _alternate, _say, _vstep_blas
 from ._data import uses_gram
 from ._deflated import _Deflated
@@ -118,8 +120,7 @@ def _refit(op, sqnorm, U, V, d, Z, k, w, kw, certify=True):
     ``certify``: :func:`_alternate`'s certify step)."""
     one = kw["max_iter"] == 1  # its residual's norm is not used (_others)
     defl = _others(op, sqnorm, U, V, d, Z, k, kw.get("products"), norm=not one)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with recorded() as caught:
         u, v, info = _alternate(
             op,
             1,
@@ -154,8 +155,7 @@ def _revive(op, sqnorm, U, V, d, Z, k, info, kw, same=None, u0=None):
             u0 = start_u(defl, "svd", kw["rng"], cached_subspace(op, 1)[1:])[0][:, None]
             if abs(float(u0[:, 0] @ U[:, k])) >= same:
                 return False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with recorded("ignore"):
         u, v, new = _alternate(
             op,
             1,
@@ -454,30 +454,67 @@ def _search(op, n_components, sqnorm, first, tol, kw, refit_kw, loop):
         partial(job, dict(refit_kw, products=ProductCache(4 * n_components)) if own else refit_kw)
         for job in jobs
     ]
+    jobs = [partial(_start_recorded, job) for job in jobs]
     if kw["init"] == "svd" and subspace_first(op, n_components, first[1] == "svd"):
         got = run_side_by_side(op, jobs)
     else:  # the same numbers, one after the other
         got = [job() for job in jobs]
-    found = [c for c, _ in got if c is not None]
-    defl = next((d for _, d in got if d is not None), None)
+    found = [(c, logs) for c, _, logs in got if c is not None]
+    defl, defl_log = next(((d, logs[0]) for _, d, logs in got if d is not None), (None, []))
     value = np.inf if defl is None else _objective(op, defl[0], defl[1], defl[3], refit_kw)
     if not found:  # deflation's unswept state alone (the subspace start failed)
+        emit(defl_log)
         kept = kept_rmatvecs(defl[0], defl[1], refit_kw.get("products"))
         return _Candidate(defl, True, [], [], value, kept)
-    best = min(found, key=lambda c: (not c.settled, c.value))
+    best, logs = min(found, key=lambda c: (not c[0].settled, c[0].value))
     if value < best.value:  # the unsettled sweeps' scores, for the warning
         swept = None if best.settled else (best.state[0], best.value)
         best = _Candidate(defl, best.settled, [], best.changes, value, swept=swept)
+        logs = (defl_log, [])
+    emit(logs[0] + logs[1])  # the returned start's warnings only
     if loop.verbose:
-        _say("joint fit: objectives %s; deflation's %.10g", [c.value for c in found], value)
+        _say("joint fit: objectives %s; deflation's %.10g", [c.value for c, _ in found], value)
     return best
+
+
+#: Only the returned start's warnings reach the caller (:func:`_start_recorded`):
+#: a losing start's (e.g. deflation's "component k is identically zero" when
+#: the subspace start wins) are dropped (issue 22 round 20).
+RETURNED_WARNINGS_ONLY = True
+
+
+def _start_recorded(job):
+    """``job()`` of :func:`_search` (``(candidate, deflation's state)``) with its
+    warnings recorded: ``(candidate, state, (warnings of deflation's fit,
+    warnings after it))``; the start's own fit and its sweeps are told apart
+    (``_deflation_job`` records its fit's). Warnings go on as they come when
+    :data:`RETURNED_WARNINGS_ONLY` is off."""
+    if not RETURNED_WARNINGS_ONLY:
+        return job() + (([], []),)
+    try:
+        with recorded("start") as log:
+            _FIRST.log, _FIRST.split = log, 0
+            candidate, state = job()
+    finally:
+        _FIRST.log = None
+    return candidate, state, (log[: _FIRST.split], log[_FIRST.split :])
+
+
+#: Per thread: the list of :func:`_start_recorded`'s start (``.log``) and how
+#: many of its first warnings are deflation's fit's (``.split``).
+_FIRST = threading.local()
 
 
 def _deflation_job(op, n_components, sqnorm, u0, w0, tol, kw, loop, refit_kw, sweep=True):
     """The start from deflation's fit (from ``u0``, ``w0``): ``(candidate, its
     state)``; with ``sweep=False`` (:data:`DEFLATION_SWEEPS`) no sweeps: ``(None,
     its state)``, deflation's fit a candidate as it is."""
-    state = _deflation_start(op, n_components, u0, w0, tol, kw, refit_kw.get("products"))
+    log = getattr(_FIRST, "log", None)  # recorded: deflation's fit's warnings told apart
+    with recorded("start") if log is not None else nullcontext() as first:
+        state = _deflation_start(op, n_components, u0, w0, tol, kw, refit_kw.get("products"))
+    if log is not None:
+        emit(first)
+        _FIRST.split = len(log)
     defl = _snapshot(*state)
     if not sweep:
         return None, defl

@@ -15,7 +15,13 @@ instead of the sum.
 
 The starts' threads take turns, so a start's ``warnings`` state (the filters
 and handlers of its ``catch_warnings`` blocks) is saved when it stops for a
-pass and put back when it resumes, as if it ran alone.
+pass and put back when it resumes, as if it ran alone. With
+:data:`FREE_STARTS` (issue 22 round 20, off by default) the starts run at once
+between passes: their warnings are recorded per thread
+(:mod:`neurospca._utils.routed_warnings`; code that runs in a start records
+or filters its warnings with ``routed_warnings.recorded``, never with
+``catch_warnings``), each start's are emitted in the calling thread after
+the last start ended, in the jobs' order.
 """
 
 import threading
@@ -25,7 +31,7 @@ from functools import partial
 import numpy as np
 
 from .. import _kernels
-from .._utils import turns
+from .._utils import routed_warnings, turns
 from ._blocks import _add
 
 #: Where the starts of a joint fit share their passes (:func:`run_side_by_side`):
@@ -241,6 +247,9 @@ class _Lent(_Lockstep):
     thread (their chunks, and so their numbers, do not change)."""
 
     def _map(self, fn, args, make_acc=None, rows_tail=None):
+        over = getattr(_OVERRIDE, "map", None)  # this thread's in_one_pass
+        if over is not None and over[0] is self.op:
+            return over[1](fn, args, make_acc, rows_tail)
         start = getattr(self.local, "start", None)
         if start is None:
             return self._base(fn, args, make_acc, rows_tail)
@@ -264,7 +273,7 @@ class _Lent(_Lockstep):
 
     def _thread(self, start):
         self.local.start = start
-        _kernels.THREAD_CAP.cap = _one_if_others_in_kernel
+        _kernels.THREAD_CAP.cap = self.cap
         turns.join(self.turn)
         turns.take(self.caller)  # the caller's warnings state, not the last holder's
         try:
@@ -291,7 +300,21 @@ class _Lent(_Lockstep):
 
     def run(self, jobs):
         """As :meth:`_Lockstep.run`, the starts running at once between passes,
-        their Python one at a time."""
+        their Python one at a time (:data:`FREE_STARTS`: at once too, each
+        start's warnings recorded in its own thread and emitted here after
+        the last one ended, in the jobs' order)."""
+        self.free = FREE_STARTS
+        if not self.free:
+            return self._run(jobs)
+        parent = routed_warnings.frames()  # the calling thread's frames, if routed
+        with routed_warnings.route():
+            results = self._run([partial(_recorded, job, parent) for job in jobs])
+        for _, log in results:
+            routed_warnings.emit(log)
+        return [result for result, _ in results]
+
+    def _run(self, jobs):
+        """:meth:`run`'s starts."""
         self.cond = threading.Condition()
         self.starts = starts = [_Start(job) for job in jobs]
         for s in starts:
@@ -301,11 +324,12 @@ class _Lent(_Lockstep):
         self.live = starts[:-1]
         own = turns.current() is None  # the outermost lockstep: a turn of its own
         if own:
-            turns.join(turns.Turn())
+            turns.join(turns.Turn(free=self.free))
             turns.take(self.caller)
         self.turn = turns.current()
         cap = getattr(_kernels.THREAD_CAP, "cap", None)
-        _kernels.THREAD_CAP.cap = _one_if_others_in_kernel
+        self.cap = _one_if_others_running if self.turn.free else _one_if_others_in_kernel
+        _kernels.THREAD_CAP.cap = self.cap
         threads = [threading.Thread(target=self._thread, args=(s,), daemon=True) for s in self.live]
         self.op._map = self._map
         for th in threads:
@@ -331,6 +355,41 @@ class _Lent(_Lockstep):
 def _one_if_others_in_kernel():
     """A start's kernel threads: one while another start runs a kernel."""
     return 1 if turns.others_in_kernel() else 1 << 30
+
+
+def _one_if_others_running():
+    """A free start's kernel threads: one while another start runs (its
+    Python, NumPy or kernels), all when the others wait for a pass or ended."""
+    return 1 if turns.others_running() else 1 << 30
+
+
+def _recorded(job, parent):
+    """``(job(), its warnings)``: the calling thread routed
+    (:func:`~neurospca._utils.routed_warnings.as_start`; ``parent``: the frames
+    of the thread that started the lockstep)."""
+    with routed_warnings.as_start(parent) as log:
+        result = job()
+    return result, log
+
+
+#: The starts side by side run their Python at once too (issue 22 round 20):
+#: their warnings are recorded per thread (:mod:`~neurospca._utils.routed_warnings`)
+#: instead of in ``catch_warnings`` blocks, so no turn is needed; the GIL still
+#: runs one thread's Python at a time, but their NumPy, BLAS and kernels run
+#: at once. Each start's kernels run on one thread while another start runs.
+#: False (the default): the turn of round 19 (:data:`LEND_KERNELS`). The same
+#: numbers and passes either way. Measured alternating in one process at load
+#: 3.6-4.6 on the 2-core machine (N = 100, benchmarks/RESULTS.md, round 20): the
+#: starts' phase 8.2-10.1 s free against 7.8-11.5 s with the turn at P = 636,056
+#: (3 pairs of 4 faster), 82-109 s against 77-88 s at P = 1,906,624 (slower in
+#: both pairs, the fit +4 and +14 % CPU): with no free core the two starts' Python and
+#: NumPy contend for the GIL, the core and the memory bus.
+FREE_STARTS = False
+
+#: Per thread, ``(op, fn)``: the passes over ``op`` that this thread's
+#: :func:`in_one_pass` records or serves (inside free starts, where patching
+#: ``op._map`` would reach the other starts' threads).
+_OVERRIDE = threading.local()
 
 
 #: The starts side by side lend their Python turn around the v-step's kernels
@@ -380,12 +439,11 @@ def in_one_pass(op, calls):
     the shared pass is that lockstep's."""
     outer = op.__dict__.get("_map")
     base = outer if outer is not None else partial(type(op)._map, op)
+    lock = getattr(outer, "__self__", None)
+    if isinstance(lock, _Lent) and getattr(lock, "free", False):
+        return _in_one_pass_here(op, calls, outer)
     requests = []
-
-    def record(fn, args, make_acc=None, rows_tail=None):
-        requests.append((fn, args, make_acc, rows_tail))
-        rows = None if rows_tail is None else np.zeros((op.shape[0],) + rows_tail)
-        return rows, None if make_acc is None else make_acc()
+    record = _recorder(op, requests)
 
     def restore():
         if outer is None:
@@ -405,6 +463,37 @@ def in_one_pass(op, calls):
         return [call() for call in calls]
     finally:
         restore()
+
+
+def _recorder(op, requests):
+    """A stand-in for ``op._map`` that keeps each pass's request in ``requests``
+    and returns placeholder results."""
+
+    def record(fn, args, make_acc=None, rows_tail=None):
+        requests.append((fn, args, make_acc, rows_tail))
+        rows = None if rows_tail is None else np.zeros((op.shape[0],) + rows_tail)
+        return rows, None if make_acc is None else make_acc()
+
+    return record
+
+
+def _in_one_pass_here(op, calls, base):
+    """:func:`in_one_pass` inside free starts: the calls' passes recorded and
+    served in this thread only (:data:`_OVERRIDE`), ``op._map`` left alone."""
+    requests, before = [], getattr(_OVERRIDE, "map", None)
+    record = _recorder(op, requests)
+    try:
+        _OVERRIDE.map = (op, record)
+        for call in calls:
+            call()
+        _OVERRIDE.map = before
+        if len(requests) != len(calls):
+            raise RuntimeError("in_one_pass: each call must make exactly one pass")
+        replies = iter(shared_pass(op, base, requests))
+        _OVERRIDE.map = (op, lambda *request, **kw: next(replies))
+        return [call() for call in calls]
+    finally:
+        _OVERRIDE.map = before
 
 
 def run_side_by_side(op, jobs):

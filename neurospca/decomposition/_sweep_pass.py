@@ -26,12 +26,12 @@ component, as before.
 """
 
 import time
-import warnings
 from functools import partial
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._utils.routed_warnings import recorded
 from ._alternation import (
     _INFO_NOT_COMPUTED,
     _certify_step,
@@ -127,8 +127,7 @@ def _vsteps(op, U, V, d, xtu, w, kw, first):
             if j != k:
                 g -= c[j] * Vn[:, j]
         pair = _Pair(u=u, g=g, state=w[k], resid_prev=0.0)
-        with warnings.catch_warnings(record=True) as pair.caught:
-            warnings.simplefilter("always")
+        with recorded() as pair.caught:
             _v_step(cfg, pair, _vstep_dtype(op, kw["solver"], kw["tol"]))
         pair.it = 1
         if not np.any(pair.v):
@@ -166,8 +165,7 @@ def _finish(op, defl, pair, kw):
     Returns ``(u, v, info, warnings, re-solved)``."""
     cfg, v = _settings(op, kw), pair.v
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with recorded() as caught:
         _residual_change(defl, pair, 1)
         _certify_step(cfg, defl, pair)
         _warn_unsettled(cfg, pair, 0)
