@@ -58,8 +58,12 @@ WARM_UP_MODULES = (
 _THREAD = []
 
 #: :func:`prepare_volume_report` reads the background in a thread while this thread
-#: imports matplotlib (False: the first figure reads it, as before; for benchmarks)
-PREPARE_IN_THREAD = True
+#: imports matplotlib; False (the default): the first figure reads it, as before.
+#: Off after the lead's quiet pairs (issue 22 round 20, ``bench_front22t.py report``,
+#: load 1.1-1.2): the first figure 0.88-1.17 s -> 0.31-0.50 s, but the whole report
+#: slower in 4 of 5 pairs (+0.1 to +0.3 s wall, +0.2 CPU s): the cost moved, it
+#: did not go (the helper's 12 pairs at load 2.6-4.4: 0.10 s faster, within noise).
+PREPARE_IN_THREAD = False
 
 
 def _warm_up(volume, surface):
