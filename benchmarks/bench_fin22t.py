@@ -34,7 +34,6 @@ Usage::
     python benchmarks/bench_fin22t.py --compare cube86 cube124 --rounds 2
 """
 
-import argparse
 import collections
 import copy
 import os
@@ -223,52 +222,45 @@ def finish(sets, rounds, variants):
 
 
 def compare(sets, rounds, variants):
-    import bench_datapath
-    from bench_wall22s import _fit, _pca
+    from bench_wall22s import _fit, _pca, each_round, fit_row, fits_header
 
-    print(
-        "| data | round | variant | others' cores | wall s | CPU s | cores | x PCA wall "
-        "| x PCA CPU | max diff components | max diff dual_gaps_ | same certified support |"
+    fits_header(
+        "others' cores", "max diff components", "max diff dual_gaps_", "same certified support"
     )
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for name in sets:
-        X, operator = bench_datapath._load(name, None)
-        ref = None
-        for r in range(rounds):
+    refs = {}  # each set's first fit
+    for name, r, X, operator in each_round(sets, rounds):
+        load = _wait_quiet()
+        pw, pc = _pca(X)
+        print(
+            f"| {name} | {r} | randomized PCA | {load:.2f} | {pw:.2f} | {pc:.2f} "
+            f"| {pc / pw:.2f} | | | | | |",
+            flush=True,
+        )
+        for v in variants if r % 2 == 0 else variants[::-1]:
+            _variant(v)
             load = _wait_quiet()
-            pw, pc = _pca(X)
-            print(
-                f"| {name} | {r} | randomized PCA | {load:.2f} | {pw:.2f} | {pc:.2f} "
-                f"| {pc / pw:.2f} | | | | | |",
-                flush=True,
+            m, wall, cpu = _fit(X, operator)
+            out = (
+                np.asarray(m.components_),
+                np.asarray(m.dual_gaps_),
+                m.certified_support_,
+                m.certified_zeros_,
             )
-            for v in variants if r % 2 == 0 else variants[::-1]:
-                _variant(v)
-                load = _wait_quiet()
-                m, wall, cpu = _fit(X, operator)
-                out = (
-                    np.asarray(m.components_),
-                    np.asarray(m.dual_gaps_),
-                    m.certified_support_,
-                    m.certified_zeros_,
-                )
-                ref = out if ref is None else ref
-                same = np.array_equal(out[2], ref[2]) and np.array_equal(out[3], ref[3])
-                print(
-                    f"| {name} | {r} | {v} | {load:.2f} | {wall:.2f} | {cpu:.2f} "
-                    f"| {cpu / wall:.2f} | {wall / pw:.2f}x | {cpu / pc:.2f}x "
-                    f"| {np.max(np.abs(out[0] - ref[0])):.1e} "
-                    f"| {np.max(np.abs(out[1] - ref[1])):.1e} | {same} |",
-                    flush=True,
-                )
+            ref = refs.setdefault(name, out)
+            same = np.array_equal(out[2], ref[2]) and np.array_equal(out[3], ref[3])
+            fit_row(
+                (name, r, v, load),
+                (wall, cpu, pw, pc),
+                f"{np.max(np.abs(out[0] - ref[0])):.1e}",
+                f"{np.max(np.abs(out[1] - ref[1])):.1e}",
+                same,
+            )
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--finish", nargs="+")
-    ap.add_argument("--compare", nargs="+")
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--variants", nargs="+", default=["main", "branch"])
+    from bench_wall22s import compare_parser
+
+    ap = compare_parser(__doc__, "--finish", ["main", "branch"])
     ap.add_argument("--quiet", type=float, default=0.0)
     args = ap.parse_args()
     QUIET["wait"] = args.quiet

@@ -196,42 +196,70 @@ def pca_row(X, name, r, blanks):
     return pw, pc
 
 
-def compare(sets, rounds, variants):
+def fits_header(load, *extra):
+    """Print the header of :func:`fit_row`'s table: ``load``'s label, then the
+    ``extra`` columns (right-aligned; shared with ``bench_fin22t``)."""
+    cols = ["data", "round", "variant", load, "wall s", "CPU s", "CPU/wall", "x PCA wall"]
+    cols += ["x PCA CPU", *extra]
+    print("| " + " | ".join(cols) + " |")
+    print("|---|---:|---|" + "---:|" * (len(cols) - 3))
+
+
+def each_round(sets, rounds):
+    """``(name, round, X, operator)`` of ``bench_datapath``'s sets, each set
+    loaded once (shared with ``bench_fin22t``)."""
     import bench_datapath
 
-    print(
-        "| data | round | variant | load | wall s | CPU s | CPU/wall | x PCA wall | x PCA CPU "
-        "| finishing s | max abs diff |"
-    )
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in sets:
         X, operator = bench_datapath._load(name, None)
-        ref = None
         for r in range(rounds):
-            pw, pc = pca_row(X, name, r, 4)
-            order = variants if r % 2 == 0 else variants[::-1]
-            for v in order:
-                _variant(v)
-                load = os.getloadavg()[0]
-                m, wall, cpu = _fit(X, operator)
-                comps = np.asarray(m.components_)
-                ref = comps if ref is None else ref
-                diff = float(np.max(np.abs(comps - ref)))
-                print(
-                    f"| {name} | {r} | {v} | {load:.1f} | {wall:.2f} | {cpu:.2f} | {cpu / wall:.2f}"
-                    f" | {wall / pw:.2f}x | {cpu / pc:.2f}x | {np.nansum(m.support_time_):.2f}"
-                    f" | {diff:.1e} |",
-                    flush=True,
-                )
+            yield name, r, X, operator
+
+
+def compare(sets, rounds, variants):
+    fits_header("load", "finishing s", "max abs diff")
+    refs = {}  # each set's first fit
+    for name, r, X, operator in each_round(sets, rounds):
+        pw, pc = pca_row(X, name, r, 4)
+        for v in variants if r % 2 == 0 else variants[::-1]:
+            _variant(v)
+            load = os.getloadavg()[0]
+            m, wall, cpu = _fit(X, operator)
+            comps = np.asarray(m.components_)
+            ref = refs.setdefault(name, comps)
+            diff = float(np.max(np.abs(comps - ref)))
+            fit_row(
+                (name, r, v, load),
+                (wall, cpu, pw, pc),
+                f"{np.nansum(m.support_time_):.2f}",
+                f"{diff:.1e}",
+            )
+
+
+def fit_row(where, times, *extra):
+    """Print one fit's table row: ``where`` = (data, round, variant, load),
+    ``times`` = (wall, CPU, the round's PCA wall, its CPU), then ``extra`` cells
+    (shared with ``bench_fin22t``)."""
+    name, r, v, load = where
+    wall, cpu, pw, pc = times
+    cells = [name, r, v, f"{load:.2f}", f"{wall:.2f}", f"{cpu:.2f}", f"{cpu / wall:.2f}"]
+    cells += [f"{wall / pw:.2f}x", f"{cpu / pc:.2f}x", *extra]
+    print("| " + " | ".join(map(str, cells)) + " |", flush=True)
+
+
+def compare_parser(doc, first, variants):
+    """The arguments of a benchmark with ``first`` (e.g. ``--timeline``) and
+    ``--compare SETS --rounds R --variants V...`` (shared with ``bench_fin22t``)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument(first, nargs="+")
+    ap.add_argument("--compare", nargs="+")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--variants", nargs="+", default=list(variants))
+    return ap
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--timeline", nargs="+")
-    ap.add_argument("--compare", nargs="+")
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
-    args = ap.parse_args()
+    args = compare_parser(__doc__, "--timeline", VARIANTS).parse_args()
     warnings.simplefilter("ignore")
     if args.timeline:
         timeline(args.timeline, args.variants)
